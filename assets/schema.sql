@@ -1,0 +1,33 @@
+-- leaselab outbox schema. Times are integer milliseconds on the scenario clock.
+CREATE TABLE IF NOT EXISTS Payments (
+    IdempotencyKey TEXT PRIMARY KEY,
+    Amount         INTEGER NOT NULL CHECK (Amount >= 0),
+    PaymentStatus  TEXT NOT NULL DEFAULT 'Pending'
+                   CHECK (PaymentStatus IN ('Pending', 'Paid', 'Failed')),
+    TransactionId  TEXT,
+    CreatedAtUtc   INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS OutboxMessages (
+    Id             INTEGER PRIMARY KEY,
+    PaymentKey     TEXT NOT NULL UNIQUE REFERENCES Payments (IdempotencyKey),
+    Status         TEXT NOT NULL DEFAULT 'Pending'
+                   CHECK (Status IN ('Pending', 'Processing', 'Processed')),
+    LockedBy       TEXT,
+    LockedUntilUtc INTEGER,
+    -- fencing token: +1 on every successful claim
+    LeaseVersion   INTEGER NOT NULL DEFAULT 0,
+    Attempts       INTEGER NOT NULL DEFAULT 0,
+    CreatedAtUtc   INTEGER NOT NULL,
+    ProcessedAtUtc INTEGER,
+    -- a Processing row always has an owner and an expiry
+    CHECK (Status <> 'Processing' OR (LockedBy IS NOT NULL AND LockedUntilUtc IS NOT NULL))
+);
+
+-- The claim asks two questions, each answered by its own small index so that a
+-- claim stops at the first row instead of reading the whole backlog:
+--   the oldest Pending message, and the longest-expired Processing lease.
+CREATE INDEX IF NOT EXISTS IX_Outbox_Pending
+    ON OutboxMessages (CreatedAtUtc, Id) WHERE Status = 'Pending';
+CREATE INDEX IF NOT EXISTS IX_Outbox_Leased
+    ON OutboxMessages (LockedUntilUtc) WHERE Status = 'Processing';

@@ -1,0 +1,189 @@
+//! What the engine tells the world. Every event carries the scenario time, the worker (or
+//! the engine itself) and a sequence number; for writes the number was taken while the
+//! transaction still held SQLite's write lock, so it orders events as SQLite committed them.
+
+use super::provider::ProviderStatus;
+
+/// The actor of an engine-level event.
+pub const ENGINE: &str = "engine";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub seq: u64,
+    pub at_ms: i64,
+    /// Worker slot (0 for Worker-A), or None for the engine.
+    pub slot: Option<usize>,
+    /// The worker's identity of this incarnation (`Worker-A`, `Worker-A#2`), or `engine`.
+    pub actor: String,
+    pub kind: EventKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventKind {
+    /// A successful claim: this worker owns the message until `until_ms`.
+    Claimed {
+        id: i64,
+        key: String,
+        until_ms: i64,
+        version: i64,
+        /// The message had been leased before (its previous lease expired).
+        reclaim: bool,
+    },
+    /// Nothing was claimable.
+    ClaimEmpty,
+    /// The message asked for is owned by someone else whose lease still runs.
+    ClaimBlocked {
+        id: i64,
+        key: String,
+        owner: String,
+        left_ms: i64,
+    },
+    /// Leasing off: the worker read every Pending message at once.
+    Loaded {
+        count: usize,
+    },
+    /// The worker called the provider's status check: one processing attempt.
+    ProviderCalled {
+        id: i64,
+        key: String,
+        status: ProviderStatus,
+    },
+    /// Leasing on: the ownership-guarded finalize committed.
+    Finalized {
+        id: i64,
+        key: String,
+        version: i64,
+        status: ProviderStatus,
+    },
+    /// Leasing on: the guarded finalize changed no row and was rolled back.
+    FinalizeRejected {
+        id: i64,
+        key: String,
+        version: i64,
+    },
+    /// Leasing off: the result was written unconditionally.
+    Marked {
+        id: i64,
+        key: String,
+        status: ProviderStatus,
+    },
+    /// The worker stopped at once; whatever lease it held stays in the database.
+    Crashed {
+        holding: Option<(i64, String, i64)>,
+        /// Set when the crash was a panic in the worker thread.
+        panic: Option<String>,
+    },
+    /// A new incarnation replaced a crashed (or stopped) worker.
+    Restarted {
+        previous: String,
+    },
+    Paused,
+    Resumed,
+    /// A worker met a database error and stopped.
+    Failed {
+        error: String,
+    },
+    ClockMoved {
+        from_ms: i64,
+        to_ms: i64,
+    },
+    LeasingChanged {
+        on: bool,
+    },
+    MessageAdded {
+        id: i64,
+        key: String,
+    },
+    /// The outbox was emptied and seeded again.
+    Seeded {
+        messages: u64,
+    },
+    /// A line of narration from a scripted story.
+    Note {
+        text: String,
+    },
+}
+
+impl Event {
+    /// `CLAIMED PAY-003 until 09:00:01.500` and friends: one line for logs and reports.
+    pub fn describe(&self) -> String {
+        use super::clock::hms;
+        match &self.kind {
+            EventKind::Claimed {
+                key,
+                until_ms,
+                version,
+                reclaim,
+                ..
+            } => format!(
+                "{} {key} until {} (lease v{version})",
+                if *reclaim { "RECLAIMED" } else { "CLAIMED" },
+                hms(*until_ms)
+            ),
+            EventKind::ClaimEmpty => "claim: nothing claimable".into(),
+            EventKind::ClaimBlocked {
+                key,
+                owner,
+                left_ms,
+                ..
+            } => format!("BLOCKED on {key} by {owner}, {left_ms} ms left"),
+            EventKind::Loaded { count } => format!("LOADED {count} pending (no claim)"),
+            EventKind::ProviderCalled { key, status, .. } => {
+                format!("status check {key} -> {}", status.as_str())
+            }
+            EventKind::Finalized {
+                key,
+                version,
+                status,
+                ..
+            } => format!("FINALIZED {key} {} (lease v{version})", status.as_str()),
+            EventKind::FinalizeRejected { key, version, .. } => {
+                format!("FINALIZE REJECTED {key}: lease v{version} lost, rolled back")
+            }
+            EventKind::Marked { key, status, .. } => {
+                format!("MARKED {key} {} without a lease", status.as_str())
+            }
+            EventKind::Crashed { holding, panic } => {
+                let what = match panic {
+                    Some(p) => format!("PANICKED ({p})"),
+                    None => "CRASHED".to_string(),
+                };
+                match holding {
+                    Some((_, key, until)) => {
+                        format!("{what} holding {key} (lease until {})", hms(*until))
+                    }
+                    None => format!("{what} holding nothing"),
+                }
+            }
+            EventKind::Restarted { previous } => format!("RESTARTED (replaces {previous})"),
+            EventKind::Paused => "paused".into(),
+            EventKind::Resumed => "resumed".into(),
+            EventKind::Failed { error } => format!("FAILED: {error}"),
+            EventKind::ClockMoved { from_ms, to_ms } => {
+                format!("clock advanced {} ms to {}", to_ms - from_ms, hms(*to_ms))
+            }
+            EventKind::LeasingChanged { on } => {
+                format!("leasing switched {}", if *on { "ON" } else { "OFF" })
+            }
+            EventKind::MessageAdded { key, .. } => {
+                format!("added payment {key} with its outbox row")
+            }
+            EventKind::Seeded { messages } => format!("seeded {messages} payments + outbox rows"),
+            EventKind::Note { text } => text.clone(),
+        }
+    }
+
+    /// The message this event is about, if any.
+    pub fn message(&self) -> Option<(i64, &str)> {
+        match &self.kind {
+            EventKind::Claimed { id, key, .. }
+            | EventKind::ClaimBlocked { id, key, .. }
+            | EventKind::ProviderCalled { id, key, .. }
+            | EventKind::Finalized { id, key, .. }
+            | EventKind::FinalizeRejected { id, key, .. }
+            | EventKind::Marked { id, key, .. }
+            | EventKind::MessageAdded { id, key } => Some((*id, key)),
+            _ => None,
+        }
+    }
+}

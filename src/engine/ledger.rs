@@ -1,0 +1,309 @@
+//! The ledgers: a fold over engine events. Reports, tests and the dashboard all read the
+//! same numbers from here. The claim ledger and the processing ledger are kept apart on
+//! purpose: claims are cheap and may fail, processing is the work itself.
+
+use std::collections::BTreeMap;
+
+use super::events::{Event, EventKind};
+use super::worker::base_name;
+
+/// One step of a message's history, as committed by SQLite.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HistoryStep {
+    Claim {
+        owner: String,
+        version: i64,
+        at_ms: i64,
+        until_ms: i64,
+    },
+    /// A committed ownership-guarded finalize.
+    Finalize { owner: String, version: i64 },
+    /// Leasing off: an unconditional write.
+    Mark { owner: String },
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct MessageHistory {
+    pub key: String,
+    /// Results written for this message (committed finalizes and unguarded marks).
+    pub runs: u32,
+    /// Provider status checks made for it.
+    pub attempts: u32,
+    pub claims: u32,
+    pub rejected: u32,
+    /// (commit stamp, step), in arrival order; sorted when evaluated.
+    pub steps: Vec<(u64, HistoryStep)>,
+    pub violations: u32,
+    /// Who wrote its results, in order.
+    pub processed_by: Vec<String>,
+}
+
+impl MessageHistory {
+    /// Finalizes whose lease version was not the newest claim at their commit.
+    fn count_violations(&mut self) -> u32 {
+        self.steps.sort_by_key(|(seq, _)| *seq);
+        let mut current: Option<i64> = None;
+        let mut bad = 0;
+        for (_, step) in &self.steps {
+            match step {
+                HistoryStep::Claim { version, .. } => current = Some(*version),
+                HistoryStep::Finalize { version, .. } => {
+                    if current != Some(*version) {
+                        bad += 1;
+                    }
+                    current = None;
+                }
+                HistoryStep::Mark { .. } => {}
+            }
+        }
+        self.violations = bad;
+        bad
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Ledger {
+    // Claim ledger.
+    pub claims_ok: u64,
+    pub claims_empty: u64,
+    pub claims_blocked: u64,
+    pub reclaims: u64,
+    /// Leasing off: bulk loads of every Pending row.
+    pub loads: u64,
+    pub loaded_rows: u64,
+    // Processing ledger.
+    pub processing_attempts: u64,
+    pub finalized: u64,
+    pub rejected_finalizes: u64,
+    pub marked: u64,
+    pub ownership_violations: u64,
+    // Workers.
+    pub crashes: u64,
+    pub panics: u64,
+    pub restarts: u64,
+    pub failures: u64,
+    pub per_worker: BTreeMap<String, u64>,
+    pub loaded_by_worker: BTreeMap<String, u64>,
+    pub messages: BTreeMap<i64, MessageHistory>,
+    pub events_seen: u64,
+}
+
+impl Ledger {
+    pub fn new() -> Ledger {
+        Ledger::default()
+    }
+
+    pub fn apply(&mut self, ev: &Event) {
+        self.events_seen += 1;
+        let worker = base_name(&ev.actor).to_string();
+        match &ev.kind {
+            EventKind::Claimed {
+                id,
+                key,
+                until_ms,
+                version,
+                reclaim,
+            } => {
+                self.claims_ok += 1;
+                if *reclaim {
+                    self.reclaims += 1;
+                }
+                let m = self.message(*id, key);
+                m.claims += 1;
+                m.steps.push((
+                    ev.seq,
+                    HistoryStep::Claim {
+                        owner: ev.actor.clone(),
+                        version: *version,
+                        at_ms: ev.at_ms,
+                        until_ms: *until_ms,
+                    },
+                ));
+                self.recount(*id);
+            }
+            EventKind::ClaimEmpty => self.claims_empty += 1,
+            EventKind::ClaimBlocked { .. } => self.claims_blocked += 1,
+            EventKind::Loaded { count } => {
+                self.loads += 1;
+                self.loaded_rows += *count as u64;
+                *self.loaded_by_worker.entry(worker).or_default() += *count as u64;
+            }
+            EventKind::ProviderCalled { id, key, .. } => {
+                self.processing_attempts += 1;
+                self.message(*id, key).attempts += 1;
+            }
+            EventKind::Finalized {
+                id, key, version, ..
+            } => {
+                self.finalized += 1;
+                *self.per_worker.entry(worker).or_default() += 1;
+                let m = self.message(*id, key);
+                m.runs += 1;
+                m.processed_by.push(ev.actor.clone());
+                m.steps.push((
+                    ev.seq,
+                    HistoryStep::Finalize {
+                        owner: ev.actor.clone(),
+                        version: *version,
+                    },
+                ));
+                self.recount(*id);
+            }
+            EventKind::FinalizeRejected { id, key, .. } => {
+                self.rejected_finalizes += 1;
+                self.message(*id, key).rejected += 1;
+            }
+            EventKind::Marked { id, key, .. } => {
+                self.marked += 1;
+                *self.per_worker.entry(worker).or_default() += 1;
+                let m = self.message(*id, key);
+                m.runs += 1;
+                m.processed_by.push(ev.actor.clone());
+                m.steps.push((
+                    ev.seq,
+                    HistoryStep::Mark {
+                        owner: ev.actor.clone(),
+                    },
+                ));
+            }
+            EventKind::Crashed { panic, .. } => {
+                self.crashes += 1;
+                if panic.is_some() {
+                    self.panics += 1;
+                }
+            }
+            EventKind::Restarted { .. } => self.restarts += 1,
+            EventKind::Failed { .. } => self.failures += 1,
+            EventKind::MessageAdded { id, key } => {
+                self.message(*id, key);
+            }
+            EventKind::Seeded { .. }
+            | EventKind::Paused
+            | EventKind::Resumed
+            | EventKind::ClockMoved { .. }
+            | EventKind::LeasingChanged { .. }
+            | EventKind::Note { .. } => {}
+        }
+    }
+
+    fn message(&mut self, id: i64, key: &str) -> &mut MessageHistory {
+        let m = self.messages.entry(id).or_default();
+        if m.key.is_empty() {
+            m.key = key.to_string();
+        }
+        m
+    }
+
+    fn recount(&mut self, id: i64) {
+        if let Some(m) = self.messages.get_mut(&id) {
+            let before = m.violations as u64;
+            let after = m.count_violations() as u64;
+            self.ownership_violations = self.ownership_violations + after - before;
+        }
+    }
+
+    /// Results written, in total (finalized + marked).
+    pub fn results_written(&self) -> u64 {
+        self.finalized + self.marked
+    }
+
+    /// Messages with at least one result written.
+    pub fn unique_processed(&self) -> u64 {
+        self.messages.values().filter(|m| m.runs > 0).count() as u64
+    }
+
+    /// Messages whose result was written more than once: the duplicates.
+    pub fn processed_more_than_once(&self) -> u64 {
+        self.messages.values().filter(|m| m.runs > 1).count() as u64
+    }
+
+    /// How many messages were processed 0, 1, 2... times.
+    pub fn runs_histogram(&self) -> BTreeMap<u32, u64> {
+        let mut h = BTreeMap::new();
+        for m in self.messages.values() {
+            *h.entry(m.runs).or_default() += 1;
+        }
+        h
+    }
+
+    /// How many times one message was processed (the dashboard's Runs column).
+    pub fn runs_of(&self, id: i64) -> u32 {
+        self.messages.get(&id).map_or(0, |m| m.runs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::provider::ProviderStatus;
+
+    fn ev(seq: u64, actor: &str, kind: EventKind) -> Event {
+        Event {
+            seq,
+            at_ms: 0,
+            slot: Some(0),
+            actor: actor.into(),
+            kind,
+        }
+    }
+
+    fn claimed(version: i64) -> EventKind {
+        EventKind::Claimed {
+            id: 1,
+            key: "PAY-001".into(),
+            until_ms: 500,
+            version,
+            reclaim: version > 1,
+        }
+    }
+
+    fn finalized(version: i64) -> EventKind {
+        EventKind::Finalized {
+            id: 1,
+            key: "PAY-001".into(),
+            version,
+            status: ProviderStatus::Paid,
+        }
+    }
+
+    #[test]
+    fn finalize_by_the_newest_owner_is_no_violation() {
+        let mut l = Ledger::new();
+        l.apply(&ev(1, "Worker-A", claimed(1)));
+        l.apply(&ev(2, "Worker-B", claimed(2)));
+        l.apply(&ev(3, "Worker-B", finalized(2)));
+        assert_eq!(l.ownership_violations, 0);
+        assert_eq!(l.unique_processed(), 1);
+        assert_eq!(l.per_worker["Worker-B"], 1);
+    }
+
+    #[test]
+    fn finalize_with_a_superseded_lease_is_a_violation_even_when_events_arrive_late() {
+        let mut l = Ledger::new();
+        l.apply(&ev(1, "Worker-A", claimed(1)));
+        // A's finalize committed after B's reclaim, but B's claim event arrives last.
+        l.apply(&ev(3, "Worker-A", finalized(1)));
+        assert_eq!(l.ownership_violations, 0);
+        l.apply(&ev(2, "Worker-B", claimed(2)));
+        assert_eq!(l.ownership_violations, 1);
+    }
+
+    #[test]
+    fn two_marks_of_one_message_are_one_duplicate() {
+        let mut l = Ledger::new();
+        for (seq, w) in [(1, "Worker-A"), (2, "Worker-B")] {
+            l.apply(&ev(
+                seq,
+                w,
+                EventKind::Marked {
+                    id: 1,
+                    key: "PAY-001".into(),
+                    status: ProviderStatus::Paid,
+                },
+            ));
+        }
+        assert_eq!(l.processed_more_than_once(), 1);
+        assert_eq!(l.runs_of(1), 2);
+        assert_eq!(l.runs_histogram()[&2], 1);
+    }
+}

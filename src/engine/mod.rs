@@ -1,0 +1,303 @@
+//! The engine: a real SQLite outbox, worker threads that compete for it, and the scenario
+//! clock they share. No terminal code lives here: the dashboard, `leaselab run` and the
+//! tests all drive the same engine.
+
+pub mod clock;
+pub mod events;
+pub mod ledger;
+pub mod provider;
+pub mod store;
+pub mod worker;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender};
+
+use clock::{Clock, SCENARIO_START_MS};
+use events::{Event, EventKind, ENGINE};
+use provider::Provider;
+use store::{DbOrigin, Store, StoreError, StoreShared};
+use worker::{Control, Settings, WorkerContext, WorkerHandle, WorkerState};
+
+/// How an engine is set up.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub workers: usize,
+    pub messages: u64,
+    pub lease_ms: i64,
+    pub process_ms: i64,
+    /// After an empty claim a worker waits this long (scenario time) before asking again.
+    pub idle_ms: i64,
+    pub leasing: bool,
+    /// Keep the database here; None means a temporary folder removed at the end.
+    pub db: Option<PathBuf>,
+    /// `synchronous=FULL` (every commit reaches the disk) or NORMAL.
+    pub sync_full: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            workers: 2,
+            messages: 6,
+            lease_ms: 500,
+            process_ms: 0,
+            idle_ms: 100,
+            leasing: true,
+            db: None,
+            sync_full: true,
+        }
+    }
+}
+
+pub struct Engine {
+    pub config: EngineConfig,
+    pub db_path: PathBuf,
+    pub origin: DbOrigin,
+    pub clock: Arc<Clock>,
+    pub provider: Arc<Provider>,
+    pub settings: Arc<Settings>,
+    pub shared: Arc<StoreShared>,
+    store: Store,
+    workers: Vec<WorkerHandle>,
+    events_tx: Sender<Event>,
+    events_rx: Receiver<Event>,
+    /// Dropped last: removes the temporary database folder.
+    _tmp: Option<tempfile::TempDir>,
+}
+
+impl Engine {
+    /// Open (or create) the database, seed it, and start the workers. Paused workers act
+    /// only when stepped.
+    pub fn start(config: EngineConfig, paused: bool) -> Result<Engine, StoreError> {
+        let (tmp, db_path) = match &config.db {
+            Some(p) => (None, p.clone()),
+            None => {
+                let dir = tempfile::Builder::new()
+                    .prefix("leaselab-")
+                    .tempdir()
+                    .map_err(|e| {
+                        StoreError::Io(format!("cannot create a temporary folder: {e}"))
+                    })?;
+                let path = dir.path().join("outbox.db");
+                (Some(dir), path)
+            }
+        };
+        let shared = Arc::new(StoreShared::default());
+        let (store, origin) = Store::create(&db_path, shared.clone())?;
+        store.set_synchronous(config.sync_full)?;
+        let (events_tx, events_rx) = crossbeam_channel::unbounded();
+        let mut engine = Engine {
+            settings: Arc::new(Settings::new(
+                config.leasing,
+                config.lease_ms,
+                config.process_ms,
+                config.idle_ms.max(1),
+            )),
+            config,
+            db_path,
+            origin,
+            clock: Arc::new(Clock::frozen_at(SCENARIO_START_MS)),
+            provider: Arc::new(Provider::new()),
+            shared,
+            store,
+            workers: Vec::new(),
+            events_tx,
+            events_rx,
+            _tmp: tmp,
+        };
+        engine.seed()?;
+        for slot in 0..engine.config.workers {
+            let w = worker::spawn(engine.context(), slot, 1, paused);
+            engine.workers.push(w);
+        }
+        Ok(engine)
+    }
+
+    fn seed(&mut self) -> Result<(), StoreError> {
+        self.store.empty()?;
+        self.store
+            .seed(&self.provider, self.config.messages, self.clock.now())?;
+        self.emit(EventKind::Seeded {
+            messages: self.config.messages,
+        });
+        Ok(())
+    }
+
+    fn context(&self) -> WorkerContext {
+        WorkerContext {
+            db_path: self.db_path.clone(),
+            shared: self.shared.clone(),
+            clock: self.clock.clone(),
+            provider: self.provider.clone(),
+            settings: self.settings.clone(),
+            events: self.events_tx.clone(),
+        }
+    }
+
+    /// Emit an event on behalf of the engine itself.
+    pub fn emit(&self, kind: EventKind) {
+        let _ = self.events_tx.send(Event {
+            seq: self.shared.next_seq(),
+            at_ms: self.clock.now(),
+            slot: None,
+            actor: ENGINE.to_string(),
+            kind,
+        });
+    }
+
+    pub fn events(&self) -> &Receiver<Event> {
+        &self.events_rx
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn db_path(&self) -> &Path {
+        &self.db_path
+    }
+
+    /// True when the database lives in a temporary folder removed with the engine.
+    pub fn is_temporary(&self) -> bool {
+        self._tmp.is_some()
+    }
+
+    pub fn workers(&self) -> &[WorkerHandle] {
+        &self.workers
+    }
+
+    pub fn worker(&self, slot: usize) -> Option<&WorkerHandle> {
+        self.workers.get(slot)
+    }
+
+    /// Crash a worker: it stops at once, keeps whatever lease it holds, and its thread ends.
+    pub fn crash(&mut self, slot: usize) {
+        if let Some(w) = self.workers.get_mut(slot) {
+            if w.is_alive() && w.send(Control::Crash) {
+                w.join();
+            }
+        }
+    }
+
+    /// Replace a worker with a new incarnation (a new identity). A live one is crashed first.
+    pub fn restart(&mut self, slot: usize, paused: bool) {
+        if slot >= self.workers.len() {
+            return;
+        }
+        self.crash(slot);
+        let old = &self.workers[slot];
+        let previous = old.name.clone();
+        let incarnation = old.incarnation + 1;
+        let fresh = worker::spawn(self.context(), slot, incarnation, paused);
+        let name = fresh.name.clone();
+        self.workers[slot] = fresh;
+        let _ = self.events_tx.send(Event {
+            seq: self.shared.next_seq(),
+            at_ms: self.clock.now(),
+            slot: Some(slot),
+            actor: name,
+            kind: EventKind::Restarted { previous },
+        });
+    }
+
+    pub fn pause_all(&self) {
+        for w in &self.workers {
+            w.send(Control::Pause);
+        }
+    }
+
+    pub fn resume_all(&self) {
+        for w in &self.workers {
+            w.send(Control::Resume);
+        }
+    }
+
+    /// Jump the scenario clock forward.
+    pub fn advance(&self, ms: i64) {
+        let (from_ms, to_ms) = self.clock.advance(ms);
+        self.emit(EventKind::ClockMoved { from_ms, to_ms });
+    }
+
+    /// Switch leasing; workers change at their next cycle.
+    pub fn set_leasing(&self, on: bool) {
+        self.settings
+            .leasing
+            .store(on, std::sync::atomic::Ordering::SeqCst);
+        self.emit(EventKind::LeasingChanged { on });
+    }
+
+    /// A new payment and its outbox row, in one transaction.
+    pub fn add_payment(&mut self) -> Result<(), StoreError> {
+        let n = self.store.next_payment_number()?;
+        let key = store::payment_key(n);
+        let msg =
+            self.store
+                .add_payment(&self.provider, &key, store::amount_for(n), self.clock.now())?;
+        self.emit(EventKind::MessageAdded {
+            id: msg.id,
+            key: msg.key,
+        });
+        Ok(())
+    }
+
+    /// Stop the workers, empty and reseed the outbox, rewind the clock, start fresh workers.
+    pub fn reset(&mut self, messages: u64, paused: bool) -> Result<(), StoreError> {
+        self.shutdown_workers();
+        self.provider.clear();
+        self.clock.set(SCENARIO_START_MS);
+        self.config.messages = messages;
+        self.seed()?;
+        self.workers = (0..self.config.workers)
+            .map(|slot| worker::spawn(self.context(), slot, 1, paused))
+            .collect();
+        Ok(())
+    }
+
+    /// Stop every worker thread and wait for it.
+    pub fn shutdown_workers(&mut self) {
+        for w in &self.workers {
+            w.send(Control::Shutdown);
+        }
+        for w in &mut self.workers {
+            w.join();
+        }
+    }
+
+    /// Step one worker while it is paused: exactly one action. False if it is gone.
+    pub fn step(&self, slot: usize) -> bool {
+        self.workers
+            .get(slot)
+            .is_some_and(|w| w.is_alive() && w.step(STEP_TIMEOUT))
+    }
+
+    /// Ask a paused worker to claim one particular message.
+    pub fn claim_id(&self, slot: usize, id: i64) -> bool {
+        self.workers
+            .get(slot)
+            .is_some_and(|w| w.is_alive() && w.claim_id(id, STEP_TIMEOUT))
+    }
+
+    pub fn alive_slots(&self) -> Vec<usize> {
+        self.workers
+            .iter()
+            .filter(|w| w.is_alive())
+            .map(|w| w.slot)
+            .collect()
+    }
+
+    pub fn worker_states(&self) -> Vec<WorkerState> {
+        self.workers.iter().map(|w| w.status().state).collect()
+    }
+}
+
+/// A single action is one short transaction; this only guards against a wedged worker.
+pub const STEP_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.shutdown_workers();
+    }
+}

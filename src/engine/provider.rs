@@ -1,0 +1,180 @@
+//! The fake payment provider: one in-process gateway shared by every worker.
+//!
+//! It counts every call per key, because a call counter is where a duplicate side effect
+//! becomes visible: the final database rows look the same whether a status check ran once
+//! or twice.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Mutex;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum ProviderStatus {
+    Paid,
+    Failed,
+}
+
+impl ProviderStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderStatus::Paid => "Paid",
+            ProviderStatus::Failed => "Failed",
+        }
+    }
+}
+
+/// What a status check answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusCheck {
+    pub status: ProviderStatus,
+    /// Issued by the provider, only for Paid.
+    pub transaction_id: Option<String>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct KeyCalls {
+    pub creations: u64,
+    pub creations_by_workers: u64,
+    pub status_checks: u64,
+    pub said_paid: bool,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    keys: BTreeMap<String, KeyCalls>,
+    issued: HashSet<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct Provider {
+    inner: Mutex<Inner>,
+}
+
+/// Who is calling: seeding creates payments, workers only check them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    Seeding,
+    Worker,
+}
+
+impl Provider {
+    pub fn new() -> Provider {
+        Provider::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The gateway creation call, made once per key when a payment is created.
+    pub fn create_payment(&self, key: &str, caller: Caller) {
+        let mut inner = self.lock();
+        let calls = inner.keys.entry(key.to_string()).or_default();
+        calls.creations += 1;
+        if caller == Caller::Worker {
+            calls.creations_by_workers += 1;
+        }
+    }
+
+    /// The status check a worker makes to reconcile a payment. Deterministic: a key whose
+    /// number is a multiple of three fails (PAY-003, PAY-006), every other key is paid.
+    pub fn check_status(&self, key: &str) -> StatusCheck {
+        let mut inner = self.lock();
+        let calls = inner.keys.entry(key.to_string()).or_default();
+        calls.status_checks += 1;
+        let nth = calls.status_checks;
+        let status = outcome_for(key);
+        let transaction_id = match status {
+            ProviderStatus::Paid => {
+                calls.said_paid = true;
+                let id = format!("TX-{key}-{nth}");
+                inner.issued.insert(id.clone());
+                Some(id)
+            }
+            ProviderStatus::Failed => None,
+        };
+        StatusCheck {
+            status,
+            transaction_id,
+        }
+    }
+
+    pub fn calls(&self) -> BTreeMap<String, KeyCalls> {
+        self.lock().keys.clone()
+    }
+
+    pub fn status_checks_total(&self) -> u64 {
+        self.lock().keys.values().map(|c| c.status_checks).sum()
+    }
+
+    pub fn creations_total(&self) -> u64 {
+        self.lock().keys.values().map(|c| c.creations).sum()
+    }
+
+    pub fn creations_by_workers(&self) -> u64 {
+        self.lock()
+            .keys
+            .values()
+            .map(|c| c.creations_by_workers)
+            .sum()
+    }
+
+    /// Did this provider issue this transaction id?
+    pub fn issued(&self, transaction_id: &str) -> bool {
+        self.lock().issued.contains(transaction_id)
+    }
+
+    /// Did the provider ever answer Paid for this key?
+    pub fn said_paid(&self, key: &str) -> bool {
+        self.lock().keys.get(key).is_some_and(|c| c.said_paid)
+    }
+
+    /// Forget every call (the dashboard's reset).
+    pub fn clear(&self) {
+        let mut inner = self.lock();
+        inner.keys.clear();
+        inner.issued.clear();
+    }
+}
+
+/// Outcome rule: the trailing number of the key; multiples of three fail.
+pub fn outcome_for(key: &str) -> ProviderStatus {
+    let digits: String = key
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_digit())
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    match digits.parse::<u64>() {
+        Ok(n) if n % 3 == 0 => ProviderStatus::Failed,
+        _ => ProviderStatus::Paid,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn six_article_payments_end_four_paid_two_failed() {
+        let p = Provider::new();
+        let paid = (1..=6)
+            .map(|i| p.check_status(&format!("PAY-{i:03}")))
+            .filter(|c| c.status == ProviderStatus::Paid)
+            .count();
+        assert_eq!(paid, 4);
+        assert_eq!(p.status_checks_total(), 6);
+    }
+
+    #[test]
+    fn counts_every_call_and_issues_distinct_ids() {
+        let p = Provider::new();
+        let a = p.check_status("PAY-001").transaction_id.unwrap();
+        let b = p.check_status("PAY-001").transaction_id.unwrap();
+        assert_ne!(a, b);
+        assert!(p.issued(&a) && p.issued(&b) && !p.issued("TX-forged"));
+        assert_eq!(p.calls()["PAY-001"].status_checks, 2);
+        assert!(p.check_status("PAY-003").transaction_id.is_none());
+    }
+}

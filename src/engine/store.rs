@@ -1,0 +1,773 @@
+//! The outbox in SQLite. Every SQL statement of leaselab lives in this file.
+//!
+//! Each worker opens its own [`Store`] (its own connection), as a separate application
+//! instance would. `now` is always a bound parameter taken from the scenario clock.
+
+use std::cell::Cell;
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+
+use super::provider::{Caller, Provider, StatusCheck};
+
+pub const SCHEMA_SQL: &str = include_str!("../../assets/schema.sql");
+
+/// How long a connection keeps retrying a locked database before giving up.
+const BUSY_GIVE_UP: Duration = Duration::from_secs(30);
+
+#[derive(Debug)]
+pub enum StoreError {
+    Sqlite(rusqlite::Error),
+    /// The file exists and is not a leaselab database; it was left untouched.
+    Foreign(String),
+    Io(String),
+    /// A failure injected by a test between two statements of one transaction.
+    Injected(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Sqlite(e) => write!(f, "SQLite: {e}"),
+            StoreError::Foreign(m) | StoreError::Io(m) | StoreError::Injected(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::Sqlite(e)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// Counters shared by every connection of one engine.
+#[derive(Debug, Default)]
+pub struct StoreShared {
+    /// Stamped on every write while its transaction still holds the write lock, so the
+    /// order of stamps is the order in which SQLite committed.
+    pub commit_seq: AtomicU64,
+    /// How many times a statement met SQLITE_BUSY and waited instead of failing.
+    pub busy_met: AtomicU64,
+}
+
+impl StoreShared {
+    pub fn next_seq(&self) -> u64 {
+        self.commit_seq.fetch_add(1, Ordering::SeqCst) + 1
+    }
+}
+
+thread_local! {
+    static BUSY_MET_HERE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Waits out a locked database like busy_timeout does, but counts each encounter.
+fn busy_handler(attempt: i32) -> bool {
+    thread_local! {
+        static STARTED: Cell<Option<Instant>> = const { Cell::new(None) };
+    }
+    if attempt == 0 {
+        BUSY_MET_HERE.with(|c| c.set(c.get() + 1));
+        STARTED.with(|s| s.set(Some(Instant::now())));
+    }
+    let started = STARTED.with(|s| s.get()).unwrap_or_else(Instant::now);
+    if started.elapsed() > BUSY_GIVE_UP {
+        return false;
+    }
+    // Short waits first: a writer usually holds the lock for microseconds.
+    let pause = match attempt {
+        0..=20 => Duration::from_micros(20),
+        21..=200 => Duration::from_micros(200),
+        _ => Duration::from_millis(2),
+    };
+    std::thread::sleep(pause);
+    true
+}
+
+/// Where the database came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DbOrigin {
+    /// A new file.
+    Created,
+    /// An existing leaselab database, emptied and reseeded.
+    Reused,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageRef {
+    pub id: i64,
+    pub key: String,
+}
+
+/// A lease a worker holds after a successful claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub id: i64,
+    pub key: String,
+    pub owner: String,
+    pub until_ms: i64,
+    /// The fencing token this claim produced.
+    pub version: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    Claimed(Lease),
+    /// Nothing claimable right now.
+    Empty,
+    /// The message asked for belongs to someone else whose lease has not expired.
+    Blocked {
+        id: i64,
+        key: String,
+        owner: String,
+        left_ms: i64,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinalizeOutcome {
+    Committed,
+    /// The guarded update changed no row: the worker no longer owns the message.
+    Rejected,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct OutboxCounts {
+    pub pending: u64,
+    pub processing: u64,
+    pub processed: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PaymentCounts {
+    pub pending: u64,
+    pub paid: u64,
+    pub failed: u64,
+    pub paid_with_txid: u64,
+    pub failed_with_txid: u64,
+}
+
+/// One outbox row as the table shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageRow {
+    pub id: i64,
+    pub key: String,
+    pub status: String,
+    pub locked_by: Option<String>,
+    pub locked_until_ms: Option<i64>,
+    pub lease_version: i64,
+    pub attempts: i64,
+    pub processed_at_ms: Option<i64>,
+    pub payment_status: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaymentRow {
+    pub key: String,
+    pub status: String,
+    pub transaction_id: Option<String>,
+}
+
+/// One connection to the outbox database.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    shared: Arc<StoreShared>,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+/// The amount seeded for payment number `n`, in cents.
+pub fn amount_for(n: u64) -> i64 {
+    1_000 + (n as i64 % 40) * 250
+}
+
+/// `PAY-001` for payment number 1.
+pub fn payment_key(n: u64) -> String {
+    format!("PAY-{n:03}")
+}
+
+impl Store {
+    /// Open the database for an engine: create it, or reuse an existing leaselab database
+    /// (emptied by the caller's seeding). Anything else at `path` is refused untouched.
+    pub fn create(path: &Path, shared: Arc<StoreShared>) -> Result<(Store, DbOrigin)> {
+        let origin = inspect(path)?;
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        let store = Store::configure(conn, path, shared)?;
+        store.conn.execute_batch(SCHEMA_SQL)?;
+        Ok((store, origin))
+    }
+
+    /// Open another connection to a database that [`Store::create`] prepared.
+    pub fn open(path: &Path, shared: Arc<StoreShared>) -> Result<Store> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        Store::configure(conn, path, shared)
+    }
+
+    /// A connection that can only read (the dashboard's table).
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        let mut conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_handler(Some(busy_handler))?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+            shared: Arc::new(StoreShared::default()),
+        })
+    }
+
+    fn configure(mut conn: Connection, path: &Path, shared: Arc<StoreShared>) -> Result<Store> {
+        conn.busy_handler(Some(busy_handler))?;
+        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Io(format!(
+                "{}: could not switch to WAL (journal_mode={mode})",
+                path.display()
+            )));
+        }
+        conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+            shared,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `FULL` (the default: every commit reaches the disk) or `NORMAL`.
+    pub fn set_synchronous(&self, full: bool) -> Result<()> {
+        let level = if full { "FULL" } else { "NORMAL" };
+        self.conn
+            .execute_batch(&format!("PRAGMA synchronous={level};"))?;
+        Ok(())
+    }
+
+    /// Fold this thread's SQLITE_BUSY encounters into the engine's counter.
+    fn absorb_busy(&self) {
+        let met = BUSY_MET_HERE.with(|c| c.replace(0));
+        if met > 0 {
+            self.shared.busy_met.fetch_add(met, Ordering::Relaxed);
+        }
+    }
+
+    /// Remove every row (the next seeding starts from an empty outbox).
+    pub fn empty(&mut self) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute("DELETE FROM OutboxMessages", [])?;
+        tx.execute("DELETE FROM Payments", [])?;
+        tx.commit()?;
+        self.absorb_busy();
+        Ok(())
+    }
+
+    /// Create payments 1..=count with their outbox messages. Each payment is created at
+    /// the gateway once, then written together with its outbox row in one transaction
+    /// (many pairs share a transaction to keep seeding fast; a pair never spans two).
+    pub fn seed(&mut self, provider: &Provider, count: u64, now: i64) -> Result<()> {
+        const CHUNK: u64 = 2_000;
+        let mut n = 1;
+        while n <= count {
+            let end = (n + CHUNK - 1).min(count);
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            {
+                let mut pay = tx.prepare_cached(
+                    "INSERT INTO Payments (IdempotencyKey, Amount, PaymentStatus, CreatedAtUtc)
+                     VALUES (?1, ?2, 'Pending', ?3)",
+                )?;
+                let mut out = tx.prepare_cached(
+                    "INSERT INTO OutboxMessages (PaymentKey, Status, CreatedAtUtc)
+                     VALUES (?1, 'Pending', ?2)",
+                )?;
+                for i in n..=end {
+                    let key = payment_key(i);
+                    provider.create_payment(&key, Caller::Seeding);
+                    pay.execute(params![key, amount_for(i), now])?;
+                    out.execute(params![key, now])?;
+                }
+            }
+            tx.commit()?;
+            n = end + 1;
+        }
+        self.absorb_busy();
+        Ok(())
+    }
+
+    /// Create one payment and its outbox message in one transaction.
+    pub fn add_payment(
+        &mut self,
+        provider: &Provider,
+        key: &str,
+        amount: i64,
+        now: i64,
+    ) -> Result<MessageRef> {
+        self.add_payment_with(provider, key, amount, now, || Ok(()))
+    }
+
+    /// As [`Store::add_payment`], running `between` after the payment insert and before the
+    /// outbox insert: a failure there must leave neither row.
+    pub fn add_payment_with(
+        &mut self,
+        provider: &Provider,
+        key: &str,
+        amount: i64,
+        now: i64,
+        between: impl FnOnce() -> Result<()>,
+    ) -> Result<MessageRef> {
+        provider.create_payment(key, Caller::Seeding);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO Payments (IdempotencyKey, Amount, PaymentStatus, CreatedAtUtc)
+             VALUES (?1, ?2, 'Pending', ?3)",
+            params![key, amount, now],
+        )?;
+        between()?; // dropping `tx` on error rolls the payment back
+        tx.execute(
+            "INSERT INTO OutboxMessages (PaymentKey, Status, CreatedAtUtc) VALUES (?1, 'Pending', ?2)",
+            params![key, now],
+        )?;
+        let id = tx.last_insert_rowid();
+        tx.commit()?;
+        self.absorb_busy();
+        Ok(MessageRef {
+            id,
+            key: key.to_string(),
+        })
+    }
+
+    /// The next payment number after the highest seeded one.
+    pub fn next_payment_number(&self) -> Result<u64> {
+        let n: i64 =
+            self.conn
+                .query_row("SELECT COALESCE(MAX(Id), 0) FROM OutboxMessages", [], |r| {
+                    r.get(0)
+                })?;
+        Ok(n as u64 + 1)
+    }
+
+    /// Claim the oldest claimable message: Pending, or Processing with an expired lease.
+    /// Returns the outcome and the commit stamp of the claim.
+    pub fn claim_next(
+        &mut self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<(ClaimOutcome, u64)> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // Two indexed questions, each stopping at its first row, then the older answer wins.
+        let pending: Option<(i64, i64)> = tx
+            .prepare_cached(
+                "SELECT Id, CreatedAtUtc FROM OutboxMessages
+                  WHERE Status = 'Pending' ORDER BY CreatedAtUtc, Id LIMIT 1",
+            )?
+            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let expired: Option<(i64, i64)> = tx
+            .prepare_cached(
+                "SELECT Id, CreatedAtUtc FROM OutboxMessages
+                  WHERE Status = 'Processing' AND LockedUntilUtc < ?1
+                  ORDER BY LockedUntilUtc LIMIT 1",
+            )?
+            .query_row([now], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let pick = match (pending, expired) {
+            (Some(p), Some(e)) => Some(if e < p { e.0 } else { p.0 }),
+            (Some(p), None) => Some(p.0),
+            (None, Some(e)) => Some(e.0),
+            (None, None) => None,
+        };
+        let Some(id) = pick else {
+            tx.commit()?;
+            self.absorb_busy();
+            return Ok((ClaimOutcome::Empty, self.shared.next_seq()));
+        };
+        let lease = take_lease(&tx, id, worker, now, lease_ms)?;
+        let seq = self.shared.next_seq();
+        tx.commit()?;
+        self.absorb_busy();
+        Ok((
+            lease.map_or(ClaimOutcome::Empty, ClaimOutcome::Claimed),
+            seq,
+        ))
+    }
+
+    /// Claim one particular message. Reports who holds it when it is not claimable.
+    pub fn claim_id(
+        &mut self,
+        id: i64,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<(ClaimOutcome, u64)> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let row: Option<(String, String, Option<String>, Option<i64>)> = tx
+            .prepare_cached(
+                "SELECT PaymentKey, Status, LockedBy, LockedUntilUtc FROM OutboxMessages WHERE Id = ?1",
+            )?
+            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .optional()?;
+        let outcome = match row {
+            None => ClaimOutcome::Empty,
+            Some((key, status, owner, until)) => {
+                let until = until.unwrap_or(i64::MIN);
+                if status == "Processing" && until >= now {
+                    ClaimOutcome::Blocked {
+                        id,
+                        key,
+                        owner: owner.unwrap_or_default(),
+                        left_ms: until - now,
+                    }
+                } else {
+                    take_lease(&tx, id, worker, now, lease_ms)?
+                        .map_or(ClaimOutcome::Empty, ClaimOutcome::Claimed)
+                }
+            }
+        };
+        let seq = self.shared.next_seq();
+        tx.commit()?;
+        self.absorb_busy();
+        Ok((outcome, seq))
+    }
+
+    /// Write the provider's answer and mark the message Processed, in one transaction, only
+    /// if this worker still holds this lease. Otherwise roll back and say so.
+    pub fn finalize(
+        &mut self,
+        lease: &Lease,
+        check: &StatusCheck,
+        now: i64,
+    ) -> Result<(FinalizeOutcome, u64)> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.prepare_cached(
+            "UPDATE Payments SET PaymentStatus = ?1, TransactionId = ?2 WHERE IdempotencyKey = ?3",
+        )?
+        .execute(params![
+            check.status.as_str(),
+            check.transaction_id,
+            lease.key
+        ])?;
+        let changed = tx
+            .prepare_cached(
+                "UPDATE OutboxMessages
+                    SET Status = 'Processed', ProcessedAtUtc = ?1, LockedUntilUtc = NULL
+                  WHERE Id = ?2 AND Status = 'Processing' AND LockedBy = ?3 AND LeaseVersion = ?4",
+            )?
+            .execute(params![now, lease.id, lease.owner, lease.version])?;
+        let seq = self.shared.next_seq();
+        let outcome = if changed == 1 {
+            tx.commit()?;
+            FinalizeOutcome::Committed
+        } else {
+            tx.rollback()?; // the payment update goes with it
+            FinalizeOutcome::Rejected
+        };
+        self.absorb_busy();
+        Ok((outcome, seq))
+    }
+
+    /// Leasing off: every Pending message, as the naive worker loads them.
+    pub fn load_pending(&self) -> Result<Vec<MessageRef>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT Id, PaymentKey FROM OutboxMessages WHERE Status = 'Pending' ORDER BY CreatedAtUtc, Id",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(MessageRef {
+                    id: r.get(0)?,
+                    key: r.get(1)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        self.absorb_busy();
+        Ok(rows)
+    }
+
+    /// Leasing off: write the answer and mark Processed, asking nobody. Returns its stamp.
+    pub fn mark_processed(
+        &mut self,
+        msg: &MessageRef,
+        check: &StatusCheck,
+        now: i64,
+    ) -> Result<u64> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.prepare_cached(
+            "UPDATE Payments SET PaymentStatus = ?1, TransactionId = ?2 WHERE IdempotencyKey = ?3",
+        )?
+        .execute(params![
+            check.status.as_str(),
+            check.transaction_id,
+            msg.key
+        ])?;
+        tx.prepare_cached(
+            "UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = ?1,
+                    LockedBy = NULL, LockedUntilUtc = NULL WHERE Id = ?2",
+        )?
+        .execute(params![now, msg.id])?;
+        let seq = self.shared.next_seq();
+        tx.commit()?;
+        self.absorb_busy();
+        Ok(seq)
+    }
+
+    pub fn outbox_counts(&self) -> Result<OutboxCounts> {
+        let mut c = OutboxCounts::default();
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT Status, COUNT(*) FROM OutboxMessages GROUP BY Status")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let status: String = r.get(0)?;
+            let n: i64 = r.get(1)?;
+            match status.as_str() {
+                "Pending" => c.pending = n as u64,
+                "Processing" => c.processing = n as u64,
+                _ => c.processed = n as u64,
+            }
+        }
+        Ok(c)
+    }
+
+    pub fn payment_counts(&self) -> Result<PaymentCounts> {
+        Ok(self.conn.query_row(
+            "SELECT
+                COALESCE(SUM(PaymentStatus = 'Pending'), 0),
+                COALESCE(SUM(PaymentStatus = 'Paid'), 0),
+                COALESCE(SUM(PaymentStatus = 'Failed'), 0),
+                COALESCE(SUM(PaymentStatus = 'Paid' AND TransactionId IS NOT NULL), 0),
+                COALESCE(SUM(PaymentStatus = 'Failed' AND TransactionId IS NOT NULL), 0)
+             FROM Payments",
+            [],
+            |r| {
+                Ok(PaymentCounts {
+                    pending: r.get::<_, i64>(0)? as u64,
+                    paid: r.get::<_, i64>(1)? as u64,
+                    failed: r.get::<_, i64>(2)? as u64,
+                    paid_with_txid: r.get::<_, i64>(3)? as u64,
+                    failed_with_txid: r.get::<_, i64>(4)? as u64,
+                })
+            },
+        )?)
+    }
+
+    pub fn message_count(&self) -> Result<u64> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT COUNT(*) FROM OutboxMessages", [], |r| r.get(0))?;
+        Ok(n as u64)
+    }
+
+    /// Rows `offset..offset+limit` of the outbox in id order, with their payment status.
+    pub fn messages(&self, offset: u64, limit: u64) -> Result<Vec<MessageRow>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT o.Id, o.PaymentKey, o.Status, o.LockedBy, o.LockedUntilUtc, o.LeaseVersion,
+                    o.Attempts, o.ProcessedAtUtc, p.PaymentStatus
+               FROM OutboxMessages o JOIN Payments p ON p.IdempotencyKey = o.PaymentKey
+              WHERE o.Id > ?1 ORDER BY o.Id LIMIT ?2",
+        )?;
+        // Ids are dense from 1 (rows are only ever deleted all together), so "skip N rows"
+        // is "after id N", which the primary key answers without reading the skipped rows.
+        let rows = stmt
+            .query_map(params![offset as i64, limit as i64], |r| {
+                Ok(MessageRow {
+                    id: r.get(0)?,
+                    key: r.get(1)?,
+                    status: r.get(2)?,
+                    locked_by: r.get(3)?,
+                    locked_until_ms: r.get(4)?,
+                    lease_version: r.get(5)?,
+                    attempts: r.get(6)?,
+                    processed_at_ms: r.get(7)?,
+                    payment_status: r.get(8)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    pub fn payments(&self) -> Result<Vec<PaymentRow>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT IdempotencyKey, PaymentStatus, TransactionId FROM Payments ORDER BY IdempotencyKey",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(PaymentRow {
+                    key: r.get(0)?,
+                    status: r.get(1)?,
+                    transaction_id: r.get(2)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// The most payment rows and outbox rows that share one key.
+    pub fn max_rows_per_key(&self) -> Result<(u64, u64)> {
+        let pay: i64 = self.conn.query_row(
+            "SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) n FROM Payments GROUP BY IdempotencyKey)",
+            [],
+            |r| r.get(0),
+        )?;
+        let out: i64 = self.conn.query_row(
+            "SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) n FROM OutboxMessages GROUP BY PaymentKey)",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok((pay as u64, out as u64))
+    }
+
+    /// Outbox rows without a payment, and payments without an outbox row.
+    pub fn orphans(&self) -> Result<u64> {
+        let n: i64 = self.conn.query_row(
+            "SELECT (SELECT COUNT(*) FROM OutboxMessages o WHERE NOT EXISTS
+                       (SELECT 1 FROM Payments p WHERE p.IdempotencyKey = o.PaymentKey))
+                  + (SELECT COUNT(*) FROM Payments p WHERE NOT EXISTS
+                       (SELECT 1 FROM OutboxMessages o WHERE o.PaymentKey = p.IdempotencyKey))",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(n as u64)
+    }
+
+    /// `EXPLAIN QUERY PLAN` of the claim's two questions, one line per plan step.
+    pub fn claim_query_plan(&self) -> Result<Vec<String>> {
+        let mut lines = Vec::new();
+        for sql in [
+            "EXPLAIN QUERY PLAN SELECT Id, CreatedAtUtc FROM OutboxMessages
+              WHERE Status = 'Pending' ORDER BY CreatedAtUtc, Id LIMIT 1",
+            "EXPLAIN QUERY PLAN SELECT Id, CreatedAtUtc FROM OutboxMessages
+              WHERE Status = 'Processing' AND LockedUntilUtc < ?1 ORDER BY LockedUntilUtc LIMIT 1",
+        ] {
+            let mut stmt = self.conn.prepare(sql)?;
+            let n = stmt.parameter_count();
+            let mut rows = if n == 1 {
+                stmt.query([0i64])?
+            } else {
+                stmt.query([])?
+            };
+            while let Some(r) = rows.next()? {
+                lines.push(r.get::<_, String>(3)?);
+            }
+        }
+        Ok(lines)
+    }
+}
+
+/// The conditional update of a claim: the claimable condition is asked again in the `WHERE`,
+/// and the claim holds only if exactly one row changed.
+fn take_lease(
+    tx: &rusqlite::Transaction<'_>,
+    id: i64,
+    worker: &str,
+    now: i64,
+    lease_ms: i64,
+) -> Result<Option<Lease>> {
+    let until = now + lease_ms;
+    let row: Option<(String, i64)> = tx
+        .prepare_cached(
+            "UPDATE OutboxMessages
+                SET Status = 'Processing', LockedBy = ?1, LockedUntilUtc = ?2,
+                    LeaseVersion = LeaseVersion + 1, Attempts = Attempts + 1
+              WHERE Id = ?3
+                AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc < ?4))
+          RETURNING PaymentKey, LeaseVersion",
+        )?
+        .query_row(params![worker, until, id, now], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?;
+    Ok(row.map(|(key, version)| Lease {
+        id,
+        key,
+        owner: worker.to_string(),
+        until_ms: until,
+        version,
+    }))
+}
+
+/// Decide what an existing path is, touching nothing: absent (to be created), a leaselab
+/// database (reused), or anything else (refused).
+pub fn inspect(path: &Path) -> Result<DbOrigin> {
+    let shown = path.display();
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+            if let Some(dir) = parent {
+                if !dir.is_dir() {
+                    return Err(StoreError::Io(format!(
+                        "{shown}: folder {} does not exist",
+                        dir.display()
+                    )));
+                }
+            }
+            return Ok(DbOrigin::Created);
+        }
+        Err(e) => return Err(StoreError::Io(format!("{shown}: {e}"))),
+    };
+    if meta.is_dir() {
+        return Err(StoreError::Foreign(format!(
+            "{shown} is a directory, not a database file"
+        )));
+    }
+    let mut header = [0u8; 16];
+    let read = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut header))
+        .map_err(|e| StoreError::Io(format!("{shown}: cannot read: {e}")))?;
+    if read < 16 || &header != b"SQLite format 3\0" {
+        return Err(StoreError::Foreign(format!(
+            "{shown} exists and is not a SQLite database; refusing to touch it"
+        )));
+    }
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| StoreError::Io(format!("{shown}: cannot open: {e}")))?;
+    let mut tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .map_err(|e| StoreError::Foreign(format!("{shown}: not a readable SQLite database: {e}")))?;
+    tables.sort();
+    if tables != ["OutboxMessages", "Payments"] {
+        return Err(StoreError::Foreign(format!(
+            "{shown} is a SQLite database of another application (tables: {}); refusing to touch it",
+            if tables.is_empty() { "none".to_string() } else { tables.join(", ") }
+        )));
+    }
+    Ok(DbOrigin::Reused)
+}

@@ -1,0 +1,731 @@
+//! A worker: one OS thread with its own SQLite connection, as a separate application
+//! instance would be. It claims, calls the provider, finalizes, and tells the world what
+//! it did over the event channel. It obeys control commands between actions.
+
+use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+
+use super::clock::Clock;
+use super::events::{Event, EventKind};
+use super::provider::{Provider, StatusCheck};
+use super::store::{ClaimOutcome, FinalizeOutcome, Lease, MessageRef, Store, StoreShared};
+
+/// Longest a waiting worker goes without looking at its control channel.
+const WAIT_SLICE: Duration = Duration::from_millis(25);
+
+/// Settings every worker reads at the start of each cycle, so a change applies live.
+#[derive(Debug)]
+pub struct Settings {
+    pub leasing: AtomicBool,
+    pub lease_ms: AtomicI64,
+    pub process_ms: AtomicI64,
+    /// After an empty claim, wait this long (scenario time) before asking again.
+    pub idle_ms: AtomicI64,
+}
+
+impl Settings {
+    pub fn new(leasing: bool, lease_ms: i64, process_ms: i64, idle_ms: i64) -> Settings {
+        Settings {
+            leasing: AtomicBool::new(leasing),
+            lease_ms: AtomicI64::new(lease_ms),
+            process_ms: AtomicI64::new(process_ms),
+            idle_ms: AtomicI64::new(idle_ms),
+        }
+    }
+    pub fn leasing(&self) -> bool {
+        self.leasing.load(Ordering::SeqCst)
+    }
+    pub fn lease_ms(&self) -> i64 {
+        self.lease_ms.load(Ordering::SeqCst)
+    }
+    pub fn process_ms(&self) -> i64 {
+        self.process_ms.load(Ordering::SeqCst)
+    }
+    pub fn idle_ms(&self) -> i64 {
+        self.idle_ms.load(Ordering::SeqCst)
+    }
+}
+
+/// Everything a worker thread shares with the engine.
+#[derive(Clone)]
+pub struct WorkerContext {
+    pub db_path: PathBuf,
+    pub shared: Arc<StoreShared>,
+    pub clock: Arc<Clock>,
+    pub provider: Arc<Provider>,
+    pub settings: Arc<Settings>,
+    pub events: Sender<Event>,
+}
+
+/// A command to a worker. Replies are sent once the action's events are on the channel.
+#[derive(Debug)]
+pub enum Control {
+    Pause,
+    Resume,
+    /// While paused: perform exactly one action (a claim, a provider call or a finalize).
+    Step(Option<Sender<()>>),
+    /// While paused and holding nothing: try to claim this message.
+    ClaimId(i64, Option<Sender<()>>),
+    /// Stop at once without finalizing; any lease held stays in the database.
+    Crash,
+    /// Panic inside the worker thread (to prove a panic is contained).
+    Panic,
+    /// Stop quietly (end of a run).
+    Shutdown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WorkerState {
+    #[default]
+    Idle,
+    Claiming,
+    Processing,
+    Finalizing,
+    Paused,
+    Crashed,
+    Stopped,
+}
+
+impl WorkerState {
+    pub fn label(self) -> &'static str {
+        match self {
+            WorkerState::Idle => "idle",
+            WorkerState::Claiming => "claiming",
+            WorkerState::Processing => "processing",
+            WorkerState::Finalizing => "finalizing",
+            WorkerState::Paused => "paused",
+            WorkerState::Crashed => "CRASHED",
+            WorkerState::Stopped => "stopped",
+        }
+    }
+}
+
+/// The worker's next action, shown before a single step.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum NextAction {
+    #[default]
+    Claim,
+    Load,
+    CallProvider(String),
+    Finalize(String),
+    Mark(String),
+    Nothing,
+}
+
+impl NextAction {
+    pub fn describe(&self) -> String {
+        match self {
+            NextAction::Claim => "claim the oldest claimable message".into(),
+            NextAction::Load => "load every Pending message (no claim)".into(),
+            NextAction::CallProvider(k) => format!("call the provider for {k}"),
+            NextAction::Finalize(k) => format!("finalize {k} (ownership-guarded)"),
+            NextAction::Mark(k) => format!("mark {k} Processed (unguarded)"),
+            NextAction::Nothing => "nothing (crashed)".into(),
+        }
+    }
+}
+
+/// What a worker shows of itself; the dashboard reads it each frame.
+#[derive(Debug, Clone, Default)]
+pub struct WorkerStatus {
+    pub name: String,
+    pub state: WorkerState,
+    pub paused: bool,
+    pub lease: Option<Lease>,
+    /// Leasing off: the message it works on without owning it, and how many are queued.
+    pub working_on: Option<MessageRef>,
+    pub queued: usize,
+    pub next: NextAction,
+    /// Results this incarnation wrote (finalized or marked).
+    pub processed: u64,
+}
+
+pub struct WorkerHandle {
+    pub slot: usize,
+    pub incarnation: u32,
+    pub name: String,
+    pub status: Arc<Mutex<WorkerStatus>>,
+    control: Sender<Control>,
+    join: Option<JoinHandle<()>>,
+}
+
+impl WorkerHandle {
+    pub fn send(&self, c: Control) -> bool {
+        self.control.send(c).is_ok()
+    }
+
+    pub fn status(&self) -> WorkerStatus {
+        self.status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn is_alive(&self) -> bool {
+        !matches!(
+            self.status().state,
+            WorkerState::Crashed | WorkerState::Stopped
+        )
+    }
+
+    /// Ask for one action and wait until its events are out. False if the worker is gone.
+    pub fn step(&self, timeout: Duration) -> bool {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.send(Control::Step(Some(tx))) && rx.recv_timeout(timeout).is_ok()
+    }
+
+    /// Ask for a claim of one message and wait until its events are out.
+    pub fn claim_id(&self, id: i64, timeout: Duration) -> bool {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.send(Control::ClaimId(id, Some(tx))) && rx.recv_timeout(timeout).is_ok()
+    }
+
+    /// Wait for the thread to end (after a crash or shutdown was sent).
+    pub fn join(&mut self) {
+        if let Some(j) = self.join.take() {
+            let _ = j.join();
+        }
+    }
+}
+
+impl Drop for WorkerHandle {
+    fn drop(&mut self) {
+        if self.join.is_some() {
+            let _ = self.control.send(Control::Shutdown);
+            self.join();
+        }
+    }
+}
+
+/// `Worker-A` for slot 0, `Worker-Z`, then `Worker-AA`...; `#2` and on for restarts.
+pub fn worker_name(slot: usize, incarnation: u32) -> String {
+    let mut n = slot;
+    let mut letters = Vec::new();
+    loop {
+        letters.push((b'A' + (n % 26) as u8) as char);
+        if n < 26 {
+            break;
+        }
+        n = n / 26 - 1;
+    }
+    let base: String = letters.into_iter().rev().collect();
+    if incarnation <= 1 {
+        format!("Worker-{base}")
+    } else {
+        format!("Worker-{base}#{incarnation}")
+    }
+}
+
+/// The slot's name without its incarnation: `Worker-A#2` -> `Worker-A`.
+pub fn base_name(name: &str) -> &str {
+    name.split('#').next().unwrap_or(name)
+}
+
+/// Start a worker thread. A paused worker acts only on `Step`/`ClaimId` until resumed.
+pub fn spawn(ctx: WorkerContext, slot: usize, incarnation: u32, paused: bool) -> WorkerHandle {
+    let name = worker_name(slot, incarnation);
+    let (control, rx) = crossbeam_channel::unbounded();
+    let status = Arc::new(Mutex::new(WorkerStatus {
+        name: name.clone(),
+        state: if paused {
+            WorkerState::Paused
+        } else {
+            WorkerState::Idle
+        },
+        paused,
+        next: NextAction::Claim,
+        ..WorkerStatus::default()
+    }));
+    let thread_status = status.clone();
+    let thread_name = name.clone();
+    let join = std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(move || run_thread(ctx, slot, thread_name, paused, rx, thread_status))
+        .expect("spawn worker thread");
+    WorkerHandle {
+        slot,
+        incarnation,
+        name,
+        status,
+        control,
+        join: Some(join),
+    }
+}
+
+fn run_thread(
+    ctx: WorkerContext,
+    slot: usize,
+    name: String,
+    paused: bool,
+    rx: Receiver<Control>,
+    status: Arc<Mutex<WorkerStatus>>,
+) {
+    let events = ctx.events.clone();
+    let shared = ctx.shared.clone();
+    let clock = ctx.clock.clone();
+    let st = status.clone();
+    let nm = name.clone();
+    let result = std::panic::catch_unwind(AssertUnwindSafe(move || {
+        let store = match Store::open(&ctx.db_path, ctx.shared.clone()) {
+            Ok(s) => s,
+            Err(e) => return Some(format!("cannot open the database: {e}")),
+        };
+        let mut w = Worker {
+            ctx,
+            slot,
+            name: nm,
+            store,
+            phase: Phase::Idle,
+            status: st,
+            paused,
+            wait_until: None,
+        };
+        w.run(&rx)
+    }));
+    let emit = |kind| {
+        let _ = events.send(Event {
+            seq: shared.next_seq(),
+            at_ms: clock.now(),
+            slot: Some(slot),
+            actor: name.clone(),
+            kind,
+        });
+    };
+    let mut s = status.lock().unwrap_or_else(|p| p.into_inner());
+    match result {
+        Ok(None) => {}
+        Ok(Some(error)) => {
+            s.state = WorkerState::Stopped;
+            emit(EventKind::Failed { error });
+        }
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".to_string());
+            s.state = WorkerState::Crashed;
+            s.next = NextAction::Nothing;
+            let holding = s.lease.as_ref().map(|l| (l.id, l.key.clone(), l.until_ms));
+            emit(EventKind::Crashed {
+                holding,
+                panic: Some(msg),
+            });
+        }
+    }
+}
+
+enum Phase {
+    Idle,
+    /// Leasing on: holds a lease; the provider has not been called yet.
+    Holding(Lease),
+    /// Leasing on: the provider answered; the result waits for the guarded finalize.
+    Checked(Lease, StatusCheck),
+    /// Leasing off: a snapshot of Pending messages, worked through one by one.
+    Naive {
+        queue: VecDeque<MessageRef>,
+        current: Option<(MessageRef, StatusCheck)>,
+    },
+}
+
+enum Acted {
+    /// Did something; go on.
+    Done,
+    /// Nothing to do before this scenario time.
+    WaitUntil(i64),
+}
+
+enum Exit {
+    Crash,
+    Shutdown,
+}
+
+struct Worker {
+    ctx: WorkerContext,
+    slot: usize,
+    name: String,
+    store: Store,
+    phase: Phase,
+    status: Arc<Mutex<WorkerStatus>>,
+    paused: bool,
+    /// Processing or idling: the scenario time at which the next action is due.
+    wait_until: Option<i64>,
+}
+
+impl Worker {
+    fn emit_at(&self, seq: u64, kind: EventKind) {
+        let _ = self.ctx.events.send(Event {
+            seq,
+            at_ms: self.ctx.clock.now(),
+            slot: Some(self.slot),
+            actor: self.name.clone(),
+            kind,
+        });
+    }
+
+    fn emit(&self, kind: EventKind) {
+        self.emit_at(self.ctx.shared.next_seq(), kind);
+    }
+
+    fn set_status(&self, f: impl FnOnce(&mut WorkerStatus)) {
+        let mut s = self.status.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut s);
+    }
+
+    /// Publish what the worker holds and will do next.
+    fn publish(&self) {
+        let leasing = self.ctx.settings.leasing();
+        let paused = self.paused;
+        let (state, lease, working_on, queued, next) = match &self.phase {
+            Phase::Idle => (
+                WorkerState::Idle,
+                None,
+                None,
+                0,
+                if leasing {
+                    NextAction::Claim
+                } else {
+                    NextAction::Load
+                },
+            ),
+            Phase::Holding(l) => (
+                WorkerState::Processing,
+                Some(l.clone()),
+                None,
+                0,
+                NextAction::CallProvider(l.key.clone()),
+            ),
+            Phase::Checked(l, _) => (
+                WorkerState::Finalizing,
+                Some(l.clone()),
+                None,
+                0,
+                NextAction::Finalize(l.key.clone()),
+            ),
+            Phase::Naive { queue, current } => match current {
+                Some((m, _)) => (
+                    WorkerState::Finalizing,
+                    None,
+                    Some(m.clone()),
+                    queue.len(),
+                    NextAction::Mark(m.key.clone()),
+                ),
+                None => match queue.front() {
+                    Some(m) => (
+                        WorkerState::Processing,
+                        None,
+                        Some(m.clone()),
+                        queue.len(),
+                        NextAction::CallProvider(m.key.clone()),
+                    ),
+                    None => (WorkerState::Idle, None, None, 0, NextAction::Load),
+                },
+            },
+        };
+        self.set_status(|s| {
+            s.state = if paused { WorkerState::Paused } else { state };
+            s.paused = paused;
+            s.lease = lease;
+            s.working_on = working_on;
+            s.queued = queued;
+            s.next = next;
+        });
+    }
+
+    fn run(&mut self, rx: &Receiver<Control>) -> Option<String> {
+        self.publish();
+        loop {
+            // Listen for commands: block while paused, wait while nothing is due, else peek.
+            let control = if self.paused {
+                rx.recv().ok().or(Some(Control::Shutdown))
+            } else if let Some(due) = self.wait_until {
+                let real = self.real_wait(due);
+                match rx.recv_timeout(real) {
+                    Ok(c) => Some(c),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => Some(Control::Shutdown),
+                }
+            } else {
+                rx.try_recv().ok()
+            };
+            if let Some(c) = control {
+                match self.obey(c) {
+                    Ok(Some(exit)) => return self.exit(exit),
+                    Ok(None) => continue,
+                    Err(e) => return Some(e),
+                }
+            }
+            if self.paused {
+                continue;
+            }
+            if let Some(due) = self.wait_until {
+                if self.ctx.clock.now() < due {
+                    continue;
+                }
+                self.wait_until = None;
+            }
+            match self.act(false) {
+                Ok(Acted::Done) => {}
+                Ok(Acted::WaitUntil(t)) => self.wait_until = Some(t),
+                Err(e) => return Some(e),
+            }
+        }
+    }
+
+    /// How long to block on the control channel before the clock may reach `due`.
+    fn real_wait(&self, due: i64) -> Duration {
+        let clock = &self.ctx.clock;
+        let left = (due - clock.now()).max(0) as f64;
+        if clock.is_running() && clock.speed() > 0.0 {
+            Duration::from_secs_f64(left / clock.speed() / 1000.0).min(WAIT_SLICE)
+        } else {
+            WAIT_SLICE
+        }
+    }
+
+    fn exit(&mut self, exit: Exit) -> Option<String> {
+        match exit {
+            Exit::Shutdown => {
+                self.set_status(|s| s.state = WorkerState::Stopped);
+            }
+            Exit::Crash => {
+                let holding = match &self.phase {
+                    Phase::Holding(l) | Phase::Checked(l, _) => {
+                        Some((l.id, l.key.clone(), l.until_ms))
+                    }
+                    _ => None,
+                };
+                self.set_status(|s| {
+                    s.state = WorkerState::Crashed;
+                    s.next = NextAction::Nothing;
+                    s.working_on = None;
+                    s.queued = 0;
+                });
+                self.emit(EventKind::Crashed {
+                    holding,
+                    panic: None,
+                });
+            }
+        }
+        None
+    }
+
+    fn obey(&mut self, c: Control) -> Result<Option<Exit>, String> {
+        match c {
+            Control::Pause => {
+                if !self.paused {
+                    self.paused = true;
+                    self.publish();
+                    self.emit(EventKind::Paused);
+                }
+            }
+            Control::Resume => {
+                if self.paused {
+                    self.paused = false;
+                    self.publish();
+                    self.emit(EventKind::Resumed);
+                }
+            }
+            Control::Step(reply) => {
+                // A single step skips any processing time: the teacher is the clock now.
+                self.wait_until = None;
+                self.act(true)?;
+                if let Some(r) = reply {
+                    let _ = r.send(());
+                }
+            }
+            Control::ClaimId(id, reply) => {
+                if matches!(self.phase, Phase::Idle) {
+                    self.claim(Some(id))?;
+                    self.publish();
+                }
+                if let Some(r) = reply {
+                    let _ = r.send(());
+                }
+            }
+            Control::Crash => return Ok(Some(Exit::Crash)),
+            Control::Panic => panic!("injected panic in {}", self.name),
+            Control::Shutdown => return Ok(Some(Exit::Shutdown)),
+        }
+        Ok(None)
+    }
+
+    /// One action of the worker's cycle. `stepping` is a teacher's single step.
+    fn act(&mut self, stepping: bool) -> Result<Acted, String> {
+        let leasing = self.ctx.settings.leasing();
+        let phase = std::mem::replace(&mut self.phase, Phase::Idle);
+        let acted = match phase {
+            Phase::Idle if leasing => self.claim(None)?,
+            Phase::Idle => self.load()?,
+            Phase::Holding(lease) => {
+                let check = self.ctx.provider.check_status(&lease.key);
+                self.emit(EventKind::ProviderCalled {
+                    id: lease.id,
+                    key: lease.key.clone(),
+                    status: check.status,
+                });
+                self.phase = Phase::Checked(lease, check);
+                Acted::Done
+            }
+            Phase::Checked(lease, check) => {
+                let now = self.ctx.clock.now();
+                let (outcome, seq) = self
+                    .store
+                    .finalize(&lease, &check, now)
+                    .map_err(|e| e.to_string())?;
+                match outcome {
+                    FinalizeOutcome::Committed => {
+                        self.set_status(|s| s.processed += 1);
+                        self.emit_at(
+                            seq,
+                            EventKind::Finalized {
+                                id: lease.id,
+                                key: lease.key,
+                                version: lease.version,
+                                status: check.status,
+                            },
+                        );
+                    }
+                    FinalizeOutcome::Rejected => self.emit_at(
+                        seq,
+                        EventKind::FinalizeRejected {
+                            id: lease.id,
+                            key: lease.key,
+                            version: lease.version,
+                        },
+                    ),
+                }
+                Acted::Done
+            }
+            Phase::Naive { .. } if leasing => {
+                // Leasing came back on: drop the unowned snapshot at this cycle.
+                Acted::Done
+            }
+            Phase::Naive { mut queue, current } => {
+                match current {
+                    Some((msg, check)) => {
+                        let now = self.ctx.clock.now();
+                        let seq = self
+                            .store
+                            .mark_processed(&msg, &check, now)
+                            .map_err(|e| e.to_string())?;
+                        self.set_status(|s| s.processed += 1);
+                        self.emit_at(
+                            seq,
+                            EventKind::Marked {
+                                id: msg.id,
+                                key: msg.key,
+                                status: check.status,
+                            },
+                        );
+                    }
+                    None => {
+                        if let Some(msg) = queue.pop_front() {
+                            let check = self.ctx.provider.check_status(&msg.key);
+                            self.emit(EventKind::ProviderCalled {
+                                id: msg.id,
+                                key: msg.key.clone(),
+                                status: check.status,
+                            });
+                            self.phase = Phase::Naive {
+                                queue,
+                                current: Some((msg, check)),
+                            };
+                            self.publish();
+                            return Ok(Acted::Done);
+                        }
+                    }
+                }
+                if !queue.is_empty() {
+                    self.phase = Phase::Naive {
+                        queue,
+                        current: None,
+                    };
+                }
+                Acted::Done
+            }
+        };
+        self.publish();
+        // Processing takes time on the scenario clock (skipped by a single step).
+        if !stepping {
+            let process_ms = self.ctx.settings.process_ms();
+            let starts_work = matches!(self.phase, Phase::Holding(_))
+                || matches!(self.phase, Phase::Naive { current: None, .. });
+            if process_ms > 0 && starts_work {
+                return Ok(Acted::WaitUntil(self.ctx.clock.now() + process_ms));
+            }
+        }
+        Ok(acted)
+    }
+
+    fn claim(&mut self, id: Option<i64>) -> Result<Acted, String> {
+        let now = self.ctx.clock.now();
+        let lease_ms = self.ctx.settings.lease_ms();
+        self.set_status(|s| s.state = WorkerState::Claiming);
+        let (outcome, seq) = match id {
+            Some(id) => self.store.claim_id(id, &self.name, now, lease_ms),
+            None => self.store.claim_next(&self.name, now, lease_ms),
+        }
+        .map_err(|e| e.to_string())?;
+        match outcome {
+            ClaimOutcome::Claimed(lease) => {
+                self.emit_at(
+                    seq,
+                    EventKind::Claimed {
+                        id: lease.id,
+                        key: lease.key.clone(),
+                        until_ms: lease.until_ms,
+                        version: lease.version,
+                        reclaim: lease.version > 1,
+                    },
+                );
+                self.phase = Phase::Holding(lease);
+                Ok(Acted::Done)
+            }
+            ClaimOutcome::Empty => {
+                self.emit_at(seq, EventKind::ClaimEmpty);
+                Ok(Acted::WaitUntil(now + self.ctx.settings.idle_ms()))
+            }
+            ClaimOutcome::Blocked {
+                id,
+                key,
+                owner,
+                left_ms,
+            } => {
+                self.emit_at(
+                    seq,
+                    EventKind::ClaimBlocked {
+                        id,
+                        key,
+                        owner,
+                        left_ms,
+                    },
+                );
+                Ok(Acted::Done)
+            }
+        }
+    }
+
+    fn load(&mut self) -> Result<Acted, String> {
+        let now = self.ctx.clock.now();
+        self.set_status(|s| s.state = WorkerState::Claiming);
+        let queue: VecDeque<MessageRef> =
+            self.store.load_pending().map_err(|e| e.to_string())?.into();
+        self.emit(EventKind::Loaded { count: queue.len() });
+        if queue.is_empty() {
+            return Ok(Acted::WaitUntil(now + self.ctx.settings.idle_ms()));
+        }
+        self.phase = Phase::Naive {
+            queue,
+            current: None,
+        };
+        Ok(Acted::Done)
+    }
+}

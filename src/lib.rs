@@ -1,0 +1,10 @@
+//! leaselab: a terminal lab that makes outbox leasing visible.
+//!
+//! Workers (OS threads, each with its own SQLite connection) compete for the rows of a real
+//! SQLite outbox. The engine knows nothing of terminals; the scenarios, the reports and the
+//! dashboard are all built on it.
+
+pub mod engine;
+pub mod report;
+pub mod scenario;
+pub mod ui;

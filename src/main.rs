@@ -1,0 +1,193 @@
+//! The `leaselab` command: the dashboard, headless runs and the scenario list.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use leaselab::report::{self, Report};
+use leaselab::scenario::{self, RunError, RunOptions, Scenario};
+use leaselab::ui::{self, DashboardOptions};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "leaselab",
+    version,
+    about = "Watch workers compete for a real SQLite outbox, with and without leases.",
+    after_help = "With no command, leaselab opens the live dashboard on the article's setup \
+                  (2 workers, 6 payments, leasing on). Press ? there for keys."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+
+    /// Dashboard: the scenario to open.
+    #[arg(long = "scenario", value_name = "NAME", global = true)]
+    open_scenario: Option<String>,
+    /// Worker threads, each with its own SQLite connection (1-64).
+    #[arg(long, value_name = "N", global = true, value_parser = clap::value_parser!(u16).range(1..=64))]
+    workers: Option<u16>,
+    /// Payments (and outbox messages) to seed (1-1000000).
+    #[arg(long, value_name = "N", global = true, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    messages: Option<u64>,
+    /// Lease length in scenario milliseconds (1-3600000).
+    #[arg(long = "lease-ms", value_name = "N", global = true, value_parser = clap::value_parser!(i64).range(1..=3_600_000))]
+    lease_ms: Option<i64>,
+    /// Scenario milliseconds one message takes to process (0-600000).
+    #[arg(long = "process-ms", value_name = "N", global = true, value_parser = clap::value_parser!(i64).range(0..=600_000))]
+    process_ms: Option<i64>,
+    /// Scenario clock speed: scenario seconds per wall second (0.05-1000).
+    #[arg(long, value_name = "X", global = true, value_parser = parse_speed)]
+    speed: Option<f64>,
+    /// Keep the database in this file (created, or an earlier leaselab database reused).
+    #[arg(long, value_name = "PATH", global = true)]
+    db: Option<PathBuf>,
+    /// Where `run` saves its reports.
+    #[arg(
+        long = "report-dir",
+        value_name = "DIR",
+        global = true,
+        default_value = "reports"
+    )]
+    report_dir: PathBuf,
+    /// Switch leasing off: workers load every Pending row and process it unguarded.
+    #[arg(long = "no-leasing", global = true)]
+    no_leasing: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a scenario headless: print the report, save it, exit 0 only if every check passes.
+    Run {
+        /// One of: competing-no-claim, outbox-leasing, lease-expiry.
+        scenario: String,
+        /// Print the JSON report on stdout instead of the text report.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the scenarios.
+    List,
+}
+
+fn parse_speed(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number"))?;
+    if !(0.05..=1000.0).contains(&v) {
+        return Err(format!("{v} is outside 0.05-1000"));
+    }
+    Ok(v)
+}
+
+/// Print one line on stderr and return the usage exit code.
+fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("leaselab: {msg}");
+    ExitCode::from(2)
+}
+
+fn scenario_named(name: &str) -> Result<Scenario, String> {
+    Scenario::from_name(name).ok_or_else(|| {
+        format!(
+            "unknown scenario '{name}'; known scenarios: {}",
+            Scenario::names()
+        )
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            let text = e.render().to_string();
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ");
+            return usage_error(format!("{first} (see leaselab --help)"));
+        }
+    };
+    match &cli.command {
+        Some(Command::List) => {
+            for s in Scenario::ALL {
+                println!("{:<20} {}", s.name(), s.summary());
+            }
+            ExitCode::SUCCESS
+        }
+        Some(Command::Run { scenario, json }) => run(&cli, scenario, *json),
+        None => dashboard(&cli),
+    }
+}
+
+fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
+    let scenario = match scenario_named(name) {
+        Ok(s) => s,
+        Err(e) => return usage_error(e),
+    };
+    if cli.open_scenario.is_some() {
+        return usage_error(
+            "--scenario is for the dashboard; `run` takes the scenario as its argument",
+        );
+    }
+    // Find out before the run whether the report can be saved, so no run is wasted.
+    if let Err(e) = report::check_writable(&cli.report_dir) {
+        return usage_error(e);
+    }
+    let defaults = RunOptions::default();
+    let opts = RunOptions {
+        workers: cli.workers.map_or(defaults.workers, usize::from),
+        messages: cli.messages,
+        lease_ms: cli.lease_ms.unwrap_or(defaults.lease_ms),
+        process_ms: cli.process_ms.unwrap_or(defaults.process_ms),
+        speed: cli.speed.unwrap_or(defaults.speed),
+        db: cli.db.clone(),
+        no_leasing: cli.no_leasing,
+        ..defaults
+    };
+    let outcome = match scenario::run(scenario, &opts) {
+        Ok(o) => o,
+        Err(RunError::Usage(m)) => return usage_error(m),
+        Err(e) => return usage_error(e),
+    };
+    let report = Report::build(&outcome);
+    let saved = match report.save(&cli.report_dir) {
+        Ok(paths) => paths,
+        Err(e) => return usage_error(e),
+    };
+    if json {
+        println!("{}", report.json_pretty());
+    } else {
+        print!("{}", report.text);
+        println!("Report saved to {}", saved.0.display());
+        println!("JSON saved to {}", saved.1.display());
+    }
+    if report.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn dashboard(cli: &Cli) -> ExitCode {
+    let scenario = match cli.open_scenario.as_deref().map(scenario_named).transpose() {
+        Ok(s) => s.unwrap_or(Scenario::OutboxLeasing),
+        Err(e) => return usage_error(e),
+    };
+    let opts = DashboardOptions {
+        scenario,
+        workers: cli.workers.map_or(2, usize::from),
+        messages: cli.messages,
+        lease_ms: cli.lease_ms,
+        process_ms: cli.process_ms,
+        speed: cli.speed,
+        db: cli.db.clone(),
+        no_leasing: cli.no_leasing,
+    };
+    match ui::run(opts) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => usage_error(e),
+    }
+}

@@ -1,0 +1,556 @@
+//! Checks, verdict, and the text and JSON reports of a headless run.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::engine::clock::{hms, iso, SCENARIO_START_MS};
+use crate::engine::events::EventKind;
+use crate::engine::store::{DbOrigin, SCHEMA_SQL};
+use crate::engine::worker::worker_name;
+use crate::scenario::{RunOutcome, Scenario};
+
+/// Rows of the timeline and the ownership table a report prints before it summarises.
+const TIMELINE_LINES: usize = 120;
+const TABLE_ROWS: usize = 20;
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Check {
+    pub name: String,
+    pub passed: bool,
+    pub detail: String,
+}
+
+fn check(name: &str, passed: bool, detail: String) -> Check {
+    Check {
+        name: name.to_string(),
+        passed,
+        detail,
+    }
+}
+
+pub struct Report {
+    pub scenario: Scenario,
+    pub checks: Vec<Check>,
+    pub passed: bool,
+    pub verdict: String,
+    pub json: Value,
+    pub text: String,
+}
+
+/// The checks of a run. With leasing on they assert safety; for the BEFORE story they
+/// assert that the problem was reproduced.
+pub fn checks(o: &RunOutcome) -> Vec<Check> {
+    let l = &o.ledger;
+    let m = o.messages;
+    let unique = l.unique_processed();
+    let dup = l.processed_more_than_once();
+    let mut c = Vec::new();
+    if o.scenario == Scenario::CompetingNoClaim {
+        let loaded_all = (0..o.workers)
+            .map(|s| worker_name(s, 1))
+            .all(|w| l.loaded_by_worker.get(&w).copied().unwrap_or(0) >= m);
+        c.push(check(
+            "every worker loaded the full pending snapshot",
+            loaded_all,
+            loaded_detail(o),
+        ));
+        let expected = o.workers as u64 * m;
+        c.push(check(
+            "duplicate processing reproduced",
+            o.workers > 1 && dup == m && l.processing_attempts == expected,
+            format!(
+                "{} processing attempts for {unique} unique messages, {dup} processed more than once",
+                l.processing_attempts
+            ),
+        ));
+        c.push(check(
+            "the final table still looks perfect",
+            o.outbox.processed == m
+                && o.outbox.pending == 0
+                && o.outbox.processing == 0
+                && o.payments.pending == 0
+                && o.max_rows_per_key == (1, 1),
+            format!(
+                "outbox {} Processed / {} Pending / {} Processing; at most {} payment and {} outbox row per key",
+                o.outbox.processed, o.outbox.pending, o.outbox.processing, o.max_rows_per_key.0, o.max_rows_per_key.1
+            ),
+        ));
+    } else {
+        c.push(check(
+            "each message processed exactly once",
+            unique == m && dup == 0,
+            format!("{unique} of {m} unique, {dup} processed more than once"),
+        ));
+        if o.leasing {
+            c.push(check(
+                "zero ownership violations",
+                l.ownership_violations == 0,
+                format!(
+                    "{} violations, {} finalizes rejected for a lost lease",
+                    l.ownership_violations, l.rejected_finalizes
+                ),
+            ));
+        }
+        c.push(check(
+            "nothing left Pending or Processing",
+            o.outbox.pending == 0 && o.outbox.processing == 0 && o.payments.pending == 0,
+            format!(
+                "outbox {} Processed / {} Pending / {} Processing; payments {} Pending",
+                o.outbox.processed, o.outbox.pending, o.outbox.processing, o.payments.pending
+            ),
+        ));
+        c.push(check(
+            "at most one payment row and one outbox row per key",
+            o.max_rows_per_key.0 <= 1 && o.max_rows_per_key.1 <= 1 && o.orphans == 0,
+            format!(
+                "max {} payment / {} outbox rows per key, {} orphans",
+                o.max_rows_per_key.0, o.max_rows_per_key.1, o.orphans
+            ),
+        ));
+    }
+    c.push(check(
+        "one gateway creation call per key, none from workers",
+        o.keys_created == m && o.max_creations_per_key == 1 && o.creations_by_workers == 0,
+        format!(
+            "{} creation calls for {} keys, {} from workers",
+            o.gateway_creation_calls, o.keys_created, o.creations_by_workers
+        ),
+    ));
+    c.push(check(
+        "transaction ids only from the provider, only on Paid",
+        o.txids_not_issued == 0
+            && o.payments.failed_with_txid == 0
+            && o.payments.paid_with_txid == o.payments.paid,
+        format!(
+            "{} Paid with an id, {} Failed with an id, {} ids the provider never issued",
+            o.payments.paid_with_txid, o.payments.failed_with_txid, o.txids_not_issued
+        ),
+    ));
+    c.push(check(
+        "no Paid without the provider saying so",
+        o.paid_without_provider == 0,
+        format!(
+            "{} Paid payments the provider never confirmed",
+            o.paid_without_provider
+        ),
+    ));
+    c.push(check(
+        "processing ledger agrees with the provider",
+        l.processing_attempts == o.provider_status_checks,
+        format!(
+            "{} attempts in the ledger, {} status checks counted by the provider",
+            l.processing_attempts, o.provider_status_checks
+        ),
+    ));
+    c.push(check(
+        "no worker failed",
+        l.failures == 0 && l.panics == 0,
+        format!("{} database failures, {} panics", l.failures, l.panics),
+    ));
+    if let Some(p) = &o.story {
+        c.push(check(
+            "lease-expiry: Worker-A crashed holding PAY-001",
+            p.a_claimed && p.a_crashed_holding,
+            format!(
+                "claimed {}, crashed holding it {}",
+                p.a_claimed, p.a_crashed_holding
+            ),
+        ));
+        c.push(check(
+            "lease-expiry: Worker-B blocked before expiry",
+            p.b_blocked_before_expiry,
+            format!("{}", p.b_blocked_before_expiry),
+        ));
+        c.push(check(
+            "lease-expiry: Worker-B reclaimed after expiry",
+            p.b_reclaimed_after_expiry,
+            format!("{}", p.b_reclaimed_after_expiry),
+        ));
+        c.push(check(
+            "lease-expiry: reclaimed message processed once",
+            p.reclaimed_processed_once,
+            format!("{}", p.reclaimed_processed_once),
+        ));
+    }
+    c
+}
+
+fn loaded_detail(o: &RunOutcome) -> String {
+    (0..o.workers)
+        .map(|s| {
+            let w = worker_name(s, 1);
+            let n = o.ledger.loaded_by_worker.get(&w).copied().unwrap_or(0);
+            format!("{w} loaded {n}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn verdict(o: &RunOutcome, passed: bool) -> String {
+    let dup = o.ledger.processed_more_than_once();
+    match (o.scenario, passed) {
+        (Scenario::CompetingNoClaim, true) => format!(
+            "DURABLE BUT SHARED: {} workers each processed the same {} messages; only the ledgers show it",
+            o.workers, o.messages
+        ),
+        (Scenario::CompetingNoClaim, false) => {
+            "NOT REPRODUCED: the race did not produce the expected duplicates".to_string()
+        }
+        (_, true) => format!(
+            "ONE OWNER AT A TIME: {} messages processed once each{}",
+            o.messages,
+            if o.story.is_some() {
+                "; the crashed owner's lease expired and its message was recovered"
+            } else {
+                ""
+            }
+        ),
+        (_, false) if !o.leasing => format!(
+            "LEASING OFF: {dup} messages were processed more than once"
+        ),
+        (_, false) => "A SAFETY CHECK FAILED: see the checks above".to_string(),
+    }
+}
+
+impl Report {
+    pub fn build(o: &RunOutcome) -> Report {
+        let checks = checks(o);
+        let passed = checks.iter().all(|c| c.passed);
+        let verdict = verdict(o, passed);
+        let json = to_json(o, &checks, passed, &verdict);
+        let text = to_text(o, &checks, passed, &verdict);
+        Report {
+            scenario: o.scenario,
+            checks,
+            passed,
+            verdict,
+            json,
+            text,
+        }
+    }
+
+    pub fn json_pretty(&self) -> String {
+        serde_json::to_string_pretty(&self.json).unwrap_or_default()
+    }
+
+    /// Save `<scenario>-<UTC timestamp>.txt` and `.json` under `dir`.
+    pub fn save(&self, dir: &Path) -> Result<(PathBuf, PathBuf), String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create report folder {}: {e}", dir.display()))?;
+        let stamp = wall_stamp();
+        for n in 1..1000 {
+            let base = if n == 1 {
+                format!("{}-{stamp}", self.scenario.name())
+            } else {
+                format!("{}-{stamp}-{n}", self.scenario.name())
+            };
+            let txt = dir.join(format!("{base}.txt"));
+            let js = dir.join(format!("{base}.json"));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&txt)
+            {
+                Ok(mut f) => {
+                    use std::io::Write;
+                    f.write_all(self.text.as_bytes())
+                        .map_err(|e| format!("cannot write {}: {e}", txt.display()))?;
+                    std::fs::write(&js, self.json_pretty() + "\n")
+                        .map_err(|e| format!("cannot write {}: {e}", js.display()))?;
+                    return Ok((txt, js));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(format!("cannot write {}: {e}", txt.display())),
+            }
+        }
+        Err(format!(
+            "too many reports with one timestamp in {}",
+            dir.display()
+        ))
+    }
+}
+
+/// Can reports be written under `dir`? Creates it if needed, writes and removes a probe.
+pub fn check_writable(dir: &Path) -> Result<(), String> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!("report folder {} is not a folder", dir.display()));
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create report folder {}: {e}", dir.display()))?;
+    let probe = dir.join(format!(".leaselab-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .map_err(|e| format!("cannot write reports to {}: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+/// `20261202T104500Z`: the wall-clock time of the run, for report file names.
+fn wall_stamp() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    iso(ms)
+        .replace(['-', ':'], "")
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .to_string()
+        + "Z"
+}
+
+fn per_worker(o: &RunOutcome) -> BTreeMap<String, u64> {
+    let mut m: BTreeMap<String, u64> = (0..o.workers).map(|s| (worker_name(s, 1), 0)).collect();
+    for (w, n) in &o.ledger.per_worker {
+        m.insert(w.clone(), *n);
+    }
+    m
+}
+
+fn to_json(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Value {
+    let l = &o.ledger;
+    json!({
+        "scenario": o.scenario.name(),
+        "leasing": o.leasing,
+        "workers": o.workers,
+        "messages": o.messages,
+        "lease_ms": o.lease_ms,
+        "process_ms": o.process_ms,
+        "claims_ok": l.claims_ok,
+        "claims_empty": l.claims_empty,
+        "claims_blocked": l.claims_blocked,
+        "reclaims": l.reclaims,
+        "loads": l.loads,
+        "processing_attempts": l.processing_attempts,
+        "unique_processed": l.unique_processed(),
+        "processed_more_than_once": l.processed_more_than_once(),
+        "runs_histogram": l.runs_histogram().iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
+        "provider_status_checks": o.provider_status_checks,
+        "gateway_creation_calls": o.gateway_creation_calls,
+        "payment_creation_calls_in_workers": o.creations_by_workers,
+        "ownership_violations": if o.leasing { json!(l.ownership_violations) } else { Value::Null },
+        "rejected_finalizes": l.rejected_finalizes,
+        "outbox": o.outbox,
+        "payments": o.payments,
+        "duplicate_rows": { "payments": o.max_rows_per_key.0.saturating_sub(1), "outbox": o.max_rows_per_key.1.saturating_sub(1) },
+        "per_worker": per_worker(o),
+        "loaded_per_worker": l.loaded_by_worker,
+        "lease_expiry": o.story.as_ref().map(|p| json!({
+            "worker_a_claimed": p.a_claimed,
+            "worker_a_crashed_holding": p.a_crashed_holding,
+            "worker_b_blocked_before_expiry": p.b_blocked_before_expiry,
+            "worker_b_reclaimed_after_expiry": p.b_reclaimed_after_expiry,
+            "reclaimed_processed_once": p.reclaimed_processed_once,
+        })),
+        "sqlite_busy_absorbed": o.busy_met,
+        "database": { "path": o.db_path, "kept": o.db_kept, "reused": o.db_origin == DbOrigin::Reused },
+        "elapsed_ms": o.elapsed.as_millis() as u64,
+        "checks": checks,
+        "verdict": verdict,
+        "passed": passed,
+    })
+}
+
+fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> String {
+    let l = &o.ledger;
+    let mut t = String::new();
+    let title = format!("leaselab report: {}", o.scenario.name());
+    let _ = writeln!(t, "{title}\n{}", "=".repeat(title.len()));
+    let _ = writeln!(t, "story      {}", o.scenario.summary());
+    let _ = writeln!(
+        t,
+        "leasing    {}",
+        if o.leasing {
+            format!(
+                "ON, lease {} ms, processing {} ms",
+                o.lease_ms, o.process_ms
+            )
+        } else {
+            "OFF (workers load every Pending row and write results unguarded)".to_string()
+        }
+    );
+    let names: Vec<String> = (0..o.workers).map(|s| worker_name(s, 1)).collect();
+    let _ = writeln!(
+        t,
+        "workers    {} ({}), each an OS thread with its own SQLite connection",
+        o.workers,
+        names.join(", ")
+    );
+    let _ = writeln!(
+        t,
+        "messages   {} payments, each with one outbox row",
+        o.messages
+    );
+    let _ = writeln!(
+        t,
+        "database   {} ({})",
+        o.db_path,
+        match (o.db_kept, o.db_origin) {
+            (false, _) => "temporary, removed after the run",
+            (true, DbOrigin::Created) => "created and kept",
+            (true, DbOrigin::Reused) => "an earlier leaselab database, emptied, reseeded and kept",
+        }
+    );
+    let _ = writeln!(t, "clock      starts {}", iso(SCENARIO_START_MS));
+
+    let _ = writeln!(t, "\nSchema");
+    for line in SCHEMA_SQL.lines().filter(|l| !l.trim().is_empty()) {
+        let _ = writeln!(t, "  {line}");
+    }
+
+    if let Some(p) = &o.story {
+        let _ = writeln!(t, "\nLease-expiry recovery");
+        for line in &p.lines {
+            let _ = writeln!(t, "  {line}");
+        }
+        let _ = writeln!(
+            t,
+            "  blocked before expiry: {}   reclaimed after expiry: {}   processed once: {}",
+            p.b_blocked_before_expiry, p.b_reclaimed_after_expiry, p.reclaimed_processed_once
+        );
+    }
+
+    let shown: Vec<_> = o
+        .events
+        .iter()
+        .filter(|e| {
+            !matches!(
+                e.kind,
+                EventKind::ClaimEmpty | EventKind::Paused | EventKind::Resumed
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        t,
+        "\nTimeline ({} events; empty claims counted in the claim ledger)",
+        shown.len()
+    );
+    for e in shown.iter().take(TIMELINE_LINES) {
+        let _ = writeln!(t, "  {}  {:<11} {}", hms(e.at_ms), e.actor, e.describe());
+    }
+    if shown.len() > TIMELINE_LINES {
+        let _ = writeln!(t, "  ... {} more", shown.len() - TIMELINE_LINES);
+    }
+
+    let _ = writeln!(t, "\nPer-message ownership");
+    let _ = writeln!(
+        t,
+        "  {:>6}  {:<10} {:<10} {:<7} {:>6} {:>5} {:>4}  processed by",
+        "Id", "Key", "Outbox", "Payment", "Claims", "Lease", "Runs"
+    );
+    for row in o.first_rows.iter().take(TABLE_ROWS) {
+        let h = l.messages.get(&row.id);
+        let _ = writeln!(
+            t,
+            "  {:>6}  {:<10} {:<10} {:<7} {:>6} {:>5} {:>4}  {}",
+            row.id,
+            row.key,
+            row.status,
+            row.payment_status,
+            h.map_or(0, |m| m.claims),
+            format!("v{}", row.lease_version),
+            h.map_or(0, |m| m.runs),
+            h.map_or(String::new(), |m| m.processed_by.join(", "))
+        );
+    }
+    if o.messages as usize > TABLE_ROWS {
+        let _ = writeln!(t, "  ... {} more rows", o.messages as usize - TABLE_ROWS);
+    }
+
+    let _ = writeln!(t, "\nClaim ledger");
+    if o.leasing {
+        let _ = writeln!(
+            t,
+            "  claims ok {}   empty {}   blocked {}   reclaims after expiry {}",
+            l.claims_ok, l.claims_empty, l.claims_blocked, l.reclaims
+        );
+    } else {
+        let _ = writeln!(
+            t,
+            "  no claims: {} bulk loads read {} rows ({})",
+            l.loads,
+            l.loaded_rows,
+            loaded_detail(o)
+        );
+    }
+    let _ = writeln!(t, "\nProcessing ledger");
+    let _ = writeln!(
+        t,
+        "  processing attempts {}   provider status checks {}   unique processed {}   processed more than once {}",
+        l.processing_attempts,
+        o.provider_status_checks,
+        l.unique_processed(),
+        l.processed_more_than_once()
+    );
+    let hist = l
+        .runs_histogram()
+        .iter()
+        .map(|(runs, n)| format!("{n} x {runs}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(t, "  messages by times processed: {hist}");
+    let _ = writeln!(
+        t,
+        "  rejected finalizes {}   ownership violations {}",
+        l.rejected_finalizes,
+        if o.leasing {
+            l.ownership_violations.to_string()
+        } else {
+            "n/a (no ownership)".into()
+        }
+    );
+    let split = per_worker(o)
+        .iter()
+        .map(|(w, n)| format!("{w} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(t, "  results written per worker: {split}");
+    if l.restarts > 0 {
+        let _ = writeln!(
+            t,
+            "  crashes {}   restarts {} (a restart is a new identity, e.g. Worker-A#2)",
+            l.crashes, l.restarts
+        );
+    }
+
+    let _ = writeln!(t, "\nFinal state (read from SQLite)");
+    let _ = writeln!(
+        t,
+        "  outbox   Processed {}  Pending {}  Processing {}",
+        o.outbox.processed, o.outbox.pending, o.outbox.processing
+    );
+    let _ = writeln!(
+        t,
+        "  payments Paid {}  Failed {}  Pending {}   (Paid with transaction id {}, Failed with id {})",
+        o.payments.paid, o.payments.failed, o.payments.pending, o.payments.paid_with_txid, o.payments.failed_with_txid
+    );
+    let _ = writeln!(
+        t,
+        "  gateway creation calls {} (in workers {})   SQLITE_BUSY met and absorbed {}",
+        o.gateway_creation_calls, o.creations_by_workers, o.busy_met
+    );
+
+    let _ = writeln!(t, "\nChecks");
+    for c in checks {
+        let _ = writeln!(
+            t,
+            "  [{}] {}: {}",
+            if c.passed { "PASS" } else { "FAIL" },
+            c.name,
+            c.detail
+        );
+    }
+    let _ = writeln!(t, "\nVerdict: {verdict}");
+    let _ = writeln!(
+        t,
+        "{}",
+        if passed {
+            "All checks passed (exit 0)."
+        } else {
+            "Some checks failed (exit 1)."
+        }
+    );
+    t
+}

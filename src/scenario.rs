@@ -1,0 +1,462 @@
+//! The scripted stories, run headless by `leaselab run` and stepped in the dashboard.
+
+use std::time::{Duration, Instant};
+
+use crate::engine::events::{Event, EventKind};
+use crate::engine::ledger::Ledger;
+use crate::engine::store::{DbOrigin, OutboxCounts, PaymentCounts, PaymentRow, StoreError};
+use crate::engine::worker::worker_name;
+use crate::engine::{Engine, EngineConfig};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scenario {
+    CompetingNoClaim,
+    OutboxLeasing,
+    LeaseExpiry,
+}
+
+impl Scenario {
+    pub const ALL: [Scenario; 3] = [
+        Scenario::CompetingNoClaim,
+        Scenario::OutboxLeasing,
+        Scenario::LeaseExpiry,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::CompetingNoClaim => "competing-no-claim",
+            Scenario::OutboxLeasing => "outbox-leasing",
+            Scenario::LeaseExpiry => "lease-expiry",
+        }
+    }
+
+    pub fn summary(self) -> &'static str {
+        match self {
+            Scenario::CompetingNoClaim => {
+                "BEFORE: workers load every pending row and all process them (duplicates)"
+            }
+            Scenario::OutboxLeasing => {
+                "AFTER: lease-expiry recovery on PAY-001, then workers claim the rest, once each"
+            }
+            Scenario::LeaseExpiry => {
+                "the recovery story alone: claim, crash, blocked, expire, reclaim, finalize"
+            }
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Scenario> {
+        Scenario::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    pub fn names() -> String {
+        Scenario::ALL.map(|s| s.name()).join(", ")
+    }
+
+    pub fn default_messages(self) -> u64 {
+        match self {
+            Scenario::LeaseExpiry => 1,
+            _ => 6,
+        }
+    }
+
+    /// Does this story run with leasing on?
+    pub fn leasing(self) -> bool {
+        !matches!(self, Scenario::CompetingNoClaim)
+    }
+
+    /// Does it open with the lease-expiry recovery?
+    pub fn has_story(self) -> bool {
+        matches!(self, Scenario::OutboxLeasing | Scenario::LeaseExpiry)
+    }
+}
+
+/// One step of the lease-expiry story.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoryStep {
+    Claim {
+        slot: usize,
+        id: i64,
+    },
+    Crash {
+        slot: usize,
+    },
+    Advance {
+        ms: i64,
+    },
+    /// One action of the worker's own cycle (provider call, then finalize).
+    Act {
+        slot: usize,
+    },
+}
+
+impl StoryStep {
+    pub fn describe(&self) -> String {
+        match self {
+            StoryStep::Claim { slot, id } => {
+                format!("{} tries to claim message {id}", worker_name(*slot, 1))
+            }
+            StoryStep::Crash { slot } => format!("{} crashes", worker_name(*slot, 1)),
+            StoryStep::Advance { ms } => format!("advance the clock by {ms} ms"),
+            StoryStep::Act { slot } => format!("{} takes its next action", worker_name(*slot, 1)),
+        }
+    }
+
+    /// Perform the step on a paused engine; every event it causes is out when this returns.
+    pub fn apply(&self, engine: &mut Engine) {
+        match *self {
+            StoryStep::Claim { slot, id } => {
+                engine.claim_id(slot, id);
+            }
+            StoryStep::Crash { slot } => engine.crash(slot),
+            StoryStep::Advance { ms } => engine.advance(ms),
+            StoryStep::Act { slot } => {
+                engine.step(slot);
+            }
+        }
+    }
+}
+
+/// Worker-A claims message 1 and crashes; Worker-B is blocked, the lease runs out, Worker-B
+/// reclaims and processes it once.
+pub fn lease_expiry_story(lease_ms: i64) -> Vec<StoryStep> {
+    vec![
+        StoryStep::Claim { slot: 0, id: 1 },
+        StoryStep::Crash { slot: 0 },
+        StoryStep::Claim { slot: 1, id: 1 },
+        StoryStep::Advance { ms: lease_ms + 100 },
+        StoryStep::Claim { slot: 1, id: 1 },
+        StoryStep::Act { slot: 1 },
+        StoryStep::Act { slot: 1 },
+    ]
+}
+
+/// What the story proved, read back from the events.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StoryProof {
+    pub a_claimed: bool,
+    pub a_crashed_holding: bool,
+    pub b_blocked_before_expiry: bool,
+    pub b_reclaimed_after_expiry: bool,
+    pub reclaimed_processed_once: bool,
+    pub lines: Vec<String>,
+}
+
+impl StoryProof {
+    pub fn holds(&self) -> bool {
+        self.a_claimed
+            && self.a_crashed_holding
+            && self.b_blocked_before_expiry
+            && self.b_reclaimed_after_expiry
+            && self.reclaimed_processed_once
+    }
+
+    pub fn from_events(events: &[Event], ledger: &Ledger) -> StoryProof {
+        let a = worker_name(0, 1);
+        let b = worker_name(1, 1);
+        let mut p = StoryProof::default();
+        let mut a_until = None;
+        for e in events {
+            let line = format!(
+                "{}  {:<10} {}",
+                crate::engine::clock::hms(e.at_ms),
+                e.actor,
+                e.describe()
+            );
+            match &e.kind {
+                EventKind::Claimed {
+                    id: 1, until_ms, ..
+                } if e.actor == a && a_until.is_none() => {
+                    p.a_claimed = true;
+                    a_until = Some(*until_ms);
+                    p.lines.push(line);
+                }
+                EventKind::Crashed {
+                    holding: Some((1, ..)),
+                    ..
+                } if e.actor == a => {
+                    p.a_crashed_holding = true;
+                    p.lines.push(line);
+                }
+                EventKind::ClaimBlocked {
+                    id: 1,
+                    owner,
+                    left_ms,
+                    ..
+                } if e.actor == b && *owner == a && *left_ms >= 0 => {
+                    p.b_blocked_before_expiry = true;
+                    p.lines.push(line);
+                }
+                EventKind::ClockMoved { .. }
+                    if p.b_blocked_before_expiry && !p.b_reclaimed_after_expiry =>
+                {
+                    p.lines.push(line);
+                }
+                EventKind::Claimed {
+                    id: 1,
+                    reclaim: true,
+                    ..
+                } if e.actor == b && a_until.is_some_and(|u| e.at_ms > u) => {
+                    p.b_reclaimed_after_expiry = true;
+                    p.lines.push(line);
+                }
+                EventKind::ProviderCalled { id: 1, .. } | EventKind::Finalized { id: 1, .. }
+                    if e.actor == b =>
+                {
+                    p.lines.push(line);
+                }
+                _ => {}
+            }
+        }
+        p.reclaimed_processed_once = ledger
+            .messages
+            .get(&1)
+            .is_some_and(|m| m.runs == 1 && m.attempts == 1 && m.processed_by == [b.clone()]);
+        p
+    }
+}
+
+/// Settings for a headless run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub workers: usize,
+    pub messages: Option<u64>,
+    pub lease_ms: i64,
+    pub process_ms: i64,
+    pub speed: f64,
+    pub db: Option<std::path::PathBuf>,
+    pub no_leasing: bool,
+    /// Give up when no event arrives for this long.
+    pub stall_after: Duration,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            workers: 2,
+            messages: None,
+            lease_ms: 500,
+            process_ms: 0,
+            speed: 1.0,
+            db: None,
+            no_leasing: false,
+            stall_after: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Everything a report needs, captured before the engine (and its database) went away.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub scenario: Scenario,
+    pub leasing: bool,
+    pub workers: usize,
+    pub messages: u64,
+    pub lease_ms: i64,
+    pub process_ms: i64,
+    pub db_path: String,
+    pub db_kept: bool,
+    pub db_origin: DbOrigin,
+    pub events: Vec<Event>,
+    pub ledger: Ledger,
+    pub story: Option<StoryProof>,
+    pub outbox: OutboxCounts,
+    pub payments: PaymentCounts,
+    pub payment_rows: Vec<PaymentRow>,
+    pub max_rows_per_key: (u64, u64),
+    pub orphans: u64,
+    pub provider_status_checks: u64,
+    pub gateway_creation_calls: u64,
+    pub creations_by_workers: u64,
+    pub max_creations_per_key: u64,
+    pub keys_created: u64,
+    pub txids_not_issued: u64,
+    pub paid_without_provider: u64,
+    pub busy_met: u64,
+    pub first_rows: Vec<crate::engine::store::MessageRow>,
+    pub elapsed: Duration,
+}
+
+#[derive(Debug)]
+pub enum RunError {
+    Usage(String),
+    Store(StoreError),
+    Stalled(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Usage(m) | RunError::Stalled(m) => f.write_str(m),
+            RunError::Store(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<StoreError> for RunError {
+    fn from(e: StoreError) -> Self {
+        RunError::Store(e)
+    }
+}
+
+/// Run a scenario headless from start to end.
+pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError> {
+    let leasing = scenario.leasing() && !opts.no_leasing;
+    if scenario == Scenario::LeaseExpiry && !leasing {
+        return Err(RunError::Usage(
+            "lease-expiry is a story about leases; it cannot run with --no-leasing".into(),
+        ));
+    }
+    let story = scenario.has_story() && leasing;
+    if story && opts.workers < 2 {
+        return Err(RunError::Usage(format!(
+            "{} needs at least 2 workers (the story has Worker-A and Worker-B)",
+            scenario.name()
+        )));
+    }
+    let messages = opts.messages.unwrap_or(scenario.default_messages());
+    let started = Instant::now();
+    let config = EngineConfig {
+        workers: opts.workers,
+        messages,
+        lease_ms: opts.lease_ms,
+        process_ms: opts.process_ms,
+        idle_ms: 1,
+        leasing,
+        db: opts.db.clone(),
+        sync_full: true,
+    };
+    let mut engine = Engine::start(config, true)?;
+    let mut ledger = Ledger::new();
+    let mut events = Vec::new();
+    let drain = |engine: &Engine, ledger: &mut Ledger, events: &mut Vec<Event>| {
+        while let Ok(e) = engine.events().try_recv() {
+            ledger.apply(&e);
+            events.push(e);
+        }
+    };
+
+    if story {
+        for step in lease_expiry_story(opts.lease_ms) {
+            step.apply(&mut engine);
+        }
+        drain(&engine, &mut ledger, &mut events);
+        // Worker-A comes back as a new incarnation to compete for the rest.
+        engine.restart(0, true);
+    } else if !leasing {
+        // The barrier: every worker loads the full pending snapshot before any processes.
+        let handles: Vec<_> = engine
+            .workers()
+            .iter()
+            .map(|w| {
+                let (tx, rx) = crossbeam_channel::bounded(1);
+                w.send(crate::engine::worker::Control::Step(Some(tx)));
+                rx
+            })
+            .collect();
+        for rx in handles {
+            let _ = rx.recv_timeout(crate::engine::STEP_TIMEOUT);
+        }
+    }
+    drain(&engine, &mut ledger, &mut events);
+
+    // Everyone runs concurrently until nothing is left.
+    if opts.process_ms > 0 {
+        engine.clock.set_speed(opts.speed);
+        engine.clock.resume();
+    }
+    engine.resume_all();
+    wait_until_drained(&engine, &mut ledger, &mut events, opts.stall_after)?;
+    engine.shutdown_workers();
+    engine.clock.pause();
+    drain(&engine, &mut ledger, &mut events);
+
+    let story_proof = story.then(|| StoryProof::from_events(&events, &ledger));
+    let store = engine.store();
+    let payment_rows = store.payments()?;
+    let calls = engine.provider.calls();
+    let txids_not_issued = payment_rows
+        .iter()
+        .filter_map(|p| p.transaction_id.as_deref())
+        .filter(|t| !engine.provider.issued(t))
+        .count() as u64;
+    let paid_without_provider = payment_rows
+        .iter()
+        .filter(|p| p.status == "Paid" && !engine.provider.said_paid(&p.key))
+        .count() as u64;
+    Ok(RunOutcome {
+        scenario,
+        leasing,
+        workers: opts.workers,
+        messages,
+        lease_ms: opts.lease_ms,
+        process_ms: opts.process_ms,
+        db_path: engine.db_path().display().to_string(),
+        db_kept: !engine.is_temporary(),
+        db_origin: engine.origin,
+        outbox: store.outbox_counts()?,
+        payments: store.payment_counts()?,
+        max_rows_per_key: store.max_rows_per_key()?,
+        orphans: store.orphans()?,
+        first_rows: store.messages(0, 50)?,
+        payment_rows,
+        provider_status_checks: engine.provider.status_checks_total(),
+        gateway_creation_calls: engine.provider.creations_total(),
+        creations_by_workers: engine.provider.creations_by_workers(),
+        max_creations_per_key: calls.values().map(|c| c.creations).max().unwrap_or(0),
+        keys_created: calls.values().filter(|c| c.creations > 0).count() as u64,
+        txids_not_issued,
+        paid_without_provider,
+        busy_met: engine
+            .shared
+            .busy_met
+            .load(std::sync::atomic::Ordering::Relaxed),
+        events,
+        ledger,
+        story: story_proof,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Fold events until every live worker has found nothing to do and the outbox agrees.
+fn wait_until_drained(
+    engine: &Engine,
+    ledger: &mut Ledger,
+    events: &mut Vec<Event>,
+    stall_after: Duration,
+) -> Result<(), RunError> {
+    let slots = engine.workers().len();
+    let mut idle = vec![false; slots];
+    loop {
+        match engine.events().recv_timeout(stall_after) {
+            Ok(e) => {
+                if let Some(slot) = e.slot.filter(|s| *s < slots) {
+                    match &e.kind {
+                        EventKind::ClaimEmpty | EventKind::Loaded { count: 0 } => idle[slot] = true,
+                        EventKind::Paused | EventKind::Resumed => {}
+                        _ => idle[slot] = false,
+                    }
+                }
+                ledger.apply(&e);
+                events.push(e);
+            }
+            Err(_) => {
+                return Err(RunError::Stalled(format!(
+                    "no worker did anything for {} s; giving up",
+                    stall_after.as_secs()
+                )))
+            }
+        }
+        let alive = engine.alive_slots();
+        if alive.is_empty() {
+            return Err(RunError::Stalled(
+                "every worker stopped before the outbox drained".into(),
+            ));
+        }
+        if engine.events().is_empty() && alive.iter().all(|s| idle[*s]) {
+            let c = engine.store().outbox_counts()?;
+            if c.pending == 0 && c.processing == 0 {
+                return Ok(());
+            }
+        }
+    }
+}
