@@ -25,19 +25,19 @@ struct Cli {
     #[arg(long = "scenario", value_name = "NAME", global = true)]
     open_scenario: Option<String>,
     /// Worker threads, each with its own SQLite connection (1-64).
-    #[arg(long, value_name = "N", global = true, value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, value_name = "N", global = true, allow_negative_numbers = true, value_parser = clap::value_parser!(u16).range(1..=64))]
     workers: Option<u16>,
     /// Payments (and outbox messages) to seed (1-1000000).
-    #[arg(long, value_name = "N", global = true, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(long, value_name = "N", global = true, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     messages: Option<u64>,
     /// Lease length in scenario milliseconds (1-3600000).
-    #[arg(long = "lease-ms", value_name = "N", global = true, value_parser = clap::value_parser!(i64).range(1..=3_600_000))]
+    #[arg(long = "lease-ms", value_name = "N", global = true, allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(1..=3_600_000))]
     lease_ms: Option<i64>,
     /// Scenario milliseconds one message takes to process (0-600000).
-    #[arg(long = "process-ms", value_name = "N", global = true, value_parser = clap::value_parser!(i64).range(0..=600_000))]
+    #[arg(long = "process-ms", value_name = "N", global = true, allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(0..=600_000))]
     process_ms: Option<i64>,
     /// Scenario clock speed: scenario seconds per wall second (0.05-1000).
-    #[arg(long, value_name = "X", global = true, value_parser = parse_speed)]
+    #[arg(long, value_name = "X", global = true, allow_negative_numbers = true, value_parser = parse_speed)]
     speed: Option<f64>,
     /// Keep the database in this file (created, or an earlier leaselab database reused).
     #[arg(long, value_name = "PATH", global = true)]
@@ -101,12 +101,17 @@ fn main() -> ExitCode {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
+            // clap explains over several lines; keep its first paragraph, on one line.
             let text = e.render().to_string();
             let first = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
+                .trim_start()
+                .split("\n\n")
+                .next()
                 .unwrap_or("invalid arguments")
-                .trim_start_matches("error: ");
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let first = first.trim_start_matches("error: ");
             return usage_error(format!("{first} (see leaselab --help)"));
         }
     };

@@ -1,0 +1,223 @@
+//! The claim and finalize rules, against real SQLite files.
+
+use std::sync::Arc;
+
+use leaselab::engine::provider::{Provider, ProviderStatus, StatusCheck};
+use leaselab::engine::store::{
+    inspect, ClaimOutcome, DbOrigin, FinalizeOutcome, Lease, Store, StoreError, StoreShared,
+};
+
+const T0: i64 = 1_000_000;
+const LEASE: i64 = 500;
+
+fn fresh(messages: u64) -> (tempfile::TempDir, Store, Provider) {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, origin) =
+        Store::create(&dir.path().join("outbox.db"), Arc::new(StoreShared::default())).unwrap();
+    assert_eq!(origin, DbOrigin::Created);
+    let provider = Provider::new();
+    store.seed(&provider, messages, T0).unwrap();
+    (dir, store, provider)
+}
+
+fn second_connection(dir: &tempfile::TempDir) -> Store {
+    Store::open(&dir.path().join("outbox.db"), Arc::new(StoreShared::default())).unwrap()
+}
+
+fn claimed(outcome: ClaimOutcome) -> Lease {
+    match outcome {
+        ClaimOutcome::Claimed(l) => l,
+        other => panic!("expected a claim, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_pending_row_is_claimable_and_the_oldest_goes_first() {
+    let (_d, mut s, _p) = fresh(3);
+    let lease = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    assert_eq!((lease.id, lease.key.as_str()), (1, "PAY-001"));
+    assert_eq!(lease.until_ms, T0 + LEASE);
+    assert_eq!(lease.version, 1);
+    let row = &s.messages(0, 1).unwrap()[0];
+    assert_eq!(row.status, "Processing");
+    assert_eq!(row.locked_by.as_deref(), Some("Worker-A"));
+    assert_eq!(row.locked_until_ms, Some(T0 + LEASE));
+}
+
+#[test]
+fn a_processing_row_is_not_claimable_until_its_lease_expires() {
+    let (d, mut a, _p) = fresh(1);
+    let mut b = second_connection(&d);
+    claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    // Still leased, also at the last millisecond of the lease.
+    assert_eq!(b.claim_next("Worker-B", T0 + 100, LEASE).unwrap().0, ClaimOutcome::Empty);
+    assert_eq!(b.claim_next("Worker-B", T0 + LEASE, LEASE).unwrap().0, ClaimOutcome::Empty);
+    // One millisecond after, it is claimable again.
+    let lease = claimed(b.claim_next("Worker-B", T0 + LEASE + 1, LEASE).unwrap().0);
+    assert_eq!(lease.owner, "Worker-B");
+    assert_eq!(lease.version, 2);
+}
+
+#[test]
+fn claim_by_id_reports_blocked_with_owner_and_time_left() {
+    let (d, mut a, _p) = fresh(2);
+    let mut b = second_connection(&d);
+    claimed(a.claim_id(1, "Worker-A", T0, LEASE).unwrap().0);
+    let (outcome, _) = b.claim_id(1, "Worker-B", T0 + 180, LEASE).unwrap();
+    assert_eq!(
+        outcome,
+        ClaimOutcome::Blocked {
+            id: 1,
+            key: "PAY-001".into(),
+            owner: "Worker-A".into(),
+            left_ms: 320
+        }
+    );
+    // Blocked claims change nothing.
+    let row = &b.messages(0, 1).unwrap()[0];
+    assert_eq!((row.locked_by.as_deref(), row.lease_version), (Some("Worker-A"), 1));
+    let lease = claimed(b.claim_id(1, "Worker-B", T0 + 600, LEASE).unwrap().0);
+    assert_eq!(lease.version, 2);
+}
+
+#[test]
+fn lease_version_increases_on_every_claim() {
+    let (_d, mut s, _p) = fresh(1);
+    let mut versions = Vec::new();
+    let mut now = T0;
+    for w in ["Worker-A", "Worker-B", "Worker-C", "Worker-A#2"] {
+        versions.push(claimed(s.claim_next(w, now, LEASE).unwrap().0).version);
+        now += LEASE + 1;
+    }
+    assert_eq!(versions, [1, 2, 3, 4]);
+    assert_eq!(s.messages(0, 1).unwrap()[0].attempts, 4);
+}
+
+#[test]
+fn claim_commit_stamps_follow_commit_order() {
+    let (_d, mut s, _p) = fresh(2);
+    let (_, first) = s.claim_next("Worker-A", T0, LEASE).unwrap();
+    let (_, second) = s.claim_next("Worker-A", T0, LEASE).unwrap();
+    assert!(second > first);
+}
+
+fn paid(key: &str, p: &Provider) -> StatusCheck {
+    let c = p.check_status(key);
+    assert_eq!(c.status, ProviderStatus::Paid);
+    c
+}
+
+#[test]
+fn finalize_after_takeover_is_rejected_and_leaves_the_payment_untouched() {
+    let (d, mut a, p) = fresh(1);
+    let mut b = second_connection(&d);
+    let a_lease = claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    let check = paid("PAY-001", &p);
+    // Worker-A stalls past its lease; Worker-B takes over.
+    let b_lease = claimed(b.claim_next("Worker-B", T0 + LEASE + 1, LEASE).unwrap().0);
+    let (outcome, _) = a.finalize(&a_lease, &check, T0 + LEASE + 2).unwrap();
+    assert_eq!(outcome, FinalizeOutcome::Rejected);
+    let pay = &a.payments().unwrap()[0];
+    assert_eq!((pay.status.as_str(), pay.transaction_id.as_deref()), ("Pending", None));
+    let row = &a.messages(0, 1).unwrap()[0];
+    assert_eq!(row.status, "Processing");
+    assert_eq!(row.locked_by.as_deref(), Some("Worker-B"));
+    // The rightful owner commits payment and outbox row together.
+    let check_b = paid("PAY-001", &p);
+    assert_eq!(b.finalize(&b_lease, &check_b, T0 + 700).unwrap().0, FinalizeOutcome::Committed);
+    let pay = &b.payments().unwrap()[0];
+    assert_eq!(pay.status, "Paid");
+    assert_eq!(pay.transaction_id, check_b.transaction_id);
+    let row = &b.messages(0, 1).unwrap()[0];
+    assert_eq!(row.status, "Processed");
+    assert_eq!(row.processed_at_ms, Some(T0 + 700));
+    assert_eq!(row.locked_until_ms, None);
+}
+
+#[test]
+fn finalize_with_a_stale_lease_version_is_rejected_even_under_the_same_name() {
+    let (_d, mut s, p) = fresh(1);
+    let old = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    claimed(s.claim_next("Worker-A", T0 + LEASE + 1, LEASE).unwrap().0);
+    let check = paid("PAY-001", &p);
+    assert_eq!(s.finalize(&old, &check, T0 + 600).unwrap().0, FinalizeOutcome::Rejected);
+}
+
+#[test]
+fn seeding_is_atomic_a_failure_between_the_inserts_leaves_neither_row() {
+    let (_d, mut s, p) = fresh(0);
+    let err = s
+        .add_payment_with(&p, "PAY-777", 1_000, T0, || {
+            Err(StoreError::Injected("crash between the two inserts".into()))
+        })
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Injected(_)));
+    assert!(s.payments().unwrap().is_empty());
+    assert_eq!(s.message_count().unwrap(), 0);
+    // The same key then goes through whole.
+    s.add_payment(&p, "PAY-777", 1_000, T0).unwrap();
+    assert_eq!(s.payments().unwrap().len(), 1);
+    assert_eq!(s.message_count().unwrap(), 1);
+}
+
+#[test]
+fn seeding_creates_each_payment_once_at_the_gateway() {
+    let (_d, s, p) = fresh(6);
+    assert_eq!(p.creations_total(), 6);
+    assert!(p.calls().values().all(|c| c.creations == 1));
+    assert_eq!(s.outbox_counts().unwrap().pending, 6);
+    assert_eq!(s.payment_counts().unwrap().pending, 6);
+    assert_eq!(s.max_rows_per_key().unwrap(), (1, 1));
+}
+
+#[test]
+fn naive_mark_writes_without_asking_who_owns_the_row() {
+    let (_d, mut s, p) = fresh(2);
+    let loaded = s.load_pending().unwrap();
+    assert_eq!(loaded.len(), 2);
+    let check = paid("PAY-001", &p);
+    s.mark_processed(&loaded[0], &check, T0).unwrap();
+    s.mark_processed(&loaded[0], &check, T0).unwrap(); // a second time: no complaint
+    assert_eq!(s.outbox_counts().unwrap().processed, 1);
+}
+
+#[test]
+fn the_claim_query_never_scans_the_whole_outbox() {
+    let (_d, s, _p) = fresh(10);
+    let plan = s.claim_query_plan().unwrap();
+    assert_eq!(plan.len(), 2, "{plan:?}");
+    for step in &plan {
+        assert!(step.contains("USING INDEX") || step.contains("USING COVERING INDEX"), "{step}");
+        assert_ne!(step.trim(), "SCAN OutboxMessages", "a full scan of the outbox");
+        assert!(!step.contains("TEMP B-TREE"), "sorting the whole backlog: {step}");
+    }
+    assert!(plan[0].contains("IX_Outbox_Pending"));
+    assert!(plan[1].contains("IX_Outbox_Leased"));
+}
+
+#[test]
+fn inspect_refuses_what_is_not_a_leaselab_database_and_leaves_it_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    // A directory.
+    assert!(matches!(inspect(dir.path()), Err(StoreError::Foreign(_))));
+    // A text file.
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "my precious notes\n").unwrap();
+    assert!(matches!(inspect(&text), Err(StoreError::Foreign(_))));
+    assert_eq!(std::fs::read_to_string(&text).unwrap(), "my precious notes\n");
+    // A SQLite database of another application.
+    let other = dir.path().join("other.db");
+    rusqlite::Connection::open(&other)
+        .unwrap()
+        .execute_batch("CREATE TABLE Customers(Id INTEGER PRIMARY KEY); INSERT INTO Customers VALUES (7);")
+        .unwrap();
+    let before = std::fs::read(&other).unwrap();
+    let err = Store::create(&other, Arc::new(StoreShared::default())).unwrap_err();
+    assert!(err.to_string().contains("Customers"), "{err}");
+    assert_eq!(std::fs::read(&other).unwrap(), before);
+    // An absent file is created; an earlier leaselab database is reused.
+    let ours = dir.path().join("outbox.db");
+    assert_eq!(inspect(&ours).unwrap(), DbOrigin::Created);
+    drop(Store::create(&ours, Arc::new(StoreShared::default())).unwrap());
+    assert_eq!(inspect(&ours).unwrap(), DbOrigin::Reused);
+}

@@ -1,0 +1,140 @@
+//! The article's figures, read from the JSON report of real runs on real SQLite files.
+
+use leaselab::report::Report;
+use leaselab::scenario::{run, RunOptions, Scenario};
+use serde_json::Value;
+
+fn report(s: Scenario, opts: RunOptions) -> (Value, Report) {
+    let outcome = run(s, &opts).expect("scenario runs");
+    let r = Report::build(&outcome);
+    (r.json.clone(), r)
+}
+
+fn n(v: &Value, path: &str) -> u64 {
+    let mut cur = v;
+    for part in path.split('.') {
+        cur = &cur[part];
+    }
+    cur.as_u64().unwrap_or_else(|| panic!("{path} is not a number: {cur}"))
+}
+
+#[test]
+fn competing_no_claim_reproduces_the_doubling() {
+    let (j, r) = report(Scenario::CompetingNoClaim, RunOptions::default());
+    assert!(r.passed, "{}", r.text);
+    assert_eq!(j["leasing"], false);
+    assert_eq!(n(&j, "messages"), 6);
+    assert_eq!(n(&j, "processing_attempts"), 12);
+    assert_eq!(n(&j, "unique_processed"), 6);
+    assert_eq!(n(&j, "processed_more_than_once"), 6);
+    assert_eq!(n(&j, "provider_status_checks"), 12);
+    assert_eq!(j["ownership_violations"], Value::Null);
+    assert_eq!((n(&j, "payments.paid"), n(&j, "payments.failed"), n(&j, "payments.pending")), (4, 2, 0));
+    assert_eq!(
+        (n(&j, "outbox.processed"), n(&j, "outbox.pending"), n(&j, "outbox.processing")),
+        (6, 0, 0)
+    );
+    assert_eq!((n(&j, "duplicate_rows.payments"), n(&j, "duplicate_rows.outbox")), (0, 0));
+    assert_eq!(n(&j, "payment_creation_calls_in_workers"), 0);
+    assert_eq!(n(&j, "gateway_creation_calls"), 6);
+    assert_eq!(n(&j, "loaded_per_worker.Worker-A"), 6);
+    assert_eq!(n(&j, "loaded_per_worker.Worker-B"), 6);
+    assert_eq!(n(&j, "per_worker.Worker-A"), 6);
+    assert_eq!(n(&j, "per_worker.Worker-B"), 6);
+}
+
+#[test]
+fn outbox_leasing_processes_each_message_once_and_recovers_the_crashed_lease() {
+    let (j, r) = report(Scenario::OutboxLeasing, RunOptions::default());
+    assert!(r.passed, "{}", r.text);
+    assert_eq!(j["leasing"], true);
+    assert_eq!(n(&j, "processing_attempts"), 6);
+    assert_eq!(n(&j, "unique_processed"), 6);
+    assert_eq!(n(&j, "processed_more_than_once"), 0);
+    assert_eq!(n(&j, "provider_status_checks"), 6);
+    assert_eq!(n(&j, "ownership_violations"), 0);
+    assert_eq!((n(&j, "payments.paid"), n(&j, "payments.failed"), n(&j, "payments.pending")), (4, 2, 0));
+    assert_eq!((n(&j, "payments.paid_with_txid"), n(&j, "payments.failed_with_txid")), (4, 0));
+    assert_eq!(
+        (n(&j, "outbox.processed"), n(&j, "outbox.pending"), n(&j, "outbox.processing")),
+        (6, 0, 0)
+    );
+    assert_eq!(n(&j, "payment_creation_calls_in_workers"), 0);
+    assert_eq!(n(&j, "claims_blocked"), 1);
+    let split = n(&j, "per_worker.Worker-A") + n(&j, "per_worker.Worker-B");
+    assert_eq!(split, 6, "the A/B split may vary; the total may not");
+    for key in [
+        "worker_a_crashed_holding",
+        "worker_b_blocked_before_expiry",
+        "worker_b_reclaimed_after_expiry",
+        "reclaimed_processed_once",
+    ] {
+        assert_eq!(j["lease_expiry"][key], true, "{key}");
+    }
+    let checks = j["checks"].as_array().unwrap();
+    assert!(checks.len() >= 10);
+    assert!(checks.iter().all(|c| c["passed"] == true));
+    assert_eq!(j["passed"], true);
+}
+
+#[test]
+fn lease_expiry_story_reads_like_the_article() {
+    let (j, r) = report(Scenario::LeaseExpiry, RunOptions::default());
+    assert!(r.passed, "{}", r.text);
+    assert_eq!(n(&j, "messages"), 1);
+    assert_eq!(n(&j, "per_worker.Worker-B"), 1);
+    assert_eq!(n(&j, "per_worker.Worker-A"), 0);
+    let text = &r.text;
+    for line in [
+        "09:00:00.000  Worker-A   CLAIMED PAY-001 until 09:00:00.500 (lease v1)",
+        "09:00:00.000  Worker-A   CRASHED holding PAY-001",
+        "09:00:00.000  Worker-B   BLOCKED on PAY-001 by Worker-A, 500 ms left",
+        "09:00:00.600  Worker-B   RECLAIMED PAY-001 until 09:00:01.100 (lease v2)",
+        "09:00:00.600  Worker-B   FINALIZED PAY-001 Paid (lease v2)",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+}
+
+#[test]
+fn leasing_off_fails_the_safety_checks() {
+    let opts = RunOptions {
+        no_leasing: true,
+        workers: 3,
+        messages: Some(30),
+        ..RunOptions::default()
+    };
+    let (j, r) = report(Scenario::OutboxLeasing, opts);
+    assert!(!r.passed, "leasing off must not pass:\n{}", r.text);
+    assert_eq!(j["passed"], false);
+    let once = j["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "each message processed exactly once")
+        .unwrap();
+    assert_eq!(once["passed"], false);
+}
+
+#[test]
+fn eight_workers_ten_thousand_messages() {
+    let big = RunOptions {
+        workers: 8,
+        messages: Some(10_000),
+        ..RunOptions::default()
+    };
+    let (j, r) = report(Scenario::OutboxLeasing, big.clone());
+    assert!(r.passed, "{}", r.text);
+    assert_eq!(n(&j, "unique_processed"), 10_000);
+    assert_eq!(n(&j, "processing_attempts"), 10_000);
+    assert_eq!(n(&j, "processed_more_than_once"), 0);
+    assert_eq!(n(&j, "ownership_violations"), 0);
+    let total: u64 = j["per_worker"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(total, 10_000);
+
+    let (j, r) = report(Scenario::CompetingNoClaim, big);
+    assert!(r.passed, "{}", r.text);
+    assert_eq!(n(&j, "processing_attempts"), 80_000);
+    assert_eq!(n(&j, "processed_more_than_once"), 10_000);
+    assert_eq!(n(&j, "runs_histogram.8"), 10_000, "every message processed by all 8 workers");
+}
