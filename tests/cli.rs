@@ -51,8 +51,19 @@ fn run_outbox_leasing_json_prints_the_after_figures_and_saves_both_reports() {
         assert_eq!(j[key], want, "{key}");
     }
     for key in [
-        "scenario", "leasing", "workers", "messages", "claims_ok", "claims_empty", "claims_blocked",
-        "rejected_finalizes", "outbox", "payments", "per_worker", "checks", "passed",
+        "scenario",
+        "leasing",
+        "workers",
+        "messages",
+        "claims_ok",
+        "claims_empty",
+        "claims_blocked",
+        "rejected_finalizes",
+        "outbox",
+        "payments",
+        "per_worker",
+        "checks",
+        "passed",
     ] {
         assert!(j.get(key).is_some(), "missing key {key}");
     }
@@ -61,8 +72,12 @@ fn run_outbox_leasing_json_prints_the_after_figures_and_saves_both_reports() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(saved.len(), 2, "{saved:?}");
-    assert!(saved.iter().any(|f| f.starts_with("outbox-leasing-") && f.ends_with(".txt")));
-    assert!(saved.iter().any(|f| f.starts_with("outbox-leasing-") && f.ends_with(".json")));
+    assert!(saved
+        .iter()
+        .any(|f| f.starts_with("outbox-leasing-") && f.ends_with(".txt")));
+    assert!(saved
+        .iter()
+        .any(|f| f.starts_with("outbox-leasing-") && f.ends_with(".json")));
 }
 
 #[test]
@@ -90,13 +105,19 @@ fn text_report_names_the_temporary_database_which_is_gone_afterwards() {
     let line = out.lines().find(|l| l.starts_with("database ")).unwrap();
     let path = line.split_whitespace().nth(1).unwrap();
     assert!(path.ends_with("outbox.db"), "{line}");
-    assert!(!Path::new(path).exists(), "temporary database left behind: {path}");
+    assert!(
+        !Path::new(path).exists(),
+        "temporary database left behind: {path}"
+    );
 }
 
 #[test]
 fn a_failing_check_exits_one() {
     let dir = tempfile::tempdir().unwrap();
-    let o = leaselab(&["run", "outbox-leasing", "--no-leasing", "--json"], dir.path());
+    let o = leaselab(
+        &["run", "outbox-leasing", "--no-leasing", "--json"],
+        dir.path(),
+    );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(json_of(&o)["passed"], false);
 }
@@ -121,10 +142,16 @@ fn bad_numbers_are_one_line_usage_errors() {
         (vec!["run", "outbox-leasing", "--workers", "0"], "--workers"),
         (vec!["run", "outbox-leasing", "--workers", "-1"], "-1"),
         (vec!["run", "outbox-leasing", "--workers", "many"], "many"),
-        (vec!["run", "outbox-leasing", "--messages", "0"], "--messages"),
+        (
+            vec!["run", "outbox-leasing", "--messages", "0"],
+            "--messages",
+        ),
         (vec!["run", "outbox-leasing", "--messages", "1e3"], "1e3"),
         (vec!["run", "outbox-leasing", "--lease-ms", "-5"], "-5"),
-        (vec!["run", "outbox-leasing", "--process-ms", "soon"], "soon"),
+        (
+            vec!["run", "outbox-leasing", "--process-ms", "soon"],
+            "soon",
+        ),
         (vec!["run", "outbox-leasing", "--speed", "0"], "--speed"),
         (vec!["run", "outbox-leasing", "--speed", "fast"], "fast"),
         (vec!["run"], "SCENARIO"),
@@ -133,7 +160,10 @@ fn bad_numbers_are_one_line_usage_errors() {
         let o = leaselab(&args, dir.path());
         assert_usage_error(&o, needle);
     }
-    assert!(!dir.path().join("reports").exists(), "a refused run wrote reports");
+    assert!(
+        !dir.path().join("reports").exists(),
+        "a refused run wrote reports"
+    );
 }
 
 #[test]
@@ -152,7 +182,11 @@ fn list_names_every_scenario() {
     assert_eq!(o.status.code(), Some(0));
     let out = stdout(&o);
     assert_eq!(out.lines().count(), 3, "{out}");
-    assert!(out.contains("competing-no-claim") && out.contains("outbox-leasing") && out.contains("lease-expiry"));
+    assert!(
+        out.contains("competing-no-claim")
+            && out.contains("outbox-leasing")
+            && out.contains("lease-expiry")
+    );
 }
 
 #[test]
@@ -174,10 +208,17 @@ fn a_kept_database_holds_the_final_state_and_is_reused_on_the_next_run() {
         )
     };
     assert_eq!(read_state(), (6, 4, 2, 2));
-    let o = leaselab(&["run", "outbox-leasing", "--db", db_arg, "--json"], dir.path());
+    let o = leaselab(
+        &["run", "outbox-leasing", "--db", db_arg, "--json"],
+        dir.path(),
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(json_of(&o)["database"]["reused"], true);
-    assert_eq!(read_state(), (6, 4, 2, 2), "emptied and reseeded, not appended");
+    assert_eq!(
+        read_state(),
+        (6, 4, 2, 2),
+        "emptied and reseeded, not appended"
+    );
 }
 
 #[test]
@@ -198,12 +239,18 @@ fn a_db_path_that_is_not_ours_is_refused_and_left_untouched() {
         (&foreign, "another application"),
         (&sub, "directory"),
     ] {
-        let o = leaselab(&["run", "outbox-leasing", "--db", path.to_str().unwrap()], dir.path());
+        let o = leaselab(
+            &["run", "outbox-leasing", "--db", path.to_str().unwrap()],
+            dir.path(),
+        );
         assert_usage_error(&o, needle);
     }
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "do not lose me");
     assert_eq!(std::fs::read(&foreign).unwrap(), foreign_before);
-    let o = leaselab(&["run", "outbox-leasing", "--db", "/no/such/folder/x.db"], dir.path());
+    let o = leaselab(
+        &["run", "outbox-leasing", "--db", "/no/such/folder/x.db"],
+        dir.path(),
+    );
     assert_usage_error(&o, "does not exist");
 }
 
@@ -213,9 +260,17 @@ fn an_unwritable_report_folder_is_refused_before_the_run() {
     let blocker = dir.path().join("reports-file");
     std::fs::write(&blocker, "a file where a folder should be").unwrap();
     let o = leaselab(
-        &["run", "outbox-leasing", "--report-dir", blocker.to_str().unwrap()],
+        &[
+            "run",
+            "outbox-leasing",
+            "--report-dir",
+            blocker.to_str().unwrap(),
+        ],
         dir.path(),
     );
     assert_usage_error(&o, "report folder");
-    assert_eq!(std::fs::read_to_string(&blocker).unwrap(), "a file where a folder should be");
+    assert_eq!(
+        std::fs::read_to_string(&blocker).unwrap(),
+        "a file where a folder should be"
+    );
 }

@@ -12,8 +12,11 @@ const LEASE: i64 = 500;
 
 fn fresh(messages: u64) -> (tempfile::TempDir, Store, Provider) {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, origin) =
-        Store::create(&dir.path().join("outbox.db"), Arc::new(StoreShared::default())).unwrap();
+    let (mut store, origin) = Store::create(
+        &dir.path().join("outbox.db"),
+        Arc::new(StoreShared::default()),
+    )
+    .unwrap();
     assert_eq!(origin, DbOrigin::Created);
     let provider = Provider::new();
     store.seed(&provider, messages, T0).unwrap();
@@ -21,7 +24,11 @@ fn fresh(messages: u64) -> (tempfile::TempDir, Store, Provider) {
 }
 
 fn second_connection(dir: &tempfile::TempDir) -> Store {
-    Store::open(&dir.path().join("outbox.db"), Arc::new(StoreShared::default())).unwrap()
+    Store::open(
+        &dir.path().join("outbox.db"),
+        Arc::new(StoreShared::default()),
+    )
+    .unwrap()
 }
 
 fn claimed(outcome: ClaimOutcome) -> Lease {
@@ -50,8 +57,14 @@ fn a_processing_row_is_not_claimable_until_its_lease_expires() {
     let mut b = second_connection(&d);
     claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().0);
     // Still leased, also at the last millisecond of the lease.
-    assert_eq!(b.claim_next("Worker-B", T0 + 100, LEASE).unwrap().0, ClaimOutcome::Empty);
-    assert_eq!(b.claim_next("Worker-B", T0 + LEASE, LEASE).unwrap().0, ClaimOutcome::Empty);
+    assert_eq!(
+        b.claim_next("Worker-B", T0 + 100, LEASE).unwrap().0,
+        ClaimOutcome::Empty
+    );
+    assert_eq!(
+        b.claim_next("Worker-B", T0 + LEASE, LEASE).unwrap().0,
+        ClaimOutcome::Empty
+    );
     // One millisecond after, it is claimable again.
     let lease = claimed(b.claim_next("Worker-B", T0 + LEASE + 1, LEASE).unwrap().0);
     assert_eq!(lease.owner, "Worker-B");
@@ -75,7 +88,10 @@ fn claim_by_id_reports_blocked_with_owner_and_time_left() {
     );
     // Blocked claims change nothing.
     let row = &b.messages(0, 1).unwrap()[0];
-    assert_eq!((row.locked_by.as_deref(), row.lease_version), (Some("Worker-A"), 1));
+    assert_eq!(
+        (row.locked_by.as_deref(), row.lease_version),
+        (Some("Worker-A"), 1)
+    );
     let lease = claimed(b.claim_id(1, "Worker-B", T0 + 600, LEASE).unwrap().0);
     assert_eq!(lease.version, 2);
 }
@@ -118,13 +134,19 @@ fn finalize_after_takeover_is_rejected_and_leaves_the_payment_untouched() {
     let (outcome, _) = a.finalize(&a_lease, &check, T0 + LEASE + 2).unwrap();
     assert_eq!(outcome, FinalizeOutcome::Rejected);
     let pay = &a.payments().unwrap()[0];
-    assert_eq!((pay.status.as_str(), pay.transaction_id.as_deref()), ("Pending", None));
+    assert_eq!(
+        (pay.status.as_str(), pay.transaction_id.as_deref()),
+        ("Pending", None)
+    );
     let row = &a.messages(0, 1).unwrap()[0];
     assert_eq!(row.status, "Processing");
     assert_eq!(row.locked_by.as_deref(), Some("Worker-B"));
     // The rightful owner commits payment and outbox row together.
     let check_b = paid("PAY-001", &p);
-    assert_eq!(b.finalize(&b_lease, &check_b, T0 + 700).unwrap().0, FinalizeOutcome::Committed);
+    assert_eq!(
+        b.finalize(&b_lease, &check_b, T0 + 700).unwrap().0,
+        FinalizeOutcome::Committed
+    );
     let pay = &b.payments().unwrap()[0];
     assert_eq!(pay.status, "Paid");
     assert_eq!(pay.transaction_id, check_b.transaction_id);
@@ -140,7 +162,10 @@ fn finalize_with_a_stale_lease_version_is_rejected_even_under_the_same_name() {
     let old = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
     claimed(s.claim_next("Worker-A", T0 + LEASE + 1, LEASE).unwrap().0);
     let check = paid("PAY-001", &p);
-    assert_eq!(s.finalize(&old, &check, T0 + 600).unwrap().0, FinalizeOutcome::Rejected);
+    assert_eq!(
+        s.finalize(&old, &check, T0 + 600).unwrap().0,
+        FinalizeOutcome::Rejected
+    );
 }
 
 #[test]
@@ -187,9 +212,19 @@ fn the_claim_query_never_scans_the_whole_outbox() {
     let plan = s.claim_query_plan().unwrap();
     assert_eq!(plan.len(), 2, "{plan:?}");
     for step in &plan {
-        assert!(step.contains("USING INDEX") || step.contains("USING COVERING INDEX"), "{step}");
-        assert_ne!(step.trim(), "SCAN OutboxMessages", "a full scan of the outbox");
-        assert!(!step.contains("TEMP B-TREE"), "sorting the whole backlog: {step}");
+        assert!(
+            step.contains("USING INDEX") || step.contains("USING COVERING INDEX"),
+            "{step}"
+        );
+        assert_ne!(
+            step.trim(),
+            "SCAN OutboxMessages",
+            "a full scan of the outbox"
+        );
+        assert!(
+            !step.contains("TEMP B-TREE"),
+            "sorting the whole backlog: {step}"
+        );
     }
     assert!(plan[0].contains("IX_Outbox_Pending"));
     assert!(plan[1].contains("IX_Outbox_Leased"));
@@ -204,12 +239,17 @@ fn inspect_refuses_what_is_not_a_leaselab_database_and_leaves_it_untouched() {
     let text = dir.path().join("notes.txt");
     std::fs::write(&text, "my precious notes\n").unwrap();
     assert!(matches!(inspect(&text), Err(StoreError::Foreign(_))));
-    assert_eq!(std::fs::read_to_string(&text).unwrap(), "my precious notes\n");
+    assert_eq!(
+        std::fs::read_to_string(&text).unwrap(),
+        "my precious notes\n"
+    );
     // A SQLite database of another application.
     let other = dir.path().join("other.db");
     rusqlite::Connection::open(&other)
         .unwrap()
-        .execute_batch("CREATE TABLE Customers(Id INTEGER PRIMARY KEY); INSERT INTO Customers VALUES (7);")
+        .execute_batch(
+            "CREATE TABLE Customers(Id INTEGER PRIMARY KEY); INSERT INTO Customers VALUES (7);",
+        )
         .unwrap();
     let before = std::fs::read(&other).unwrap();
     let err = Store::create(&other, Arc::new(StoreShared::default())).unwrap_err();

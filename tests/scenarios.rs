@@ -15,7 +15,8 @@ fn n(v: &Value, path: &str) -> u64 {
     for part in path.split('.') {
         cur = &cur[part];
     }
-    cur.as_u64().unwrap_or_else(|| panic!("{path} is not a number: {cur}"))
+    cur.as_u64()
+        .unwrap_or_else(|| panic!("{path} is not a number: {cur}"))
 }
 
 #[test]
@@ -29,12 +30,29 @@ fn competing_no_claim_reproduces_the_doubling() {
     assert_eq!(n(&j, "processed_more_than_once"), 6);
     assert_eq!(n(&j, "provider_status_checks"), 12);
     assert_eq!(j["ownership_violations"], Value::Null);
-    assert_eq!((n(&j, "payments.paid"), n(&j, "payments.failed"), n(&j, "payments.pending")), (4, 2, 0));
     assert_eq!(
-        (n(&j, "outbox.processed"), n(&j, "outbox.pending"), n(&j, "outbox.processing")),
+        (
+            n(&j, "payments.paid"),
+            n(&j, "payments.failed"),
+            n(&j, "payments.pending")
+        ),
+        (4, 2, 0)
+    );
+    assert_eq!(
+        (
+            n(&j, "outbox.processed"),
+            n(&j, "outbox.pending"),
+            n(&j, "outbox.processing")
+        ),
         (6, 0, 0)
     );
-    assert_eq!((n(&j, "duplicate_rows.payments"), n(&j, "duplicate_rows.outbox")), (0, 0));
+    assert_eq!(
+        (
+            n(&j, "duplicate_rows.payments"),
+            n(&j, "duplicate_rows.outbox")
+        ),
+        (0, 0)
+    );
     assert_eq!(n(&j, "payment_creation_calls_in_workers"), 0);
     assert_eq!(n(&j, "gateway_creation_calls"), 6);
     assert_eq!(n(&j, "loaded_per_worker.Worker-A"), 6);
@@ -53,10 +71,27 @@ fn outbox_leasing_processes_each_message_once_and_recovers_the_crashed_lease() {
     assert_eq!(n(&j, "processed_more_than_once"), 0);
     assert_eq!(n(&j, "provider_status_checks"), 6);
     assert_eq!(n(&j, "ownership_violations"), 0);
-    assert_eq!((n(&j, "payments.paid"), n(&j, "payments.failed"), n(&j, "payments.pending")), (4, 2, 0));
-    assert_eq!((n(&j, "payments.paid_with_txid"), n(&j, "payments.failed_with_txid")), (4, 0));
     assert_eq!(
-        (n(&j, "outbox.processed"), n(&j, "outbox.pending"), n(&j, "outbox.processing")),
+        (
+            n(&j, "payments.paid"),
+            n(&j, "payments.failed"),
+            n(&j, "payments.pending")
+        ),
+        (4, 2, 0)
+    );
+    assert_eq!(
+        (
+            n(&j, "payments.paid_with_txid"),
+            n(&j, "payments.failed_with_txid")
+        ),
+        (4, 0)
+    );
+    assert_eq!(
+        (
+            n(&j, "outbox.processed"),
+            n(&j, "outbox.pending"),
+            n(&j, "outbox.processing")
+        ),
         (6, 0, 0)
     );
     assert_eq!(n(&j, "payment_creation_calls_in_workers"), 0);
@@ -129,12 +164,21 @@ fn eight_workers_ten_thousand_messages() {
     assert_eq!(n(&j, "processing_attempts"), 10_000);
     assert_eq!(n(&j, "processed_more_than_once"), 0);
     assert_eq!(n(&j, "ownership_violations"), 0);
-    let total: u64 = j["per_worker"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    let total: u64 = j["per_worker"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
     assert_eq!(total, 10_000);
 
     let (j, r) = report(Scenario::CompetingNoClaim, big);
     assert!(r.passed, "{}", r.text);
     assert_eq!(n(&j, "processing_attempts"), 80_000);
     assert_eq!(n(&j, "processed_more_than_once"), 10_000);
-    assert_eq!(n(&j, "runs_histogram.8"), 10_000, "every message processed by all 8 workers");
+    assert_eq!(
+        n(&j, "runs_histogram.8"),
+        10_000,
+        "every message processed by all 8 workers"
+    );
 }
