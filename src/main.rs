@@ -50,6 +50,9 @@ struct Cli {
         default_value = "reports"
     )]
     report_dir: PathBuf,
+    /// Soak: the seed of the random fault schedule (printed in the report).
+    #[arg(long, value_name = "N", global = true)]
+    seed: Option<u64>,
     /// Switch leasing off: workers load every Pending row and process it unguarded.
     #[arg(long = "no-leasing", global = true)]
     no_leasing: bool,
@@ -59,7 +62,7 @@ struct Cli {
 enum Command {
     /// Run a scenario headless: print the report, save it, exit 0 only if every check passes.
     Run {
-        /// One of: competing-no-claim, outbox-leasing, lease-expiry.
+        /// One of: competing-no-claim, outbox-leasing, lease-expiry, soak.
         scenario: String,
         /// Print the JSON report on stdout instead of the text report.
         #[arg(long)]
@@ -143,7 +146,8 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
     }
     let defaults = RunOptions::default();
     let opts = RunOptions {
-        workers: cli.workers.map_or(defaults.workers, usize::from),
+        workers: cli.workers.map(usize::from),
+        seed: cli.seed,
         messages: cli.messages,
         lease_ms: cli.lease_ms.unwrap_or(defaults.lease_ms),
         process_ms: cli.process_ms.unwrap_or(defaults.process_ms),

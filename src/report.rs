@@ -150,6 +150,18 @@ pub fn checks(o: &RunOutcome) -> Vec<Check> {
         l.failures == 0 && l.panics == 0,
         format!("{} database failures, {} panics", l.failures, l.panics),
     ));
+    if o.scenario == Scenario::CompetingNoClaim {
+        // The checker must be able to fail: here it has to catch the duplicates.
+        c.push(check(
+            "the history checker catches the duplicates",
+            o.history.duplicated.count > 0,
+            format!("{} duplicated messages found", o.history.duplicated.count),
+        ));
+    } else {
+        for (name, passed, detail) in o.history.rules() {
+            c.push(check(name, passed, detail));
+        }
+    }
     if let Some(p) = &o.story {
         c.push(check(
             "lease-expiry: Worker-A crashed holding PAY-001",
@@ -344,6 +356,9 @@ fn to_json(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Val
             "worker_b_reclaimed_after_expiry": p.b_reclaimed_after_expiry,
             "reclaimed_processed_once": p.reclaimed_processed_once,
         })),
+        "history": o.history,
+        "seed": o.seed,
+        "faults": o.faults,
         "sqlite_busy_absorbed": o.busy_met,
         "database": { "path": o.db_path, "kept": o.db_kept, "reused": o.db_origin == DbOrigin::Reused },
         "elapsed_ms": o.elapsed.as_millis() as u64,
@@ -394,6 +409,19 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
         }
     );
     let _ = writeln!(t, "clock      starts {}", iso(SCENARIO_START_MS));
+    if let Some(seed) = o.seed {
+        let _ = writeln!(
+            t,
+            "seed       {seed} (repeat the fault schedule with --seed {seed})"
+        );
+    }
+    if let Some(f) = &o.faults {
+        let _ = writeln!(
+            t,
+            "faults     {} crashes ({} holding a lease), {} restarts, {} pauses, {} resumes, {} clock jumps ({} ms)",
+            f.crashes, f.crashes_holding_a_lease, f.restarts, f.pauses, f.resumes, f.clock_jumps, f.clock_jumped_ms
+        );
+    }
 
     let _ = writeln!(t, "\nSchema");
     for line in SCHEMA_SQL.lines().filter(|l| !l.trim().is_empty()) {
@@ -491,6 +519,13 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
         .collect::<Vec<_>>()
         .join(", ");
     let _ = writeln!(t, "  messages by times processed: {hist}");
+    if l.rejected_finalizes > 0 {
+        let _ = writeln!(
+            t,
+            "  {} status checks ran for a worker whose lease had already been taken over; the guard rejected their results",
+            l.rejected_finalizes
+        );
+    }
     let _ = writeln!(
         t,
         "  rejected finalizes {}   ownership violations {}",

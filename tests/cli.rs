@@ -181,11 +181,12 @@ fn list_names_every_scenario() {
     let o = leaselab(&["list"], dir.path());
     assert_eq!(o.status.code(), Some(0));
     let out = stdout(&o);
-    assert_eq!(out.lines().count(), 3, "{out}");
+    assert_eq!(out.lines().count(), 4, "{out}");
     assert!(
         out.contains("competing-no-claim")
             && out.contains("outbox-leasing")
             && out.contains("lease-expiry")
+            && out.contains("soak")
     );
 }
 

@@ -4,7 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use std::collections::BTreeSet;
+
 use super::events::{Event, EventKind};
+use super::provider::ProviderStatus;
 use super::worker::base_name;
 
 /// One step of a message's history, as committed by SQLite.
@@ -17,9 +20,16 @@ pub enum HistoryStep {
         until_ms: i64,
     },
     /// A committed ownership-guarded finalize.
-    Finalize { owner: String, version: i64 },
+    Finalize {
+        owner: String,
+        version: i64,
+        status: ProviderStatus,
+    },
     /// Leasing off: an unconditional write.
-    Mark { owner: String },
+    Mark {
+        owner: String,
+        status: ProviderStatus,
+    },
 }
 
 #[derive(Debug, Clone, Default)]
@@ -86,6 +96,9 @@ pub struct Ledger {
     pub loaded_by_worker: BTreeMap<String, u64>,
     pub messages: BTreeMap<i64, MessageHistory>,
     pub events_seen: u64,
+    /// Seeding creates ids 1..=seeded_upto; payments added later are listed in `added`.
+    pub seeded_upto: i64,
+    pub added: BTreeSet<i64>,
 }
 
 impl Ledger {
@@ -133,7 +146,10 @@ impl Ledger {
                 self.message(*id, key).attempts += 1;
             }
             EventKind::Finalized {
-                id, key, version, ..
+                id,
+                key,
+                version,
+                status,
             } => {
                 self.finalized += 1;
                 *self.per_worker.entry(worker).or_default() += 1;
@@ -145,6 +161,7 @@ impl Ledger {
                     HistoryStep::Finalize {
                         owner: ev.actor.clone(),
                         version: *version,
+                        status: *status,
                     },
                 ));
                 self.recount(*id);
@@ -153,7 +170,7 @@ impl Ledger {
                 self.rejected_finalizes += 1;
                 self.message(*id, key).rejected += 1;
             }
-            EventKind::Marked { id, key, .. } => {
+            EventKind::Marked { id, key, status } => {
                 self.marked += 1;
                 *self.per_worker.entry(worker).or_default() += 1;
                 let m = self.message(*id, key);
@@ -163,6 +180,7 @@ impl Ledger {
                     ev.seq,
                     HistoryStep::Mark {
                         owner: ev.actor.clone(),
+                        status: *status,
                     },
                 ));
             }
@@ -175,10 +193,11 @@ impl Ledger {
             EventKind::Restarted { .. } => self.restarts += 1,
             EventKind::Failed { .. } => self.failures += 1,
             EventKind::MessageAdded { id, key } => {
+                self.added.insert(*id);
                 self.message(*id, key);
             }
-            EventKind::Seeded { .. }
-            | EventKind::Paused
+            EventKind::Seeded { messages } => self.seeded_upto = *messages as i64,
+            EventKind::Paused
             | EventKind::Resumed
             | EventKind::ClockMoved { .. }
             | EventKind::LeasingChanged { .. }
@@ -224,6 +243,11 @@ impl Ledger {
             *h.entry(m.runs).or_default() += 1;
         }
         h
+    }
+
+    /// Was this message id ever created (seeded or added)?
+    pub fn was_seeded(&self, id: i64) -> bool {
+        (1..=self.seeded_upto).contains(&id) || self.added.contains(&id)
     }
 
     /// How many times one message was processed (the dashboard's Runs column).

@@ -2,6 +2,7 @@
 //! clock they share. No terminal code lives here: the dashboard, `leaselab run` and the
 //! tests all drive the same engine.
 
+pub mod checker;
 pub mod clock;
 pub mod events;
 pub mod ledger;
@@ -18,7 +19,7 @@ use crossbeam_channel::{Receiver, Sender};
 use clock::{Clock, SCENARIO_START_MS};
 use events::{Event, EventKind, ENGINE};
 use provider::Provider;
-use store::{DbOrigin, Store, StoreError, StoreShared};
+use store::{DbOrigin, Durability, Store, StoreError, StoreShared};
 use worker::{Control, Settings, WorkerContext, WorkerHandle, WorkerState};
 
 /// How an engine is set up.
@@ -33,8 +34,8 @@ pub struct EngineConfig {
     pub leasing: bool,
     /// Keep the database here; None means a temporary folder removed at the end.
     pub db: Option<PathBuf>,
-    /// `synchronous=FULL` (every commit reaches the disk) or NORMAL.
-    pub sync_full: bool,
+    /// SQLite's `synchronous` for every connection of the engine.
+    pub durability: Durability,
 }
 
 impl Default for EngineConfig {
@@ -47,7 +48,7 @@ impl Default for EngineConfig {
             idle_ms: 100,
             leasing: true,
             db: None,
-            sync_full: true,
+            durability: Durability::Full,
         }
     }
 }
@@ -85,9 +86,8 @@ impl Engine {
                 (Some(dir), path)
             }
         };
-        let shared = Arc::new(StoreShared::default());
+        let shared = Arc::new(StoreShared::new(config.durability));
         let (store, origin) = Store::create(&db_path, shared.clone())?;
-        store.set_synchronous(config.sync_full)?;
         let (events_tx, events_rx) = crossbeam_channel::unbounded();
         let mut engine = Engine {
             settings: Arc::new(Settings::new(

@@ -49,9 +49,32 @@ impl From<rusqlite::Error> for StoreError {
 
 pub type Result<T> = std::result::Result<T, StoreError>;
 
-/// Counters shared by every connection of one engine.
+/// How hard a commit waits for the disk (SQLite's `synchronous`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Every commit is on disk before it returns: the lesson is about durability.
+    #[default]
+    Full,
+    /// WAL commits reach the disk at checkpoints: a power cut may lose the newest ones.
+    Normal,
+    /// No syncing at all: for property tests that create thousands of throwaway databases.
+    Off,
+}
+
+impl Durability {
+    pub fn pragma(self) -> &'static str {
+        match self {
+            Durability::Full => "FULL",
+            Durability::Normal => "NORMAL",
+            Durability::Off => "OFF",
+        }
+    }
+}
+
+/// Settings and counters shared by every connection of one engine.
 #[derive(Debug, Default)]
 pub struct StoreShared {
+    pub durability: Durability,
     /// Stamped on every write while its transaction still holds the write lock, so the
     /// order of stamps is the order in which SQLite committed.
     pub commit_seq: AtomicU64,
@@ -60,6 +83,13 @@ pub struct StoreShared {
 }
 
 impl StoreShared {
+    pub fn new(durability: Durability) -> StoreShared {
+        StoreShared {
+            durability,
+            ..StoreShared::default()
+        }
+    }
+
     pub fn next_seq(&self) -> u64 {
         self.commit_seq.fetch_add(1, Ordering::SeqCst) + 1
     }
@@ -247,7 +277,10 @@ impl Store {
                 path.display()
             )));
         }
-        conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")?;
+        conn.execute_batch(&format!(
+            "PRAGMA synchronous={}; PRAGMA foreign_keys=ON;",
+            shared.durability.pragma()
+        ))?;
         Ok(Store {
             conn,
             path: path.to_path_buf(),
@@ -257,14 +290,6 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// `FULL` (the default: every commit reaches the disk) or `NORMAL`.
-    pub fn set_synchronous(&self, full: bool) -> Result<()> {
-        let level = if full { "FULL" } else { "NORMAL" };
-        self.conn
-            .execute_batch(&format!("PRAGMA synchronous={level};"))?;
-        Ok(())
     }
 
     /// Fold this thread's SQLITE_BUSY encounters into the engine's counter.

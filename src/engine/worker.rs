@@ -361,9 +361,14 @@ struct Worker {
 
 impl Worker {
     fn emit_at(&self, seq: u64, kind: EventKind) {
+        self.emit_when(seq, self.ctx.clock.now(), kind);
+    }
+
+    /// Emit with the scenario time the action itself used (a claim's `now`).
+    fn emit_when(&self, seq: u64, at_ms: i64, kind: EventKind) {
         let _ = self.ctx.events.send(Event {
             seq,
-            at_ms: self.ctx.clock.now(),
+            at_ms,
             slot: Some(self.slot),
             actor: self.name.clone(),
             kind,
@@ -676,8 +681,9 @@ impl Worker {
         .map_err(|e| e.to_string())?;
         match outcome {
             ClaimOutcome::Claimed(lease) => {
-                self.emit_at(
+                self.emit_when(
                     seq,
+                    now,
                     EventKind::Claimed {
                         id: lease.id,
                         key: lease.key.clone(),
@@ -699,8 +705,9 @@ impl Worker {
                 owner,
                 left_ms,
             } => {
-                self.emit_at(
+                self.emit_when(
                     seq,
+                    now,
                     EventKind::ClaimBlocked {
                         id,
                         key,
@@ -727,5 +734,58 @@ impl Worker {
             current: None,
         };
         Ok(Acted::Done)
+    }
+}
+
+/// A worker without a thread, for schedules driven from one thread (property tests): each
+/// `act` is exactly one action on the worker's own connection, as a single step would be.
+pub struct Stepper {
+    worker: Worker,
+}
+
+impl Stepper {
+    pub fn new(ctx: WorkerContext, slot: usize, incarnation: u32) -> Result<Stepper, String> {
+        let name = worker_name(slot, incarnation);
+        let store = Store::open(&ctx.db_path, ctx.shared.clone()).map_err(|e| e.to_string())?;
+        let status = Arc::new(Mutex::new(WorkerStatus {
+            name: name.clone(),
+            ..WorkerStatus::default()
+        }));
+        Ok(Stepper {
+            worker: Worker {
+                ctx,
+                slot,
+                name,
+                store,
+                phase: Phase::Idle,
+                status,
+                paused: false,
+                wait_until: None,
+            },
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.worker.name
+    }
+
+    /// One action: a claim (or load), a provider call, or a finalize (or mark).
+    pub fn act(&mut self) -> Result<(), String> {
+        self.worker.act(true).map(|_| ())
+    }
+
+    pub fn next(&self) -> NextAction {
+        self.worker.publish();
+        self.worker
+            .status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .next
+            .clone()
+    }
+
+    /// Stop at once; a held lease stays in the database.
+    pub fn crash(mut self) {
+        self.worker.exit(Exit::Crash);
     }
 }

@@ -2,6 +2,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::engine::checker::{self, HistoryCheck};
 use crate::engine::events::{Event, EventKind};
 use crate::engine::ledger::Ledger;
 use crate::engine::store::{DbOrigin, OutboxCounts, PaymentCounts, PaymentRow, StoreError};
@@ -13,13 +14,15 @@ pub enum Scenario {
     CompetingNoClaim,
     OutboxLeasing,
     LeaseExpiry,
+    Soak,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 3] = [
+    pub const ALL: [Scenario; 4] = [
         Scenario::CompetingNoClaim,
         Scenario::OutboxLeasing,
         Scenario::LeaseExpiry,
+        Scenario::Soak,
     ];
 
     pub fn name(self) -> &'static str {
@@ -27,6 +30,7 @@ impl Scenario {
             Scenario::CompetingNoClaim => "competing-no-claim",
             Scenario::OutboxLeasing => "outbox-leasing",
             Scenario::LeaseExpiry => "lease-expiry",
+            Scenario::Soak => "soak",
         }
     }
 
@@ -40,6 +44,9 @@ impl Scenario {
             }
             Scenario::LeaseExpiry => {
                 "the recovery story alone: claim, crash, blocked, expire, reclaim, finalize"
+            }
+            Scenario::Soak => {
+                "random crashes, restarts, pauses and clock jumps from --seed; still once each"
             }
         }
     }
@@ -55,7 +62,15 @@ impl Scenario {
     pub fn default_messages(self) -> u64 {
         match self {
             Scenario::LeaseExpiry => 1,
+            Scenario::Soak => 100_000,
             _ => 6,
+        }
+    }
+
+    pub fn default_workers(self) -> usize {
+        match self {
+            Scenario::Soak => 16,
+            _ => 2,
         }
     }
 
@@ -218,13 +233,16 @@ impl StoryProof {
 /// Settings for a headless run.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
-    pub workers: usize,
+    /// None: the scenario's own default.
+    pub workers: Option<usize>,
     pub messages: Option<u64>,
     pub lease_ms: i64,
     pub process_ms: i64,
     pub speed: f64,
     pub db: Option<std::path::PathBuf>,
     pub no_leasing: bool,
+    /// Soak: the seed of the fault schedule (None: one from the wall clock).
+    pub seed: Option<u64>,
     /// Give up when no event arrives for this long.
     pub stall_after: Duration,
 }
@@ -232,8 +250,9 @@ pub struct RunOptions {
 impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
-            workers: 2,
+            workers: None,
             messages: None,
+            seed: None,
             lease_ms: 500,
             process_ms: 0,
             speed: 1.0,
@@ -250,6 +269,8 @@ pub struct RunOutcome {
     pub scenario: Scenario,
     pub leasing: bool,
     pub workers: usize,
+    pub seed: Option<u64>,
+    pub faults: Option<soak::FaultTally>,
     pub messages: u64,
     pub lease_ms: i64,
     pub process_ms: i64,
@@ -273,6 +294,8 @@ pub struct RunOutcome {
     pub paid_without_provider: u64,
     pub busy_met: u64,
     pub first_rows: Vec<crate::engine::store::MessageRow>,
+    /// The history checker's verdict over events and the final rows.
+    pub history: HistoryCheck,
     pub elapsed: Duration,
 }
 
@@ -307,7 +330,8 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
         ));
     }
     let story = scenario.has_story() && leasing;
-    if story && opts.workers < 2 {
+    let workers = opts.workers.unwrap_or(scenario.default_workers());
+    if story && workers < 2 {
         return Err(RunError::Usage(format!(
             "{} needs at least 2 workers (the story has Worker-A and Worker-B)",
             scenario.name()
@@ -316,14 +340,14 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
     let messages = opts.messages.unwrap_or(scenario.default_messages());
     let started = Instant::now();
     let config = EngineConfig {
-        workers: opts.workers,
+        workers,
         messages,
         lease_ms: opts.lease_ms,
         process_ms: opts.process_ms,
         idle_ms: 1,
         leasing,
         db: opts.db.clone(),
-        sync_full: true,
+        durability: crate::engine::store::Durability::Full,
     };
     let mut engine = Engine::start(config, true)?;
     let mut ledger = Ledger::new();
@@ -365,13 +389,29 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
         engine.clock.resume();
     }
     engine.resume_all();
-    wait_until_drained(&engine, &mut ledger, &mut events, opts.stall_after)?;
+    let mut soak_seed = None;
+    let mut faults = None;
+    if scenario == Scenario::Soak {
+        let seed = opts.seed.unwrap_or_else(soak::seed_from_clock);
+        soak_seed = Some(seed);
+        faults = Some(soak::run_faults(
+            &mut engine,
+            seed,
+            &mut ledger,
+            &mut events,
+            opts.stall_after,
+        )?);
+    } else {
+        wait_until_drained(&engine, &mut ledger, &mut events, opts.stall_after)?;
+    }
     engine.shutdown_workers();
     engine.clock.pause();
     drain(&engine, &mut ledger, &mut events);
 
     let story_proof = story.then(|| StoryProof::from_events(&events, &ledger));
     let store = engine.store();
+    let all_rows = store.messages(0, store.message_count()?)?;
+    let history = checker::check(&ledger, &all_rows);
     let payment_rows = store.payments()?;
     let calls = engine.provider.calls();
     let txids_not_issued = payment_rows
@@ -386,7 +426,9 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
     Ok(RunOutcome {
         scenario,
         leasing,
-        workers: opts.workers,
+        workers,
+        seed: soak_seed,
+        faults,
         messages,
         lease_ms: opts.lease_ms,
         process_ms: opts.process_ms,
@@ -397,7 +439,8 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
         payments: store.payment_counts()?,
         max_rows_per_key: store.max_rows_per_key()?,
         orphans: store.orphans()?,
-        first_rows: store.messages(0, 50)?,
+        first_rows: all_rows.into_iter().take(50).collect(),
+        history,
         payment_rows,
         provider_status_checks: engine.provider.status_checks_total(),
         gateway_creation_calls: engine.provider.creations_total(),
@@ -417,8 +460,10 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
     })
 }
 
+pub mod soak;
+
 /// Fold events until every live worker has found nothing to do and the outbox agrees.
-fn wait_until_drained(
+pub(crate) fn wait_until_drained(
     engine: &Engine,
     ledger: &mut Ledger,
     events: &mut Vec<Event>,

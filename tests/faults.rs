@@ -1,0 +1,105 @@
+//! Faults: a panicking worker, and the seeded soak at the size of the issue.
+
+use std::time::Duration;
+
+use leaselab::engine::events::EventKind;
+use leaselab::engine::ledger::Ledger;
+use leaselab::engine::worker::Control;
+use leaselab::engine::{Engine, EngineConfig};
+use leaselab::report::Report;
+use leaselab::scenario::{run, RunOptions, Scenario};
+
+/// Fold events until one matches, with a generous deadline instead of a sleep.
+fn wait_for(engine: &Engine, ledger: &mut Ledger, want: impl Fn(&EventKind) -> bool) -> EventKind {
+    loop {
+        let e = engine
+            .events()
+            .recv_timeout(Duration::from_secs(30))
+            .expect("an event within 30 s");
+        ledger.apply(&e);
+        if want(&e.kind) {
+            return e.kind;
+        }
+    }
+}
+
+#[test]
+fn a_panicking_worker_is_reported_crashed_and_its_lease_expires_like_any_crash() {
+    let mut engine = Engine::start(
+        EngineConfig {
+            workers: 2,
+            messages: 2,
+            ..EngineConfig::default()
+        },
+        true,
+    )
+    .unwrap();
+    let mut ledger = Ledger::new();
+    assert!(engine.claim_id(0, 1));
+    engine.worker(0).unwrap().send(Control::Panic);
+    let kind = wait_for(&engine, &mut ledger, |k| {
+        matches!(k, EventKind::Crashed { .. })
+    });
+    match kind {
+        EventKind::Crashed { holding, panic } => {
+            assert_eq!(holding.map(|h| h.1), Some("PAY-001".to_string()));
+            assert!(panic.unwrap().contains("injected panic"));
+        }
+        _ => unreachable!(),
+    }
+    assert!(!engine.worker(0).unwrap().is_alive());
+    // The lease stays until it expires, then Worker-B recovers the message.
+    assert!(engine.claim_id(1, 1));
+    wait_for(&engine, &mut ledger, |k| {
+        matches!(k, EventKind::ClaimBlocked { .. })
+    });
+    engine.advance(engine.settings.lease_ms() + 1);
+    assert!(engine.claim_id(1, 1));
+    wait_for(&engine, &mut ledger, |k| {
+        matches!(k, EventKind::Claimed { reclaim: true, .. })
+    });
+    assert!(engine.step(1) && engine.step(1));
+    wait_for(&engine, &mut ledger, |k| {
+        matches!(k, EventKind::Finalized { .. })
+    });
+    assert_eq!(
+        (ledger.panics, ledger.crashes, ledger.ownership_violations),
+        (1, 1, 0)
+    );
+    // The rest of the engine carries on: restart the panicked slot and drain.
+    engine.restart(0, false);
+    engine.resume_all();
+    wait_for(&engine, &mut ledger, |k| {
+        matches!(k, EventKind::Finalized { id: 2, .. })
+    });
+    assert_eq!(ledger.unique_processed(), 2);
+}
+
+#[test]
+fn soak_sixteen_workers_one_hundred_thousand_messages() {
+    let opts = RunOptions {
+        seed: Some(20_261_202),
+        ..RunOptions::default()
+    };
+    let outcome = run(Scenario::Soak, &opts).expect("the soak runs");
+    let report = Report::build(&outcome);
+    let j = &report.json;
+    assert!(report.passed, "{}", report.text);
+    assert_eq!(j["workers"], 16);
+    assert_eq!(j["messages"], 100_000);
+    assert_eq!(j["seed"], 20_261_202);
+    assert_eq!(j["unique_processed"], 100_000);
+    assert_eq!(j["processed_more_than_once"], 0);
+    assert_eq!(j["ownership_violations"], 0);
+    assert_eq!(j["history"]["lost"]["count"], 0);
+    let f = &j["faults"];
+    for key in ["crashes", "restarts", "pauses", "clock_jumps"] {
+        assert!(
+            f[key].as_u64().unwrap() > 0,
+            "the schedule did no {key}: {f}"
+        );
+    }
+    assert!(f["crashes_holding_a_lease"].as_u64().unwrap() > 0, "{f}");
+    assert!(j["sqlite_busy_absorbed"].is_u64());
+    assert!(report.text.contains("--seed 20261202"));
+}

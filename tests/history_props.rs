@@ -1,0 +1,276 @@
+//! Random schedules over real SQLite, driven from one thread so that every case is
+//! deterministic: N workers (each with its own connection) claim, call the provider,
+//! finalize, crash, restart, pause, resume, and the clock jumps. Afterwards the history
+//! checker must find nothing wrong with leasing on, and must find duplicates with it off.
+//!
+//! `LEASELAB_PROPTEST_CASES=100000 cargo test --release --test history_props` runs more.
+
+use std::sync::Arc;
+
+use crossbeam_channel::Receiver;
+use leaselab::engine::checker::{self, HistoryCheck};
+use leaselab::engine::clock::{Clock, SCENARIO_START_MS};
+use leaselab::engine::events::Event;
+use leaselab::engine::ledger::Ledger;
+use leaselab::engine::provider::Provider;
+use leaselab::engine::store::{Durability, Store, StoreShared};
+use leaselab::engine::worker::{NextAction, Settings, Stepper, WorkerContext};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestError, TestRunner};
+
+const MAX_WORKERS: usize = 4;
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// One action of worker i: claim, provider call or finalize.
+    Act(usize),
+    Crash(usize),
+    Restart(usize),
+    Pause(usize),
+    Resume(usize),
+    /// Jump the scenario clock forward (ms).
+    Advance(i64),
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    workers: usize,
+    messages: u64,
+    lease_ms: i64,
+    ops: Vec<Op>,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let w = 0..MAX_WORKERS;
+    prop_oneof![
+        8 => w.clone().prop_map(Op::Act),
+        1 => w.clone().prop_map(Op::Crash),
+        1 => w.clone().prop_map(Op::Restart),
+        1 => w.clone().prop_map(Op::Pause),
+        1 => w.prop_map(Op::Resume),
+        2 => (1i64..1_500).prop_map(Op::Advance),
+    ]
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        1..=MAX_WORKERS,
+        1u64..=6,
+        100i64..=1_000,
+        prop::collection::vec(op(), 0..80),
+    )
+        .prop_map(|(workers, messages, lease_ms, ops)| Case {
+            workers,
+            messages,
+            lease_ms,
+            ops,
+        })
+}
+
+struct Slot {
+    worker: Option<Stepper>,
+    incarnation: u32,
+    paused: bool,
+}
+
+struct World {
+    _dir: tempfile::TempDir,
+    ctx: WorkerContext,
+    events: Receiver<Event>,
+    ledger: Ledger,
+    slots: Vec<Slot>,
+}
+
+impl World {
+    fn new(case: &Case, leasing: bool) -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let db_path = dir.path().join("outbox.db");
+        // Throwaway databases: skip fsync, the schedules are about ordering, not power cuts.
+        let shared = Arc::new(StoreShared::new(Durability::Off));
+        let (mut store, _) = Store::create(&db_path, shared.clone()).unwrap();
+        let provider = Arc::new(Provider::new());
+        store
+            .seed(&provider, case.messages, SCENARIO_START_MS)
+            .unwrap();
+        let (tx, events) = crossbeam_channel::unbounded();
+        let mut ledger = Ledger::new();
+        ledger.seeded_upto = case.messages as i64;
+        let ctx = WorkerContext {
+            db_path,
+            shared,
+            clock: Arc::new(Clock::frozen_at(SCENARIO_START_MS)),
+            provider,
+            settings: Arc::new(Settings::new(leasing, case.lease_ms, 0, 1)),
+            events: tx,
+        };
+        let slots = (0..case.workers)
+            .map(|slot| Slot {
+                worker: Some(Stepper::new(ctx.clone(), slot, 1).unwrap()),
+                incarnation: 1,
+                paused: false,
+            })
+            .collect();
+        World {
+            _dir: dir,
+            ctx,
+            events,
+            ledger,
+            slots,
+        }
+    }
+
+    fn apply(&mut self, op: &Op) -> Result<(), String> {
+        let n = self.slots.len();
+        match *op {
+            Op::Act(i) => {
+                let s = &mut self.slots[i % n];
+                if let (Some(w), false) = (s.worker.as_mut(), s.paused) {
+                    w.act()?;
+                }
+            }
+            Op::Crash(i) => {
+                if let Some(w) = self.slots[i % n].worker.take() {
+                    w.crash();
+                }
+            }
+            Op::Restart(i) => self.restart(i % n)?,
+            Op::Pause(i) => self.slots[i % n].paused = true,
+            Op::Resume(i) => self.slots[i % n].paused = false,
+            Op::Advance(ms) => {
+                self.ctx.clock.advance(ms);
+            }
+        }
+        while let Ok(e) = self.events.try_recv() {
+            self.ledger.apply(&e);
+        }
+        Ok(())
+    }
+
+    fn restart(&mut self, i: usize) -> Result<(), String> {
+        let s = &mut self.slots[i];
+        if let Some(w) = s.worker.take() {
+            w.crash();
+        }
+        s.incarnation += 1;
+        s.worker = Some(Stepper::new(self.ctx.clone(), i, s.incarnation)?);
+        Ok(())
+    }
+
+    /// Bring everyone back and work until nothing is left; the history is then complete.
+    fn drain(&mut self, messages: u64) -> Result<(), String> {
+        for i in 0..self.slots.len() {
+            if self.slots[i].worker.is_none() {
+                self.restart(i)?;
+            }
+            self.slots[i].paused = false;
+        }
+        let lease = self.ctx.settings.lease_ms();
+        let store = Store::open(&self.ctx.db_path, Arc::new(StoreShared::default())).unwrap();
+        for _round in 0..(messages as usize * 4 + 20) {
+            self.apply(&Op::Advance(lease + 1))?;
+            for i in 0..self.slots.len() {
+                // Work this worker until it has nothing in hand.
+                for _ in 0..(messages as usize * 3 + 3) {
+                    self.apply(&Op::Act(i))?;
+                    let next = self.slots[i].worker.as_ref().unwrap().next();
+                    if matches!(next, NextAction::Claim | NextAction::Load) {
+                        break;
+                    }
+                }
+            }
+            let c = store.outbox_counts().map_err(|e| e.to_string())?;
+            if c.pending == 0 && c.processing == 0 {
+                return Ok(());
+            }
+        }
+        Err("the outbox never drained".into())
+    }
+
+    fn history(&self) -> HistoryCheck {
+        let store = Store::open(&self.ctx.db_path, Arc::new(StoreShared::default())).unwrap();
+        let rows = store.messages(0, 1_000).unwrap();
+        checker::check(&self.ledger, &rows)
+    }
+}
+
+/// Run a case; Err describes what the checker found.
+fn run_case(case: &Case, leasing: bool) -> Result<(), String> {
+    let mut world = World::new(case, leasing);
+    for op in &case.ops {
+        world.apply(op)?;
+    }
+    world.drain(case.messages)?;
+    let h = world.history();
+    if h.passed() && world.ledger.ownership_violations == 0 {
+        Ok(())
+    } else {
+        let bad: Vec<String> = h
+            .rules()
+            .into_iter()
+            .filter(|(_, ok, _)| !ok)
+            .map(|(name, _, detail)| format!("{name}: {detail}"))
+            .collect();
+        Err(bad.join(" | "))
+    }
+}
+
+fn cases() -> u32 {
+    std::env::var("LEASELAB_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000)
+}
+
+#[test]
+fn with_leasing_every_schedule_keeps_the_history_clean() {
+    let mut runner = TestRunner::new(Config {
+        cases: cases(),
+        ..Config::default()
+    });
+    let result = runner.run(&case(), |c| {
+        run_case(&c, true).map_err(TestCaseError::fail)?;
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn without_leasing_the_checker_finds_duplicates_and_shrinks_the_schedule() {
+    let mut runner = TestRunner::new(Config {
+        cases: cases(),
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let result = runner.run(&case(), |c| {
+        run_case(&c, false).map_err(TestCaseError::fail)?;
+        Ok(())
+    });
+    match result {
+        Err(TestError::Fail(reason, minimal)) => {
+            println!("leasing off, smallest failing schedule: {minimal:#?}\nchecker: {reason}");
+            assert!(reason.message().contains("nothing duplicated"), "{reason}");
+            assert!(
+                minimal.workers >= 2,
+                "one worker cannot race itself: {minimal:?}"
+            );
+            assert!(minimal.ops.len() <= 6, "did not shrink: {minimal:?}");
+        }
+        other => panic!("leasing off must produce duplicates, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_known_interleaving_without_leasing_processes_one_message_twice() {
+    let case = Case {
+        workers: 2,
+        messages: 1,
+        lease_ms: 500,
+        // Both load the pending row before either marks it.
+        ops: vec![Op::Act(0), Op::Act(1)],
+    };
+    let err = run_case(&case, false).unwrap_err();
+    assert!(err.contains("PAY-001 x2"), "{err}");
+    run_case(&case, true).expect("the same schedule with leasing is clean");
+}
