@@ -4,6 +4,7 @@
 //! SQLite outbox. The engine knows nothing of terminals; the scenarios, the reports and the
 //! dashboard are all built on it.
 
+pub mod bench;
 pub mod engine;
 pub mod report;
 pub mod scenario;

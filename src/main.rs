@@ -24,9 +24,9 @@ struct Cli {
     /// Dashboard: the scenario to open.
     #[arg(long = "scenario", value_name = "NAME", global = true)]
     open_scenario: Option<String>,
-    /// Worker threads, each with its own SQLite connection (1-64).
-    #[arg(long, value_name = "N", global = true, allow_negative_numbers = true, value_parser = clap::value_parser!(u16).range(1..=64))]
-    workers: Option<u16>,
+    /// Worker threads, each with its own SQLite connection (1-64); `bench` takes a list (1,2,4,8).
+    #[arg(long, value_name = "N", global = true, allow_negative_numbers = true, value_parser = parse_workers)]
+    workers: Option<WorkerList>,
     /// Payments (and outbox messages) to seed (1-1000000).
     #[arg(long, value_name = "N", global = true, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     messages: Option<u64>,
@@ -70,6 +70,54 @@ enum Command {
     },
     /// List the scenarios.
     List,
+    /// Measure claim throughput against the database's own ceiling (see README, Performance).
+    Bench {
+        /// SQLite's synchronous setting for the bench: full or normal.
+        #[arg(long, value_name = "full|normal", default_value = "normal", value_parser = ["full", "normal"])]
+        sync: String,
+        /// Messages claimed per transaction in the batch runs (1-1000).
+        #[arg(long, value_name = "K", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1000))]
+        batch: u16,
+        /// Also compare the per-message cost at 1,000 messages and at this many.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1_000..=10_000_000))]
+        scale: Option<u64>,
+        /// Print the JSON result on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `--workers 4`, or `--workers 1,2,4,8` for `bench`.
+#[derive(Debug, Clone)]
+struct WorkerList(Vec<u16>);
+
+/// `4` or `1,2,4,8`: each 1-64.
+fn parse_workers(s: &str) -> Result<WorkerList, String> {
+    s.split(',')
+        .map(|part| {
+            let n: u16 = part
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{part}' is not a whole number"))?;
+            if (1..=64).contains(&n) {
+                Ok(n)
+            } else {
+                Err(format!("{n} is not in 1..=64"))
+            }
+        })
+        .collect::<Result<Vec<u16>, String>>()
+        .map(WorkerList)
+}
+
+impl Cli {
+    /// The single worker count of `run` and the dashboard.
+    fn one_worker_count(&self) -> Result<Option<usize>, String> {
+        match self.workers.as_ref().map(|w| w.0.as_slice()) {
+            None => Ok(None),
+            Some([n]) => Ok(Some(usize::from(*n))),
+            Some(_) => Err("--workers takes one number here (a list is for `bench`)".into()),
+        }
+    }
 }
 
 fn parse_speed(s: &str) -> Result<f64, String> {
@@ -126,6 +174,12 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(Command::Run { scenario, json }) => run(&cli, scenario, *json),
+        Some(Command::Bench {
+            sync,
+            batch,
+            scale,
+            json,
+        }) => bench(&cli, sync, *batch, *scale, *json),
         None => dashboard(&cli),
     }
 }
@@ -144,9 +198,13 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
     if let Err(e) = report::check_writable(&cli.report_dir) {
         return usage_error(e);
     }
+    let workers = match cli.one_worker_count() {
+        Ok(w) => w,
+        Err(e) => return usage_error(e),
+    };
     let defaults = RunOptions::default();
     let opts = RunOptions {
-        workers: cli.workers.map(usize::from),
+        workers,
         seed: cli.seed,
         messages: cli.messages,
         lease_ms: cli.lease_ms.unwrap_or(defaults.lease_ms),
@@ -185,9 +243,13 @@ fn dashboard(cli: &Cli) -> ExitCode {
         Ok(s) => s.unwrap_or(Scenario::OutboxLeasing),
         Err(e) => return usage_error(e),
     };
+    let workers = match cli.one_worker_count() {
+        Ok(w) => w.unwrap_or(scenario.default_workers()),
+        Err(e) => return usage_error(e),
+    };
     let opts = DashboardOptions {
         scenario,
-        workers: cli.workers.map_or(2, usize::from),
+        workers,
         messages: cli.messages,
         lease_ms: cli.lease_ms,
         process_ms: cli.process_ms,
@@ -198,5 +260,44 @@ fn dashboard(cli: &Cli) -> ExitCode {
     match ui::run(opts) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => usage_error(e),
+    }
+}
+
+fn bench(cli: &Cli, sync: &str, batch: u16, scale: Option<u64>, json: bool) -> ExitCode {
+    use leaselab::bench::{self, BenchOptions};
+    use leaselab::engine::store::Durability;
+    let opts = BenchOptions {
+        messages: cli.messages.unwrap_or(100_000),
+        workers: cli
+            .workers
+            .clone()
+            .map_or_else(|| vec![1, 2, 4, 8], |w| w.0)
+            .into_iter()
+            .map(usize::from)
+            .collect(),
+        durability: if sync == "full" {
+            Durability::Full
+        } else {
+            Durability::Normal
+        },
+        batch: usize::from(batch),
+        scale_to: scale,
+    };
+    let report = match bench::run(&opts, |step| eprintln!("bench: {step}...")) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        print!("{}", report.text());
+    }
+    if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }

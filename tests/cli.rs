@@ -275,3 +275,42 @@ fn an_unwritable_report_folder_is_refused_before_the_run() {
         "a file where a folder should be"
     );
 }
+
+#[test]
+fn bench_json_prints_the_documented_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = leaselab(
+        &[
+            "bench",
+            "--messages",
+            "300",
+            "--workers",
+            "1,2",
+            "--batch",
+            "8",
+            "--json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json_of(&o);
+    assert_eq!(j["synchronous"], "normal");
+    assert_eq!(j["messages"], 300);
+    let runs = j["runs"].as_array().unwrap();
+    assert!(runs
+        .iter()
+        .any(|r| r["mode"] == "leased" && r["workers"] == 2));
+    assert!(runs.iter().any(|r| r["mode"] == "batch" && r["batch"] == 8));
+    assert!(runs.iter().any(|r| r["mode"] == "naive"));
+}
+
+#[test]
+fn a_worker_list_is_only_for_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = leaselab(&["run", "outbox-leasing", "--workers", "1,2"], dir.path());
+    assert_usage_error(&o, "a list is for `bench`");
+    let o = leaselab(&["bench", "--workers", "1,0"], dir.path());
+    assert_usage_error(&o, "0 is not in 1..=64");
+    let o = leaselab(&["bench", "--sync", "sometimes"], dir.path());
+    assert_usage_error(&o, "sometimes");
+}

@@ -261,3 +261,38 @@ fn inspect_refuses_what_is_not_a_leaselab_database_and_leaves_it_untouched() {
     drop(Store::create(&ours, Arc::new(StoreShared::default())).unwrap());
     assert_eq!(inspect(&ours).unwrap(), DbOrigin::Reused);
 }
+
+#[test]
+fn batch_claims_take_the_oldest_k_and_batch_finalize_guards_each_message() {
+    let (d, mut a, p) = fresh(5);
+    let mut b = second_connection(&d);
+    let (leases, _) = a.claim_batch("Worker-A", T0, LEASE, 3).unwrap();
+    assert_eq!(leases.iter().map(|l| l.id).collect::<Vec<_>>(), [1, 2, 3]);
+    // Worker-B takes message 2 over after the lease ran out; A's batch finalize must
+    // commit 1 and 3 and leave 2 (and its payment) alone.
+    let stolen = claimed(b.claim_id(2, "Worker-B", T0 + LEASE + 1, LEASE).unwrap().0);
+    assert_eq!(stolen.version, 2);
+    let results: Vec<_> = leases
+        .into_iter()
+        .map(|l| {
+            let c = p.check_status(&l.key);
+            (l, c)
+        })
+        .collect();
+    let (outcomes, _) = a.finalize_batch(&results, T0 + LEASE + 2).unwrap();
+    assert_eq!(
+        outcomes,
+        [
+            FinalizeOutcome::Committed,
+            FinalizeOutcome::Rejected,
+            FinalizeOutcome::Committed
+        ]
+    );
+    let pays = a.payments().unwrap();
+    assert_eq!(
+        pays[1].status, "Pending",
+        "PAY-002's payment must stay untouched"
+    );
+    assert_eq!(pays[0].status, "Paid");
+    assert_eq!(a.outbox_counts().unwrap().processed, 2);
+}

@@ -526,6 +526,101 @@ impl Store {
         Ok((outcome, seq))
     }
 
+    /// Claim up to `k` claimable messages in one transaction (oldest first).
+    pub fn claim_batch(
+        &mut self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+        k: usize,
+    ) -> Result<(Vec<Lease>, u64)> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut candidates: Vec<(i64, i64)> = Vec::with_capacity(2 * k);
+        {
+            let mut pending = tx.prepare_cached(
+                "SELECT CreatedAtUtc, Id FROM OutboxMessages
+                  WHERE Status = 'Pending' ORDER BY CreatedAtUtc, Id LIMIT ?1",
+            )?;
+            let rows = pending.query_map([k as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            for r in rows {
+                candidates.push(r?);
+            }
+            let mut expired = tx.prepare_cached(
+                "SELECT CreatedAtUtc, Id FROM OutboxMessages
+                  WHERE Status = 'Processing' AND LockedUntilUtc < ?1
+                  ORDER BY LockedUntilUtc LIMIT ?2",
+            )?;
+            let rows = expired.query_map(params![now, k as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            for r in rows {
+                candidates.push(r?);
+            }
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        let mut leases = Vec::with_capacity(k);
+        for (_, id) in candidates.into_iter().take(k) {
+            if let Some(lease) = take_lease(&tx, id, worker, now, lease_ms)? {
+                leases.push(lease);
+            }
+        }
+        let seq = self.shared.next_seq();
+        tx.commit()?;
+        self.absorb_busy();
+        Ok((leases, seq))
+    }
+
+    /// Finalize several leases in one transaction. Each message is guarded on its own: its
+    /// payment is written only when its ownership-guarded update changed the row.
+    pub fn finalize_batch(
+        &mut self,
+        results: &[(Lease, StatusCheck)],
+        now: i64,
+    ) -> Result<(Vec<FinalizeOutcome>, u64)> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut outcomes = Vec::with_capacity(results.len());
+        {
+            let mut guard = tx.prepare_cached(
+                "UPDATE OutboxMessages
+                    SET Status = 'Processed', ProcessedAtUtc = ?1, LockedUntilUtc = NULL
+                  WHERE Id = ?2 AND Status = 'Processing' AND LockedBy = ?3 AND LeaseVersion = ?4",
+            )?;
+            let mut pay = tx.prepare_cached(
+                "UPDATE Payments SET PaymentStatus = ?1, TransactionId = ?2 WHERE IdempotencyKey = ?3",
+            )?;
+            for (lease, check) in results {
+                if guard.execute(params![now, lease.id, lease.owner, lease.version])? == 1 {
+                    pay.execute(params![
+                        check.status.as_str(),
+                        check.transaction_id,
+                        lease.key
+                    ])?;
+                    outcomes.push(FinalizeOutcome::Committed);
+                } else {
+                    outcomes.push(FinalizeOutcome::Rejected);
+                }
+            }
+        }
+        let seq = self.shared.next_seq();
+        tx.commit()?;
+        self.absorb_busy();
+        Ok((outcomes, seq))
+    }
+
+    /// The cheapest write transaction there is: the ceiling a claim loop is measured against.
+    pub fn touch(&mut self, id: i64) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.prepare_cached("UPDATE OutboxMessages SET Attempts = Attempts + 1 WHERE Id = ?1")?
+            .execute([id])?;
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Leasing off: every Pending message, as the naive worker loads them.
     pub fn load_pending(&self) -> Result<Vec<MessageRef>> {
         let mut stmt = self.conn.prepare_cached(

@@ -123,12 +123,12 @@ pub fn run_faults(
         events_until_fault = 1 + rng.below(messages * 6 / faults);
     }
     // Everyone back to work; jump the clock past any lease a crashed owner left behind.
-    for slot in 0..slots {
+    for (slot, was_paused) in paused.iter().enumerate() {
         let alive = engine.worker(slot).is_some_and(|w| w.is_alive());
         if !alive {
             engine.restart(slot, false);
             tally.restarts += 1;
-        } else if paused[slot] {
+        } else if *was_paused {
             engine.worker(slot).map(|w| w.send(Control::Resume));
             tally.resumes += 1;
         }

@@ -1,0 +1,384 @@
+//! `leaselab bench`: throughput of the claim loop on real SQLite, measured against the
+//! ceiling of the same database file in the same run, so ratios survive a noisy machine.
+
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::engine::clock::SCENARIO_START_MS;
+use crate::engine::provider::Provider;
+use crate::engine::store::{ClaimOutcome, Durability, FinalizeOutcome, Store, StoreShared};
+use crate::engine::worker::worker_name;
+
+/// Leases in the bench never expire: it measures claiming, not recovery.
+const BENCH_LEASE_MS: i64 = 3_600_000;
+/// How long the ceiling loop runs.
+const CEILING_FOR: Duration = Duration::from_millis(1_500);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Leased,
+    Naive,
+    Batch,
+}
+
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    pub messages: u64,
+    pub workers: Vec<usize>,
+    pub durability: Durability,
+    pub batch: usize,
+    /// Also compare the per-message cost at 1,000 and at `scale_to` messages.
+    pub scale_to: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchRun {
+    pub mode: Mode,
+    pub workers: usize,
+    pub batch: usize,
+    pub msgs_per_s: f64,
+    /// msgs_per_s over half the ceiling: a message costs two write transactions.
+    pub ratio: f64,
+    /// Messages each worker wrote a result for, in worker order.
+    pub per_worker: Vec<u64>,
+    pub seconds: f64,
+    pub exactly_once: bool,
+    pub passed: bool,
+    pub busy_met: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Scaling {
+    pub small_messages: u64,
+    pub large_messages: u64,
+    pub small_us_per_msg: f64,
+    pub large_us_per_msg: f64,
+    /// large / small: 1.0 means a claim costs the same however long the backlog.
+    pub cost_ratio: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    pub synchronous: String,
+    pub messages: u64,
+    pub ceiling_txn_per_s: f64,
+    pub runs: Vec<BenchRun>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<Scaling>,
+}
+
+impl BenchReport {
+    /// The targets: (what, at least, measured ratio).
+    pub fn targets(&self) -> Vec<(&'static str, f64, Option<f64>)> {
+        let ratio = |mode: Mode, workers: usize| {
+            self.runs
+                .iter()
+                .find(|r| r.mode == mode && r.workers == workers)
+                .map(|r| r.ratio)
+        };
+        let mut v = vec![
+            (
+                "leased, 4 workers, ratio to half the ceiling",
+                0.4,
+                ratio(Mode::Leased, 4),
+            ),
+            (
+                "batch claims, 4 workers, ratio to half the ceiling",
+                1.0,
+                ratio(Mode::Batch, 4),
+            ),
+        ];
+        if let Some(s) = &self.scaling {
+            v.push((
+                "per-message cost stays flat (1 / large-to-small cost)",
+                1.0 / 1.3,
+                Some(1.0 / s.cost_ratio),
+            ));
+        }
+        v
+    }
+
+    pub fn passed(&self) -> bool {
+        self.runs.iter().all(|r| r.passed || r.mode == Mode::Naive)
+    }
+
+    pub fn text(&self) -> String {
+        let mut t = format!(
+            "leaselab bench: {} messages, synchronous={}\nceiling: {:.0} write transactions/s on one connection (half of it, {:.0}/s, is the message ceiling: a message costs two)\n\n",
+            self.messages,
+            self.synchronous,
+            self.ceiling_txn_per_s,
+            self.ceiling_txn_per_s / 2.0
+        );
+        t += "mode    workers batch     msgs/s  ratio  once  per-worker share\n";
+        for r in &self.runs {
+            let total: u64 = r.per_worker.iter().sum::<u64>().max(1);
+            let shares = r
+                .per_worker
+                .iter()
+                .map(|n| format!("{:.0}%", 100.0 * *n as f64 / total as f64))
+                .collect::<Vec<_>>()
+                .join(" ");
+            t += &format!(
+                "{:<7} {:>7} {:>5} {:>10.0} {:>6.2}  {:<4}  {}\n",
+                serde_json::to_value(r.mode)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default(),
+                r.workers,
+                r.batch,
+                r.msgs_per_s,
+                r.ratio,
+                if r.exactly_once { "yes" } else { "NO" },
+                shares
+            );
+        }
+        if let Some(s) = &self.scaling {
+            t += &format!(
+                "\nper-message cost: {:.1} us at {} messages, {:.1} us at {} messages (x{:.2})\n",
+                s.small_us_per_msg,
+                s.small_messages,
+                s.large_us_per_msg,
+                s.large_messages,
+                s.cost_ratio
+            );
+        }
+        for (what, target, got) in self.targets() {
+            t += &format!(
+                "target: {what} >= {target:.1}: {}\n",
+                match got {
+                    Some(v) if v >= target => format!("{v:.2}, met"),
+                    Some(v) => format!("{v:.2}, NOT met"),
+                    None => "not measured in this run".to_string(),
+                }
+            );
+        }
+        t += "\nNaive runs with more than one worker process messages more than once: that is the lesson, not a bench failure.\n";
+        t
+    }
+}
+
+fn fresh_db(
+    dir: &Path,
+    name: &str,
+    messages: u64,
+    durability: Durability,
+) -> Result<(Store, Arc<StoreShared>, Arc<Provider>), String> {
+    let path = dir.join(name);
+    let shared = Arc::new(StoreShared::new(durability));
+    let (mut store, _) = Store::create(&path, shared.clone()).map_err(|e| e.to_string())?;
+    let provider = Arc::new(Provider::new());
+    store
+        .seed(&provider, messages, SCENARIO_START_MS)
+        .map_err(|e| e.to_string())?;
+    Ok((store, shared, provider))
+}
+
+/// Write transactions per second of one connection looping the cheapest update.
+pub fn ceiling(dir: &Path, durability: Durability) -> Result<f64, String> {
+    let (mut store, _, _) = fresh_db(dir, "ceiling.db", 1, durability)?;
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed() < CEILING_FOR {
+        store.touch(1).map_err(|e| e.to_string())?;
+        n += 1;
+    }
+    Ok(n as f64 / start.elapsed().as_secs_f64())
+}
+
+/// One measured run on a freshly seeded database.
+pub fn measure(
+    dir: &Path,
+    mode: Mode,
+    workers: usize,
+    batch: usize,
+    messages: u64,
+    durability: Durability,
+    ceiling: f64,
+) -> Result<BenchRun, String> {
+    let name = format!("{mode:?}-{workers}-{batch}-{messages}.db").to_lowercase();
+    let (store, shared, provider) = fresh_db(dir, &name, messages, durability)?;
+    let path = store.path().to_path_buf();
+    let barrier = Arc::new(Barrier::new(workers + 1));
+    let handles: Vec<_> = (0..workers)
+        .map(|slot| {
+            let path = path.clone();
+            let shared = shared.clone();
+            let provider = provider.clone();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || -> Result<u64, String> {
+                let mut s = Store::open(&path, shared).map_err(|e| e.to_string())?;
+                let me = worker_name(slot, 1);
+                barrier.wait();
+                work(&mut s, &provider, &me, mode, batch).map_err(|e| e.to_string())
+            })
+        })
+        .collect();
+    barrier.wait();
+    let start = Instant::now();
+    let mut per_worker = Vec::with_capacity(workers);
+    for h in handles {
+        per_worker.push(
+            h.join()
+                .map_err(|_| "a bench worker panicked".to_string())??,
+        );
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    // Exactly once, as the provider saw it: one status check per key, every row Processed.
+    let calls = provider.calls();
+    let counts = store.outbox_counts().map_err(|e| e.to_string())?;
+    let exactly_once = counts.processed == messages
+        && calls.len() as u64 == messages
+        && calls.values().all(|c| c.status_checks == 1);
+    let msgs_per_s = messages as f64 / seconds;
+    Ok(BenchRun {
+        mode,
+        workers,
+        batch,
+        msgs_per_s,
+        ratio: msgs_per_s / (ceiling / 2.0),
+        per_worker,
+        seconds,
+        exactly_once,
+        passed: exactly_once,
+        busy_met: shared.busy_met.load(std::sync::atomic::Ordering::Relaxed),
+    })
+}
+
+/// One worker's loop until nothing is left; returns how many results it wrote.
+fn work(
+    s: &mut Store,
+    provider: &Provider,
+    me: &str,
+    mode: Mode,
+    batch: usize,
+) -> Result<u64, crate::engine::store::StoreError> {
+    let now = SCENARIO_START_MS;
+    let mut written = 0;
+    match mode {
+        Mode::Leased => loop {
+            let ClaimOutcome::Claimed(lease) = s.claim_next(me, now, BENCH_LEASE_MS)?.0 else {
+                return Ok(written);
+            };
+            let check = provider.check_status(&lease.key);
+            if s.finalize(&lease, &check, now)?.0 == FinalizeOutcome::Committed {
+                written += 1;
+            }
+        },
+        Mode::Batch => loop {
+            let (leases, _) = s.claim_batch(me, now, BENCH_LEASE_MS, batch)?;
+            if leases.is_empty() {
+                return Ok(written);
+            }
+            let results: Vec<_> = leases
+                .into_iter()
+                .map(|l| {
+                    let c = provider.check_status(&l.key);
+                    (l, c)
+                })
+                .collect();
+            let (outcomes, _) = s.finalize_batch(&results, now)?;
+            written += outcomes
+                .iter()
+                .filter(|o| **o == FinalizeOutcome::Committed)
+                .count() as u64;
+        },
+        Mode::Naive => loop {
+            let pending = s.load_pending()?;
+            if pending.is_empty() {
+                return Ok(written);
+            }
+            for msg in &pending {
+                let check = provider.check_status(&msg.key);
+                s.mark_processed(msg, &check, now)?;
+                written += 1;
+            }
+        },
+    }
+}
+
+/// The whole bench: ceiling, leased and batch runs for each worker count, naive runs for
+/// one and two workers (more only multiplies the duplicates), and optionally the scaling.
+pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchReport, String> {
+    let dir = tempfile::Builder::new()
+        .prefix("leaselab-bench-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a temporary folder: {e}"))?;
+    let d = opts.durability;
+    progress("ceiling");
+    let ceiling = ceiling(dir.path(), d)?;
+    let mut runs = Vec::new();
+    for &w in &opts.workers {
+        progress(&format!("leased, {w} workers"));
+        runs.push(measure(
+            dir.path(),
+            Mode::Leased,
+            w,
+            1,
+            opts.messages,
+            d,
+            ceiling,
+        )?);
+        progress(&format!("batch {}, {w} workers", opts.batch));
+        runs.push(measure(
+            dir.path(),
+            Mode::Batch,
+            w,
+            opts.batch,
+            opts.messages,
+            d,
+            ceiling,
+        )?);
+        clean(dir.path());
+    }
+    for w in [1, 2] {
+        progress(&format!("naive, {w} workers"));
+        runs.push(measure(
+            dir.path(),
+            Mode::Naive,
+            w,
+            1,
+            opts.messages,
+            d,
+            ceiling,
+        )?);
+        clean(dir.path());
+    }
+    let scaling = match opts.scale_to {
+        Some(large) => {
+            progress(&format!("scaling, 1000 vs {large} messages"));
+            let small_run = measure(dir.path(), Mode::Leased, 1, 1, 1_000, d, ceiling)?;
+            let large_run = measure(dir.path(), Mode::Leased, 1, 1, large, d, ceiling)?;
+            let small = 1e6 / small_run.msgs_per_s;
+            let big = 1e6 / large_run.msgs_per_s;
+            Some(Scaling {
+                small_messages: 1_000,
+                large_messages: large,
+                small_us_per_msg: small,
+                large_us_per_msg: big,
+                cost_ratio: big / small,
+            })
+        }
+        None => None,
+    };
+    Ok(BenchReport {
+        synchronous: d.pragma().to_lowercase(),
+        messages: opts.messages,
+        ceiling_txn_per_s: ceiling,
+        runs,
+        scaling,
+    })
+}
+
+/// Remove the databases of finished runs so a long bench does not fill the disk.
+fn clean(dir: &Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! The bench measures real runs; here only their correctness is checked (never their speed:
+//! timings belong to `leaselab bench`, not to tests).
+
+use leaselab::bench::{measure, BenchOptions, Mode};
+use leaselab::engine::store::Durability;
+
+#[test]
+fn every_bench_mode_ends_with_the_exactly_once_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let ceiling = 1_000.0;
+    for (mode, workers, batch) in [
+        (Mode::Leased, 3, 1),
+        (Mode::Batch, 3, 16),
+        (Mode::Naive, 1, 1),
+    ] {
+        let run = measure(
+            dir.path(),
+            mode,
+            workers,
+            batch,
+            500,
+            Durability::Off,
+            ceiling,
+        )
+        .unwrap();
+        assert!(run.exactly_once && run.passed, "{mode:?}: {run:?}");
+        assert_eq!(run.per_worker.iter().sum::<u64>(), 500, "{mode:?}");
+        assert_eq!(run.per_worker.len(), workers);
+    }
+}
+
+#[test]
+fn a_naive_run_with_two_workers_is_reported_as_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = measure(dir.path(), Mode::Naive, 2, 1, 200, Durability::Off, 1_000.0).unwrap();
+    assert!(!run.exactly_once && !run.passed, "{run:?}");
+}
+
+#[test]
+fn the_bench_report_has_the_documented_shape() {
+    let opts = BenchOptions {
+        messages: 300,
+        workers: vec![1, 4],
+        durability: Durability::Off,
+        batch: 16,
+        scale_to: Some(2_000),
+    };
+    let report = leaselab::bench::run(&opts, |_| {}).unwrap();
+    let j = serde_json::to_value(&report).unwrap();
+    assert_eq!(j["synchronous"], "off");
+    assert_eq!(j["messages"], 300);
+    assert!(j["ceiling_txn_per_s"].as_f64().unwrap() > 0.0);
+    let runs = j["runs"].as_array().unwrap();
+    assert_eq!(
+        runs.len(),
+        6,
+        "leased+batch per worker count, naive at 1 and 2"
+    );
+    for r in runs {
+        for key in [
+            "mode",
+            "workers",
+            "batch",
+            "msgs_per_s",
+            "ratio",
+            "per_worker",
+        ] {
+            assert!(r.get(key).is_some(), "{key} missing in {r}");
+        }
+    }
+    assert!(runs
+        .iter()
+        .any(|r| r["mode"] == "batch" && r["batch"] == 16));
+    assert!(j["scaling"]["cost_ratio"].as_f64().unwrap() > 0.0);
+    assert!(report.text().contains("target: leased, 4 workers"));
+}
