@@ -135,7 +135,7 @@ fn lease_expiry_story_reads_like_the_article() {
 fn leasing_off_fails_the_safety_checks() {
     let opts = RunOptions {
         no_leasing: true,
-        workers: 3,
+        workers: Some(3),
         messages: Some(30),
         ..RunOptions::default()
     };
@@ -154,7 +154,7 @@ fn leasing_off_fails_the_safety_checks() {
 #[test]
 fn eight_workers_ten_thousand_messages() {
     let big = RunOptions {
-        workers: 8,
+        workers: Some(8),
         messages: Some(10_000),
         ..RunOptions::default()
     };
