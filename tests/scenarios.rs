@@ -182,3 +182,20 @@ fn eight_workers_ten_thousand_messages() {
         "every message processed by all 8 workers"
     );
 }
+
+#[test]
+fn processing_time_on_a_running_clock_keeps_the_figures() {
+    // 100 scenario ms per message at 2x: the clock runs, and a 5 s lease outlives the work
+    // even on a loaded machine (a shorter one may expire for real, which is not this test).
+    let opts = RunOptions {
+        process_ms: 100,
+        lease_ms: 5_000,
+        speed: 2.0,
+        ..RunOptions::default()
+    };
+    let (j, r) = report(Scenario::OutboxLeasing, opts);
+    assert!(r.passed, "{}", r.text);
+    assert_eq!(n(&j, "processing_attempts"), 6);
+    assert_eq!(n(&j, "rejected_finalizes"), 0);
+    assert_eq!(n(&j, "process_ms"), 100);
+}

@@ -344,7 +344,9 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
         messages,
         lease_ms: opts.lease_ms,
         process_ms: opts.process_ms,
-        idle_ms: 1,
+        // On a frozen clock an idle worker waits for the next jump; on a running one it
+        // asks again a few times per processing time rather than spinning.
+        idle_ms: (opts.process_ms / 4).max(1),
         leasing,
         db: opts.db.clone(),
         durability: crate::engine::store::Durability::Full,
