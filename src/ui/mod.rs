@@ -1,6 +1,31 @@
-//! The live dashboard.
+//! The live dashboard: engine events and key presses in, a ratatui screen out.
+//!
+//! Data flows one way: engine -> events -> [`App`] -> screen. The main loop blocks on a
+//! crossbeam `select!` over key presses (read on one thread), engine events and a frame
+//! tick, and draws at most once per tick unless a key was pressed.
 
+pub mod app;
+pub mod keys;
+pub mod log;
+pub mod render;
+pub mod theme;
+pub mod timeline;
+
+use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{select, Receiver};
+use crossterm::event::{self, KeyEvent, KeyEventKind};
+use ratatui::backend::Backend;
+use ratatui::layout::Rect;
+use ratatui::Terminal;
+
+pub use app::App;
+pub use theme::Theme;
 
 use crate::scenario::Scenario;
 
@@ -17,7 +42,152 @@ pub struct DashboardOptions {
     pub no_leasing: bool,
 }
 
+impl Default for DashboardOptions {
+    /// The article's setup: 2 workers, 6 payments, leasing on.
+    fn default() -> Self {
+        DashboardOptions {
+            scenario: Scenario::OutboxLeasing,
+            workers: 2,
+            messages: None,
+            lease_ms: None,
+            process_ms: None,
+            speed: None,
+            db: None,
+            no_leasing: false,
+        }
+    }
+}
+
+/// The running clock needs a redraw this often for its countdowns; also the frame cap.
+pub const FRAME: Duration = Duration::from_millis(50);
+/// How often the input thread looks at its stop flag between key presses.
+const INPUT_POLL: Duration = Duration::from_millis(100);
+
 /// Open the dashboard; returns when the user quits. Errors are one line.
-pub fn run(_opts: DashboardOptions) -> Result<(), String> {
-    Err("the dashboard is not built yet".into())
+pub fn run(opts: DashboardOptions) -> Result<(), String> {
+    if !std::io::stdout().is_terminal() {
+        return Err(
+            "stdout is not a terminal; use `leaselab run SCENARIO` for a headless run".into(),
+        );
+    }
+    // Start the engine before touching the terminal, so its errors print on a sane screen.
+    let mut app = App::new(opts, Theme::from_env())?;
+    let mut terminal = ratatui::try_init().map_err(|e| {
+        ratatui::restore();
+        format!("cannot set up the terminal: {e}")
+    })?;
+    let input = InputThread::spawn();
+    app.start();
+    let result = run_loop(&mut terminal, &mut app, &input.keys);
+    ratatui::restore();
+    input.stop();
+    // Dropping the app stops and joins the workers and removes a temporary database.
+    drop(app);
+    result
+}
+
+/// Take this frame's snapshot and draw it.
+pub fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(), String> {
+    let size = terminal.size().map_err(|e| e.to_string())?;
+    let area = Rect::new(0, 0, size.width, size.height);
+    let (rows, log_rows) = render::capacity(area, app.engine.workers().len());
+    app.refresh(rows, log_rows);
+    terminal
+        .draw(|frame| render::draw(frame, app))
+        .map_err(|e| format!("cannot draw: {e}"))?;
+    Ok(())
+}
+
+fn run_loop<B: Backend>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    input: &Receiver<Input>,
+) -> Result<(), String> {
+    let events = app.engine.events().clone();
+    let tick = crossbeam_channel::tick(FRAME);
+    let mut dirty = true;
+    let mut changed = false;
+    while !app.quit {
+        if dirty {
+            draw(terminal, app)?;
+            dirty = false;
+            changed = false;
+        }
+        select! {
+            recv(input) -> msg => match msg {
+                Ok(Input::Key(key)) => {
+                    app.handle_key(key);
+                    dirty = true;
+                }
+                Ok(Input::Resize) => dirty = true,
+                Ok(Input::Failed(e)) => return Err(format!("cannot read the keyboard: {e}")),
+                Err(_) => return Err("the keyboard reader stopped".into()),
+            },
+            recv(events) -> ev => {
+                if let Ok(ev) = ev {
+                    app.apply_event(&ev);
+                }
+                // Fold everything waiting, so the channel never grows while we draw.
+                app.absorb_events();
+                changed = true;
+            },
+            recv(tick) -> _ => {
+                // A running clock moves the countdowns; a paused screen redraws only on news.
+                dirty = changed || app.engine.clock.is_running();
+            },
+        }
+    }
+    Ok(())
+}
+
+/// What the input thread reports.
+enum Input {
+    Key(KeyEvent),
+    Resize,
+    Failed(String),
+}
+
+/// The only reader of the terminal's input.
+struct InputThread {
+    keys: Receiver<Input>,
+    stop: Arc<AtomicBool>,
+    join: JoinHandle<()>,
+}
+
+impl InputThread {
+    fn spawn() -> InputThread {
+        let (tx, keys) = crossbeam_channel::unbounded();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let join = std::thread::Builder::new()
+            .name("input".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    let msg = match event::poll(INPUT_POLL) {
+                        Ok(false) => continue,
+                        Ok(true) => match event::read() {
+                            // Only presses: terminals that report releases would double keys.
+                            Ok(event::Event::Key(k)) if k.kind == KeyEventKind::Press => {
+                                Input::Key(k)
+                            }
+                            Ok(event::Event::Resize(..)) => Input::Resize,
+                            Ok(_) => continue,
+                            Err(e) => Input::Failed(e.to_string()),
+                        },
+                        Err(e) => Input::Failed(e.to_string()),
+                    };
+                    let failed = matches!(msg, Input::Failed(_));
+                    if tx.send(msg).is_err() || failed {
+                        break;
+                    }
+                }
+            })
+            .expect("spawn the input thread");
+        InputThread { keys, stop, join }
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.join.join();
+    }
 }

@@ -1,0 +1,364 @@
+//! The key bindings, as data. The footer and the help overlay are both drawn from
+//! [`BINDINGS`], so a key is described in exactly one place.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// What the teacher asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Quit,
+    Help,
+    TogglePause,
+    Step,
+    NextWorker,
+    PrevWorker,
+    SelectWorker(usize),
+    Crash,
+    Restart,
+    AdvanceStep,
+    AdvanceLease,
+    Faster,
+    Slower,
+    ToggleLeasing,
+    AddPayment,
+    Reset,
+    FocusNext,
+    ScrollUp,
+    ScrollDown,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+}
+
+/// A key as a binding names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    Char(char),
+    Ctrl(char),
+    /// Any of `1`..=`9`: selects worker N.
+    Digit,
+    Code(KeyCode),
+}
+
+impl Key {
+    fn matches(self, ev: &KeyEvent) -> bool {
+        let ctrl = ev.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = ev.modifiers.contains(KeyModifiers::ALT);
+        match (self, ev.code) {
+            (Key::Ctrl(c), KeyCode::Char(k)) => ctrl && k.eq_ignore_ascii_case(&c),
+            (Key::Char(c), KeyCode::Char(k)) => !ctrl && !alt && k == c,
+            (Key::Digit, KeyCode::Char(k)) => !ctrl && !alt && ('1'..='9').contains(&k),
+            (Key::Code(c), code) => c == code,
+            _ => false,
+        }
+    }
+}
+
+/// Where a binding belongs in the help overlay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    Clock,
+    Workers,
+    Outbox,
+    View,
+}
+
+impl Section {
+    pub const ALL: [Section; 4] = [
+        Section::Clock,
+        Section::Workers,
+        Section::Outbox,
+        Section::View,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Section::Clock => "Clock",
+            Section::Workers => "Workers",
+            Section::Outbox => "Outbox and leasing",
+            Section::View => "View",
+        }
+    }
+}
+
+pub struct Binding {
+    pub keys: &'static [Key],
+    /// How the keys are written on screen.
+    pub label: &'static str,
+    /// One or two words for the footer; empty keeps it out of the footer.
+    pub hint: &'static str,
+    /// One line for the help overlay.
+    pub help: &'static str,
+    pub section: Section,
+    pub action: Action,
+}
+
+/// Every binding, in footer order (the footer drops the last ones first when narrow).
+pub const BINDINGS: &[Binding] = &[
+    Binding {
+        keys: &[Key::Char('q'), Key::Code(KeyCode::Esc), Key::Ctrl('c')],
+        label: "q",
+        hint: "quit",
+        help: "quit (also Esc, Ctrl-C); stops the workers, removes a temporary database",
+        section: Section::View,
+        action: Action::Quit,
+    },
+    Binding {
+        keys: &[Key::Char('?')],
+        label: "?",
+        hint: "help",
+        help: "show or hide this help",
+        section: Section::View,
+        action: Action::Help,
+    },
+    Binding {
+        keys: &[Key::Char(' ')],
+        label: "space",
+        hint: "pause",
+        help: "pause / resume: the clock and every worker stop",
+        section: Section::Clock,
+        action: Action::TogglePause,
+    },
+    Binding {
+        keys: &[Key::Char('n')],
+        label: "n",
+        hint: "step",
+        help: "while paused: one step (a story step, or one worker action)",
+        section: Section::Clock,
+        action: Action::Step,
+    },
+    Binding {
+        keys: &[Key::Code(KeyCode::Tab)],
+        label: "tab",
+        hint: "worker",
+        help: "select the next worker (Shift-Tab: previous)",
+        section: Section::Workers,
+        action: Action::NextWorker,
+    },
+    Binding {
+        keys: &[Key::Code(KeyCode::BackTab)],
+        label: "S-tab",
+        hint: "",
+        help: "select the previous worker",
+        section: Section::Workers,
+        action: Action::PrevWorker,
+    },
+    Binding {
+        keys: &[Key::Digit],
+        label: "1-9",
+        hint: "",
+        help: "select worker 1 to 9",
+        section: Section::Workers,
+        action: Action::SelectWorker(0),
+    },
+    Binding {
+        keys: &[Key::Char('c')],
+        label: "c",
+        hint: "crash",
+        help: "crash the selected worker: it stops at once and keeps its lease",
+        section: Section::Workers,
+        action: Action::Crash,
+    },
+    Binding {
+        keys: &[Key::Char('r')],
+        label: "r",
+        hint: "restart",
+        help: "restart the selected worker as a new incarnation (Worker-A#2)",
+        section: Section::Workers,
+        action: Action::Restart,
+    },
+    Binding {
+        keys: &[Key::Char('a')],
+        label: "a",
+        hint: "advance",
+        help: "advance the clock by a small step",
+        section: Section::Clock,
+        action: Action::AdvanceStep,
+    },
+    Binding {
+        keys: &[Key::Char('A')],
+        label: "A",
+        hint: "+lease",
+        help: "advance the clock by one full lease",
+        section: Section::Clock,
+        action: Action::AdvanceLease,
+    },
+    Binding {
+        keys: &[Key::Char('l')],
+        label: "l",
+        hint: "leasing",
+        help: "switch leasing on / off (workers change at their next cycle)",
+        section: Section::Outbox,
+        action: Action::ToggleLeasing,
+    },
+    Binding {
+        keys: &[Key::Char('R')],
+        label: "R",
+        hint: "reset",
+        help: "reset: reseed the outbox, restart the workers, keep the settings",
+        section: Section::Outbox,
+        action: Action::Reset,
+    },
+    Binding {
+        keys: &[Key::Char('p')],
+        label: "p",
+        hint: "add payment",
+        help: "add a payment and its outbox row, in one transaction",
+        section: Section::Outbox,
+        action: Action::AddPayment,
+    },
+    Binding {
+        keys: &[Key::Char('+'), Key::Char('=')],
+        label: "+",
+        hint: "faster",
+        help: "clock faster",
+        section: Section::Clock,
+        action: Action::Faster,
+    },
+    Binding {
+        keys: &[Key::Char('-'), Key::Char('_')],
+        label: "-",
+        hint: "slower",
+        help: "clock slower",
+        section: Section::Clock,
+        action: Action::Slower,
+    },
+    Binding {
+        keys: &[Key::Code(KeyCode::Left), Key::Code(KeyCode::Right)],
+        label: "←/→",
+        hint: "focus",
+        help: "move the focus between the messages table and the event log",
+        section: Section::View,
+        action: Action::FocusNext,
+    },
+    Binding {
+        keys: &[Key::Code(KeyCode::Up), Key::Char('k')],
+        label: "↑/↓",
+        hint: "scroll",
+        help: "scroll the focused pane by a line",
+        section: Section::View,
+        action: Action::ScrollUp,
+    },
+    Binding {
+        keys: &[Key::Code(KeyCode::Down), Key::Char('j')],
+        label: "↓",
+        hint: "",
+        help: "scroll down by a line",
+        section: Section::View,
+        action: Action::ScrollDown,
+    },
+    Binding {
+        keys: &[Key::Code(KeyCode::PageUp)],
+        label: "PgUp/PgDn",
+        hint: "",
+        help: "scroll the focused pane by a page",
+        section: Section::View,
+        action: Action::PageUp,
+    },
+    Binding {
+        keys: &[Key::Code(KeyCode::PageDown)],
+        label: "PgDn",
+        hint: "",
+        help: "scroll down by a page",
+        section: Section::View,
+        action: Action::PageDown,
+    },
+    Binding {
+        keys: &[Key::Code(KeyCode::Home)],
+        label: "Home/End",
+        hint: "",
+        help: "jump to the top / the end (the log then follows the newest line)",
+        section: Section::View,
+        action: Action::Top,
+    },
+    Binding {
+        keys: &[Key::Code(KeyCode::End)],
+        label: "End",
+        hint: "",
+        help: "jump to the end",
+        section: Section::View,
+        action: Action::Bottom,
+    },
+];
+
+/// The action a key press asks for, if any.
+pub fn action_for(ev: &KeyEvent) -> Option<Action> {
+    let binding = BINDINGS
+        .iter()
+        .find(|b| b.keys.iter().any(|k| k.matches(ev)))?;
+    Some(match (binding.action, ev.code) {
+        (Action::SelectWorker(_), KeyCode::Char(d)) => {
+            Action::SelectWorker(d.to_digit(10).unwrap_or(1) as usize - 1)
+        }
+        (a, _) => a,
+    })
+}
+
+/// Bindings the help overlay lists: a pair such as ↑ and ↓ is shown once, by its first half.
+pub fn help_entries() -> impl Iterator<Item = &'static Binding> {
+    BINDINGS.iter().filter(|b| !is_second_half(b.action))
+}
+
+fn is_second_half(a: Action) -> bool {
+    matches!(
+        a,
+        Action::ScrollDown | Action::PageDown | Action::Bottom | Action::PrevWorker
+    )
+}
+
+/// Bindings the footer shows, in order.
+pub fn footer_entries() -> impl Iterator<Item = &'static Binding> {
+    BINDINGS.iter().filter(|b| !b.hint.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn press(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, modifiers)
+    }
+
+    #[test]
+    fn ctrl_c_quits_but_plain_c_crashes() {
+        let ctrl_c = press(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        let c = press(KeyCode::Char('c'), KeyModifiers::NONE);
+        assert_eq!(action_for(&ctrl_c), Some(Action::Quit));
+        assert_eq!(action_for(&c), Some(Action::Crash));
+    }
+
+    #[test]
+    fn shifted_letters_are_their_own_bindings() {
+        let big_a = press(KeyCode::Char('A'), KeyModifiers::SHIFT);
+        let big_r = press(KeyCode::Char('R'), KeyModifiers::SHIFT);
+        assert_eq!(action_for(&big_a), Some(Action::AdvanceLease));
+        assert_eq!(action_for(&big_r), Some(Action::Reset));
+        assert_eq!(
+            action_for(&press(KeyCode::Char('r'), KeyModifiers::NONE)),
+            Some(Action::Restart)
+        );
+    }
+
+    #[test]
+    fn digits_select_workers_from_one() {
+        let three = press(KeyCode::Char('3'), KeyModifiers::NONE);
+        assert_eq!(action_for(&three), Some(Action::SelectWorker(2)));
+        assert_eq!(
+            action_for(&press(KeyCode::Char('0'), KeyModifiers::NONE)),
+            None
+        );
+    }
+
+    #[test]
+    fn every_binding_is_described_and_keys_are_not_shared() {
+        let mut seen = Vec::new();
+        for b in BINDINGS {
+            assert!(!b.help.is_empty() && !b.label.is_empty());
+            for k in b.keys {
+                assert!(!seen.contains(k), "{k:?} bound twice");
+                seen.push(*k);
+            }
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! The event log the dashboard shows: one line per engine event, newest last, bounded.
+
+use std::collections::VecDeque;
+
+use crate::engine::events::{Event, EventKind};
+
+/// Lines kept; older ones fall off the top.
+pub const LOG_CAPACITY: usize = 5_000;
+
+/// How a line is highlighted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    Plain,
+    Good,
+    Warn,
+    Bad,
+    Dim,
+    /// Something the teacher did from the dashboard.
+    Teacher,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogLine {
+    pub at_ms: i64,
+    pub actor: String,
+    pub text: String,
+    pub tone: Tone,
+    /// Identical idle lines are folded into one, counted here.
+    pub repeat: u32,
+    idle: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct EventLog {
+    lines: VecDeque<LogLine>,
+}
+
+impl EventLog {
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    pub fn lines(&self) -> &VecDeque<LogLine> {
+        &self.lines
+    }
+
+    pub fn last(&self) -> Option<&LogLine> {
+        self.lines.back()
+    }
+
+    /// True when some line's text contains `needle`.
+    pub fn contains(&self, needle: &str) -> bool {
+        self.lines.iter().any(|l| l.text.contains(needle))
+    }
+
+    /// Log an engine event. Returns false when the event is not worth a line.
+    pub fn push_event(&mut self, ev: &Event) -> bool {
+        let tone = match &ev.kind {
+            // Each worker reports these; the dashboard logs the pause itself, once.
+            EventKind::Paused | EventKind::Resumed => return false,
+            EventKind::Claimed { reclaim: true, .. } => Tone::Warn,
+            EventKind::Claimed { .. } | EventKind::Finalized { .. } => Tone::Good,
+            EventKind::ClaimBlocked { .. } | EventKind::Loaded { .. } => Tone::Warn,
+            EventKind::Marked { .. } => Tone::Warn,
+            EventKind::FinalizeRejected { .. }
+            | EventKind::Crashed { .. }
+            | EventKind::Failed { .. } => Tone::Bad,
+            EventKind::ClaimEmpty => Tone::Dim,
+            EventKind::LeasingChanged { on: false } => Tone::Bad,
+            EventKind::ProviderCalled { .. } => Tone::Plain,
+            _ => Tone::Teacher,
+        };
+        let idle = matches!(
+            ev.kind,
+            EventKind::ClaimEmpty | EventKind::Loaded { count: 0 }
+        );
+        let text = ev.describe();
+        if idle && self.fold_idle(ev, &text) {
+            return true;
+        }
+        self.push(LogLine {
+            at_ms: ev.at_ms,
+            actor: ev.actor.clone(),
+            text,
+            tone,
+            repeat: 1,
+            idle,
+        });
+        true
+    }
+
+    /// Workers polling an empty outbox would flood the log: count repeats on their last line.
+    fn fold_idle(&mut self, ev: &Event, text: &str) -> bool {
+        for line in self.lines.iter_mut().rev() {
+            if !line.idle {
+                return false;
+            }
+            if line.actor == ev.actor && line.text == text {
+                line.repeat += 1;
+                line.at_ms = ev.at_ms;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// A line written by the dashboard itself (pause, step, reset...).
+    pub fn note(&mut self, at_ms: i64, text: impl Into<String>) {
+        self.push(LogLine {
+            at_ms,
+            actor: "dashboard".into(),
+            text: text.into(),
+            tone: Tone::Teacher,
+            repeat: 1,
+            idle: false,
+        });
+    }
+
+    fn push(&mut self, line: LogLine) {
+        if self.lines.len() == LOG_CAPACITY {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(line);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(actor: &str, kind: EventKind) -> Event {
+        Event {
+            seq: 0,
+            at_ms: 0,
+            slot: Some(0),
+            actor: actor.into(),
+            kind,
+        }
+    }
+
+    #[test]
+    fn idle_claims_of_each_worker_fold_into_one_line_each() {
+        let mut log = EventLog::default();
+        for _ in 0..5 {
+            log.push_event(&ev("Worker-A", EventKind::ClaimEmpty));
+            log.push_event(&ev("Worker-B", EventKind::ClaimEmpty));
+        }
+        assert_eq!(log.len(), 2);
+        assert_eq!(log.lines()[0].repeat, 5);
+        log.push_event(&ev("Worker-A", EventKind::Seeded { messages: 1 }));
+        log.push_event(&ev("Worker-A", EventKind::ClaimEmpty));
+        assert_eq!(log.len(), 4);
+    }
+
+    #[test]
+    fn the_log_is_bounded() {
+        let mut log = EventLog::default();
+        for i in 0..LOG_CAPACITY + 10 {
+            log.note(i as i64, format!("line {i}"));
+        }
+        assert_eq!(log.len(), LOG_CAPACITY);
+        assert_eq!(log.lines()[0].text, "line 10");
+    }
+}

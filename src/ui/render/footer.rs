@@ -1,0 +1,32 @@
+//! The footer: key hints from the one list of bindings, as many as fit.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::styled;
+use crate::ui::app::App;
+use crate::ui::keys;
+
+pub fn render(frame: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let mut spans: Vec<Span> = Vec::new();
+    let mut used = 0usize;
+    for b in keys::footer_entries() {
+        let hint = if b.action == keys::Action::TogglePause && app.paused {
+            "resume"
+        } else {
+            b.hint
+        };
+        let width = 1 + b.label.chars().count() + 1 + hint.len();
+        if used + width > area.width as usize {
+            break;
+        }
+        used += width;
+        spans.push(Span::raw(" "));
+        spans.push(styled(b.label, t.key));
+        spans.push(Span::raw(format!(" {hint}")));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}

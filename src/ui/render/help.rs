@@ -1,0 +1,44 @@
+//! The help overlay: every binding, grouped, from the same list as the footer.
+
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph};
+use ratatui::Frame;
+
+use super::{pane, styled};
+use crate::ui::app::App;
+use crate::ui::keys::{self, Section};
+
+const LABEL_W: usize = 10;
+
+pub fn render(frame: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let mut lines: Vec<Line> = Vec::new();
+    for section in Section::ALL {
+        if !lines.is_empty() {
+            lines.push(Line::raw(""));
+        }
+        lines.push(Line::from(styled(section.title(), t.title)));
+        for b in keys::help_entries().filter(|b| b.section == section) {
+            lines.push(Line::from(vec![
+                Span::raw("  "),
+                styled(format!("{:<LABEL_W$}", b.label), t.key),
+                Span::raw(b.help),
+            ]));
+        }
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::from(styled(
+        "The table is read from SQLite; the ledgers, timeline and events come from the workers' events.",
+        t.dim,
+    )));
+    let width = lines.iter().map(|l| l.width()).max().unwrap_or(40) as u16 + 4;
+    let height = lines.len() as u16 + 2;
+    let popup = area.centered(
+        Constraint::Length(width.min(area.width)),
+        Constraint::Length(height.min(area.height)),
+    );
+    frame.render_widget(Clear, popup);
+    let block = pane(" Keys (? or Esc closes) ", app, true);
+    frame.render_widget(Paragraph::new(lines).block(block), popup);
+}

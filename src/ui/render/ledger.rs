@@ -1,0 +1,67 @@
+//! The ledgers: the same fold over engine events that the reports print.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::{pane, styled};
+use crate::ui::app::App;
+
+pub fn render(frame: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let l = &app.ledger;
+    let block = pane(" Ledgers ", app, false);
+    let width = block.inner(area).width as usize;
+    let mut lines = vec![Line::from(vec![
+        Span::raw("claims  ok "),
+        styled(l.claims_ok.to_string(), t.good),
+        Span::raw(" · empty "),
+        Span::raw(l.claims_empty.to_string()),
+        Span::raw(" · blocked "),
+        styled(
+            l.claims_blocked.to_string(),
+            if l.claims_blocked > 0 { t.warn } else { t.base },
+        ),
+    ])];
+    let bad_if = |n: u64| if n > 0 { t.bad } else { t.base };
+    let duplicates = l.processed_more_than_once();
+    let mut figures = vec![
+        ("processing attempts", l.processing_attempts, t.base),
+        (
+            "provider status checks",
+            app.engine.provider.status_checks_total(),
+            t.base,
+        ),
+        ("duplicates", duplicates, bad_if(duplicates)),
+        (
+            "rejected finalizes",
+            l.rejected_finalizes,
+            bad_if(l.rejected_finalizes),
+        ),
+        (
+            "ownership violations",
+            l.ownership_violations,
+            bad_if(l.ownership_violations),
+        ),
+    ];
+    // Extra lines for taller screens: how the story got here.
+    let rows = block.inner(area).height as usize;
+    let extra = [
+        ("reclaims after expiry", l.reclaims, t.warn),
+        ("results written", l.results_written(), t.base),
+        ("crashes", l.crashes, t.base),
+        ("restarts", l.restarts, t.base),
+    ];
+    figures.extend(extra.into_iter().take(rows.saturating_sub(6)));
+    for (label, n, style) in figures {
+        let number = n.to_string();
+        let pad = width.saturating_sub(label.len() + number.len()).max(1);
+        lines.push(Line::from(vec![
+            Span::raw(label),
+            Span::raw(" ".repeat(pad)),
+            styled(number, style),
+        ]));
+    }
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}

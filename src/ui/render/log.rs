@@ -1,0 +1,63 @@
+//! The event log: newest last; scrolled back, it stays where the reader left it.
+
+use ratatui::layout::{Margin, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Scrollbar, ScrollbarOrientation, ScrollbarState};
+use ratatui::Frame;
+
+use super::{pane, styled};
+use crate::engine::clock::hms;
+use crate::ui::app::{App, Focus};
+use crate::ui::log::Tone;
+
+pub fn render(frame: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let total = app.log.len();
+    let title = if app.log_back > 0 {
+        format!(
+            " Events (scrolled back {} lines, End follows) ",
+            app.log_back
+        )
+    } else {
+        " Events ".to_string()
+    };
+    let block = pane(title, app, app.focus == Focus::Log);
+    let rows = block.inner(area).height as usize;
+    let end = total.saturating_sub(app.log_back);
+    let first = end.saturating_sub(rows);
+    let lines: Vec<Line> = app
+        .log
+        .lines()
+        .range(first..end)
+        .map(|l| {
+            let style = match l.tone {
+                Tone::Plain => t.base,
+                Tone::Good => t.good,
+                Tone::Warn => t.warn,
+                Tone::Bad => t.bad,
+                Tone::Dim => t.dim,
+                Tone::Teacher => t.key,
+            };
+            let mut spans = vec![
+                styled(hms(l.at_ms), t.dim),
+                Span::raw(" "),
+                styled(format!("{:<10}", l.actor), t.header),
+                Span::raw(" "),
+                styled(l.text.clone(), style),
+            ];
+            if l.repeat > 1 {
+                spans.push(styled(format!(" (x{})", l.repeat), t.dim));
+            }
+            Line::from(spans)
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+    if total > rows {
+        let mut state = ScrollbarState::new(total.saturating_sub(rows)).position(first);
+        frame.render_stateful_widget(
+            Scrollbar::new(ScrollbarOrientation::VerticalRight),
+            area.inner(Margin::new(0, 1)),
+            &mut state,
+        );
+    }
+}

@@ -1,0 +1,190 @@
+//! Drawing: one file per screen region, each `render(frame, area, app)` from a borrowed
+//! `App` whose per-frame snapshot was taken just before.
+//!
+//! ```text
+//!  header   leaselab  09:00:01.250  x1  RUNNING  LEASING ON  lease 3000 ms  outbox-leasing
+//!  strip    PAUSED · n: Worker-B will call the provider for PAY-002     (HEADER_H + STRIP_H)
+//! ┌ Messages ───────────────────────────────────┐┌ Workers ─────────────────────┐
+//! │ Id Key     Status     LockedBy  Lease left  ││ ▶ Worker-A processing PAY-003│ workers_h
+//! │  1 PAY-001 Processed  -         -           │└──────────────────────────────┘
+//! │  2 PAY-002 Processing Worker-B  ████  2300ms││ Ledgers                      │ LEDGER_H
+//! │                                 (fill)      ││ claims 5 ok · 3 empty · ...  │
+//! └─────────────────────────────────────────────┘└──────────────────────────────┘
+//! ┌ Timeline ────────────────────────────────────────────────────────────────────┐
+//! │ Worker-A   ━━003━━━━✓ ━━005━━━✗░░░░░░░░░           lanes (at most MAX_LANES) │
+//! └──────────────────────────────────────────────────────────────────────────────┘
+//! ┌ Events ──────────────────────────────────────────────────────────────────────┐
+//! │ 09:00:01.250 Worker-A   CLAIMED PAY-003 until 09:00:04.250 (LOG_MIN_H + extra)│
+//! └──────────────────────────────────────────────────────────────────────────────┘
+//!  footer   q quit  ? help  space pause  n step ...                        (FOOTER_H)
+//! ```
+//! Height left over is shared between the top row (TOP_SHARE) and the event log.
+
+pub mod footer;
+pub mod header;
+pub mod help;
+pub mod ledger;
+pub mod log;
+pub mod table;
+pub mod timeline;
+pub mod too_small;
+pub mod workers;
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::Span;
+use ratatui::widgets::{Block, BorderType};
+use ratatui::Frame;
+
+use super::app::App;
+
+pub const MIN_WIDTH: u16 = 80;
+pub const MIN_HEIGHT: u16 = 24;
+const HEADER_H: u16 = 1;
+const STRIP_H: u16 = 1;
+const FOOTER_H: u16 = 1;
+/// Six ledger lines and the borders (more show when there is room).
+const LEDGER_H: u16 = 8;
+const MAX_WORKER_LINES: u16 = 8;
+const MAX_LANES: u16 = 8;
+const LOG_MIN_H: u16 = 4;
+const TABLE_MIN_H: u16 = 6;
+/// Of the spare height, the top row gets this many fifths; the log the rest.
+const TOP_SHARE: u16 = 3;
+
+/// Width of the Workers/Ledgers column for a terminal this wide.
+fn side_width(width: u16) -> u16 {
+    match width {
+        ..=99 => 36,
+        100..=139 => 54,
+        _ => 64,
+    }
+}
+
+/// Where each region goes.
+#[derive(Debug, Clone, Copy)]
+pub struct Areas {
+    pub header: Rect,
+    pub strip: Rect,
+    pub table: Rect,
+    pub workers: Rect,
+    pub ledger: Rect,
+    pub timeline: Rect,
+    pub log: Rect,
+    pub footer: Rect,
+}
+
+impl Areas {
+    pub fn compute(area: Rect, workers: usize) -> Areas {
+        let worker_lines = (workers as u16).clamp(1, MAX_WORKER_LINES);
+        let workers_h = worker_lines + 2;
+        let top_min = (workers_h + LEDGER_H).max(TABLE_MIN_H);
+        let timeline_h = (workers as u16).clamp(1, MAX_LANES) + 2;
+        let body = area
+            .height
+            .saturating_sub(HEADER_H + STRIP_H + FOOTER_H + timeline_h);
+        let extra = body.saturating_sub(top_min + LOG_MIN_H);
+        let top_h = top_min + extra * TOP_SHARE / 5;
+        let [header, strip, top, timeline, log, footer] = Layout::vertical([
+            Constraint::Length(HEADER_H),
+            Constraint::Length(STRIP_H),
+            Constraint::Length(top_h),
+            Constraint::Length(timeline_h),
+            Constraint::Fill(1),
+            Constraint::Length(FOOTER_H),
+        ])
+        .areas(area);
+        let [table, side] = Layout::horizontal([
+            Constraint::Fill(1),
+            Constraint::Length(side_width(area.width)),
+        ])
+        .areas(top);
+        let [workers, ledger] =
+            Layout::vertical([Constraint::Length(workers_h), Constraint::Fill(1)]).areas(side);
+        Areas {
+            header,
+            strip,
+            table,
+            workers,
+            ledger,
+            timeline,
+            log,
+            footer,
+        }
+    }
+}
+
+pub fn too_small(area: Rect) -> bool {
+    area.width < MIN_WIDTH || area.height < MIN_HEIGHT
+}
+
+/// Rows the table and the log can show in a frame of this size (for the snapshot).
+pub fn capacity(area: Rect, workers: usize) -> (u16, u16) {
+    if too_small(area) {
+        return (0, 0);
+    }
+    let a = Areas::compute(area, workers);
+    (table::visible_rows(a.table), a.log.height.saturating_sub(2))
+}
+
+/// Draw the whole screen.
+pub fn draw(frame: &mut Frame, app: &App) {
+    let area = frame.area();
+    if too_small(area) {
+        too_small::render(frame, area, app);
+        return;
+    }
+    let a = Areas::compute(area, app.workers.len());
+    header::render(frame, a.header, app);
+    header::render_strip(frame, a.strip, app);
+    table::render(frame, a.table, app);
+    workers::render(frame, a.workers, app);
+    ledger::render(frame, a.ledger, app);
+    timeline::render(frame, a.timeline, app);
+    log::render(frame, a.log, app);
+    footer::render(frame, a.footer, app);
+    if app.help {
+        help::render(frame, area, app);
+    }
+}
+
+/// A bordered pane with a title; the focused one stands out.
+pub(crate) fn pane<'a>(title: impl Into<Span<'a>>, app: &App, focused: bool) -> Block<'a> {
+    let t = &app.theme;
+    let border = if focused { t.border_focused } else { t.border };
+    Block::bordered()
+        .border_type(if focused {
+            BorderType::Thick
+        } else {
+            BorderType::Plain
+        })
+        .border_style(border)
+        .title(title.into().style(t.title))
+}
+
+/// Shorten `s` to `width` characters, marking the cut with `…`.
+pub(crate) fn fit(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n <= width {
+        return s.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(width - 1).collect();
+    out.push('…');
+    out
+}
+
+/// Milliseconds as the countdowns show them.
+pub(crate) fn ms_label(ms: i64) -> String {
+    if ms.abs() < 10_000 {
+        format!("{ms} ms")
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    }
+}
+
+pub(crate) fn styled<'a>(s: impl Into<String>, style: Style) -> Span<'a> {
+    Span::styled(s.into(), style)
+}

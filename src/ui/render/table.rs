@@ -1,0 +1,252 @@
+//! The messages table: what SQLite holds right now, read through the dashboard's own
+//! read-only connection, one window of rows at a time.
+
+use ratatui::layout::{Constraint, Margin, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Row, Scrollbar, ScrollbarOrientation, ScrollbarState, Table};
+use ratatui::Frame;
+
+use super::{fit, ms_label, pane, styled};
+use crate::engine::store::MessageRow;
+use crate::ui::app::{App, Focus};
+
+/// Rows of data a table pane of this size shows (borders and the header row excluded).
+pub fn visible_rows(area: Rect) -> u16 {
+    area.height.saturating_sub(3)
+}
+
+const STATUS_W: u16 = 10;
+const OWNER_W: u16 = 10;
+const NUMBER_W: u16 = 7;
+const VER_W: u16 = 3;
+const RUNS_W: u16 = 4;
+const BAR_MAX: u16 = 12;
+
+const PAYMENT_W: u16 = 7;
+
+/// Which optional columns fit (Id, Ver, the countdown bar, Payment), and how wide.
+struct Columns {
+    id: u16,
+    key: u16,
+    ver: bool,
+    bar: u16,
+    payment: bool,
+}
+
+impl Columns {
+    fn fit(inner: u16, total: u64) -> Columns {
+        let digits = total.max(1).to_string().len() as u16;
+        let key = 4 + digits.max(3);
+        let base = key + STATUS_W + OWNER_W + NUMBER_W + RUNS_W + 4;
+        let mut left = inner.saturating_sub(base);
+        let mut id = digits.max(2);
+        if left > id {
+            left -= id + 1;
+        } else {
+            id = 0;
+        }
+        let ver = left > VER_W;
+        if ver {
+            left -= VER_W + 1;
+        }
+        // Payment only when a countdown bar of six cells still fits beside it.
+        let payment = left >= PAYMENT_W + 1 + 7;
+        if payment {
+            left -= PAYMENT_W + 1;
+        }
+        let bar = if left >= 4 {
+            (left - 1).min(BAR_MAX)
+        } else {
+            0
+        };
+        Columns {
+            id,
+            key,
+            ver,
+            bar,
+            payment,
+        }
+    }
+
+    fn widths(&self) -> Vec<Constraint> {
+        let lease = if self.bar > 0 {
+            self.bar + 1 + NUMBER_W
+        } else {
+            NUMBER_W
+        };
+        let mut w = Vec::new();
+        if self.id > 0 {
+            w.push(Constraint::Length(self.id));
+        }
+        w.extend([
+            Constraint::Length(self.key),
+            Constraint::Length(STATUS_W),
+            Constraint::Length(OWNER_W),
+            Constraint::Length(lease),
+        ]);
+        if self.ver {
+            w.push(Constraint::Length(VER_W));
+        }
+        w.push(Constraint::Length(RUNS_W));
+        if self.payment {
+            w.push(Constraint::Length(PAYMENT_W));
+        }
+        w
+    }
+}
+
+pub fn render(frame: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let db = &app.db;
+    let first = db.rows.first().map_or(0, |r| r.id);
+    let last = db.rows.last().map_or(0, |r| r.id);
+    let title = Line::from(vec![
+        styled(" Messages ", t.title),
+        Span::raw(format!("{first}-{last} of {} ", db.total)),
+    ]);
+    let counts = Line::from(vec![
+        Span::raw(" "),
+        styled(format!("{} pending", db.counts.pending), t.pending),
+        Span::raw(" · "),
+        styled(format!("{} processing", db.counts.processing), t.processing),
+        Span::raw(" · "),
+        styled(format!("{} processed", db.counts.processed), t.processed),
+        Span::raw(" "),
+    ]);
+    let mut block = pane("", app, app.focus == Focus::Table).title(title);
+    block = match &db.error {
+        Some(e) => block.title_bottom(styled(format!(" SQLite read failed: {e} "), t.bad)),
+        None => block.title_bottom(counts),
+    };
+    let inner = block.inner(area);
+    let cols = Columns::fit(inner.width, db.total);
+    let mut header = if cols.id > 0 { vec!["Id"] } else { vec![] };
+    let lease = if cols.bar > 0 { "Lease left" } else { "Left" };
+    header.extend(["Key", "Status", "LockedBy", lease]);
+    if cols.ver {
+        header.push("Ver");
+    }
+    header.push("Runs");
+    if cols.payment {
+        header.push("Payment");
+    }
+    let header = Row::new(header).style(t.table_header);
+    let rows = db.rows.iter().map(|r| row(r, app, &cols));
+    let table = Table::new(rows, cols.widths())
+        .header(header)
+        .column_spacing(1)
+        .block(block);
+    frame.render_widget(table, area);
+    let page = visible_rows(area) as u64;
+    if db.total > page {
+        let mut state = ScrollbarState::new(db.total.saturating_sub(page) as usize)
+            .position(app.table_offset as usize);
+        frame.render_stateful_widget(
+            Scrollbar::new(ScrollbarOrientation::VerticalRight),
+            area.inner(Margin::new(0, 1)),
+            &mut state,
+        );
+    }
+}
+
+fn row<'a>(r: &MessageRow, app: &App, cols: &Columns) -> Row<'a> {
+    let t = &app.theme;
+    let runs = app.ledger.runs_of(r.id);
+    let owner = r.locked_by.as_deref().unwrap_or("-");
+    let mut cells = Vec::with_capacity(7);
+    if cols.id > 0 {
+        cells.push(Cell::from(Line::from(r.id.to_string()).right_aligned()));
+    }
+    cells.extend([
+        Cell::from(r.key.clone()),
+        Cell::from(styled(r.status.clone(), t.status(&r.status))),
+        Cell::from(fit(owner, OWNER_W as usize)),
+        Cell::from(countdown(r, app, cols.bar)),
+    ]);
+    if cols.ver {
+        cells.push(Cell::from(
+            Line::from(r.lease_version.to_string()).right_aligned(),
+        ));
+    }
+    let runs_style = if runs > 1 { t.duplicate } else { t.base };
+    cells.push(Cell::from(
+        Line::from(styled(runs.to_string(), runs_style)).right_aligned(),
+    ));
+    if cols.payment {
+        let style = match r.payment_status.as_str() {
+            "Paid" => t.good,
+            "Failed" => t.warn,
+            _ => t.dim,
+        };
+        cells.push(Cell::from(styled(r.payment_status.clone(), style)));
+    }
+    Row::new(cells)
+}
+
+/// `████▌░░░░░ 2250 ms` while a lease runs; `expired` once it ran out unclaimed.
+fn countdown<'a>(r: &MessageRow, app: &App, bar: u16) -> Line<'a> {
+    let t = &app.theme;
+    let until = match (r.status.as_str(), r.locked_until_ms) {
+        ("Processing", Some(u)) => u,
+        _ => return Line::from(styled("-", t.dim)),
+    };
+    let left = until - app.now_ms;
+    let mut spans = Vec::new();
+    let lease = app.lease_ms().max(1);
+    // A lease taken with a longer setting may have more left than one lease: clamp.
+    let ratio = (left as f64 / lease as f64).clamp(0.0, 1.0);
+    if bar > 0 {
+        let (full, empty) = bar_text(ratio, bar as usize);
+        spans.push(styled(full, t.gauge_full));
+        spans.push(styled(empty, t.gauge_empty));
+        spans.push(Span::raw(" "));
+    }
+    if left > 0 {
+        spans.push(Span::raw(format!(
+            "{:>w$}",
+            ms_label(left),
+            w = NUMBER_W as usize
+        )));
+    } else {
+        spans.push(styled(
+            format!("{:>w$}", "expired", w = NUMBER_W as usize),
+            t.expired,
+        ));
+    }
+    Line::from(spans)
+}
+
+/// The filled and empty parts of a bar `width` cells wide, in eighths of a cell.
+pub(crate) fn bar_text(ratio: f64, width: usize) -> (String, String) {
+    const PARTS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
+    let eighths = (ratio.clamp(0.0, 1.0) * (width * 8) as f64).round() as usize;
+    let mut full = "█".repeat(eighths / 8);
+    let mut used = eighths / 8;
+    if !eighths.is_multiple_of(8) && used < width {
+        full.push(PARTS[eighths % 8]);
+        used += 1;
+    }
+    (full, "░".repeat(width - used))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_are_always_as_wide_as_asked_even_out_of_range() {
+        for ratio in [-1.0, 0.0, 0.06, 0.5, 0.999, 1.0, 7.0] {
+            let (a, b) = bar_text(ratio, 10);
+            assert_eq!(a.chars().count() + b.chars().count(), 10, "{ratio}");
+        }
+        assert_eq!(bar_text(0.5, 4).0, "██");
+    }
+
+    #[test]
+    fn narrow_tables_drop_the_bar_before_the_lease_number() {
+        let narrow = Columns::fit(42, 6);
+        assert_eq!((narrow.id, narrow.bar, narrow.ver), (0, 0, false));
+        let wide = Columns::fit(80, 6);
+        assert!(wide.ver && wide.bar == BAR_MAX);
+    }
+}

@@ -1,0 +1,234 @@
+//! Who owned which message when: one lane per worker slot, folded from engine events, so a
+//! reclaim after a crash can be drawn as a picture.
+
+use std::collections::VecDeque;
+
+use crate::engine::events::{Event, EventKind};
+
+/// Segments and marks kept per lane; the oldest fall off.
+pub const LANE_CAPACITY: usize = 400;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SegmentKind {
+    /// The worker holds a lease on the message.
+    Lease,
+    /// Leasing off: the worker works on the message without owning it.
+    Unowned,
+    /// The worker crashed; its lease still blocks others until it expires.
+    DeadLease,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    pub id: i64,
+    pub key: String,
+    pub kind: SegmentKind,
+    pub from_ms: i64,
+    /// None while it lasts.
+    pub to_ms: Option<i64>,
+    /// How it ended, drawn just after it.
+    pub end: Option<MarkKind>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkKind {
+    Finalized,
+    Rejected,
+    Marked,
+    Crashed,
+    Blocked,
+    Loaded,
+    Restarted,
+}
+
+impl MarkKind {
+    pub fn symbol(self) -> char {
+        match self {
+            MarkKind::Finalized => '✓',
+            MarkKind::Rejected => '×',
+            MarkKind::Marked => '✓',
+            MarkKind::Crashed => '✗',
+            MarkKind::Blocked => '!',
+            MarkKind::Loaded => 'L',
+            MarkKind::Restarted => '↻',
+        }
+    }
+}
+
+/// A moment on a lane that is not a stretch of ownership.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    pub at_ms: i64,
+    pub kind: MarkKind,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Lane {
+    pub segments: VecDeque<Segment>,
+    pub marks: VecDeque<Mark>,
+}
+
+impl Lane {
+    fn open(&mut self, seg: Segment) {
+        if self.segments.len() == LANE_CAPACITY {
+            self.segments.pop_front();
+        }
+        self.segments.push_back(seg);
+    }
+
+    fn mark(&mut self, at_ms: i64, kind: MarkKind) {
+        if self.marks.len() == LANE_CAPACITY {
+            self.marks.pop_front();
+        }
+        self.marks.push_back(Mark { at_ms, kind });
+    }
+
+    /// End the running segment, if any; true when there was one.
+    fn close(&mut self, at_ms: i64, end: Option<MarkKind>) -> bool {
+        match self.segments.back_mut() {
+            Some(s) if s.to_ms.is_none() => {
+                s.to_ms = Some(at_ms.max(s.from_ms));
+                s.end = end;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn current(&self) -> Option<&Segment> {
+        self.segments.back().filter(|s| s.to_ms.is_none())
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Timeline {
+    pub lanes: Vec<Lane>,
+}
+
+impl Timeline {
+    pub fn clear(&mut self) {
+        self.lanes.clear();
+    }
+
+    fn lane(&mut self, slot: usize) -> &mut Lane {
+        if self.lanes.len() <= slot {
+            self.lanes.resize_with(slot + 1, Lane::default);
+        }
+        &mut self.lanes[slot]
+    }
+
+    pub fn apply(&mut self, ev: &Event) {
+        if matches!(ev.kind, EventKind::Seeded { .. }) {
+            self.clear();
+            return;
+        }
+        let Some(slot) = ev.slot else { return };
+        let at = ev.at_ms;
+        let lane = self.lane(slot);
+        match &ev.kind {
+            EventKind::Claimed { id, key, .. } => {
+                lane.close(at, None);
+                lane.open(Segment {
+                    id: *id,
+                    key: key.clone(),
+                    kind: SegmentKind::Lease,
+                    from_ms: at,
+                    to_ms: None,
+                    end: None,
+                });
+            }
+            EventKind::ProviderCalled { id, key, .. } => {
+                let owned = lane
+                    .current()
+                    .is_some_and(|s| s.id == *id && s.kind == SegmentKind::Lease);
+                if !owned {
+                    lane.close(at, None);
+                    lane.open(Segment {
+                        id: *id,
+                        key: key.clone(),
+                        kind: SegmentKind::Unowned,
+                        from_ms: at,
+                        to_ms: None,
+                        end: None,
+                    });
+                }
+            }
+            EventKind::Finalized { .. } => {
+                lane.close(at, Some(MarkKind::Finalized));
+            }
+            EventKind::FinalizeRejected { .. } => {
+                lane.close(at, Some(MarkKind::Rejected));
+            }
+            EventKind::Marked { .. } => {
+                let closed = lane.close(at, Some(MarkKind::Marked));
+                if !closed {
+                    lane.mark(at, MarkKind::Marked);
+                }
+            }
+            EventKind::Crashed { holding, .. } => {
+                if !lane.close(at, Some(MarkKind::Crashed)) {
+                    lane.mark(at, MarkKind::Crashed);
+                }
+                if let Some((id, key, until)) = holding {
+                    lane.open(Segment {
+                        id: *id,
+                        key: key.clone(),
+                        kind: SegmentKind::DeadLease,
+                        from_ms: at,
+                        to_ms: Some((*until).max(at)),
+                        end: None,
+                    });
+                }
+            }
+            EventKind::ClaimBlocked { .. } => lane.mark(at, MarkKind::Blocked),
+            EventKind::Loaded { count } if *count > 0 => lane.mark(at, MarkKind::Loaded),
+            EventKind::Restarted { .. } => lane.mark(at, MarkKind::Restarted),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(slot: usize, at_ms: i64, kind: EventKind) -> Event {
+        Event {
+            seq: 0,
+            at_ms,
+            slot: Some(slot),
+            actor: format!("w{slot}"),
+            kind,
+        }
+    }
+
+    #[test]
+    fn a_crash_while_holding_leaves_a_dead_lease_until_expiry() {
+        let mut t = Timeline::default();
+        t.apply(&ev(
+            0,
+            100,
+            EventKind::Claimed {
+                id: 1,
+                key: "PAY-001".into(),
+                until_ms: 600,
+                version: 1,
+                reclaim: false,
+            },
+        ));
+        t.apply(&ev(
+            0,
+            200,
+            EventKind::Crashed {
+                holding: Some((1, "PAY-001".into(), 600)),
+                panic: None,
+            },
+        ));
+        let lane = &t.lanes[0];
+        assert_eq!(lane.segments.len(), 2);
+        assert_eq!(lane.segments[0].to_ms, Some(200));
+        assert_eq!(lane.segments[0].end, Some(MarkKind::Crashed));
+        assert_eq!(lane.segments[1].kind, SegmentKind::DeadLease);
+        assert_eq!(lane.segments[1].to_ms, Some(600));
+    }
+}

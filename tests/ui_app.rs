@@ -1,0 +1,327 @@
+//! The dashboard's state driven by key presses, without a terminal. Waits are on engine
+//! events with a deadline, never on sleeps.
+
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use leaselab::engine::worker::WorkerState;
+use leaselab::scenario::Scenario;
+use leaselab::ui::app::{App, Focus};
+use leaselab::ui::{DashboardOptions, Theme};
+
+fn app(opts: DashboardOptions) -> App {
+    App::new(opts, Theme::plain()).expect("dashboard app")
+}
+
+fn key(app: &mut App, code: KeyCode) {
+    app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
+}
+
+fn press(app: &mut App, c: char) {
+    key(app, KeyCode::Char(c));
+}
+
+/// Fold engine events until `done` holds, or fail after a deadline.
+fn wait_for(app: &mut App, what: &str, mut done: impl FnMut(&App) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        app.refresh(20, 10);
+        if done(app) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        // Countdowns move with the clock alone, so look again at least every 50 ms.
+        if let Ok(ev) = app.engine.events().recv_timeout(Duration::from_millis(50)) {
+            app.apply_event(&ev);
+        }
+        app.absorb_events();
+    }
+}
+
+fn row_status(app: &App, id: i64) -> (String, Option<String>) {
+    let r = app.db.rows.iter().find(|r| r.id == id).expect("row shown");
+    (r.status.clone(), r.locked_by.clone())
+}
+
+#[test]
+fn pressing_c_crashes_the_selected_worker_and_logs_it() {
+    let mut app = app(DashboardOptions::default());
+    press(&mut app, 'n'); // Worker-A claims PAY-001
+    press(&mut app, 'c');
+    app.refresh(20, 10);
+    assert_eq!(app.workers[0].status.state, WorkerState::Crashed);
+    assert!(
+        app.log.contains("CRASHED holding PAY-001"),
+        "{:?}",
+        app.log.last()
+    );
+    assert_eq!(app.ledger.crashes, 1);
+    // The lease it held is still in SQLite.
+    assert_eq!(
+        row_status(&app, 1),
+        ("Processing".into(), Some("Worker-A".into()))
+    );
+    // A second crash is refused with a hint; a restart brings a new incarnation.
+    press(&mut app, 'c');
+    assert!(app.notice.as_deref().unwrap_or("").contains("r restarts"));
+    press(&mut app, 'r');
+    app.refresh(20, 10);
+    assert_eq!(app.workers[0].status.name, "Worker-A#2");
+    assert!(app.log.contains("RESTARTED (replaces Worker-A)"));
+}
+
+#[test]
+fn the_lease_expiry_story_steps_from_start_to_end() {
+    let mut app = app(DashboardOptions {
+        scenario: Scenario::LeaseExpiry,
+        ..DashboardOptions::default()
+    });
+    app.start();
+    assert!(app.paused && !app.engine.clock.is_running());
+    assert_eq!(app.story.len(), 7);
+    let t0 = app.engine.clock.now();
+
+    press(&mut app, 'n'); // Worker-A claims message 1
+    app.refresh(20, 10);
+    assert_eq!(
+        row_status(&app, 1),
+        ("Processing".into(), Some("Worker-A".into()))
+    );
+    assert!(app.log.contains("CLAIMED PAY-001"));
+    assert_eq!(app.next_mover(), Some(0)); // the crash comes next
+
+    press(&mut app, 'n'); // Worker-A crashes
+    app.refresh(20, 10);
+    assert_eq!(app.workers[0].status.state, WorkerState::Crashed);
+    assert!(app.log.contains("CRASHED holding PAY-001"));
+
+    press(&mut app, 'n'); // Worker-B is blocked before expiry
+    assert_eq!(app.ledger.claims_blocked, 1);
+    assert!(app.log.contains("BLOCKED on PAY-001 by Worker-A"));
+
+    press(&mut app, 'n'); // the clock passes the lease
+    assert!(app.engine.clock.now() > t0 + app.lease_ms());
+
+    press(&mut app, 'n'); // Worker-B reclaims
+    app.refresh(20, 10);
+    assert_eq!(
+        row_status(&app, 1),
+        ("Processing".into(), Some("Worker-B".into()))
+    );
+    assert_eq!(app.ledger.reclaims, 1);
+
+    press(&mut app, 'n'); // provider call
+    press(&mut app, 'n'); // finalize
+    app.refresh(20, 10);
+    assert_eq!(row_status(&app, 1).0, "Processed");
+    assert_eq!(app.ledger.runs_of(1), 1);
+    assert_eq!(app.ledger.ownership_violations, 0);
+    assert!(!app.is_story());
+
+    // The timeline holds the picture: A's lease, its crash, the dead lease; B's reclaim.
+    use leaselab::ui::timeline::{MarkKind, SegmentKind};
+    let a = &app.timeline.lanes[0];
+    assert!(a
+        .segments
+        .iter()
+        .any(|s| s.kind == SegmentKind::DeadLease && s.id == 1));
+    let b = &app.timeline.lanes[1];
+    assert!(b.marks.iter().any(|m| m.kind == MarkKind::Blocked));
+    assert_eq!(
+        b.segments.back().and_then(|s| s.end),
+        Some(MarkKind::Finalized)
+    );
+
+    // After the story, n falls back to single worker steps: Worker-B finds nothing.
+    press(&mut app, 'n');
+    assert_eq!(app.ledger.claims_empty, 1);
+}
+
+#[test]
+fn leasing_off_with_two_workers_shows_duplicates_within_seconds() {
+    let mut app = app(DashboardOptions {
+        scenario: Scenario::CompetingNoClaim,
+        ..DashboardOptions::default()
+    });
+    app.start();
+    assert!(!app.paused);
+    let started = Instant::now();
+    wait_for(&mut app, "a duplicate", |a| {
+        a.ledger.processed_more_than_once() > 0
+            && a.db.rows.iter().any(|r| a.ledger.runs_of(r.id) > 1)
+    });
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn crash_while_holding_then_the_other_worker_takes_over_after_expiry() {
+    let mut app = app(DashboardOptions {
+        speed: Some(8.0),
+        ..DashboardOptions::default()
+    });
+    app.start();
+    wait_for(&mut app, "Worker-A to hold a lease", |a| {
+        a.workers[0].status.lease.is_some()
+    });
+    press(&mut app, 'c');
+    let held = app.workers[0].status.lease.clone().expect("lease");
+    app.refresh(20, 10);
+    assert_eq!(app.workers[0].status.state, WorkerState::Crashed);
+    wait_for(&mut app, "Worker-B to reclaim", |a| {
+        a.ledger
+            .messages
+            .get(&held.id)
+            .is_some_and(|m| m.processed_by == ["Worker-B".to_string()] && m.claims >= 2)
+    });
+    assert_eq!(app.ledger.ownership_violations, 0);
+    assert!(app.log.contains(&format!("RECLAIMED {}", held.key)));
+}
+
+#[test]
+fn reset_keeps_leasing_mode_speed_and_workers_and_starts_a_new_ledger() {
+    let mut app = app(DashboardOptions {
+        workers: 3,
+        ..DashboardOptions::default()
+    });
+    press(&mut app, 'n');
+    press(&mut app, 'l');
+    press(&mut app, '+');
+    assert!(!app.leasing());
+    assert_eq!(app.speed, 2.0);
+    press(&mut app, 'R');
+    app.refresh(20, 10);
+    assert!(!app.leasing());
+    assert_eq!(app.speed, 2.0);
+    assert_eq!(app.engine.clock.speed(), 2.0);
+    assert_eq!(app.workers.len(), 3);
+    assert_eq!(app.ledger.claims_ok, 0);
+    assert_eq!(app.db.counts.pending, 6);
+    assert!(app.log.contains("RESET"));
+}
+
+#[test]
+fn switching_leasing_off_live_produces_duplicates() {
+    let mut app = app(DashboardOptions {
+        speed: Some(8.0),
+        ..DashboardOptions::default()
+    });
+    app.start();
+    press(&mut app, 'l');
+    assert!(app.log.contains("leasing switched OFF"));
+    press(&mut app, 'R'); // fresh Pending rows for the unguarded workers
+    wait_for(&mut app, "a duplicate", |a| {
+        a.ledger.processed_more_than_once() > 0
+    });
+}
+
+#[test]
+fn p_adds_a_payment_with_its_outbox_row() {
+    let mut app = app(DashboardOptions::default());
+    app.refresh(20, 10);
+    assert_eq!(app.db.total, 6);
+    press(&mut app, 'p');
+    app.refresh(20, 10);
+    assert_eq!(app.db.total, 7);
+    assert_eq!(app.db.counts.pending, 7);
+    assert!(app.log.contains("added payment PAY-007"));
+}
+
+#[test]
+fn keys_while_running_and_help_toggles() {
+    let mut app = app(DashboardOptions::default());
+    app.start();
+    press(&mut app, 'n');
+    assert!(app.notice.as_deref().unwrap_or("").contains("while paused"));
+    press(&mut app, ' ');
+    assert!(app.paused && !app.engine.clock.is_running());
+    press(&mut app, '?');
+    assert!(app.help);
+    key(&mut app, KeyCode::Esc);
+    assert!(!app.help && !app.quit);
+    key(&mut app, KeyCode::Esc);
+    assert!(app.quit);
+    let mut app2 = self::app(DashboardOptions::default());
+    app2.handle_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+    assert!(app2.quit);
+    assert_eq!(app2.ledger.crashes, 0);
+}
+
+#[test]
+fn a_big_outbox_scrolls_by_windows() {
+    let mut app = app(DashboardOptions {
+        messages: Some(100_000),
+        ..DashboardOptions::default()
+    });
+    app.refresh(30, 10);
+    assert_eq!(app.db.total, 100_000);
+    assert_eq!(app.db.rows.len(), 30);
+    key(&mut app, KeyCode::End);
+    let started = Instant::now();
+    app.refresh(30, 10);
+    let took = started.elapsed();
+    assert_eq!(app.db.rows.last().map(|r| r.id), Some(100_000));
+    assert_eq!(app.db.rows.len(), 30);
+    key(&mut app, KeyCode::PageUp);
+    app.refresh(30, 10);
+    assert_eq!(app.db.rows.first().map(|r| r.id), Some(100_000 - 59));
+    key(&mut app, KeyCode::Home);
+    app.refresh(30, 10);
+    assert_eq!(app.db.rows.first().map(|r| r.id), Some(1));
+    eprintln!("snapshot of 30 rows out of 100000 took {took:?}");
+}
+
+#[test]
+fn the_log_scrolls_when_focused_and_follows_again_at_the_end() {
+    let mut app = app(DashboardOptions::default());
+    for _ in 0..12 {
+        press(&mut app, 'n');
+    }
+    app.refresh(20, 4);
+    key(&mut app, KeyCode::Right);
+    assert_eq!(app.focus, Focus::Log);
+    key(&mut app, KeyCode::Up);
+    key(&mut app, KeyCode::Up);
+    assert_eq!(app.log_back, 2);
+    key(&mut app, KeyCode::End);
+    assert_eq!(app.log_back, 0);
+}
+
+#[test]
+fn the_temporary_database_is_removed_when_the_dashboard_ends() {
+    let app = app(DashboardOptions::default());
+    let path = app.engine.db_path().to_path_buf();
+    assert!(path.exists() && app.engine.is_temporary());
+    drop(app);
+    assert!(!path.exists());
+    assert!(!path.parent().unwrap().exists());
+}
+
+#[test]
+fn refuses_a_story_without_leases() {
+    let err = App::new(
+        DashboardOptions {
+            scenario: Scenario::LeaseExpiry,
+            no_leasing: true,
+            ..DashboardOptions::default()
+        },
+        Theme::plain(),
+    )
+    .err()
+    .expect("refused");
+    assert!(err.contains("lease-expiry"));
+}
+
+#[test]
+fn engine_events_are_folded_into_the_same_ledger_the_reports_use() {
+    let mut app = app(DashboardOptions::default());
+    press(&mut app, 'n');
+    press(&mut app, 'n');
+    assert_eq!(app.ledger.claims_ok, 2);
+    let claimed = app
+        .log
+        .lines()
+        .iter()
+        .filter(|l| l.text.starts_with("CLAIMED"))
+        .count();
+    assert_eq!(claimed, 2);
+}

@@ -1,0 +1,78 @@
+//! Whole-screen snapshots drawn into a `TestBackend`. Each app starts paused (clock frozen
+//! at 09:00:00.000) and is moved by key presses and single steps, so frames are exact.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use leaselab::scenario::Scenario;
+use leaselab::ui::{self, App, DashboardOptions, Theme};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+fn app(opts: DashboardOptions) -> App {
+    App::new(opts, Theme::plain()).expect("dashboard app")
+}
+
+fn press(app: &mut App, c: char) {
+    app.handle_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+}
+
+fn frame(app: &mut App, width: u16, height: u16) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(width, height)).unwrap();
+    ui::draw(&mut t, app).unwrap();
+    t
+}
+
+#[test]
+fn first_frame() {
+    let mut app = app(DashboardOptions::default());
+    let t = frame(&mut app, 120, 36);
+    insta::assert_snapshot!(t.backend());
+}
+
+#[test]
+fn first_frame_at_the_minimum_size() {
+    let mut app = app(DashboardOptions::default());
+    let t = frame(&mut app, 80, 24);
+    insta::assert_snapshot!(t.backend());
+}
+
+#[test]
+fn crashed_worker_holding_a_lease() {
+    let mut app = app(DashboardOptions::default());
+    press(&mut app, 'n'); // Worker-A claims PAY-001
+    press(&mut app, 'n'); // Worker-B claims PAY-002
+    press(&mut app, 'n'); // Worker-A calls the provider for PAY-001
+    press(&mut app, 'a'); // the clock moves on a little
+    press(&mut app, 'c'); // Worker-A (selected) crashes holding PAY-001
+    let t = frame(&mut app, 120, 36);
+    insta::assert_snapshot!(t.backend());
+}
+
+#[test]
+fn help_overlay() {
+    let mut app = app(DashboardOptions::default());
+    press(&mut app, '?');
+    let t = frame(&mut app, 120, 36);
+    insta::assert_snapshot!(t.backend());
+}
+
+#[test]
+fn leasing_off_after_duplicates() {
+    let mut app = app(DashboardOptions {
+        scenario: Scenario::CompetingNoClaim,
+        ..DashboardOptions::default()
+    });
+    // Both workers load every Pending row, then both process PAY-001 and PAY-002.
+    for _ in 0..10 {
+        press(&mut app, 'n');
+    }
+    let t = frame(&mut app, 120, 36);
+    assert!(app.ledger.processed_more_than_once() >= 2);
+    insta::assert_snapshot!(t.backend());
+}
+
+#[test]
+fn too_small() {
+    let mut app = app(DashboardOptions::default());
+    let t = frame(&mut app, 60, 20);
+    insta::assert_snapshot!(t.backend());
+}
