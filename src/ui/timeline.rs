@@ -66,6 +66,9 @@ pub struct Mark {
 pub struct Lane {
     pub segments: VecDeque<Segment>,
     pub marks: VecDeque<Mark>,
+    /// Leasing off: when the worker started on its next queued message (events only name
+    /// the message at the provider call, after the processing time).
+    unowned_since: Option<i64>,
 }
 
 impl Lane {
@@ -127,6 +130,7 @@ impl Timeline {
         let lane = self.lane(slot);
         match &ev.kind {
             EventKind::Claimed { id, key, .. } => {
+                lane.unowned_since = None;
                 lane.close(at, None);
                 lane.open(Segment {
                     id: *id,
@@ -143,11 +147,12 @@ impl Timeline {
                     .is_some_and(|s| s.id == *id && s.kind == SegmentKind::Lease);
                 if !owned {
                     lane.close(at, None);
+                    let from_ms = lane.unowned_since.take().unwrap_or(at).min(at);
                     lane.open(Segment {
                         id: *id,
                         key: key.clone(),
                         kind: SegmentKind::Unowned,
-                        from_ms: at,
+                        from_ms,
                         to_ms: None,
                         end: None,
                     });
@@ -164,8 +169,10 @@ impl Timeline {
                 if !closed {
                     lane.mark(at, MarkKind::Marked);
                 }
+                lane.unowned_since = Some(at);
             }
             EventKind::Crashed { holding, .. } => {
+                lane.unowned_since = None;
                 if !lane.close(at, Some(MarkKind::Crashed)) {
                     lane.mark(at, MarkKind::Crashed);
                 }
@@ -181,7 +188,10 @@ impl Timeline {
                 }
             }
             EventKind::ClaimBlocked { .. } => lane.mark(at, MarkKind::Blocked),
-            EventKind::Loaded { count } if *count > 0 => lane.mark(at, MarkKind::Loaded),
+            EventKind::Loaded { count } if *count > 0 => {
+                lane.mark(at, MarkKind::Loaded);
+                lane.unowned_since = Some(at);
+            }
             EventKind::Restarted { .. } => lane.mark(at, MarkKind::Restarted),
             _ => {}
         }
@@ -191,6 +201,31 @@ impl Timeline {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::provider::ProviderStatus;
+
+    #[test]
+    fn unowned_work_is_drawn_from_when_the_worker_started_on_it() {
+        let mut t = Timeline::default();
+        let called = |id: i64| EventKind::ProviderCalled {
+            id,
+            key: format!("PAY-00{id}"),
+            status: ProviderStatus::Paid,
+        };
+        let marked = |id: i64| EventKind::Marked {
+            id,
+            key: format!("PAY-00{id}"),
+            status: ProviderStatus::Paid,
+        };
+        t.apply(&ev(0, 0, EventKind::Loaded { count: 2 }));
+        t.apply(&ev(0, 1200, called(1)));
+        t.apply(&ev(0, 1201, marked(1)));
+        t.apply(&ev(0, 2400, called(2)));
+        let lane = &t.lanes[0];
+        assert_eq!(lane.segments[0].from_ms, 0);
+        assert_eq!(lane.segments[0].to_ms, Some(1201));
+        assert_eq!(lane.segments[1].from_ms, 1201);
+        assert_eq!(lane.segments[1].kind, SegmentKind::Unowned);
+    }
 
     fn ev(slot: usize, at_ms: i64, kind: EventKind) -> Event {
         Event {

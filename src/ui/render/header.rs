@@ -11,41 +11,60 @@ use crate::engine::clock::hms;
 use crate::ui::app::{speed_label, App};
 
 pub fn render(frame: &mut Frame, area: Rect, app: &App) {
+    let mut spans = header_spans(app, false);
+    let mut used: usize = spans.iter().map(|s| s.width()).sum();
+    if used > area.width as usize {
+        // Narrow terminal: drop the labels, keep every value.
+        spans = header_spans(app, true);
+        used = spans.iter().map(|s| s.width()).sum();
+    }
     let t = &app.theme;
+    // Extras only where they fit, so the scenario name is never the part cut off.
+    let mut extras = vec![Span::raw(format!(
+        "  process {} ms",
+        app.engine.settings.process_ms()
+    ))];
+    if !app.engine.is_temporary() {
+        extras.push(styled(
+            format!("  db {}", app.engine.db_path().display()),
+            t.dim,
+        ));
+    }
+    for extra in extras {
+        if used + extra.width() <= area.width as usize {
+            used += extra.width();
+            spans.push(extra);
+        }
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn header_spans(app: &App, compact: bool) -> Vec<Span<'static>> {
+    let t = &app.theme;
+    let gap = if compact { " " } else { "  " };
     let mut spans = vec![
         styled(" leaselab ", t.title),
-        Span::raw(" clock "),
+        Span::raw(if compact { " " } else { " clock " }),
         styled(format!("{}Z", hms(app.now_ms)), t.header),
-        Span::raw(format!("  x{}  ", speed_label(app.speed))),
+        Span::raw(format!("{gap}x{}{gap}", speed_label(app.speed))),
     ];
     if app.paused {
         spans.push(styled(" PAUSED ", t.paused));
     } else {
         spans.push(styled(" RUNNING ", t.running));
     }
-    spans.push(Span::raw("  "));
+    spans.push(Span::raw(gap));
     if app.leasing() {
         spans.push(styled("LEASING ON", t.leasing_on));
     } else {
-        spans.push(styled(" LEASING OFF: NO CLAIM, DUPLICATES ", t.leasing_off));
+        spans.push(styled(" LEASING OFF ", t.leasing_off));
     }
-    spans.push(Span::raw(format!("  lease {} ms", app.lease_ms())));
-    let wide = area.width >= 110;
-    if wide {
-        spans.push(Span::raw(format!(
-            "  process {} ms",
-            app.engine.settings.process_ms()
-        )));
+    spans.push(Span::raw(format!("{gap}lease {} ms{gap}", app.lease_ms())));
+    if !compact {
+        spans.push(Span::raw("scenario "));
     }
-    spans.push(Span::raw("  scenario "));
     spans.push(styled(app.scenario.name(), t.header));
-    if wide && !app.engine.is_temporary() {
-        spans.push(styled(
-            format!("  db {}", app.engine.db_path().display()),
-            t.dim,
-        ));
-    }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    spans
 }
 
 /// What the teacher should know right now: paused and what moves next, the story step,
@@ -53,6 +72,11 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
 pub fn render_strip(frame: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let mut spans: Vec<Span> = Vec::new();
+    // The answer to the last key comes first: it is what the teacher is looking for.
+    if let Some(n) = &app.notice {
+        spans.push(styled(format!(" {n} "), t.notice));
+        spans.push(Span::raw("  "));
+    }
     if let Some(step) = app.next_story_step() {
         spans.push(styled(
             format!(" STORY {}/{} ", app.story_at + 1, app.story.len()),
@@ -70,24 +94,16 @@ pub fn render_strip(frame: &mut Frame, area: Rect, app: &App) {
             )),
             None => spans.push(styled("no worker can move: r restarts one", t.warn)),
         }
-    }
-    if let Some(n) = &app.notice {
-        if !spans.is_empty() {
-            spans.push(Span::raw("  "));
-        }
-        spans.push(styled(format!(" {n} "), t.notice));
-    } else if app.drained() && !app.is_story() {
-        if !spans.is_empty() {
-            spans.push(Span::raw("  "));
-        }
+    } else if app.drained() && app.notice.is_none() {
         spans.push(styled(
             " outbox drained: R reseeds, p adds a payment ",
             t.notice,
         ));
     }
     if spans.is_empty() && !app.leasing() {
+        // Nothing else to say: explain the mode the header shouts about.
         spans.push(styled(
-            " workers load every Pending row and all of them process it ",
+            " LEASING OFF: every worker loads all Pending rows and processes them: duplicates ",
             t.bad,
         ));
     }

@@ -107,7 +107,7 @@ fn owns(w: &WorkerView, app: &App, wide: bool) -> (String, ratatui::style::Style
     }
     if let Some(m) = &s.working_on {
         let text = if wide {
-            format!("{} unowned +{} queued", m.key, s.queued)
+            format!("{} no lease +{}", m.key, s.queued)
         } else {
             m.key.clone()
         };
