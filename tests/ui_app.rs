@@ -325,3 +325,21 @@ fn engine_events_are_folded_into_the_same_ledger_the_reports_use() {
         .count();
     assert_eq!(claimed, 2);
 }
+
+#[test]
+fn on_the_too_small_screen_only_quit_acts() {
+    use ratatui::{backend::TestBackend, Terminal};
+    let mut app = app(DashboardOptions::default());
+    let mut small = Terminal::new(TestBackend::new(60, 20)).unwrap();
+    leaselab::ui::draw(&mut small, &mut app).unwrap();
+    press(&mut app, 'n');
+    press(&mut app, 'c');
+    assert_eq!(app.ledger.claims_ok + app.ledger.crashes, 0);
+    let mut big = Terminal::new(TestBackend::new(100, 30)).unwrap();
+    leaselab::ui::draw(&mut big, &mut app).unwrap();
+    press(&mut app, 'n');
+    assert_eq!(app.ledger.claims_ok, 1);
+    leaselab::ui::draw(&mut small, &mut app).unwrap();
+    press(&mut app, 'q');
+    assert!(app.quit);
+}

@@ -21,6 +21,7 @@ fn frame(app: &mut App, width: u16, height: u16) -> Terminal<TestBackend> {
     t
 }
 
+/// `ui::run` draws this frame before it lets the clock and the workers go.
 #[test]
 fn first_frame() {
     let mut app = app(DashboardOptions::default());

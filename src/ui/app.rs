@@ -92,6 +92,8 @@ pub struct App {
     pub log_back: usize,
     pub help: bool,
     pub quit: bool,
+    /// The last frame was the "terminal too small" screen.
+    pub too_small: bool,
     /// Feedback on the last key press, shown in the status strip.
     pub notice: Option<String>,
     // Per-frame snapshot, filled by `refresh`.
@@ -161,6 +163,7 @@ impl App {
             log_back: 0,
             help: false,
             quit: false,
+            too_small: false,
             notice: None,
             now_ms: engine.clock.now(),
             workers: Vec::new(),
@@ -303,8 +306,11 @@ impl App {
             self.help = false;
             return;
         }
-        if let Some(action) = keys::action_for(&key) {
-            self.act(action);
+        match keys::action_for(&key) {
+            // On the too-small screen nothing else can be seen happening, so only quit acts.
+            Some(Action::Quit) => self.act(Action::Quit),
+            Some(action) if !self.too_small => self.act(action),
+            _ => {}
         }
     }
 

@@ -72,24 +72,58 @@ pub fn run(opts: DashboardOptions) -> Result<(), String> {
     }
     // Start the engine before touching the terminal, so its errors print on a sane screen.
     let mut app = App::new(opts, Theme::from_env())?;
-    let mut terminal = ratatui::try_init().map_err(|e| {
+    let previous_hook = install_panic_hook();
+    let result = open_terminal().and_then(|mut terminal| {
+        let input = InputThread::spawn();
+        // The first frame shows the seeded outbox before any worker moves.
+        let result = draw(&mut terminal, &mut app).and_then(|()| {
+            app.start();
+            run_loop(&mut terminal, &mut app, &input.keys)
+        });
         ratatui::restore();
-        format!("cannot set up the terminal: {e}")
-    })?;
-    let input = InputThread::spawn();
-    app.start();
-    let result = run_loop(&mut terminal, &mut app, &input.keys);
-    ratatui::restore();
-    input.stop();
+        input.stop();
+        result
+    });
+    std::panic::set_hook(Box::new(move |info| previous_hook(info)));
     // Dropping the app stops and joins the workers and removes a temporary database.
     drop(app);
     result
+}
+
+type PanicHook = Arc<dyn Fn(&std::panic::PanicHookInfo<'_>) + Send + Sync>;
+
+/// A panic on the UI thread restores the terminal before its message prints. A worker's
+/// panic is contained by the engine and shown in the event log, so it leaves the screen be.
+fn install_panic_hook() -> PanicHook {
+    let ui_thread = std::thread::current().id();
+    let previous: PanicHook = Arc::from(std::panic::take_hook());
+    let chained = previous.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().id() == ui_thread {
+            ratatui::restore();
+            chained(info);
+        }
+    }));
+    previous
+}
+
+fn open_terminal() -> Result<ratatui::DefaultTerminal, String> {
+    let setup = || -> std::io::Result<ratatui::DefaultTerminal> {
+        crossterm::terminal::enable_raw_mode()?;
+        crossterm::execute!(std::io::stdout(), crossterm::terminal::EnterAlternateScreen)?;
+        Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))
+    };
+    setup().map_err(|e| {
+        ratatui::restore();
+        format!("cannot set up the terminal: {e}")
+    })
 }
 
 /// Take this frame's snapshot and draw it.
 pub fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(), String> {
     let size = terminal.size().map_err(|e| e.to_string())?;
     let area = Rect::new(0, 0, size.width, size.height);
+    app.too_small = render::too_small(area);
     let (rows, log_rows) = render::capacity(area, app.engine.workers().len());
     app.refresh(rows, log_rows);
     terminal

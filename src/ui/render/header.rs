@@ -100,12 +100,19 @@ pub fn render_strip(frame: &mut Frame, area: Rect, app: &App) {
             t.notice,
         ));
     }
-    if spans.is_empty() && !app.leasing() {
-        // Nothing else to say: explain the mode the header shouts about.
-        spans.push(styled(
-            " LEASING OFF: every worker loads all Pending rows and processes them: duplicates ",
-            t.bad,
-        ));
+    if spans.is_empty() {
+        // Nothing else to say: explain what is happening and where to start.
+        if app.leasing() {
+            spans.push(styled(
+                " workers claim a lease, call the provider, finalize; space pauses, c crashes the selected worker, ? help ",
+                t.dim,
+            ));
+        } else {
+            spans.push(styled(
+                " LEASING OFF: every worker loads all Pending rows and processes them: duplicates ",
+                t.bad,
+            ));
+        }
     }
     // A line too long for the terminal is clipped at the right edge.
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
