@@ -77,3 +77,16 @@ fn too_small() {
     let t = frame(&mut app, 60, 20);
     insta::assert_snapshot!(t.backend());
 }
+
+#[test]
+fn help_overlay_fits_the_minimum_size() {
+    let mut app = app(DashboardOptions::default());
+    press(&mut app, '?');
+    let t = frame(&mut app, 80, 24);
+    let screen = t.backend().to_string();
+    // Every binding's label is on screen, the last section included.
+    for b in leaselab::ui::keys::help_entries() {
+        assert!(screen.contains(b.label), "{} missing", b.label);
+    }
+    insta::assert_snapshot!(t.backend());
+}

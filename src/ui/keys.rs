@@ -100,7 +100,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[Key::Char('q'), Key::Code(KeyCode::Esc), Key::Ctrl('c')],
         label: "q",
         hint: "quit",
-        help: "quit (also Esc, Ctrl-C); stops the workers, removes a temporary database",
+        help: "quit (Esc, Ctrl-C too): workers stop, temporary database removed",
         section: Section::View,
         action: Action::Quit,
     },
@@ -210,16 +210,16 @@ pub const BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: &[Key::Char('+'), Key::Char('=')],
-        label: "+",
-        hint: "faster",
-        help: "clock faster",
+        label: "+/-",
+        hint: "speed",
+        help: "clock faster / slower (0.25x to 32x)",
         section: Section::Clock,
         action: Action::Faster,
     },
     Binding {
         keys: &[Key::Char('-'), Key::Char('_')],
         label: "-",
-        hint: "slower",
+        hint: "",
         help: "clock slower",
         section: Section::Clock,
         action: Action::Slower,
@@ -303,7 +303,11 @@ pub fn help_entries() -> impl Iterator<Item = &'static Binding> {
 fn is_second_half(a: Action) -> bool {
     matches!(
         a,
-        Action::ScrollDown | Action::PageDown | Action::Bottom | Action::PrevWorker
+        Action::ScrollDown
+            | Action::PageDown
+            | Action::Bottom
+            | Action::PrevWorker
+            | Action::Slower
     )
 }
 

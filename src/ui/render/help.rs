@@ -12,10 +12,27 @@ use crate::ui::keys::{self, Section};
 const LABEL_W: usize = 10;
 
 pub fn render(frame: &mut Frame, area: Rect, app: &App) {
+    let mut lines = help_lines(app, true);
+    if lines.len() as u16 + 2 > area.height {
+        // A short terminal: drop the spacing and the footnote rather than bindings.
+        lines = help_lines(app, false);
+    }
+    let width = lines.iter().map(|l| l.width()).max().unwrap_or(40) as u16 + 4;
+    let height = lines.len() as u16 + 2;
+    let popup = area.centered(
+        Constraint::Length(width.min(area.width)),
+        Constraint::Length(height.min(area.height)),
+    );
+    frame.render_widget(Clear, popup);
+    let block = pane(" Keys (? or Esc closes) ", app, true);
+    frame.render_widget(Paragraph::new(lines).block(block), popup);
+}
+
+fn help_lines(app: &App, roomy: bool) -> Vec<Line<'static>> {
     let t = &app.theme;
     let mut lines: Vec<Line> = Vec::new();
     for section in Section::ALL {
-        if !lines.is_empty() {
+        if roomy && !lines.is_empty() {
             lines.push(Line::raw(""));
         }
         lines.push(Line::from(styled(section.title(), t.title)));
@@ -27,18 +44,12 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
             ]));
         }
     }
-    lines.push(Line::raw(""));
-    lines.push(Line::from(styled(
-        "The table is read from SQLite; the ledgers, timeline and events come from the workers' events.",
-        t.dim,
-    )));
-    let width = lines.iter().map(|l| l.width()).max().unwrap_or(40) as u16 + 4;
-    let height = lines.len() as u16 + 2;
-    let popup = area.centered(
-        Constraint::Length(width.min(area.width)),
-        Constraint::Length(height.min(area.height)),
-    );
-    frame.render_widget(Clear, popup);
-    let block = pane(" Keys (? or Esc closes) ", app, true);
-    frame.render_widget(Paragraph::new(lines).block(block), popup);
+    if roomy {
+        lines.push(Line::raw(""));
+        lines.push(Line::from(styled(
+            "The table is read from SQLite (read-only); ledgers, timeline and events come from the workers' events.",
+            t.dim,
+        )));
+    }
+    lines
 }
