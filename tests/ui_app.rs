@@ -343,3 +343,26 @@ fn on_the_too_small_screen_only_quit_acts() {
     press(&mut app, 'q');
     assert!(app.quit);
 }
+
+#[test]
+fn a_log_scrolled_back_stays_put_while_workers_poll() {
+    let mut app = app(DashboardOptions {
+        scenario: Scenario::LeaseExpiry,
+        ..DashboardOptions::default()
+    });
+    for _ in 0..7 {
+        press(&mut app, 'n');
+    }
+    app.refresh(20, 3);
+    key(&mut app, KeyCode::Right);
+    key(&mut app, KeyCode::Up);
+    let seen = app.log.len() - app.log_back;
+    let anchor = app.log.lines()[seen - 1].text.clone();
+    // New lines and folded idle claims arrive; the reader's window keeps its last line.
+    press(&mut app, 'n');
+    press(&mut app, 'n');
+    press(&mut app, 'n');
+    app.refresh(20, 3);
+    let seen = app.log.len() - app.log_back;
+    assert_eq!(app.log.lines()[seen - 1].text, anchor);
+}

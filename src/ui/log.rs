@@ -57,7 +57,7 @@ impl EventLog {
         self.lines.iter().any(|l| l.text.contains(needle))
     }
 
-    /// Log an engine event. Returns false when the event is not worth a line.
+    /// Log an engine event. True when a new line was added (not for a fold or a skip).
     pub fn push_event(&mut self, ev: &Event) -> bool {
         let tone = match &ev.kind {
             // Each worker reports these; the dashboard logs the pause itself, once.
@@ -80,7 +80,7 @@ impl EventLog {
         );
         let text = ev.describe();
         if idle && self.fold_idle(ev, &text) {
-            return true;
+            return false;
         }
         self.push(LogLine {
             at_ms: ev.at_ms,
