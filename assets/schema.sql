@@ -6,7 +6,7 @@ CREATE TABLE IF NOT EXISTS Payments (
                    CHECK (PaymentStatus IN ('Pending', 'Paid', 'Failed')),
     TransactionId  TEXT,
     CreatedAtUtc   INTEGER NOT NULL
-);
+) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS OutboxMessages (
     Id             INTEGER PRIMARY KEY,

@@ -210,24 +210,29 @@ fn naive_mark_writes_without_asking_who_owns_the_row() {
 fn the_claim_query_never_scans_the_whole_outbox() {
     let (_d, s, _p) = fresh(10);
     let plan = s.claim_query_plan().unwrap();
-    assert_eq!(plan.len(), 2, "{plan:?}");
-    for step in &plan {
+    let on_outbox: Vec<&String> = plan
+        .iter()
+        .filter(|l| l.contains("OutboxMessages"))
+        .collect();
+    assert_eq!(on_outbox.len(), 3, "{plan:#?}");
+    for step in on_outbox {
+        // Every visit to the table goes through an index and stops early (LIMIT 1 in
+        // index order); the only sort is of the two candidates.
         assert!(
-            step.contains("USING INDEX") || step.contains("USING COVERING INDEX"),
-            "{step}"
-        );
-        assert_ne!(
-            step.trim(),
-            "SCAN OutboxMessages",
-            "a full scan of the outbox"
-        );
-        assert!(
-            !step.contains("TEMP B-TREE"),
-            "sorting the whole backlog: {step}"
+            step.contains("USING INDEX")
+                || step.contains("USING COVERING INDEX")
+                || step.contains("USING INTEGER PRIMARY KEY"),
+            "a full scan of the outbox: {step} in {plan:#?}"
         );
     }
-    assert!(plan[0].contains("IX_Outbox_Pending"));
-    assert!(plan[1].contains("IX_Outbox_Leased"));
+    assert!(
+        plan.iter().any(|l| l.contains("IX_Outbox_Pending")),
+        "{plan:#?}"
+    );
+    assert!(
+        plan.iter().any(|l| l.contains("IX_Outbox_Leased")),
+        "{plan:#?}"
+    );
 }
 
 #[test]
