@@ -96,6 +96,8 @@ pub struct Ledger {
     pub loaded_by_worker: BTreeMap<String, u64>,
     pub messages: BTreeMap<i64, MessageHistory>,
     pub events_seen: u64,
+    unique: u64,
+    duplicated: u64,
     /// Seeding creates ids 1..=seeded_upto; payments added later are listed in `added`.
     pub seeded_upto: i64,
     pub added: BTreeSet<i64>,
@@ -153,8 +155,8 @@ impl Ledger {
             } => {
                 self.finalized += 1;
                 *self.per_worker.entry(worker).or_default() += 1;
+                self.count_run(*id, key);
                 let m = self.message(*id, key);
-                m.runs += 1;
                 m.processed_by.push(ev.actor.clone());
                 m.steps.push((
                     ev.seq,
@@ -173,8 +175,8 @@ impl Ledger {
             EventKind::Marked { id, key, status } => {
                 self.marked += 1;
                 *self.per_worker.entry(worker).or_default() += 1;
+                self.count_run(*id, key);
                 let m = self.message(*id, key);
-                m.runs += 1;
                 m.processed_by.push(ev.actor.clone());
                 m.steps.push((
                     ev.seq,
@@ -205,6 +207,17 @@ impl Ledger {
         }
     }
 
+    /// One more result written for this message; keeps the unique and duplicate counts.
+    fn count_run(&mut self, id: i64, key: &str) {
+        let m = self.message(id, key);
+        m.runs += 1;
+        match m.runs {
+            1 => self.unique += 1,
+            2 => self.duplicated += 1,
+            _ => {}
+        }
+    }
+
     fn message(&mut self, id: i64, key: &str) -> &mut MessageHistory {
         let m = self.messages.entry(id).or_default();
         if m.key.is_empty() {
@@ -228,12 +241,12 @@ impl Ledger {
 
     /// Messages with at least one result written.
     pub fn unique_processed(&self) -> u64 {
-        self.messages.values().filter(|m| m.runs > 0).count() as u64
+        self.unique
     }
 
     /// Messages whose result was written more than once: the duplicates.
     pub fn processed_more_than_once(&self) -> u64 {
-        self.messages.values().filter(|m| m.runs > 1).count() as u64
+        self.duplicated
     }
 
     /// How many messages were processed 0, 1, 2... times.

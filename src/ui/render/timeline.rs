@@ -91,14 +91,15 @@ fn lane_spans<'a>(
     };
     if let Some(lane) = lane {
         // Dead leases first: the stretch that led to the crash stays visible on top.
-        let mut order: Vec<_> = lane.segments.iter().collect();
+        let visible = |seg: &&crate::ui::timeline::Segment| {
+            let to = seg.to_ms.unwrap_or(app.now_ms);
+            col(to).max(col(seg.from_ms)) >= 0 && col(seg.from_ms) < cells as i64
+        };
+        let mut order: Vec<_> = lane.segments.iter().filter(visible).collect();
         order.sort_by_key(|s| s.kind != SegmentKind::DeadLease);
         for seg in order {
             let to = seg.to_ms.unwrap_or(app.now_ms);
             let (from_c, to_c) = (col(seg.from_ms), col(to).max(col(seg.from_ms)));
-            if to_c < 0 || from_c >= cells as i64 {
-                continue;
-            }
             let (ch, style) = match seg.kind {
                 SegmentKind::Lease => ('━', t.lane(seg.id)),
                 SegmentKind::Unowned => ('┄', t.unowned),
@@ -108,7 +109,7 @@ fn lane_spans<'a>(
                 put(&mut grid, c, ch, style);
             }
             // Label the stretch with the message number when it is long enough to read.
-            let label = seg.key.rsplit('-').next().unwrap_or(&seg.key).to_string();
+            let label = seg.key.rsplit('-').next().unwrap_or(&seg.key);
             let len = (to_c - from_c + 1) as usize;
             if seg.kind != SegmentKind::DeadLease && len >= label.len() + 2 {
                 for (i, ch) in label.chars().enumerate() {
