@@ -14,8 +14,9 @@ use crate::engine::worker::worker_name;
 
 /// Leases in the bench never expire: it measures claiming, not recovery.
 const BENCH_LEASE_MS: i64 = 3_600_000;
-/// How long the ceiling loop runs.
-const CEILING_FOR: Duration = Duration::from_millis(1_500);
+/// How long each burst of the ceiling loop runs; one burst before and one after every run,
+/// so each ratio compares numbers measured moments apart on a noisy machine.
+const CEILING_BURST: Duration = Duration::from_millis(400);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -43,6 +44,8 @@ pub struct BenchRun {
     pub msgs_per_s: f64,
     /// msgs_per_s over half the ceiling: a message costs two write transactions.
     pub ratio: f64,
+    /// The ceiling measured around this run (mean of the bursts before and after it).
+    pub ceiling_txn_per_s: f64,
     /// Messages each worker wrote a result for, in worker order.
     pub per_worker: Vec<u64>,
     pub seconds: f64,
@@ -65,6 +68,7 @@ pub struct Scaling {
 pub struct BenchReport {
     pub synchronous: String,
     pub messages: u64,
+    /// Median of every ceiling burst of the run.
     pub ceiling_txn_per_s: f64,
     pub runs: Vec<BenchRun>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -108,13 +112,13 @@ impl BenchReport {
 
     pub fn text(&self) -> String {
         let mut t = format!(
-            "leaselab bench: {} messages, synchronous={}\nceiling: {:.0} write transactions/s on one connection (half of it, {:.0}/s, is the message ceiling: a message costs two)\n\n",
+            "leaselab bench: {} messages, synchronous={}\nceiling: {:.0} write transactions/s on one connection (median of the bursts around each run; half of it, {:.0}/s, is the message ceiling: a message costs two)\n\n",
             self.messages,
             self.synchronous,
             self.ceiling_txn_per_s,
             self.ceiling_txn_per_s / 2.0
         );
-        t += "mode    workers batch     msgs/s  ratio  once  per-worker share\n";
+        t += "mode    workers batch     msgs/s  ceiling  ratio  once  per-worker share\n";
         for r in &self.runs {
             let total: u64 = r.per_worker.iter().sum::<u64>().max(1);
             let shares = r
@@ -124,7 +128,7 @@ impl BenchReport {
                 .collect::<Vec<_>>()
                 .join(" ");
             t += &format!(
-                "{:<7} {:>7} {:>5} {:>10.0} {:>6.2}  {:<4}  {}\n",
+                "{:<7} {:>7} {:>5} {:>10.0} {:>8.0} {:>6.2}  {:<4}  {}\n",
                 serde_json::to_value(r.mode)
                     .ok()
                     .and_then(|v| v.as_str().map(String::from))
@@ -132,6 +136,7 @@ impl BenchReport {
                 r.workers,
                 r.batch,
                 r.msgs_per_s,
+                r.ceiling_txn_per_s,
                 r.ratio,
                 if r.exactly_once { "yes" } else { "NO" },
                 shares
@@ -178,16 +183,58 @@ fn fresh_db(
     Ok((store, shared, provider))
 }
 
-/// Write transactions per second of one connection looping the cheapest update.
-pub fn ceiling(dir: &Path, durability: Durability) -> Result<f64, String> {
-    let (mut store, _, _) = fresh_db(dir, "ceiling.db", 1, durability)?;
-    let start = Instant::now();
-    let mut n = 0u64;
-    while start.elapsed() < CEILING_FOR {
-        store.touch(1).map_err(|e| e.to_string())?;
-        n += 1;
+/// One connection looping the cheapest write transaction, on its own file with the same
+/// settings as the runs.
+pub struct Ceiling {
+    store: Store,
+    bursts: Vec<f64>,
+}
+
+impl Ceiling {
+    pub fn new(dir: &Path, durability: Durability) -> Result<Ceiling, String> {
+        let (store, _, _) = fresh_db(dir, "ceiling.db", 1, durability)?;
+        Ok(Ceiling {
+            store,
+            bursts: Vec::new(),
+        })
     }
-    Ok(n as f64 / start.elapsed().as_secs_f64())
+
+    /// Write transactions per second over one burst.
+    pub fn burst(&mut self) -> Result<f64, String> {
+        let start = Instant::now();
+        let mut n = 0u64;
+        while start.elapsed() < CEILING_BURST {
+            self.store.touch(1).map_err(|e| e.to_string())?;
+            n += 1;
+        }
+        let rate = n as f64 / start.elapsed().as_secs_f64();
+        self.bursts.push(rate);
+        Ok(rate)
+    }
+
+    pub fn median(&self) -> f64 {
+        let mut v = self.bursts.clone();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    }
+}
+
+/// A run with ceiling bursts right before and after it.
+fn measured(
+    ceiling: &mut Ceiling,
+    dir: &Path,
+    mode: Mode,
+    workers: usize,
+    batch: usize,
+    messages: u64,
+    durability: Durability,
+) -> Result<BenchRun, String> {
+    let before = ceiling.burst()?;
+    let mut run = measure(dir, mode, workers, batch, messages, durability, before)?;
+    let around = (before + ceiling.burst()?) / 2.0;
+    run.ceiling_txn_per_s = around;
+    run.ratio = run.msgs_per_s / (around / 2.0);
+    Ok(run)
 }
 
 /// One measured run on a freshly seeded database.
@@ -241,6 +288,7 @@ pub fn measure(
         batch,
         msgs_per_s,
         ratio: msgs_per_s / (ceiling / 2.0),
+        ceiling_txn_per_s: ceiling,
         per_worker,
         seconds,
         exactly_once,
@@ -309,50 +357,49 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchR
         .tempdir()
         .map_err(|e| format!("cannot create a temporary folder: {e}"))?;
     let d = opts.durability;
-    progress("ceiling");
-    let ceiling = ceiling(dir.path(), d)?;
+    let mut ceiling = Ceiling::new(dir.path(), d)?;
     let mut runs = Vec::new();
     for &w in &opts.workers {
         progress(&format!("leased, {w} workers"));
-        runs.push(measure(
+        runs.push(measured(
+            &mut ceiling,
             dir.path(),
             Mode::Leased,
             w,
             1,
             opts.messages,
             d,
-            ceiling,
         )?);
         progress(&format!("batch {}, {w} workers", opts.batch));
-        runs.push(measure(
+        runs.push(measured(
+            &mut ceiling,
             dir.path(),
             Mode::Batch,
             w,
             opts.batch,
             opts.messages,
             d,
-            ceiling,
         )?);
-        clean(dir.path());
+        clean(dir.path(), "ceiling.db");
     }
     for w in [1, 2] {
         progress(&format!("naive, {w} workers"));
-        runs.push(measure(
+        runs.push(measured(
+            &mut ceiling,
             dir.path(),
             Mode::Naive,
             w,
             1,
             opts.messages,
             d,
-            ceiling,
         )?);
-        clean(dir.path());
+        clean(dir.path(), "ceiling.db");
     }
     let scaling = match opts.scale_to {
         Some(large) => {
             progress(&format!("scaling, 1000 vs {large} messages"));
-            let small_run = measure(dir.path(), Mode::Leased, 1, 1, 1_000, d, ceiling)?;
-            let large_run = measure(dir.path(), Mode::Leased, 1, 1, large, d, ceiling)?;
+            let small_run = measure(dir.path(), Mode::Leased, 1, 1, 1_000, d, 1.0)?;
+            let large_run = measure(dir.path(), Mode::Leased, 1, 1, large, d, 1.0)?;
             let small = 1e6 / small_run.msgs_per_s;
             let big = 1e6 / large_run.msgs_per_s;
             Some(Scaling {
@@ -365,20 +412,23 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchR
         }
         None => None,
     };
+    let ceiling_txn_per_s = ceiling.median();
     Ok(BenchReport {
         synchronous: d.pragma().to_lowercase(),
         messages: opts.messages,
-        ceiling_txn_per_s: ceiling,
+        ceiling_txn_per_s,
         runs,
         scaling,
     })
 }
 
 /// Remove the databases of finished runs so a long bench does not fill the disk.
-fn clean(dir: &Path) {
+fn clean(dir: &Path, keep: &str) {
     if let Ok(entries) = std::fs::read_dir(dir) {
         for e in entries.flatten() {
-            let _ = std::fs::remove_file(e.path());
+            if !e.file_name().to_string_lossy().starts_with(keep) {
+                let _ = std::fs::remove_file(e.path());
+            }
         }
     }
 }
