@@ -480,7 +480,7 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
             h.map_or(0, |m| m.claims),
             format!("v{}", row.lease_version),
             h.map_or(0, |m| m.runs),
-            h.map_or(String::new(), |m| m.processed_by.join(", "))
+            h.map_or(String::new(), |m| m.processed_by().join(", "))
         );
     }
     if o.messages as usize > TABLE_ROWS {

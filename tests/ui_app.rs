@@ -168,10 +168,9 @@ fn crash_while_holding_then_the_other_worker_takes_over_after_expiry() {
     app.refresh(20, 10);
     assert_eq!(app.workers[0].status.state, WorkerState::Crashed);
     wait_for(&mut app, "Worker-B to reclaim", |a| {
-        a.ledger
-            .messages
-            .get(&held.id)
-            .is_some_and(|m| m.processed_by == ["Worker-B".to_string()] && m.claims >= 2)
+        a.ledger.messages.get(&held.id).is_some_and(|m| {
+            m.processed_by().iter().map(|n| &**n).eq(["Worker-B"]) && m.claims >= 2
+        })
     });
     assert_eq!(app.ledger.ownership_violations, 0);
     assert!(app.log.contains(&format!("RECLAIMED {}", held.key)));

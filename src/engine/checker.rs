@@ -129,7 +129,7 @@ pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
         }
         let mut steps = m.steps.clone();
         steps.sort_by_key(|(seq, _)| *seq);
-        let mut previous: Option<(String, i64)> = None;
+        let mut previous: Option<(std::sync::Arc<str>, i64)> = None;
         let mut newest: Option<i64> = None;
         for (_, step) in &steps {
             match step {
@@ -193,7 +193,7 @@ pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
             ));
         }
         if row.status == "Processing" {
-            let owner = newest_claim.as_ref().map(|(o, _)| o.as_str());
+            let owner = newest_claim.as_ref().map(|(o, _)| &**o);
             if row.locked_by.as_deref() != owner {
                 wrong.push(format!(
                     "locked by {:?}, newest claim by {owner:?}",

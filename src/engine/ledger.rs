@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use super::events::{Event, EventKind};
 use super::provider::ProviderStatus;
@@ -14,20 +15,20 @@ use super::worker::base_name;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HistoryStep {
     Claim {
-        owner: String,
+        owner: Arc<str>,
         version: i64,
         at_ms: i64,
         until_ms: i64,
     },
     /// A committed ownership-guarded finalize.
     Finalize {
-        owner: String,
+        owner: Arc<str>,
         version: i64,
         status: ProviderStatus,
     },
     /// Leasing off: an unconditional write.
     Mark {
-        owner: String,
+        owner: Arc<str>,
         status: ProviderStatus,
     },
 }
@@ -44,11 +45,33 @@ pub struct MessageHistory {
     /// (commit stamp, step), in arrival order; sorted when evaluated.
     pub steps: Vec<(u64, HistoryStep)>,
     pub violations: u32,
-    /// Who wrote its results, in order.
-    pub processed_by: Vec<String>,
 }
 
 impl MessageHistory {
+    /// Most messages see a claim and a finalize: room for exactly two steps at first
+    /// (a growing Vec would reserve four), which matters at 100,000 histories.
+    fn record(&mut self, step: (u64, HistoryStep)) {
+        if self.steps.capacity() == 0 {
+            self.steps.reserve_exact(2);
+        }
+        self.steps.push(step);
+    }
+
+    /// Who wrote its results, in commit order.
+    pub fn processed_by(&self) -> Vec<Arc<str>> {
+        let mut steps: Vec<&(u64, HistoryStep)> = self.steps.iter().collect();
+        steps.sort_by_key(|(seq, _)| *seq);
+        steps
+            .into_iter()
+            .filter_map(|(_, s)| match s {
+                HistoryStep::Finalize { owner, .. } | HistoryStep::Mark { owner, .. } => {
+                    Some(owner.clone())
+                }
+                HistoryStep::Claim { .. } => None,
+            })
+            .collect()
+    }
+
     /// Finalizes whose lease version was not the newest claim at their commit.
     fn count_violations(&mut self) -> u32 {
         self.steps.sort_by_key(|(seq, _)| *seq);
@@ -98,6 +121,8 @@ pub struct Ledger {
     pub events_seen: u64,
     unique: u64,
     duplicated: u64,
+    /// One shared copy of each worker name: 100,000 histories need not hold 300,000 strings.
+    names: HashMap<String, Arc<str>>,
     /// Seeding creates ids 1..=seeded_upto; payments added later are listed in `added`.
     pub seeded_upto: i64,
     pub added: BTreeSet<i64>,
@@ -111,6 +136,7 @@ impl Ledger {
     pub fn apply(&mut self, ev: &Event) {
         self.events_seen += 1;
         let worker = base_name(&ev.actor).to_string();
+        let actor = self.name(&ev.actor);
         match &ev.kind {
             EventKind::Claimed {
                 id,
@@ -125,10 +151,10 @@ impl Ledger {
                 }
                 let m = self.message(*id, key);
                 m.claims += 1;
-                m.steps.push((
+                m.record((
                     ev.seq,
                     HistoryStep::Claim {
-                        owner: ev.actor.clone(),
+                        owner: actor.clone(),
                         version: *version,
                         at_ms: ev.at_ms,
                         until_ms: *until_ms,
@@ -157,11 +183,10 @@ impl Ledger {
                 *self.per_worker.entry(worker).or_default() += 1;
                 self.count_run(*id, key);
                 let m = self.message(*id, key);
-                m.processed_by.push(ev.actor.clone());
-                m.steps.push((
+                m.record((
                     ev.seq,
                     HistoryStep::Finalize {
-                        owner: ev.actor.clone(),
+                        owner: actor.clone(),
                         version: *version,
                         status: *status,
                     },
@@ -177,11 +202,10 @@ impl Ledger {
                 *self.per_worker.entry(worker).or_default() += 1;
                 self.count_run(*id, key);
                 let m = self.message(*id, key);
-                m.processed_by.push(ev.actor.clone());
-                m.steps.push((
+                m.record((
                     ev.seq,
                     HistoryStep::Mark {
-                        owner: ev.actor.clone(),
+                        owner: actor.clone(),
                         status: *status,
                     },
                 ));
@@ -205,6 +229,15 @@ impl Ledger {
             | EventKind::LeasingChanged { .. }
             | EventKind::Note { .. } => {}
         }
+    }
+
+    fn name(&mut self, actor: &str) -> Arc<str> {
+        if let Some(n) = self.names.get(actor) {
+            return n.clone();
+        }
+        let n: Arc<str> = Arc::from(actor);
+        self.names.insert(actor.to_string(), n.clone());
+        n
     }
 
     /// One more result written for this message; keeps the unique and duplicate counts.

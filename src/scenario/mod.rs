@@ -222,10 +222,9 @@ impl StoryProof {
                 _ => {}
             }
         }
-        p.reclaimed_processed_once = ledger
-            .messages
-            .get(&1)
-            .is_some_and(|m| m.runs == 1 && m.attempts == 1 && m.processed_by == [b.clone()]);
+        p.reclaimed_processed_once = ledger.messages.get(&1).is_some_and(|m| {
+            m.runs == 1 && m.attempts == 1 && m.processed_by().iter().map(|n| &**n).eq([b.as_str()])
+        });
         p
     }
 }
