@@ -365,3 +365,28 @@ fn a_log_scrolled_back_stays_put_while_workers_poll() {
     let seen = app.log.len() - app.log_back;
     assert_eq!(app.log.lines()[seen - 1].text, anchor);
 }
+
+#[test]
+fn the_history_check_is_clean_with_leases_and_finds_duplicates_without() {
+    // 50 ms of real time per message: both workers load the outbox before either is done.
+    let fast = |no_leasing| DashboardOptions {
+        process_ms: Some(200),
+        speed: Some(4.0),
+        no_leasing,
+        ..DashboardOptions::default()
+    };
+    let mut on = app(fast(false));
+    assert!(on.history.is_none());
+    on.start();
+    wait_for(&mut on, "a clean verdict after the drain", |a| {
+        a.history.as_ref().is_some_and(|h| h.passed())
+    });
+    assert_eq!(on.history.as_ref().unwrap().processed, 6);
+
+    let mut off = app(fast(true));
+    off.start();
+    wait_for(&mut off, "the checker to find duplicates", |a| {
+        a.history.as_ref().is_some_and(|h| h.duplicated.count > 0)
+    });
+    assert!(!off.history.as_ref().unwrap().passed());
+}

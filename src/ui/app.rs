@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 use crossterm::event::{KeyCode, KeyEvent};
 
+use crate::engine::checker::{self, HistoryCheck};
 use crate::engine::clock::hms;
 use crate::engine::events::Event;
 use crate::engine::ledger::Ledger;
@@ -103,6 +104,10 @@ pub struct App {
     pub table_page: u16,
     pub log_page: u16,
     counts_at: Option<Instant>,
+    /// The history checker's verdict, taken once each time the outbox drains.
+    pub history: Option<HistoryCheck>,
+    /// What the ledger looked like when `history` was taken (claims, results, rejections).
+    history_key: (u64, u64, u64, i64, usize),
 }
 
 impl App {
@@ -171,6 +176,8 @@ impl App {
             table_page: 10,
             log_page: 5,
             counts_at: None,
+            history: None,
+            history_key: (0, 0, 0, 0, 0),
             engine,
         };
         app.absorb_events();
@@ -268,12 +275,37 @@ impl App {
                     .table_offset
                     .min(v.total.saturating_sub(self.table_page as u64));
                 self.db = v;
+                self.check_history();
             }
             Err(e) => self.db.error = Some(e.to_string()),
         }
         self.log_back = self
             .log_back
             .min(self.log.len().saturating_sub(self.log_page as usize));
+    }
+
+    /// Run the history checker when the outbox has drained and the work changed since the
+    /// last verdict (not on every idle claim: at 100,000 rows it reads every row).
+    fn check_history(&mut self) {
+        let l = &self.ledger;
+        let key = (
+            l.claims_ok,
+            l.results_written(),
+            l.rejected_finalizes,
+            l.seeded_upto,
+            l.added.len(),
+        );
+        if !self.drained() {
+            self.history = None;
+            return;
+        }
+        if self.history.is_some() && key == self.history_key {
+            return;
+        }
+        if let Ok(rows) = self.reader.messages(0, self.db.total) {
+            self.history = Some(checker::check(&self.ledger, &rows));
+            self.history_key = key;
+        }
     }
 
     /// Nothing left for anyone: Pending and Processing are both empty.

@@ -53,7 +53,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         ("crashes", l.crashes, t.base),
         ("restarts", l.restarts, t.base),
     ];
-    figures.extend(extra.into_iter().take(rows.saturating_sub(6)));
+    figures.extend(extra.into_iter().take(rows.saturating_sub(7)));
     for (label, n, style) in figures {
         let number = n.to_string();
         let pad = width.saturating_sub(label.len() + number.len()).max(1);
@@ -63,5 +63,31 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
             styled(number, style),
         ]));
     }
+    // The history checker's verdict once the outbox has drained, as the reports give it.
+    let (verdict, style) = match &app.history {
+        None => ("after the drain".to_string(), t.dim),
+        Some(h) if h.passed() => ("clean".to_string(), t.good),
+        Some(h) => {
+            let problems: u64 = [
+                &h.lost,
+                &h.duplicated,
+                &h.unexpected,
+                &h.overlapping_leases,
+                &h.non_owner_finalizes,
+                &h.state_mismatches,
+            ]
+            .iter()
+            .map(|f| f.count)
+            .sum();
+            (format!("{problems} problems"), t.bad)
+        }
+    };
+    let label = "history check";
+    let pad = width.saturating_sub(label.len() + verdict.len()).max(1);
+    lines.push(Line::from(vec![
+        Span::raw(label),
+        Span::raw(" ".repeat(pad)),
+        styled(verdict, style),
+    ]));
     frame.render_widget(Paragraph::new(lines).block(block), area);
 }
