@@ -74,3 +74,25 @@ fn the_bench_report_has_the_documented_shape() {
     assert!(j["scaling"]["cost_ratio"].as_f64().unwrap() > 0.0);
     assert!(report.text().contains("target: leased, 4 workers"));
 }
+
+#[test]
+fn a_target_bound_is_a_floor_for_ratios_and_a_ceiling_for_the_scaling_cost() {
+    use leaselab::bench::Target;
+    let floor = |got| Target {
+        what: "ratio",
+        bound: 0.4,
+        at_most: false,
+        got: Some(got),
+    };
+    let ceiling = |got| Target {
+        what: "cost",
+        bound: 1.3,
+        at_most: true,
+        got: Some(got),
+    };
+    assert_eq!(floor(0.42).met(), Some(true));
+    assert_eq!(floor(0.39).met(), Some(false));
+    assert_eq!(ceiling(1.03).met(), Some(true));
+    assert_eq!(ceiling(1.31).met(), Some(false));
+    assert_eq!(ceiling(0.97).to_string(), "cost <= 1.3: 0.97, met");
+}
