@@ -43,8 +43,9 @@ pub const MIN_HEIGHT: u16 = 24;
 const HEADER_H: u16 = 1;
 const STRIP_H: u16 = 1;
 const FOOTER_H: u16 = 1;
-/// Six ledger lines and the borders (more show when there is room).
-const LEDGER_H: u16 = 8;
+/// Seven ledger lines (the last is the history check) and the borders; more show when
+/// there is room.
+const LEDGER_H: u16 = 9;
 const MAX_WORKER_LINES: u16 = 8;
 const MAX_LANES: u16 = 8;
 const LOG_MIN_H: u16 = 4;
