@@ -64,6 +64,19 @@ pub struct Target {
     pub got: Option<f64>,
 }
 
+impl Serialize for Target {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Target", 5)?;
+        st.serialize_field("what", self.what)?;
+        st.serialize_field("bound", &self.bound)?;
+        st.serialize_field("at_most", &self.at_most)?;
+        st.serialize_field("got", &self.got)?;
+        st.serialize_field("met", &self.met())?;
+        st.end()
+    }
+}
+
 impl Target {
     pub fn met(&self) -> Option<bool> {
         self.got.map(|v| {
@@ -107,6 +120,8 @@ pub struct BenchReport {
     pub runs: Vec<BenchRun>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scaling: Option<Scaling>,
+    /// The targets with what this run measured (filled in by [`run`]).
+    pub targets: Vec<Target>,
 }
 
 impl BenchReport {
@@ -443,13 +458,16 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchR
         None => None,
     };
     let ceiling_txn_per_s = ceiling.median();
-    Ok(BenchReport {
+    let mut report = BenchReport {
         synchronous: d.pragma().to_lowercase(),
         messages: opts.messages,
         ceiling_txn_per_s,
         runs,
         scaling,
-    })
+        targets: Vec::new(),
+    };
+    report.targets = report.targets();
+    Ok(report)
 }
 
 /// Remove the databases of finished runs so a long bench does not fill the disk.

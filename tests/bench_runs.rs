@@ -72,6 +72,11 @@ fn the_bench_report_has_the_documented_shape() {
         .iter()
         .any(|r| r["mode"] == "batch" && r["batch"] == 16));
     assert!(j["scaling"]["cost_ratio"].as_f64().unwrap() > 0.0);
+    let targets = j["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 3, "{targets:?}");
+    for t in targets {
+        assert!(t["met"].is_boolean() && t["bound"].is_f64(), "{t}");
+    }
     assert!(report.text().contains("target: leased, 4 workers"));
 }
 
