@@ -79,6 +79,23 @@ impl Scenario {
         !matches!(self, Scenario::CompetingNoClaim)
     }
 
+    /// Refuse a setup that cannot tell this story: lease-expiry needs leases, and the
+    /// recovery story (`story`) needs Worker-A and Worker-B.
+    pub fn check_setup(self, leasing: bool, workers: usize, story: bool) -> Result<(), String> {
+        if self == Scenario::LeaseExpiry && !leasing {
+            return Err(
+                "lease-expiry is a story about leases; it cannot run with --no-leasing".into(),
+            );
+        }
+        if story && workers < 2 {
+            return Err(format!(
+                "{} needs at least 2 workers (the story has Worker-A and Worker-B)",
+                self.name()
+            ));
+        }
+        Ok(())
+    }
+
     /// Does it open with the lease-expiry recovery?
     pub fn has_story(self) -> bool {
         matches!(self, Scenario::OutboxLeasing | Scenario::LeaseExpiry)
@@ -323,19 +340,11 @@ impl From<StoreError> for RunError {
 /// Run a scenario headless from start to end.
 pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError> {
     let leasing = scenario.leasing() && !opts.no_leasing;
-    if scenario == Scenario::LeaseExpiry && !leasing {
-        return Err(RunError::Usage(
-            "lease-expiry is a story about leases; it cannot run with --no-leasing".into(),
-        ));
-    }
     let story = scenario.has_story() && leasing;
     let workers = opts.workers.unwrap_or(scenario.default_workers());
-    if story && workers < 2 {
-        return Err(RunError::Usage(format!(
-            "{} needs at least 2 workers (the story has Worker-A and Worker-B)",
-            scenario.name()
-        )));
-    }
+    scenario
+        .check_setup(leasing, workers, story)
+        .map_err(RunError::Usage)?;
     let messages = opts.messages.unwrap_or(scenario.default_messages());
     let started = Instant::now();
     let config = EngineConfig {

@@ -115,17 +115,8 @@ impl App {
     pub fn new(opts: DashboardOptions, theme: Theme) -> Result<App, String> {
         let scenario = opts.scenario;
         let leasing = scenario.leasing() && !opts.no_leasing;
-        if scenario == Scenario::LeaseExpiry && !leasing {
-            return Err(
-                "lease-expiry is a story about leases; it cannot run with --no-leasing".into(),
-            );
-        }
-        if scenario == Scenario::LeaseExpiry && opts.workers < 2 {
-            return Err(
-                "lease-expiry needs at least 2 workers (the story has Worker-A and Worker-B)"
-                    .into(),
-            );
-        }
+        // The dashboard steps the story only for lease-expiry; outbox-leasing runs freely.
+        scenario.check_setup(leasing, opts.workers, scenario == Scenario::LeaseExpiry)?;
         let messages = opts.messages.unwrap_or(scenario.default_messages());
         let lease_ms = opts.lease_ms.unwrap_or(DEFAULT_LEASE_MS);
         let speed = opts.speed.unwrap_or(DEFAULT_SPEED);
