@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::engine::clock::{hms, iso, SCENARIO_START_MS};
 use crate::engine::events::EventKind;
-use crate::engine::store::{DbOrigin, SCHEMA_SQL};
+use crate::engine::store::DbOrigin;
 use crate::engine::worker::worker_name;
 use crate::scenario::{RunOutcome, Scenario};
 
@@ -360,7 +360,13 @@ fn to_json(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Val
         "seed": o.seed,
         "faults": o.faults,
         "sqlite_busy_absorbed": o.busy_met,
-        "database": { "path": o.db_path, "kept": o.db_kept, "reused": o.db_origin == DbOrigin::Reused },
+        "database": {
+            "path": o.db_path,
+            "kept": o.db_kept,
+            "reused": o.db_origin == DbOrigin::Reused,
+            "recovered_from": o.db_recovered,
+        },
+        "db_recovered": o.db_recovered.is_some(),
         "elapsed_ms": o.elapsed.as_millis() as u64,
         "checks": checks,
         "verdict": verdict,
@@ -408,6 +414,12 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
             (true, DbOrigin::Reused) => "an earlier leaselab database, emptied, reseeded and kept",
         }
     );
+    if let Some(holder) = &o.db_recovered {
+        let _ = writeln!(
+            t,
+            "recovered  the database of a run that ended without releasing it ({holder})"
+        );
+    }
     let _ = writeln!(t, "clock      starts {}", iso(SCENARIO_START_MS));
     if let Some(seed) = o.seed {
         let _ = writeln!(
@@ -423,9 +435,11 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
         );
     }
 
-    let _ = writeln!(t, "\nSchema");
-    for line in SCHEMA_SQL.lines().filter(|l| !l.trim().is_empty()) {
-        let _ = writeln!(t, "  {line}");
+    let _ = writeln!(t, "\nSchema (as the database file holds it)");
+    for statement in &o.schema {
+        for line in format!("{statement};").lines() {
+            let _ = writeln!(t, "  {line}");
+        }
     }
 
     if let Some(p) = &o.story {

@@ -4,6 +4,7 @@
 
 pub mod checker;
 pub mod clock;
+pub mod db_lock;
 pub mod events;
 pub mod ledger;
 pub mod provider;
@@ -17,6 +18,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 
 use clock::{Clock, SCENARIO_START_MS};
+use db_lock::DbLock;
 use events::{Event, EventKind, ENGINE};
 use provider::Provider;
 use store::{DbOrigin, Durability, Store, StoreError, StoreShared};
@@ -57,6 +59,8 @@ pub struct Engine {
     pub config: EngineConfig,
     pub db_path: PathBuf,
     pub origin: DbOrigin,
+    /// The run that held this database last and ended without releasing it, if any.
+    pub recovered: Option<String>,
     pub clock: Arc<Clock>,
     pub provider: Arc<Provider>,
     pub settings: Arc<Settings>,
@@ -65,6 +69,8 @@ pub struct Engine {
     workers: Vec<WorkerHandle>,
     events_tx: Sender<Event>,
     events_rx: Receiver<Event>,
+    /// This process's claim on a kept database, released after the connections close.
+    _lock: Option<DbLock>,
     /// Dropped last: removes the temporary database folder.
     _tmp: Option<tempfile::TempDir>,
 }
@@ -86,6 +92,11 @@ impl Engine {
                 (Some(dir), path)
             }
         };
+        // A kept database belongs to one leaselab at a time; a temporary one is ours alone.
+        let lock = match &config.db {
+            Some(p) => Some(claim_database(p)?),
+            None => None,
+        };
         let shared = Arc::new(StoreShared::new(config.durability));
         let (store, origin) = Store::create(&db_path, shared.clone())?;
         let (events_tx, events_rx) = crossbeam_channel::unbounded();
@@ -99,6 +110,7 @@ impl Engine {
             config,
             db_path,
             origin,
+            recovered: lock.as_ref().and_then(|l| l.recovered.clone()),
             clock: Arc::new(Clock::frozen_at(SCENARIO_START_MS)),
             provider: Arc::new(Provider::new()),
             shared,
@@ -106,6 +118,7 @@ impl Engine {
             workers: Vec::new(),
             events_tx,
             events_rx,
+            _lock: lock,
             _tmp: tmp,
         };
         engine.seed()?;
@@ -291,6 +304,19 @@ impl Engine {
     pub fn worker_states(&self) -> Vec<WorkerState> {
         self.workers.iter().map(|w| w.status().state).collect()
     }
+}
+
+/// Check what is at `db` without writing, then lock it. Something that is not ours is
+/// refused untouched (no lock file is made beside it), unless another leaselab holds it,
+/// which is the better answer while that one is still making the file.
+fn claim_database(db: &Path) -> Result<DbLock, StoreError> {
+    if let Err(e) = store::inspect(db) {
+        return Err(match DbLock::holder(db) {
+            Some(holder) => db_lock::in_use(db, &holder),
+            None => e,
+        });
+    }
+    DbLock::acquire(db)
 }
 
 /// A single action is one short transaction; this only guards against a wedged worker.

@@ -17,6 +17,15 @@ use super::provider::{Caller, Provider, StatusCheck};
 
 pub const SCHEMA_SQL: &str = include_str!("../../assets/schema.sql");
 
+/// `PRAGMA application_id` of every leaselab database ("LSLB"): the marker that tells our
+/// files from another application's before anything is written.
+pub const APPLICATION_ID: i32 = 0x4C53_4C42;
+/// `PRAGMA user_version`: the version of `assets/schema.sql` a database was made with.
+pub const SCHEMA_VERSION: i32 = 1;
+/// The longest absolute database path SQLite opens: its 512-byte path buffer must also
+/// hold the `-journal` name.
+pub const MAX_PATH_BYTES: usize = 504;
+
 /// How long a connection keeps retrying a locked database before giving up.
 const BUSY_GIVE_UP: Duration = Duration::from_secs(30);
 /// How long a connection waits before asking for a locked database again.
@@ -27,6 +36,10 @@ pub enum StoreError {
     Sqlite(rusqlite::Error),
     /// The file exists and is not a leaselab database; it was left untouched.
     Foreign(String),
+    /// Another leaselab process holds the database; it was left untouched.
+    InUse(String),
+    /// The path cannot hold a database (too long, folder missing or not writable).
+    BadPath(String),
     Io(String),
     /// A failure injected by a test between two statements of one transaction.
     Injected(String),
@@ -36,8 +49,22 @@ impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StoreError::Sqlite(e) => write!(f, "SQLite: {e}"),
-            StoreError::Foreign(m) | StoreError::Io(m) | StoreError::Injected(m) => f.write_str(m),
+            StoreError::Foreign(m)
+            | StoreError::InUse(m)
+            | StoreError::BadPath(m)
+            | StoreError::Io(m)
+            | StoreError::Injected(m) => f.write_str(m),
         }
+    }
+}
+
+impl StoreError {
+    /// True when the `--db` given cannot be used (bad input, not a failure of the run).
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Foreign(_) | StoreError::InUse(_) | StoreError::BadPath(_)
+        )
     }
 }
 
@@ -128,6 +155,16 @@ pub enum DbOrigin {
     Created,
     /// An existing leaselab database, emptied and reseeded.
     Reused,
+}
+
+/// What [`identify`] found at a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Identity {
+    Absent,
+    /// Our marker and exactly our schema.
+    Marked,
+    /// Exactly our schema without the marker: made by a leaselab before the marker existed.
+    Unmarked,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -230,18 +267,56 @@ pub fn payment_key(n: u64) -> String {
 
 impl Store {
     /// Open the database for an engine: create it, or reuse an existing leaselab database
-    /// (emptied by the caller's seeding). Anything else at `path` is refused untouched.
+    /// (emptied by the caller's seeding). Anything else at `path` is refused before a single
+    /// byte is written. A leaselab database made before the marker existed is accepted only
+    /// when its schema is exactly ours, and is then stamped with the marker.
     pub fn create(path: &Path, shared: Arc<StoreShared>) -> Result<(Store, DbOrigin)> {
-        let origin = inspect(path)?;
+        match identify(path)? {
+            Identity::Absent => {
+                let made = Store::make(path, shared);
+                if made.is_err() {
+                    // Leave no half-made file behind: the next run would refuse it as foreign.
+                    for suffix in ["", "-wal", "-shm", "-journal"] {
+                        let mut p = path.as_os_str().to_owned();
+                        p.push(suffix);
+                        let _ = std::fs::remove_file(p);
+                    }
+                }
+                Ok((made?, DbOrigin::Created))
+            }
+            Identity::Marked => {
+                let store = Store::open(path, shared).map_err(|e| open_failure(path, e))?;
+                Ok((store, DbOrigin::Reused))
+            }
+            Identity::Unmarked => {
+                let mut store = Store::open(path, shared).map_err(|e| open_failure(path, e))?;
+                let tx = store
+                    .conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)?;
+                tx.execute_batch(&marker_sql())?;
+                tx.commit()?;
+                Ok((store, DbOrigin::Reused))
+            }
+        }
+    }
+
+    /// A new database: the schema and the marker in one transaction.
+    fn make(path: &Path, shared: Arc<StoreShared>) -> Result<Store> {
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        let store = Store::configure(conn, path, shared)?;
-        store.conn.execute_batch(SCHEMA_SQL)?;
-        Ok((store, origin))
+        )
+        .map_err(|e| open_failure(path, e.into()))?;
+        let mut store = Store::configure(conn, path, shared).map_err(|e| open_failure(path, e))?;
+        let tx = store
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute_batch(SCHEMA_SQL)?;
+        tx.execute_batch(&marker_sql())?;
+        tx.commit()?;
+        Ok(store)
     }
 
     /// Open another connection to a database that [`Store::create`] prepared.
@@ -774,6 +849,18 @@ impl Store {
         Ok(n as u64)
     }
 
+    /// The schema as this database file holds it (`sqlite_schema`), one statement each,
+    /// in the order it was created.
+    pub fn schema(&self) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid",
+        )?;
+        let rows = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// `EXPLAIN QUERY PLAN` of the claim statement, one line per plan step.
     pub fn claim_query_plan(&self) -> Result<Vec<String>> {
         let mut stmt = self
@@ -839,25 +926,31 @@ fn take_lease(
     }))
 }
 
-/// Decide what an existing path is, touching nothing: absent (to be created), a leaselab
-/// database (reused), or anything else (refused).
+/// Decide what a path is, writing nothing: absent (to be created), a leaselab database
+/// (reused), or anything else (refused).
 pub fn inspect(path: &Path) -> Result<DbOrigin> {
+    Ok(match identify(path)? {
+        Identity::Absent => DbOrigin::Created,
+        Identity::Marked | Identity::Unmarked => DbOrigin::Reused,
+    })
+}
+
+fn identify(path: &Path) -> Result<Identity> {
     let shown = path.display();
+    check_path_length(path)?;
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-            if let Some(dir) = parent {
-                if !dir.is_dir() {
-                    return Err(StoreError::Io(format!(
-                        "{shown}: folder {} does not exist",
-                        dir.display()
-                    )));
-                }
+            let dir = folder_of(path);
+            if !dir.is_dir() {
+                return Err(StoreError::BadPath(format!(
+                    "{shown}: folder {} does not exist",
+                    dir.display()
+                )));
             }
-            return Ok(DbOrigin::Created);
+            return Ok(Identity::Absent);
         }
-        Err(e) => return Err(StoreError::Io(format!("{shown}: {e}"))),
+        Err(e) => return Err(StoreError::BadPath(format!("{shown}: cannot be opened: {e}"))),
     };
     if meta.is_dir() {
         return Err(StoreError::Foreign(format!(
@@ -867,24 +960,223 @@ pub fn inspect(path: &Path) -> Result<DbOrigin> {
     let mut header = [0u8; 16];
     let read = std::fs::File::open(path)
         .and_then(|mut f| f.read(&mut header))
-        .map_err(|e| StoreError::Io(format!("{shown}: cannot read: {e}")))?;
+        .map_err(|e| StoreError::BadPath(format!("{shown}: cannot read: {e}")))?;
     if read < 16 || &header != b"SQLite format 3\0" {
         return Err(StoreError::Foreign(format!(
             "{shown} exists and is not a SQLite database; refusing to touch it"
         )));
     }
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .map_err(|e| StoreError::Io(format!("{shown}: cannot open: {e}")))?;
-    let mut tables: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
-        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-        .map_err(|e| StoreError::Foreign(format!("{shown}: not a readable SQLite database: {e}")))?;
-    tables.sort();
-    if tables != ["OutboxMessages", "Payments"] {
+    let conn = open_untouched(path).map_err(|e| match folder_not_writable(path) {
+        Some(why) => StoreError::BadPath(format!("{shown}: {why}")),
+        None => StoreError::Foreign(format!("{shown}: not a readable SQLite database: {e}")),
+    })?;
+    let unreadable =
+        |e: rusqlite::Error| StoreError::Foreign(format!("{shown}: not a readable SQLite database: {e}"));
+    let app_id: i32 = conn
+        .query_row("PRAGMA application_id", [], |r| r.get(0))
+        .map_err(unreadable)?;
+    let version: i32 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(unreadable)?;
+    if app_id != 0 && app_id != APPLICATION_ID {
         return Err(StoreError::Foreign(format!(
-            "{shown} is a SQLite database of another application (tables: {}); refusing to touch it",
-            if tables.is_empty() { "none".to_string() } else { tables.join(", ") }
+            "{shown} belongs to another application (application_id {app_id:#010x}); refusing to touch it"
         )));
     }
-    Ok(DbOrigin::Reused)
+    let ours = app_id == APPLICATION_ID;
+    if ours && version != SCHEMA_VERSION {
+        return Err(StoreError::Foreign(format!(
+            "{shown} is a leaselab database of schema version {version}, this leaselab knows version {SCHEMA_VERSION}; refusing to touch it"
+        )));
+    }
+    let difference = schema_difference(&conn).map_err(unreadable)?;
+    match (ours, difference) {
+        (true, None) => Ok(Identity::Marked),
+        (true, Some(why)) => Err(StoreError::Foreign(format!(
+            "{shown} is a leaselab database whose schema was changed ({why}); refusing to touch it"
+        ))),
+        // An earlier leaselab set no marker, and no user_version either.
+        (false, None) if version == 0 => Ok(Identity::Unmarked),
+        (false, None) => Err(StoreError::Foreign(format!(
+            "{shown} is a SQLite database of another application (user_version {version}); refusing to touch it"
+        ))),
+        (false, Some(why)) => Err(StoreError::Foreign(format!(
+            "{shown} is a SQLite database of another application ({why}); refusing to touch it"
+        ))),
+    }
+}
+
+/// The marker every leaselab database carries, set in the transaction that makes it.
+fn marker_sql() -> String {
+    format!("PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION};")
+}
+
+/// The folder a database file lives in (`.` for a bare file name).
+fn folder_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// SQLite would answer an over-long path with a bare "unable to open database file".
+fn check_path_length(path: &Path) -> Result<()> {
+    let shown = path.display();
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let bytes = absolute.as_os_str().len();
+    if bytes > MAX_PATH_BYTES {
+        return Err(StoreError::BadPath(format!(
+            "{shown}: path too long to open ({bytes} bytes as an absolute path; SQLite takes at most {MAX_PATH_BYTES})"
+        )));
+    }
+    // The -wal file and the .lock file live beside the database under longer names.
+    let name = path.file_name().map_or(0, |n| n.len());
+    if name > 250 {
+        return Err(StoreError::BadPath(format!(
+            "{shown}: file name too long ({name} bytes; at most 250, so that its -wal and .lock files fit beside it)"
+        )));
+    }
+    Ok(())
+}
+
+/// Why SQLite could not create or open `path`, when its folder is the cause.
+fn folder_not_writable(path: &Path) -> Option<String> {
+    let dir = folder_of(path);
+    // An unnamed temporary file (O_TMPFILE) asks the file system itself and leaves nothing.
+    tempfile::tempfile_in(dir).err().map(|e| {
+        format!(
+            "folder {} is not writable, and SQLite must write beside the database ({e})",
+            dir.display()
+        )
+    })
+}
+
+/// Turn SQLite's bare "unable to open database file" into a line that names the cause.
+fn open_failure(path: &Path, e: StoreError) -> StoreError {
+    let cannot_open = matches!(
+        &e,
+        StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, _))
+            if matches!(f.code, rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+    );
+    if !cannot_open {
+        return e;
+    }
+    let shown = path.display();
+    match folder_not_writable(path) {
+        Some(why) => StoreError::BadPath(format!("{shown}: cannot create or write the database: {why}")),
+        None => StoreError::BadPath(format!("{shown}: cannot be opened for writing: {e}")),
+    }
+}
+
+/// A read-only connection that creates nothing beside the file. A plain read-only open of
+/// a WAL database creates its -wal and -shm files; with no -wal present there is nothing
+/// but the main file to read, so it is opened as immutable.
+fn open_untouched(path: &Path) -> rusqlite::Result<Connection> {
+    use std::os::unix::ffi::OsStrExt;
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut uri = String::from("file:");
+    for &b in absolute.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    let mut wal = absolute.into_os_string();
+    wal.push("-wal");
+    uri.push_str("?mode=ro");
+    if !Path::new(&wal).exists() {
+        uri.push_str("&immutable=1");
+    }
+    Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+}
+
+/// Every table and index with its SQL, as `sqlite_schema` holds them.
+type SchemaObject = (String, String, Option<String>);
+
+fn schema_objects(conn: &Connection) -> rusqlite::Result<Vec<SchemaObject>> {
+    conn.prepare(
+        "SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY type DESC, name",
+    )?
+    .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+    .collect()
+}
+
+/// A table's columns: name, declared type, NOT NULL, default, primary-key position.
+type Column = (String, String, bool, Option<String>, i64);
+
+fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<Column>> {
+    conn.prepare(r#"SELECT name, type, "notnull", dflt_value, pk FROM pragma_table_xinfo(?1)"#)?
+        .query_map([table], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?
+        .collect()
+}
+
+/// The first way the database's schema differs from a fresh one made from
+/// `assets/schema.sql`, or None when it is exactly the same.
+fn schema_difference(conn: &Connection) -> rusqlite::Result<Option<String>> {
+    let reference = Connection::open_in_memory()?;
+    reference.execute_batch(SCHEMA_SQL)?;
+    let want = schema_objects(&reference)?;
+    let have = schema_objects(conn)?;
+    if want == have {
+        return Ok(None);
+    }
+    let tables = |objects: &[SchemaObject]| -> Vec<String> {
+        objects
+            .iter()
+            .filter(|o| o.0 == "table")
+            .map(|o| o.1.clone())
+            .collect()
+    };
+    let (want_tables, have_tables) = (tables(&want), tables(&have));
+    if !have_tables.iter().any(|t| want_tables.contains(t)) {
+        return Ok(Some(format!(
+            "tables: {}",
+            if have_tables.is_empty() {
+                "none".to_string()
+            } else {
+                have_tables.join(", ")
+            }
+        )));
+    }
+    for (kind, name, sql) in &want {
+        let Some(theirs) = have.iter().find(|o| &o.0 == kind && &o.1 == name) else {
+            return Ok(Some(format!("no {kind} {name}")));
+        };
+        if kind == "table" {
+            let (ours, cols) = (columns(&reference, name)?, columns(conn, name)?);
+            for c in &ours {
+                match cols.iter().find(|t| t.0 == c.0) {
+                    None => return Ok(Some(format!("no column {name}.{}", c.0))),
+                    Some(t) if t != c => {
+                        return Ok(Some(format!(
+                            "column {name}.{} is declared otherwise ({} {}{})",
+                            c.0,
+                            t.1,
+                            if t.2 { "NOT NULL" } else { "NULL" },
+                            t.3.as_deref().map(|d| format!(" DEFAULT {d}")).unwrap_or_default()
+                        )))
+                    }
+                    Some(_) => {}
+                }
+            }
+            if let Some(extra) = cols.iter().find(|t| !ours.iter().any(|c| c.0 == t.0)) {
+                return Ok(Some(format!("an extra column {name}.{}", extra.0)));
+            }
+        }
+        if &theirs.2 != sql {
+            return Ok(Some(format!("{kind} {name} has other constraints")));
+        }
+    }
+    if let Some(extra) = have
+        .iter()
+        .find(|o| !want.iter().any(|w| w.0 == o.0 && w.1 == o.1))
+    {
+        return Ok(Some(format!("an extra {} {}", extra.0, extra.1)));
+    }
+    Ok(Some("its schema differs".to_string()))
 }

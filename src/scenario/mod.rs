@@ -293,6 +293,10 @@ pub struct RunOutcome {
     pub db_path: String,
     pub db_kept: bool,
     pub db_origin: DbOrigin,
+    /// The run that held the database last and ended without releasing it, if any.
+    pub db_recovered: Option<String>,
+    /// The schema as the database file holds it.
+    pub schema: Vec<String>,
     pub events: Vec<Event>,
     pub ledger: Ledger,
     pub story: Option<StoryProof>,
@@ -333,7 +337,11 @@ impl std::fmt::Display for RunError {
 
 impl From<StoreError> for RunError {
     fn from(e: StoreError) -> Self {
-        RunError::Store(e)
+        if e.is_bad_input() {
+            RunError::Usage(e.to_string())
+        } else {
+            RunError::Store(e)
+        }
     }
 }
 
@@ -445,6 +453,8 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
         db_path: engine.db_path().display().to_string(),
         db_kept: !engine.is_temporary(),
         db_origin: engine.origin,
+        db_recovered: engine.recovered.clone(),
+        schema: store.schema()?,
         outbox: store.outbox_counts()?,
         payments: store.payment_counts()?,
         max_rows_per_key: store.max_rows_per_key()?,
