@@ -314,3 +314,105 @@ fn a_worker_list_is_only_for_bench() {
     let o = leaselab(&["bench", "--sync", "sometimes"], dir.path());
     assert_usage_error(&o, "sometimes");
 }
+
+#[test]
+fn an_app_database_with_the_articles_table_names_is_refused_and_left_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("app.db");
+    rusqlite::Connection::open(&app)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE Payments(Id INTEGER PRIMARY KEY, Customer TEXT, Total REAL);
+             CREATE TABLE OutboxMessages(Id INTEGER PRIMARY KEY, Topic TEXT, Body TEXT);
+             INSERT INTO Payments VALUES (1, 'ACME', 12.5);
+             INSERT INTO OutboxMessages VALUES (1, 'invoice', '{}');",
+        )
+        .unwrap();
+    let before = std::fs::read(&app).unwrap();
+    let o = leaselab(
+        &["run", "outbox-leasing", "--db", app.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_usage_error(&o, "another application");
+    assert_eq!(std::fs::read(&app).unwrap(), before);
+    let beside: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n != "reports")
+        .collect();
+    assert_eq!(beside, ["app.db"], "no -wal, -shm or .lock");
+}
+
+#[test]
+fn the_schema_section_is_the_schema_the_database_file_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("kept.db");
+    let o = leaselab(
+        &["run", "lease-expiry", "--db", db.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let section: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Schema"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let mut stmt = c
+        .prepare("SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL ORDER BY rowid")
+        .unwrap();
+    let from_file: Vec<String> = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(|s| format!("{};", s.unwrap()))
+        .collect();
+    let expected: Vec<String> = from_file
+        .join("\n")
+        .lines()
+        .map(|l| format!("  {l}"))
+        .collect();
+    assert_eq!(section, expected);
+}
+
+#[test]
+fn a_database_in_a_read_only_folder_is_refused_as_such() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+    let ro = dir.path().join("read-only");
+    std::fs::create_dir(&ro).unwrap();
+    let kept = ro.join("kept.db");
+    let o = leaselab(
+        &["run", "lease-expiry", "--db", kept.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let before = std::fs::read(&kept).unwrap();
+    let reports = dir.path().join("reports");
+    mode(dir.path(), 0o755).unwrap();
+    mode(&reports, 0o777).unwrap();
+    mode(&ro, 0o555).unwrap();
+    // Root writes anywhere: then the binary runs as nobody, for whom the folder is read-only.
+    let as_root = std::fs::metadata(dir.path()).unwrap().uid() == 0;
+    for db in [ro.join("new.db"), kept.clone()] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_leaselab"));
+        cmd.args(["run", "lease-expiry", "--db", db.to_str().unwrap()])
+            .current_dir(dir.path());
+        if as_root {
+            cmd.uid(65534).gid(65534);
+        }
+        let o = cmd.output().expect("run leaselab");
+        assert_usage_error(&o, &format!("folder {} is not writable", ro.display()));
+        assert!(stderr(&o).starts_with(&format!("leaselab: {}", db.display())));
+    }
+    let left: Vec<_> = std::fs::read_dir(&ro)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left, ["kept.db"]);
+    assert_eq!(std::fs::read(&kept).unwrap(), before);
+    mode(&ro, 0o755).unwrap();
+}

@@ -178,11 +178,13 @@ fn cannot_create(db: &Path, lock: &Path, e: &std::io::Error) -> StoreError {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     match e.kind() {
-        ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem => StoreError::BadPath(format!(
-            "{}: cannot use this database: folder {} is not writable ({e})",
-            db.display(),
-            dir.display()
-        )),
+        ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem => {
+            StoreError::BadPath(format!(
+                "{}: cannot use this database: folder {} is not writable ({e})",
+                db.display(),
+                dir.display()
+            ))
+        }
         _ => StoreError::BadPath(format!(
             "{}: cannot create its lock file {}: {e}",
             db.display(),

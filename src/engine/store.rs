@@ -273,16 +273,9 @@ impl Store {
     pub fn create(path: &Path, shared: Arc<StoreShared>) -> Result<(Store, DbOrigin)> {
         match identify(path)? {
             Identity::Absent => {
-                let made = Store::make(path, shared);
-                if made.is_err() {
-                    // Leave no half-made file behind: the next run would refuse it as foreign.
-                    for suffix in ["", "-wal", "-shm", "-journal"] {
-                        let mut p = path.as_os_str().to_owned();
-                        p.push(suffix);
-                        let _ = std::fs::remove_file(p);
-                    }
-                }
-                Ok((made?, DbOrigin::Created))
+                make(path, shared.durability)?;
+                let store = Store::open(path, shared).map_err(|e| open_failure(path, e))?;
+                Ok((store, DbOrigin::Created))
             }
             Identity::Marked => {
                 let store = Store::open(path, shared).map_err(|e| open_failure(path, e))?;
@@ -298,25 +291,6 @@ impl Store {
                 Ok((store, DbOrigin::Reused))
             }
         }
-    }
-
-    /// A new database: the schema and the marker in one transaction.
-    fn make(path: &Path, shared: Arc<StoreShared>) -> Result<Store> {
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(|e| open_failure(path, e.into()))?;
-        let mut store = Store::configure(conn, path, shared).map_err(|e| open_failure(path, e))?;
-        let tx = store
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute_batch(SCHEMA_SQL)?;
-        tx.execute_batch(&marker_sql())?;
-        tx.commit()?;
-        Ok(store)
     }
 
     /// Open another connection to a database that [`Store::create`] prepared.
@@ -950,7 +924,11 @@ fn identify(path: &Path) -> Result<Identity> {
             }
             return Ok(Identity::Absent);
         }
-        Err(e) => return Err(StoreError::BadPath(format!("{shown}: cannot be opened: {e}"))),
+        Err(e) => {
+            return Err(StoreError::BadPath(format!(
+                "{shown}: cannot be opened: {e}"
+            )))
+        }
     };
     if meta.is_dir() {
         return Err(StoreError::Foreign(format!(
@@ -970,8 +948,9 @@ fn identify(path: &Path) -> Result<Identity> {
         Some(why) => StoreError::BadPath(format!("{shown}: {why}")),
         None => StoreError::Foreign(format!("{shown}: not a readable SQLite database: {e}")),
     })?;
-    let unreadable =
-        |e: rusqlite::Error| StoreError::Foreign(format!("{shown}: not a readable SQLite database: {e}"));
+    let unreadable = |e: rusqlite::Error| {
+        StoreError::Foreign(format!("{shown}: not a readable SQLite database: {e}"))
+    };
     let app_id: i32 = conn
         .query_row("PRAGMA application_id", [], |r| r.get(0))
         .map_err(unreadable)?;
@@ -1004,6 +983,46 @@ fn identify(path: &Path) -> Result<Identity> {
             "{shown} is a SQLite database of another application ({why}); refusing to touch it"
         ))),
     }
+}
+
+/// Make a new database at `path` whole or not at all: the schema and the marker are written
+/// to a hidden file beside it, which then takes the name without replacing anything. A run
+/// killed meanwhile leaves no half-made file that the next run would refuse as foreign.
+fn make(path: &Path, durability: Durability) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let shown = path.display();
+    let dir = folder_of(path);
+    let tmp = tempfile::Builder::new()
+        .prefix(".")
+        .rand_bytes(6)
+        .permissions(std::fs::Permissions::from_mode(0o644))
+        .tempfile_in(dir)
+        .map_err(|e| {
+            StoreError::BadPath(format!(
+                "{shown}: cannot create the database: folder {} is not writable ({e})",
+                dir.display()
+            ))
+        })?;
+    {
+        let conn = Connection::open_with_flags(
+            tmp.path(),
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| open_failure(path, e.into()))?;
+        conn.execute_batch(&format!(
+            "PRAGMA synchronous={}; BEGIN IMMEDIATE; {SCHEMA_SQL} {} COMMIT;",
+            durability.pragma(),
+            marker_sql()
+        ))?;
+        conn.close().map_err(|(_, e)| StoreError::from(e))?;
+    }
+    tmp.persist_noclobber(path).map_err(|e| {
+        StoreError::Io(format!(
+            "{shown}: cannot put the new database in place: {}",
+            e.error
+        ))
+    })?;
+    Ok(())
 }
 
 /// The marker every leaselab database carries, set in the transaction that makes it.
@@ -1062,7 +1081,9 @@ fn open_failure(path: &Path, e: StoreError) -> StoreError {
     }
     let shown = path.display();
     match folder_not_writable(path) {
-        Some(why) => StoreError::BadPath(format!("{shown}: cannot create or write the database: {why}")),
+        Some(why) => StoreError::BadPath(format!(
+            "{shown}: cannot create or write the database: {why}"
+        )),
         None => StoreError::BadPath(format!("{shown}: cannot be opened for writing: {e}")),
     }
 }
@@ -1089,7 +1110,9 @@ fn open_untouched(path: &Path) -> rusqlite::Result<Connection> {
     }
     Connection::open_with_flags(
         uri,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
 }
 
@@ -1158,7 +1181,9 @@ fn schema_difference(conn: &Connection) -> rusqlite::Result<Option<String>> {
                             c.0,
                             t.1,
                             if t.2 { "NOT NULL" } else { "NULL" },
-                            t.3.as_deref().map(|d| format!(" DEFAULT {d}")).unwrap_or_default()
+                            t.3.as_deref()
+                                .map(|d| format!(" DEFAULT {d}"))
+                                .unwrap_or_default()
                         )))
                     }
                     Some(_) => {}
