@@ -417,7 +417,7 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
     if let Some(holder) = &o.db_recovered {
         let _ = writeln!(
             t,
-            "recovered  the database of a run that ended without releasing it ({holder})"
+            "recovered  from {holder}, which ended without releasing the database"
         );
     }
     let _ = writeln!(t, "clock      starts {}", iso(SCENARIO_START_MS));

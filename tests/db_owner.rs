@@ -259,9 +259,11 @@ fn a_database_left_by_a_killed_leaselab_is_taken_over_and_the_report_says_recove
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("class.db");
     let db_arg = db.to_str().unwrap();
-    let first = Dashboard::open(&["--db", db_arg], dir.path());
+    let mut first = Dashboard::open(&["--db", db_arg], dir.path());
     let pid = first.pid;
     wait_for_lock_of(&db, pid);
+    // Killed with its database made and seeded: the first frame shows the seeded outbox.
+    first.wait_for_text("6 pending · 0 processing · 0 processed");
     let kill = Command::new("kill")
         .args(["-KILL", &pid.to_string()])
         .status()
@@ -289,6 +291,22 @@ fn a_database_left_by_a_killed_leaselab_is_taken_over_and_the_report_says_recove
     );
     assert_eq!(j["unique_processed"], 6);
     assert_eq!(j["passed"], true);
+    assert!(!lock_path(&db).exists());
+
+    // The dashboard says so too: kill a second holder, at any moment after it took the
+    // lock, and open the database again.
+    let second = Dashboard::open(&["--db", db_arg], dir.path());
+    let pid = second.pid;
+    wait_for_lock_of(&db, pid);
+    let kill = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let _ = second.wait_exit();
+    let mut third = Dashboard::open(&["--db", db_arg], dir.path());
+    third.wait_for_text(&format!("database recovered from pid {pid}"));
+    assert!(third.quit().success());
     assert!(!lock_path(&db).exists());
 
     let text = leaselab(&["run", "outbox-leasing", "--db", db_arg], dir.path());

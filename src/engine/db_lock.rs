@@ -178,7 +178,7 @@ fn cannot_create(db: &Path, lock: &Path, e: &std::io::Error) -> StoreError {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     match e.kind() {
-        ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem => {
+        ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem if !lock.exists() => {
             StoreError::BadPath(format!(
                 "{}: cannot use this database: folder {} is not writable ({e})",
                 db.display(),

@@ -59,7 +59,7 @@ pub struct Engine {
     pub config: EngineConfig,
     pub db_path: PathBuf,
     pub origin: DbOrigin,
-    /// The run that held this database last and ended without releasing it, if any.
+    /// The leaselab that held this database last and ended without releasing it, if any.
     pub recovered: Option<String>,
     pub clock: Arc<Clock>,
     pub provider: Arc<Provider>,

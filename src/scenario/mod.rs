@@ -293,7 +293,7 @@ pub struct RunOutcome {
     pub db_path: String,
     pub db_kept: bool,
     pub db_origin: DbOrigin,
-    /// The run that held the database last and ended without releasing it, if any.
+    /// The leaselab that held the database last and ended without releasing it, if any.
     pub db_recovered: Option<String>,
     /// The schema as the database file holds it.
     pub schema: Vec<String>,

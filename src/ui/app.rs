@@ -172,6 +172,11 @@ impl App {
             engine,
         };
         app.absorb_events();
+        if let Some(holder) = &app.engine.recovered {
+            app.notice = Some(format!(
+                "database recovered from {holder}, which ended without releasing it"
+            ));
+        }
         if app.is_story() {
             app.notice = Some("the lease-expiry story: press n to take each step".into());
         }
