@@ -993,7 +993,7 @@ fn make(path: &Path, durability: Durability) -> Result<()> {
     let shown = path.display();
     let dir = folder_of(path);
     let tmp = tempfile::Builder::new()
-        .prefix(".")
+        .prefix(".leaselab-new-")
         .rand_bytes(6)
         .permissions(std::fs::Permissions::from_mode(0o644))
         .tempfile_in(dir)
