@@ -332,8 +332,16 @@ fn lesson_command(cli: &Cli, name: &str, check: bool) -> ExitCode {
     }
 }
 
-fn lesson_dashboard(_cli: &Cli, _lesson: leaselab::lesson::Lesson) -> ExitCode {
-    usage_error("the lesson dashboard is not available yet; use --check")
+fn lesson_dashboard(cli: &Cli, lesson: leaselab::lesson::Lesson) -> ExitCode {
+    let opts = DashboardOptions {
+        speed: cli.speed,
+        db: cli.db.clone(),
+        ..DashboardOptions::default()
+    };
+    match ui::run_lesson(lesson, opts) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => usage_error(e),
+    }
 }
 
 fn bench(cli: &Cli, sync: &str, batch: u16, scale: Option<u64>, json: bool) -> ExitCode {

@@ -30,7 +30,8 @@ impl Default for Setup {
             workers: 2,
             messages: 6,
             lease_ms: 3_000,
-            process_ms: 0,
+            // Steps skip processing time; free play in the dashboard uses it.
+            process_ms: 1_200,
             leasing: true,
             idempotent_provider: false,
         }
