@@ -14,8 +14,10 @@ use leaselab::ui::{self, DashboardOptions};
     name = "leaselab",
     version,
     about = "Watch workers compete for a real SQLite outbox, with and without leases.",
-    after_help = "With no command, leaselab opens the live dashboard on the article's setup \
-                  (2 workers, 6 payments, leasing on). Press ? there for keys."
+    after_help = "With no command, leaselab opens lesson 2 (atomic-claim) paused, with \
+                  narration: n steps, b steps back. --scenario NAME (or any of --workers, \
+                  --messages, --lease-ms, --process-ms, --no-leasing) opens the free-play \
+                  dashboard instead. Press ? there for keys."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -198,6 +200,10 @@ fn main() -> ExitCode {
             scale,
             json,
         }) => bench(&cli, sync, *batch, *scale, *json),
+        // No command: the default lesson, unless the outbox is set up on the command line.
+        None if lesson_setup_flags(&cli).is_none() => {
+            lesson_command(&cli, leaselab::lesson::DEFAULT_LESSON, false)
+        }
         None => dashboard(&cli),
     }
 }

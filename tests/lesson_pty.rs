@@ -181,3 +181,15 @@ fn a_lesson_steps_forward_and_back_at_80x24() {
     assert!(status.success(), "exit status {status:?}");
     assert!(!parser.screen().alternate_screen());
 }
+
+#[test]
+fn no_arguments_open_the_atomic_claim_lesson_paused() {
+    let mut d = Dashboard::open(&[]);
+    d.wait_for_text("LESSON 0/5");
+    d.wait_for_text("Atomic claim");
+    assert!(d.screen().contains("PAUSED"), "{}", d.screen());
+    d.press("n");
+    d.wait_for_text("✓ PAY-001 owner Worker-A");
+    let (status, _) = d.quit();
+    assert!(status.success(), "exit status {status:?}");
+}
