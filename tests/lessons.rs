@@ -202,3 +202,13 @@ fn lessons_load_by_name_or_path_and_unknown_names_are_refused() {
     let e = lesson::load("no-such-lesson").unwrap_err();
     assert!(e.contains("unknown lesson 'no-such-lesson'") && e.contains("atomic-claim"));
 }
+
+#[test]
+fn the_readme_shows_the_lease_expiry_lesson_as_it_is() {
+    let readme = include_str!("../README.md");
+    let file = include_str!("../assets/lessons/lease-expiry.toml");
+    assert!(
+        readme.contains(file.trim_end()),
+        "README's example is not assets/lessons/lease-expiry.toml"
+    );
+}
