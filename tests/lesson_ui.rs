@@ -212,3 +212,18 @@ fn help_in_a_lesson_names_n_and_b_and_fits_the_minimum_size() {
     assert!(s.contains("n / b"), "{s}");
     assert!(s.contains("Home/End"), "{s}");
 }
+
+#[test]
+fn the_ledger_shows_provider_side_effects_once_the_provider_is_idempotent() {
+    let mut app = lesson_app("zombie-worker");
+    for _ in 0..5 {
+        press(&mut app, 'n');
+    }
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("provider status checks           2"), "{s}");
+    for _ in 0..2 {
+        press(&mut app, 'n'); // the same story with the idempotent provider
+    }
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("provider calls / effects     4 / 3"), "{s}");
+}
