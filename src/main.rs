@@ -322,7 +322,7 @@ fn lesson_command(cli: &Cli, name: &str, check: bool) -> ExitCode {
     }
     let total = lesson.steps.len();
     println!("lesson {} ({}): {}", lesson.name, lesson.path, lesson.title);
-    let reports = match leaselab::lesson::check_lesson(lesson) {
+    let reports = match leaselab::lesson::runner::check_lesson_in(lesson, cli.db.clone()) {
         Ok(r) => r,
         Err(e) => return usage_error(e),
     };

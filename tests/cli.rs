@@ -400,3 +400,29 @@ fn lessons_lists_the_four_built_ins_in_order() {
         ["no-claim", "atomic-claim", "lease-expiry", "zombie-worker"]
     );
 }
+
+#[test]
+fn a_lesson_check_keeps_its_database_with_db() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lesson.db");
+    let o = leaselab(
+        &[
+            "lesson",
+            "atomic-claim",
+            "--check",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let processed: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM OutboxMessages WHERE Status = 'Processed'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(processed, 6);
+}

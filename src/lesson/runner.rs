@@ -400,8 +400,16 @@ pub struct Session {
 
 impl Session {
     pub fn start(lesson: Lesson) -> Result<Session, String> {
-        let engine =
-            Engine::start(engine_config(&lesson.setup), true).map_err(|e| e.to_string())?;
+        Session::start_in(lesson, None)
+    }
+
+    /// As [`Session::start`], keeping the database at `db` when given.
+    pub fn start_in(lesson: Lesson, db: Option<std::path::PathBuf>) -> Result<Session, String> {
+        let config = EngineConfig {
+            db,
+            ..engine_config(&lesson.setup)
+        };
+        let engine = Engine::start(config, true).map_err(|e| e.to_string())?;
         let mut s = Session {
             runner: LessonRunner::new(lesson),
             ledger: Ledger::new(),
@@ -490,7 +498,15 @@ impl Session {
 
 /// Run every step of a lesson and evaluate every expectation.
 pub fn check_lesson(lesson: Lesson) -> Result<Vec<StepReport>, String> {
-    let mut s = Session::start(lesson)?;
+    check_lesson_in(lesson, None)
+}
+
+/// As [`check_lesson`], keeping the database at `db` when given.
+pub fn check_lesson_in(
+    lesson: Lesson,
+    db: Option<std::path::PathBuf>,
+) -> Result<Vec<StepReport>, String> {
+    let mut s = Session::start_in(lesson, db)?;
     let mut reports = Vec::new();
     while !s.runner.finished() {
         reports.push(s.forward());

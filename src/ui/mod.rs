@@ -76,7 +76,7 @@ pub fn run_lesson(lesson: crate::lesson::Lesson, opts: DashboardOptions) -> Resu
 fn run_app(make_app: impl FnOnce() -> Result<App, String>) -> Result<(), String> {
     if !std::io::stdout().is_terminal() {
         return Err(
-            "stdout is not a terminal; use `leaselab run SCENARIO` for a headless run".into(),
+            "stdout is not a terminal; use `leaselab run SCENARIO` or `leaselab lesson NAME --check` for a headless run".into(),
         );
     }
     // Start the engine before touching the terminal, so its errors print on a sane screen.
