@@ -79,6 +79,10 @@ fn bad_lessons_are_refused_with_file_and_line() {
             "lessons/small.toml:16: ",
         ),
         (
+            SMALL.replace("say = \"Worker-A finishes.\"\n", ""),
+            "lessons/small.toml:14: a step has no say",
+        ),
+        (
             SMALL.replace("format_version = 1", "format_version = 2"),
             "lessons/small.toml:1: format_version 2 is not supported",
         ),

@@ -177,7 +177,7 @@ struct RawLesson {
     #[serde(default)]
     setup: RawSetup,
     #[serde(default)]
-    step: Vec<RawStep>,
+    step: Vec<Spanned<RawStep>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -252,7 +252,7 @@ pub fn parse(name: &str, path: &str, text: &str) -> Result<Lesson, String> {
     let added = raw
         .step
         .iter()
-        .flat_map(|s| &s.actions)
+        .flat_map(|s| &s.get_ref().actions)
         .filter(|a| a.get_ref().trim() == "add-payment")
         .count() as u64;
     let ctx = Ctx {
@@ -262,15 +262,12 @@ pub fn parse(name: &str, path: &str, text: &str) -> Result<Lesson, String> {
     };
     let mut steps = Vec::new();
     for raw_step in raw.step {
-        let first_span = raw_step
-            .actions
-            .first()
-            .or(raw_step.expect.first())
-            .map(|s| s.span())
-            .unwrap_or(0..0);
+        let step_span = raw_step.span();
+        let raw_step = raw_step.into_inner();
         let say = raw_step
             .say
-            .ok_or_else(|| p.err(first_span.clone(), "a step has no say"))?;
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| p.err(step_span, "a step has no say"))?;
         let mut actions = Vec::new();
         let mut actions_text = Vec::new();
         for a in &raw_step.actions {

@@ -99,9 +99,10 @@ pub fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
     let r = &mode.runner;
     let mut out: Vec<Line> = Vec::new();
     let say = match r.done.checked_sub(1) {
+        None if r.lesson.summary.trim().is_empty() => "Press n for the first step.".into(),
         None => format!(
-            "{} Press n for the first step.",
-            r.lesson.summary.trim_end_matches('.').to_string() + "."
+            "{}. Press n for the first step.",
+            r.lesson.summary.trim().trim_end_matches('.')
         ),
         Some(i) => r.lesson.steps[i].say.clone(),
     };
