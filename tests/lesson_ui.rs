@@ -227,3 +227,23 @@ fn the_ledger_shows_provider_side_effects_once_the_provider_is_idempotent() {
     let s = screen(&mut app, 80, 24);
     assert!(s.contains("provider calls / effects     4 / 3"), "{s}");
 }
+
+#[test]
+fn every_built_in_lesson_steps_to_the_end_and_back_in_the_dashboard() {
+    for b in lesson::BUILT_INS {
+        let mut app = lesson_app(b.name);
+        let total = app.lesson.as_ref().unwrap().runner.total();
+        for k in 1..=total {
+            press(&mut app, 'n');
+            let s = screen(&mut app, 80, 24);
+            assert!(!s.contains('✗'), "{} step {k}:\n{s}", b.name);
+            assert!(s.contains(&format!("step {k}/{total}")), "{s}");
+        }
+        for k in (0..total).rev() {
+            press(&mut app, 'b');
+            assert_eq!(done(&app), k, "{}", b.name);
+            let s = screen(&mut app, 80, 24);
+            assert!(!s.contains('✗'), "{} back at {k}:\n{s}", b.name);
+        }
+    }
+}

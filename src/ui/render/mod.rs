@@ -19,6 +19,8 @@
 //!  footer   q quit  ? help  space pause  n step ...                        (FOOTER_H)
 //! ```
 //! Height left over is shared between the top row (TOP_SHARE) and the event log.
+//! In a lesson, the narration panel sits below the top row; it takes its rows from the
+//! event log first, then from the timeline (`narration::carve`).
 
 pub mod footer;
 pub mod header;
