@@ -247,3 +247,18 @@ fn every_built_in_lesson_steps_to_the_end_and_back_in_the_dashboard() {
         }
     }
 }
+
+#[test]
+fn a_frozen_worker_is_marked_in_the_workers_panel() {
+    let mut app = lesson_app("zombie-worker");
+    press(&mut app, 'n');
+    press(&mut app, 'n'); // pause Worker-A: frozen after its provider call
+    let s = screen(&mut app, 80, 24);
+    let line = s.lines().find(|l| l.contains("Worker-A")).unwrap();
+    assert!(line.contains("FROZEN"), "{s}");
+    press(&mut app, 'n');
+    press(&mut app, 'n');
+    press(&mut app, 'n'); // resume Worker-A
+    let s = screen(&mut app, 80, 24);
+    assert!(!s.contains("FROZEN"), "{s}");
+}
