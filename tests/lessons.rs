@@ -216,3 +216,19 @@ fn the_readme_shows_the_lease_expiry_lesson_as_it_is() {
         "README's example is not assets/lessons/lease-expiry.toml"
     );
 }
+
+#[test]
+fn run_until_drained_gives_up_at_once_when_a_frozen_worker_holds_a_lease() {
+    let text = SMALL.replace(
+        "do = [\"act Worker-A\", \"act Worker-A\"]",
+        "do = [\"pause Worker-A\", \"run-until drained\"]",
+    );
+    let reports = check_lesson(parse("small", "small.toml", &text).unwrap()).unwrap();
+    let e = reports[1].error.clone().unwrap_or_default();
+    assert!(
+        e.contains("'run-until drained' failed: not drained and nothing left to claim (0 Pending, 1 Processing)"),
+        "{e}"
+    );
+    // PAY-001 stays Processing under the frozen Worker-A.
+    assert_eq!(reports[1].checks[0].detail, "found Processing");
+}

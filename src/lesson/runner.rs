@@ -295,19 +295,22 @@ impl LessonRunner {
     /// Every live, unfrozen worker acts in turn (Worker-A first) until the condition holds.
     fn run_until(&self, engine: &Engine, c: Condition) -> Result<(), String> {
         let n = engine.workers().len();
+        // Turns in a row in which every mover held nothing and the outbox did not change.
+        let mut idle_turns = 0;
+        let mut idle_counts = None;
         for turn in 0..RUN_UNTIL_LIMIT {
             let movers: Vec<usize> = (0..n)
                 .filter(|s| !self.frozen.contains(s))
                 .filter(|s| engine.worker(*s).is_some_and(|w| w.is_alive()))
                 .collect();
+            let counts = engine.store().outbox_counts().map_err(|e| e.to_string())?;
+            let idle = movers.iter().all(|s| {
+                engine.worker(*s).is_some_and(|w| {
+                    matches!(w.status().next, NextAction::Claim | NextAction::Load)
+                })
+            });
             match c {
                 Condition::Drained => {
-                    let counts = engine.store().outbox_counts().map_err(|e| e.to_string())?;
-                    let idle = movers.iter().all(|s| {
-                        engine.worker(*s).is_some_and(|w| {
-                            matches!(w.status().next, NextAction::Claim | NextAction::Load)
-                        })
-                    });
                     if counts.pending == 0 && counts.processing == 0 && idle {
                         return Ok(());
                     }
@@ -316,12 +319,24 @@ impl LessonRunner {
             if movers.is_empty() {
                 return Err("no worker can move: every one is down or paused".into());
             }
+            if idle && idle_counts.as_ref() == Some(&counts) {
+                idle_turns += 1;
+            } else {
+                idle_turns = 0;
+                idle_counts = idle.then(|| counts.clone());
+            }
+            // Two whole rounds found nothing to take: on a paused clock nothing will change.
+            if idle_turns > 2 * movers.len() {
+                return Err(format!(
+                    "not drained and nothing left to claim ({} Pending, {} Processing): a lease \
+                     held by a paused or crashed worker never expires on a paused clock",
+                    counts.pending, counts.processing
+                ));
+            }
             let slot = movers[turn % movers.len()];
             engine.step(slot);
         }
-        Err(format!(
-            "still not drained after {RUN_UNTIL_LIMIT} actions (a lease held by a paused or crashed worker never expires on a paused clock)"
-        ))
+        Err(format!("still not drained after {RUN_UNTIL_LIMIT} actions"))
     }
 }
 
