@@ -6,6 +6,7 @@
 
 pub mod bench;
 pub mod engine;
+pub mod lesson;
 pub mod report;
 pub mod scenario;
 pub mod ui;

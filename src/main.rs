@@ -14,8 +14,10 @@ use leaselab::ui::{self, DashboardOptions};
     name = "leaselab",
     version,
     about = "Watch workers compete for a real SQLite outbox, with and without leases.",
-    after_help = "With no command, leaselab opens the live dashboard on the article's setup \
-                  (2 workers, 6 payments, leasing on). Press ? there for keys."
+    after_help = "With no command, leaselab opens lesson 2 (atomic-claim) paused, with \
+                  narration: n steps, b steps back. --scenario NAME (or any of --workers, \
+                  --messages, --lease-ms, --process-ms, --no-leasing) opens the free-play \
+                  dashboard instead. Press ? there for keys."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -70,6 +72,16 @@ enum Command {
     },
     /// List the scenarios.
     List,
+    /// Open a lesson in the dashboard, paused, with narration; --check runs it headless.
+    Lesson {
+        /// A built-in lesson (see `leaselab lessons`) or the path of a lesson file.
+        lesson: String,
+        /// Run every step and check every expectation; exit 0 only when all hold.
+        #[arg(long)]
+        check: bool,
+    },
+    /// List the built-in lessons.
+    Lessons,
     /// Measure claim throughput against the database's own ceiling (see README, Performance).
     Bench {
         /// SQLite's synchronous setting for the bench: full or normal.
@@ -174,12 +186,24 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(Command::Run { scenario, json }) => run(&cli, scenario, *json),
+        Some(Command::Lessons) => {
+            for (i, b) in leaselab::lesson::BUILT_INS.iter().enumerate() {
+                let l = leaselab::lesson::built_in(b.name).expect("built-in lessons parse");
+                println!("{} {:<14} {}", i + 1, b.name, l.title);
+            }
+            ExitCode::SUCCESS
+        }
+        Some(Command::Lesson { lesson, check }) => lesson_command(&cli, lesson, *check),
         Some(Command::Bench {
             sync,
             batch,
             scale,
             json,
         }) => bench(&cli, sync, *batch, *scale, *json),
+        // No command: the default lesson, unless the outbox is set up on the command line.
+        None if lesson_setup_flags(&cli).is_none() => {
+            lesson_command(&cli, leaselab::lesson::DEFAULT_LESSON, false)
+        }
         None => dashboard(&cli),
     }
 }
@@ -258,6 +282,69 @@ fn dashboard(cli: &Cli) -> ExitCode {
         no_leasing: cli.no_leasing,
     };
     match ui::run(opts) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => usage_error(e),
+    }
+}
+
+/// Options a lesson sets itself in its `[setup]`; refused on the command line.
+fn lesson_setup_flags(cli: &Cli) -> Option<&'static str> {
+    [
+        (cli.workers.is_some(), "--workers"),
+        (cli.messages.is_some(), "--messages"),
+        (cli.lease_ms.is_some(), "--lease-ms"),
+        (cli.process_ms.is_some(), "--process-ms"),
+        (cli.no_leasing, "--no-leasing"),
+        (cli.open_scenario.is_some(), "--scenario"),
+    ]
+    .into_iter()
+    .find(|(set, _)| *set)
+    .map(|(_, flag)| flag)
+}
+
+fn lesson_command(cli: &Cli, name: &str, check: bool) -> ExitCode {
+    if let Some(flag) = lesson_setup_flags(cli) {
+        return usage_error(format!(
+            "{flag} does not apply to a lesson: its [setup] decides the outbox"
+        ));
+    }
+    let lesson = match leaselab::lesson::load(name) {
+        Ok(l) => l,
+        // A bad lesson file is reported as FILE:LINE: what, alone on its line.
+        Err(e) if std::path::Path::new(name).exists() => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+        Err(e) => return usage_error(e),
+    };
+    if !check {
+        return lesson_dashboard(cli, lesson);
+    }
+    let total = lesson.steps.len();
+    println!("lesson {} ({}): {}", lesson.name, lesson.path, lesson.title);
+    let reports = match leaselab::lesson::runner::check_lesson_in(lesson, cli.db.clone()) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
+    for r in &reports {
+        println!("{}", r.line(total));
+    }
+    let passed = reports.iter().filter(|r| r.passed()).count();
+    println!("{passed} of {total} steps passed");
+    if passed == total {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn lesson_dashboard(cli: &Cli, lesson: leaselab::lesson::Lesson) -> ExitCode {
+    let opts = DashboardOptions {
+        speed: cli.speed,
+        db: cli.db.clone(),
+        ..DashboardOptions::default()
+    };
+    match ui::run_lesson(lesson, opts) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => usage_error(e),
     }

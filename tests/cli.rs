@@ -416,3 +416,115 @@ fn a_database_in_a_read_only_folder_is_refused_as_such() {
     assert_eq!(std::fs::read(&kept).unwrap(), before);
     mode(&ro, 0o755).unwrap();
 }
+
+#[test]
+fn every_built_in_lesson_passes_its_check() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["no-claim", "atomic-claim", "lease-expiry", "zombie-worker"] {
+        let o = leaselab(&["lesson", name, "--check"], dir.path());
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{name}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        let out = stdout(&o);
+        let steps: Vec<&str> = out.lines().filter(|l| l.starts_with("step ")).collect();
+        assert!(
+            !steps.is_empty() && steps.iter().all(|l| l.ends_with(" PASS")),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn a_lesson_with_a_wrong_expectation_fails_its_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = include_str!("../assets/lessons/lease-expiry.toml")
+        .replace("\"ledger blocked 1\"", "\"ledger blocked 0\"");
+    let path = dir.path().join("wrong.toml");
+    std::fs::write(&path, text).unwrap();
+    let o = leaselab(&["lesson", path.to_str().unwrap(), "--check"], dir.path());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("step 2/6 PASS"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("step 3/6 FAIL: ledger blocked 0 (line ")
+                && l.ends_with("found 1")),
+        "{out}"
+    );
+    assert!(out.contains("5 of 6 steps passed"), "{out}");
+}
+
+#[test]
+fn a_bad_lesson_file_is_one_line_with_file_and_line_and_nothing_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(
+        &path,
+        "format_version = 1\ntitle = \"t\"\n[[step]]\ndo = [\"claim Worker-A\", \"jump Worker-A\"]\nsay = \"x\"\n",
+    )
+    .unwrap();
+    let file = path.to_str().unwrap();
+    for args in [vec!["lesson", file, "--check"], vec!["lesson", file]] {
+        let o = leaselab(&args, dir.path());
+        assert_eq!(o.status.code(), Some(2));
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with(&format!("{file}:4: unknown action 'jump'")),
+            "{err}"
+        );
+        assert!(stdout(&o).is_empty());
+    }
+    let o = leaselab(&["lesson", "no-such-lesson", "--check"], dir.path());
+    assert_usage_error(&o, "unknown lesson 'no-such-lesson'");
+    let o = leaselab(
+        &["lesson", "atomic-claim", "--check", "--workers", "3"],
+        dir.path(),
+    );
+    assert_usage_error(&o, "--workers does not apply to a lesson");
+}
+
+#[test]
+fn lessons_lists_the_four_built_ins_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = leaselab(&["lessons"], dir.path());
+    assert_eq!(o.status.code(), Some(0));
+    let names: Vec<String> = stdout(&o)
+        .lines()
+        .map(|l| l.split_whitespace().nth(1).unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        names,
+        ["no-claim", "atomic-claim", "lease-expiry", "zombie-worker"]
+    );
+}
+
+#[test]
+fn a_lesson_check_keeps_its_database_with_db() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lesson.db");
+    let o = leaselab(
+        &[
+            "lesson",
+            "atomic-claim",
+            "--check",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let processed: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM OutboxMessages WHERE Status = 'Processed'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(processed, 6);
+}

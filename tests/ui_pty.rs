@@ -148,7 +148,7 @@ fn line_with(screen: &vt100::Screen, needle: &str) -> Option<String> {
 
 #[test]
 fn dashboard_runs_resets_crashes_switches_leasing_and_quits_cleanly() {
-    let mut d = Dashboard::open(&["--speed", "4"]);
+    let mut d = Dashboard::open(&["--scenario", "outbox-leasing", "--speed", "4"]);
     d.wait_for_text("RUNNING");
     d.wait_for_text("LEASING ON");
     assert!(d.screen().contains("scenario outbox-leasing"));

@@ -5,6 +5,7 @@
 //! or twice.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -35,7 +36,12 @@ pub struct KeyCalls {
     pub creations: u64,
     pub creations_by_workers: u64,
     pub status_checks: u64,
+    /// Status checks that did work at the provider; a repeat answered from the
+    /// idempotency record does not count.
+    pub side_effects: u64,
     pub said_paid: bool,
+    /// The first answer for this key, replayed when the provider is idempotent.
+    first: Option<StatusCheck>,
 }
 
 #[derive(Debug, Default)]
@@ -44,6 +50,7 @@ struct Inner {
     issued: HashSet<String>,
     // Running totals, so a screen can show them every frame without walking every key.
     status_checks: u64,
+    side_effects: u64,
     creations: u64,
     creations_by_workers: u64,
 }
@@ -51,6 +58,8 @@ struct Inner {
 #[derive(Debug, Default)]
 pub struct Provider {
     inner: Mutex<Inner>,
+    /// Honour the payment's idempotency key; kept apart from `inner` so a reset keeps it.
+    idempotent: AtomicBool,
 }
 
 /// Who is calling: seeding creates payments, workers only check them.
@@ -82,15 +91,33 @@ impl Provider {
         inner.creations += 1;
     }
 
+    /// Switch idempotency on or off: when on, a second call for the same key returns the
+    /// first result and causes no new side effect.
+    pub fn set_idempotent(&self, on: bool) {
+        self.idempotent.store(on, Ordering::SeqCst);
+    }
+
+    pub fn is_idempotent(&self) -> bool {
+        self.idempotent.load(Ordering::SeqCst)
+    }
+
     /// The status check a worker makes to reconcile a payment. Deterministic: a key whose
     /// number is a multiple of three fails (PAY-003, PAY-006), every other key is paid.
     pub fn check_status(&self, key: &str) -> StatusCheck {
+        let idempotent = self.is_idempotent();
         let mut guard = self.lock();
         let inner = &mut *guard;
         let calls = inner.keys.entry(key.to_string()).or_default();
         calls.status_checks += 1;
         let nth = calls.status_checks;
         inner.status_checks += 1;
+        if idempotent {
+            if let Some(first) = &calls.first {
+                return first.clone();
+            }
+        }
+        calls.side_effects += 1;
+        inner.side_effects += 1;
         let status = outcome_for(key);
         let transaction_id = match status {
             ProviderStatus::Paid => {
@@ -101,10 +128,14 @@ impl Provider {
             }
             ProviderStatus::Failed => None,
         };
-        StatusCheck {
+        let check = StatusCheck {
             status,
             transaction_id,
+        };
+        if calls.first.is_none() {
+            calls.first = Some(check.clone());
         }
+        check
     }
 
     pub fn calls(&self) -> BTreeMap<String, KeyCalls> {
@@ -113,6 +144,11 @@ impl Provider {
 
     pub fn status_checks_total(&self) -> u64 {
         self.lock().status_checks
+    }
+
+    /// Status checks that did work at the provider, over every key.
+    pub fn side_effects_total(&self) -> u64 {
+        self.lock().side_effects
     }
 
     pub fn creations_total(&self) -> u64 {
@@ -180,5 +216,22 @@ mod tests {
         assert!(p.issued(&a) && p.issued(&b) && !p.issued("TX-forged"));
         assert_eq!(p.calls()["PAY-001"].status_checks, 2);
         assert!(p.check_status("PAY-003").transaction_id.is_none());
+        assert_eq!(p.calls()["PAY-001"].side_effects, 2);
+    }
+
+    #[test]
+    fn an_idempotent_provider_replays_the_first_answer_without_a_new_side_effect() {
+        let p = Provider::new();
+        p.set_idempotent(true);
+        let a = p.check_status("PAY-001");
+        let b = p.check_status("PAY-001");
+        assert_eq!(a, b);
+        let calls = &p.calls()["PAY-001"];
+        assert_eq!((calls.status_checks, calls.side_effects), (2, 1));
+        assert_eq!((p.status_checks_total(), p.side_effects_total()), (2, 1));
+        p.check_status("PAY-002");
+        assert_eq!(p.side_effects_total(), 2);
+        p.clear();
+        assert!(p.is_idempotent(), "a reset keeps the switch");
     }
 }

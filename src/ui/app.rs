@@ -21,6 +21,9 @@ use super::theme::Theme;
 use super::timeline::Timeline;
 use super::DashboardOptions;
 
+mod lesson;
+pub use lesson::LessonMode;
+
 /// Slow enough that a class can follow a claim, a countdown and a finalize.
 pub const DEFAULT_LEASE_MS: i64 = 3_000;
 pub const DEFAULT_PROCESS_MS: i64 = 1_200;
@@ -108,6 +111,8 @@ pub struct App {
     pub history: Option<HistoryCheck>,
     /// What the ledger looked like when `history` was taken (claims, results, rejections).
     history_key: (u64, u64, u64, i64, usize),
+    /// A lesson being stepped, with its narration.
+    pub lesson: Option<LessonMode>,
 }
 
 impl App {
@@ -169,6 +174,7 @@ impl App {
             counts_at: None,
             history: None,
             history_key: (0, 0, 0, 0, 0),
+            lesson: None,
             engine,
         };
         app.absorb_events();
@@ -185,7 +191,7 @@ impl App {
 
     /// Let the clock and the workers run, unless this is a story to be stepped.
     pub fn start(&mut self) {
-        if !self.is_story() {
+        if !self.is_story() && self.lesson.is_none() {
             self.resume();
         }
     }
@@ -221,6 +227,9 @@ impl App {
         if matches!(ev.kind, crate::engine::events::EventKind::Seeded { .. }) {
             // A reseed starts a new story: the old ledger describes rows that are gone.
             self.ledger = Ledger::new();
+        }
+        if let Some(l) = &mut self.lesson {
+            l.saw(ev);
         }
         self.ledger.apply(ev);
         self.timeline.apply(ev);
@@ -355,7 +364,9 @@ impl App {
                     self.pause();
                 }
             }
+            Action::Step if self.lesson.is_some() => self.lesson_next(),
             Action::Step => self.step(),
+            Action::StepBack => self.lesson_back(),
             Action::NextWorker => self.selected = (self.selected + 1) % n_workers.max(1),
             Action::PrevWorker => {
                 self.selected = (self.selected + n_workers.max(1) - 1) % n_workers.max(1)
@@ -454,7 +465,7 @@ impl App {
         }
         self.engine.clock.set_speed(self.speed);
         self.engine.clock.resume();
-        self.engine.resume_all();
+        self.resume_workers();
         self.paused = false;
         self.absorb_events();
         let now = self.engine.clock.now();
@@ -518,6 +529,9 @@ impl App {
 
     /// Reseed and restart the workers; leasing mode, speed and worker count stay.
     fn reset(&mut self) {
+        if self.lesson.is_some() {
+            return self.lesson_goto(0);
+        }
         if let Err(e) = self.engine.reset(self.messages, self.paused) {
             self.notice = Some(format!("reset failed: {e}"));
             return;

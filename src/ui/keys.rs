@@ -10,6 +10,8 @@ pub enum Action {
     Help,
     TogglePause,
     Step,
+    /// Lessons: one step back (reseed and replay the earlier steps).
+    StepBack,
     NextWorker,
     PrevWorker,
     SelectWorker(usize),
@@ -127,6 +129,14 @@ pub const BINDINGS: &[Binding] = &[
         help: "while paused: one step (a story step, or one worker action)",
         section: Section::Clock,
         action: Action::Step,
+    },
+    Binding {
+        keys: &[Key::Char('b')],
+        label: "b",
+        hint: "back",
+        help: "lesson: one step back (the outbox is reseeded and the earlier steps replayed)",
+        section: Section::Clock,
+        action: Action::StepBack,
     },
     Binding {
         keys: &[Key::Code(KeyCode::Tab)],

@@ -65,13 +65,22 @@ const INPUT_POLL: Duration = Duration::from_millis(100);
 
 /// Open the dashboard; returns when the user quits. Errors are one line.
 pub fn run(opts: DashboardOptions) -> Result<(), String> {
+    run_app(|| App::new(opts, Theme::from_env()))
+}
+
+/// Open the dashboard paused on a lesson, with its narration panel.
+pub fn run_lesson(lesson: crate::lesson::Lesson, opts: DashboardOptions) -> Result<(), String> {
+    run_app(|| App::for_lesson(lesson, opts, Theme::from_env()))
+}
+
+fn run_app(make_app: impl FnOnce() -> Result<App, String>) -> Result<(), String> {
     if !std::io::stdout().is_terminal() {
         return Err(
-            "stdout is not a terminal; use `leaselab run SCENARIO` for a headless run".into(),
+            "stdout is not a terminal; use `leaselab run SCENARIO` or `leaselab lesson NAME --check` for a headless run".into(),
         );
     }
     // Start the engine before touching the terminal, so its errors print on a sane screen.
-    let mut app = App::new(opts, Theme::from_env())?;
+    let mut app = make_app()?;
     let previous_hook = install_panic_hook();
     let result = open_terminal().and_then(|mut terminal| {
         let input = InputThread::spawn();

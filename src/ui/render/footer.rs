@@ -14,6 +14,10 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     let mut spans: Vec<Span> = Vec::new();
     let mut used = 0usize;
     for b in keys::footer_entries() {
+        // Stepping back exists only in a lesson.
+        if b.action == keys::Action::StepBack && app.lesson.is_none() {
+            continue;
+        }
         let hint = if b.action == keys::Action::TogglePause && app.paused {
             "resume"
         } else {

@@ -60,10 +60,11 @@ fn header_spans(app: &App, compact: bool) -> Vec<Span<'static>> {
         spans.push(styled(" LEASING OFF ", t.leasing_off));
     }
     spans.push(Span::raw(format!("{gap}lease {} ms{gap}", app.lease_ms())));
+    let (label, name) = app.setting_label();
     if !compact {
-        spans.push(Span::raw("scenario "));
+        spans.push(Span::raw(label));
     }
-    spans.push(styled(app.scenario.name(), t.header));
+    spans.push(styled(name, t.header));
     spans
 }
 
@@ -77,7 +78,27 @@ pub fn render_strip(frame: &mut Frame, area: Rect, app: &App) {
         spans.push(styled(format!(" {n} "), t.notice));
         spans.push(Span::raw("  "));
     }
-    if let Some(step) = app.next_story_step() {
+    if let Some(l) = &app.lesson {
+        let r = &l.runner;
+        if l.left_script(app.now_ms) {
+            spans.push(styled(" OFF SCRIPT ", t.warn));
+            spans.push(Span::raw(
+                " n or b puts the lesson back (reseed and replay)",
+            ));
+        } else if r.finished() {
+            spans.push(styled(
+                format!(" LESSON DONE {}/{} ", r.done, r.total()),
+                t.paused,
+            ));
+            spans.push(Span::raw(" b back · R from the start · space free play"));
+        } else {
+            spans.push(styled(
+                format!(" LESSON {}/{} ", r.done, r.total()),
+                t.paused,
+            ));
+            spans.push(Span::raw(" n next step · b back · space free play"));
+        }
+    } else if let Some(step) = app.next_story_step() {
         spans.push(styled(
             format!(" STORY {}/{} ", app.story_at + 1, app.story.len()),
             t.paused,

@@ -37,10 +37,19 @@ fn help_lines(app: &App, roomy: bool) -> Vec<Line<'static>> {
         }
         lines.push(Line::from(styled(section.title(), t.title)));
         for b in keys::help_entries().filter(|b| b.section == section) {
+            // A lesson's step back shares the line of its step forward.
+            let (label, help) = match b.action {
+                keys::Action::StepBack => continue,
+                keys::Action::Step if app.lesson.is_some() => (
+                    "n / b",
+                    "one lesson step forward / back (back reseeds and replays)",
+                ),
+                _ => (b.label, b.help),
+            };
             lines.push(Line::from(vec![
                 Span::raw("  "),
-                styled(format!("{:<LABEL_W$}", b.label), t.key),
-                Span::raw(b.help),
+                styled(format!("{label:<LABEL_W$}"), t.key),
+                Span::raw(help),
             ]));
         }
     }

@@ -54,8 +54,16 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         ("restarts", l.restarts, t.base),
     ];
     figures.extend(extra.into_iter().take(rows.saturating_sub(7)));
+    let provider = &app.engine.provider;
+    let effects = provider.side_effects_total();
     for (label, n, style) in figures {
-        let number = n.to_string();
+        let mut number = n.to_string();
+        let mut label = label;
+        // An idempotent provider answers repeats without a new side effect: show both.
+        if label == "provider status checks" && provider.is_idempotent() {
+            label = "provider calls / effects";
+            number = format!("{n} / {effects}");
+        }
         let pad = width.saturating_sub(label.len() + number.len()).max(1);
         lines.push(Line::from(vec![
             Span::raw(label),

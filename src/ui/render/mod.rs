@@ -19,12 +19,15 @@
 //!  footer   q quit  ? help  space pause  n step ...                        (FOOTER_H)
 //! ```
 //! Height left over is shared between the top row (TOP_SHARE) and the event log.
+//! In a lesson, the narration panel sits below the top row; it takes its rows from the
+//! event log first, then from the timeline (`narration::carve`).
 
 pub mod footer;
 pub mod header;
 pub mod help;
 pub mod ledger;
 pub mod log;
+pub mod narration;
 pub mod table;
 pub mod timeline;
 pub mod too_small;
@@ -48,7 +51,7 @@ const FOOTER_H: u16 = 1;
 const LEDGER_H: u16 = 9;
 const MAX_WORKER_LINES: u16 = 8;
 const MAX_LANES: u16 = 8;
-const LOG_MIN_H: u16 = 4;
+pub(crate) const LOG_MIN_H: u16 = 4;
 const TABLE_MIN_H: u16 = 6;
 /// Of the spare height, the top row gets this many fifths; the log the rest.
 const TOP_SHARE: u16 = 3;
@@ -135,14 +138,22 @@ pub fn draw(frame: &mut Frame, app: &App) {
         too_small::render(frame, area, app);
         return;
     }
-    let a = Areas::compute(area, app.workers.len());
+    let mut a = Areas::compute(area, app.workers.len());
+    let narration = app.lesson.is_some().then(|| narration::carve(&mut a, app));
     header::render(frame, a.header, app);
     header::render_strip(frame, a.strip, app);
     table::render(frame, a.table, app);
     workers::render(frame, a.workers, app);
     ledger::render(frame, a.ledger, app);
-    timeline::render(frame, a.timeline, app);
-    log::render(frame, a.log, app);
+    if a.timeline.height > 0 {
+        timeline::render(frame, a.timeline, app);
+    }
+    if a.log.height > 0 {
+        log::render(frame, a.log, app);
+    }
+    if let Some(n) = narration {
+        narration::render(frame, n, app);
+    }
     footer::render(frame, a.footer, app);
     if app.help {
         help::render(frame, area, app);

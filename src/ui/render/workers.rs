@@ -47,6 +47,16 @@ fn line<'a>(w: &WorkerView, app: &App, width: usize, wide: bool, next: bool) -> 
         WorkerState::Idle => t.base,
         _ => t.processing,
     };
+    // A worker a lesson froze (a long pause) is not just waiting for a step.
+    let frozen = app
+        .lesson
+        .as_ref()
+        .is_some_and(|l| l.runner.frozen.contains(&w.slot) && w.alive());
+    let (state_label, state_style) = if frozen {
+        ("FROZEN", t.warn)
+    } else {
+        (s.state.label(), state_style)
+    };
     let done = app
         .ledger
         .per_worker
@@ -66,7 +76,7 @@ fn line<'a>(w: &WorkerView, app: &App, width: usize, wide: bool, next: bool) -> 
         styled(if next { "→" } else { " " }, t.next_mover),
         styled(format!("{:<10}", fit(&s.name, 10)), name_style),
         Span::raw(" "),
-        styled(format!("{:<10}", s.state.label()), state_style),
+        styled(format!("{:<10}", state_label), state_style),
         Span::raw(" "),
         styled(format!("{:<owns_w$}", fit(&owns, owns_w)), owns_style),
         Span::raw(" "),

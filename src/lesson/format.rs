@@ -1,0 +1,640 @@
+//! The lesson file format (`format_version = 1`) and its parser. Every error names the
+//! file and the line, so a teacher can fix a lesson without reading Rust.
+
+use std::ops::Range;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::engine::worker::worker_name;
+
+/// The only format this build reads.
+pub const FORMAT_VERSION: i64 = 1;
+
+/// How an outbox is set up before the first step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setup {
+    pub workers: usize,
+    pub messages: u64,
+    pub lease_ms: i64,
+    pub process_ms: i64,
+    pub leasing: bool,
+    /// The provider honours the payment's idempotency key: a repeated call returns the
+    /// first result and causes no new side effect.
+    pub idempotent_provider: bool,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Setup {
+            workers: 2,
+            messages: 6,
+            lease_ms: 3_000,
+            // Steps skip processing time; free play in the dashboard uses it.
+            process_ms: 1_200,
+            leasing: true,
+            idempotent_provider: false,
+        }
+    }
+}
+
+/// A message named by its payment key (`PAY-001`) or its outbox id (`1`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageSel {
+    pub id: i64,
+    pub key: String,
+}
+
+/// What a step makes happen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// The worker claims the oldest claimable message, or the one named.
+    Claim {
+        slot: usize,
+        message: Option<MessageSel>,
+    },
+    /// The worker takes its next action (claim, provider call, finalize).
+    Act {
+        slot: usize,
+    },
+    Crash {
+        slot: usize,
+    },
+    Restart {
+        slot: usize,
+    },
+    /// The worker freezes (a long GC pause): it holds what it holds and does nothing.
+    Pause {
+        slot: usize,
+    },
+    Resume {
+        slot: usize,
+    },
+    Advance {
+        ms: i64,
+    },
+    Leasing(bool),
+    /// Switch the provider's idempotency-key honouring on or off.
+    Idempotency(bool),
+    AddPayment,
+    /// Every live, unpaused worker acts in turn until the condition holds.
+    RunUntil(Condition),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Condition {
+    /// Nothing Pending or Processing and every live, unpaused worker holds nothing.
+    Drained,
+}
+
+/// A figure a step can state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Figure {
+    /// The outbox row's Status.
+    Status(MessageSel),
+    /// The outbox row's LockedBy (`none` for NULL).
+    Owner(MessageSel),
+    /// The outbox row's LeaseVersion (the fencing token).
+    Lease(MessageSel),
+    /// The payment row's PaymentStatus.
+    Payment(MessageSel),
+    /// Results written for the message (the processing ledger).
+    Processed(MessageSel),
+    /// A ledger counter by name (see [`LEDGER_FIGURES`]).
+    Ledger(&'static str),
+    /// Outbox rows with this status.
+    Outbox(&'static str),
+    /// Payments with this status.
+    Payments(&'static str),
+    /// Provider status-check calls, for one key or all.
+    ProviderCalls(Option<MessageSel>),
+    /// Provider side effects, for one key or all.
+    ProviderEffects(Option<MessageSel>),
+}
+
+/// One expectation: a figure and the value it must have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expect {
+    /// As written in the file.
+    pub text: String,
+    pub line: usize,
+    pub figure: Figure,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// The actions as written in the file, for display.
+    pub actions_text: Vec<String>,
+    pub actions: Vec<Action>,
+    pub say: String,
+    pub expects: Vec<Expect>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lesson {
+    pub name: String,
+    /// The file it was read from (for a built-in, its path in the repository).
+    pub path: String,
+    pub title: String,
+    pub summary: String,
+    pub setup: Setup,
+    pub steps: Vec<Step>,
+}
+
+/// Ledger figures an `expect` may name, with what each counts.
+pub const LEDGER_FIGURES: &[(&str, &str)] = &[
+    ("claims", "successful claims"),
+    ("empty", "claims that found nothing"),
+    (
+        "blocked",
+        "claims refused because another worker's lease still ran",
+    ),
+    (
+        "reclaims",
+        "claims of a message whose earlier lease had expired",
+    ),
+    (
+        "attempts",
+        "processing attempts (provider status checks by workers)",
+    ),
+    ("unique", "messages processed at least once"),
+    ("duplicates", "messages processed more than once"),
+    ("rejected", "finalizes rejected because the lease was lost"),
+    ("violations", "ownership violations"),
+    ("crashes", "worker crashes"),
+];
+
+const STATUSES: &[&str] = &["Pending", "Processing", "Processed"];
+const PAYMENT_STATUSES: &[&str] = &["Pending", "Paid", "Failed"];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLesson {
+    format_version: Option<Spanned<i64>>,
+    title: Option<String>,
+    summary: Option<String>,
+    #[serde(default)]
+    setup: RawSetup,
+    #[serde(default)]
+    step: Vec<Spanned<RawStep>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSetup {
+    workers: Option<Spanned<i64>>,
+    messages: Option<Spanned<i64>>,
+    lease_ms: Option<Spanned<i64>>,
+    process_ms: Option<Spanned<i64>>,
+    leasing: Option<bool>,
+    idempotent_provider: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    #[serde(rename = "do", default)]
+    actions: Vec<Spanned<String>>,
+    say: Option<String>,
+    #[serde(default)]
+    expect: Vec<Spanned<String>>,
+}
+
+/// Read a lesson. `name` is how it is called; `path` names the file in errors.
+pub fn parse(name: &str, path: &str, text: &str) -> Result<Lesson, String> {
+    let p = Parser { path, text };
+    let raw: RawLesson = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| p.line_of(s.start)).unwrap_or(1);
+        let msg = e.message().trim().replace('\n', " ");
+        format!("{path}:{line}: {msg}")
+    })?;
+    match &raw.format_version {
+        None => return Err(p.err(0..0, "format_version is missing (write format_version = 1)")),
+        Some(v) if *v.get_ref() != FORMAT_VERSION => {
+            return Err(p.err(
+                v.span(),
+                &format!(
+                    "format_version {} is not supported (this leaselab reads {FORMAT_VERSION})",
+                    v.get_ref()
+                ),
+            ))
+        }
+        Some(_) => {}
+    }
+    let title = raw
+        .title
+        .filter(|t| !t.trim().is_empty())
+        .ok_or_else(|| p.err(0..0, "title is missing"))?;
+    let summary = raw.summary.unwrap_or_default();
+    let d = Setup::default();
+    let s = &raw.setup;
+    let setup = Setup {
+        workers: p
+            .number(&s.workers, "workers", 1, 26)?
+            .unwrap_or(d.workers as i64) as usize,
+        messages: p
+            .number(&s.messages, "messages", 1, 1_000)?
+            .unwrap_or(d.messages as i64) as u64,
+        lease_ms: p
+            .number(&s.lease_ms, "lease_ms", 1, 3_600_000)?
+            .unwrap_or(d.lease_ms),
+        process_ms: p
+            .number(&s.process_ms, "process_ms", 0, 600_000)?
+            .unwrap_or(d.process_ms),
+        leasing: s.leasing.unwrap_or(d.leasing),
+        idempotent_provider: s.idempotent_provider.unwrap_or(d.idempotent_provider),
+    };
+    if raw.step.is_empty() {
+        return Err(p.err(text.len()..text.len(), "the lesson has no [[step]]"));
+    }
+    // Messages a step may name: the seeded ones and every payment the lesson adds.
+    let added = raw
+        .step
+        .iter()
+        .flat_map(|s| &s.get_ref().actions)
+        .filter(|a| a.get_ref().trim() == "add-payment")
+        .count() as u64;
+    let ctx = Ctx {
+        p: &p,
+        workers: setup.workers,
+        messages: setup.messages + added,
+    };
+    let mut steps = Vec::new();
+    for raw_step in raw.step {
+        let step_span = raw_step.span();
+        let raw_step = raw_step.into_inner();
+        let say = raw_step
+            .say
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| p.err(step_span, "a step has no say"))?;
+        let mut actions = Vec::new();
+        let mut actions_text = Vec::new();
+        for a in &raw_step.actions {
+            actions.push(ctx.action(a)?);
+            actions_text.push(a.get_ref().trim().to_string());
+        }
+        let expects = raw_step
+            .expect
+            .iter()
+            .map(|e| ctx.expect(e))
+            .collect::<Result<Vec<_>, _>>()?;
+        steps.push(Step {
+            actions_text,
+            actions,
+            say: say.trim().to_string(),
+            expects,
+        });
+    }
+    Ok(Lesson {
+        name: name.to_string(),
+        path: path.to_string(),
+        title,
+        summary,
+        setup,
+        steps,
+    })
+}
+
+struct Parser<'a> {
+    path: &'a str,
+    text: &'a str,
+}
+
+impl Parser<'_> {
+    fn line_of(&self, offset: usize) -> usize {
+        let end = offset.min(self.text.len());
+        self.text.as_bytes()[..end]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count()
+            + 1
+    }
+
+    fn err(&self, span: Range<usize>, msg: &str) -> String {
+        format!("{}:{}: {msg}", self.path, self.line_of(span.start))
+    }
+
+    fn number(
+        &self,
+        v: &Option<Spanned<i64>>,
+        what: &str,
+        min: i64,
+        max: i64,
+    ) -> Result<Option<i64>, String> {
+        match v {
+            None => Ok(None),
+            Some(n) if (min..=max).contains(n.get_ref()) => Ok(Some(*n.get_ref())),
+            Some(n) => Err(self.err(
+                n.span(),
+                &format!("{what} = {} is outside {min}-{max}", n.get_ref()),
+            )),
+        }
+    }
+}
+
+struct Ctx<'a> {
+    p: &'a Parser<'a>,
+    workers: usize,
+    messages: u64,
+}
+
+impl Ctx<'_> {
+    fn worker(&self, span: &Range<usize>, word: Option<&str>) -> Result<usize, String> {
+        let word = word.ok_or_else(|| self.p.err(span.clone(), "a worker is missing"))?;
+        (0..self.workers)
+            .find(|slot| worker_name(*slot, 1) == word)
+            .ok_or_else(|| {
+                let known: Vec<String> = (0..self.workers).map(|s| worker_name(s, 1)).collect();
+                self.p.err(
+                    span.clone(),
+                    &format!(
+                        "unknown worker '{word}' (this lesson has {})",
+                        known.join(", ")
+                    ),
+                )
+            })
+    }
+
+    fn message(&self, span: &Range<usize>, word: &str) -> Result<MessageSel, String> {
+        let digits = word.strip_prefix("PAY-").unwrap_or(word);
+        let n: u64 = digits
+            .parse()
+            .ok()
+            .filter(|_| digits.chars().all(|c| c.is_ascii_digit()))
+            .ok_or_else(|| {
+                self.p.err(
+                    span.clone(),
+                    &format!("'{word}' is not a message (write PAY-001 or an outbox id)"),
+                )
+            })?;
+        if n == 0 || n > self.messages {
+            return Err(self.p.err(
+                span.clone(),
+                &format!(
+                    "unknown message '{word}' (this lesson has PAY-001 to {})",
+                    crate::engine::store::payment_key(self.messages)
+                ),
+            ));
+        }
+        Ok(MessageSel {
+            id: n as i64,
+            key: crate::engine::store::payment_key(n),
+        })
+    }
+
+    fn count(&self, span: &Range<usize>, word: Option<&str>, what: &str) -> Result<i64, String> {
+        let word = word.ok_or_else(|| self.p.err(span.clone(), &format!("{what} is missing")))?;
+        word.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
+            self.p.err(
+                span.clone(),
+                &format!("bad number '{word}' for {what} (a whole number, 0 or more)"),
+            )
+        })
+    }
+
+    fn action(&self, a: &Spanned<String>) -> Result<Action, String> {
+        let span = a.span();
+        let words: Vec<&str> = a.get_ref().split_whitespace().collect();
+        let extra = |n: usize| -> Result<(), String> {
+            match words.get(n) {
+                Some(w) => Err(self.p.err(
+                    span.clone(),
+                    &format!("unexpected '{w}' in '{}'", a.get_ref().trim()),
+                )),
+                None => Ok(()),
+            }
+        };
+        let verb = words.first().copied().unwrap_or("");
+        let action = match verb {
+            "claim" => {
+                let slot = self.worker(&span, words.get(1).copied())?;
+                let message = words.get(2).map(|w| self.message(&span, w)).transpose()?;
+                extra(3)?;
+                Action::Claim { slot, message }
+            }
+            "act" | "crash" | "restart" | "pause" | "resume" => {
+                let slot = self.worker(&span, words.get(1).copied())?;
+                extra(2)?;
+                match verb {
+                    "act" => Action::Act { slot },
+                    "crash" => Action::Crash { slot },
+                    "restart" => Action::Restart { slot },
+                    "pause" => Action::Pause { slot },
+                    _ => Action::Resume { slot },
+                }
+            }
+            "advance" => {
+                let w = words.get(1).copied();
+                let ms = self.count(&span, w.map(|w| w.trim_end_matches("ms")), "advance")?;
+                extra(2)?;
+                Action::Advance { ms }
+            }
+            "leasing" => {
+                let on = match words.get(1).copied() {
+                    Some("on") => true,
+                    Some("off") => false,
+                    _ => return Err(self.p.err(span, "leasing takes on or off")),
+                };
+                extra(2)?;
+                Action::Leasing(on)
+            }
+            "idempotency" => {
+                let on = match words.get(1).copied() {
+                    Some("on") => true,
+                    Some("off") => false,
+                    _ => return Err(self.p.err(span, "idempotency takes on or off")),
+                };
+                extra(2)?;
+                Action::Idempotency(on)
+            }
+            "add-payment" => {
+                extra(1)?;
+                Action::AddPayment
+            }
+            "run-until" => {
+                let c = match words.get(1).copied() {
+                    Some("drained") => Condition::Drained,
+                    Some(w) => {
+                        return Err(self.p.err(
+                            span,
+                            &format!("unknown condition '{w}' for run-until (known: drained)"),
+                        ))
+                    }
+                    None => return Err(self.p.err(span, "run-until needs a condition: drained")),
+                };
+                extra(2)?;
+                Action::RunUntil(c)
+            }
+            "" => return Err(self.p.err(span, "an empty action")),
+            other => {
+                return Err(self.p.err(
+                    span,
+                    &format!(
+                        "unknown action '{other}' (known: claim, act, crash, restart, pause, \
+                         resume, advance, leasing, idempotency, add-payment, run-until)"
+                    ),
+                ))
+            }
+        };
+        Ok(action)
+    }
+
+    fn expect(&self, e: &Spanned<String>) -> Result<Expect, String> {
+        let span = e.span();
+        let text = e.get_ref().trim().to_string();
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let bad = |msg: &str| Err(self.p.err(span.clone(), msg));
+        let one_of = |word: Option<&str>, allowed: &[&str], what: &str| -> Result<String, String> {
+            match word {
+                Some(w) if allowed.contains(&w) => Ok(w.to_string()),
+                Some(w) => Err(self.p.err(
+                    span.clone(),
+                    &format!("'{w}' is not a {what} (one of {})", allowed.join(", ")),
+                )),
+                None => Err(self.p.err(span.clone(), &format!("the {what} is missing"))),
+            }
+        };
+        if words.len() > 4 {
+            return bad(&format!("unexpected '{}' in '{text}'", words[4]));
+        }
+        let (figure, value) = match words.first().copied() {
+            Some("ledger") => {
+                let name = words.get(1).copied().unwrap_or("");
+                let Some((name, _)) = LEDGER_FIGURES.iter().find(|(n, _)| *n == name) else {
+                    let known: Vec<&str> = LEDGER_FIGURES.iter().map(|(n, _)| *n).collect();
+                    return bad(&format!(
+                        "unknown ledger figure '{name}' (known: {})",
+                        known.join(", ")
+                    ));
+                };
+                let v = self.count(&span, words.get(2).copied(), name)?;
+                (Figure::Ledger(name), v.to_string())
+            }
+            Some("outbox") | Some("payments") => {
+                let list: &[&str] = if words[0] == "outbox" {
+                    STATUSES
+                } else {
+                    PAYMENT_STATUSES
+                };
+                let word = words.get(1).copied().unwrap_or("");
+                let Some(status) = list.iter().find(|s| s.eq_ignore_ascii_case(word)) else {
+                    return bad(&format!(
+                        "'{word}' is not a status (one of {})",
+                        list.join(", ")
+                    ));
+                };
+                let v = self.count(&span, words.get(2).copied(), status)?;
+                let figure = if words[0] == "outbox" {
+                    Figure::Outbox(status)
+                } else {
+                    Figure::Payments(status)
+                };
+                (figure, v.to_string())
+            }
+            Some("provider") => {
+                // `provider calls N` or `provider PAY-001 calls N`.
+                let (key, rest) = match words.get(1).copied() {
+                    Some(w @ ("calls" | "effects")) => (None, (w, words.get(2).copied())),
+                    Some(k) => (
+                        Some(self.message(&span, k)?),
+                        (words.get(2).copied().unwrap_or(""), words.get(3).copied()),
+                    ),
+                    None => return bad("provider takes calls or effects"),
+                };
+                let v = self.count(&span, rest.1, rest.0)?;
+                match rest.0 {
+                    "calls" => (Figure::ProviderCalls(key), v.to_string()),
+                    "effects" => (Figure::ProviderEffects(key), v.to_string()),
+                    w => return bad(&format!("'{w}' is not a provider figure (calls, effects)")),
+                }
+            }
+            Some(m) => {
+                let msg = self.message(&span, m)?;
+                let value = words.get(2).copied();
+                let figure = match words.get(1).copied() {
+                    Some("status") => {
+                        (Figure::Status(msg), one_of(value, STATUSES, "status")?)
+                    }
+                    Some("payment") => (
+                        Figure::Payment(msg),
+                        one_of(value, PAYMENT_STATUSES, "payment status")?,
+                    ),
+                    Some("owner") => {
+                        let w = value.ok_or_else(|| self.p.err(span.clone(), "the owner is missing"))?;
+                        if w != "none" {
+                            let base = crate::engine::worker::base_name(w);
+                            self.worker(&span, Some(base))?;
+                        }
+                        (Figure::Owner(msg), w.to_string())
+                    }
+                    Some("lease") => (
+                        Figure::Lease(msg),
+                        self.count(&span, value, "lease")?.to_string(),
+                    ),
+                    Some("processed") => (
+                        Figure::Processed(msg),
+                        self.count(&span, value, "processed")?.to_string(),
+                    ),
+                    Some(w) => {
+                        return bad(&format!(
+                            "unknown message figure '{w}' (known: status, owner, lease, payment, processed)"
+                        ))
+                    }
+                    None => return bad("a message figure is missing (status, owner, lease, payment, processed)"),
+                };
+                if words.len() > 3 {
+                    return bad(&format!("unexpected '{}' in '{text}'", words[3]));
+                }
+                figure
+            }
+            None => return bad("an empty expectation"),
+        };
+        Ok(Expect {
+            text,
+            line: self.p.line_of(span.start),
+            figure,
+            value,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"format_version = 1
+title = "t"
+summary = "s"
+[setup]
+workers = 2
+[[step]]
+do = ["claim Worker-A PAY-001", "advance 100"]
+say = "x"
+expect = ["PAY-001 owner Worker-A", "ledger claims 1", "provider PAY-001 calls 0"]
+"#;
+
+    #[test]
+    fn reads_actions_and_expectations() {
+        let l = parse("t", "t.toml", GOOD).unwrap();
+        assert_eq!(l.steps.len(), 1);
+        assert_eq!(l.steps[0].actions[1], Action::Advance { ms: 100 });
+        assert_eq!(l.steps[0].expects[2].line, 9);
+        assert_eq!(l.steps[0].expects[0].value, "Worker-A");
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let bad = GOOD.replace("advance 100", "advance soon");
+        let e = parse("t", "t.toml", &bad).unwrap_err();
+        assert!(e.starts_with("t.toml:7: bad number 'soon'"), "{e}");
+        let bad = GOOD.replace("workers = 2", "workers = 0");
+        assert!(parse("t", "t.toml", &bad)
+            .unwrap_err()
+            .starts_with("t.toml:5: workers = 0"));
+        let bad = GOOD.replace("claim Worker-A", "claim Worker-C");
+        assert!(parse("t", "t.toml", &bad)
+            .unwrap_err()
+            .starts_with("t.toml:7: unknown worker 'Worker-C'"));
+    }
+}

@@ -1,0 +1,530 @@
+//! Runs a lesson on the engine (no terminal code). The clock stays paused and every worker
+//! acts only when a step tells it to, so a lesson is deterministic: re-seeding and replaying
+//! steps 1..k gives the same rows, ledgers and provider calls every time. That is how the
+//! dashboard steps back.
+
+use std::collections::BTreeSet;
+
+use crate::engine::events::EventKind;
+use crate::engine::ledger::Ledger;
+use crate::engine::worker::{worker_name, NextAction};
+use crate::engine::{Engine, EngineConfig};
+
+use super::format::{Action, Condition, Expect, Figure, Lesson, Setup};
+
+/// Most actions `run-until` may take before it gives up (a frozen worker's lease can keep
+/// an outbox from ever draining on a paused clock).
+const RUN_UNTIL_LIMIT: usize = 100_000;
+
+/// One expectation after its step ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub text: String,
+    pub line: usize,
+    pub passed: bool,
+    /// What was found, when it differs from what was expected.
+    pub detail: String,
+}
+
+/// What one step did and which of its expectations held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepReport {
+    /// 1-based.
+    pub number: usize,
+    /// An action that could not be carried out (for example, a crashed worker told to act).
+    pub error: Option<String>,
+    pub checks: Vec<Check>,
+}
+
+impl StepReport {
+    pub fn passed(&self) -> bool {
+        self.error.is_none() && self.checks.iter().all(|c| c.passed)
+    }
+
+    /// `step 3 PASS` or `step 3 FAIL: PAY-001 owner Worker-B (line 40): found Worker-A`.
+    pub fn line(&self, total: usize) -> String {
+        let mut s = format!(
+            "step {}/{total} {}",
+            self.number,
+            if self.passed() { "PASS" } else { "FAIL" }
+        );
+        let mut problems = Vec::new();
+        if let Some(e) = &self.error {
+            problems.push(e.clone());
+        }
+        for c in self.checks.iter().filter(|c| !c.passed) {
+            problems.push(format!("{} (line {}): {}", c.text, c.line, c.detail));
+        }
+        if !problems.is_empty() {
+            s.push_str(": ");
+            s.push_str(&problems.join("; "));
+        }
+        s
+    }
+}
+
+/// The engine configuration a lesson's setup asks for.
+pub fn engine_config(setup: &Setup) -> EngineConfig {
+    EngineConfig {
+        workers: setup.workers,
+        messages: setup.messages,
+        lease_ms: setup.lease_ms,
+        process_ms: setup.process_ms,
+        leasing: setup.leasing,
+        ..EngineConfig::default()
+    }
+}
+
+/// Where a lesson stands. The engine and the ledger belong to the caller (the dashboard
+/// folds events into its own), so every method borrows them.
+#[derive(Debug, Clone)]
+pub struct LessonRunner {
+    pub lesson: Lesson,
+    /// Steps run so far; the next is `steps[done]`.
+    pub done: usize,
+    /// Workers frozen by a `pause` action: they hold what they hold and never act.
+    pub frozen: BTreeSet<usize>,
+    /// The report of every step run so far.
+    pub reports: Vec<StepReport>,
+}
+
+impl LessonRunner {
+    pub fn new(lesson: Lesson) -> LessonRunner {
+        LessonRunner {
+            lesson,
+            done: 0,
+            frozen: BTreeSet::new(),
+            reports: Vec::new(),
+        }
+    }
+
+    pub fn total(&self) -> usize {
+        self.lesson.steps.len()
+    }
+
+    pub fn finished(&self) -> bool {
+        self.done >= self.total()
+    }
+
+    /// Settings the engine configuration does not carry; call after every (re)start.
+    pub fn prepare(&mut self, engine: &Engine) {
+        let setup = &self.lesson.setup;
+        engine.provider.set_idempotent(setup.idempotent_provider);
+        if engine.settings.leasing() != setup.leasing {
+            engine.set_leasing(setup.leasing);
+        }
+        engine
+            .settings
+            .lease_ms
+            .store(setup.lease_ms, std::sync::atomic::Ordering::SeqCst);
+        engine
+            .settings
+            .process_ms
+            .store(setup.process_ms, std::sync::atomic::Ordering::SeqCst);
+        self.done = 0;
+        self.frozen.clear();
+        self.reports.clear();
+    }
+
+    /// Back to the lesson's first state: a fresh outbox, fresh workers, the clock rewound.
+    pub fn reseed(&mut self, engine: &mut Engine) -> Result<(), String> {
+        engine.clock.pause();
+        engine
+            .reset(self.lesson.setup.messages, true)
+            .map_err(|e| e.to_string())?;
+        self.prepare(engine);
+        Ok(())
+    }
+
+    /// Carry out the next step's actions. Every event they cause is on the engine's
+    /// channel when this returns. Stops at the first action that cannot be carried out.
+    pub fn apply_next(&mut self, engine: &mut Engine) -> Result<(), String> {
+        let Some(step) = self.lesson.steps.get(self.done).cloned() else {
+            return Err("the lesson has no more steps".into());
+        };
+        self.done += 1;
+        for (action, text) in step.actions.iter().zip(&step.actions_text) {
+            self.apply(engine, action)
+                .map_err(|e| format!("'{text}' failed: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Record the report of the step just applied.
+    pub fn record(&mut self, error: Option<String>, checks: Vec<Check>) -> &StepReport {
+        self.reports.truncate(self.done.saturating_sub(1));
+        self.reports.push(StepReport {
+            number: self.done,
+            error,
+            checks,
+        });
+        self.reports.last().expect("just pushed")
+    }
+
+    /// Evaluate the expectations of the step just applied.
+    pub fn evaluate(&self, engine: &Engine, ledger: &Ledger) -> Vec<Check> {
+        let Some(step) = self
+            .done
+            .checked_sub(1)
+            .and_then(|i| self.lesson.steps.get(i))
+        else {
+            return Vec::new();
+        };
+        step.expects
+            .iter()
+            .map(|e| {
+                let found = figure(engine, ledger, e);
+                match found {
+                    Ok(v) if v == e.value => Check {
+                        text: e.text.clone(),
+                        line: e.line,
+                        passed: true,
+                        detail: String::new(),
+                    },
+                    Ok(v) => Check {
+                        text: e.text.clone(),
+                        line: e.line,
+                        passed: false,
+                        detail: format!("found {v}"),
+                    },
+                    Err(err) => Check {
+                        text: e.text.clone(),
+                        line: e.line,
+                        passed: false,
+                        detail: err,
+                    },
+                }
+            })
+            .collect()
+    }
+
+    fn live(&self, engine: &Engine, slot: usize) -> Result<(), String> {
+        let w = engine
+            .worker(slot)
+            .ok_or_else(|| format!("there is no {}", worker_name(slot, 1)))?;
+        if !w.is_alive() {
+            return Err(format!("{} is down; restart it first", w.name));
+        }
+        if self.frozen.contains(&slot) {
+            return Err(format!("{} is paused; resume it first", w.name));
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, engine: &mut Engine, action: &Action) -> Result<(), String> {
+        match action {
+            Action::Claim { slot, message } => {
+                self.live(engine, *slot)?;
+                let status = engine.worker(*slot).map(|w| w.status()).unwrap_or_default();
+                // A worker that holds nothing shows Claim or Load by the leasing mode it
+                // last looked at; either way it is free to claim.
+                if !matches!(status.next, NextAction::Claim | NextAction::Load) {
+                    return Err(format!(
+                        "{} is busy: its next action is to {}",
+                        status.name,
+                        status.next.describe()
+                    ));
+                }
+                match message {
+                    Some(_) if !engine.settings.leasing() => {
+                        return Err("with leasing off there is no claim of one message".into())
+                    }
+                    Some(m) => {
+                        engine.claim_id(*slot, m.id);
+                    }
+                    None => {
+                        engine.step(*slot);
+                    }
+                }
+            }
+            Action::Act { slot } => {
+                self.live(engine, *slot)?;
+                engine.step(*slot);
+            }
+            Action::Crash { slot } => {
+                let w = engine.worker(*slot).ok_or("no such worker")?;
+                if !w.is_alive() {
+                    return Err(format!("{} is already down", w.name));
+                }
+                engine.crash(*slot);
+                self.frozen.remove(slot);
+            }
+            Action::Restart { slot } => {
+                engine.restart(*slot, true);
+                self.frozen.remove(slot);
+            }
+            Action::Pause { slot } => {
+                self.live(engine, *slot)?;
+                self.frozen.insert(*slot);
+                engine.emit(EventKind::Note {
+                    text: format!(
+                        "{} frozen (a long pause): it still believes it owns what it claimed",
+                        worker_name(*slot, 1)
+                    ),
+                });
+            }
+            Action::Resume { slot } => {
+                if !self.frozen.remove(slot) {
+                    return Err(format!("{} is not paused", worker_name(*slot, 1)));
+                }
+                engine.emit(EventKind::Note {
+                    text: format!("{} wakes up and carries on", worker_name(*slot, 1)),
+                });
+            }
+            Action::Advance { ms } => engine.advance(*ms),
+            Action::Leasing(on) => engine.set_leasing(*on),
+            Action::Idempotency(on) => {
+                engine.provider.set_idempotent(*on);
+                engine.emit(EventKind::Note {
+                    text: format!(
+                        "provider idempotency {}",
+                        if *on {
+                            "on: a repeated call replays the first answer"
+                        } else {
+                            "off"
+                        }
+                    ),
+                });
+            }
+            Action::AddPayment => engine.add_payment().map_err(|e| e.to_string())?,
+            Action::RunUntil(c) => self.run_until(engine, *c)?,
+        }
+        Ok(())
+    }
+
+    /// Every live, unfrozen worker acts in turn (Worker-A first) until the condition holds.
+    fn run_until(&self, engine: &Engine, c: Condition) -> Result<(), String> {
+        let n = engine.workers().len();
+        // Turns in a row in which every mover held nothing and the outbox did not change.
+        let mut idle_turns = 0;
+        let mut idle_counts = None;
+        for turn in 0..RUN_UNTIL_LIMIT {
+            let movers: Vec<usize> = (0..n)
+                .filter(|s| !self.frozen.contains(s))
+                .filter(|s| engine.worker(*s).is_some_and(|w| w.is_alive()))
+                .collect();
+            let counts = engine.store().outbox_counts().map_err(|e| e.to_string())?;
+            let idle = movers.iter().all(|s| {
+                engine.worker(*s).is_some_and(|w| {
+                    matches!(w.status().next, NextAction::Claim | NextAction::Load)
+                })
+            });
+            match c {
+                Condition::Drained => {
+                    if counts.pending == 0 && counts.processing == 0 && idle {
+                        return Ok(());
+                    }
+                }
+            }
+            if movers.is_empty() {
+                return Err("no worker can move: every one is down or paused".into());
+            }
+            if idle && idle_counts.as_ref() == Some(&counts) {
+                idle_turns += 1;
+            } else {
+                idle_turns = 0;
+                idle_counts = idle.then(|| counts.clone());
+            }
+            // Two whole rounds found nothing to take: on a paused clock nothing will change.
+            if idle_turns > 2 * movers.len() {
+                return Err(format!(
+                    "not drained and nothing left to claim ({} Pending, {} Processing): a lease \
+                     held by a paused or crashed worker never expires on a paused clock",
+                    counts.pending, counts.processing
+                ));
+            }
+            let slot = movers[turn % movers.len()];
+            engine.step(slot);
+        }
+        Err(format!("still not drained after {RUN_UNTIL_LIMIT} actions"))
+    }
+}
+
+/// The value of an expectation's figure right now, as text.
+fn figure(engine: &Engine, ledger: &Ledger, e: &Expect) -> Result<String, String> {
+    let store = engine.store();
+    let row = |id: i64| -> Result<crate::engine::store::MessageRow, String> {
+        let rows = store
+            .messages((id - 1).max(0) as u64, 1)
+            .map_err(|e| e.to_string())?;
+        rows.into_iter()
+            .find(|r| r.id == id)
+            .ok_or_else(|| format!("message {id} does not exist"))
+    };
+    let calls = || engine.provider.calls();
+    Ok(match &e.figure {
+        Figure::Status(m) => row(m.id)?.status,
+        Figure::Owner(m) => row(m.id)?.locked_by.unwrap_or_else(|| "none".into()),
+        Figure::Lease(m) => row(m.id)?.lease_version.to_string(),
+        Figure::Payment(m) => row(m.id)?.payment_status,
+        Figure::Processed(m) => ledger.runs_of(m.id).to_string(),
+        Figure::Ledger(name) => ledger_figure(ledger, name).to_string(),
+        Figure::Outbox(status) => {
+            let c = store.outbox_counts().map_err(|e| e.to_string())?;
+            match *status {
+                "Pending" => c.pending,
+                "Processing" => c.processing,
+                _ => c.processed,
+            }
+            .to_string()
+        }
+        Figure::Payments(status) => {
+            let c = store.payment_counts().map_err(|e| e.to_string())?;
+            match *status {
+                "Pending" => c.pending,
+                "Paid" => c.paid,
+                _ => c.failed,
+            }
+            .to_string()
+        }
+        Figure::ProviderCalls(None) => engine.provider.status_checks_total().to_string(),
+        Figure::ProviderEffects(None) => engine.provider.side_effects_total().to_string(),
+        Figure::ProviderCalls(Some(m)) => calls()
+            .get(&m.key)
+            .map_or(0, |c| c.status_checks)
+            .to_string(),
+        Figure::ProviderEffects(Some(m)) => calls()
+            .get(&m.key)
+            .map_or(0, |c| c.side_effects)
+            .to_string(),
+    })
+}
+
+fn ledger_figure(l: &Ledger, name: &str) -> u64 {
+    match name {
+        "claims" => l.claims_ok,
+        "empty" => l.claims_empty,
+        "blocked" => l.claims_blocked,
+        "reclaims" => l.reclaims,
+        "attempts" => l.processing_attempts,
+        "unique" => l.unique_processed(),
+        "duplicates" => l.processed_more_than_once(),
+        "rejected" => l.rejected_finalizes,
+        "violations" => l.ownership_violations,
+        "crashes" => l.crashes,
+        _ => 0,
+    }
+}
+
+/// A lesson with its own engine and ledger: what `--check` and the tests drive.
+pub struct Session {
+    pub runner: LessonRunner,
+    pub ledger: Ledger,
+    pub engine: Engine,
+}
+
+impl Session {
+    pub fn start(lesson: Lesson) -> Result<Session, String> {
+        Session::start_in(lesson, None)
+    }
+
+    /// As [`Session::start`], keeping the database at `db` when given.
+    pub fn start_in(lesson: Lesson, db: Option<std::path::PathBuf>) -> Result<Session, String> {
+        let config = EngineConfig {
+            db,
+            ..engine_config(&lesson.setup)
+        };
+        let engine = Engine::start(config, true).map_err(|e| e.to_string())?;
+        let mut s = Session {
+            runner: LessonRunner::new(lesson),
+            ledger: Ledger::new(),
+            engine,
+        };
+        s.runner.prepare(&s.engine);
+        s.drain();
+        Ok(s)
+    }
+
+    fn drain(&mut self) {
+        while let Ok(e) = self.engine.events().try_recv() {
+            if matches!(e.kind, EventKind::Seeded { .. }) {
+                self.ledger = Ledger::new();
+            }
+            self.ledger.apply(&e);
+        }
+    }
+
+    /// Run the next step and evaluate it.
+    pub fn forward(&mut self) -> StepReport {
+        let error = self.runner.apply_next(&mut self.engine).err();
+        self.drain();
+        let checks = self.runner.evaluate(&self.engine, &self.ledger);
+        self.runner.record(error, checks).clone()
+    }
+
+    /// One step back: re-seed and replay every step before the current one.
+    pub fn back(&mut self) -> Result<(), String> {
+        let target = self.runner.done.saturating_sub(1);
+        self.goto(target)
+    }
+
+    /// Re-seed and replay the first `steps` steps.
+    pub fn goto(&mut self, steps: usize) -> Result<(), String> {
+        self.runner.reseed(&mut self.engine)?;
+        self.drain();
+        for _ in 0..steps.min(self.runner.total()) {
+            self.forward();
+        }
+        Ok(())
+    }
+
+    /// Everything a step can change, as text: rows, payments, provider calls and the
+    /// ledger's counters. Two equal fingerprints mean two equal states.
+    pub fn fingerprint(&self) -> String {
+        let store = self.engine.store();
+        let rows = store
+            .messages(0, store.message_count().unwrap_or(0))
+            .unwrap_or_default();
+        let l = &self.ledger;
+        format!(
+            "{rows:?}\n{:?}\n{:?}\nclock {}\nledger {} {} {} {} {} {} {} {} {}\nworkers {:?}",
+            store.payments().unwrap_or_default(),
+            self.engine
+                .provider
+                .calls()
+                .iter()
+                .map(|(k, c)| (k.clone(), c.status_checks, c.side_effects))
+                .collect::<Vec<_>>(),
+            self.engine.clock.now(),
+            l.claims_ok,
+            l.claims_empty,
+            l.claims_blocked,
+            l.reclaims,
+            l.processing_attempts,
+            l.unique_processed(),
+            l.processed_more_than_once(),
+            l.rejected_finalizes,
+            l.ownership_violations,
+            self.engine
+                .workers()
+                .iter()
+                .map(|w| {
+                    let s = w.status();
+                    let next = match s.next {
+                        NextAction::Claim | NextAction::Load => "holds nothing".to_string(),
+                        other => other.describe(),
+                    };
+                    (s.name, next)
+                })
+                .collect::<Vec<_>>(),
+        )
+    }
+}
+
+/// Run every step of a lesson and evaluate every expectation.
+pub fn check_lesson(lesson: Lesson) -> Result<Vec<StepReport>, String> {
+    check_lesson_in(lesson, None)
+}
+
+/// As [`check_lesson`], keeping the database at `db` when given.
+pub fn check_lesson_in(
+    lesson: Lesson,
+    db: Option<std::path::PathBuf>,
+) -> Result<Vec<StepReport>, String> {
+    let mut s = Session::start_in(lesson, db)?;
+    let mut reports = Vec::new();
+    while !s.runner.finished() {
+        reports.push(s.forward());
+    }
+    Ok(reports)
+}

@@ -1,0 +1,193 @@
+//! A lesson in the dashboard: `n` runs the next step and checks its expectations, `b` goes
+//! one step back by reseeding and replaying, and free play (space) between steps is
+//! allowed; the panel then says the state has left the script.
+
+use crate::engine::events::{Event, EventKind};
+use crate::engine::worker::Control;
+use crate::lesson::{Lesson, LessonRunner, StepReport};
+use crate::scenario::Scenario;
+
+use super::{App, DashboardOptions, Theme};
+
+/// The lesson the dashboard is stepping.
+#[derive(Debug, Clone)]
+pub struct LessonMode {
+    pub runner: LessonRunner,
+    /// Something happened outside the script since the last scripted step.
+    changed: bool,
+    /// The clock when the script last stood still; free play may move it.
+    script_clock: i64,
+}
+
+impl LessonMode {
+    /// An engine event that did not come from a scripted step.
+    pub(super) fn saw(&mut self, ev: &Event) {
+        if !matches!(
+            ev.kind,
+            EventKind::Paused | EventKind::Resumed | EventKind::Note { .. }
+        ) {
+            self.changed = true;
+        }
+    }
+
+    /// Free play has changed the state away from what the script left.
+    pub fn left_script(&self, now_ms: i64) -> bool {
+        self.changed || now_ms != self.script_clock
+    }
+
+    /// The report of the step just run, if any.
+    pub fn last_report(&self) -> Option<&StepReport> {
+        self.runner
+            .done
+            .checked_sub(1)
+            .and_then(|i| self.runner.reports.get(i))
+    }
+}
+
+impl App {
+    /// Open a lesson paused before its first step. `opts` gives speed and database only:
+    /// the lesson's setup decides the outbox.
+    pub fn for_lesson(lesson: Lesson, opts: DashboardOptions, theme: Theme) -> Result<App, String> {
+        let setup = lesson.setup.clone();
+        let opts = DashboardOptions {
+            scenario: Scenario::OutboxLeasing,
+            workers: setup.workers,
+            messages: Some(setup.messages),
+            lease_ms: Some(setup.lease_ms),
+            process_ms: Some(setup.process_ms),
+            no_leasing: !setup.leasing,
+            ..opts
+        };
+        let mut app = App::new(opts, theme)?;
+        let mut runner = LessonRunner::new(lesson);
+        runner.prepare(&app.engine);
+        app.absorb_events();
+        app.lesson = Some(LessonMode {
+            runner,
+            changed: false,
+            script_clock: app.engine.clock.now(),
+        });
+        app.notice = Some("n takes the first step".into());
+        Ok(app)
+    }
+
+    /// `lesson NAME` in the header instead of the scenario.
+    pub fn setting_label(&self) -> (&'static str, String) {
+        match &self.lesson {
+            Some(l) => ("lesson ", l.runner.lesson.name.clone()),
+            None => ("scenario ", self.scenario.name().to_string()),
+        }
+    }
+
+    /// Stop free play and put the outbox back where the script says it is.
+    fn back_on_script(&mut self) {
+        if !self.paused {
+            self.pause();
+        }
+        let off = self
+            .lesson
+            .as_ref()
+            .is_some_and(|l| l.left_script(self.engine.clock.now()));
+        if off {
+            let done = self.lesson.as_ref().map_or(0, |l| l.runner.done);
+            self.lesson_goto(done);
+        }
+    }
+
+    pub(super) fn lesson_next(&mut self) {
+        self.back_on_script();
+        let Some(mut mode) = self.lesson.take() else {
+            return;
+        };
+        if mode.runner.finished() {
+            self.notice = Some("the lesson is over: b steps back, R starts again".into());
+            self.lesson = Some(mode);
+            return;
+        }
+        self.run_next(&mut mode);
+        if mode.runner.finished() {
+            self.notice = Some("last step: b steps back, R starts again, space plays".into());
+        }
+        self.lesson = Some(mode);
+    }
+
+    pub(super) fn lesson_back(&mut self) {
+        let Some(done) = self.lesson.as_ref().map(|l| l.runner.done) else {
+            self.notice = Some("b steps back in a lesson (leaselab lesson NAME)".into());
+            return;
+        };
+        if !self.paused {
+            self.pause();
+        }
+        self.lesson_goto(done.saturating_sub(1));
+    }
+
+    /// Reseed and replay the first `steps` steps.
+    pub(super) fn lesson_goto(&mut self, steps: usize) {
+        let Some(mut mode) = self.lesson.take() else {
+            return;
+        };
+        // While the mode is taken out, events count as the script's own.
+        if let Err(e) = mode.runner.reseed(&mut self.engine) {
+            self.notice = Some(format!("could not reseed: {e}"));
+            self.lesson = Some(mode);
+            return;
+        }
+        self.paused = true;
+        self.next_slot = 0;
+        self.table_offset = 0;
+        self.absorb_events();
+        for _ in 0..steps.min(mode.runner.total()) {
+            self.run_next(&mut mode);
+        }
+        mode.changed = false;
+        mode.script_clock = self.engine.clock.now();
+        let now = self.engine.clock.now();
+        self.log.note(
+            now,
+            format!(
+                "LESSON back to step {}/{}: outbox reseeded, earlier steps replayed",
+                mode.runner.done,
+                mode.runner.total()
+            ),
+        );
+        self.lesson = Some(mode);
+    }
+
+    /// Run the next step on the engine and check its expectations.
+    fn run_next(&mut self, mode: &mut LessonMode) {
+        let number = mode.runner.done + 1;
+        let what = mode
+            .runner
+            .lesson
+            .steps
+            .get(mode.runner.done)
+            .map(|s| s.actions_text.join(", "))
+            .unwrap_or_default();
+        let now = self.engine.clock.now();
+        self.log.note(
+            now,
+            format!("LESSON step {number}/{}: {what}", mode.runner.total()),
+        );
+        let error = mode.runner.apply_next(&mut self.engine).err();
+        self.after_engine_call();
+        let checks = mode.runner.evaluate(&self.engine, &self.ledger);
+        mode.runner.record(error, checks);
+        mode.changed = false;
+        mode.script_clock = self.engine.clock.now();
+    }
+
+    /// Free play resumes every worker but one the lesson froze.
+    pub(super) fn resume_workers(&self) {
+        match &self.lesson {
+            None => self.engine.resume_all(),
+            Some(l) => {
+                for w in self.engine.workers() {
+                    if !l.runner.frozen.contains(&w.slot) {
+                        w.send(Control::Resume);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! The lesson in the dashboard: the narration panel drawn into a `TestBackend` (the clock
+//! stays frozen, so frames are exact), and `n`, `b` and free play driven through `App`.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use leaselab::lesson;
+use leaselab::ui::{self, App, DashboardOptions, Theme};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+fn lesson_app(name: &str) -> App {
+    App::for_lesson(
+        lesson::built_in(name).unwrap(),
+        DashboardOptions::default(),
+        Theme::plain(),
+    )
+    .expect("lesson app")
+}
+
+fn press(app: &mut App, c: char) {
+    app.handle_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+}
+
+fn frame(app: &mut App, width: u16, height: u16) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(width, height)).unwrap();
+    ui::draw(&mut t, app).unwrap();
+    t
+}
+
+fn screen(app: &mut App, width: u16, height: u16) -> String {
+    let t = frame(app, width, height);
+    let buf = t.backend().buffer();
+    let mut s = String::new();
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            s.push_str(buf[(x, y)].symbol());
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// At 80x24 the panel has six lines inside its borders: every step's narration and its
+/// checks must fit there, whole.
+#[test]
+fn every_built_in_narration_fits_the_minimum_screen() {
+    for b in lesson::BUILT_INS {
+        let mut app = lesson_app(b.name);
+        let total = app.lesson.as_ref().unwrap().runner.total();
+        for step in 0..=total {
+            let lines = ui::render::narration::lines(&app, 78);
+            let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+            assert!(
+                lines.len() <= 6,
+                "{} step {step}: {} lines\n{}",
+                b.name,
+                lines.len(),
+                text.join("\n")
+            );
+            press(&mut app, 'n');
+        }
+    }
+}
+
+fn rows(app: &App) -> Vec<(String, String, Option<String>, i64)> {
+    let store = app.engine.store();
+    store
+        .messages(0, store.message_count().unwrap())
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.key, r.status, r.locked_by, r.lease_version))
+        .collect()
+}
+
+fn done(app: &App) -> usize {
+    app.lesson.as_ref().unwrap().runner.done
+}
+
+#[test]
+fn narration_at_the_minimum_size() {
+    let mut app = lesson_app("lease-expiry");
+    press(&mut app, 'n');
+    press(&mut app, 'n');
+    press(&mut app, 'n'); // Worker-B is blocked by the crashed Worker-A's lease
+    let t = frame(&mut app, 80, 24);
+    insta::assert_snapshot!(t.backend());
+}
+
+#[test]
+fn narration_on_a_larger_screen() {
+    let mut app = lesson_app("zombie-worker");
+    for _ in 0..5 {
+        press(&mut app, 'n');
+    }
+    let t = frame(&mut app, 120, 40);
+    insta::assert_snapshot!(t.backend());
+}
+
+#[test]
+fn a_failed_expectation_shows_as_a_cross_with_what_was_found() {
+    let text = include_str!("../assets/lessons/lease-expiry.toml")
+        .replace("\"ledger blocked 1\"", "\"ledger blocked 0\"");
+    let lesson = lesson::parse("wrong", "wrong.toml", &text).unwrap();
+    let mut app = App::for_lesson(lesson, DashboardOptions::default(), Theme::plain()).unwrap();
+    for _ in 0..3 {
+        press(&mut app, 'n');
+    }
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("✗ ledger blocked 0 (found 1)"), "{s}");
+    assert!(s.contains("✓ PAY-001 owner Worker-A"), "{s}");
+}
+
+#[test]
+fn the_first_frame_is_paused_before_step_one_and_says_how_to_go_on() {
+    let mut app = lesson_app("atomic-claim");
+    app.start();
+    let s = screen(&mut app, 80, 24);
+    assert!(app.paused && !app.engine.clock.is_running());
+    assert!(s.contains("LESSON 0/5"), "{s}");
+    assert!(s.contains("Lesson step 0/5"), "{s}");
+    assert!(s.contains("n: claim Worker-A"), "{s}");
+    assert!(s.contains(" atomic-claim "), "{s}");
+    assert!(s.contains("b back"), "{s}");
+}
+
+#[test]
+fn b_steps_back_to_the_same_state_at_every_step() {
+    let mut app = lesson_app("lease-expiry");
+    let mut states = vec![rows(&app)];
+    let total = app.lesson.as_ref().unwrap().runner.total();
+    for _ in 0..total {
+        press(&mut app, 'n');
+        states.push(rows(&app));
+    }
+    let s = screen(&mut app, 100, 30);
+    assert!(s.contains("LESSON DONE 6/6"), "{s}");
+    assert!(!s.contains('✗'), "{s}");
+    for k in (0..total).rev() {
+        press(&mut app, 'b');
+        assert_eq!(done(&app), k);
+        assert_eq!(rows(&app), states[k], "after stepping back to {k}");
+        // The checks shown are the replayed step's own, and they hold again.
+        if let Some(r) = app.lesson.as_ref().unwrap().last_report() {
+            assert!(r.passed(), "{r:?}");
+        }
+    }
+    press(&mut app, 'b');
+    assert_eq!(done(&app), 0, "b at the start stays at the start");
+}
+
+#[test]
+fn a_change_in_free_play_leaves_the_script_and_n_replays_it() {
+    let mut app = lesson_app("lease-expiry");
+    press(&mut app, 'n'); // Worker-A claims PAY-001
+    let after_one = rows(&app);
+    press(&mut app, 'n'); // Worker-A crashes
+    let after_two = rows(&app);
+    press(&mut app, 'A'); // the clock jumps a whole lease: not in the script
+    press(&mut app, '2');
+    press(&mut app, 'c'); // and Worker-B crashes too
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("OFF SCRIPT"), "{s}");
+    assert!(s.contains("the state has left the script"), "{s}");
+    press(&mut app, 'n'); // replays steps 1-2, then runs step 3: Worker-B is blocked
+    assert_eq!(done(&app), 3);
+    let r = app.lesson.as_ref().unwrap().last_report().unwrap().clone();
+    assert!(r.passed(), "{r:?}");
+    let s = screen(&mut app, 80, 24);
+    assert!(!s.contains("OFF SCRIPT"), "{s}");
+    press(&mut app, 'a');
+    press(&mut app, 'b'); // off script again, and b still goes one step back
+    assert_eq!(done(&app), 2);
+    assert_eq!(rows(&app), after_two);
+    press(&mut app, 'b');
+    assert_eq!(rows(&app), after_one);
+    press(&mut app, 'R'); // from the very start
+    assert_eq!(done(&app), 0);
+}
+
+#[test]
+fn a_frozen_worker_stays_frozen_in_free_play() {
+    let mut app = lesson_app("zombie-worker");
+    press(&mut app, 'n');
+    press(&mut app, 'n'); // Worker-A is frozen; its lease has expired
+    press(&mut app, ' '); // free play: Worker-B runs, Worker-A must not
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while app.ledger.finalized < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Worker-B never drained the outbox"
+        );
+        if let Ok(ev) = app
+            .engine
+            .events()
+            .recv_timeout(std::time::Duration::from_secs(1))
+        {
+            app.apply_event(&ev);
+        }
+    }
+    assert!(app.engine.worker(0).unwrap().status().paused);
+    assert_eq!(app.ledger.per_worker.get("Worker-A"), None);
+    assert_eq!(app.ledger.rejected_finalizes, 0);
+    press(&mut app, 'n'); // back on the script: step 3, Worker-B reclaims PAY-001
+    assert_eq!(done(&app), 3);
+    assert!(app.lesson.as_ref().unwrap().last_report().unwrap().passed());
+}
+
+#[test]
+fn help_in_a_lesson_names_n_and_b_and_fits_the_minimum_size() {
+    let mut app = lesson_app("atomic-claim");
+    press(&mut app, '?');
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("n / b"), "{s}");
+    assert!(s.contains("Home/End"), "{s}");
+}
+
+#[test]
+fn the_ledger_shows_provider_side_effects_once_the_provider_is_idempotent() {
+    let mut app = lesson_app("zombie-worker");
+    for _ in 0..5 {
+        press(&mut app, 'n');
+    }
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("provider status checks           2"), "{s}");
+    for _ in 0..2 {
+        press(&mut app, 'n'); // the same story with the idempotent provider
+    }
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("provider calls / effects     4 / 3"), "{s}");
+}
+
+#[test]
+fn every_built_in_lesson_steps_to_the_end_and_back_in_the_dashboard() {
+    for b in lesson::BUILT_INS {
+        let mut app = lesson_app(b.name);
+        let total = app.lesson.as_ref().unwrap().runner.total();
+        for k in 1..=total {
+            press(&mut app, 'n');
+            let s = screen(&mut app, 80, 24);
+            assert!(!s.contains('✗'), "{} step {k}:\n{s}", b.name);
+            assert!(s.contains(&format!("step {k}/{total}")), "{s}");
+        }
+        for k in (0..total).rev() {
+            press(&mut app, 'b');
+            assert_eq!(done(&app), k, "{}", b.name);
+            let s = screen(&mut app, 80, 24);
+            assert!(!s.contains('✗'), "{} back at {k}:\n{s}", b.name);
+        }
+    }
+}
+
+#[test]
+fn a_frozen_worker_is_marked_in_the_workers_panel() {
+    let mut app = lesson_app("zombie-worker");
+    press(&mut app, 'n');
+    press(&mut app, 'n'); // pause Worker-A: frozen after its provider call
+    let s = screen(&mut app, 80, 24);
+    let line = s.lines().find(|l| l.contains("Worker-A")).unwrap();
+    assert!(line.contains("FROZEN"), "{s}");
+    press(&mut app, 'n');
+    press(&mut app, 'n');
+    press(&mut app, 'n'); // resume Worker-A
+    let s = screen(&mut app, 80, 24);
+    assert!(!s.contains("FROZEN"), "{s}");
+}

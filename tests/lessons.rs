@@ -1,0 +1,234 @@
+//! Lesson files: parse errors name the file and line, every built-in lesson holds step by
+//! step on a real engine, and stepping back (re-seed and replay) gives the same state.
+
+use leaselab::lesson::{self, check_lesson, parse, Session, BUILT_INS};
+
+const SMALL: &str = r#"format_version = 1
+title = "small"
+summary = "one claim"
+
+[setup]
+workers = 2
+messages = 2
+
+[[step]]
+do = ["claim Worker-A PAY-001"]
+say = "Worker-A claims."
+expect = ["PAY-001 owner Worker-A"]
+
+[[step]]
+do = ["act Worker-A", "act Worker-A"]
+say = "Worker-A finishes."
+expect = ["PAY-001 status Processed", "provider PAY-001 calls 1"]
+"#;
+
+fn error_of(text: &str) -> String {
+    parse("small", "lessons/small.toml", text).expect_err("a bad lesson")
+}
+
+#[test]
+fn every_built_in_lesson_passes_every_step() {
+    for b in BUILT_INS {
+        let lesson = lesson::built_in(b.name).expect("built-in");
+        let reports = check_lesson(lesson.clone()).expect("runs");
+        assert_eq!(reports.len(), lesson.steps.len());
+        for r in &reports {
+            assert!(r.passed(), "{}: {}", b.name, r.line(reports.len()));
+        }
+    }
+}
+
+#[test]
+fn bad_lessons_are_refused_with_file_and_line() {
+    assert!(parse("small", "lessons/small.toml", SMALL).is_ok());
+    let cases = [
+        (
+            SMALL.replace("claim Worker-A PAY-001", "grab Worker-A PAY-001"),
+            "lessons/small.toml:10: unknown action 'grab'",
+        ),
+        (
+            SMALL.replace("claim Worker-A PAY-001", "claim Worker-C PAY-001"),
+            "lessons/small.toml:10: unknown worker 'Worker-C' (this lesson has Worker-A, Worker-B)",
+        ),
+        (
+            SMALL.replace("claim Worker-A PAY-001", "claim Worker-A PAY-009"),
+            "lessons/small.toml:10: unknown message 'PAY-009'",
+        ),
+        (
+            SMALL.replace("\"act Worker-A\", \"act", "\"advance 3s\", \"act"),
+            "lessons/small.toml:15: bad number '3s'",
+        ),
+        (
+            SMALL.replace("messages = 2", "messages = -4"),
+            "lessons/small.toml:7: messages = -4 is outside 1-1000",
+        ),
+        (
+            SMALL.replace("provider PAY-001 calls 1", "provider PAY-001 calls one"),
+            "lessons/small.toml:17: bad number 'one'",
+        ),
+        (
+            SMALL.replace("PAY-001 owner Worker-A", "PAY-001 colour red"),
+            "lessons/small.toml:12: unknown message figure 'colour'",
+        ),
+        (
+            SMALL.replace("workers = 2", "workers = 2\nheartbeat = 1"),
+            "lessons/small.toml:7: unknown field `heartbeat`",
+        ),
+        (
+            SMALL.replace("say = \"Worker-A finishes.\"", "say = \"Worker-A finishes."),
+            "lessons/small.toml:16: ",
+        ),
+        (
+            SMALL.replace("say = \"Worker-A finishes.\"\n", ""),
+            "lessons/small.toml:14: a step has no say",
+        ),
+        (
+            SMALL.replace("format_version = 1", "format_version = 2"),
+            "lessons/small.toml:1: format_version 2 is not supported",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = error_of(&text);
+        assert!(e.starts_with(want), "got {e:?}, want {want:?}");
+        assert!(!e.contains('\n'), "one line: {e:?}");
+    }
+}
+
+#[test]
+fn a_wrong_expectation_fails_its_step_and_says_what_was_found() {
+    let text = SMALL.replace("provider PAY-001 calls 1", "provider PAY-001 calls 2");
+    let lesson = parse("small", "small.toml", &text).unwrap();
+    let reports = check_lesson(lesson).unwrap();
+    assert!(reports[0].passed());
+    assert!(!reports[1].passed());
+    assert_eq!(
+        reports[1].line(2),
+        "step 2/2 FAIL: provider PAY-001 calls 2 (line 17): found 1"
+    );
+}
+
+#[test]
+fn an_action_that_cannot_happen_fails_its_step() {
+    let text = SMALL.replace(
+        "do = [\"act Worker-A\", \"act Worker-A\"]",
+        "do = [\"crash Worker-A\", \"act Worker-A\"]",
+    );
+    let reports = check_lesson(parse("small", "small.toml", &text).unwrap()).unwrap();
+    assert!(!reports[1].passed());
+    assert!(
+        reports[1]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("'act Worker-A' failed: Worker-A is down")),
+        "{:?}",
+        reports[1]
+    );
+}
+
+#[test]
+fn the_zombie_lesson_shows_the_fencing_token_and_the_idempotency_key() {
+    let mut s = Session::start(lesson::built_in("zombie-worker").unwrap()).unwrap();
+    // Through Worker-A's stale finalize in the first half.
+    for _ in 0..5 {
+        assert!(s.forward().passed());
+    }
+    let calls = s.engine.provider.calls();
+    assert_eq!(s.ledger.rejected_finalizes, 1);
+    assert_eq!(s.ledger.ownership_violations, 0);
+    assert_eq!(s.ledger.runs_of(1), 1);
+    assert_eq!(
+        (
+            calls["PAY-001"].status_checks,
+            calls["PAY-001"].side_effects
+        ),
+        (2, 2)
+    );
+    let row = &s.engine.store().messages(0, 1).unwrap()[0];
+    assert_eq!(
+        (
+            row.status.as_str(),
+            row.locked_by.as_deref(),
+            row.lease_version
+        ),
+        ("Processed", Some("Worker-B"), 2)
+    );
+    // The same story with the provider honouring the idempotency key.
+    while !s.runner.finished() {
+        assert!(s.forward().passed());
+    }
+    let calls = s.engine.provider.calls();
+    assert_eq!(
+        (
+            calls["PAY-002"].status_checks,
+            calls["PAY-002"].side_effects
+        ),
+        (2, 1)
+    );
+    assert_eq!(s.ledger.rejected_finalizes, 2);
+    let payments = s.engine.store().payments().unwrap();
+    assert!(payments.iter().all(|p| p.status == "Paid"));
+}
+
+#[test]
+fn stepping_back_replays_to_the_same_state_at_every_step() {
+    for b in BUILT_INS {
+        let mut s = Session::start(lesson::built_in(b.name).unwrap()).unwrap();
+        let mut states = vec![s.fingerprint()];
+        while !s.runner.finished() {
+            s.forward();
+            states.push(s.fingerprint());
+        }
+        // Walk back one step at a time, the way `b` does.
+        for k in (0..states.len() - 1).rev() {
+            s.back().unwrap();
+            assert_eq!(s.runner.done, k);
+            assert_eq!(
+                s.fingerprint(),
+                states[k],
+                "{} after stepping back to {k}",
+                b.name
+            );
+        }
+        // And forward again from the start, replaying.
+        s.goto(states.len() - 1).unwrap();
+        assert_eq!(s.fingerprint(), states[states.len() - 1], "{}", b.name);
+    }
+}
+
+#[test]
+fn lessons_load_by_name_or_path_and_unknown_names_are_refused() {
+    assert_eq!(lesson::load("lease-expiry").unwrap().name, "lease-expiry");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mine.toml");
+    std::fs::write(&path, SMALL).unwrap();
+    let l = lesson::load(path.to_str().unwrap()).unwrap();
+    assert_eq!((l.name.as_str(), l.steps.len()), ("mine", 2));
+    let e = lesson::load("no-such-lesson").unwrap_err();
+    assert!(e.contains("unknown lesson 'no-such-lesson'") && e.contains("atomic-claim"));
+}
+
+#[test]
+fn the_readme_shows_the_lease_expiry_lesson_as_it_is() {
+    let readme = include_str!("../README.md");
+    let file = include_str!("../assets/lessons/lease-expiry.toml");
+    assert!(
+        readme.contains(file.trim_end()),
+        "README's example is not assets/lessons/lease-expiry.toml"
+    );
+}
+
+#[test]
+fn run_until_drained_gives_up_at_once_when_a_frozen_worker_holds_a_lease() {
+    let text = SMALL.replace(
+        "do = [\"act Worker-A\", \"act Worker-A\"]",
+        "do = [\"pause Worker-A\", \"run-until drained\"]",
+    );
+    let reports = check_lesson(parse("small", "small.toml", &text).unwrap()).unwrap();
+    let e = reports[1].error.clone().unwrap_or_default();
+    assert!(
+        e.contains("'run-until drained' failed: not drained and nothing left to claim (0 Pending, 1 Processing)"),
+        "{e}"
+    );
+    // PAY-001 stays Processing under the frozen Worker-A.
+    assert_eq!(reports[1].checks[0].detail, "found Processing");
+}
