@@ -317,23 +317,56 @@ pub struct RunOutcome {
 
 #[derive(Debug)]
 pub enum RunError {
+    /// The setup cannot run (exit 2).
     Usage(String),
+    /// The database could not be opened or prepared for the run (exit 2).
     Store(StoreError),
+    /// The run started and then failed: a worker's database error, a database that changed
+    /// under the run, a stall (exit 3).
+    Runtime(String),
     Stalled(String),
+}
+
+impl RunError {
+    /// Did the run itself fail (rather than its setup)?
+    pub fn is_runtime(&self) -> bool {
+        matches!(self, RunError::Runtime(_) | RunError::Stalled(_))
+    }
 }
 
 impl std::fmt::Display for RunError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RunError::Usage(m) | RunError::Stalled(m) => f.write_str(m),
+            RunError::Usage(m) | RunError::Runtime(m) | RunError::Stalled(m) => f.write_str(m),
             RunError::Store(e) => write!(f, "{e}"),
         }
     }
 }
 
+/// A database error once the run is under way is a runtime failure.
 impl From<StoreError> for RunError {
     fn from(e: StoreError) -> Self {
-        RunError::Store(e)
+        RunError::Runtime(e.to_string())
+    }
+}
+
+/// Opening and seeding: a file that is not ours is bad input; a full disk or a lock held
+/// past the busy limit is the run failing.
+fn start_error(e: StoreError) -> RunError {
+    use rusqlite::ErrorCode;
+    match &e {
+        StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, _))
+            if matches!(
+                f.code,
+                ErrorCode::DatabaseBusy
+                    | ErrorCode::DatabaseLocked
+                    | ErrorCode::DiskFull
+                    | ErrorCode::SystemIoFailure
+            ) =>
+        {
+            RunError::Runtime(e.to_string())
+        }
+        _ => RunError::Store(e),
     }
 }
 
@@ -359,21 +392,21 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
         db: opts.db.clone(),
         durability: crate::engine::store::Durability::Full,
     };
-    let mut engine = Engine::start(config, true)?;
+    let mut engine = Engine::start(config, true).map_err(start_error)?;
     let mut ledger = Ledger::new();
     let mut events = Vec::new();
     let drain = |engine: &Engine, ledger: &mut Ledger, events: &mut Vec<Event>| {
         while let Ok(e) = engine.events().try_recv() {
-            ledger.apply(&e);
-            events.push(e);
+            absorb(e, ledger, events)?;
         }
+        Ok::<(), RunError>(())
     };
 
     if story {
         for step in lease_expiry_story(opts.lease_ms) {
             step.apply(&mut engine);
         }
-        drain(&engine, &mut ledger, &mut events);
+        drain(&engine, &mut ledger, &mut events)?;
         // Worker-A comes back as a new incarnation to compete for the rest.
         engine.restart(0, true);
     } else if !leasing {
@@ -391,7 +424,7 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
             let _ = rx.recv_timeout(crate::engine::STEP_TIMEOUT);
         }
     }
-    drain(&engine, &mut ledger, &mut events);
+    drain(&engine, &mut ledger, &mut events)?;
 
     // Everyone runs concurrently until nothing is left.
     if opts.process_ms > 0 {
@@ -412,11 +445,11 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
             opts.stall_after,
         )?);
     } else {
-        wait_until_drained(&engine, &mut ledger, &mut events, opts.stall_after)?;
+        drain_outbox(&engine, &mut ledger, &mut events, opts.stall_after)?;
     }
     engine.shutdown_workers();
     engine.clock.pause();
-    drain(&engine, &mut ledger, &mut events);
+    drain(&engine, &mut ledger, &mut events)?;
 
     let story_proof = story.then(|| StoryProof::from_events(&events, &ledger));
     let store = engine.store();
@@ -472,46 +505,118 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
 
 pub mod soak;
 
-/// Fold events until every live worker has found nothing to do and the outbox agrees.
-pub(crate) fn wait_until_drained(
+/// Take one event into the run's history; a worker that failed ends the run with its error.
+pub(crate) fn absorb(e: Event, ledger: &mut Ledger, events: &mut Vec<Event>) -> Result<(), RunError> {
+    let failed = match &e.kind {
+        EventKind::Failed { error } => Some(format!("{} stopped: {error}", e.actor)),
+        _ => None,
+    };
+    ledger.apply(&e);
+    events.push(e);
+    failed.map_or(Ok(()), |m| Err(RunError::Runtime(m)))
+}
+
+/// The live workers' hands, when every one of them is empty: (slot, actions started).
+fn empty_hands(engine: &Engine) -> Option<Vec<(usize, u64)>> {
+    engine
+        .workers()
+        .iter()
+        .filter(|w| w.is_alive())
+        .map(|w| {
+            let s = w.status();
+            s.empty_handed().then_some((w.slot, s.acts))
+        })
+        .collect()
+}
+
+/// Fold events until the database says the outbox has drained and no live worker holds
+/// work. On a frozen clock, leases that crashed owners left behind are let expire by
+/// jumping the clock once every live worker waits for it. Returns the jumps made.
+pub(crate) fn drain_outbox(
     engine: &Engine,
     ledger: &mut Ledger,
     events: &mut Vec<Event>,
     stall_after: Duration,
-) -> Result<(), RunError> {
-    let slots = engine.workers().len();
-    let mut idle = vec![false; slots];
+) -> Result<(u64, i64), RunError> {
+    let lease = engine.settings.lease_ms();
+    let leasing = engine.settings.leasing();
+    let mut jumps = (0u64, 0i64);
+    let mut quiet_since = Instant::now();
+    // Outbox counts at the last jump that found every worker waiting; the same counts at the
+    // next such moment mean the jump changed nothing.
+    let mut at_last_jump: Option<OutboxCounts> = None;
+    let mut fruitless_jumps = 0;
     loop {
-        match engine.events().recv_timeout(stall_after) {
-            Ok(e) => {
-                if let Some(slot) = e.slot.filter(|s| *s < slots) {
-                    match &e.kind {
-                        EventKind::ClaimEmpty | EventKind::Loaded { count: 0 } => idle[slot] = true,
-                        EventKind::Paused | EventKind::Resumed => {}
-                        _ => idle[slot] = false,
-                    }
-                }
-                ledger.apply(&e);
-                events.push(e);
-            }
-            Err(_) => {
-                return Err(RunError::Stalled(format!(
-                    "no worker did anything for {} s; giving up",
-                    stall_after.as_secs()
-                )))
+        if let Ok(e) = engine.events().recv_timeout(Duration::from_millis(20)) {
+            quiet_since = Instant::now();
+            absorb(e, ledger, events)?;
+            while let Ok(e) = engine.events().try_recv() {
+                absorb(e, ledger, events)?;
             }
         }
-        let alive = engine.alive_slots();
-        if alive.is_empty() {
-            return Err(RunError::Stalled(
+        if engine.alive_slots().is_empty() {
+            return Err(RunError::Runtime(
                 "every worker stopped before the outbox drained".into(),
             ));
         }
-        if engine.events().is_empty() && alive.iter().all(|s| idle[*s]) {
-            let c = engine.store().outbox_counts()?;
-            if c.pending == 0 && c.processing == 0 {
-                return Ok(());
+        // Look at the hands, then the database, then the hands again: unchanged hands
+        // mean no worker picked up work while the counts were read.
+        let Some(before) = empty_hands(engine) else {
+            continue;
+        };
+        let counts = engine.store().outbox_counts()?;
+        if counts.drained() {
+            // A claim finds nothing in a drained outbox; an unguarded load may still
+            // have taken a snapshot, so without leases the hands must not have moved.
+            if leasing || empty_hands(engine).as_ref() == Some(&before) {
+                return Ok(jumps);
             }
+            continue;
+        }
+        let now = engine.clock.now();
+        let statuses: Vec<_> = engine
+            .workers()
+            .iter()
+            .filter(|w| w.is_alive())
+            .map(|w| w.status())
+            .collect();
+        let all_wait_for_the_clock = !engine.clock.is_running()
+            && statuses
+                .iter()
+                .all(|s| !s.paused && s.waiting_until.is_some_and(|t| t > now));
+        if all_wait_for_the_clock && engine.events().is_empty() {
+            if at_last_jump.as_ref() == Some(&counts) {
+                fruitless_jumps += 1;
+            } else {
+                fruitless_jumps = 0;
+            }
+            if fruitless_jumps >= 3 {
+                return Err(RunError::Runtime(format!(
+                    "the outbox stopped draining: {} Pending and {} Processing left, yet every \
+                     worker finds nothing to claim",
+                    counts.pending, counts.processing
+                )));
+            }
+            at_last_jump = Some(counts);
+            // Only leases of crashed owners remain: let them expire.
+            engine.advance(lease + 1);
+            jumps.0 += 1;
+            jumps.1 += lease + 1;
+            continue;
+        }
+        // A worker waiting for a later scenario time (a long message on a running clock)
+        // is busy, not stuck; only silence with nobody waiting is a stall.
+        let someone_waits = engine.clock.is_running()
+            && statuses
+                .iter()
+                .any(|s| s.waiting_until.is_some_and(|t| t > now));
+        if !someone_waits && quiet_since.elapsed() > stall_after {
+            return Err(RunError::Stalled(format!(
+                "no worker did anything for {} s with {} Pending and {} Processing left; giving up",
+                stall_after.as_secs(),
+                counts.pending,
+                counts.processing
+            )));
         }
     }
 }
