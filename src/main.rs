@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use leaselab::report::{self, Report};
-use leaselab::scenario::{self, RunError, RunOptions, Scenario};
+use leaselab::scenario::{self, RunOptions, Scenario};
 use leaselab::ui::{self, DashboardOptions};
 
 #[derive(Parser, Debug)]
@@ -134,6 +134,65 @@ fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// Exit code of a run that started and then failed (a database error, a stall, output
+/// that could not be written).
+const RUNTIME_FAILURE: u8 = 3;
+
+/// Print one line on stderr and return the runtime-failure exit code.
+fn runtime_error(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("leaselab: {msg}");
+    ExitCode::from(RUNTIME_FAILURE)
+}
+
+/// Standard output for results. A reader that went away (`| head`) ends the output
+/// quietly; any other write error is kept and reported once, in one line.
+struct Out {
+    stdout: std::io::Stdout,
+    closed: bool,
+    failed: Option<std::io::Error>,
+}
+
+impl Out {
+    fn new() -> Out {
+        Out {
+            stdout: std::io::stdout(),
+            closed: false,
+            failed: None,
+        }
+    }
+
+    fn print(&mut self, text: &str) {
+        use std::io::Write;
+        if self.closed || self.failed.is_some() {
+            return;
+        }
+        let mut lock = self.stdout.lock();
+        if let Err(e) = lock.write_all(text.as_bytes()).and_then(|()| lock.flush()) {
+            self.fail(e);
+        }
+    }
+
+    fn line(&mut self, text: &str) {
+        self.print(&format!("{text}\n"));
+    }
+
+    fn fail(&mut self, e: std::io::Error) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            self.closed = true;
+        } else {
+            self.failed = Some(e);
+        }
+    }
+
+    /// `code`, unless the output could not be written: then one line and exit 3.
+    fn finish(self, code: ExitCode) -> ExitCode {
+        match self.failed {
+            Some(e) => runtime_error(format!("cannot write to standard output: {e}")),
+            None => code,
+        }
+    }
+}
+
 fn scenario_named(name: &str) -> Result<Scenario, String> {
     Scenario::from_name(name).ok_or_else(|| {
         format!(
@@ -168,10 +227,11 @@ fn main() -> ExitCode {
     };
     match &cli.command {
         Some(Command::List) => {
+            let mut out = Out::new();
             for s in Scenario::ALL {
-                println!("{:<20} {}", s.name(), s.summary());
+                out.line(&format!("{:<20} {}", s.name(), s.summary()));
             }
-            ExitCode::SUCCESS
+            out.finish(ExitCode::SUCCESS)
         }
         Some(Command::Run { scenario, json }) => run(&cli, scenario, *json),
         Some(Command::Bench {
@@ -216,26 +276,32 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
     };
     let outcome = match scenario::run(scenario, &opts) {
         Ok(o) => o,
-        Err(RunError::Usage(m)) => return usage_error(m),
+        Err(e) if e.is_runtime() => return runtime_error(e),
         Err(e) => return usage_error(e),
     };
     let report = Report::build(&outcome);
-    let saved = match report.save(&cli.report_dir) {
-        Ok(paths) => paths,
-        Err(e) => return usage_error(e),
-    };
-    if json {
-        println!("{}", report.json_pretty());
-    } else {
-        print!("{}", report.text);
-        println!("Report saved to {}", saved.0.display());
-        println!("JSON saved to {}", saved.1.display());
-    }
-    if report.passed {
+    let code = if report.passed {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    };
+    // Printed before it is saved: a report folder that fails now must not cost the run.
+    let mut out = Out::new();
+    if json {
+        out.line(&report.json_pretty());
+    } else {
+        out.print(&report.text);
     }
+    match report.save(&cli.report_dir) {
+        Ok((txt, js)) if !json => {
+            out.line(&format!("Report saved to {}", txt.display()));
+            out.line(&format!("JSON saved to {}", js.display()));
+        }
+        Ok(_) => {}
+        // The verdict stands and was printed; only the copy on disk is missing.
+        Err(e) => eprintln!("leaselab: the report was printed but not saved: {e}"),
+    }
+    out.finish(code)
 }
 
 fn dashboard(cli: &Cli) -> ExitCode {
@@ -287,17 +353,15 @@ fn bench(cli: &Cli, sync: &str, batch: u16, scale: Option<u64>, json: bool) -> E
         Ok(r) => r,
         Err(e) => return usage_error(e),
     };
+    let mut out = Out::new();
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
+        out.line(&serde_json::to_string_pretty(&report).unwrap_or_default());
     } else {
-        print!("{}", report.text());
+        out.print(&report.text());
     }
-    if report.passed() {
+    out.finish(if report.passed() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    }
+    })
 }
