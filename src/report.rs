@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::engine::clock::{hms, iso, SCENARIO_START_MS};
-use crate::engine::events::EventKind;
 use crate::engine::store::{DbOrigin, SCHEMA_SQL};
 use crate::engine::worker::worker_name;
 use crate::scenario::{RunOutcome, Scenario};
@@ -506,26 +505,16 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
         );
     }
 
-    let shown: Vec<_> = o
-        .events
-        .iter()
-        .filter(|e| {
-            !matches!(
-                e.kind,
-                EventKind::ClaimEmpty | EventKind::Paused | EventKind::Resumed
-            )
-        })
-        .collect();
     let _ = writeln!(
         t,
         "\nTimeline ({} events; empty claims counted in the claim ledger)",
-        shown.len()
+        o.timeline_events
     );
-    for e in shown.iter().take(TIMELINE_LINES) {
+    for e in o.events.iter().take(TIMELINE_LINES) {
         let _ = writeln!(t, "  {}  {:<11} {}", hms(e.at_ms), e.actor, e.describe());
     }
-    if shown.len() > TIMELINE_LINES {
-        let _ = writeln!(t, "  ... {} more", shown.len() - TIMELINE_LINES);
+    if o.timeline_events > TIMELINE_LINES as u64 {
+        let _ = writeln!(t, "  ... {} more", o.timeline_events - TIMELINE_LINES as u64);
     }
 
     let _ = writeln!(t, "\nPer-message ownership");

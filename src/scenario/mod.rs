@@ -293,7 +293,10 @@ pub struct RunOutcome {
     pub db_path: String,
     pub db_kept: bool,
     pub db_origin: DbOrigin,
+    /// The first events of the timeline (the story among them); the ledger saw them all.
     pub events: Vec<Event>,
+    /// How many events the timeline had in all.
+    pub timeline_events: u64,
     pub ledger: Ledger,
     pub story: Option<StoryProof>,
     pub outbox: OutboxCounts,
@@ -394,8 +397,8 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
     };
     let mut engine = Engine::start(config, true).map_err(start_error)?;
     let mut ledger = Ledger::new();
-    let mut events = Vec::new();
-    let drain = |engine: &Engine, ledger: &mut Ledger, events: &mut Vec<Event>| {
+    let mut events = Timeline::default();
+    let drain = |engine: &Engine, ledger: &mut Ledger, events: &mut Timeline| {
         while let Ok(e) = engine.events().try_recv() {
             absorb(e, ledger, events)?;
         }
@@ -451,7 +454,7 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
     engine.clock.pause();
     drain(&engine, &mut ledger, &mut events)?;
 
-    let story_proof = story.then(|| StoryProof::from_events(&events, &ledger));
+    let story_proof = story.then(|| StoryProof::from_events(&events.kept, &ledger));
     let store = engine.store();
     let all_rows = store.messages(0, store.message_count()?)?;
     let history = checker::check(&ledger, &all_rows);
@@ -496,7 +499,8 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
             .shared
             .busy_met
             .load(std::sync::atomic::Ordering::Relaxed),
-        events,
+        events: events.kept,
+        timeline_events: events.total,
         ledger,
         story: story_proof,
         elapsed: started.elapsed(),
@@ -505,14 +509,38 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
 
 pub mod soak;
 
+/// Does a report's timeline show this event? Empty claims and pauses are only counted.
+pub fn on_timeline(kind: &EventKind) -> bool {
+    !matches!(
+        kind,
+        EventKind::ClaimEmpty | EventKind::Paused | EventKind::Resumed
+    )
+}
+
+/// Timeline events a run keeps for its report: the ledger folds every event, so memory
+/// need not grow with the outbox.
+const KEPT_EVENTS: usize = 1_000;
+
+/// The first [`KEPT_EVENTS`] timeline events of a run, and how many there were.
+#[derive(Debug, Default)]
+pub(crate) struct Timeline {
+    kept: Vec<Event>,
+    total: u64,
+}
+
 /// Take one event into the run's history; a worker that failed ends the run with its error.
-pub(crate) fn absorb(e: Event, ledger: &mut Ledger, events: &mut Vec<Event>) -> Result<(), RunError> {
+pub(crate) fn absorb(e: Event, ledger: &mut Ledger, events: &mut Timeline) -> Result<(), RunError> {
     let failed = match &e.kind {
         EventKind::Failed { error } => Some(format!("{} stopped: {error}", e.actor)),
         _ => None,
     };
     ledger.apply(&e);
-    events.push(e);
+    if on_timeline(&e.kind) {
+        events.total += 1;
+        if events.kept.len() < KEPT_EVENTS {
+            events.kept.push(e);
+        }
+    }
     failed.map_or(Ok(()), |m| Err(RunError::Runtime(m)))
 }
 
@@ -535,7 +563,7 @@ fn empty_hands(engine: &Engine) -> Option<Vec<(usize, u64)>> {
 pub(crate) fn drain_outbox(
     engine: &Engine,
     ledger: &mut Ledger,
-    events: &mut Vec<Event>,
+    events: &mut Timeline,
     stall_after: Duration,
 ) -> Result<(u64, i64), RunError> {
     let lease = engine.settings.lease_ms();

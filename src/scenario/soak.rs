@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use crate::engine::events::Event;
 use crate::engine::ledger::Ledger;
 use crate::engine::worker::Control;
 use crate::engine::Engine;
@@ -54,11 +53,11 @@ pub struct FaultTally {
 
 /// Run the fault schedule while the workers drain the outbox, then bring everyone back
 /// and finish the work. Returns when the outbox is empty and every worker idles.
-pub fn run_faults(
+pub(crate) fn run_faults(
     engine: &mut Engine,
     seed: u64,
     ledger: &mut Ledger,
-    events: &mut Vec<Event>,
+    events: &mut super::Timeline,
     stall_after: Duration,
 ) -> Result<FaultTally, RunError> {
     let mut rng = Rng::new(seed);
