@@ -15,7 +15,12 @@ use leaselab::ui::{self, DashboardOptions};
     version,
     about = "Watch workers compete for a real SQLite outbox, with and without leases.",
     after_help = "With no command, leaselab opens the live dashboard on the article's setup \
-                  (2 workers, 6 payments, leasing on). Press ? there for keys."
+                  (2 workers, 6 payments, leasing on). Press ? there for keys.\n\n\
+                  Exit codes: 0 every check passed, 1 a check failed, 2 bad input, 3 the run \
+                  failed while running (a worker's database error such as a lock held past \
+                  the busy limit or a full disk, a database changed under the run, a stall, \
+                  output that could not be written). A report that could not be saved keeps \
+                  the run's own code and says so on stderr."
 )]
 struct Cli {
     #[command(subcommand)]
