@@ -32,7 +32,8 @@ struct Cli {
     /// Worker threads, each with its own SQLite connection (1-64); `bench` takes a list (1,2,4,8).
     #[arg(long, value_name = "N", global = true, allow_negative_numbers = true, value_parser = parse_workers)]
     workers: Option<WorkerList>,
-    /// Payments (and outbox messages) to seed (1-1000000).
+    /// Payments (and outbox messages) to seed: 1-100000 for `run` and the dashboard, up to
+    /// 1000000 for `bench`.
     #[arg(long, value_name = "N", global = true, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     messages: Option<u64>,
     /// Lease length in scenario milliseconds (1-3600000).
@@ -114,7 +115,23 @@ fn parse_workers(s: &str) -> Result<WorkerList, String> {
         .map(WorkerList)
 }
 
+/// Most messages `run` and the dashboard take: each message costs about 1 KB of ledger and
+/// final-state checks, and a million of them would not drain in reasonable time with every
+/// commit synced (see README, Ranges).
+const MAX_RUN_MESSAGES: u64 = 100_000;
+
 impl Cli {
+    /// `--messages` of `run` and the dashboard.
+    fn run_messages(&self) -> Result<Option<u64>, String> {
+        match self.messages {
+            Some(n) if n > MAX_RUN_MESSAGES => Err(format!(
+                "--messages {n} is more than run and the dashboard take (1-{MAX_RUN_MESSAGES}; \
+                 bench takes up to 1000000)"
+            )),
+            m => Ok(m),
+        }
+    }
+
     /// The single worker count of `run` and the dashboard.
     fn one_worker_count(&self) -> Result<Option<usize>, String> {
         match self.workers.as_ref().map(|w| w.0.as_slice()) {
@@ -259,6 +276,10 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
             "--scenario is for the dashboard; `run` takes the scenario as its argument",
         );
     }
+    let messages = match cli.run_messages() {
+        Ok(m) => m,
+        Err(e) => return usage_error(e),
+    };
     // Find out before the run whether the report can be saved, so no run is wasted.
     if let Err(e) = report::check_writable(&cli.report_dir) {
         return usage_error(e);
@@ -271,7 +292,7 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
     let opts = RunOptions {
         workers,
         seed: cli.seed,
-        messages: cli.messages,
+        messages,
         lease_ms: cli.lease_ms.unwrap_or(defaults.lease_ms),
         process_ms: cli.process_ms.unwrap_or(defaults.process_ms),
         speed: cli.speed.unwrap_or(defaults.speed),
@@ -318,10 +339,14 @@ fn dashboard(cli: &Cli) -> ExitCode {
         Ok(w) => w.unwrap_or(scenario.default_workers()),
         Err(e) => return usage_error(e),
     };
+    let messages = match cli.run_messages() {
+        Ok(m) => m,
+        Err(e) => return usage_error(e),
+    };
     let opts = DashboardOptions {
         scenario,
         workers,
-        messages: cli.messages,
+        messages,
         lease_ms: cli.lease_ms,
         process_ms: cli.process_ms,
         speed: cli.speed,

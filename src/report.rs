@@ -514,7 +514,11 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
         let _ = writeln!(t, "  {}  {:<11} {}", hms(e.at_ms), e.actor, e.describe());
     }
     if o.timeline_events > TIMELINE_LINES as u64 {
-        let _ = writeln!(t, "  ... {} more", o.timeline_events - TIMELINE_LINES as u64);
+        let _ = writeln!(
+            t,
+            "  ... {} more",
+            o.timeline_events - TIMELINE_LINES as u64
+        );
     }
 
     let _ = writeln!(t, "\nPer-message ownership");

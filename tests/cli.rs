@@ -565,3 +565,11 @@ fn a_reader_that_went_away_ends_the_output_quietly() {
         assert!(err.is_empty(), "{args:?}: {err:?}");
     }
 }
+
+#[test]
+fn more_messages_than_a_run_can_drain_are_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = leaselab(&["run", "soak", "--messages", "100001"], dir.path());
+    assert_usage_error(&o, "1-100000");
+    assert!(!dir.path().join("reports").exists());
+}
