@@ -573,3 +573,26 @@ fn more_messages_than_a_run_can_drain_are_refused_before_anything_is_written() {
     assert_usage_error(&o, "1-100000");
     assert!(!dir.path().join("reports").exists());
 }
+
+/// The database's disk fills mid-run: the operating system's file-size limit (1-2 MB, far
+/// below the 4 MB at which SQLite would checkpoint its log) stops the log from growing, as
+/// a full disk would, without root.
+#[test]
+fn a_database_whose_disk_fills_mid_run_ends_with_exit_three_and_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 2048; exec '{}' run outbox-leasing --db outbox.db \
+         --messages 3000",
+        env!("CARGO_BIN_EXE_leaselab")
+    );
+    let o = Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "one line expected: {err:?}");
+    assert!(err.contains("stopped: SQLite:"), "{err}");
+    assert!(!stdout(&o).contains("Verdict"), "a verdict was claimed");
+}
