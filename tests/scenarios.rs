@@ -217,3 +217,28 @@ fn a_message_longer_than_the_stall_limit_is_not_a_stall() {
     assert!(r.passed, "{}", r.text);
     assert_eq!(outcome.outbox.processed, 4);
 }
+
+/// A lease far shorter than the processing: idle workers take every message over mid-way
+/// and every finalize is rejected. The run ends with that cause instead of spinning forever.
+#[test]
+fn a_lease_that_never_outlives_the_processing_ends_the_run_with_the_cause() {
+    let opts = RunOptions {
+        workers: Some(4),
+        messages: Some(2),
+        process_ms: 2_000,
+        lease_ms: 10,
+        speed: 1.0,
+        stall_after: std::time::Duration::from_secs(1),
+        ..RunOptions::default()
+    };
+    match run(Scenario::OutboxLeasing, &opts) {
+        Err(e) => {
+            assert!(e.is_runtime(), "{e}");
+            assert!(e.to_string().contains("must outlive"), "{e}");
+        }
+        Ok(o) => panic!(
+            "drained although leases ran out mid-message: {} rejected finalizes",
+            o.ledger.rejected_finalizes
+        ),
+    }
+}

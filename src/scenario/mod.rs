@@ -574,6 +574,10 @@ pub(crate) fn drain_outbox(
     // next such moment mean the jump changed nothing.
     let mut at_last_jump: Option<OutboxCounts> = None;
     let mut fruitless_jumps = 0;
+    // Results written, and when (scenario and wall time) that count last grew.
+    let mut last_result = (ledger.results_written(), engine.clock.now(), Instant::now());
+    // Longer than any message can take to be claimed, processed and finalized.
+    let result_window = 4 * (engine.settings.process_ms() + lease + engine.settings.idle_ms());
     loop {
         if let Ok(e) = engine.events().recv_timeout(Duration::from_millis(20)) {
             quiet_since = Instant::now();
@@ -581,6 +585,23 @@ pub(crate) fn drain_outbox(
             while let Ok(e) = engine.events().try_recv() {
                 absorb(e, ledger, events)?;
             }
+        }
+        if ledger.results_written() != last_result.0 {
+            last_result = (ledger.results_written(), engine.clock.now(), Instant::now());
+        } else if engine.clock.now() - last_result.1 > result_window
+            && last_result.2.elapsed() > stall_after
+            && !engine.store().outbox_counts()?.drained()
+        {
+            // Workers keep claiming yet nothing finishes: a lease shorter than the
+            // processing is taken over mid-message, and every finalize is rejected.
+            return Err(RunError::Runtime(format!(
+                "the outbox stopped draining: no result written for {} s of scenario time \
+                 ({} finalizes rejected so far; a lease of {lease} ms must outlive {} ms of \
+                 processing)",
+                (engine.clock.now() - last_result.1) / 1000,
+                ledger.rejected_finalizes,
+                engine.settings.process_ms()
+            )));
         }
         if engine.alive_slots().is_empty() {
             return Err(RunError::Runtime(
