@@ -39,7 +39,8 @@ struct Cli {
     /// Lease length in scenario milliseconds (1-3600000).
     #[arg(long = "lease-ms", value_name = "N", global = true, allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(1..=3_600_000))]
     lease_ms: Option<i64>,
-    /// Scenario milliseconds one message takes to process (0-600000).
+    /// Scenario milliseconds one message takes to process (0-600000); a run drains only
+    /// when --lease-ms outlives it (else every finalize is rejected: exit 3).
     #[arg(long = "process-ms", value_name = "N", global = true, allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(0..=600_000))]
     process_ms: Option<i64>,
     /// Scenario clock speed: scenario seconds per wall second (0.05-1000).
