@@ -574,6 +574,7 @@ pub(crate) fn drain_outbox(
     // next such moment mean the jump changed nothing.
     let mut at_last_jump: Option<OutboxCounts> = None;
     let mut fruitless_jumps = 0;
+    let mut next_look = Instant::now();
     // Results written, and when (scenario and wall time) that count last grew.
     let mut last_result = (ledger.results_written(), engine.clock.now(), Instant::now());
     // Longer than any message can take to be claimed, processed and finalized.
@@ -608,19 +609,19 @@ pub(crate) fn drain_outbox(
                 "every worker stopped before the outbox drained".into(),
             ));
         }
+        // Counting a large outbox reads its indexes: look a few dozen times a second.
+        if Instant::now() < next_look {
+            continue;
+        }
+        next_look = Instant::now() + Duration::from_millis(20);
         // Look at the hands, then the database, then the hands again: unchanged hands
         // mean no worker picked up work while the counts were read.
-        let Some(before) = empty_hands(engine) else {
-            continue;
-        };
+        let hands = empty_hands(engine);
         let counts = engine.store().outbox_counts()?;
-        if counts.drained() {
-            // A claim finds nothing in a drained outbox; an unguarded load may still
-            // have taken a snapshot, so without leases the hands must not have moved.
-            if leasing || empty_hands(engine).as_ref() == Some(&before) {
-                return Ok(jumps);
-            }
-            continue;
+        // A claim finds nothing in a drained outbox; an unguarded load may still have
+        // taken a snapshot, so without leases the hands must not have moved.
+        if counts.drained() && hands.is_some() && (leasing || empty_hands(engine) == hands) {
+            return Ok(jumps);
         }
         let now = engine.clock.now();
         let statuses: Vec<_> = engine
@@ -629,7 +630,8 @@ pub(crate) fn drain_outbox(
             .filter(|w| w.is_alive())
             .map(|w| w.status())
             .collect();
-        let all_wait_for_the_clock = !engine.clock.is_running()
+        let all_wait_for_the_clock = !counts.drained()
+            && !engine.clock.is_running()
             && statuses
                 .iter()
                 .all(|s| !s.paused && s.waiting_until.is_some_and(|t| t > now));
