@@ -242,3 +242,21 @@ fn a_lease_that_never_outlives_the_processing_ends_the_run_with_the_cause() {
         ),
     }
 }
+
+/// A row deleted from the outbox after its message was processed disagrees with the
+/// history that seeded and processed it.
+#[test]
+fn a_row_missing_from_the_outbox_disagrees_with_the_history() {
+    let outcome = run(Scenario::OutboxLeasing, &RunOptions::default()).expect("runs");
+    assert!(outcome.history.passed());
+    let mut rows = outcome.first_rows.clone();
+    let gone = rows.remove(2);
+    let check = leaselab::engine::checker::check(&outcome.ledger, &rows);
+    assert!(!check.passed());
+    assert_eq!(check.state_mismatches.count, 1);
+    assert!(
+        check.state_mismatches.examples[0].contains(&gone.key),
+        "{:?}",
+        check.state_mismatches.examples
+    );
+}
