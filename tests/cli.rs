@@ -366,6 +366,22 @@ fn still_running(child: &mut std::process::Child, dir: &Path) {
     }
 }
 
+/// Wait until the run has finalized a message; the test's connection to its database.
+fn under_way(child: &mut std::process::Child, dir: &Path, db: &Path) -> rusqlite::Connection {
+    wait_for("the run to finalize a message", || {
+        still_running(child, dir);
+        let c = outside_connection(db)?;
+        let done: i64 = c
+            .query_row(
+                "SELECT COUNT(*) FROM OutboxMessages WHERE Status = 'Processed'",
+                [],
+                |r| r.get(0),
+            )
+            .ok()?;
+        (done > 0).then_some(c)
+    })
+}
+
 /// A run long enough to act on: each message takes 1 s of scenario time at speed 1 and the
 /// lease outlives every message, so any reclaim comes from outside.
 const SLOW_RUN: [&str; 12] = [
@@ -392,18 +408,7 @@ fn a_write_lock_held_past_the_busy_limit_ends_the_run_with_exit_three_naming_the
         dir.path(),
         &[("LEASELAB_BUSY_GIVE_UP_MS", "300")],
     );
-    let conn = wait_for("the run to finalize a message", || {
-        still_running(&mut child, dir.path());
-        let c = outside_connection(&db)?;
-        let done: i64 = c
-            .query_row(
-                "SELECT COUNT(*) FROM OutboxMessages WHERE Status = 'Processed'",
-                [],
-                |r| r.get(0),
-            )
-            .ok()?;
-        (done > 0).then_some(c)
-    });
+    let conn = under_way(&mut child, dir.path(), &db);
     conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
     let status = wait_exit(&mut child);
     conn.execute_batch("ROLLBACK").unwrap();
@@ -590,4 +595,19 @@ fn a_database_whose_disk_fills_mid_run_ends_with_exit_three_and_the_cause() {
     assert_eq!(err.lines().count(), 1, "one line expected: {err:?}");
     assert!(err.contains("stopped: SQLite:"), "{err}");
     assert!(!stdout(&o).contains("Verdict"), "a verdict was claimed");
+}
+
+#[test]
+fn a_column_dropped_under_the_run_ends_it_with_exit_three_and_the_workers_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("outbox.db");
+    let mut child = spawn_leaselab(&SLOW_RUN, dir.path(), &[]);
+    let conn = under_way(&mut child, dir.path(), &db);
+    conn.execute_batch("ALTER TABLE OutboxMessages DROP COLUMN Attempts")
+        .unwrap();
+    let status = wait_exit(&mut child);
+    let err = std::fs::read_to_string(dir.path().join("child.err")).unwrap();
+    assert_eq!(status.code(), Some(3), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "one line expected: {err:?}");
+    assert!(err.contains("stopped") && err.contains("Attempts"), "{err}");
 }
