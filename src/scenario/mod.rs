@@ -575,6 +575,7 @@ pub(crate) fn drain_outbox(
     let mut at_last_jump: Option<OutboxCounts> = None;
     let mut fruitless_jumps = 0;
     let mut next_look = Instant::now();
+    let mut acts_seen = 0;
     // Results written, and when (scenario and wall time) that count last grew.
     let mut last_result = (ledger.results_written(), engine.clock.now(), Instant::now());
     // Longer than any message can take to be claimed, processed and finalized.
@@ -656,12 +657,25 @@ pub(crate) fn drain_outbox(
             continue;
         }
         // A worker waiting for a later scenario time (a long message on a running clock)
-        // is busy, not stuck; only silence with nobody waiting is a stall.
+        // is busy, not stuck; one inside a statement gets the busy limit on top.
         let someone_waits = engine.clock.is_running()
             && statuses
                 .iter()
                 .any(|s| s.waiting_until.is_some_and(|t| t > now));
-        if !someone_waits && quiet_since.elapsed() > stall_after {
+        let acting = statuses
+            .iter()
+            .any(|s| !s.paused && s.waiting_until.is_none());
+        let acts: u64 = statuses.iter().map(|s| s.acts).sum();
+        if acts != acts_seen {
+            acts_seen = acts;
+            quiet_since = Instant::now();
+        }
+        let patience = if acting {
+            stall_after + crate::engine::store::busy_give_up()
+        } else {
+            stall_after
+        };
+        if !someone_waits && quiet_since.elapsed() > patience {
             return Err(RunError::Stalled(format!(
                 "no worker did anything for {} s with {} Pending and {} Processing left; giving up",
                 stall_after.as_secs(),
