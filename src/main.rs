@@ -39,8 +39,8 @@ struct Cli {
     /// Lease length in scenario milliseconds (1-3600000).
     #[arg(long = "lease-ms", value_name = "N", global = true, allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(1..=3_600_000))]
     lease_ms: Option<i64>,
-    /// Scenario milliseconds one message takes to process (0-600000); a run drains only
-    /// when --lease-ms outlives it (else every finalize is rejected: exit 3).
+    /// Scenario milliseconds one message takes to process (0-600000); `run` needs a
+    /// --lease-ms above it.
     #[arg(long = "process-ms", value_name = "N", global = true, allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(0..=600_000))]
     process_ms: Option<i64>,
     /// Scenario clock speed: scenario seconds per wall second (0.05-1000).
@@ -120,6 +120,20 @@ fn parse_workers(s: &str) -> Result<WorkerList, String> {
 /// final-state checks, and a million of them would not drain in reasonable time with every
 /// commit synced (see README, Ranges).
 const MAX_RUN_MESSAGES: u64 = 100_000;
+
+/// A headless run needs every lease to outlive the processing: a lease that runs out
+/// mid-message is taken over by an idle worker and its finalize rejected, again and again.
+fn lease_too_short(cli: &Cli) -> Option<String> {
+    let defaults = RunOptions::default();
+    let lease = cli.lease_ms.unwrap_or(defaults.lease_ms);
+    let process = cli.process_ms.unwrap_or(defaults.process_ms);
+    (process > 0 && process >= lease).then(|| {
+        format!(
+            "--process-ms {process} needs a longer --lease-ms (now {lease}): a lease that runs \
+             out mid-message is taken over and the outbox may never drain"
+        )
+    })
+}
 
 impl Cli {
     /// `--messages` of `run` and the dashboard.
@@ -281,6 +295,9 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
         Ok(m) => m,
         Err(e) => return usage_error(e),
     };
+    if let Some(e) = lease_too_short(cli) {
+        return usage_error(e);
+    }
     // Find out before the run whether the report can be saved, so no run is wasted.
     if let Err(e) = report::check_writable(&cli.report_dir) {
         return usage_error(e);
