@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use leaselab::report::{self, Report};
-use leaselab::scenario::{self, RunError, RunOptions, Scenario};
+use leaselab::scenario::{self, RunOptions, Scenario};
 use leaselab::ui::{self, DashboardOptions};
 
 #[derive(Parser, Debug)]
@@ -17,7 +17,12 @@ use leaselab::ui::{self, DashboardOptions};
     after_help = "With no command, leaselab opens lesson 2 (atomic-claim) paused, with \
                   narration: n steps, b steps back. --scenario NAME (or any of --workers, \
                   --messages, --lease-ms, --process-ms, --no-leasing) opens the free-play \
-                  dashboard instead. Press ? there for keys."
+                  dashboard instead. Press ? there for keys.\n\n\
+                  Exit codes: 0 every check passed, 1 a check failed, 2 bad input, 3 the run \
+                  failed while running (a worker's database error such as a lock held past \
+                  the busy limit or a full disk, a database changed under the run, a stall, \
+                  output that could not be written). A report that could not be saved keeps \
+                  the run's own code and says so on stderr."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -29,13 +34,15 @@ struct Cli {
     /// Worker threads, each with its own SQLite connection (1-64); `bench` takes a list (1,2,4,8).
     #[arg(long, value_name = "N", global = true, allow_negative_numbers = true, value_parser = parse_workers)]
     workers: Option<WorkerList>,
-    /// Payments (and outbox messages) to seed (1-1000000).
+    /// Payments (and outbox messages) to seed: 1-100000 for `run` and the dashboard, up to
+    /// 1000000 for `bench`.
     #[arg(long, value_name = "N", global = true, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     messages: Option<u64>,
     /// Lease length in scenario milliseconds (1-3600000).
     #[arg(long = "lease-ms", value_name = "N", global = true, allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(1..=3_600_000))]
     lease_ms: Option<i64>,
-    /// Scenario milliseconds one message takes to process (0-600000).
+    /// Scenario milliseconds one message takes to process (0-600000); `run` needs a
+    /// --lease-ms above it.
     #[arg(long = "process-ms", value_name = "N", global = true, allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(0..=600_000))]
     process_ms: Option<i64>,
     /// Scenario clock speed: scenario seconds per wall second (0.05-1000).
@@ -121,7 +128,37 @@ fn parse_workers(s: &str) -> Result<WorkerList, String> {
         .map(WorkerList)
 }
 
+/// Most messages `run` and the dashboard take: each message costs about 1 KB of ledger and
+/// final-state checks, and a million of them would not drain in reasonable time with every
+/// commit synced (see README, Ranges).
+const MAX_RUN_MESSAGES: u64 = 100_000;
+
+/// A headless run needs every lease to outlive the processing: a lease that runs out
+/// mid-message is taken over by an idle worker and its finalize rejected, again and again.
+fn lease_too_short(cli: &Cli) -> Option<String> {
+    let defaults = RunOptions::default();
+    let lease = cli.lease_ms.unwrap_or(defaults.lease_ms);
+    let process = cli.process_ms.unwrap_or(defaults.process_ms);
+    (process > 0 && process >= lease).then(|| {
+        format!(
+            "--process-ms {process} needs a longer --lease-ms (now {lease}): a lease that runs \
+             out mid-message is taken over and the outbox may never drain"
+        )
+    })
+}
+
 impl Cli {
+    /// `--messages` of `run` and the dashboard.
+    fn run_messages(&self) -> Result<Option<u64>, String> {
+        match self.messages {
+            Some(n) if n > MAX_RUN_MESSAGES => Err(format!(
+                "--messages {n} is more than run and the dashboard take (1-{MAX_RUN_MESSAGES}; \
+                 bench takes up to 1000000)"
+            )),
+            m => Ok(m),
+        }
+    }
+
     /// The single worker count of `run` and the dashboard.
     fn one_worker_count(&self) -> Result<Option<usize>, String> {
         match self.workers.as_ref().map(|w| w.0.as_slice()) {
@@ -144,6 +181,65 @@ fn parse_speed(s: &str) -> Result<f64, String> {
 fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("leaselab: {msg}");
     ExitCode::from(2)
+}
+
+/// Exit code of a run that started and then failed (a database error, a stall, output
+/// that could not be written).
+const RUNTIME_FAILURE: u8 = 3;
+
+/// Print one line on stderr and return the runtime-failure exit code.
+fn runtime_error(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("leaselab: {msg}");
+    ExitCode::from(RUNTIME_FAILURE)
+}
+
+/// Standard output for results. A reader that went away (`| head`) ends the output
+/// quietly; any other write error is kept and reported once, in one line.
+struct Out {
+    stdout: std::io::Stdout,
+    closed: bool,
+    failed: Option<std::io::Error>,
+}
+
+impl Out {
+    fn new() -> Out {
+        Out {
+            stdout: std::io::stdout(),
+            closed: false,
+            failed: None,
+        }
+    }
+
+    fn print(&mut self, text: &str) {
+        use std::io::Write;
+        if self.closed || self.failed.is_some() {
+            return;
+        }
+        let mut lock = self.stdout.lock();
+        if let Err(e) = lock.write_all(text.as_bytes()).and_then(|()| lock.flush()) {
+            self.fail(e);
+        }
+    }
+
+    fn line(&mut self, text: &str) {
+        self.print(&format!("{text}\n"));
+    }
+
+    fn fail(&mut self, e: std::io::Error) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            self.closed = true;
+        } else {
+            self.failed = Some(e);
+        }
+    }
+
+    /// `code`, unless the output could not be written: then one line and exit 3.
+    fn finish(self, code: ExitCode) -> ExitCode {
+        match self.failed {
+            Some(e) => runtime_error(format!("cannot write to standard output: {e}")),
+            None => code,
+        }
+    }
 }
 
 fn scenario_named(name: &str) -> Result<Scenario, String> {
@@ -180,18 +276,20 @@ fn main() -> ExitCode {
     };
     match &cli.command {
         Some(Command::List) => {
+            let mut out = Out::new();
             for s in Scenario::ALL {
-                println!("{:<20} {}", s.name(), s.summary());
+                out.line(&format!("{:<20} {}", s.name(), s.summary()));
             }
-            ExitCode::SUCCESS
+            out.finish(ExitCode::SUCCESS)
         }
         Some(Command::Run { scenario, json }) => run(&cli, scenario, *json),
         Some(Command::Lessons) => {
+            let mut out = Out::new();
             for (i, b) in leaselab::lesson::BUILT_INS.iter().enumerate() {
                 let l = leaselab::lesson::built_in(b.name).expect("built-in lessons parse");
-                println!("{} {:<14} {}", i + 1, b.name, l.title);
+                out.line(&format!("{} {:<14} {}", i + 1, b.name, l.title));
             }
-            ExitCode::SUCCESS
+            out.finish(ExitCode::SUCCESS)
         }
         Some(Command::Lesson { lesson, check }) => lesson_command(&cli, lesson, *check),
         Some(Command::Bench {
@@ -218,6 +316,13 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
             "--scenario is for the dashboard; `run` takes the scenario as its argument",
         );
     }
+    let messages = match cli.run_messages() {
+        Ok(m) => m,
+        Err(e) => return usage_error(e),
+    };
+    if let Some(e) = lease_too_short(cli) {
+        return usage_error(e);
+    }
     // Find out before the run whether the report can be saved, so no run is wasted.
     if let Err(e) = report::check_writable(&cli.report_dir) {
         return usage_error(e);
@@ -230,7 +335,7 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
     let opts = RunOptions {
         workers,
         seed: cli.seed,
-        messages: cli.messages,
+        messages,
         lease_ms: cli.lease_ms.unwrap_or(defaults.lease_ms),
         process_ms: cli.process_ms.unwrap_or(defaults.process_ms),
         speed: cli.speed.unwrap_or(defaults.speed),
@@ -240,26 +345,32 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
     };
     let outcome = match scenario::run(scenario, &opts) {
         Ok(o) => o,
-        Err(RunError::Usage(m)) => return usage_error(m),
+        Err(e) if e.is_runtime() => return runtime_error(e),
         Err(e) => return usage_error(e),
     };
     let report = Report::build(&outcome);
-    let saved = match report.save(&cli.report_dir) {
-        Ok(paths) => paths,
-        Err(e) => return usage_error(e),
-    };
-    if json {
-        println!("{}", report.json_pretty());
-    } else {
-        print!("{}", report.text);
-        println!("Report saved to {}", saved.0.display());
-        println!("JSON saved to {}", saved.1.display());
-    }
-    if report.passed {
+    let code = if report.passed {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    };
+    // Printed before it is saved: a report folder that fails now must not cost the run.
+    let mut out = Out::new();
+    if json {
+        out.line(&report.json_pretty());
+    } else {
+        out.print(&report.text);
     }
+    match report.save(&cli.report_dir) {
+        Ok((txt, js)) if !json => {
+            out.line(&format!("Report saved to {}", txt.display()));
+            out.line(&format!("JSON saved to {}", js.display()));
+        }
+        Ok(_) => {}
+        // The verdict stands and was printed; only the copy on disk is missing.
+        Err(e) => eprintln!("leaselab: the report was printed but not saved: {e}"),
+    }
+    out.finish(code)
 }
 
 fn dashboard(cli: &Cli) -> ExitCode {
@@ -271,10 +382,14 @@ fn dashboard(cli: &Cli) -> ExitCode {
         Ok(w) => w.unwrap_or(scenario.default_workers()),
         Err(e) => return usage_error(e),
     };
+    let messages = match cli.run_messages() {
+        Ok(m) => m,
+        Err(e) => return usage_error(e),
+    };
     let opts = DashboardOptions {
         scenario,
         workers,
-        messages: cli.messages,
+        messages,
         lease_ms: cli.lease_ms,
         process_ms: cli.process_ms,
         speed: cli.speed,
@@ -321,21 +436,25 @@ fn lesson_command(cli: &Cli, name: &str, check: bool) -> ExitCode {
         return lesson_dashboard(cli, lesson);
     }
     let total = lesson.steps.len();
-    println!("lesson {} ({}): {}", lesson.name, lesson.path, lesson.title);
+    let mut out = Out::new();
+    out.line(&format!(
+        "lesson {} ({}): {}",
+        lesson.name, lesson.path, lesson.title
+    ));
     let reports = match leaselab::lesson::runner::check_lesson_in(lesson, cli.db.clone()) {
         Ok(r) => r,
         Err(e) => return usage_error(e),
     };
     for r in &reports {
-        println!("{}", r.line(total));
+        out.line(&r.line(total));
     }
     let passed = reports.iter().filter(|r| r.passed()).count();
-    println!("{passed} of {total} steps passed");
-    if passed == total {
+    out.line(&format!("{passed} of {total} steps passed"));
+    out.finish(if passed == total {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    }
+    })
 }
 
 fn lesson_dashboard(cli: &Cli, lesson: leaselab::lesson::Lesson) -> ExitCode {
@@ -374,17 +493,15 @@ fn bench(cli: &Cli, sync: &str, batch: u16, scale: Option<u64>, json: bool) -> E
         Ok(r) => r,
         Err(e) => return usage_error(e),
     };
+    let mut out = Out::new();
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
+        out.line(&serde_json::to_string_pretty(&report).unwrap_or_default());
     } else {
-        print!("{}", report.text());
+        out.print(&report.text());
     }
-    if report.passed() {
+    out.finish(if report.passed() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    }
+    })
 }

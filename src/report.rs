@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::engine::clock::{hms, iso, SCENARIO_START_MS};
-use crate::engine::events::EventKind;
 use crate::engine::store::DbOrigin;
 use crate::engine::worker::worker_name;
 use crate::scenario::{RunOutcome, Scenario};
@@ -248,53 +247,119 @@ impl Report {
         serde_json::to_string_pretty(&self.json).unwrap_or_default()
     }
 
-    /// Save `<scenario>-<UTC timestamp>.txt` and `.json` under `dir`.
+    /// Save `<scenario>-<UTC timestamp>.txt` and `.json` under `dir`. Each file is written
+    /// whole to a temporary file in `dir`, synced, and only then given its name: a failed
+    /// save leaves nothing behind.
     pub fn save(&self, dir: &Path) -> Result<(PathBuf, PathBuf), String> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create report folder {}: {e}", dir.display()))?;
         let stamp = wall_stamp();
-        for n in 1..1000 {
-            let base = if n == 1 {
-                format!("{}-{stamp}", self.scenario.name())
-            } else {
-                format!("{}-{stamp}-{n}", self.scenario.name())
-            };
-            let txt = dir.join(format!("{base}.txt"));
-            let js = dir.join(format!("{base}.json"));
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&txt)
-            {
-                Ok(mut f) => {
-                    use std::io::Write;
-                    f.write_all(self.text.as_bytes())
-                        .map_err(|e| format!("cannot write {}: {e}", txt.display()))?;
-                    std::fs::write(&js, self.json_pretty() + "\n")
-                        .map_err(|e| format!("cannot write {}: {e}", js.display()))?;
-                    return Ok((txt, js));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(format!("cannot write {}: {e}", txt.display())),
+        let json = self.json_pretty() + "\n";
+        let room = hooked_room();
+        let txt_tmp = write_temp(dir, self.text.as_bytes(), room)?;
+        let js_tmp = match write_temp(dir, json.as_bytes(), room) {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = std::fs::remove_file(&txt_tmp);
+                return Err(e);
             }
+        };
+        let named = name_reports(dir, &stamp, self.scenario, &txt_tmp, &js_tmp);
+        let _ = std::fs::remove_file(&txt_tmp);
+        let _ = std::fs::remove_file(&js_tmp);
+        let paths = named?;
+        // The new names are durable once the folder itself is synced.
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
         }
-        Err(format!(
-            "too many reports with one timestamp in {}",
-            dir.display()
-        ))
+        Ok(paths)
     }
 }
 
-/// Can reports be written under `dir`? Creates it if needed, writes and removes a probe.
+/// Test hook: the report folder takes this many bytes, then fails as a full disk would.
+pub const REPORT_DISK_BYTES_ENV: &str = "LEASELAB_REPORT_DISK_BYTES";
+
+/// The room the test hook gives the report folder, if it is set.
+fn hooked_room() -> Option<usize> {
+    std::env::var(REPORT_DISK_BYTES_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+}
+
+/// Write `bytes` to a new temporary file in `dir` and sync it; removed again on failure.
+/// `room`: fail as a full disk would after that many bytes (the test hook).
+fn write_temp(dir: &Path, bytes: &[u8], room: Option<usize>) -> Result<PathBuf, String> {
+    use std::io::Write;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".leaselab-report-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| format!("cannot write reports to {}: {e}", dir.display()))?;
+    let written = match room {
+        Some(room) if room < bytes.len() => tmp.write_all(&bytes[..room]).and_then(|()| {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "No space left on device",
+            ))
+        }),
+        _ => tmp.write_all(bytes),
+    };
+    written
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| format!("cannot write reports to {}: {e}", dir.display()))?;
+    // Kept past this function; the caller links it under its final name and removes it.
+    tmp.into_temp_path()
+        .keep()
+        .map_err(|e| format!("cannot write reports to {}: {e}", dir.display()))
+}
+
+/// Give the two synced files their final names, never replacing an earlier report.
+fn name_reports(
+    dir: &Path,
+    stamp: &str,
+    scenario: Scenario,
+    txt_tmp: &Path,
+    js_tmp: &Path,
+) -> Result<(PathBuf, PathBuf), String> {
+    for n in 1..1000 {
+        let base = if n == 1 {
+            format!("{}-{stamp}", scenario.name())
+        } else {
+            format!("{}-{stamp}-{n}", scenario.name())
+        };
+        let txt = dir.join(format!("{base}.txt"));
+        let js = dir.join(format!("{base}.json"));
+        if js.exists() {
+            continue;
+        }
+        // A hard link takes the name atomically and fails if it is taken.
+        match std::fs::hard_link(txt_tmp, &txt) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("cannot write {}: {e}", txt.display())),
+        }
+        if let Err(e) = std::fs::hard_link(js_tmp, &js) {
+            let _ = std::fs::remove_file(&txt);
+            return Err(format!("cannot write {}: {e}", js.display()));
+        }
+        return Ok((txt, js));
+    }
+    Err(format!(
+        "too many reports with one timestamp in {}",
+        dir.display()
+    ))
+}
+
+/// Can reports be written under `dir`? Creates it if needed, then writes, syncs and
+/// removes a probe as large as a big report, so a full disk is found before the run.
 pub fn check_writable(dir: &Path) -> Result<(), String> {
     if dir.exists() && !dir.is_dir() {
         return Err(format!("report folder {} is not a folder", dir.display()));
     }
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("cannot create report folder {}: {e}", dir.display()))?;
-    let probe = dir.join(format!(".leaselab-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"")
-        .map_err(|e| format!("cannot write reports to {}: {e}", dir.display()))?;
+    let probe = write_temp(dir, &[b' '; 64 * 1024], None)
+        .map_err(|e| format!("{e} (checked before the run)"))?;
     let _ = std::fs::remove_file(probe);
     Ok(())
 }
@@ -454,26 +519,20 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
         );
     }
 
-    let shown: Vec<_> = o
-        .events
-        .iter()
-        .filter(|e| {
-            !matches!(
-                e.kind,
-                EventKind::ClaimEmpty | EventKind::Paused | EventKind::Resumed
-            )
-        })
-        .collect();
     let _ = writeln!(
         t,
         "\nTimeline ({} events; empty claims counted in the claim ledger)",
-        shown.len()
+        o.timeline_events
     );
-    for e in shown.iter().take(TIMELINE_LINES) {
+    for e in o.events.iter().take(TIMELINE_LINES) {
         let _ = writeln!(t, "  {}  {:<11} {}", hms(e.at_ms), e.actor, e.describe());
     }
-    if shown.len() > TIMELINE_LINES {
-        let _ = writeln!(t, "  ... {} more", shown.len() - TIMELINE_LINES);
+    if o.timeline_events > TIMELINE_LINES as u64 {
+        let _ = writeln!(
+            t,
+            "  ... {} more",
+            o.timeline_events - TIMELINE_LINES as u64
+        );
     }
 
     let _ = writeln!(t, "\nPer-message ownership");

@@ -528,3 +528,312 @@ fn a_lesson_check_keeps_its_database_with_db() {
         .unwrap();
     assert_eq!(processed, 6);
 }
+
+/// Start `leaselab` with stdout and stderr in files under `dir`, for runs a test acts on
+/// while they are under way.
+fn spawn_leaselab(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> std::process::Child {
+    let out = std::fs::File::create(dir.join("child.out")).unwrap();
+    let err = std::fs::File::create(dir.join("child.err")).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .envs(env.iter().copied())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .expect("spawn leaselab")
+}
+
+/// Poll until `f` gives a value, or panic after a generous deadline.
+fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+fn wait_exit(child: &mut std::process::Child) -> std::process::ExitStatus {
+    wait_for("leaselab to exit", || child.try_wait().unwrap())
+}
+
+/// The test's own connection to a database a running leaselab made (never creating it).
+fn outside_connection(db: &Path) -> Option<rusqlite::Connection> {
+    let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
+        .ok()?;
+    c.busy_timeout(std::time::Duration::from_secs(60)).ok()?;
+    Some(c)
+}
+
+/// Panic with its stderr if the run ended before the test could act on it.
+fn still_running(child: &mut std::process::Child, dir: &Path) {
+    if let Some(status) = child.try_wait().unwrap() {
+        let err = std::fs::read_to_string(dir.join("child.err")).unwrap_or_default();
+        panic!("leaselab ended early ({status}): {err}");
+    }
+}
+
+/// Wait until the run has finalized a message; the test's connection to its database.
+fn under_way(child: &mut std::process::Child, dir: &Path, db: &Path) -> rusqlite::Connection {
+    wait_for("the run to finalize a message", || {
+        still_running(child, dir);
+        let c = outside_connection(db)?;
+        let done: i64 = c
+            .query_row(
+                "SELECT COUNT(*) FROM OutboxMessages WHERE Status = 'Processed'",
+                [],
+                |r| r.get(0),
+            )
+            .ok()?;
+        (done > 0).then_some(c)
+    })
+}
+
+/// A run long enough to act on: each message takes 1 s of scenario time at speed 1 and the
+/// lease outlives every message, so any reclaim comes from outside.
+const SLOW_RUN: [&str; 12] = [
+    "run",
+    "outbox-leasing",
+    "--db",
+    "outbox.db",
+    "--messages",
+    "400",
+    "--process-ms",
+    "1000",
+    "--lease-ms",
+    "3600000",
+    "--speed",
+    "1",
+];
+
+#[test]
+fn a_write_lock_held_past_the_busy_limit_ends_the_run_with_exit_three_naming_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("outbox.db");
+    let mut child = spawn_leaselab(
+        &SLOW_RUN,
+        dir.path(),
+        &[("LEASELAB_BUSY_GIVE_UP_MS", "300")],
+    );
+    let conn = under_way(&mut child, dir.path(), &db);
+    conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let status = wait_exit(&mut child);
+    conn.execute_batch("ROLLBACK").unwrap();
+    let err = std::fs::read_to_string(dir.path().join("child.err")).unwrap();
+    assert_eq!(status.code(), Some(3), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "one line expected: {err:?}");
+    assert!(
+        err.contains("stopped") && err.contains("locked by another connection"),
+        "{err}"
+    );
+}
+
+#[test]
+fn rows_edited_and_deleted_under_the_run_fail_the_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("outbox.db");
+    let mut args = SLOW_RUN.to_vec();
+    args.push("--json");
+    let mut child = spawn_leaselab(&args, dir.path(), &[]);
+    // Another program hands a message that a worker is still processing back to Pending
+    // (not message 1, which the opening story leases and reclaims on purpose).
+    let (edited, version): (i64, i64) = wait_for("a message in processing", || {
+        still_running(&mut child, dir.path());
+        outside_connection(&db)?
+            .query_row(
+                "UPDATE OutboxMessages SET Status = 'Pending', LockedBy = NULL, LockedUntilUtc = NULL
+                 WHERE Id = (SELECT MIN(Id) FROM OutboxMessages
+                             WHERE Status = 'Processing' AND Id > 1)
+                 RETURNING Id, LeaseVersion",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .ok()
+    });
+    // Then it deletes what is still Pending (which also ends the run sooner).
+    let c = outside_connection(&db).unwrap();
+    wait_for("the edited message to be claimed again", || {
+        c.query_row(
+            "SELECT LeaseVersion FROM OutboxMessages WHERE Id = ?1",
+            [edited],
+            |r| r.get::<_, i64>(0),
+        )
+        .ok()
+        .filter(|v| *v > version)
+    });
+    let deleted = c
+        .execute("DELETE FROM OutboxMessages WHERE Status = 'Pending'", [])
+        .unwrap();
+    assert!(deleted > 0, "nothing left to delete");
+    let status = wait_exit(&mut child);
+    let out = std::fs::read(dir.path().join("child.out")).unwrap();
+    let err = std::fs::read_to_string(dir.path().join("child.err")).unwrap();
+    assert_eq!(status.code(), Some(1), "stderr: {err}");
+    let j: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(j["passed"], false);
+    let failed: Vec<&str> = j["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["passed"] == false)
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    for rule in [
+        "history: leases never overlap",
+        "history: final state agrees with history",
+    ] {
+        assert!(failed.contains(&rule), "{rule} not in {failed:?}");
+    }
+}
+
+/// The report folder fills up while the report is saved (a test hook cuts the write short
+/// as a full disk would; every other test writes reports through the same path).
+#[test]
+fn a_report_folder_that_fills_up_keeps_the_printed_report_and_the_runs_exit_code() {
+    for (extra, code) in [(None, 0), (Some("--no-leasing"), 1)] {
+        for json in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut args = vec!["run", "outbox-leasing"];
+            args.extend(extra);
+            if json {
+                args.push("--json");
+            }
+            let o = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+                .args(&args)
+                .current_dir(dir.path())
+                .env("LEASELAB_REPORT_DISK_BYTES", "200")
+                .output()
+                .unwrap();
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{args:?}: {err:?}");
+            assert!(err.contains("not saved"), "{err}");
+            if json {
+                assert_eq!(json_of(&o)["passed"], code == 0);
+            } else {
+                assert!(stdout(&o).contains("Verdict:"), "{}", stdout(&o));
+                assert!(!stdout(&o).contains("saved to"));
+            }
+            let left: Vec<_> = std::fs::read_dir(dir.path().join("reports"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert!(left.is_empty(), "partial files left: {left:?}");
+        }
+    }
+}
+
+fn dev_full() -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full")
+}
+
+#[test]
+fn a_full_stdout_is_one_line_and_exit_three_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["list"][..],
+        &["run", "outbox-leasing"],
+        &["run", "lease-expiry", "--json"],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+            .args(args)
+            .current_dir(dir.path())
+            .stdout(dev_full())
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err:?}");
+        assert!(err.contains("standard output"), "{err}");
+    }
+}
+
+#[test]
+fn a_reader_that_went_away_ends_the_output_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["list"][..],
+        &["run", "outbox-leasing"],
+        &["run", "outbox-leasing", "--json"],
+    ] {
+        // The reading end is closed before leaselab starts: every write meets a broken pipe.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+            .args(args)
+            .current_dir(dir.path())
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err:?}");
+    }
+}
+
+#[test]
+fn more_messages_than_a_run_can_drain_are_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = leaselab(&["run", "soak", "--messages", "100001"], dir.path());
+    assert_usage_error(&o, "1-100000");
+    assert!(!dir.path().join("reports").exists());
+}
+
+/// The database's disk fills mid-run: the operating system's file-size limit (1-2 MB, far
+/// below the 4 MB at which SQLite would checkpoint its log) stops the log from growing, as
+/// a full disk would, without root.
+#[test]
+fn a_database_whose_disk_fills_mid_run_ends_with_exit_three_and_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 2048; exec '{}' run outbox-leasing --db outbox.db \
+         --messages 3000",
+        env!("CARGO_BIN_EXE_leaselab")
+    );
+    let o = Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "one line expected: {err:?}");
+    assert!(err.contains("stopped: SQLite:"), "{err}");
+    assert!(!stdout(&o).contains("Verdict"), "a verdict was claimed");
+}
+
+#[test]
+fn a_column_dropped_under_the_run_ends_it_with_exit_three_and_the_workers_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("outbox.db");
+    let mut child = spawn_leaselab(&SLOW_RUN, dir.path(), &[]);
+    let conn = under_way(&mut child, dir.path(), &db);
+    conn.execute_batch("ALTER TABLE OutboxMessages DROP COLUMN Attempts")
+        .unwrap();
+    let status = wait_exit(&mut child);
+    let err = std::fs::read_to_string(dir.path().join("child.err")).unwrap();
+    assert_eq!(status.code(), Some(3), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "one line expected: {err:?}");
+    assert!(err.contains("stopped") && err.contains("Attempts"), "{err}");
+}
+
+#[test]
+fn a_run_whose_lease_would_run_out_mid_message_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = leaselab(
+        &["run", "outbox-leasing", "--process-ms", "600000"],
+        dir.path(),
+    );
+    assert_usage_error(&o, "--lease-ms");
+    assert!(!dir.path().join("reports").exists());
+}

@@ -176,3 +176,87 @@ fn processing_time_on_a_running_clock_keeps_the_figures() {
     assert_eq!(n(&j, "rejected_finalizes"), 0);
     assert_eq!(n(&j, "process_ms"), 100);
 }
+
+/// The soak over 52 seeds, 101..130 among them (seeds that used to give up after their
+/// work was done): every run drains, as the database says, and passes every check.
+#[test]
+fn soak_ends_clean_for_fifty_two_seeds() {
+    for seed in 90..=141 {
+        let opts = RunOptions {
+            workers: Some(6),
+            messages: Some(400),
+            seed: Some(seed),
+            ..RunOptions::default()
+        };
+        let outcome = run(Scenario::Soak, &opts).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert!(
+            outcome.outbox.drained(),
+            "seed {seed}: {:?}",
+            outcome.outbox
+        );
+        assert_eq!(outcome.outbox.processed, 400, "seed {seed}");
+        let r = Report::build(&outcome);
+        assert!(r.passed, "seed {seed}:\n{}", r.text);
+    }
+}
+
+/// A message that takes longer than the stall limit is work in flight, not a stall: the
+/// give-up follows what the workers wait for on the scenario clock, not wall-time silence.
+#[test]
+fn a_message_longer_than_the_stall_limit_is_not_a_stall() {
+    let opts = RunOptions {
+        messages: Some(4),
+        process_ms: 1_500,
+        lease_ms: 600_000,
+        speed: 1.0,
+        stall_after: std::time::Duration::from_millis(100),
+        ..RunOptions::default()
+    };
+    let outcome = run(Scenario::OutboxLeasing, &opts).expect("no stall while processing");
+    let r = Report::build(&outcome);
+    assert!(r.passed, "{}", r.text);
+    assert_eq!(outcome.outbox.processed, 4);
+}
+
+/// A lease far shorter than the processing: idle workers take every message over mid-way
+/// and every finalize is rejected. The run ends with that cause instead of spinning forever.
+#[test]
+fn a_lease_that_never_outlives_the_processing_ends_the_run_with_the_cause() {
+    let opts = RunOptions {
+        workers: Some(4),
+        messages: Some(2),
+        process_ms: 2_000,
+        lease_ms: 10,
+        speed: 1.0,
+        stall_after: std::time::Duration::from_secs(1),
+        ..RunOptions::default()
+    };
+    match run(Scenario::OutboxLeasing, &opts) {
+        Err(e) => {
+            assert!(e.is_runtime(), "{e}");
+            assert!(e.to_string().contains("must outlive"), "{e}");
+        }
+        Ok(o) => panic!(
+            "drained although leases ran out mid-message: {} rejected finalizes",
+            o.ledger.rejected_finalizes
+        ),
+    }
+}
+
+/// A row deleted from the outbox after its message was processed disagrees with the
+/// history that seeded and processed it.
+#[test]
+fn a_row_missing_from_the_outbox_disagrees_with_the_history() {
+    let outcome = run(Scenario::OutboxLeasing, &RunOptions::default()).expect("runs");
+    assert!(outcome.history.passed());
+    let mut rows = outcome.first_rows.clone();
+    let gone = rows.remove(2);
+    let check = leaselab::engine::checker::check(&outcome.ledger, &rows);
+    assert!(!check.passed());
+    assert_eq!(check.state_mismatches.count, 1);
+    assert!(
+        check.state_mismatches.examples[0].contains(&gone.key),
+        "{:?}",
+        check.state_mismatches.examples
+    );
+}

@@ -166,6 +166,15 @@ pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
             }
         }
     }
+    // A row someone deleted disagrees with a history that seeded it.
+    let seeded_ids = (1..=ledger.seeded_upto).chain(ledger.added.iter().copied());
+    for id in seeded_ids {
+        if rows.binary_search_by_key(&id, |r| r.id).is_err() {
+            let key = ledger.messages.get(&id).map_or("", |m| &m.key);
+            c.state_mismatches
+                .add(format!("message {id} {key}: missing from the outbox table"));
+        }
+    }
     for row in rows {
         let h = ledger.messages.get(&row.id);
         let runs = h.map_or(0, |m| m.runs);

@@ -28,6 +28,8 @@ pub const MAX_PATH_BYTES: usize = 504;
 
 /// How long a connection keeps retrying a locked database before giving up.
 const BUSY_GIVE_UP: Duration = Duration::from_secs(30);
+/// Overrides [`BUSY_GIVE_UP`] in milliseconds, read once per process (tests use a short one).
+pub const BUSY_GIVE_UP_ENV: &str = "LEASELAB_BUSY_GIVE_UP_MS";
 /// How long a connection waits before asking for a locked database again.
 const BUSY_PAUSE: Duration = Duration::from_millis(1);
 
@@ -48,6 +50,16 @@ pub enum StoreError {
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy =>
+            {
+                write!(
+                    f,
+                    "the database stayed locked by another connection for more than {} ms \
+                     (SQLite: {e})",
+                    busy_give_up().as_millis()
+                )
+            }
             StoreError::Sqlite(e) => write!(f, "SQLite: {e}"),
             StoreError::Foreign(m)
             | StoreError::InUse(m)
@@ -128,6 +140,17 @@ thread_local! {
     static BUSY_MET_HERE: Cell<u64> = const { Cell::new(0) };
 }
 
+/// How long a connection waits out a locked database before it fails with SQLITE_BUSY.
+pub fn busy_give_up() -> Duration {
+    static LIMIT: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var(BUSY_GIVE_UP_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map_or(BUSY_GIVE_UP, Duration::from_millis)
+    })
+}
+
 /// Waits out a locked database like busy_timeout does, but counts each encounter.
 fn busy_handler(attempt: i32) -> bool {
     thread_local! {
@@ -138,7 +161,7 @@ fn busy_handler(attempt: i32) -> bool {
         STARTED.with(|s| s.set(Some(Instant::now())));
     }
     let started = STARTED.with(|s| s.get()).unwrap_or_else(Instant::now);
-    if started.elapsed() > BUSY_GIVE_UP {
+    if started.elapsed() > busy_give_up() {
         return false;
     }
     // A whole millisecond, not a short nap: while a waiter sleeps, the lock holder runs
@@ -210,6 +233,14 @@ pub struct OutboxCounts {
     pub pending: u64,
     pub processing: u64,
     pub processed: u64,
+}
+
+impl OutboxCounts {
+    /// Nothing left for anyone: no row is Pending or Processing. The one definition of
+    /// "drained" for runs, the soak and the dashboard.
+    pub fn drained(&self) -> bool {
+        self.pending == 0 && self.processing == 0
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]

@@ -145,6 +145,23 @@ pub struct WorkerStatus {
     pub next: NextAction,
     /// Results this incarnation wrote (finalized or marked).
     pub processed: u64,
+    /// Processing or idling: the scenario time its next action waits for.
+    pub waiting_until: Option<i64>,
+    /// Actions started so far; unchanged between two looks means it did nothing between.
+    pub acts: u64,
+}
+
+impl WorkerStatus {
+    /// Holds no lease and no unowned work: its next action can only look for more.
+    pub fn empty_handed(&self) -> bool {
+        self.lease.is_none()
+            && self.working_on.is_none()
+            && self.queued == 0
+            && !matches!(
+                self.state,
+                WorkerState::Processing | WorkerState::Finalizing
+            )
+    }
 }
 
 pub struct WorkerHandle {
@@ -474,14 +491,19 @@ impl Worker {
                 if self.ctx.clock.now() < due {
                     continue;
                 }
-                self.wait_until = None;
+                self.set_wait(None);
             }
             match self.act(false) {
                 Ok(Acted::Done) => {}
-                Ok(Acted::WaitUntil(t)) => self.wait_until = Some(t),
+                Ok(Acted::WaitUntil(t)) => self.set_wait(Some(t)),
                 Err(e) => return Some(e),
             }
         }
+    }
+
+    fn set_wait(&mut self, until: Option<i64>) {
+        self.wait_until = until;
+        self.set_status(|s| s.waiting_until = until);
     }
 
     /// How long to block on the control channel before the clock may reach `due`.
@@ -540,7 +562,7 @@ impl Worker {
             }
             Control::Step(reply) => {
                 // A single step skips any processing time: the teacher is the clock now.
-                self.wait_until = None;
+                self.set_wait(None);
                 self.act(true)?;
                 if let Some(r) = reply {
                     let _ = r.send(());
@@ -564,6 +586,7 @@ impl Worker {
 
     /// One action of the worker's cycle. `stepping` is a teacher's single step.
     fn act(&mut self, stepping: bool) -> Result<Acted, String> {
+        self.set_status(|s| s.acts += 1);
         let leasing = self.ctx.settings.leasing();
         let phase = std::mem::replace(&mut self.phase, Phase::Idle);
         let acted = match phase {

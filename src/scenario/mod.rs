@@ -297,7 +297,10 @@ pub struct RunOutcome {
     pub db_recovered: Option<String>,
     /// The schema as the database file holds it.
     pub schema: Vec<String>,
+    /// The first events of the timeline (the story among them); the ledger saw them all.
     pub events: Vec<Event>,
+    /// How many events the timeline had in all.
+    pub timeline_events: u64,
     pub ledger: Ledger,
     pub story: Option<StoryProof>,
     pub outbox: OutboxCounts,
@@ -321,27 +324,60 @@ pub struct RunOutcome {
 
 #[derive(Debug)]
 pub enum RunError {
+    /// The setup cannot run (exit 2).
     Usage(String),
+    /// The database could not be opened or prepared for the run (exit 2).
     Store(StoreError),
+    /// The run started and then failed: a worker's database error, a database that changed
+    /// under the run, a stall (exit 3).
+    Runtime(String),
     Stalled(String),
+}
+
+impl RunError {
+    /// Did the run itself fail (rather than its setup)?
+    pub fn is_runtime(&self) -> bool {
+        matches!(self, RunError::Runtime(_) | RunError::Stalled(_))
+    }
 }
 
 impl std::fmt::Display for RunError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RunError::Usage(m) | RunError::Stalled(m) => f.write_str(m),
+            RunError::Usage(m) | RunError::Runtime(m) | RunError::Stalled(m) => f.write_str(m),
             RunError::Store(e) => write!(f, "{e}"),
         }
     }
 }
 
+/// A database error once the run is under way is a runtime failure.
 impl From<StoreError> for RunError {
     fn from(e: StoreError) -> Self {
         if e.is_bad_input() {
             RunError::Usage(e.to_string())
         } else {
-            RunError::Store(e)
+            RunError::Runtime(e.to_string())
         }
+    }
+}
+
+/// Opening and seeding: a file that is not ours is bad input; a full disk or a lock held
+/// past the busy limit is the run failing.
+fn start_error(e: StoreError) -> RunError {
+    use rusqlite::ErrorCode;
+    match &e {
+        StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, _))
+            if matches!(
+                f.code,
+                ErrorCode::DatabaseBusy
+                    | ErrorCode::DatabaseLocked
+                    | ErrorCode::DiskFull
+                    | ErrorCode::SystemIoFailure
+            ) =>
+        {
+            RunError::Runtime(e.to_string())
+        }
+        _ => RunError::Store(e),
     }
 }
 
@@ -367,21 +403,21 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
         db: opts.db.clone(),
         durability: crate::engine::store::Durability::Full,
     };
-    let mut engine = Engine::start(config, true)?;
+    let mut engine = Engine::start(config, true).map_err(start_error)?;
     let mut ledger = Ledger::new();
-    let mut events = Vec::new();
-    let drain = |engine: &Engine, ledger: &mut Ledger, events: &mut Vec<Event>| {
+    let mut events = Timeline::default();
+    let drain = |engine: &Engine, ledger: &mut Ledger, events: &mut Timeline| {
         while let Ok(e) = engine.events().try_recv() {
-            ledger.apply(&e);
-            events.push(e);
+            absorb(e, ledger, events)?;
         }
+        Ok::<(), RunError>(())
     };
 
     if story {
         for step in lease_expiry_story(opts.lease_ms) {
             step.apply(&mut engine);
         }
-        drain(&engine, &mut ledger, &mut events);
+        drain(&engine, &mut ledger, &mut events)?;
         // Worker-A comes back as a new incarnation to compete for the rest.
         engine.restart(0, true);
     } else if !leasing {
@@ -399,7 +435,7 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
             let _ = rx.recv_timeout(crate::engine::STEP_TIMEOUT);
         }
     }
-    drain(&engine, &mut ledger, &mut events);
+    drain(&engine, &mut ledger, &mut events)?;
 
     // Everyone runs concurrently until nothing is left.
     if opts.process_ms > 0 {
@@ -420,13 +456,13 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
             opts.stall_after,
         )?);
     } else {
-        wait_until_drained(&engine, &mut ledger, &mut events, opts.stall_after)?;
+        drain_outbox(&engine, &mut ledger, &mut events, opts.stall_after)?;
     }
     engine.shutdown_workers();
     engine.clock.pause();
-    drain(&engine, &mut ledger, &mut events);
+    drain(&engine, &mut ledger, &mut events)?;
 
-    let story_proof = story.then(|| StoryProof::from_events(&events, &ledger));
+    let story_proof = story.then(|| StoryProof::from_events(&events.kept, &ledger));
     let store = engine.store();
     let all_rows = store.messages(0, store.message_count()?)?;
     let history = checker::check(&ledger, &all_rows);
@@ -473,7 +509,8 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
             .shared
             .busy_met
             .load(std::sync::atomic::Ordering::Relaxed),
-        events,
+        events: events.kept,
+        timeline_events: events.total,
         ledger,
         story: story_proof,
         elapsed: started.elapsed(),
@@ -482,46 +519,179 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
 
 pub mod soak;
 
-/// Fold events until every live worker has found nothing to do and the outbox agrees.
-pub(crate) fn wait_until_drained(
+/// Does a report's timeline show this event? Empty claims and pauses are only counted.
+pub fn on_timeline(kind: &EventKind) -> bool {
+    !matches!(
+        kind,
+        EventKind::ClaimEmpty | EventKind::Paused | EventKind::Resumed
+    )
+}
+
+/// Timeline events a run keeps for its report: the ledger folds every event, so memory
+/// need not grow with the outbox.
+const KEPT_EVENTS: usize = 1_000;
+
+/// The first [`KEPT_EVENTS`] timeline events of a run, and how many there were.
+#[derive(Debug, Default)]
+pub(crate) struct Timeline {
+    kept: Vec<Event>,
+    total: u64,
+}
+
+/// Take one event into the run's history; a worker that failed ends the run with its error.
+pub(crate) fn absorb(e: Event, ledger: &mut Ledger, events: &mut Timeline) -> Result<(), RunError> {
+    let failed = match &e.kind {
+        EventKind::Failed { error } => Some(format!("{} stopped: {error}", e.actor)),
+        _ => None,
+    };
+    ledger.apply(&e);
+    if on_timeline(&e.kind) {
+        events.total += 1;
+        if events.kept.len() < KEPT_EVENTS {
+            events.kept.push(e);
+        }
+    }
+    failed.map_or(Ok(()), |m| Err(RunError::Runtime(m)))
+}
+
+/// The live workers' hands, when every one of them is empty: (slot, actions started).
+fn empty_hands(engine: &Engine) -> Option<Vec<(usize, u64)>> {
+    engine
+        .workers()
+        .iter()
+        .filter(|w| w.is_alive())
+        .map(|w| {
+            let s = w.status();
+            s.empty_handed().then_some((w.slot, s.acts))
+        })
+        .collect()
+}
+
+/// Fold events until the database says the outbox has drained and no live worker holds
+/// work. On a frozen clock, leases that crashed owners left behind are let expire by
+/// jumping the clock once every live worker waits for it. Returns the jumps made.
+pub(crate) fn drain_outbox(
     engine: &Engine,
     ledger: &mut Ledger,
-    events: &mut Vec<Event>,
+    events: &mut Timeline,
     stall_after: Duration,
-) -> Result<(), RunError> {
-    let slots = engine.workers().len();
-    let mut idle = vec![false; slots];
+) -> Result<(u64, i64), RunError> {
+    let lease = engine.settings.lease_ms();
+    let leasing = engine.settings.leasing();
+    let mut jumps = (0u64, 0i64);
+    let mut quiet_since = Instant::now();
+    // Outbox counts at the last jump that found every worker waiting; the same counts at the
+    // next such moment mean the jump changed nothing.
+    let mut at_last_jump: Option<OutboxCounts> = None;
+    let mut fruitless_jumps = 0;
+    let mut next_look = Instant::now();
+    let mut acts_seen = 0;
+    // Results written, and when (scenario and wall time) that count last grew.
+    let mut last_result = (ledger.results_written(), engine.clock.now(), Instant::now());
+    // Longer than any message can take to be claimed, processed and finalized.
+    let result_window = 4 * (engine.settings.process_ms() + lease + engine.settings.idle_ms());
     loop {
-        match engine.events().recv_timeout(stall_after) {
-            Ok(e) => {
-                if let Some(slot) = e.slot.filter(|s| *s < slots) {
-                    match &e.kind {
-                        EventKind::ClaimEmpty | EventKind::Loaded { count: 0 } => idle[slot] = true,
-                        EventKind::Paused | EventKind::Resumed => {}
-                        _ => idle[slot] = false,
-                    }
-                }
-                ledger.apply(&e);
-                events.push(e);
-            }
-            Err(_) => {
-                return Err(RunError::Stalled(format!(
-                    "no worker did anything for {} s; giving up",
-                    stall_after.as_secs()
-                )))
+        if let Ok(e) = engine.events().recv_timeout(Duration::from_millis(20)) {
+            quiet_since = Instant::now();
+            absorb(e, ledger, events)?;
+            while let Ok(e) = engine.events().try_recv() {
+                absorb(e, ledger, events)?;
             }
         }
-        let alive = engine.alive_slots();
-        if alive.is_empty() {
-            return Err(RunError::Stalled(
+        if ledger.results_written() != last_result.0 {
+            last_result = (ledger.results_written(), engine.clock.now(), Instant::now());
+        } else if engine.clock.now() - last_result.1 > result_window
+            && last_result.2.elapsed() > stall_after
+            && !engine.store().outbox_counts()?.drained()
+        {
+            // Workers keep claiming yet nothing finishes: a lease shorter than the
+            // processing is taken over mid-message, and every finalize is rejected.
+            return Err(RunError::Runtime(format!(
+                "the outbox stopped draining: no result written for {} s of scenario time \
+                 ({} finalizes rejected so far; a lease of {lease} ms must outlive {} ms of \
+                 processing)",
+                (engine.clock.now() - last_result.1) / 1000,
+                ledger.rejected_finalizes,
+                engine.settings.process_ms()
+            )));
+        }
+        if engine.alive_slots().is_empty() {
+            return Err(RunError::Runtime(
                 "every worker stopped before the outbox drained".into(),
             ));
         }
-        if engine.events().is_empty() && alive.iter().all(|s| idle[*s]) {
-            let c = engine.store().outbox_counts()?;
-            if c.pending == 0 && c.processing == 0 {
-                return Ok(());
+        // Counting a large outbox reads its indexes: look a few dozen times a second.
+        if Instant::now() < next_look {
+            continue;
+        }
+        next_look = Instant::now() + Duration::from_millis(20);
+        // Look at the hands, then the database, then the hands again: unchanged hands
+        // mean no worker picked up work while the counts were read.
+        let hands = empty_hands(engine);
+        let counts = engine.store().outbox_counts()?;
+        // A claim finds nothing in a drained outbox; an unguarded load may still have
+        // taken a snapshot, so without leases the hands must not have moved.
+        if counts.drained() && hands.is_some() && (leasing || empty_hands(engine) == hands) {
+            return Ok(jumps);
+        }
+        let now = engine.clock.now();
+        let statuses: Vec<_> = engine
+            .workers()
+            .iter()
+            .filter(|w| w.is_alive())
+            .map(|w| w.status())
+            .collect();
+        let all_wait_for_the_clock = !counts.drained()
+            && !engine.clock.is_running()
+            && statuses
+                .iter()
+                .all(|s| !s.paused && s.waiting_until.is_some_and(|t| t > now));
+        if all_wait_for_the_clock && engine.events().is_empty() {
+            if at_last_jump.as_ref() == Some(&counts) {
+                fruitless_jumps += 1;
+            } else {
+                fruitless_jumps = 0;
             }
+            if fruitless_jumps >= 3 {
+                return Err(RunError::Runtime(format!(
+                    "the outbox stopped draining: {} Pending and {} Processing left, yet every \
+                     worker finds nothing to claim",
+                    counts.pending, counts.processing
+                )));
+            }
+            at_last_jump = Some(counts);
+            // Only leases of crashed owners remain: let them expire.
+            engine.advance(lease + 1);
+            jumps.0 += 1;
+            jumps.1 += lease + 1;
+            continue;
+        }
+        // A worker waiting for a later scenario time (a long message on a running clock)
+        // is busy, not stuck; one inside a statement gets the busy limit on top.
+        let someone_waits = engine.clock.is_running()
+            && statuses
+                .iter()
+                .any(|s| s.waiting_until.is_some_and(|t| t > now));
+        let acting = statuses
+            .iter()
+            .any(|s| !s.paused && s.waiting_until.is_none());
+        let acts: u64 = statuses.iter().map(|s| s.acts).sum();
+        if acts != acts_seen {
+            acts_seen = acts;
+            quiet_since = Instant::now();
+        }
+        let patience = if acting {
+            stall_after + crate::engine::store::busy_give_up()
+        } else {
+            stall_after
+        };
+        if !someone_waits && quiet_since.elapsed() > patience {
+            return Err(RunError::Stalled(format!(
+                "no worker did anything for {} s with {} Pending and {} Processing left; giving up",
+                stall_after.as_secs(),
+                counts.pending,
+                counts.processing
+            )));
         }
     }
 }

@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use crate::engine::events::{Event, EventKind};
 use crate::engine::ledger::Ledger;
 use crate::engine::worker::Control;
 use crate::engine::Engine;
@@ -54,11 +53,11 @@ pub struct FaultTally {
 
 /// Run the fault schedule while the workers drain the outbox, then bring everyone back
 /// and finish the work. Returns when the outbox is empty and every worker idles.
-pub fn run_faults(
+pub(crate) fn run_faults(
     engine: &mut Engine,
     seed: u64,
     ledger: &mut Ledger,
-    events: &mut Vec<Event>,
+    events: &mut super::Timeline,
     stall_after: Duration,
 ) -> Result<FaultTally, RunError> {
     let mut rng = Rng::new(seed);
@@ -76,8 +75,7 @@ pub fn run_faults(
         if events_until_fault > 0 {
             match engine.events().recv_timeout(Duration::from_millis(20)) {
                 Ok(e) => {
-                    ledger.apply(&e);
-                    events.push(e);
+                    super::absorb(e, ledger, events)?;
                     events_until_fault -= 1;
                     continue;
                 }
@@ -122,7 +120,7 @@ pub fn run_faults(
         done_faults += 1;
         events_until_fault = 1 + rng.below(messages * 6 / faults);
     }
-    // Everyone back to work; jump the clock past any lease a crashed owner left behind.
+    // Everyone back to work; the drain lets any lease a crashed owner left behind expire.
     for (slot, was_paused) in paused.iter().enumerate() {
         let alive = engine.worker(slot).is_some_and(|w| w.is_alive());
         if !alive {
@@ -133,44 +131,8 @@ pub fn run_faults(
             tally.resumes += 1;
         }
     }
-    let mut idle = vec![false; slots];
-    let mut quiet_since = std::time::Instant::now();
-    loop {
-        match engine.events().recv_timeout(Duration::from_millis(50)) {
-            Ok(e) => {
-                quiet_since = std::time::Instant::now();
-                if let Some(s) = e.slot.filter(|s| *s < slots) {
-                    match &e.kind {
-                        EventKind::ClaimEmpty => idle[s] = true,
-                        EventKind::Paused | EventKind::Resumed => {}
-                        _ => idle[s] = false,
-                    }
-                }
-                ledger.apply(&e);
-                events.push(e);
-                if !engine.events().is_empty() || !idle.iter().all(|i| *i) {
-                    continue;
-                }
-            }
-            Err(_) if !idle.iter().all(|i| *i) => {
-                if quiet_since.elapsed() > stall_after {
-                    return Err(RunError::Stalled(format!(
-                        "no worker did anything for {} s while draining; giving up",
-                        stall_after.as_secs()
-                    )));
-                }
-                continue;
-            }
-            Err(_) => {}
-        }
-        let c = engine.store().outbox_counts()?;
-        if c.pending == 0 && c.processing == 0 {
-            return Ok(tally);
-        }
-        // Only leases of crashed owners remain: let them expire.
-        engine.advance(lease + 1);
-        tally.clock_jumps += 1;
-        tally.clock_jumped_ms += lease + 1;
-        idle.iter_mut().for_each(|i| *i = false);
-    }
+    let (jumps, jumped_ms) = super::drain_outbox(engine, ledger, events, stall_after)?;
+    tally.clock_jumps += jumps;
+    tally.clock_jumped_ms += jumped_ms;
+    Ok(tally)
 }

@@ -315,10 +315,7 @@ impl App {
 
     /// Nothing left for anyone: Pending and Processing are both empty.
     pub fn drained(&self) -> bool {
-        self.db.error.is_none()
-            && self.db.total > 0
-            && self.db.counts.pending == 0
-            && self.db.counts.processing == 0
+        self.db.error.is_none() && self.db.total > 0 && self.db.counts.drained()
     }
 
     /// The worker a single step would move, while paused.
