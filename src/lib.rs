@@ -8,4 +8,5 @@ pub mod bench;
 pub mod engine;
 pub mod report;
 pub mod scenario;
+pub mod signals;
 pub mod ui;

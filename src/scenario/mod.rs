@@ -261,6 +261,8 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     /// Give up when no event arrives for this long.
     pub stall_after: Duration,
+    /// A signal number here stops the run early with [`RunError::Interrupted`].
+    pub interrupt: Option<crossbeam_channel::Receiver<i32>>,
 }
 
 impl Default for RunOptions {
@@ -275,6 +277,7 @@ impl Default for RunOptions {
             db: None,
             no_leasing: false,
             stall_after: Duration::from_secs(60),
+            interrupt: None,
         }
     }
 }
@@ -320,6 +323,8 @@ pub enum RunError {
     Usage(String),
     Store(StoreError),
     Stalled(String),
+    /// A signal (its number) stopped the run before it ended; nothing was checked.
+    Interrupted(i32),
 }
 
 impl std::fmt::Display for RunError {
@@ -327,6 +332,9 @@ impl std::fmt::Display for RunError {
         match self {
             RunError::Usage(m) | RunError::Stalled(m) => f.write_str(m),
             RunError::Store(e) => write!(f, "{e}"),
+            RunError::Interrupted(signo) => {
+                write!(f, "interrupted by {}", crate::signals::name(*signo))
+            }
         }
     }
 }
@@ -359,6 +367,10 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
         db: opts.db.clone(),
         durability: crate::engine::store::Durability::Full,
     };
+    let interrupt = opts
+        .interrupt
+        .clone()
+        .unwrap_or_else(crossbeam_channel::never);
     let mut engine = Engine::start(config, true)?;
     let mut ledger = Ledger::new();
     let mut events = Vec::new();
@@ -410,9 +422,16 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
             &mut ledger,
             &mut events,
             opts.stall_after,
+            &interrupt,
         )?);
     } else {
-        wait_until_drained(&engine, &mut ledger, &mut events, opts.stall_after)?;
+        wait_until_drained(
+            &engine,
+            &mut ledger,
+            &mut events,
+            opts.stall_after,
+            &interrupt,
+        )?;
     }
     engine.shutdown_workers();
     engine.clock.pause();
@@ -478,11 +497,20 @@ pub(crate) fn wait_until_drained(
     ledger: &mut Ledger,
     events: &mut Vec<Event>,
     stall_after: Duration,
+    interrupt: &crossbeam_channel::Receiver<i32>,
 ) -> Result<(), RunError> {
     let slots = engine.workers().len();
     let mut idle = vec![false; slots];
     loop {
-        match engine.events().recv_timeout(stall_after) {
+        let next = crossbeam_channel::select! {
+            recv(engine.events()) -> e => e.map_err(|_| ()),
+            recv(interrupt) -> signo => match signo {
+                Ok(signo) => return Err(RunError::Interrupted(signo)),
+                Err(_) => continue,
+            },
+            default(stall_after) => Err(()),
+        };
+        match next {
             Ok(e) => {
                 if let Some(slot) = e.slot.filter(|s| *s < slots) {
                     match &e.kind {

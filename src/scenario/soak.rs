@@ -60,6 +60,7 @@ pub fn run_faults(
     ledger: &mut Ledger,
     events: &mut Vec<Event>,
     stall_after: Duration,
+    interrupt: &crossbeam_channel::Receiver<i32>,
 ) -> Result<FaultTally, RunError> {
     let mut rng = Rng::new(seed);
     let mut tally = FaultTally::default();
@@ -73,6 +74,7 @@ pub fn run_faults(
     let slots = engine.workers().len();
     let mut paused = vec![false; slots];
     while done_faults < faults {
+        stop_if_interrupted(interrupt)?;
         if events_until_fault > 0 {
             match engine.events().recv_timeout(Duration::from_millis(20)) {
                 Ok(e) => {
@@ -136,6 +138,7 @@ pub fn run_faults(
     let mut idle = vec![false; slots];
     let mut quiet_since = std::time::Instant::now();
     loop {
+        stop_if_interrupted(interrupt)?;
         match engine.events().recv_timeout(Duration::from_millis(50)) {
             Ok(e) => {
                 quiet_since = std::time::Instant::now();
@@ -172,5 +175,12 @@ pub fn run_faults(
         tally.clock_jumps += 1;
         tally.clock_jumped_ms += lease + 1;
         idle.iter_mut().for_each(|i| *i = false);
+    }
+}
+
+fn stop_if_interrupted(interrupt: &crossbeam_channel::Receiver<i32>) -> Result<(), RunError> {
+    match interrupt.try_recv() {
+        Ok(signo) => Err(RunError::Interrupted(signo)),
+        Err(_) => Ok(()),
     }
 }

@@ -63,13 +63,23 @@ pub const FRAME: Duration = Duration::from_millis(50);
 /// How often the input thread looks at its stop flag between key presses.
 const INPUT_POLL: Duration = Duration::from_millis(100);
 
-/// Open the dashboard; returns when the user quits. Errors are one line.
-pub fn run(opts: DashboardOptions) -> Result<(), String> {
+/// How the dashboard ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    Quit,
+    /// SIGTERM, SIGHUP or SIGINT (its number) ended it, as cleanly as a quit.
+    Interrupted(i32),
+}
+
+/// Open the dashboard; returns when the user quits or a signal arrives. Errors are one line.
+pub fn run(opts: DashboardOptions) -> Result<Ended, String> {
     if !std::io::stdout().is_terminal() {
         return Err(
             "stdout is not a terminal; use `leaselab run SCENARIO` for a headless run".into(),
         );
     }
+    // Watch before the temporary database exists, so no signal can leave it behind.
+    let interrupts = crate::signals::watch()?;
     // Start the engine before touching the terminal, so its errors print on a sane screen.
     let mut app = App::new(opts, Theme::from_env())?;
     let previous_hook = install_panic_hook();
@@ -78,9 +88,9 @@ pub fn run(opts: DashboardOptions) -> Result<(), String> {
         // The first frame shows the seeded outbox before any worker moves.
         let result = draw(&mut terminal, &mut app).and_then(|()| {
             app.start();
-            run_loop(&mut terminal, &mut app, &input.keys)
+            run_loop(&mut terminal, &mut app, &input.keys, &interrupts)
         });
-        ratatui::restore();
+        restore_terminal();
         input.stop();
         result
     });
@@ -100,7 +110,7 @@ fn install_panic_hook() -> PanicHook {
     let chained = previous.clone();
     std::panic::set_hook(Box::new(move |info| {
         if std::thread::current().id() == ui_thread {
-            ratatui::restore();
+            restore_terminal();
             chained(info);
         }
     }));
@@ -114,9 +124,19 @@ fn open_terminal() -> Result<ratatui::DefaultTerminal, String> {
         Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))
     };
     setup().map_err(|e| {
-        ratatui::restore();
+        restore_terminal();
         format!("cannot set up the terminal: {e}")
     })
+}
+
+/// Raw mode off, the main screen back and the cursor shown, whatever ended the dashboard.
+fn restore_terminal() {
+    let _ = crossterm::terminal::disable_raw_mode();
+    let _ = crossterm::execute!(
+        std::io::stdout(),
+        crossterm::terminal::LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
 }
 
 /// Take this frame's snapshot and draw it.
@@ -136,7 +156,8 @@ fn run_loop<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
     input: &Receiver<Input>,
-) -> Result<(), String> {
+    interrupts: &Receiver<i32>,
+) -> Result<Ended, String> {
     let events = app.engine.events().clone();
     let tick = crossbeam_channel::tick(FRAME);
     let mut dirty = true;
@@ -165,13 +186,18 @@ fn run_loop<B: Backend>(
                 app.absorb_events();
                 changed = true;
             },
+            recv(interrupts) -> signo => {
+                if let Ok(signo) = signo {
+                    return Ok(Ended::Interrupted(signo));
+                }
+            },
             recv(tick) -> _ => {
                 // A running clock moves the countdowns; a paused screen redraws only on news.
                 dirty = changed || app.engine.clock.is_running();
             },
         }
     }
-    Ok(())
+    Ok(Ended::Quit)
 }
 
 /// What the input thread reports.
