@@ -1,8 +1,8 @@
 //! The live dashboard: engine events and key presses in, a ratatui screen out.
 //!
 //! Data flows one way: engine -> events -> [`App`] -> screen. The main loop blocks on a
-//! crossbeam `select!` over key presses (read on one thread), engine events and a frame
-//! tick, and draws at most once per tick unless a key was pressed.
+//! crossbeam `select!` over key presses (read on one thread), engine events, stop signals
+//! and a frame tick, and draws at most once per tick unless a key was pressed.
 
 pub mod app;
 pub mod keys;
