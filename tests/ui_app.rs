@@ -213,7 +213,13 @@ fn switching_leasing_off_live_produces_duplicates() {
     app.start();
     press(&mut app, 'l');
     assert!(app.log.contains("leasing switched OFF"));
-    press(&mut app, 'R'); // fresh Pending rows for the unguarded workers
+    // Fresh Pending rows, and both unguarded workers load them (paused, one step each)
+    // before either is done: no thread has to win a race against the other.
+    press(&mut app, ' ');
+    press(&mut app, 'R');
+    press(&mut app, 'n');
+    press(&mut app, 'n');
+    press(&mut app, ' ');
     wait_for(&mut app, "a duplicate", |a| {
         a.ledger.processed_more_than_once() > 0
     });
