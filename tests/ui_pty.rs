@@ -349,7 +349,8 @@ fn a_signal_restores_the_terminal_stops_the_workers_and_removes_the_temporary_da
     ] {
         // The child's temporary database goes under a folder of our own, so we can see it.
         let tmp = tempfile::tempdir().expect("temporary folder");
-        let mut d = Dashboard::open_with(&[], &[("TMPDIR", tmp.path())]);
+        let args = ["--scenario", "outbox-leasing"];
+        let mut d = Dashboard::open_with(&args, &[("TMPDIR", tmp.path())]);
         d.wait_for("the dashboard to run", |s| header(s).contains("RUNNING"));
         let dbs = temporary_databases(tmp.path());
         assert_eq!(dbs.len(), 1, "{dbs:?}");
