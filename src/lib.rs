@@ -9,4 +9,5 @@ pub mod engine;
 pub mod lesson;
 pub mod report;
 pub mod scenario;
+pub mod signals;
 pub mod ui;

@@ -331,6 +331,11 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
         Ok(w) => w,
         Err(e) => return usage_error(e),
     };
+    // From here on a signal stops the run cleanly: workers joined, temporary database removed.
+    let interrupt = match leaselab::signals::watch() {
+        Ok(rx) => Some(rx),
+        Err(e) => return usage_error(e),
+    };
     let defaults = RunOptions::default();
     let opts = RunOptions {
         workers,
@@ -341,10 +346,14 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
         speed: cli.speed.unwrap_or(defaults.speed),
         db: cli.db.clone(),
         no_leasing: cli.no_leasing,
+        interrupt,
         ..defaults
     };
     let outcome = match scenario::run(scenario, &opts) {
         Ok(o) => o,
+        Err(scenario::RunError::Interrupted(signo)) => {
+            return interrupted(signo, "the run stopped before its checks; no report saved")
+        }
         Err(e) if e.is_runtime() => return runtime_error(e),
         Err(e) => return usage_error(e),
     };
@@ -397,7 +406,8 @@ fn dashboard(cli: &Cli) -> ExitCode {
         no_leasing: cli.no_leasing,
     };
     match ui::run(opts) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(ui::Ended::Quit) => ExitCode::SUCCESS,
+        Ok(ui::Ended::Interrupted(signo)) => interrupted(signo, "the dashboard closed"),
         Err(e) => usage_error(e),
     }
 }
@@ -464,9 +474,19 @@ fn lesson_dashboard(cli: &Cli, lesson: leaselab::lesson::Lesson) -> ExitCode {
         ..DashboardOptions::default()
     };
     match ui::run_lesson(lesson, opts) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(ui::Ended::Quit) => ExitCode::SUCCESS,
+        Ok(ui::Ended::Interrupted(signo)) => interrupted(signo, "the dashboard closed"),
         Err(e) => usage_error(e),
     }
+}
+
+/// One line saying what a signal stopped, and the shell's exit code for it (128 + signo).
+fn interrupted(signo: i32, what: &str) -> ExitCode {
+    eprintln!(
+        "leaselab: interrupted by {}; {what}",
+        leaselab::signals::name(signo)
+    );
+    ExitCode::from(leaselab::signals::exit_code(signo))
 }
 
 fn bench(cli: &Cli, sync: &str, batch: u16, scale: Option<u64>, json: bool) -> ExitCode {

@@ -837,3 +837,81 @@ fn a_run_whose_lease_would_run_out_mid_message_is_refused() {
     assert_usage_error(&o, "--lease-ms");
     assert!(!dir.path().join("reports").exists());
 }
+
+/// Rows the run's workers hold right now, read from its database; None while unreadable.
+fn processing_rows(db: &Path) -> Option<i64> {
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .ok()?;
+    conn.query_row(
+        "SELECT count(*) FROM OutboxMessages WHERE Status = 'Processing'",
+        [],
+        |r| r.get(0),
+    )
+    .ok()
+}
+
+#[test]
+fn a_signal_stops_a_run_with_one_line_a_nonzero_exit_and_no_temporary_database() {
+    for (signo, name) in [
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGHUP, "SIGHUP"),
+        (libc::SIGINT, "SIGINT"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        // A message takes 600 scenario seconds at 0.05x: the run cannot end on its own.
+        let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+            .args(["run", "outbox-leasing", "--process-ms", "600000"])
+            .args(["--speed", "0.05", "--lease-ms", "3600000"])
+            .current_dir(dir.path())
+            .env("TMPDIR", &tmp)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start leaselab run");
+        // Started: its workers hold messages in its temporary database.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let db = std::fs::read_dir(&tmp)
+                .unwrap()
+                .filter_map(|e| e.ok().map(|e| e.path().join("outbox.db")))
+                .find(|p| p.exists());
+            if db
+                .and_then(|db| processing_rows(&db))
+                .is_some_and(|n| n > 0)
+            {
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("{name}: the run never started working");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let pid = child.id() as libc::pid_t;
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(pid, signo) }, 0);
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        std::thread::spawn(move || tx.send(child.wait_with_output()));
+        let o = match rx.recv_timeout(std::time::Duration::from_secs(30)) {
+            Ok(o) => o.expect("leaselab run ends"),
+            Err(_) => {
+                // SAFETY: as above; the run ignored the signal, so end it for good.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                panic!("{name}: the run did not stop");
+            }
+        };
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(128 + signo), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{name}: {err:?}");
+        assert!(err.contains(&format!("interrupted by {name}")), "{err}");
+        assert!(stdout(&o).is_empty(), "{name}: no report for a stopped run");
+        let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+        assert!(left.is_empty(), "{name}: left behind {left:?}");
+        // The folder exists (checked writable before the run) but holds no report.
+        let reports = std::fs::read_dir(dir.path().join("reports")).map_or(0, |d| d.count());
+        assert_eq!(reports, 0, "{name}: a report was saved");
+    }
+}

@@ -1,10 +1,11 @@
-//! Faults: a panicking worker, and the seeded soak at the size of the issue.
+//! Faults: a panicking worker, a write lock held by another connection, and the seeded
+//! soak at the size of the issue.
 
 use std::time::Duration;
 
 use leaselab::engine::events::EventKind;
 use leaselab::engine::ledger::Ledger;
-use leaselab::engine::worker::Control;
+use leaselab::engine::worker::{Control, WorkerState};
 use leaselab::engine::{Engine, EngineConfig};
 use leaselab::report::Report;
 use leaselab::scenario::{run, RunOptions, Scenario};
@@ -76,6 +77,49 @@ fn a_panicking_worker_is_reported_crashed_and_its_lease_expires_like_any_crash()
 }
 
 #[test]
+fn a_claim_that_meets_a_held_write_lock_waits_for_it_and_is_counted() {
+    // Each attempt: hold the write lock from another connection, let the worker try to
+    // claim, release. The worker could see the lock free only if we let go before its
+    // BEGIN ran, so an attempt that met no lock is repeated, not counted as a pass.
+    for _attempt in 0..20 {
+        let engine = Engine::start(EngineConfig::default(), true).unwrap();
+        let holder = rusqlite::Connection::open(engine.db_path()).unwrap();
+        holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let (done_tx, done) = crossbeam_channel::bounded(1);
+        let worker = engine.worker(0).unwrap();
+        assert!(worker.send(Control::Step(Some(done_tx))));
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while worker.status().state != WorkerState::Claiming {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the worker never tried"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(
+            done.try_recv().is_err(),
+            "claimed while another held the lock"
+        );
+        holder.execute_batch("COMMIT").unwrap();
+        done.recv_timeout(Duration::from_secs(30))
+            .expect("the claim goes through once the lock is free");
+        let mut ledger = Ledger::new();
+        wait_for(&engine, &mut ledger, |k| {
+            matches!(k, EventKind::Claimed { .. })
+        });
+        if engine
+            .shared
+            .busy_met
+            .load(std::sync::atomic::Ordering::Relaxed)
+            > 0
+        {
+            return;
+        }
+    }
+    panic!("twenty claims waited for a held write lock and not one wait was counted");
+}
+
+#[test]
 fn soak_sixteen_workers_one_hundred_thousand_messages() {
     let opts = RunOptions {
         seed: Some(20_261_202),
@@ -100,6 +144,11 @@ fn soak_sixteen_workers_one_hundred_thousand_messages() {
         );
     }
     assert!(f["crashes_holding_a_lease"].as_u64().unwrap() > 0, "{f}");
-    assert!(j["sqlite_busy_absorbed"].is_u64());
+    // Sixteen workers on two cores queue for one write lock all the time.
+    assert!(
+        j["sqlite_busy_absorbed"].as_u64().unwrap() > 0,
+        "{}",
+        j["sqlite_busy_absorbed"]
+    );
     assert!(report.text.contains("--seed 20261202"));
 }

@@ -138,19 +138,17 @@ fn the_lease_expiry_story_steps_from_start_to_end() {
 }
 
 #[test]
-fn leasing_off_with_two_workers_shows_duplicates_within_seconds() {
+fn leasing_off_with_two_workers_shows_duplicates() {
     let mut app = app(DashboardOptions {
         scenario: Scenario::CompetingNoClaim,
         ..DashboardOptions::default()
     });
     app.start();
     assert!(!app.paused);
-    let started = Instant::now();
     wait_for(&mut app, "a duplicate", |a| {
         a.ledger.processed_more_than_once() > 0
             && a.db.rows.iter().any(|r| a.ledger.runs_of(r.id) > 1)
     });
-    assert!(started.elapsed() < Duration::from_secs(10));
 }
 
 #[test]
@@ -159,19 +157,27 @@ fn crash_while_holding_then_the_other_worker_takes_over_after_expiry() {
         speed: Some(8.0),
         ..DashboardOptions::default()
     });
-    app.start();
-    wait_for(&mut app, "Worker-A to hold a lease", |a| {
-        a.workers[0].status.lease.is_some()
-    });
+    // Still paused: one step makes Worker-A claim, and nothing moves until we say so.
+    press(&mut app, 'n');
+    app.refresh(20, 10);
+    let held = app.workers[0]
+        .status
+        .lease
+        .clone()
+        .expect("Worker-A holds a lease");
     press(&mut app, 'c');
-    let held = app.workers[0].status.lease.clone().expect("lease");
     app.refresh(20, 10);
     assert_eq!(app.workers[0].status.state, WorkerState::Crashed);
+    assert!(app.log.contains(&format!("CRASHED holding {}", held.key)));
+    // Run: Worker-B drains the rest and reclaims the message once the lease has expired.
+    press(&mut app, ' ');
+    assert!(!app.paused);
     wait_for(&mut app, "Worker-B to reclaim", |a| {
         a.ledger.messages.get(&held.id).is_some_and(|m| {
             m.processed_by().iter().map(|n| &**n).eq(["Worker-B"]) && m.claims >= 2
         })
     });
+    assert!(app.engine.clock.now() > held.until_ms);
     assert_eq!(app.ledger.ownership_violations, 0);
     assert!(app.log.contains(&format!("RECLAIMED {}", held.key)));
 }
@@ -207,7 +213,13 @@ fn switching_leasing_off_live_produces_duplicates() {
     app.start();
     press(&mut app, 'l');
     assert!(app.log.contains("leasing switched OFF"));
-    press(&mut app, 'R'); // fresh Pending rows for the unguarded workers
+    // Fresh Pending rows, and both unguarded workers load them (paused, one step each)
+    // before either is done: no thread has to win a race against the other.
+    press(&mut app, ' ');
+    press(&mut app, 'R');
+    press(&mut app, 'n');
+    press(&mut app, 'n');
+    press(&mut app, ' ');
     wait_for(&mut app, "a duplicate", |a| {
         a.ledger.processed_more_than_once() > 0
     });
@@ -255,9 +267,7 @@ fn a_big_outbox_scrolls_by_windows() {
     assert_eq!(app.db.total, 100_000);
     assert_eq!(app.db.rows.len(), 30);
     key(&mut app, KeyCode::End);
-    let started = Instant::now();
     app.refresh(30, 10);
-    let took = started.elapsed();
     assert_eq!(app.db.rows.last().map(|r| r.id), Some(100_000));
     assert_eq!(app.db.rows.len(), 30);
     key(&mut app, KeyCode::PageUp);
@@ -266,7 +276,6 @@ fn a_big_outbox_scrolls_by_windows() {
     key(&mut app, KeyCode::Home);
     app.refresh(30, 10);
     assert_eq!(app.db.rows.first().map(|r| r.id), Some(1));
-    eprintln!("snapshot of 30 rows out of 100000 took {took:?}");
 }
 
 #[test]
@@ -368,7 +377,6 @@ fn a_log_scrolled_back_stays_put_while_workers_poll() {
 
 #[test]
 fn the_history_check_is_clean_with_leases_and_finds_duplicates_without() {
-    // 50 ms of real time per message: both workers load the outbox before either is done.
     let fast = |no_leasing| DashboardOptions {
         process_ms: Some(200),
         speed: Some(4.0),
@@ -383,7 +391,18 @@ fn the_history_check_is_clean_with_leases_and_finds_duplicates_without() {
     });
     assert_eq!(on.history.as_ref().unwrap().processed, 6);
 
+    // Both workers load the outbox (one step each, still paused) before either processes.
     let mut off = app(fast(true));
+    press(&mut off, 'n');
+    press(&mut off, 'n');
+    assert_eq!(
+        off.log
+            .lines()
+            .iter()
+            .filter(|l| l.text.starts_with("LOADED 6"))
+            .count(),
+        2
+    );
     off.start();
     wait_for(&mut off, "the checker to find duplicates", |a| {
         a.history.as_ref().is_some_and(|h| h.duplicated.count > 0)

@@ -18,10 +18,17 @@ struct Dashboard {
     input: Box<dyn Write + Send>,
     exited: Receiver<std::io::Result<ExitStatus>>,
     killer: Box<dyn portable_pty::ChildKiller + Send + Sync>,
+    pid: u32,
+    /// Held open for the child's lifetime; also how the test reads the terminal's mode.
+    master: Box<dyn portable_pty::MasterPty + Send>,
 }
 
 impl Dashboard {
     fn open(args: &[&str]) -> Dashboard {
+        Dashboard::open_with(args, &[])
+    }
+
+    fn open_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> Dashboard {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: ROWS,
@@ -35,11 +42,15 @@ impl Dashboard {
         cmd.env("NO_COLOR", "1");
         cmd.env("TERM", "xterm-256color");
         cmd.cwd(env!("CARGO_MANIFEST_DIR"));
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
         let mut child: Box<dyn Child + Send + Sync> =
             pty.slave.spawn_command(cmd).expect("spawn leaselab");
         // Our copy of the slave end must close, or the reader never sees the child leave.
         drop(pty.slave);
         let killer = child.clone_killer();
+        let pid = child.process_id().expect("child pid");
         let (done_tx, exited) = crossbeam_channel::bounded(1);
         std::thread::spawn(move || {
             let _ = done_tx.send(child.wait());
@@ -60,8 +71,6 @@ impl Dashboard {
             }
         });
         let input = pty.master.take_writer().expect("pty writer");
-        // The master must outlive the child: keep it alive in the reader's place.
-        std::mem::forget(pty.master);
         Dashboard {
             parser: vt100::Parser::new(
                 NonZeroU16::new(ROWS).unwrap(),
@@ -72,7 +81,24 @@ impl Dashboard {
             input,
             exited,
             killer,
+            pid,
+            master: pty.master,
         }
+    }
+
+    /// Raw mode as the child left the terminal: neither line editing nor echo.
+    fn raw_mode(&self) -> bool {
+        let fd = self.master.as_raw_fd().expect("pty fd");
+        // SAFETY: a zeroed termios is a valid out-parameter and fd is our open pty master.
+        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::tcgetattr(fd, &mut t) }, 0, "tcgetattr");
+        t.c_lflag & (libc::ICANON | libc::ECHO) == 0
+    }
+
+    fn signal(&self, signo: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        let rc = unsafe { libc::kill(self.pid as libc::pid_t, signo) };
+        assert_eq!(rc, 0, "kill {signo}");
     }
 
     fn screen(&self) -> String {
@@ -113,28 +139,63 @@ impl Dashboard {
         self.input.flush().expect("flush");
     }
 
-    /// Quit with `q` and return the exit status, reading the last frames meanwhile.
+    /// Quit with `q` and return the exit status, with every byte the child wrote.
     fn quit(mut self) -> (ExitStatus, vt100::Parser) {
         self.press("q");
-        let deadline = Instant::now() + DEADLINE;
-        let status = loop {
-            crossbeam_channel::select! {
-                recv(self.exited) -> st => break st.expect("waiter").expect("exit status"),
-                recv(self.output) -> bytes => {
-                    if let Ok(b) = bytes { self.parser.process(&b) }
-                },
-                default(deadline.saturating_duration_since(Instant::now())) => {
-                    let _ = self.killer.kill();
-                    panic!("leaselab did not quit; screen:\n{}", self.screen());
-                }
-            }
-        };
-        // Whatever was written before the exit (leaving the alternate screen) is in the pipe.
-        while let Ok(b) = self.output.recv_timeout(Duration::from_millis(200)) {
-            self.parser.process(&b);
-        }
+        let status = self.wait_for_exit();
         (status, self.parser)
     }
+
+    /// Read the output to its end (the child closed the terminal), then reap the child.
+    fn wait_for_exit(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.output.recv_timeout(left) {
+                Ok(b) => self.parser.process(&b),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    let _ = self.killer.kill();
+                    panic!("leaselab did not end; screen:\n{}", self.screen());
+                }
+            }
+        }
+        match self.exited.recv_timeout(DEADLINE) {
+            Ok(st) => st.expect("exit status"),
+            Err(_) => {
+                let _ = self.killer.kill();
+                panic!("leaselab closed its terminal but did not exit");
+            }
+        }
+    }
+}
+
+/// A figure of the Ledgers pane: the number after `label` at the pane's left edge, so the
+/// header's own words ("... processes them: duplicates") never count.
+fn ledger_figure(screen: &vt100::Screen, label: &str) -> Option<u64> {
+    let edge = format!("│{label} ");
+    screen.contents().lines().find_map(|line| {
+        let at = line.find(&edge)?;
+        let rest = line[at + edge.len()..].trim_start();
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let after = rest[digits.len()..].trim_start();
+        (!digits.is_empty() && after.starts_with('│')).then(|| digits.parse().ok())?
+    })
+}
+
+/// The header line: run state, leasing mode, scenario.
+fn header(screen: &vt100::Screen) -> String {
+    screen
+        .contents()
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The Workers pane's row of the selected worker (`▶` marks it, nothing else draws one).
+fn selected_worker(screen: &vt100::Screen) -> Option<String> {
+    line_with(screen, "▶").map(|l| l[l.find('▶').unwrap_or(0)..].to_string())
 }
 
 /// Line of the screen that contains `needle`.
@@ -178,26 +239,54 @@ fn dashboard_runs_resets_crashes_switches_leasing_and_quits_cleanly() {
         assert!(s.cell(0, col).unwrap().bold());
     }
 
+    // Crash Worker-A while it holds a lease: pause, reseed, one step (Worker-A claims
+    // PAY-001), crash. Nothing runs while paused, so the crash cannot miss the lease.
+    d.press(" ");
+    d.wait_for("the header to say PAUSED", |s| header(s).contains("PAUSED"));
     d.press("R");
-    d.wait_for_text("RESET: outbox reseeded");
-
-    // Crash Worker-A as soon as it holds a lease; Worker-B takes over after expiry.
-    d.wait_for("Worker-A to own a message", |s| {
-        line_with(s, "▶ Worker-A").is_some_and(|l| l.contains("PAY-0") && l.contains("left"))
+    d.wait_for("an empty ledger after the reset", |s| {
+        ledger_figure(s, "processing attempts") == Some(0)
+            && selected_worker(s).is_some_and(|l| l.contains("Worker-A") && !l.contains("PAY-0"))
+    });
+    d.press("n");
+    d.wait_for("Worker-A to own PAY-001", |s| {
+        selected_worker(s)
+            .is_some_and(|l| l.contains("Worker-A") && l.contains("PAY-001") && l.contains("left"))
     });
     d.press("c");
-    d.wait_for_text("CRASHED holding PAY-");
-    d.wait_for_text("RECLAIMED PAY-");
-    d.wait_for("Worker-A's lease to pass to Worker-B", |s| {
-        line_with(s, "▶ Worker-A").is_some_and(|l| l.contains("→ Worker-B"))
+    d.wait_for_text("CRASHED holding PAY-001");
+    // Run again: the lease runs out on the clock and Worker-B takes PAY-001 over.
+    d.press(" ");
+    d.wait_for("the header to say RUNNING", |s| {
+        header(s).contains("RUNNING")
     });
+    d.wait_for("Worker-A's lease to pass to Worker-B", |s| {
+        selected_worker(s)
+            .is_some_and(|l| l.contains("Worker-A") && l.contains("PAY-001 → Worker-B"))
+    });
+    d.wait_for_text("RECLAIMED PAY-001");
 
+    // Leasing off: pause, reseed, and let both workers load the same Pending rows before
+    // either processes one; then run, and the ledger's duplicates figure climbs.
+    d.press(" ");
+    d.wait_for("the header to say PAUSED", |s| header(s).contains("PAUSED"));
     d.press("l");
-    d.wait_for_text("LEASING OFF");
+    d.wait_for("the header to say LEASING OFF", |s| {
+        header(s).contains("LEASING OFF")
+    });
     d.press("R");
+    d.wait_for("an empty ledger after the reset", |s| {
+        ledger_figure(s, "processing attempts") == Some(0)
+    });
+    assert_eq!(ledger_figure(d.parser.screen(), "duplicates"), Some(0));
+    let loads = |s: &vt100::Screen| s.contents().matches("LOADED 6 pending").count();
+    d.press("n");
+    d.wait_for("Worker-A to load the outbox", move |s| loads(s) == 1);
+    d.press("n");
+    d.wait_for("Worker-B to load the same rows", move |s| loads(s) == 2);
+    d.press(" ");
     d.wait_for("duplicates in the ledger", |s| {
-        line_with(s, "duplicates")
-            .is_some_and(|l| !l.trim_end_matches('│').trim_end().ends_with(" 0"))
+        ledger_figure(s, "duplicates").is_some_and(|n| n > 0)
     });
 
     let (status, parser) = d.quit();
@@ -237,6 +326,59 @@ fn the_lease_expiry_story_is_stepped_in_the_terminal() {
     let (status, parser) = d.quit();
     assert!(status.success(), "exit status {status:?}");
     assert!(!parser.screen().alternate_screen());
+}
+
+/// The `leaselab-*` folders (temporary databases) under `dir`.
+fn temporary_databases(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .expect("read the temporary folder")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("leaselab-"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_signal_restores_the_terminal_stops_the_workers_and_removes_the_temporary_database() {
+    for (signo, name) in [
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGHUP, "SIGHUP"),
+        (libc::SIGINT, "SIGINT"),
+    ] {
+        // The child's temporary database goes under a folder of our own, so we can see it.
+        let tmp = tempfile::tempdir().expect("temporary folder");
+        let args = ["--scenario", "outbox-leasing"];
+        let mut d = Dashboard::open_with(&args, &[("TMPDIR", tmp.path())]);
+        d.wait_for("the dashboard to run", |s| header(s).contains("RUNNING"));
+        let dbs = temporary_databases(tmp.path());
+        assert_eq!(dbs.len(), 1, "{dbs:?}");
+        assert!(dbs[0].join("outbox.db").exists());
+        // What the signal must undo is in place.
+        assert!(d.raw_mode());
+        assert!(d.parser.screen().alternate_screen());
+        assert!(d.parser.screen().hide_cursor());
+
+        d.signal(signo);
+        let status = d.wait_for_exit();
+        assert_eq!(status.exit_code(), 128 + signo as u32, "{name}: {status:?}");
+        let screen = d.parser.screen();
+        assert!(!screen.alternate_screen(), "{name}: alternate screen kept");
+        assert!(!screen.hide_cursor(), "{name}: cursor left hidden");
+        assert!(!d.raw_mode(), "{name}: raw mode left on");
+        assert!(
+            screen
+                .contents()
+                .contains(&format!("interrupted by {name}")),
+            "{name}: {}",
+            screen.contents()
+        );
+        assert!(
+            temporary_databases(tmp.path()).is_empty(),
+            "{name}: temporary database left behind"
+        );
+    }
 }
 
 #[test]

@@ -261,6 +261,8 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     /// Give up when no event arrives for this long.
     pub stall_after: Duration,
+    /// A signal number here stops the run early with [`RunError::Interrupted`].
+    pub interrupt: Option<crossbeam_channel::Receiver<i32>>,
 }
 
 impl Default for RunOptions {
@@ -275,6 +277,7 @@ impl Default for RunOptions {
             db: None,
             no_leasing: false,
             stall_after: Duration::from_secs(60),
+            interrupt: None,
         }
     }
 }
@@ -332,6 +335,8 @@ pub enum RunError {
     /// under the run, a stall (exit 3).
     Runtime(String),
     Stalled(String),
+    /// A signal (its number) stopped the run before it ended; nothing was checked.
+    Interrupted(i32),
 }
 
 impl RunError {
@@ -346,6 +351,9 @@ impl std::fmt::Display for RunError {
         match self {
             RunError::Usage(m) | RunError::Runtime(m) | RunError::Stalled(m) => f.write_str(m),
             RunError::Store(e) => write!(f, "{e}"),
+            RunError::Interrupted(signo) => {
+                write!(f, "interrupted by {}", crate::signals::name(*signo))
+            }
         }
     }
 }
@@ -403,6 +411,10 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
         db: opts.db.clone(),
         durability: crate::engine::store::Durability::Full,
     };
+    let interrupt = opts
+        .interrupt
+        .clone()
+        .unwrap_or_else(crossbeam_channel::never);
     let mut engine = Engine::start(config, true).map_err(start_error)?;
     let mut ledger = Ledger::new();
     let mut events = Timeline::default();
@@ -454,9 +466,10 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
             &mut ledger,
             &mut events,
             opts.stall_after,
+            &interrupt,
         )?);
     } else {
-        drain_outbox(&engine, &mut ledger, &mut events, opts.stall_after)?;
+        drain_outbox(&engine, &mut ledger, &mut events, opts.stall_after, &interrupt)?;
     }
     engine.shutdown_workers();
     engine.clock.pause();
@@ -575,6 +588,7 @@ pub(crate) fn drain_outbox(
     ledger: &mut Ledger,
     events: &mut Timeline,
     stall_after: Duration,
+    interrupt: &crossbeam_channel::Receiver<i32>,
 ) -> Result<(u64, i64), RunError> {
     let lease = engine.settings.lease_ms();
     let leasing = engine.settings.leasing();
@@ -591,6 +605,9 @@ pub(crate) fn drain_outbox(
     // Longer than any message can take to be claimed, processed and finalized.
     let result_window = 4 * (engine.settings.process_ms() + lease + engine.settings.idle_ms());
     loop {
+        if let Ok(signo) = interrupt.try_recv() {
+            return Err(RunError::Interrupted(signo));
+        }
         if let Ok(e) = engine.events().recv_timeout(Duration::from_millis(20)) {
             quiet_since = Instant::now();
             absorb(e, ledger, events)?;

@@ -59,6 +59,7 @@ pub(crate) fn run_faults(
     ledger: &mut Ledger,
     events: &mut super::Timeline,
     stall_after: Duration,
+    interrupt: &crossbeam_channel::Receiver<i32>,
 ) -> Result<FaultTally, RunError> {
     let mut rng = Rng::new(seed);
     let mut tally = FaultTally::default();
@@ -72,6 +73,7 @@ pub(crate) fn run_faults(
     let slots = engine.workers().len();
     let mut paused = vec![false; slots];
     while done_faults < faults {
+        stop_if_interrupted(interrupt)?;
         if events_until_fault > 0 {
             match engine.events().recv_timeout(Duration::from_millis(20)) {
                 Ok(e) => {
@@ -131,8 +133,15 @@ pub(crate) fn run_faults(
             tally.resumes += 1;
         }
     }
-    let (jumps, jumped_ms) = super::drain_outbox(engine, ledger, events, stall_after)?;
+    let (jumps, jumped_ms) = super::drain_outbox(engine, ledger, events, stall_after, interrupt)?;
     tally.clock_jumps += jumps;
     tally.clock_jumped_ms += jumped_ms;
     Ok(tally)
+}
+
+fn stop_if_interrupted(interrupt: &crossbeam_channel::Receiver<i32>) -> Result<(), RunError> {
+    match interrupt.try_recv() {
+        Ok(signo) => Err(RunError::Interrupted(signo)),
+        Err(_) => Ok(()),
+    }
 }

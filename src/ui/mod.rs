@@ -1,8 +1,8 @@
 //! The live dashboard: engine events and key presses in, a ratatui screen out.
 //!
 //! Data flows one way: engine -> events -> [`App`] -> screen. The main loop blocks on a
-//! crossbeam `select!` over key presses (read on one thread), engine events and a frame
-//! tick, and draws at most once per tick unless a key was pressed.
+//! crossbeam `select!` over key presses (read on one thread), engine events, stop signals
+//! and a frame tick, and draws at most once per tick unless a key was pressed.
 
 pub mod app;
 pub mod keys;
@@ -63,22 +63,32 @@ pub const FRAME: Duration = Duration::from_millis(50);
 /// How often the input thread looks at its stop flag between key presses.
 const INPUT_POLL: Duration = Duration::from_millis(100);
 
-/// Open the dashboard; returns when the user quits. Errors are one line.
-pub fn run(opts: DashboardOptions) -> Result<(), String> {
+/// How the dashboard ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    Quit,
+    /// SIGTERM, SIGHUP or SIGINT (its number) ended it, as cleanly as a quit.
+    Interrupted(i32),
+}
+
+/// Open the dashboard; returns when the user quits or a signal arrives. Errors are one line.
+pub fn run(opts: DashboardOptions) -> Result<Ended, String> {
     run_app(|| App::new(opts, Theme::from_env()))
 }
 
 /// Open the dashboard paused on a lesson, with its narration panel.
-pub fn run_lesson(lesson: crate::lesson::Lesson, opts: DashboardOptions) -> Result<(), String> {
+pub fn run_lesson(lesson: crate::lesson::Lesson, opts: DashboardOptions) -> Result<Ended, String> {
     run_app(|| App::for_lesson(lesson, opts, Theme::from_env()))
 }
 
-fn run_app(make_app: impl FnOnce() -> Result<App, String>) -> Result<(), String> {
+fn run_app(make_app: impl FnOnce() -> Result<App, String>) -> Result<Ended, String> {
     if !std::io::stdout().is_terminal() {
         return Err(
             "stdout is not a terminal; use `leaselab run SCENARIO` or `leaselab lesson NAME --check` for a headless run".into(),
         );
     }
+    // Watch before the temporary database exists, so no signal can leave it behind.
+    let interrupts = crate::signals::watch()?;
     // Start the engine before touching the terminal, so its errors print on a sane screen.
     let mut app = make_app()?;
     let previous_hook = install_panic_hook();
@@ -87,9 +97,9 @@ fn run_app(make_app: impl FnOnce() -> Result<App, String>) -> Result<(), String>
         // The first frame shows the seeded outbox before any worker moves.
         let result = draw(&mut terminal, &mut app).and_then(|()| {
             app.start();
-            run_loop(&mut terminal, &mut app, &input.keys)
+            run_loop(&mut terminal, &mut app, &input.keys, &interrupts)
         });
-        ratatui::restore();
+        restore_terminal();
         input.stop();
         result
     });
@@ -109,7 +119,7 @@ fn install_panic_hook() -> PanicHook {
     let chained = previous.clone();
     std::panic::set_hook(Box::new(move |info| {
         if std::thread::current().id() == ui_thread {
-            ratatui::restore();
+            restore_terminal();
             chained(info);
         }
     }));
@@ -123,9 +133,19 @@ fn open_terminal() -> Result<ratatui::DefaultTerminal, String> {
         Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))
     };
     setup().map_err(|e| {
-        ratatui::restore();
+        restore_terminal();
         format!("cannot set up the terminal: {e}")
     })
+}
+
+/// Raw mode off, the main screen back and the cursor shown, whatever ended the dashboard.
+fn restore_terminal() {
+    let _ = crossterm::terminal::disable_raw_mode();
+    let _ = crossterm::execute!(
+        std::io::stdout(),
+        crossterm::terminal::LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
 }
 
 /// Take this frame's snapshot and draw it.
@@ -145,7 +165,8 @@ fn run_loop<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
     input: &Receiver<Input>,
-) -> Result<(), String> {
+    interrupts: &Receiver<i32>,
+) -> Result<Ended, String> {
     let events = app.engine.events().clone();
     let tick = crossbeam_channel::tick(FRAME);
     let mut dirty = true;
@@ -174,13 +195,18 @@ fn run_loop<B: Backend>(
                 app.absorb_events();
                 changed = true;
             },
+            recv(interrupts) -> signo => {
+                if let Ok(signo) = signo {
+                    return Ok(Ended::Interrupted(signo));
+                }
+            },
             recv(tick) -> _ => {
                 // A running clock moves the countdowns; a paused screen redraws only on news.
                 dirty = changed || app.engine.clock.is_running();
             },
         }
     }
-    Ok(())
+    Ok(Ended::Quit)
 }
 
 /// What the input thread reports.
