@@ -8,6 +8,8 @@ pub mod app;
 pub mod keys;
 pub mod log;
 pub mod render;
+pub mod snapshot;
+pub mod state;
 pub mod theme;
 pub mod timeline;
 
@@ -132,11 +134,11 @@ fn open_terminal() -> Result<ratatui::DefaultTerminal, String> {
 pub fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(), String> {
     let size = terminal.size().map_err(|e| e.to_string())?;
     let area = Rect::new(0, 0, size.width, size.height);
-    app.too_small = render::too_small(area);
+    app.ui.too_small = render::too_small(area);
     let (rows, log_rows) = render::capacity(area, app.engine.workers().len());
     app.refresh(rows, log_rows);
     terminal
-        .draw(|frame| render::draw(frame, app))
+        .draw(|frame| render::draw(frame, app.snapshot(), &app.ui, &app.theme))
         .map_err(|e| format!("cannot draw: {e}"))?;
     Ok(())
 }
@@ -150,7 +152,7 @@ fn run_loop<B: Backend>(
     let tick = crossbeam_channel::tick(FRAME);
     let mut dirty = true;
     let mut changed = false;
-    while !app.quit {
+    while !app.ui.quit {
         if dirty {
             draw(terminal, app)?;
             dirty = false;
