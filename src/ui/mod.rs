@@ -2,7 +2,8 @@
 //!
 //! Data flows one way: engine -> events -> [`App`] -> screen. The main loop blocks on a
 //! crossbeam `select!` over key presses (read on one thread), engine events and a frame
-//! tick, and draws at most once per tick unless a key was pressed.
+//! tick, and draws at most once per tick unless a key was pressed. While the clock is
+//! frozen and nothing changed, the tick is off and the loop sleeps until news arrives.
 
 pub mod app;
 pub mod keys;
@@ -149,7 +150,8 @@ fn run_loop<B: Backend>(
     input: &Receiver<Input>,
 ) -> Result<(), String> {
     let events = app.engine.events().clone();
-    let tick = crossbeam_channel::tick(FRAME);
+    let ticker = crossbeam_channel::tick(FRAME);
+    let stopped = crossbeam_channel::never();
     let mut dirty = true;
     let mut changed = false;
     while !app.ui.quit {
@@ -158,6 +160,12 @@ fn run_loop<B: Backend>(
             dirty = false;
             changed = false;
         }
+        // A frozen clock with nothing new leaves the screen as it is: wait without a tick.
+        let tick = if changed || app.engine.clock.is_running() {
+            &ticker
+        } else {
+            &stopped
+        };
         select! {
             recv(input) -> msg => match msg {
                 Ok(Input::Key(key)) => {
