@@ -67,7 +67,10 @@ impl App {
             changed: false,
             script_clock: app.engine.clock.now(),
         });
-        app.ui.say("n takes the first step");
+        // A recovered database is news the teacher must see; the strip says how to go on.
+        if app.ui.notice.is_none() {
+            app.ui.say("n takes the first step");
+        }
         Ok(app)
     }
 
