@@ -420,3 +420,30 @@ fn the_history_check_is_clean_with_leases_and_finds_duplicates_without() {
     });
     assert!(!off.snapshot().history.as_ref().unwrap().passed());
 }
+
+#[test]
+fn a_lease_at_its_until_is_still_held_on_screen_as_in_sql() {
+    use ratatui::{backend::TestBackend, Terminal};
+    let mut app = app(DashboardOptions::default());
+    press(&mut app, 'n'); // Worker-A claims PAY-001 for one lease
+    press(&mut app, 'A'); // the clock moves exactly one lease: now == until
+    let mut t = Terminal::new(TestBackend::new(120, 36)).unwrap();
+    leaselab::ui::draw(&mut t, &mut app).unwrap();
+    let screen = t.backend().to_string();
+    assert!(!screen.contains("expired"), "{screen}");
+    assert!(screen.contains("PAY-001 Processing Worker-A"), "{screen}");
+    // SQL agrees: nobody can claim it at this instant.
+    let until = app.snapshot().workers[0]
+        .status
+        .lease
+        .clone()
+        .unwrap()
+        .until_ms;
+    assert_eq!(app.engine.clock.now(), until);
+    assert!(app.engine.claim_id(1, 1), "Worker-B tries PAY-001");
+    app.absorb_events();
+    assert_eq!((app.ledger.claims_blocked, app.ledger.claims_ok), (1, 1));
+    app.engine.advance(1);
+    leaselab::ui::draw(&mut t, &mut app).unwrap();
+    assert!(t.backend().to_string().contains("expired"));
+}

@@ -334,7 +334,6 @@ impl App {
 
     fn after_engine_call(&mut self) {
         self.absorb_events();
-        self.snap.now_ms = self.engine.clock.now();
     }
 
     fn pause(&mut self) {
