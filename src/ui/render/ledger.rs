@@ -1,6 +1,7 @@
 //! The ledgers: the same fold over engine events that the reports print.
 
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
@@ -57,12 +58,7 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
             label = "provider calls / effects";
             number = format!("{n} / {}", l.provider_effects);
         }
-        let pad = width.saturating_sub(label.len() + number.len()).max(1);
-        lines.push(Line::from(vec![
-            Span::raw(label),
-            Span::raw(" ".repeat(pad)),
-            styled(number, style),
-        ]));
+        lines.push(figure(label, number, style, width));
     }
     // The history checker's verdict once the outbox has drained, as the reports give it.
     let (verdict, style) = match &s.history {
@@ -70,12 +66,16 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
         Some(h) if h.passed() => ("clean".to_string(), t.good),
         Some(h) => (format!("{} problems", h.problems()), t.bad),
     };
-    let label = "history check";
-    let pad = width.saturating_sub(label.len() + verdict.len()).max(1);
-    lines.push(Line::from(vec![
-        Span::raw(label),
-        Span::raw(" ".repeat(pad)),
-        styled(verdict, style),
-    ]));
+    lines.push(figure("history check", verdict, style, width));
     frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// A label on the left and its value on the right edge of a `width` wide line.
+fn figure(label: &str, value: String, style: Style, width: usize) -> Line<'static> {
+    let pad = width.saturating_sub(label.len() + value.len()).max(1);
+    Line::from(vec![
+        Span::raw(label.to_string()),
+        Span::raw(" ".repeat(pad)),
+        styled(value, style),
+    ])
 }
