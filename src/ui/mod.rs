@@ -136,6 +136,7 @@ pub fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(),
     let size = terminal.size().map_err(|e| e.to_string())?;
     let area = Rect::new(0, 0, size.width, size.height);
     app.ui.too_small = render::too_small(area);
+    app.ui.width = area.width;
     let (rows, log_rows) = render::capacity(area, app.engine.workers().len());
     app.refresh(rows, log_rows);
     terminal

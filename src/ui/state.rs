@@ -22,6 +22,8 @@ pub struct UiState {
     /// Rows the table and the log showed in the last frame (a page for PgUp/PgDn).
     pub table_page: u16,
     pub log_page: u16,
+    /// Width of the last frame; 0 before the first.
+    pub width: u16,
     pub help: bool,
     pub quit: bool,
     /// The last frame was the "terminal too small" screen.
@@ -39,6 +41,7 @@ impl Default for UiState {
             log_back: 0,
             table_page: 10,
             log_page: 5,
+            width: 0,
             help: false,
             quit: false,
             too_small: false,

@@ -103,6 +103,25 @@ impl Lane {
     fn current(&self) -> Option<&Segment> {
         self.segments.back().filter(|s| s.to_ms.is_none())
     }
+
+    /// A copy of what happened from `ms` on: stretches still running or ending after it.
+    pub fn since(&self, ms: i64) -> Lane {
+        Lane {
+            segments: self
+                .segments
+                .iter()
+                .filter(|s| s.to_ms.is_none_or(|to| to >= ms))
+                .cloned()
+                .collect(),
+            marks: self
+                .marks
+                .iter()
+                .filter(|m| m.at_ms >= ms)
+                .copied()
+                .collect(),
+            unowned_since: self.unowned_since,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]

@@ -8,6 +8,7 @@ use crate::engine::ledger::HistoryStep;
 use crate::engine::store::StoreError;
 use crate::engine::worker::{base_name, WorkerHandle};
 
+use super::super::render::timeline;
 use super::super::snapshot::{DbView, LedgerFigures, LessonView, LogView, StoryView, WorkerView};
 use super::{App, LessonMode};
 
@@ -51,7 +52,11 @@ impl App {
         });
         self.snap.lesson = self.lesson.as_ref().map(|l| lesson_view(l, now_ms));
         self.snap.log = self.log_view();
-        self.snap.lanes = self.timeline.lanes.clone();
+        let from = match self.ui.width {
+            0 => i64::MIN,
+            w => timeline::shown_from(w, s.lease_ms(), now_ms),
+        };
+        self.snap.lanes = self.timeline.lanes.iter().map(|l| l.since(from)).collect();
     }
 
     /// The visible table rows and the status counts, or the error that prevented them.

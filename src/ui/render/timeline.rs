@@ -32,30 +32,25 @@ pub fn ms_per_cell(lease_ms: i64, cells: usize) -> i64 {
         .unwrap_or(STEPS_MS[STEPS_MS.len() - 1])
 }
 
+/// Scenario time from which a timeline pane `width` columns wide (borders included) can
+/// show anything: the snapshot copies only what comes after it.
+pub fn shown_from(width: u16, lease_ms: i64, now_ms: i64) -> i64 {
+    let w = Window::new(lease_ms, now_ms, width.saturating_sub(2));
+    // A stretch ending one cell before the window still draws its end mark in the first.
+    w.start - w.mpc
+}
+
 pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &Theme) {
     let block = pane(" Timeline ", t, false);
     let inner = block.inner(area);
-    let cells = (inner.width as usize).saturating_sub(LABEL_W);
-    let mpc = ms_per_cell(s.lease_ms, cells);
-    let future = (cells / 5) as i64;
-    // Align the window to whole cells so the picture does not shimmer as time runs.
-    let now_cell = s.now_ms.div_euclid(mpc);
-    let first_cell = now_cell + future + 1 - cells as i64;
-    let start = first_cell * mpc;
+    let window = Window::new(s.lease_ms, s.now_ms, inner.width);
     let legend = format!(
         " {} .. now {} · cell {} ms · ━ lease ┄ no lease ░ dead lease ✗ crash ! blocked ✓ done × rejected ",
-        hms(start),
+        hms(window.start),
         hms(s.now_ms),
-        mpc
+        window.mpc
     );
     let block = block.title_bottom(styled(fit(&legend, inner.width as usize), t.dim));
-    let window = Window {
-        start,
-        mpc,
-        cells,
-        now_col: (now_cell - first_cell) as usize,
-        now_ms: s.now_ms,
-    };
     let lines: Vec<Line> = s
         .workers
         .iter()
@@ -87,6 +82,23 @@ struct Window {
 }
 
 impl Window {
+    /// The window for lanes `inner_width` wide, a fifth of it in the future.
+    fn new(lease_ms: i64, now_ms: i64, inner_width: u16) -> Window {
+        let cells = (inner_width as usize).saturating_sub(LABEL_W);
+        let mpc = ms_per_cell(lease_ms, cells);
+        let future = (cells / 5) as i64;
+        // Align the window to whole cells so the picture does not shimmer as time runs.
+        let now_cell = now_ms.div_euclid(mpc);
+        let first_cell = now_cell + future + 1 - cells as i64;
+        Window {
+            start: first_cell * mpc,
+            mpc,
+            cells,
+            now_col: (now_cell - first_cell) as usize,
+            now_ms,
+        }
+    }
+
     fn col(&self, ms: i64) -> i64 {
         (ms - self.start).div_euclid(self.mpc)
     }
