@@ -63,7 +63,9 @@ fn frame(c: &mut Criterion) {
     });
     group.bench_function("render only", |b| {
         b.iter(|| {
-            terminal.draw(|f| render::draw(f, &app)).unwrap();
+            terminal
+                .draw(|f| render::draw(f, app.snapshot(), &app.ui, &app.theme))
+                .unwrap();
         })
     });
     group.finish();

@@ -47,7 +47,9 @@ fn every_built_in_narration_fits_the_minimum_screen() {
         let mut app = lesson_app(b.name);
         let total = app.lesson.as_ref().unwrap().runner.total();
         for step in 0..=total {
-            let lines = ui::render::narration::lines(&app, 78);
+            app.refresh(20, 10);
+            let view = app.snapshot().lesson.as_ref().unwrap();
+            let lines = ui::render::narration::lines(view, &app.theme, 78);
             let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
             assert!(
                 lines.len() <= 6,
@@ -114,7 +116,7 @@ fn the_first_frame_is_paused_before_step_one_and_says_how_to_go_on() {
     let mut app = lesson_app("atomic-claim");
     app.start();
     let s = screen(&mut app, 80, 24);
-    assert!(app.paused && !app.engine.clock.is_running());
+    assert!(app.paused() && !app.engine.clock.is_running());
     assert!(s.contains("LESSON 0/5"), "{s}");
     assert!(s.contains("Lesson step 0/5"), "{s}");
     assert!(s.contains("n: claim Worker-A"), "{s}");

@@ -39,7 +39,13 @@ fn wait_for(app: &mut App, what: &str, mut done: impl FnMut(&App) -> bool) {
 }
 
 fn row_status(app: &App, id: i64) -> (String, Option<String>) {
-    let r = app.db.rows.iter().find(|r| r.id == id).expect("row shown");
+    let r = app
+        .snapshot()
+        .db
+        .rows
+        .iter()
+        .find(|r| r.id == id)
+        .expect("row shown");
     (r.status.clone(), r.locked_by.clone())
 }
 
@@ -49,7 +55,7 @@ fn pressing_c_crashes_the_selected_worker_and_logs_it() {
     press(&mut app, 'n'); // Worker-A claims PAY-001
     press(&mut app, 'c');
     app.refresh(20, 10);
-    assert_eq!(app.workers[0].status.state, WorkerState::Crashed);
+    assert_eq!(app.snapshot().workers[0].status.state, WorkerState::Crashed);
     assert!(
         app.log.contains("CRASHED holding PAY-001"),
         "{:?}",
@@ -63,10 +69,15 @@ fn pressing_c_crashes_the_selected_worker_and_logs_it() {
     );
     // A second crash is refused with a hint; a restart brings a new incarnation.
     press(&mut app, 'c');
-    assert!(app.notice.as_deref().unwrap_or("").contains("r restarts"));
+    assert!(app
+        .ui
+        .notice
+        .as_deref()
+        .unwrap_or("")
+        .contains("r restarts"));
     press(&mut app, 'r');
     app.refresh(20, 10);
-    assert_eq!(app.workers[0].status.name, "Worker-A#2");
+    assert_eq!(app.snapshot().workers[0].status.name, "Worker-A#2");
     assert!(app.log.contains("RESTARTED (replaces Worker-A)"));
 }
 
@@ -77,7 +88,7 @@ fn the_lease_expiry_story_steps_from_start_to_end() {
         ..DashboardOptions::default()
     });
     app.start();
-    assert!(app.paused && !app.engine.clock.is_running());
+    assert!(app.paused() && !app.engine.clock.is_running());
     assert_eq!(app.story.len(), 7);
     let t0 = app.engine.clock.now();
 
@@ -92,7 +103,7 @@ fn the_lease_expiry_story_steps_from_start_to_end() {
 
     press(&mut app, 'n'); // Worker-A crashes
     app.refresh(20, 10);
-    assert_eq!(app.workers[0].status.state, WorkerState::Crashed);
+    assert_eq!(app.snapshot().workers[0].status.state, WorkerState::Crashed);
     assert!(app.log.contains("CRASHED holding PAY-001"));
 
     press(&mut app, 'n'); // Worker-B is blocked before expiry
@@ -144,10 +155,14 @@ fn leasing_off_with_two_workers_shows_duplicates() {
         ..DashboardOptions::default()
     });
     app.start();
-    assert!(!app.paused);
+    assert!(!app.paused());
     wait_for(&mut app, "a duplicate", |a| {
         a.ledger.processed_more_than_once() > 0
-            && a.db.rows.iter().any(|r| a.ledger.runs_of(r.id) > 1)
+            && a.snapshot()
+                .db
+                .rows
+                .iter()
+                .any(|r| a.ledger.runs_of(r.id) > 1)
     });
 }
 
@@ -160,18 +175,18 @@ fn crash_while_holding_then_the_other_worker_takes_over_after_expiry() {
     // Still paused: one step makes Worker-A claim, and nothing moves until we say so.
     press(&mut app, 'n');
     app.refresh(20, 10);
-    let held = app.workers[0]
+    let held = app.snapshot().workers[0]
         .status
         .lease
         .clone()
         .expect("Worker-A holds a lease");
     press(&mut app, 'c');
     app.refresh(20, 10);
-    assert_eq!(app.workers[0].status.state, WorkerState::Crashed);
+    assert_eq!(app.snapshot().workers[0].status.state, WorkerState::Crashed);
     assert!(app.log.contains(&format!("CRASHED holding {}", held.key)));
     // Run: Worker-B drains the rest and reclaims the message once the lease has expired.
     press(&mut app, ' ');
-    assert!(!app.paused);
+    assert!(!app.paused());
     wait_for(&mut app, "Worker-B to reclaim", |a| {
         a.ledger.messages.get(&held.id).is_some_and(|m| {
             m.processed_by().iter().map(|n| &**n).eq(["Worker-B"]) && m.claims >= 2
@@ -192,15 +207,15 @@ fn reset_keeps_leasing_mode_speed_and_workers_and_starts_a_new_ledger() {
     press(&mut app, 'l');
     press(&mut app, '+');
     assert!(!app.leasing());
-    assert_eq!(app.speed, 2.0);
+    assert_eq!(app.speed(), 2.0);
     press(&mut app, 'R');
     app.refresh(20, 10);
     assert!(!app.leasing());
-    assert_eq!(app.speed, 2.0);
+    assert_eq!(app.speed(), 2.0);
     assert_eq!(app.engine.clock.speed(), 2.0);
-    assert_eq!(app.workers.len(), 3);
+    assert_eq!(app.snapshot().workers.len(), 3);
     assert_eq!(app.ledger.claims_ok, 0);
-    assert_eq!(app.db.counts.pending, 6);
+    assert_eq!(app.snapshot().db.counts.pending, 6);
     assert!(app.log.contains("RESET"));
 }
 
@@ -229,11 +244,11 @@ fn switching_leasing_off_live_produces_duplicates() {
 fn p_adds_a_payment_with_its_outbox_row() {
     let mut app = app(DashboardOptions::default());
     app.refresh(20, 10);
-    assert_eq!(app.db.total, 6);
+    assert_eq!(app.snapshot().db.total, 6);
     press(&mut app, 'p');
     app.refresh(20, 10);
-    assert_eq!(app.db.total, 7);
-    assert_eq!(app.db.counts.pending, 7);
+    assert_eq!(app.snapshot().db.total, 7);
+    assert_eq!(app.snapshot().db.counts.pending, 7);
     assert!(app.log.contains("added payment PAY-007"));
 }
 
@@ -242,18 +257,23 @@ fn keys_while_running_and_help_toggles() {
     let mut app = app(DashboardOptions::default());
     app.start();
     press(&mut app, 'n');
-    assert!(app.notice.as_deref().unwrap_or("").contains("while paused"));
+    assert!(app
+        .ui
+        .notice
+        .as_deref()
+        .unwrap_or("")
+        .contains("while paused"));
     press(&mut app, ' ');
-    assert!(app.paused && !app.engine.clock.is_running());
+    assert!(app.paused() && !app.engine.clock.is_running());
     press(&mut app, '?');
-    assert!(app.help);
+    assert!(app.ui.help);
     key(&mut app, KeyCode::Esc);
-    assert!(!app.help && !app.quit);
+    assert!(!app.ui.help && !app.ui.quit);
     key(&mut app, KeyCode::Esc);
-    assert!(app.quit);
+    assert!(app.ui.quit);
     let mut app2 = self::app(DashboardOptions::default());
     app2.handle_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
-    assert!(app2.quit);
+    assert!(app2.ui.quit);
     assert_eq!(app2.ledger.crashes, 0);
 }
 
@@ -264,18 +284,21 @@ fn a_big_outbox_scrolls_by_windows() {
         ..DashboardOptions::default()
     });
     app.refresh(30, 10);
-    assert_eq!(app.db.total, 100_000);
-    assert_eq!(app.db.rows.len(), 30);
+    assert_eq!(app.snapshot().db.total, 100_000);
+    assert_eq!(app.snapshot().db.rows.len(), 30);
     key(&mut app, KeyCode::End);
     app.refresh(30, 10);
-    assert_eq!(app.db.rows.last().map(|r| r.id), Some(100_000));
-    assert_eq!(app.db.rows.len(), 30);
+    assert_eq!(app.snapshot().db.rows.last().map(|r| r.id), Some(100_000));
+    assert_eq!(app.snapshot().db.rows.len(), 30);
     key(&mut app, KeyCode::PageUp);
     app.refresh(30, 10);
-    assert_eq!(app.db.rows.first().map(|r| r.id), Some(100_000 - 59));
+    assert_eq!(
+        app.snapshot().db.rows.first().map(|r| r.id),
+        Some(100_000 - 59)
+    );
     key(&mut app, KeyCode::Home);
     app.refresh(30, 10);
-    assert_eq!(app.db.rows.first().map(|r| r.id), Some(1));
+    assert_eq!(app.snapshot().db.rows.first().map(|r| r.id), Some(1));
 }
 
 #[test]
@@ -286,12 +309,12 @@ fn the_log_scrolls_when_focused_and_follows_again_at_the_end() {
     }
     app.refresh(20, 4);
     key(&mut app, KeyCode::Right);
-    assert_eq!(app.focus, Focus::Log);
+    assert_eq!(app.ui.focus, Focus::Log);
     key(&mut app, KeyCode::Up);
     key(&mut app, KeyCode::Up);
-    assert_eq!(app.log_back, 2);
+    assert_eq!(app.ui.log_back, 2);
     key(&mut app, KeyCode::End);
-    assert_eq!(app.log_back, 0);
+    assert_eq!(app.ui.log_back, 0);
 }
 
 #[test]
@@ -349,7 +372,7 @@ fn on_the_too_small_screen_only_quit_acts() {
     assert_eq!(app.ledger.claims_ok, 1);
     leaselab::ui::draw(&mut small, &mut app).unwrap();
     press(&mut app, 'q');
-    assert!(app.quit);
+    assert!(app.ui.quit);
 }
 
 #[test]
@@ -364,14 +387,14 @@ fn a_log_scrolled_back_stays_put_while_workers_poll() {
     app.refresh(20, 3);
     key(&mut app, KeyCode::Right);
     key(&mut app, KeyCode::Up);
-    let seen = app.log.len() - app.log_back;
+    let seen = app.log.len() - app.ui.log_back;
     let anchor = app.log.lines()[seen - 1].text.clone();
     // New lines and folded idle claims arrive; the reader's window keeps its last line.
     press(&mut app, 'n');
     press(&mut app, 'n');
     press(&mut app, 'n');
     app.refresh(20, 3);
-    let seen = app.log.len() - app.log_back;
+    let seen = app.log.len() - app.ui.log_back;
     assert_eq!(app.log.lines()[seen - 1].text, anchor);
 }
 
@@ -384,12 +407,12 @@ fn the_history_check_is_clean_with_leases_and_finds_duplicates_without() {
         ..DashboardOptions::default()
     };
     let mut on = app(fast(false));
-    assert!(on.history.is_none());
+    assert!(on.snapshot().history.is_none());
     on.start();
     wait_for(&mut on, "a clean verdict after the drain", |a| {
-        a.history.as_ref().is_some_and(|h| h.passed())
+        a.snapshot().history.as_ref().is_some_and(|h| h.passed())
     });
-    assert_eq!(on.history.as_ref().unwrap().processed, 6);
+    assert_eq!(on.snapshot().history.as_ref().unwrap().processed, 6);
 
     // Both workers load the outbox (one step each, still paused) before either processes.
     let mut off = app(fast(true));
@@ -405,7 +428,37 @@ fn the_history_check_is_clean_with_leases_and_finds_duplicates_without() {
     );
     off.start();
     wait_for(&mut off, "the checker to find duplicates", |a| {
-        a.history.as_ref().is_some_and(|h| h.duplicated.count > 0)
+        a.snapshot()
+            .history
+            .as_ref()
+            .is_some_and(|h| h.duplicated.count > 0)
     });
-    assert!(!off.history.as_ref().unwrap().passed());
+    assert!(!off.snapshot().history.as_ref().unwrap().passed());
+}
+
+#[test]
+fn a_lease_at_its_until_is_still_held_on_screen_as_in_sql() {
+    use ratatui::{backend::TestBackend, Terminal};
+    let mut app = app(DashboardOptions::default());
+    press(&mut app, 'n'); // Worker-A claims PAY-001 for one lease
+    press(&mut app, 'A'); // the clock moves exactly one lease: now == until
+    let mut t = Terminal::new(TestBackend::new(120, 36)).unwrap();
+    leaselab::ui::draw(&mut t, &mut app).unwrap();
+    let screen = t.backend().to_string();
+    assert!(!screen.contains("expired"), "{screen}");
+    assert!(screen.contains("PAY-001 Processing Worker-A"), "{screen}");
+    // SQL agrees: nobody can claim it at this instant.
+    let until = app.snapshot().workers[0]
+        .status
+        .lease
+        .clone()
+        .unwrap()
+        .until_ms;
+    assert_eq!(app.engine.clock.now(), until);
+    assert!(app.engine.claim_id(1, 1), "Worker-B tries PAY-001");
+    app.absorb_events();
+    assert_eq!((app.ledger.claims_blocked, app.ledger.claims_ok), (1, 1));
+    app.engine.advance(1);
+    leaselab::ui::draw(&mut t, &mut app).unwrap();
+    assert!(t.backend().to_string().contains("expired"));
 }

@@ -53,6 +53,11 @@ pub struct HistoryCheck {
 
 impl HistoryCheck {
     pub fn passed(&self) -> bool {
+        self.problems() == 0
+    }
+
+    /// Every finding's count added up: what the dashboard's verdict line shows.
+    pub fn problems(&self) -> u64 {
         [
             &self.lost,
             &self.duplicated,
@@ -62,7 +67,8 @@ impl HistoryCheck {
             &self.state_mismatches,
         ]
         .iter()
-        .all(|f| f.count == 0)
+        .map(|f| f.count)
+        .sum()
     }
 
     /// (name, passed, detail) for each rule, as the reports list them.

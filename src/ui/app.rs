@@ -1,27 +1,32 @@
 //! The dashboard's state and what each action does to it. No terminal here: tests drive an
-//! `App` with key presses and read its state, and the renderer only borrows it.
+//! `App` with key presses and read its state. Each frame, `refresh` copies what the screen
+//! needs into a [`Snapshot`]; the renderers read that, the [`UiState`] and the theme only.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crossbeam_channel::Receiver;
 use crossterm::event::{KeyCode, KeyEvent};
 
-use crate::engine::checker::{self, HistoryCheck};
 use crate::engine::clock::hms;
 use crate::engine::events::Event;
 use crate::engine::ledger::Ledger;
-use crate::engine::store::{MessageRow, OutboxCounts, Store};
-use crate::engine::worker::{WorkerState, WorkerStatus};
+use crate::engine::store::Store;
 use crate::engine::{Engine, EngineConfig};
 use crate::scenario::{lease_expiry_story, Scenario, StoryStep};
 
 use super::keys::{self, Action};
 use super::log::EventLog;
+pub use super::render::speed_label;
+use super::snapshot::Snapshot;
+use super::state::{Story, UiState};
 use super::theme::Theme;
 use super::timeline::Timeline;
 use super::DashboardOptions;
 
 mod lesson;
+mod refresh;
+pub use super::snapshot::{DbView, WorkerView};
+pub use super::state::Focus;
 pub use lesson::LessonMode;
 
 /// Slow enough that a class can follow a claim, a countdown and a finalize.
@@ -32,43 +37,7 @@ pub const DEFAULT_SPEED: f64 = 1.0;
 pub const IDLE_MS: i64 = 250;
 /// What `a` adds to the clock.
 pub const SMALL_ADVANCE_MS: i64 = 250;
-/// Outboxes up to this size have their status counts read every frame.
-const SMALL_OUTBOX: u64 = 10_000;
-/// Larger ones at most this often: counting every status scans the whole table.
-const COUNTS_EVERY: Duration = Duration::from_millis(300);
 pub const SPEEDS: [f64; 8] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Focus {
-    Table,
-    Log,
-}
-
-/// One worker as this frame shows it.
-#[derive(Debug, Clone)]
-pub struct WorkerView {
-    pub slot: usize,
-    pub status: WorkerStatus,
-}
-
-impl WorkerView {
-    pub fn alive(&self) -> bool {
-        !matches!(
-            self.status.state,
-            WorkerState::Crashed | WorkerState::Stopped
-        )
-    }
-}
-
-/// What SQLite says this frame, read through the dashboard's own read-only connection.
-#[derive(Debug, Clone, Default)]
-pub struct DbView {
-    /// Only the rows the table can show.
-    pub rows: Vec<MessageRow>,
-    pub total: u64,
-    pub counts: OutboxCounts,
-    pub error: Option<String>,
-}
 
 pub struct App {
     /// Declared before `engine` so it closes before the temporary database is removed.
@@ -76,43 +45,25 @@ pub struct App {
     pub engine: Engine,
     events: Receiver<Event>,
     pub theme: Theme,
-    pub scenario: Scenario,
+    scenario: Scenario,
     /// Payments seeded by a reset.
-    pub messages: u64,
+    messages: u64,
     pub ledger: Ledger,
     pub log: EventLog,
     pub timeline: Timeline,
-    pub selected: usize,
-    /// Round-robin position of the single step.
-    next_slot: usize,
-    pub paused: bool,
-    pub speed: f64,
-    pub story: Vec<StoryStep>,
-    pub story_at: usize,
-    pub focus: Focus,
-    /// First table row shown.
-    pub table_offset: u64,
-    /// Lines scrolled back from the newest log line; 0 follows the newest.
-    pub log_back: usize,
-    pub help: bool,
-    pub quit: bool,
-    /// The last frame was the "terminal too small" screen.
-    pub too_small: bool,
-    /// Feedback on the last key press, shown in the status strip.
-    pub notice: Option<String>,
-    // Per-frame snapshot, filled by `refresh`.
-    pub now_ms: i64,
-    pub workers: Vec<WorkerView>,
-    pub db: DbView,
-    pub table_page: u16,
-    pub log_page: u16,
-    counts_at: Option<Instant>,
-    /// The history checker's verdict, taken once each time the outbox drains.
-    pub history: Option<HistoryCheck>,
-    /// What the ledger looked like when `history` was taken (claims, results, rejections).
-    history_key: (u64, u64, u64, i64, usize),
+    pub ui: UiState,
+    pub story: Story,
     /// A lesson being stepped, with its narration.
     pub lesson: Option<LessonMode>,
+    paused: bool,
+    speed: f64,
+    /// Round-robin position of the single step.
+    next_slot: usize,
+    counts_at: Option<Instant>,
+    /// What the ledger looked like when the history verdict was taken.
+    history_key: (u64, u64, u64, i64, usize),
+    /// This frame's data, filled by `refresh`.
+    snap: Snapshot,
 }
 
 impl App {
@@ -153,38 +104,26 @@ impl App {
             ledger: Ledger::new(),
             log: EventLog::default(),
             timeline: Timeline::default(),
-            selected: 0,
-            next_slot: 0,
+            ui: UiState::default(),
+            story: Story::new(story),
+            lesson: None,
             paused: true,
             speed,
-            story,
-            story_at: 0,
-            focus: Focus::Table,
-            table_offset: 0,
-            log_back: 0,
-            help: false,
-            quit: false,
-            too_small: false,
-            notice: None,
-            now_ms: engine.clock.now(),
-            workers: Vec::new(),
-            db: DbView::default(),
-            table_page: 10,
-            log_page: 5,
+            next_slot: 0,
             counts_at: None,
-            history: None,
             history_key: (0, 0, 0, 0, 0),
-            lesson: None,
+            snap: Snapshot::default(),
             engine,
         };
         app.absorb_events();
         if let Some(holder) = &app.engine.recovered {
-            app.notice = Some(format!(
-                "database recovered from {holder}, which ended without releasing it"
-            ));
+            let notice =
+                format!("database recovered from {holder}, which ended without releasing it");
+            app.ui.say(notice);
         }
         if app.is_story() {
-            app.notice = Some("the lease-expiry story: press n to take each step".into());
+            app.ui
+                .say("the lease-expiry story: press n to take each step");
         }
         Ok(app)
     }
@@ -196,13 +135,26 @@ impl App {
         }
     }
 
+    /// The frame last taken by [`App::refresh`].
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snap
+    }
+
     /// True while story steps remain.
     pub fn is_story(&self) -> bool {
-        self.story_at < self.story.len()
+        self.story.is_running()
     }
 
     pub fn next_story_step(&self) -> Option<&StoryStep> {
-        self.story.get(self.story_at)
+        self.story.next()
+    }
+
+    pub fn paused(&self) -> bool {
+        self.paused
+    }
+
+    pub fn speed(&self) -> f64 {
+        self.speed
     }
 
     pub fn leasing(&self) -> bool {
@@ -233,89 +185,16 @@ impl App {
         }
         self.ledger.apply(ev);
         self.timeline.apply(ev);
-        if self.log.push_event(ev) && self.log_back > 0 {
+        if self.log.push_event(ev) && self.ui.log_back > 0 {
             // Keep the lines the reader is looking at in place while new ones arrive.
-            self.log_back += 1;
-        }
-    }
-
-    /// Take this frame's snapshot: the clock, the workers, and the visible table rows.
-    pub fn refresh(&mut self, table_rows: u16, log_rows: u16) {
-        self.table_page = table_rows.max(1);
-        self.log_page = log_rows.max(1);
-        self.now_ms = self.engine.clock.now();
-        self.workers = self
-            .engine
-            .workers()
-            .iter()
-            .map(|w| WorkerView {
-                slot: w.slot,
-                status: w.status(),
-            })
-            .collect();
-        let counts_due = self.db.total <= SMALL_OUTBOX
-            || self.counts_at.is_none_or(|t| t.elapsed() >= COUNTS_EVERY);
-        let read = |app: &App| -> Result<DbView, crate::engine::store::StoreError> {
-            let total = app.reader.message_count()?;
-            let max_offset = total.saturating_sub(app.table_page as u64);
-            let offset = app.table_offset.min(max_offset);
-            let counts = if counts_due || total <= SMALL_OUTBOX {
-                app.reader.outbox_counts()?
-            } else {
-                app.db.counts.clone()
-            };
-            Ok(DbView {
-                rows: app.reader.messages(offset, table_rows as u64)?,
-                total,
-                counts,
-                error: None,
-            })
-        };
-        match read(self) {
-            Ok(v) => {
-                if counts_due {
-                    self.counts_at = Some(Instant::now());
-                }
-                self.table_offset = self
-                    .table_offset
-                    .min(v.total.saturating_sub(self.table_page as u64));
-                self.db = v;
-                self.check_history();
-            }
-            Err(e) => self.db.error = Some(e.to_string()),
-        }
-        self.log_back = self
-            .log_back
-            .min(self.log.len().saturating_sub(self.log_page as usize));
-    }
-
-    /// Run the history checker when the outbox has drained and the work changed since the
-    /// last verdict (not on every idle claim: at 100,000 rows it reads every row).
-    fn check_history(&mut self) {
-        let l = &self.ledger;
-        let key = (
-            l.claims_ok,
-            l.results_written(),
-            l.rejected_finalizes,
-            l.seeded_upto,
-            l.added.len(),
-        );
-        if !self.drained() {
-            self.history = None;
-            return;
-        }
-        if self.history.is_some() && key == self.history_key {
-            return;
-        }
-        if let Ok(rows) = self.reader.messages(0, self.db.total) {
-            self.history = Some(checker::check(&self.ledger, &rows));
-            self.history_key = key;
+            self.ui.log_back += 1;
         }
     }
 
     /// Nothing left for anyone: Pending and Processing are both empty.
     pub fn drained(&self) -> bool {
-        self.db.error.is_none() && self.db.total > 0 && self.db.counts.drained()
+        let db = &self.snap.db;
+        db.error.is_none() && db.total > 0 && db.counts.drained()
     }
 
     /// The worker a single step would move, while paused.
@@ -336,111 +215,125 @@ impl App {
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) {
-        if self.help && matches!(key.code, KeyCode::Esc) {
-            self.help = false;
+        if self.ui.help && matches!(key.code, KeyCode::Esc) {
+            self.ui.help = false;
             return;
         }
         match keys::action_for(&key) {
             // On the too-small screen nothing else can be seen happening, so only quit acts.
             Some(Action::Quit) => self.act(Action::Quit),
-            Some(action) if !self.too_small => self.act(action),
+            Some(action) if !self.ui.too_small => self.act(action),
             _ => {}
         }
     }
 
     pub fn act(&mut self, action: Action) {
-        self.notice = None;
-        let n_workers = self.engine.workers().len();
+        self.ui.notice = None;
         match action {
-            Action::Quit => self.quit = true,
-            Action::Help => self.help = !self.help,
-            Action::TogglePause => {
-                if self.paused {
-                    self.resume();
-                } else {
-                    self.pause();
-                }
+            Action::Quit
+            | Action::Help
+            | Action::FocusNext
+            | Action::ScrollUp
+            | Action::ScrollDown
+            | Action::PageUp
+            | Action::PageDown
+            | Action::Top
+            | Action::Bottom => self.act_on_view(action),
+            Action::NextWorker
+            | Action::PrevWorker
+            | Action::SelectWorker(_)
+            | Action::Crash
+            | Action::Restart => self.act_on_worker(action),
+            Action::AddPayment | Action::Reset | Action::ToggleLeasing => {
+                self.act_on_outbox(action)
             }
-            Action::Step if self.lesson.is_some() => self.lesson_next(),
-            Action::Step => self.step(),
-            Action::StepBack => self.lesson_back(),
-            Action::NextWorker => self.selected = (self.selected + 1) % n_workers.max(1),
-            Action::PrevWorker => {
-                self.selected = (self.selected + n_workers.max(1) - 1) % n_workers.max(1)
+            Action::TogglePause
+            | Action::Step
+            | Action::StepBack
+            | Action::AdvanceStep
+            | Action::AdvanceLease
+            | Action::Faster
+            | Action::Slower => self.act_on_time(action),
+        }
+    }
+
+    /// Keys that change only what is shown.
+    fn act_on_view(&mut self, action: Action) {
+        let page = self.ui.page() as i64;
+        let by = match action {
+            Action::Quit => return self.ui.quit = true,
+            Action::Help => return self.ui.help = !self.ui.help,
+            Action::FocusNext => return self.ui.toggle_focus(),
+            Action::ScrollUp => -1,
+            Action::ScrollDown => 1,
+            Action::PageUp => -page,
+            Action::PageDown => page,
+            Action::Top => i64::MIN / 2,
+            _ => i64::MAX / 2,
+        };
+        self.ui.scroll(by, self.snap.db.total, self.log.len());
+    }
+
+    /// Selecting, crashing and restarting a worker.
+    fn act_on_worker(&mut self, action: Action) {
+        let n_workers = self.engine.workers().len().max(1);
+        match action {
+            Action::NextWorker => self.ui.selected = (self.ui.selected + 1) % n_workers,
+            Action::PrevWorker => self.ui.selected = (self.ui.selected + n_workers - 1) % n_workers,
+            Action::SelectWorker(slot) if slot < self.engine.workers().len() => {
+                self.ui.selected = slot
             }
-            Action::SelectWorker(slot) => {
-                if slot < n_workers {
-                    self.selected = slot;
-                } else {
-                    self.notice = Some(format!("there are only {n_workers} workers"));
-                }
+            Action::SelectWorker(_) => {
+                let n = self.engine.workers().len();
+                self.ui.say(format!("there are only {n} workers"));
             }
             Action::Crash => self.crash_selected(),
-            Action::Restart => {
-                self.engine.restart(self.selected, self.paused);
+            _ => {
+                self.engine.restart(self.ui.selected, self.paused);
                 self.after_engine_call();
             }
-            Action::AdvanceStep => {
-                self.engine.advance(SMALL_ADVANCE_MS);
-                self.after_engine_call();
-            }
-            Action::AdvanceLease => {
-                self.engine.advance(self.lease_ms());
-                self.after_engine_call();
-            }
-            Action::Faster => self.set_speed(next_speed(self.speed, true)),
-            Action::Slower => self.set_speed(next_speed(self.speed, false)),
-            Action::ToggleLeasing => {
-                self.engine.set_leasing(!self.leasing());
-                self.after_engine_call();
-            }
+        }
+    }
+
+    /// Adding a payment, reseeding, switching leasing.
+    fn act_on_outbox(&mut self, action: Action) {
+        match action {
             Action::AddPayment => {
                 if let Err(e) = self.engine.add_payment() {
-                    self.notice = Some(format!("could not add a payment: {e}"));
+                    self.ui.say(format!("could not add a payment: {e}"));
                 }
                 self.after_engine_call();
             }
             Action::Reset => self.reset(),
-            Action::FocusNext => {
-                self.focus = match self.focus {
-                    Focus::Table => Focus::Log,
-                    Focus::Log => Focus::Table,
-                }
+            _ => {
+                self.engine.set_leasing(!self.leasing());
+                self.after_engine_call();
             }
-            Action::ScrollUp => self.scroll(-1),
-            Action::ScrollDown => self.scroll(1),
-            Action::PageUp => self.scroll(-(self.page() as i64)),
-            Action::PageDown => self.scroll(self.page() as i64),
-            Action::Top => self.scroll(i64::MIN / 2),
-            Action::Bottom => self.scroll(i64::MAX / 2),
         }
     }
 
-    fn page(&self) -> u16 {
-        match self.focus {
-            Focus::Table => self.table_page,
-            Focus::Log => self.log_page,
+    /// Pausing, stepping and moving the clock.
+    fn act_on_time(&mut self, action: Action) {
+        match action {
+            Action::TogglePause if self.paused => self.resume(),
+            Action::TogglePause => self.pause(),
+            Action::Step if self.lesson.is_some() => self.lesson_next(),
+            Action::Step => self.step(),
+            Action::StepBack => self.lesson_back(),
+            Action::AdvanceStep => self.advance(SMALL_ADVANCE_MS),
+            Action::AdvanceLease => self.advance(self.lease_ms()),
+            Action::Faster => self.set_speed(next_speed(self.speed, true)),
+            _ => self.set_speed(next_speed(self.speed, false)),
         }
     }
 
-    /// Move the focused pane: positive is towards the end (newer log lines, higher ids).
-    fn scroll(&mut self, by: i64) {
-        match self.focus {
-            Focus::Table => {
-                let max = self.db.total.saturating_sub(self.table_page as u64) as i64;
-                self.table_offset =
-                    (self.table_offset as i64).saturating_add(by).clamp(0, max) as u64;
-            }
-            Focus::Log => {
-                let max = self.log.len().saturating_sub(self.log_page as usize) as i64;
-                self.log_back = (self.log_back as i64).saturating_sub(by).clamp(0, max) as usize;
-            }
-        }
+    fn advance(&mut self, ms: i64) {
+        self.engine.advance(ms);
+        self.after_engine_call();
     }
 
     fn after_engine_call(&mut self) {
         self.absorb_events();
-        self.now_ms = self.engine.clock.now();
     }
 
     fn pause(&mut self) {
@@ -457,8 +350,8 @@ impl App {
 
     fn resume(&mut self) {
         if self.is_story() {
-            self.story_at = self.story.len();
-            self.notice = Some("story left: the workers now run on their own".into());
+            self.story.leave();
+            self.ui.say("story left: the workers now run on their own");
         }
         self.engine.clock.set_speed(self.speed);
         self.engine.clock.resume();
@@ -473,46 +366,47 @@ impl App {
     /// One story step, or one action of the next worker in turn.
     fn step(&mut self) {
         if !self.paused {
-            self.notice = Some("n steps while paused: press space first".into());
-            return;
+            return self.ui.say("n steps while paused: press space first");
         }
         if let Some(step) = self.next_story_step().cloned() {
-            self.story_at += 1;
-            let now = self.engine.clock.now();
-            self.log.note(
-                now,
-                format!(
-                    "story {}/{}: {}",
-                    self.story_at,
-                    self.story.len(),
-                    step.describe()
-                ),
-            );
-            step.apply(&mut self.engine);
-            self.after_engine_call();
-            if !self.is_story() {
-                self.notice = Some("story done: n now steps the workers, space runs them".into());
-            }
-            return;
+            return self.story_step(step);
         }
         let Some(slot) = self.next_mover() else {
-            self.notice = Some("every worker is down: select one and press r".into());
-            return;
+            return self.ui.say("every worker is down: select one and press r");
         };
         self.engine.step(slot);
         self.next_slot = (slot + 1) % self.engine.workers().len().max(1);
         self.after_engine_call();
     }
 
+    fn story_step(&mut self, step: StoryStep) {
+        self.story.at += 1;
+        let now = self.engine.clock.now();
+        let line = format!(
+            "story {}/{}: {}",
+            self.story.at,
+            self.story.len(),
+            step.describe()
+        );
+        self.log.note(now, line);
+        step.apply(&mut self.engine);
+        self.after_engine_call();
+        if !self.is_story() {
+            self.ui
+                .say("story done: n now steps the workers, space runs them");
+        }
+    }
+
     fn crash_selected(&mut self) {
-        let slot = self.selected;
+        let slot = self.ui.selected;
         match self.engine.worker(slot) {
             Some(w) if w.is_alive() => {
                 self.engine.crash(slot);
                 self.after_engine_call();
             }
             Some(w) => {
-                self.notice = Some(format!("{} is already down: r restarts it", w.name));
+                let notice = format!("{} is already down: r restarts it", w.name);
+                self.ui.say(notice);
             }
             None => {}
         }
@@ -521,7 +415,7 @@ impl App {
     fn set_speed(&mut self, speed: f64) {
         self.speed = speed;
         self.engine.clock.set_speed(speed);
-        self.notice = Some(format!("speed x{}", speed_label(speed)));
+        self.ui.say(format!("speed x{}", speed_label(speed)));
     }
 
     /// Reseed and restart the workers; leasing mode, speed and worker count stay.
@@ -530,14 +424,12 @@ impl App {
             return self.lesson_goto(0);
         }
         if let Err(e) = self.engine.reset(self.messages, self.paused) {
-            self.notice = Some(format!("reset failed: {e}"));
-            return;
+            return self.ui.say(format!("reset failed: {e}"));
         }
         self.next_slot = 0;
-        self.table_offset = 0;
+        self.ui.table_offset = 0;
         if self.scenario == Scenario::LeaseExpiry && self.paused && self.leasing() {
-            self.story = lease_expiry_story(self.lease_ms());
-            self.story_at = 0;
+            self.story = Story::new(lease_expiry_story(self.lease_ms()));
         }
         self.after_engine_call();
         let now = self.engine.clock.now();
@@ -562,12 +454,6 @@ pub fn next_speed(current: f64, faster: bool) -> f64 {
             .find(|s| *s < current - 1e-9)
             .unwrap_or(current)
     }
-}
-
-/// `1`, `0.25`, `8`: a speed without trailing zeros.
-pub fn speed_label(speed: f64) -> String {
-    let s = format!("{speed:.2}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 #[cfg(test)]

@@ -2,12 +2,15 @@
 //!
 //! Data flows one way: engine -> events -> [`App`] -> screen. The main loop blocks on a
 //! crossbeam `select!` over key presses (read on one thread), engine events, stop signals
-//! and a frame tick, and draws at most once per tick unless a key was pressed.
+//! and a frame tick, and draws at most once per tick unless a key was pressed. While the
+//! clock is frozen and nothing changed, the tick is off and the loop sleeps until news arrives.
 
 pub mod app;
 pub mod keys;
 pub mod log;
 pub mod render;
+pub mod snapshot;
+pub mod state;
 pub mod theme;
 pub mod timeline;
 
@@ -152,11 +155,12 @@ fn restore_terminal() {
 pub fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(), String> {
     let size = terminal.size().map_err(|e| e.to_string())?;
     let area = Rect::new(0, 0, size.width, size.height);
-    app.too_small = render::too_small(area);
+    app.ui.too_small = render::too_small(area);
+    app.ui.width = area.width;
     let (rows, log_rows) = render::capacity(area, app.engine.workers().len());
     app.refresh(rows, log_rows);
     terminal
-        .draw(|frame| render::draw(frame, app))
+        .draw(|frame| render::draw(frame, app.snapshot(), &app.ui, &app.theme))
         .map_err(|e| format!("cannot draw: {e}"))?;
     Ok(())
 }
@@ -168,15 +172,22 @@ fn run_loop<B: Backend>(
     interrupts: &Receiver<i32>,
 ) -> Result<Ended, String> {
     let events = app.engine.events().clone();
-    let tick = crossbeam_channel::tick(FRAME);
+    let ticker = crossbeam_channel::tick(FRAME);
+    let stopped = crossbeam_channel::never();
     let mut dirty = true;
     let mut changed = false;
-    while !app.quit {
+    while !app.ui.quit {
         if dirty {
             draw(terminal, app)?;
             dirty = false;
             changed = false;
         }
+        // A frozen clock with nothing new leaves the screen as it is: wait without a tick.
+        let tick = if changed || app.engine.clock.is_running() {
+            &ticker
+        } else {
+            &stopped
+        };
         select! {
             recv(input) -> msg => match msg {
                 Ok(Input::Key(key)) => {

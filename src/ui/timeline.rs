@@ -2,6 +2,7 @@
 //! reclaim after a crash can be drawn as a picture.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use crate::engine::events::{Event, EventKind};
 
@@ -21,7 +22,8 @@ pub enum SegmentKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Segment {
     pub id: i64,
-    pub key: String,
+    /// Shared, so the frame's snapshot copies a lane without copying its keys.
+    pub key: Arc<str>,
     pub kind: SegmentKind,
     pub from_ms: i64,
     /// None while it lasts.
@@ -101,6 +103,25 @@ impl Lane {
     fn current(&self) -> Option<&Segment> {
         self.segments.back().filter(|s| s.to_ms.is_none())
     }
+
+    /// A copy of what happened from `ms` on: stretches still running or ending after it.
+    pub fn since(&self, ms: i64) -> Lane {
+        Lane {
+            segments: self
+                .segments
+                .iter()
+                .filter(|s| s.to_ms.is_none_or(|to| to >= ms))
+                .cloned()
+                .collect(),
+            marks: self
+                .marks
+                .iter()
+                .filter(|m| m.at_ms >= ms)
+                .copied()
+                .collect(),
+            unowned_since: self.unowned_since,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -134,7 +155,7 @@ impl Timeline {
                 lane.close(at, None);
                 lane.open(Segment {
                     id: *id,
-                    key: key.clone(),
+                    key: Arc::from(key.as_str()),
                     kind: SegmentKind::Lease,
                     from_ms: at,
                     to_ms: None,
@@ -150,7 +171,7 @@ impl Timeline {
                     let from_ms = lane.unowned_since.take().unwrap_or(at).min(at);
                     lane.open(Segment {
                         id: *id,
-                        key: key.clone(),
+                        key: Arc::from(key.as_str()),
                         kind: SegmentKind::Unowned,
                         from_ms,
                         to_ms: None,
@@ -179,7 +200,7 @@ impl Timeline {
                 if let Some((id, key, until)) = holding {
                     lane.open(Segment {
                         id: *id,
-                        key: key.clone(),
+                        key: Arc::from(key.as_str()),
                         kind: SegmentKind::DeadLease,
                         from_ms: at,
                         to_ms: Some((*until).max(at)),

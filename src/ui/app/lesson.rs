@@ -67,7 +67,10 @@ impl App {
             changed: false,
             script_clock: app.engine.clock.now(),
         });
-        app.notice = Some("n takes the first step".into());
+        // A recovered database is news the teacher must see; the strip says how to go on.
+        if app.ui.notice.is_none() {
+            app.ui.say("n takes the first step");
+        }
         Ok(app)
     }
 
@@ -100,20 +103,23 @@ impl App {
             return;
         };
         if mode.runner.finished() {
-            self.notice = Some("the lesson is over: b steps back, R starts again".into());
+            self.ui
+                .say("the lesson is over: b steps back, R starts again");
             self.lesson = Some(mode);
             return;
         }
         self.run_next(&mut mode);
         if mode.runner.finished() {
-            self.notice = Some("last step: b steps back, R starts again, space plays".into());
+            self.ui
+                .say("last step: b steps back, R starts again, space plays");
         }
         self.lesson = Some(mode);
     }
 
     pub(super) fn lesson_back(&mut self) {
         let Some(done) = self.lesson.as_ref().map(|l| l.runner.done) else {
-            self.notice = Some("b steps back in a lesson (leaselab lesson NAME)".into());
+            self.ui
+                .say("b steps back in a lesson (leaselab lesson NAME)");
             return;
         };
         if !self.paused {
@@ -129,13 +135,13 @@ impl App {
         };
         // While the mode is taken out, events count as the script's own.
         if let Err(e) = mode.runner.reseed(&mut self.engine) {
-            self.notice = Some(format!("could not reseed: {e}"));
+            self.ui.say(format!("could not reseed: {e}"));
             self.lesson = Some(mode);
             return;
         }
         self.paused = true;
         self.next_slot = 0;
-        self.table_offset = 0;
+        self.ui.table_offset = 0;
         self.absorb_events();
         for _ in 0..steps.min(mode.runner.total()) {
             self.run_next(&mut mode);

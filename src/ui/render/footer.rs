@@ -6,19 +6,19 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::styled;
-use crate::ui::app::App;
 use crate::ui::keys;
+use crate::ui::snapshot::Snapshot;
+use crate::ui::theme::Theme;
 
-pub fn render(frame: &mut Frame, area: Rect, app: &App) {
-    let t = &app.theme;
+pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
     let mut spans: Vec<Span> = Vec::new();
     let mut used = 0usize;
     for b in keys::footer_entries() {
         // Stepping back exists only in a lesson.
-        if b.action == keys::Action::StepBack && app.lesson.is_none() {
+        if b.action == keys::Action::StepBack && s.lesson.is_none() {
             continue;
         }
-        let hint = if b.action == keys::Action::TogglePause && app.paused {
+        let hint = if b.action == keys::Action::TogglePause && s.paused {
             "resume"
         } else {
             b.hint

@@ -6,16 +6,18 @@ use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
 
 use super::{pane, styled};
-use crate::ui::app::App;
 use crate::ui::keys::{self, Section};
+use crate::ui::snapshot::Snapshot;
+use crate::ui::theme::Theme;
 
 const LABEL_W: usize = 10;
 
-pub fn render(frame: &mut Frame, area: Rect, app: &App) {
-    let mut lines = help_lines(app, true);
+pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
+    let in_lesson = s.lesson.is_some();
+    let mut lines = help_lines(t, in_lesson, true);
     if lines.len() as u16 + 2 > area.height {
         // A short terminal: drop the spacing and the footnote rather than bindings.
-        lines = help_lines(app, false);
+        lines = help_lines(t, in_lesson, false);
     }
     let width = lines.iter().map(|l| l.width()).max().unwrap_or(40) as u16 + 4;
     let height = lines.len() as u16 + 2;
@@ -24,12 +26,11 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         Constraint::Length(height.min(area.height)),
     );
     frame.render_widget(Clear, popup);
-    let block = pane(" Keys (? or Esc closes) ", app, true);
+    let block = pane(" Keys (? or Esc closes) ", t, true);
     frame.render_widget(Paragraph::new(lines).block(block), popup);
 }
 
-fn help_lines(app: &App, roomy: bool) -> Vec<Line<'static>> {
-    let t = &app.theme;
+fn help_lines(t: &Theme, in_lesson: bool, roomy: bool) -> Vec<Line<'static>> {
     let mut lines: Vec<Line> = Vec::new();
     for section in Section::ALL {
         if roomy && !lines.is_empty() {
@@ -40,7 +41,7 @@ fn help_lines(app: &App, roomy: bool) -> Vec<Line<'static>> {
             // A lesson's step back shares the line of its step forward.
             let (label, help) = match b.action {
                 keys::Action::StepBack => continue,
-                keys::Action::Step if app.lesson.is_some() => (
+                keys::Action::Step if in_lesson => (
                     "n / b",
                     "one lesson step forward / back (back reseeds and replays)",
                 ),

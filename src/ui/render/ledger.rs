@@ -1,17 +1,18 @@
 //! The ledgers: the same fold over engine events that the reports print.
 
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{pane, styled};
-use crate::ui::app::App;
+use crate::ui::snapshot::Snapshot;
+use crate::ui::theme::Theme;
 
-pub fn render(frame: &mut Frame, area: Rect, app: &App) {
-    let t = &app.theme;
-    let l = &app.ledger;
-    let block = pane(" Ledgers ", app, false);
+pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
+    let l = &s.figures;
+    let block = pane(" Ledgers ", t, false);
     let width = block.inner(area).width as usize;
     let mut lines = vec![Line::from(vec![
         Span::raw("claims  ok "),
@@ -25,15 +26,10 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         ),
     ])];
     let bad_if = |n: u64| if n > 0 { t.bad } else { t.base };
-    let duplicates = l.processed_more_than_once();
     let mut figures = vec![
         ("processing attempts", l.processing_attempts, t.base),
-        (
-            "provider status checks",
-            app.engine.provider.status_checks_total(),
-            t.base,
-        ),
-        ("duplicates", duplicates, bad_if(duplicates)),
+        ("provider status checks", l.provider_checks, t.base),
+        ("duplicates", l.duplicates, bad_if(l.duplicates)),
         (
             "rejected finalizes",
             l.rejected_finalizes,
@@ -49,53 +45,37 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     let rows = block.inner(area).height as usize;
     let extra = [
         ("reclaims after expiry", l.reclaims, t.warn),
-        ("results written", l.results_written(), t.base),
+        ("results written", l.results_written, t.base),
         ("crashes", l.crashes, t.base),
         ("restarts", l.restarts, t.base),
     ];
     figures.extend(extra.into_iter().take(rows.saturating_sub(7)));
-    let provider = &app.engine.provider;
-    let effects = provider.side_effects_total();
     for (label, n, style) in figures {
         let mut number = n.to_string();
         let mut label = label;
         // An idempotent provider answers repeats without a new side effect: show both.
-        if label == "provider status checks" && provider.is_idempotent() {
+        if label == "provider status checks" && l.provider_idempotent {
             label = "provider calls / effects";
-            number = format!("{n} / {effects}");
+            number = format!("{n} / {}", l.provider_effects);
         }
-        let pad = width.saturating_sub(label.len() + number.len()).max(1);
-        lines.push(Line::from(vec![
-            Span::raw(label),
-            Span::raw(" ".repeat(pad)),
-            styled(number, style),
-        ]));
+        lines.push(figure(label, number, style, width));
     }
     // The history checker's verdict once the outbox has drained, as the reports give it.
-    let (verdict, style) = match &app.history {
+    let (verdict, style) = match &s.history {
         None => ("after the drain".to_string(), t.dim),
         Some(h) if h.passed() => ("clean".to_string(), t.good),
-        Some(h) => {
-            let problems: u64 = [
-                &h.lost,
-                &h.duplicated,
-                &h.unexpected,
-                &h.overlapping_leases,
-                &h.non_owner_finalizes,
-                &h.state_mismatches,
-            ]
-            .iter()
-            .map(|f| f.count)
-            .sum();
-            (format!("{problems} problems"), t.bad)
-        }
+        Some(h) => (format!("{} problems", h.problems()), t.bad),
     };
-    let label = "history check";
-    let pad = width.saturating_sub(label.len() + verdict.len()).max(1);
-    lines.push(Line::from(vec![
-        Span::raw(label),
-        Span::raw(" ".repeat(pad)),
-        styled(verdict, style),
-    ]));
+    lines.push(figure("history check", verdict, style, width));
     frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// A label on the left and its value on the right edge of a `width` wide line.
+fn figure(label: &str, value: String, style: Style, width: usize) -> Line<'static> {
+    let pad = width.saturating_sub(label.len() + value.len()).max(1);
+    Line::from(vec![
+        Span::raw(label.to_string()),
+        Span::raw(" ".repeat(pad)),
+        styled(value, style),
+    ])
 }

@@ -7,28 +7,27 @@ use ratatui::Frame;
 
 use super::{pane, styled};
 use crate::engine::clock::hms;
-use crate::ui::app::{App, Focus};
 use crate::ui::log::Tone;
+use crate::ui::snapshot::Snapshot;
+use crate::ui::state::{Focus, UiState};
+use crate::ui::theme::Theme;
 
-pub fn render(frame: &mut Frame, area: Rect, app: &App) {
-    let t = &app.theme;
-    let total = app.log.len();
-    let title = if app.log_back > 0 {
-        format!(
-            " Events (scrolled back {} lines, End follows) ",
-            app.log_back
-        )
+pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &Theme) {
+    let log = &s.log;
+    let total = log.total;
+    let title = if log.back > 0 {
+        format!(" Events (scrolled back {} lines, End follows) ", log.back)
     } else {
         " Events ".to_string()
     };
-    let block = pane(title, app, app.focus == Focus::Log);
+    let block = pane(title, t, ui.focus == Focus::Log);
     let rows = block.inner(area).height as usize;
-    let end = total.saturating_sub(app.log_back);
+    let end = total.saturating_sub(log.back);
     let first = end.saturating_sub(rows);
-    let lines: Vec<Line> = app
-        .log
-        .lines()
-        .range(first..end)
+    // The snapshot holds the page ending at `end`; this pane may show fewer of them.
+    let shown = log.lines.len().min(rows);
+    let lines: Vec<Line> = log.lines[log.lines.len() - shown..]
+        .iter()
         .map(|l| {
             let style = match l.tone {
                 Tone::Plain => t.base,

@@ -1,5 +1,5 @@
-//! Drawing: one file per screen region, each `render(frame, area, app)` from a borrowed
-//! `App` whose per-frame snapshot was taken just before.
+//! Drawing: one file per screen region, each `render(frame, area, snapshot, ui, theme)`
+//! from the frame's plain-data [`Snapshot`] and the view's [`UiState`], nothing else.
 //!
 //! ```text
 //!  header   leaselab  09:00:01.250  x1  RUNNING  LEASING ON  lease 3000 ms  outbox-leasing
@@ -39,7 +39,9 @@ use ratatui::text::Span;
 use ratatui::widgets::{Block, BorderType};
 use ratatui::Frame;
 
-use super::app::App;
+use super::snapshot::Snapshot;
+use super::state::UiState;
+use super::theme::Theme;
 
 pub const MIN_WIDTH: u16 = 80;
 pub const MIN_HEIGHT: u16 = 24;
@@ -132,37 +134,36 @@ pub fn capacity(area: Rect, workers: usize) -> (u16, u16) {
 }
 
 /// Draw the whole screen.
-pub fn draw(frame: &mut Frame, app: &App) {
+pub fn draw(frame: &mut Frame, s: &Snapshot, ui: &UiState, t: &Theme) {
     let area = frame.area();
     if too_small(area) {
-        too_small::render(frame, area, app);
+        too_small::render(frame, area, t);
         return;
     }
-    let mut a = Areas::compute(area, app.workers.len());
-    let narration = app.lesson.is_some().then(|| narration::carve(&mut a, app));
-    header::render(frame, a.header, app);
-    header::render_strip(frame, a.strip, app);
-    table::render(frame, a.table, app);
-    workers::render(frame, a.workers, app);
-    ledger::render(frame, a.ledger, app);
+    let mut a = Areas::compute(area, s.workers.len());
+    let narration = s.lesson.as_ref().map(|l| narration::carve(&mut a, l, t));
+    header::render(frame, a.header, s, t);
+    header::render_strip(frame, a.strip, s, ui, t);
+    table::render(frame, a.table, s, ui, t);
+    workers::render(frame, a.workers, s, ui, t);
+    ledger::render(frame, a.ledger, s, t);
     if a.timeline.height > 0 {
-        timeline::render(frame, a.timeline, app);
+        timeline::render(frame, a.timeline, s, ui, t);
     }
     if a.log.height > 0 {
-        log::render(frame, a.log, app);
+        log::render(frame, a.log, s, ui, t);
     }
-    if let Some(n) = narration {
-        narration::render(frame, n, app);
+    if let (Some(n), Some(l)) = (narration, &s.lesson) {
+        narration::render(frame, n, l, t);
     }
-    footer::render(frame, a.footer, app);
-    if app.help {
-        help::render(frame, area, app);
+    footer::render(frame, a.footer, s, t);
+    if ui.help {
+        help::render(frame, area, s, t);
     }
 }
 
 /// A bordered pane with a title; the focused one stands out.
-pub(crate) fn pane<'a>(title: impl Into<Span<'a>>, app: &App, focused: bool) -> Block<'a> {
-    let t = &app.theme;
+pub(crate) fn pane<'a>(title: impl Into<Span<'a>>, t: &Theme, focused: bool) -> Block<'a> {
     let border = if focused { t.border_focused } else { t.border };
     Block::bordered()
         .border_type(if focused {
@@ -186,6 +187,12 @@ pub(crate) fn fit(s: &str, width: usize) -> String {
     let mut out: String = s.chars().take(width - 1).collect();
     out.push('…');
     out
+}
+
+/// `1`, `0.25`, `8`: a speed without trailing zeros.
+pub fn speed_label(speed: f64) -> String {
+    let s = format!("{speed:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Milliseconds as the countdowns show them.

@@ -7,19 +7,20 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{pane, styled, Areas, LOG_MIN_H};
-use crate::ui::app::App;
+use crate::ui::snapshot::LessonView;
+use crate::ui::theme::Theme;
 
 /// Below this the panel would not hold a sentence and a row of checks.
 const MIN_H: u16 = 5;
 
 /// Take the panel's room from below the top row: first from the event log, then the
 /// timeline, so the narration is always whole when the screen is big enough.
-pub fn carve(a: &mut Areas, app: &App) -> Rect {
+pub fn carve(a: &mut Areas, l: &LessonView, t: &Theme) -> Rect {
     let lower = Rect {
         height: a.timeline.height + a.log.height,
         ..a.timeline
     };
-    let want = (lines(app, lower.width.saturating_sub(2)).len() as u16 + 2).max(MIN_H);
+    let want = (lines(l, t, lower.width.saturating_sub(2)).len() as u16 + 2).max(MIN_H);
     let mut panel = Rect {
         height: want.min(lower.height),
         ..lower
@@ -48,33 +49,23 @@ pub fn carve(a: &mut Areas, app: &App) -> Rect {
     panel
 }
 
-pub fn render(frame: &mut Frame, area: Rect, app: &App) {
-    let Some(mode) = &app.lesson else {
-        return;
-    };
-    let t = &app.theme;
-    let r = &mode.runner;
-    let title = format!(
-        " Lesson step {}/{} · {} ",
-        r.done,
-        r.total(),
-        r.lesson.title
-    );
+pub fn render(frame: &mut Frame, area: Rect, l: &LessonView, t: &Theme) {
+    let title = format!(" Lesson step {}/{} · {} ", l.done, l.total, l.title);
     let mut block = pane(
         super::fit(&title, area.width.saturating_sub(4) as usize),
-        app,
+        t,
         false,
     );
-    let bottom = if mode.left_script(app.now_ms) {
+    let bottom = if l.off_script {
         Some(styled(
             " the state has left the script: n or b replays it ",
             t.warn,
         ))
     } else {
-        r.lesson.steps.get(r.done).map(|s| {
+        l.next_actions.as_ref().map(|next| {
             styled(
                 super::fit(
-                    &format!(" n: {} ", s.actions_text.join(", ")),
+                    &format!(" n: {next} "),
                     area.width.saturating_sub(4) as usize,
                 ),
                 t.key,
@@ -86,30 +77,17 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     }
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    frame.render_widget(Paragraph::new(lines(app, inner.width)), inner);
+    frame.render_widget(Paragraph::new(lines(l, t, inner.width)), inner);
 }
 
 /// The panel's text, wrapped to `width`.
-pub fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
-    let Some(mode) = &app.lesson else {
-        return Vec::new();
-    };
-    let t = &app.theme;
+pub fn lines(l: &LessonView, t: &Theme, width: u16) -> Vec<Line<'static>> {
     let width = width.max(10) as usize;
-    let r = &mode.runner;
     let mut out: Vec<Line> = Vec::new();
-    let say = match r.done.checked_sub(1) {
-        None if r.lesson.summary.trim().is_empty() => "Press n for the first step.".into(),
-        None => format!(
-            "{}. Press n for the first step.",
-            r.lesson.summary.trim().trim_end_matches('.')
-        ),
-        Some(i) => r.lesson.steps[i].say.clone(),
-    };
-    for l in wrap(&say, width) {
-        out.push(Line::from(l));
+    for text in wrap(&l.say, width) {
+        out.push(Line::from(text));
     }
-    let Some(report) = mode.last_report() else {
+    let Some(report) = &l.report else {
         return out;
     };
     let mut items: Vec<Span> = Vec::new();

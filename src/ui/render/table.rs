@@ -7,8 +7,11 @@ use ratatui::widgets::{Cell, Row, Scrollbar, ScrollbarOrientation, ScrollbarStat
 use ratatui::Frame;
 
 use super::{fit, ms_label, pane, styled};
+use crate::engine::lease;
 use crate::engine::store::MessageRow;
-use crate::ui::app::{App, Focus};
+use crate::ui::snapshot::Snapshot;
+use crate::ui::state::{Focus, UiState};
+use crate::ui::theme::Theme;
 
 /// Rows of data a table pane of this size shows (borders and the header row excluded).
 pub fn visible_rows(area: Rect) -> u16 {
@@ -95,9 +98,8 @@ impl Columns {
     }
 }
 
-pub fn render(frame: &mut Frame, area: Rect, app: &App) {
-    let t = &app.theme;
-    let db = &app.db;
+pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &Theme) {
+    let db = &s.db;
     let first = db.rows.first().map_or(0, |r| r.id);
     let last = db.rows.last().map_or(0, |r| r.id);
     let title = Line::from(vec![
@@ -113,7 +115,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         styled(format!("{} processed", db.counts.processed), t.processed),
         Span::raw(" "),
     ]);
-    let mut block = pane("", app, app.focus == Focus::Table).title(title);
+    let mut block = pane("", t, ui.focus == Focus::Table).title(title);
     block = match &db.error {
         Some(e) => block.title_bottom(styled(format!(" SQLite read failed: {e} "), t.bad)),
         None => block.title_bottom(counts),
@@ -131,7 +133,11 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         header.push("Payment");
     }
     let header = Row::new(header).style(t.table_header);
-    let rows = db.rows.iter().map(|r| row(r, app, &cols));
+    let rows = db
+        .rows
+        .iter()
+        .zip(&db.runs)
+        .map(|(r, runs)| row(r, *runs, s, t, &cols));
     let table = Table::new(rows, cols.widths())
         .header(header)
         .column_spacing(1)
@@ -140,7 +146,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     let page = visible_rows(area) as u64;
     if db.total > page {
         let mut state = ScrollbarState::new(db.total.saturating_sub(page) as usize)
-            .position(app.table_offset as usize);
+            .position(ui.table_offset as usize);
         frame.render_stateful_widget(
             Scrollbar::new(ScrollbarOrientation::VerticalRight),
             area.inner(Margin::new(0, 1)),
@@ -149,9 +155,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     }
 }
 
-fn row<'a>(r: &MessageRow, app: &App, cols: &Columns) -> Row<'a> {
-    let t = &app.theme;
-    let runs = app.ledger.runs_of(r.id);
+fn row<'a>(r: &MessageRow, runs: u32, s: &Snapshot, t: &Theme, cols: &Columns) -> Row<'a> {
     let owner = r.locked_by.as_deref().unwrap_or("-");
     let mut cells = Vec::with_capacity(7);
     if cols.id > 0 {
@@ -161,7 +165,7 @@ fn row<'a>(r: &MessageRow, app: &App, cols: &Columns) -> Row<'a> {
         Cell::from(r.key.clone()),
         Cell::from(styled(r.status.clone(), t.status(&r.status))),
         Cell::from(fit(owner, OWNER_W as usize)),
-        Cell::from(countdown(r, app, cols.bar)),
+        Cell::from(countdown(r, s, t, cols.bar)),
     ]);
     if cols.ver {
         cells.push(Cell::from(
@@ -183,16 +187,15 @@ fn row<'a>(r: &MessageRow, app: &App, cols: &Columns) -> Row<'a> {
     Row::new(cells)
 }
 
-/// `████▌░░░░░ 2250 ms` while a lease runs; `expired` once it ran out unclaimed.
-fn countdown<'a>(r: &MessageRow, app: &App, bar: u16) -> Line<'a> {
-    let t = &app.theme;
+/// `████▌░░░░░ 2250 ms` while a lease holds (up to its `until`); `expired` after it.
+fn countdown<'a>(r: &MessageRow, s: &Snapshot, t: &Theme, bar: u16) -> Line<'a> {
     let until = match (r.status.as_str(), r.locked_until_ms) {
         ("Processing", Some(u)) => u,
         _ => return Line::from(styled("-", t.dim)),
     };
-    let left = until - app.now_ms;
+    let left = until - s.now_ms;
     let mut spans = Vec::new();
-    let lease = app.lease_ms().max(1);
+    let lease = s.lease_ms.max(1);
     // A lease taken with a longer setting may have more left than one lease: clamp.
     let ratio = (left as f64 / lease as f64).clamp(0.0, 1.0);
     if bar > 0 {
@@ -201,7 +204,7 @@ fn countdown<'a>(r: &MessageRow, app: &App, bar: u16) -> Line<'a> {
         spans.push(styled(empty, t.gauge_empty));
         spans.push(Span::raw(" "));
     }
-    if left > 0 {
+    if lease::is_live(until, s.now_ms) {
         spans.push(Span::raw(format!(
             "{:>w$}",
             ms_label(left),

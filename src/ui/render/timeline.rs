@@ -9,8 +9,10 @@ use ratatui::Frame;
 
 use super::{fit, pane, styled};
 use crate::engine::clock::hms;
-use crate::ui::app::App;
-use crate::ui::timeline::{Lane, MarkKind, SegmentKind};
+use crate::ui::snapshot::Snapshot;
+use crate::ui::state::UiState;
+use crate::ui::theme::Theme;
+use crate::ui::timeline::{Lane, MarkKind, Segment, SegmentKind};
 
 const LABEL_W: usize = 11;
 /// Roughly how many leases the visible window spans.
@@ -30,132 +32,172 @@ pub fn ms_per_cell(lease_ms: i64, cells: usize) -> i64 {
         .unwrap_or(STEPS_MS[STEPS_MS.len() - 1])
 }
 
-pub fn render(frame: &mut Frame, area: Rect, app: &App) {
-    let t = &app.theme;
-    let block = pane(" Timeline ", app, false);
+/// Scenario time from which a timeline pane `width` columns wide (borders included) can
+/// show anything: the snapshot copies only what comes after it.
+pub fn shown_from(width: u16, lease_ms: i64, now_ms: i64) -> i64 {
+    let w = Window::new(lease_ms, now_ms, width.saturating_sub(2));
+    // A stretch ending one cell before the window still draws its end mark in the first.
+    w.start - w.mpc
+}
+
+pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &Theme) {
+    let block = pane(" Timeline ", t, false);
     let inner = block.inner(area);
-    let cells = (inner.width as usize).saturating_sub(LABEL_W);
-    let mpc = ms_per_cell(app.lease_ms(), cells);
-    let future = (cells / 5) as i64;
-    // Align the window to whole cells so the picture does not shimmer as time runs.
-    let now_cell = app.now_ms.div_euclid(mpc);
-    let first_cell = now_cell + future + 1 - cells as i64;
-    let start = first_cell * mpc;
+    let window = Window::new(s.lease_ms, s.now_ms, inner.width);
     let legend = format!(
         " {} .. now {} · cell {} ms · ━ lease ┄ no lease ░ dead lease ✗ crash ! blocked ✓ done × rejected ",
-        hms(start),
-        hms(app.now_ms),
-        mpc
+        hms(window.start),
+        hms(s.now_ms),
+        window.mpc
     );
     let block = block.title_bottom(styled(fit(&legend, inner.width as usize), t.dim));
-    let lines: Vec<Line> = app
+    let lines: Vec<Line> = s
         .workers
         .iter()
         .take(inner.height as usize)
         .map(|w| {
             let name = format!("{:<w$}", fit(&w.status.name, LABEL_W - 1), w = LABEL_W);
-            let name_style = if w.slot == app.selected {
+            let name_style = if w.slot == ui.selected {
                 t.selected
             } else {
                 t.header
             };
             let mut spans = vec![styled(name, name_style)];
-            let lane = app.timeline.lanes.get(w.slot);
-            let now_col = (now_cell - first_cell) as usize;
-            spans.extend(lane_spans(lane, app, start, mpc, cells, now_col));
+            spans.extend(lane_spans(s.lanes.get(w.slot), &window, t));
             Line::from(spans)
         })
         .collect();
     frame.render_widget(Paragraph::new(lines).block(block), area);
 }
 
-/// Draw one lane into `cells` characters starting at scenario time `start`.
-fn lane_spans<'a>(
-    lane: Option<&Lane>,
-    app: &App,
+/// The stretch of scenario time the lanes show.
+#[derive(Clone, Copy)]
+struct Window {
+    /// Scenario time of the first cell.
     start: i64,
     mpc: i64,
     cells: usize,
     now_col: usize,
-) -> Vec<Span<'a>> {
-    let t = &app.theme;
-    let mut grid: Vec<(char, Style)> = vec![(' ', t.base); cells];
-    if now_col < cells {
-        grid[now_col] = ('┊', t.dim);
-    }
-    let col = |ms: i64| (ms - start).div_euclid(mpc);
-    let put = |grid: &mut Vec<(char, Style)>, c: i64, ch: char, style: Style| {
-        if (0..cells as i64).contains(&c) {
-            grid[c as usize] = (ch, style);
+    now_ms: i64,
+}
+
+impl Window {
+    /// The window for lanes `inner_width` wide, a fifth of it in the future.
+    fn new(lease_ms: i64, now_ms: i64, inner_width: u16) -> Window {
+        let cells = (inner_width as usize).saturating_sub(LABEL_W);
+        let mpc = ms_per_cell(lease_ms, cells);
+        let future = (cells / 5) as i64;
+        // Align the window to whole cells so the picture does not shimmer as time runs.
+        let now_cell = now_ms.div_euclid(mpc);
+        let first_cell = now_cell + future + 1 - cells as i64;
+        Window {
+            start: first_cell * mpc,
+            mpc,
+            cells,
+            now_col: (now_cell - first_cell) as usize,
+            now_ms,
         }
-    };
-    if let Some(lane) = lane {
-        // Dead leases first: the stretch that led to the crash stays visible on top.
-        let visible = |seg: &&crate::ui::timeline::Segment| {
-            let to = seg.to_ms.unwrap_or(app.now_ms);
-            col(to).max(col(seg.from_ms)) >= 0 && col(seg.from_ms) < cells as i64
+    }
+
+    fn col(&self, ms: i64) -> i64 {
+        (ms - self.start).div_euclid(self.mpc)
+    }
+
+    /// First and last column of a stretch; one still running ends now.
+    fn cols(&self, seg: &Segment) -> (i64, i64) {
+        let from = self.col(seg.from_ms);
+        (from, self.col(seg.to_ms.unwrap_or(self.now_ms)).max(from))
+    }
+}
+
+/// One lane's cells while it is being drawn.
+struct Grid {
+    cells: Vec<(char, Style)>,
+}
+
+impl Grid {
+    fn put(&mut self, c: i64, ch: char, style: Style) {
+        if (0..self.cells.len() as i64).contains(&c) {
+            self.cells[c as usize] = (ch, style);
+        }
+    }
+
+    fn stretch(&mut self, seg: &Segment, w: &Window, t: &Theme) {
+        let (from_c, to_c) = w.cols(seg);
+        let (ch, style) = match seg.kind {
+            SegmentKind::Lease => ('━', t.lane(seg.id)),
+            SegmentKind::Unowned => ('┄', t.unowned),
+            SegmentKind::DeadLease => ('░', t.dead_lease),
         };
-        let mut order: Vec<_> = lane.segments.iter().filter(visible).collect();
-        order.sort_by_key(|s| s.kind != SegmentKind::DeadLease);
-        for seg in order {
-            let to = seg.to_ms.unwrap_or(app.now_ms);
-            let (from_c, to_c) = (col(seg.from_ms), col(to).max(col(seg.from_ms)));
-            let (ch, style) = match seg.kind {
-                SegmentKind::Lease => ('━', t.lane(seg.id)),
-                SegmentKind::Unowned => ('┄', t.unowned),
-                SegmentKind::DeadLease => ('░', t.dead_lease),
+        for c in from_c..=to_c {
+            self.put(c, ch, style);
+        }
+        // Label the stretch with the message number when it is long enough to read.
+        let label = seg.key.rsplit('-').next().unwrap_or(&seg.key);
+        let len = (to_c - from_c + 1) as usize;
+        if seg.kind != SegmentKind::DeadLease && len >= label.len() + 2 {
+            for (i, ch) in label.chars().enumerate() {
+                self.put(from_c + 1 + i as i64, ch, style);
+            }
+        }
+    }
+
+    /// Merge neighbouring cells of one style into one span.
+    fn spans<'a>(self) -> Vec<Span<'a>> {
+        let mut spans: Vec<Span> = Vec::new();
+        let mut run = String::new();
+        let mut run_style = None;
+        for (ch, style) in self.cells {
+            if run_style != Some(style) && !run.is_empty() {
+                spans.push(Span::styled(
+                    std::mem::take(&mut run),
+                    run_style.unwrap_or_default(),
+                ));
+            }
+            run_style = Some(style);
+            run.push(ch);
+        }
+        if !run.is_empty() {
+            spans.push(Span::styled(run, run_style.unwrap_or_default()));
+        }
+        spans
+    }
+}
+
+/// Draw one lane into `cells` characters starting at scenario time `start`.
+fn lane_spans<'a>(lane: Option<&Lane>, w: &Window, t: &Theme) -> Vec<Span<'a>> {
+    let mut grid = Grid {
+        cells: vec![(' ', t.base); w.cells],
+    };
+    grid.put(w.now_col as i64, '┊', t.dim);
+    let Some(lane) = lane else {
+        return grid.spans();
+    };
+    let visible = |seg: &&Segment| {
+        let (from, to) = w.cols(seg);
+        to >= 0 && from < w.cells as i64
+    };
+    // Dead leases first: the stretch that led to the crash stays visible on top.
+    let mut order: Vec<_> = lane.segments.iter().filter(visible).collect();
+    order.sort_by_key(|s| s.kind != SegmentKind::DeadLease);
+    for seg in order {
+        grid.stretch(seg, w, t);
+    }
+    // Ends go on top of every stretch, so a crash is not hidden under its dead lease.
+    for seg in &lane.segments {
+        if let Some(end) = seg.end {
+            let style = match end {
+                MarkKind::Finalized => t.good,
+                MarkKind::Marked => t.warn,
+                _ => t.bad,
             };
-            for c in from_c..=to_c {
-                put(&mut grid, c, ch, style);
-            }
-            // Label the stretch with the message number when it is long enough to read.
-            let label = seg.key.rsplit('-').next().unwrap_or(&seg.key);
-            let len = (to_c - from_c + 1) as usize;
-            if seg.kind != SegmentKind::DeadLease && len >= label.len() + 2 {
-                for (i, ch) in label.chars().enumerate() {
-                    put(&mut grid, from_c + 1 + i as i64, ch, style);
-                }
-            }
-        }
-        // Ends go on top of every stretch, so a crash is not hidden under its dead lease.
-        for seg in &lane.segments {
-            if let Some(end) = seg.end {
-                let to = seg.to_ms.unwrap_or(app.now_ms);
-                let style = match end {
-                    MarkKind::Finalized => t.good,
-                    MarkKind::Marked => t.warn,
-                    _ => t.bad,
-                };
-                put(
-                    &mut grid,
-                    col(to).max(col(seg.from_ms)) + 1,
-                    end.symbol(),
-                    style,
-                );
-            }
-        }
-        for m in &lane.marks {
-            put(&mut grid, col(m.at_ms), m.kind.symbol(), t.warn);
+            grid.put(w.cols(seg).1 + 1, end.symbol(), style);
         }
     }
-    // Merge neighbouring cells of one style into one span.
-    let mut spans: Vec<Span> = Vec::new();
-    let mut run = String::new();
-    let mut run_style = None;
-    for (ch, style) in grid {
-        if run_style != Some(style) && !run.is_empty() {
-            spans.push(Span::styled(
-                std::mem::take(&mut run),
-                run_style.unwrap_or_default(),
-            ));
-        }
-        run_style = Some(style);
-        run.push(ch);
+    for m in &lane.marks {
+        grid.put(w.col(m.at_ms), m.kind.symbol(), t.warn);
     }
-    if !run.is_empty() {
-        spans.push(Span::styled(run, run_style.unwrap_or_default()));
-    }
-    spans
+    grid.spans()
 }
 
 #[cfg(test)]

@@ -1,0 +1,127 @@
+//! One frame's worth of plain data. `App::refresh` takes it from the engine, SQLite and
+//! the folded events; the renderers read nothing else, so none of them can touch a live
+//! atomic, a lock or a connection.
+
+use crate::engine::checker::HistoryCheck;
+use crate::engine::store::{MessageRow, OutboxCounts};
+use crate::engine::worker::{WorkerState, WorkerStatus};
+use crate::lesson::StepReport;
+
+use super::log::LogLine;
+use super::timeline::Lane;
+
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub now_ms: i64,
+    pub speed: f64,
+    pub paused: bool,
+    pub leasing: bool,
+    pub lease_ms: i64,
+    pub process_ms: i64,
+    /// The database file, unless it is a temporary one.
+    pub db_file: Option<String>,
+    /// `("scenario ", "outbox-leasing")` or `("lesson ", NAME)`.
+    pub setting: (&'static str, String),
+    pub workers: Vec<WorkerView>,
+    /// The worker a single step would move, while paused.
+    pub next_mover: Option<usize>,
+    pub db: DbView,
+    /// Pending and Processing are both empty.
+    pub drained: bool,
+    pub figures: LedgerFigures,
+    /// The history checker's verdict, taken once each time the outbox drains.
+    pub history: Option<HistoryCheck>,
+    pub story: Option<StoryView>,
+    pub lesson: Option<LessonView>,
+    pub log: LogView,
+    pub lanes: Vec<Lane>,
+}
+
+/// One worker as this frame shows it.
+#[derive(Debug, Clone)]
+pub struct WorkerView {
+    pub slot: usize,
+    pub status: WorkerStatus,
+    /// Results written under this worker's name, all incarnations.
+    pub done: u64,
+    /// A lesson froze it: it holds what it holds and never acts.
+    pub frozen: bool,
+    /// Crashed holding a lease that another worker has since claimed: who.
+    pub taken_by: Option<String>,
+}
+
+impl WorkerView {
+    pub fn alive(&self) -> bool {
+        !matches!(
+            self.status.state,
+            WorkerState::Crashed | WorkerState::Stopped
+        )
+    }
+}
+
+/// What SQLite says this frame, read through the dashboard's own read-only connection.
+#[derive(Debug, Clone, Default)]
+pub struct DbView {
+    /// Only the rows the table can show.
+    pub rows: Vec<MessageRow>,
+    /// How often the ledger saw each of `rows` processed.
+    pub runs: Vec<u32>,
+    pub total: u64,
+    pub counts: OutboxCounts,
+    pub error: Option<String>,
+}
+
+/// The ledger's figures and the provider's counters, as the ledger panel lists them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LedgerFigures {
+    pub claims_ok: u64,
+    pub claims_empty: u64,
+    pub claims_blocked: u64,
+    pub processing_attempts: u64,
+    pub duplicates: u64,
+    pub rejected_finalizes: u64,
+    pub ownership_violations: u64,
+    pub reclaims: u64,
+    pub results_written: u64,
+    pub crashes: u64,
+    pub restarts: u64,
+    pub provider_checks: u64,
+    pub provider_effects: u64,
+    /// The provider answers a repeated check without a new side effect.
+    pub provider_idempotent: bool,
+}
+
+/// The next story step, for the status strip.
+#[derive(Debug, Clone)]
+pub struct StoryView {
+    /// 1-based number of the next step.
+    pub number: usize,
+    pub len: usize,
+    pub describe: String,
+}
+
+/// A lesson's progress, for the strip and the narration panel.
+#[derive(Debug, Clone)]
+pub struct LessonView {
+    pub title: String,
+    pub done: usize,
+    pub total: usize,
+    pub finished: bool,
+    /// Free play has changed the state away from what the script left.
+    pub off_script: bool,
+    /// What the last step said (or the summary before the first).
+    pub say: String,
+    /// The actions of the next step, if one remains.
+    pub next_actions: Option<String>,
+    pub report: Option<StepReport>,
+}
+
+/// The event log lines the frame can show.
+#[derive(Debug, Clone, Default)]
+pub struct LogView {
+    /// Lines ending where the reader looks, at most a page of them.
+    pub lines: Vec<LogLine>,
+    pub total: usize,
+    /// Lines scrolled back from the newest.
+    pub back: usize,
+}

@@ -1,0 +1,133 @@
+//! What the dashboard itself is doing, apart from the engine: where the teacher looks
+//! (focus, scroll offsets, help, selected worker), the answer to the last key, and the
+//! lease-expiry story's progress.
+
+use crate::scenario::StoryStep;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    Table,
+    Log,
+}
+
+/// The view's own state: changed by keys, read by the renderers.
+#[derive(Debug, Clone)]
+pub struct UiState {
+    pub focus: Focus,
+    pub selected: usize,
+    /// First table row shown.
+    pub table_offset: u64,
+    /// Lines scrolled back from the newest log line; 0 follows the newest.
+    pub log_back: usize,
+    /// Rows the table and the log showed in the last frame (a page for PgUp/PgDn).
+    pub table_page: u16,
+    pub log_page: u16,
+    /// Width of the last frame; 0 before the first.
+    pub width: u16,
+    pub help: bool,
+    pub quit: bool,
+    /// The last frame was the "terminal too small" screen.
+    pub too_small: bool,
+    /// Feedback on the last key press, shown in the status strip.
+    pub notice: Option<String>,
+}
+
+impl Default for UiState {
+    fn default() -> Self {
+        UiState {
+            focus: Focus::Table,
+            selected: 0,
+            table_offset: 0,
+            log_back: 0,
+            table_page: 10,
+            log_page: 5,
+            width: 0,
+            help: false,
+            quit: false,
+            too_small: false,
+            notice: None,
+        }
+    }
+}
+
+impl UiState {
+    pub fn say(&mut self, notice: impl Into<String>) {
+        self.notice = Some(notice.into());
+    }
+
+    pub fn toggle_focus(&mut self) {
+        self.focus = match self.focus {
+            Focus::Table => Focus::Log,
+            Focus::Log => Focus::Table,
+        }
+    }
+
+    /// Rows a page key moves in the focused pane.
+    pub fn page(&self) -> u16 {
+        match self.focus {
+            Focus::Table => self.table_page,
+            Focus::Log => self.log_page,
+        }
+    }
+
+    /// Move the focused pane: positive is towards the end (newer log lines, higher ids).
+    pub fn scroll(&mut self, by: i64, table_rows: u64, log_lines: usize) {
+        match self.focus {
+            Focus::Table => {
+                let max = table_rows.saturating_sub(self.table_page as u64) as i64;
+                self.table_offset =
+                    (self.table_offset as i64).saturating_add(by).clamp(0, max) as u64;
+            }
+            Focus::Log => {
+                let max = log_lines.saturating_sub(self.log_page as usize) as i64;
+                self.log_back = (self.log_back as i64).saturating_sub(by).clamp(0, max) as usize;
+            }
+        }
+    }
+
+    /// Keep the offsets inside what there is to show.
+    pub fn clamp_to(&mut self, table_rows: u64, log_lines: usize) {
+        self.table_offset = self
+            .table_offset
+            .min(table_rows.saturating_sub(self.table_page as u64));
+        self.log_back = self
+            .log_back
+            .min(log_lines.saturating_sub(self.log_page as usize));
+    }
+}
+
+/// The lease-expiry story: scripted steps taken one `n` at a time.
+#[derive(Debug, Clone, Default)]
+pub struct Story {
+    pub steps: Vec<StoryStep>,
+    /// Steps taken so far.
+    pub at: usize,
+}
+
+impl Story {
+    pub fn new(steps: Vec<StoryStep>) -> Story {
+        Story { steps, at: 0 }
+    }
+
+    /// True while steps remain.
+    pub fn is_running(&self) -> bool {
+        self.at < self.steps.len()
+    }
+
+    pub fn next(&self) -> Option<&StoryStep> {
+        self.steps.get(self.at)
+    }
+
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Leave the story: the workers run on their own from here.
+    pub fn leave(&mut self) {
+        self.at = self.steps.len();
+    }
+}
