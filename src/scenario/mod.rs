@@ -469,7 +469,13 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
             &interrupt,
         )?);
     } else {
-        drain_outbox(&engine, &mut ledger, &mut events, opts.stall_after, &interrupt)?;
+        drain_outbox(
+            &engine,
+            &mut ledger,
+            &mut events,
+            opts.stall_after,
+            &interrupt,
+        )?;
     }
     engine.shutdown_workers();
     engine.clock.pause();
