@@ -8,6 +8,7 @@ pub mod db_lock;
 pub mod events;
 pub mod lease;
 pub mod ledger;
+pub mod pg;
 pub mod provider;
 pub mod store;
 pub mod worker;

@@ -1,0 +1,312 @@
+//! The outbox in PostgreSQL: the same schema (adapted), a claim with `FOR UPDATE SKIP
+//! LOCKED`, the same ownership-guarded finalize, and a `LeaseEvents` row written in the
+//! transaction of every claim and finalize. Every PostgreSQL statement lives in this folder.
+//!
+//! Each worker opens its own [`PgStore`] (its own connection), as a separate application
+//! instance would. `now` is always a bound parameter taken from the scenario clock.
+
+mod claim;
+mod read;
+
+use std::fmt;
+use std::str::FromStr;
+
+use postgres::{Client, Config, NoTls};
+
+use super::provider::{Caller, Provider};
+use super::store::{amount_for, payment_key, DbOrigin, MessageRef};
+
+pub use read::LeaseEventRow;
+
+pub const SCHEMA_PG_SQL: &str = include_str!("../../../assets/schema.pg.sql");
+
+/// The version of `assets/schema.pg.sql` a database was made with (in `LeaselabMarker`).
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// Key of the advisory lock under which a database is identified and made ("LSLB"), so two
+/// workers that meet an empty database at once do not both create the schema.
+const MAKE_LOCK: i64 = 0x4C53_4C42;
+
+/// The tables of a leaselab database, as PostgreSQL names them (unquoted names fold).
+const TABLES: [&str; 4] = [
+    "leaseevents",
+    "leaselabmarker",
+    "outboxmessages",
+    "payments",
+];
+
+#[derive(Debug)]
+pub enum PgError {
+    Postgres(postgres::Error),
+    /// The URL cannot be parsed as a PostgreSQL connection string.
+    BadUrl(String),
+    /// No connection could be made.
+    Unreachable(String),
+    /// The database holds something that is not a leaselab outbox; it was left untouched.
+    Foreign(String),
+}
+
+impl fmt::Display for PgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            // The server's own message is in the source; Display alone says only "db error".
+            PgError::Postgres(e) => match e.as_db_error() {
+                Some(db) => write!(f, "PostgreSQL: {}: {}", db.severity(), db.message()),
+                None => write!(f, "PostgreSQL: {e}"),
+            },
+            PgError::BadUrl(m) | PgError::Unreachable(m) | PgError::Foreign(m) => f.write_str(m),
+        }
+    }
+}
+
+impl PgError {
+    /// True when the `--db` given cannot be used (bad input, not a failure of the run).
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            PgError::BadUrl(_) | PgError::Unreachable(_) | PgError::Foreign(_)
+        )
+    }
+}
+
+impl std::error::Error for PgError {}
+
+impl From<postgres::Error> for PgError {
+    fn from(e: postgres::Error) -> Self {
+        PgError::Postgres(e)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, PgError>;
+
+/// True when `--db` names a PostgreSQL server rather than a SQLite file.
+pub fn is_url(db: &str) -> bool {
+    db.starts_with("postgres://") || db.starts_with("postgresql://")
+}
+
+/// Parse a `postgres://` URL (or a `key=value` connection string).
+pub fn parse_url(url: &str) -> Result<Config> {
+    Config::from_str(url).map_err(|e| {
+        PgError::BadUrl(format!(
+            "cannot read the PostgreSQL URL (postgres://USER@HOST/DB or postgres://USER@/DB?host=/socket/dir): {}",
+            with_source(&e)
+        ))
+    })
+}
+
+/// The driver's error with its cause, which its Display leaves out.
+fn with_source(e: &postgres::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(cause) if !e.to_string().contains(&cause.to_string()) => format!("{e}: {cause}"),
+        _ => e.to_string(),
+    }
+}
+
+/// `database "leaselab" at /tmp/x/socket`, without the password.
+pub fn describe(config: &Config) -> String {
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .map(|h| match h {
+            postgres::config::Host::Tcp(name) => name.clone(),
+            postgres::config::Host::Unix(path) => path.display().to_string(),
+        })
+        .collect();
+    format!(
+        "PostgreSQL database \"{}\" at {}",
+        config.get_dbname().unwrap_or("(default)"),
+        if hosts.is_empty() {
+            "the default socket".to_string()
+        } else {
+            hosts.join(",")
+        }
+    )
+}
+
+/// One connection to the outbox database.
+pub struct PgStore {
+    client: Client,
+    shown: String,
+}
+
+impl fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PgStore")
+            .field("database", &self.shown)
+            .finish()
+    }
+}
+
+/// What a database holds, found without writing anything.
+enum Identity {
+    /// No table at all: ours to make.
+    Empty,
+    /// The marker, our schema version and all our tables.
+    Ours,
+}
+
+impl PgStore {
+    /// Open the database for an engine: make the schema in an empty database, or reuse a
+    /// leaselab one. A database holding anything else is refused before a byte is written.
+    pub fn create(config: &Config) -> Result<(PgStore, DbOrigin)> {
+        let mut store = PgStore::open(config)?;
+        let mut tx = store.client.transaction()?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MAKE_LOCK])?;
+        let origin = match identify(&mut tx, &store.shown)? {
+            Identity::Ours => DbOrigin::Reused,
+            Identity::Empty => {
+                // PostgreSQL's DDL is transactional: the schema and marker land whole or not.
+                tx.batch_execute(SCHEMA_PG_SQL)?;
+                tx.execute(
+                    "INSERT INTO LeaselabMarker (Application, SchemaVersion) VALUES ('leaselab', $1)",
+                    &[&SCHEMA_VERSION],
+                )?;
+                DbOrigin::Created
+            }
+        };
+        tx.commit()?;
+        Ok((store, origin))
+    }
+
+    /// Open another connection to a database that [`PgStore::create`] prepared.
+    pub fn open(config: &Config) -> Result<PgStore> {
+        let shown = describe(config);
+        let client = config.connect(NoTls).map_err(|e| {
+            let why = match e.as_db_error() {
+                Some(db) => db.message().to_string(),
+                None => with_source(&e),
+            };
+            PgError::Unreachable(format!("{shown}: cannot connect: {why}"))
+        })?;
+        Ok(PgStore { client, shown })
+    }
+
+    /// Open by URL: [`parse_url`] then [`PgStore::open`].
+    pub fn open_url(url: &str) -> Result<PgStore> {
+        PgStore::open(&parse_url(url)?)
+    }
+
+    pub fn describe(&self) -> &str {
+        &self.shown
+    }
+
+    /// Remove every row and the events (the next seeding starts from id 1 again).
+    pub fn empty(&mut self) -> Result<()> {
+        self.client
+            .batch_execute("TRUNCATE LeaseEvents, OutboxMessages, Payments RESTART IDENTITY")?;
+        Ok(())
+    }
+
+    /// Create payments 1..=count with their outbox messages. Each payment is created at the
+    /// gateway once, then written together with its outbox row in one transaction (many
+    /// pairs share a transaction, sent as arrays in one statement each).
+    pub fn seed(&mut self, provider: &Provider, count: u64, now: i64) -> Result<()> {
+        const CHUNK: u64 = 2_000;
+        let mut n = 1;
+        while n <= count {
+            let end = (n + CHUNK - 1).min(count);
+            let keys: Vec<String> = (n..=end).map(payment_key).collect();
+            let amounts: Vec<i64> = (n..=end).map(amount_for).collect();
+            for key in &keys {
+                provider.create_payment(key, Caller::Seeding);
+            }
+            let mut tx = self.client.transaction()?;
+            tx.execute(
+                "INSERT INTO Payments (IdempotencyKey, Amount, PaymentStatus, CreatedAtUtc)
+                 SELECT k, a, 'Pending', $3 FROM unnest($1::text[], $2::bigint[]) AS p (k, a)",
+                &[&keys, &amounts, &now],
+            )?;
+            // WITH ORDINALITY keeps the ids in payment order.
+            tx.execute(
+                "INSERT INTO OutboxMessages (PaymentKey, Status, CreatedAtUtc)
+                 SELECT k, 'Pending', $2 FROM unnest($1::text[]) WITH ORDINALITY AS p (k, i)
+                  ORDER BY i",
+                &[&keys, &now],
+            )?;
+            tx.commit()?;
+            n = end + 1;
+        }
+        Ok(())
+    }
+
+    /// Create one payment and its outbox message in one transaction.
+    pub fn add_payment(
+        &mut self,
+        provider: &Provider,
+        key: &str,
+        amount: i64,
+        now: i64,
+    ) -> Result<MessageRef> {
+        provider.create_payment(key, Caller::Seeding);
+        let mut tx = self.client.transaction()?;
+        tx.execute(
+            "INSERT INTO Payments (IdempotencyKey, Amount, PaymentStatus, CreatedAtUtc)
+             VALUES ($1, $2, 'Pending', $3)",
+            &[&key, &amount, &now],
+        )?;
+        let id: i64 = tx
+            .query_one(
+                "INSERT INTO OutboxMessages (PaymentKey, Status, CreatedAtUtc)
+                 VALUES ($1, 'Pending', $2) RETURNING Id",
+                &[&key, &now],
+            )?
+            .get(0);
+        tx.commit()?;
+        Ok(MessageRef {
+            id,
+            key: key.to_string(),
+        })
+    }
+}
+
+/// Decide what the database holds, writing nothing.
+fn identify(tx: &mut postgres::Transaction<'_>, shown: &str) -> Result<Identity> {
+    let tables: Vec<String> = tx
+        .query(
+            "SELECT table_name::text FROM information_schema.tables
+              WHERE table_schema = current_schema() ORDER BY 1",
+            &[],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if tables.is_empty() {
+        return Ok(Identity::Empty);
+    }
+    if !tables.iter().any(|t| t == "leaselabmarker") {
+        return Err(PgError::Foreign(format!(
+            "{shown} holds tables of another application ({}); refusing to touch it",
+            tables.join(", ")
+        )));
+    }
+    let marker: Vec<(String, i32)> = tx
+        .query("SELECT Application, SchemaVersion FROM LeaselabMarker", &[])?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    match marker.as_slice() {
+        [(_, version)] if *version == SCHEMA_VERSION => {}
+        [(_, version)] => {
+            return Err(PgError::Foreign(format!(
+                "{shown} is a leaselab database of schema version {version}, this leaselab knows version {SCHEMA_VERSION}; refusing to touch it"
+            )))
+        }
+        _ => {
+            return Err(PgError::Foreign(format!(
+                "{shown} has a LeaselabMarker table with {} rows instead of one; refusing to touch it",
+                marker.len()
+            )))
+        }
+    }
+    if let Some(missing) = TABLES.iter().find(|t| !tables.iter().any(|h| h == *t)) {
+        return Err(PgError::Foreign(format!(
+            "{shown} is a leaselab database whose schema was changed (no table {missing}); refusing to touch it"
+        )));
+    }
+    if let Some(extra) = tables.iter().find(|t| !TABLES.contains(&t.as_str())) {
+        return Err(PgError::Foreign(format!(
+            "{shown} is a leaselab database whose schema was changed (an extra table {extra}); refusing to touch it"
+        )));
+    }
+    Ok(Identity::Ours)
+}

@@ -1,0 +1,119 @@
+//! Reads of the PostgreSQL outbox: counts, table rows and the events table.
+
+use super::{PgStore, Result};
+use crate::engine::store::{MessageRow, OutboxCounts, PaymentCounts};
+
+/// One row of `LeaseEvents`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseEventRow {
+    pub seq: u64,
+    pub at_ms: i64,
+    pub worker: String,
+    /// `Claimed`, `Finalized` or `FinalizeRejected`.
+    pub kind: String,
+    pub id: i64,
+    pub key: String,
+    pub version: i64,
+    /// The lease's expiry, for a claim.
+    pub until_ms: Option<i64>,
+    /// The provider's answer, for a committed finalize.
+    pub payment_status: Option<String>,
+}
+
+impl PgStore {
+    /// Rows per outbox status.
+    pub fn outbox_counts(&mut self) -> Result<OutboxCounts> {
+        let row = self.client.query_one(
+            "SELECT COUNT(*) FILTER (WHERE Status = 'Pending'),
+                    COUNT(*) FILTER (WHERE Status = 'Processing'),
+                    COUNT(*) FILTER (WHERE Status = 'Processed')
+               FROM OutboxMessages",
+            &[],
+        )?;
+        Ok(OutboxCounts {
+            pending: row.get::<_, i64>(0) as u64,
+            processing: row.get::<_, i64>(1) as u64,
+            processed: row.get::<_, i64>(2) as u64,
+        })
+    }
+
+    pub fn payment_counts(&mut self) -> Result<PaymentCounts> {
+        let row = self.client.query_one(
+            "SELECT COUNT(*) FILTER (WHERE PaymentStatus = 'Pending'),
+                    COUNT(*) FILTER (WHERE PaymentStatus = 'Paid'),
+                    COUNT(*) FILTER (WHERE PaymentStatus = 'Failed'),
+                    COUNT(*) FILTER (WHERE PaymentStatus = 'Paid' AND TransactionId IS NOT NULL),
+                    COUNT(*) FILTER (WHERE PaymentStatus = 'Failed' AND TransactionId IS NOT NULL)
+               FROM Payments",
+            &[],
+        )?;
+        let n = |i: usize| row.get::<_, i64>(i) as u64;
+        Ok(PaymentCounts {
+            pending: n(0),
+            paid: n(1),
+            failed: n(2),
+            paid_with_txid: n(3),
+            failed_with_txid: n(4),
+        })
+    }
+
+    /// Rows in the outbox. Counted, not taken from the highest id: an identity value drawn
+    /// by a rolled-back insert leaves a gap.
+    pub fn message_count(&mut self) -> Result<u64> {
+        let n: i64 = self
+            .client
+            .query_one("SELECT COUNT(*) FROM OutboxMessages", &[])?
+            .get(0);
+        Ok(n as u64)
+    }
+
+    /// Rows `offset..offset+limit` of the outbox in id order, with their payment status.
+    pub fn messages(&mut self, offset: u64, limit: u64) -> Result<Vec<MessageRow>> {
+        let rows = self.client.query(
+            "SELECT o.Id, o.PaymentKey, o.Status, o.LockedBy, o.LockedUntilUtc, o.LeaseVersion,
+                    o.Attempts, o.ProcessedAtUtc, p.PaymentStatus
+               FROM OutboxMessages o JOIN Payments p ON p.IdempotencyKey = o.PaymentKey
+              ORDER BY o.Id OFFSET $1 LIMIT $2",
+            &[&(offset as i64), &(limit as i64)],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| MessageRow {
+                id: r.get(0),
+                key: r.get(1),
+                status: r.get(2),
+                locked_by: r.get(3),
+                locked_until_ms: r.get(4),
+                lease_version: r.get(5),
+                attempts: r.get(6),
+                processed_at_ms: r.get(7),
+                payment_status: r.get(8),
+            })
+            .collect())
+    }
+
+    /// Up to `limit` events after `seq`, in commit order: a reader tails the table by
+    /// asking again with the last Seq it saw.
+    pub fn events_after(&mut self, seq: u64, limit: u64) -> Result<Vec<LeaseEventRow>> {
+        let rows = self.client.query(
+            "SELECT Seq, AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion,
+                    LockedUntilUtc, PaymentStatus
+               FROM LeaseEvents WHERE Seq > $1 ORDER BY Seq LIMIT $2",
+            &[&(seq as i64), &(limit as i64)],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| LeaseEventRow {
+                seq: r.get::<_, i64>(0) as u64,
+                at_ms: r.get(1),
+                worker: r.get(2),
+                kind: r.get(3),
+                id: r.get(4),
+                key: r.get(5),
+                version: r.get(6),
+                until_ms: r.get(7),
+                payment_status: r.get(8),
+            })
+            .collect())
+    }
+}
