@@ -1,0 +1,415 @@
+//! The PostgreSQL store against a real server (`LEASELAB_PG_URL`, see `.ci/pg-start.sh`).
+//! Every test makes its own database and drops it, so the tests run in parallel.
+
+mod pg_support;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Barrier};
+
+use leaselab::engine::pg::{LeaseEventRow, PgError, PgStore};
+use leaselab::engine::provider::{Provider, ProviderStatus, StatusCheck};
+use leaselab::engine::store::{ClaimOutcome, DbOrigin, FinalizeOutcome, Lease, OutboxCounts};
+use pg_support::{decide, scratch, ScratchDb};
+
+const NOW: i64 = 1_000;
+const LEASE: i64 = 500;
+
+/// A scratch database with the schema and `n` seeded messages, or None when skipped.
+fn seeded(tag: &str, n: u64) -> Option<(ScratchDb, PgStore)> {
+    let db = scratch(tag)?;
+    let (mut store, origin) = PgStore::create(&db.config).expect("create");
+    assert_eq!(origin, DbOrigin::Created);
+    store.seed(&Provider::new(), n, 0).expect("seed");
+    Some((db, store))
+}
+
+fn claimed(outcome: ClaimOutcome) -> Lease {
+    match outcome {
+        ClaimOutcome::Claimed(lease) => lease,
+        other => panic!("expected a claim, got {other:?}"),
+    }
+}
+
+fn paid() -> StatusCheck {
+    StatusCheck {
+        status: ProviderStatus::Paid,
+        transaction_id: Some("TX-1".into()),
+    }
+}
+
+fn all_events(store: &mut PgStore) -> Vec<LeaseEventRow> {
+    store.events_after(0, 1_000_000).expect("events")
+}
+
+#[test]
+fn without_a_server_the_tests_skip_except_in_ci() {
+    let url = || Some("postgres://u@/db?host=/tmp/s".to_string());
+    assert_eq!(decide(None, None), Ok(None));
+    assert_eq!(decide(Some(" ".into()), Some("false".into())), Ok(None));
+    assert_eq!(decide(url(), None), Ok(url()));
+    assert_eq!(decide(url(), Some("true".into())), Ok(url()));
+    let err = decide(None, Some("true".into())).unwrap_err();
+    assert!(err.contains("LEASELAB_PG_URL"), "{err}");
+}
+
+#[test]
+fn an_empty_database_is_made_once_then_reused() {
+    let Some(db) = scratch("made") else { return };
+    let (_, origin) = PgStore::create(&db.config).expect("create");
+    assert_eq!(origin, DbOrigin::Created);
+    let (mut store, origin) = PgStore::create(&db.config).expect("reopen");
+    assert_eq!(origin, DbOrigin::Reused);
+    assert_eq!(store.outbox_counts().unwrap(), OutboxCounts::default());
+    let marker = db
+        .client()
+        .query_one("SELECT Application, SchemaVersion FROM LeaselabMarker", &[])
+        .unwrap();
+    assert_eq!(marker.get::<_, String>(0), "leaselab");
+    assert_eq!(marker.get::<_, i32>(1), 1);
+}
+
+#[test]
+fn a_database_of_another_application_is_refused_untouched() {
+    let Some(db) = scratch("foreign") else { return };
+    let mut raw = db.client();
+    raw.batch_execute("CREATE TABLE customers (id int); INSERT INTO customers VALUES (7)")
+        .unwrap();
+    let err = PgStore::create(&db.config).expect_err("must refuse");
+    assert!(matches!(err, PgError::Foreign(_)), "{err:?}");
+    assert!(err.is_bad_input());
+    let line = err.to_string();
+    assert!(!line.contains('\n'), "one line: {line}");
+    assert!(
+        line.contains("customers") && line.contains("refusing"),
+        "{line}"
+    );
+    let tables: i64 = raw
+        .query_one(
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 1, "nothing was created beside the foreign table");
+    let kept: i32 = raw
+        .query_one("SELECT id FROM customers", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 7);
+}
+
+#[test]
+fn a_leaselab_database_of_another_schema_version_is_refused() {
+    let Some(db) = scratch("version") else { return };
+    PgStore::create(&db.config).expect("create");
+    db.client()
+        .batch_execute("UPDATE LeaselabMarker SET SchemaVersion = 99")
+        .unwrap();
+    let line = PgStore::create(&db.config).expect_err("refuse").to_string();
+    assert!(line.contains("schema version 99"), "{line}");
+}
+
+#[test]
+fn an_unreachable_server_is_one_line_of_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("postgres://leaselab@/nowhere?host={}", dir.path().display());
+    let err = PgStore::open_url(&url).expect_err("no server there");
+    assert!(matches!(err, PgError::Unreachable(_)), "{err:?}");
+    assert!(!err.to_string().contains('\n'), "{err}");
+    let err = PgStore::open_url("postgres://u@h:notaport/db").expect_err("bad url");
+    assert!(matches!(err, PgError::BadUrl(_)), "{err:?}");
+}
+
+#[test]
+fn claim_takes_pending_oldest_first_and_an_expired_lease_only_after_its_expiry() {
+    let Some((_db, mut store)) = seeded("claimrule", 2) else {
+        return;
+    };
+    let a = claimed(store.claim_next("Worker-A", NOW, LEASE).unwrap().0);
+    let b = claimed(store.claim_next("Worker-B", NOW, LEASE).unwrap().0);
+    assert_eq!((a.id, a.key.as_str(), a.version), (1, "PAY-001", 1));
+    assert_eq!((b.id, b.version, b.until_ms), (2, 1, NOW + LEASE));
+    assert_eq!(
+        store.claim_next("Worker-C", NOW, LEASE).unwrap(),
+        (ClaimOutcome::Empty, None)
+    );
+    // At its expiry instant a lease still holds; one millisecond later it is claimable.
+    let at_expiry = NOW + LEASE;
+    assert_eq!(
+        store.claim_next("Worker-C", at_expiry, LEASE).unwrap().0,
+        ClaimOutcome::Empty
+    );
+    let c = claimed(
+        store
+            .claim_next("Worker-C", at_expiry + 1, LEASE)
+            .unwrap()
+            .0,
+    );
+    assert_eq!((c.id, c.owner.as_str(), c.version), (1, "Worker-C", 2));
+    let rows = store.messages(0, 10).unwrap();
+    assert_eq!(rows[0].locked_by.as_deref(), Some("Worker-C"));
+    assert_eq!((rows[0].lease_version, rows[0].attempts), (2, 2));
+    assert_eq!(rows[0].locked_until_ms, Some(at_expiry + 1 + LEASE));
+    assert_eq!(
+        store.outbox_counts().unwrap(),
+        OutboxCounts {
+            pending: 0,
+            processing: 2,
+            processed: 0
+        }
+    );
+}
+
+#[test]
+fn claim_of_a_held_message_is_blocked_with_owner_and_time_left() {
+    let Some((_db, mut store)) = seeded("blocked", 2) else {
+        return;
+    };
+    let a = claimed(store.claim_id(1, "Worker-A", NOW, LEASE).unwrap().0);
+    assert_eq!(a.version, 1);
+    let blocked = |left_ms| ClaimOutcome::Blocked {
+        id: 1,
+        key: "PAY-001".into(),
+        owner: "Worker-A".into(),
+        left_ms,
+    };
+    assert_eq!(
+        store.claim_id(1, "Worker-B", NOW + 200, LEASE).unwrap(),
+        (blocked(300), None)
+    );
+    assert_eq!(
+        store.claim_id(1, "Worker-B", NOW + LEASE, LEASE).unwrap().0,
+        blocked(0)
+    );
+    let b = claimed(
+        store
+            .claim_id(1, "Worker-B", NOW + LEASE + 1, LEASE)
+            .unwrap()
+            .0,
+    );
+    assert_eq!((b.owner.as_str(), b.version), ("Worker-B", 2));
+    assert_eq!(
+        store.claim_id(99, "Worker-B", NOW, LEASE).unwrap().0,
+        ClaimOutcome::Empty
+    );
+    let two = claimed(store.claim_id(2, "Worker-B", NOW, LEASE).unwrap().0);
+    store.finalize(&two, &paid(), NOW).unwrap();
+    assert_eq!(
+        store
+            .claim_id(2, "Worker-A", NOW + 10 * LEASE, LEASE)
+            .unwrap()
+            .0,
+        ClaimOutcome::Empty,
+        "a processed message is never claimed again"
+    );
+}
+
+#[test]
+fn finalize_after_a_takeover_is_rejected_and_leaves_the_payment_alone() {
+    let Some((_db, mut store)) = seeded("takeover", 1) else {
+        return;
+    };
+    let (a, seq_a) = store.claim_next("Worker-A", NOW, LEASE).unwrap();
+    let a = claimed(a);
+    let (b, seq_b) = store
+        .claim_next("Worker-B", NOW + LEASE + 1, LEASE)
+        .unwrap();
+    let b = claimed(b);
+    assert_eq!(b.version, a.version + 1);
+
+    let (late, seq_late) = store.finalize(&a, &paid(), NOW + LEASE + 2).unwrap();
+    assert_eq!(late, FinalizeOutcome::Rejected);
+    let row = &store.messages(0, 1).unwrap()[0];
+    assert_eq!(row.status, "Processing");
+    assert_eq!(row.locked_by.as_deref(), Some("Worker-B"));
+    assert_eq!(
+        row.payment_status, "Pending",
+        "the rejected finalize wrote no payment"
+    );
+    assert_eq!(store.payment_counts().unwrap().pending, 1);
+
+    let failed = StatusCheck {
+        status: ProviderStatus::Failed,
+        transaction_id: None,
+    };
+    let (done, seq_done) = store.finalize(&b, &failed, NOW + LEASE + 3).unwrap();
+    assert_eq!(done, FinalizeOutcome::Committed);
+    let row = &store.messages(0, 1).unwrap()[0];
+    assert_eq!(
+        (row.status.as_str(), row.payment_status.as_str()),
+        ("Processed", "Failed")
+    );
+    assert_eq!(row.processed_at_ms, Some(NOW + LEASE + 3));
+    assert_eq!(row.locked_until_ms, None);
+
+    // The events table tells the same story in commit order, one row per write.
+    let events = all_events(&mut store);
+    let story: Vec<(u64, &str, &str, i64)> = events
+        .iter()
+        .map(|e| (e.seq, e.kind.as_str(), e.worker.as_str(), e.version))
+        .collect();
+    assert_eq!(
+        story,
+        vec![
+            (seq_a.unwrap(), "Claimed", "Worker-A", 1),
+            (seq_b.unwrap(), "Claimed", "Worker-B", 2),
+            (seq_late, "FinalizeRejected", "Worker-A", 1),
+            (seq_done, "Finalized", "Worker-B", 2),
+        ]
+    );
+    assert!(story.windows(2).all(|w| w[0].0 < w[1].0));
+    assert_eq!(events[0].until_ms, Some(NOW + LEASE));
+    assert_eq!(events[3].payment_status.as_deref(), Some("Failed"));
+    assert_eq!(events[3].at_ms, NOW + LEASE + 3);
+    assert_eq!(store.events_after(events[1].seq, 10).unwrap(), events[2..]);
+}
+
+#[test]
+fn a_claim_skips_a_row_another_transaction_has_locked() {
+    let Some((db, mut store)) = seeded("skiplocked", 2) else {
+        return;
+    };
+    let mut other = db.client();
+    let mut tx = other.transaction().unwrap();
+    tx.query("SELECT Id FROM OutboxMessages WHERE Id = 1 FOR UPDATE", &[])
+        .unwrap();
+    // With the oldest row locked elsewhere the claim takes the next one instead of waiting.
+    let lease = claimed(store.claim_next("Worker-A", NOW, LEASE).unwrap().0);
+    assert_eq!(lease.id, 2);
+    tx.commit().unwrap();
+    let lease = claimed(store.claim_next("Worker-B", NOW, LEASE).unwrap().0);
+    assert_eq!(lease.id, 1);
+}
+
+/// What one draining thread did: its claims and finalizes.
+#[derive(Default)]
+struct Tally {
+    claims: Vec<Lease>,
+    committed: Vec<Lease>,
+    rejected: Vec<Lease>,
+}
+
+/// `threads` workers, each with its own connection, drain the outbox. Each claim moves the
+/// shared scenario clock on by `step_ms`, so with a short lease some leases expire under
+/// their holder and are taken over.
+fn drain(db: &ScratchDb, threads: usize, lease_ms: i64, step_ms: i64) -> Vec<Tally> {
+    let clock = Arc::new(AtomicI64::new(NOW));
+    let provider = Arc::new(Provider::new());
+    let start = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|i| {
+            let (config, clock, provider, start) = (
+                db.config.clone(),
+                clock.clone(),
+                provider.clone(),
+                start.clone(),
+            );
+            std::thread::spawn(move || {
+                let name = format!("Worker-{}", (b'A' + i as u8) as char);
+                let mut store = PgStore::open(&config).expect("open");
+                let mut tally = Tally::default();
+                start.wait();
+                for _ in 0..100_000 {
+                    let now = clock.fetch_add(step_ms, Ordering::SeqCst);
+                    match store.claim_next(&name, now, lease_ms).expect("claim").0 {
+                        ClaimOutcome::Claimed(lease) => {
+                            let check = provider.check_status(&lease.key);
+                            let now = clock.fetch_add(step_ms, Ordering::SeqCst);
+                            let (outcome, _) =
+                                store.finalize(&lease, &check, now).expect("finalize");
+                            match outcome {
+                                FinalizeOutcome::Committed => tally.committed.push(lease.clone()),
+                                FinalizeOutcome::Rejected => tally.rejected.push(lease.clone()),
+                            }
+                            tally.claims.push(lease);
+                        }
+                        ClaimOutcome::Empty => {
+                            if store.outbox_counts().expect("counts").drained() {
+                                return tally;
+                            }
+                        }
+                        ClaimOutcome::Blocked { .. } => unreachable!("claim_next never blocks"),
+                    }
+                }
+                panic!("{name} did not see the outbox drained");
+            })
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| h.join().expect("worker thread"))
+        .collect()
+}
+
+/// Every message was finalized exactly once, by the holder of its last lease, and the
+/// events table agrees with what the threads saw.
+fn assert_exactly_once(db: &ScratchDb, tallies: &[Tally], messages: u64) {
+    let mut store = PgStore::open(&db.config).unwrap();
+    let committed: Vec<&Lease> = tallies.iter().flat_map(|t| &t.committed).collect();
+    let mut per_message: BTreeMap<i64, u32> = BTreeMap::new();
+    for lease in &committed {
+        *per_message.entry(lease.id).or_default() += 1;
+    }
+    assert_eq!(
+        per_message.len() as u64,
+        messages,
+        "every message finalized"
+    );
+    assert!(per_message.values().all(|&n| n == 1), "{per_message:?}");
+    let rows = store.messages(0, messages + 1).unwrap();
+    assert_eq!(rows.len() as u64, messages);
+    for row in &rows {
+        let winner = committed.iter().find(|l| l.id == row.id).unwrap();
+        assert_eq!(row.status, "Processed");
+        assert_ne!(row.payment_status, "Pending", "{row:?}");
+        // The finalize that counted was made under the row's newest lease by its holder.
+        assert_eq!(row.lease_version, winner.version, "{row:?}");
+        assert_eq!(row.locked_by.as_deref(), Some(winner.owner.as_str()));
+    }
+    let payments = store.payment_counts().unwrap();
+    assert_eq!(payments.paid + payments.failed, messages);
+
+    let events = all_events(&mut store);
+    assert!(events.windows(2).all(|w| w[0].seq < w[1].seq));
+    let claims: usize = tallies.iter().map(|t| t.claims.len()).sum();
+    let rejected: usize = tallies.iter().map(|t| t.rejected.len()).sum();
+    let count = |kind: &str| events.iter().filter(|e| e.kind == kind).count();
+    assert_eq!(count("Claimed"), claims);
+    assert_eq!(count("Finalized"), committed.len());
+    assert_eq!(count("FinalizeRejected"), rejected);
+    for e in events.iter().filter(|e| e.kind == "Finalized") {
+        let claim = events
+            .iter()
+            .find(|c| c.kind == "Claimed" && c.id == e.id && c.version == e.version)
+            .expect("the lease that finalized was claimed");
+        assert_eq!(claim.worker, e.worker, "finalized by the lease's owner");
+        assert!(claim.seq < e.seq);
+    }
+}
+
+#[test]
+fn threads_with_their_own_connections_drain_every_message_exactly_once() {
+    let Some((db, _store)) = seeded("drain", 120) else {
+        return;
+    };
+    // Leases far longer than the run: no takeover, so every claim must finalize.
+    let tallies = drain(&db, 4, 1_000_000, 1);
+    assert_exactly_once(&db, &tallies, 120);
+    for t in &tallies {
+        assert!(t.rejected.is_empty());
+        assert_eq!(t.claims.len(), t.committed.len());
+    }
+    let claims: usize = tallies.iter().map(|t| t.claims.len()).sum();
+    assert_eq!(claims, 120, "each message claimed once");
+}
+
+#[test]
+fn threads_with_expiring_leases_never_let_a_non_owner_finalize() {
+    let Some((db, _store)) = seeded("takeovers", 80) else {
+        return;
+    };
+    // A lease of a few scenario steps: other threads' claims move the clock past it.
+    let tallies = drain(&db, 4, 3, 1);
+    assert_exactly_once(&db, &tallies, 80);
+}
