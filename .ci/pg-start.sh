@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Start a throwaway PostgreSQL server for the tests: a new cluster in a temporary folder,
+# reachable only through a Unix socket in that folder (no TCP port).
+#
+#   eval "$(.ci/pg-start.sh)"        # sets LEASELAB_PG_URL and LEASELAB_PG_DIR
+#   cargo test --test pg_store
+#   .ci/pg-stop.sh                   # stops the server and removes the folder
+#
+# Everything else goes to stderr, so only the two export lines reach `eval`.
+# The server runs as the calling user, or as the `postgres` system user when called as root
+# (PostgreSQL refuses to run as root).
+set -euo pipefail
+
+say() { printf 'pg-start: %s\n' "$*" >&2; }
+
+bindir=""
+for d in /usr/lib/postgresql/*/bin; do
+  [[ -x "$d/initdb" && -x "$d/pg_ctl" ]] && bindir="$d"
+done
+if [[ -z "$bindir" ]]; then
+  say "no PostgreSQL server found under /usr/lib/postgresql (apt-get install postgresql)"
+  exit 1
+fi
+
+as_owner=()
+owner=$(id -un)
+if [[ $(id -u) -eq 0 ]]; then
+  owner=postgres
+  if ! id -u "$owner" >/dev/null 2>&1; then
+    useradd --system --user-group --home-dir /nonexistent --shell /usr/sbin/nologin "$owner"
+  fi
+  as_owner=(runuser -u "$owner" --)
+fi
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/leaselab-pg.XXXXXX")
+# A Unix socket path holds at most 107 bytes.
+if (( ${#dir} + 20 > 107 )); then
+  rmdir "$dir"
+  say "temporary folder path too long for a Unix socket: $dir (set TMPDIR to a shorter one)"
+  exit 1
+fi
+chmod 755 "$dir"
+mkdir "$dir/data" "$dir/socket"
+chown "$owner" "$dir" "$dir/data" "$dir/socket"
+
+"${as_owner[@]}" "$bindir/initdb" --pgdata="$dir/data" --username=leaselab --auth=trust \
+  --encoding=UTF8 --no-locale >"$dir/initdb.log" 2>&1 || {
+  cat "$dir/initdb.log" >&2
+  say "initdb failed"
+  exit 1
+}
+# Enough connections for the tests' parallel threads; no TCP listener at all.
+if ! "${as_owner[@]}" "$bindir/pg_ctl" --pgdata="$dir/data" --log="$dir/server.log" --wait \
+  -o "-k $dir/socket -c listen_addresses='' -c max_connections=200" start >&2; then
+  cat "$dir/server.log" >&2
+  say "the server did not start"
+  exit 1
+fi
+"${as_owner[@]}" "$bindir/psql" -h "$dir/socket" -U leaselab -d postgres -q -v ON_ERROR_STOP=1 \
+  -c 'CREATE DATABASE leaselab' >&2
+
+say "PostgreSQL $("$bindir/pg_ctl" --version | awk '{print $3}') running in $dir (socket only)"
+printf 'export LEASELAB_PG_DIR=%q\n' "$dir"
+printf 'export LEASELAB_PG_URL=%q\n' "postgres://leaselab@/leaselab?host=$dir/socket"
