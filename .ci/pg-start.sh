@@ -40,6 +40,12 @@ if (( ${#dir} + 20 > 107 )); then
   exit 1
 fi
 chmod 755 "$dir"
+started=""
+# A start that fails halfway leaves no server and no folder behind.
+trap 'if [[ -z "$started" ]]; then
+        "${as_owner[@]}" "$bindir/pg_ctl" --pgdata="$dir/data" --mode=immediate stop >/dev/null 2>&1 || true
+        rm -rf "$dir"
+      fi' EXIT
 mkdir "$dir/data" "$dir/socket"
 chown "$owner" "$dir" "$dir/data" "$dir/socket"
 
@@ -59,6 +65,7 @@ fi
 "${as_owner[@]}" "$bindir/psql" -h "$dir/socket" -U leaselab -d postgres -q -v ON_ERROR_STOP=1 \
   -c 'CREATE DATABASE leaselab' >&2
 
+started=yes
 say "PostgreSQL $("$bindir/pg_ctl" --version | awk '{print $3}') running in $dir (socket only)"
 printf 'export LEASELAB_PG_DIR=%q\n' "$dir"
 printf 'export LEASELAB_PG_URL=%q\n' "postgres://leaselab@/leaselab?host=$dir/socket"
