@@ -4,7 +4,7 @@
 mod pg_support;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Barrier};
 
 use leaselab::engine::pg::{LeaseEventRow, PgError, PgStore};
@@ -290,10 +290,16 @@ struct Tally {
     rejected: Vec<Lease>,
 }
 
-/// `threads` workers, each with its own connection, drain the outbox. Each claim moves the
-/// shared scenario clock on by `step_ms`, so with a short lease some leases expire under
-/// their holder and are taken over.
-fn drain(db: &ScratchDb, threads: usize, lease_ms: i64, step_ms: i64) -> Vec<Tally> {
+/// What the threads did, and the events a reader saw by tailing the table meanwhile.
+struct Drained {
+    tallies: Vec<Tally>,
+    tailed: Vec<LeaseEventRow>,
+}
+
+/// `threads` workers, each with its own connection, drain the outbox while a reader tails
+/// `LeaseEvents`. Each claim moves the shared scenario clock on by `step_ms`, so with a
+/// short lease some leases expire under their holder and are taken over.
+fn drain(db: &ScratchDb, threads: usize, lease_ms: i64, step_ms: i64) -> Drained {
     let clock = Arc::new(AtomicI64::new(NOW));
     let provider = Arc::new(Provider::new());
     let start = Arc::new(Barrier::new(threads));
@@ -336,15 +342,38 @@ fn drain(db: &ScratchDb, threads: usize, lease_ms: i64, step_ms: i64) -> Vec<Tal
             })
         })
         .collect();
-    handles
+    let done = Arc::new(AtomicBool::new(false));
+    let tailer = {
+        let (config, done) = (db.config.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut store = PgStore::open(&config).expect("open");
+            let mut seen: Vec<LeaseEventRow> = Vec::new();
+            loop {
+                // Read the flag first: a read that starts after it was set sees every row.
+                let last_round = done.load(Ordering::SeqCst);
+                let after = seen.last().map_or(0, |e| e.seq);
+                seen.extend(store.events_after(after, 1_000).expect("tail"));
+                if last_round {
+                    return seen;
+                }
+            }
+        })
+    };
+    let tallies = handles
         .into_iter()
         .map(|h| h.join().expect("worker thread"))
-        .collect()
+        .collect();
+    done.store(true, Ordering::SeqCst);
+    Drained {
+        tallies,
+        tailed: tailer.join().expect("tailer thread"),
+    }
 }
 
 /// Every message was finalized exactly once, by the holder of its last lease, and the
 /// events table agrees with what the threads saw.
-fn assert_exactly_once(db: &ScratchDb, tallies: &[Tally], messages: u64) {
+fn assert_exactly_once(db: &ScratchDb, drained: &Drained, messages: u64) {
+    let tallies = &drained.tallies;
     let mut store = PgStore::open(&db.config).unwrap();
     let committed: Vec<&Lease> = tallies.iter().flat_map(|t| &t.committed).collect();
     let mut per_message: BTreeMap<i64, u32> = BTreeMap::new();
@@ -372,6 +401,13 @@ fn assert_exactly_once(db: &ScratchDb, tallies: &[Tally], messages: u64) {
 
     let events = all_events(&mut store);
     assert!(events.windows(2).all(|w| w[0].seq < w[1].seq));
+    // Seq order is commit order: tailing by "Seq after the last one seen" missed no row.
+    assert_eq!(
+        drained.tailed.len(),
+        events.len(),
+        "the tailing reader missed rows"
+    );
+    assert_eq!(drained.tailed, events);
     let claims: usize = tallies.iter().map(|t| t.claims.len()).sum();
     let rejected: usize = tallies.iter().map(|t| t.rejected.len()).sum();
     let count = |kind: &str| events.iter().filter(|e| e.kind == kind).count();
@@ -394,9 +430,10 @@ fn threads_with_their_own_connections_drain_every_message_exactly_once() {
         return;
     };
     // Leases far longer than the run: no takeover, so every claim must finalize.
-    let tallies = drain(&db, 4, 1_000_000, 1);
-    assert_exactly_once(&db, &tallies, 120);
-    for t in &tallies {
+    let drained = drain(&db, 4, 1_000_000, 1);
+    assert_exactly_once(&db, &drained, 120);
+    let tallies = &drained.tallies;
+    for t in tallies {
         assert!(t.rejected.is_empty());
         assert_eq!(t.claims.len(), t.committed.len());
     }
@@ -410,6 +447,6 @@ fn threads_with_expiring_leases_never_let_a_non_owner_finalize() {
         return;
     };
     // A lease of a few scenario steps: other threads' claims move the clock past it.
-    let tallies = drain(&db, 4, 3, 1);
-    assert_exactly_once(&db, &tallies, 80);
+    let drained = drain(&db, 4, 3, 1);
+    assert_exactly_once(&db, &drained, 80);
 }
