@@ -162,6 +162,49 @@ fn claim_takes_pending_oldest_first_and_an_expired_lease_only_after_its_expiry()
 }
 
 #[test]
+fn an_expired_lease_on_an_older_message_is_claimed_before_a_newer_pending_one() {
+    let Some((_db, mut store)) = seeded("older", 2) else {
+        return;
+    };
+    let a = claimed(store.claim_id(1, "Worker-A", NOW, LEASE).unwrap().0);
+    let later = a.until_ms + 1;
+    let b = claimed(store.claim_next("Worker-B", later, LEASE).unwrap().0);
+    assert_eq!((b.id, b.version), (1, 2));
+    let c = claimed(store.claim_next("Worker-C", later, LEASE).unwrap().0);
+    assert_eq!((c.id, c.version), (2, 1));
+}
+
+#[test]
+fn emptying_starts_the_outbox_and_its_events_again_from_one() {
+    let Some((_db, mut store)) = seeded("reseed", 3) else {
+        return;
+    };
+    let provider = Provider::new();
+    claimed(store.claim_next("Worker-A", NOW, LEASE).unwrap().0);
+    store.empty().unwrap();
+    assert_eq!(store.outbox_counts().unwrap(), OutboxCounts::default());
+    assert_eq!(store.message_count().unwrap(), 0);
+    assert!(all_events(&mut store).is_empty());
+    store.seed(&provider, 2, NOW).unwrap();
+    let added = store
+        .add_payment(&provider, "PAY-EXTRA", 1_234, NOW)
+        .unwrap();
+    assert_eq!((added.id, added.key.as_str()), (3, "PAY-EXTRA"));
+    let rows = store.messages(1, 10).unwrap();
+    let ids: Vec<(i64, &str, &str)> = rows
+        .iter()
+        .map(|r| (r.id, r.key.as_str(), r.payment_status.as_str()))
+        .collect();
+    assert_eq!(
+        ids,
+        vec![(2, "PAY-002", "Pending"), (3, "PAY-EXTRA", "Pending")]
+    );
+    assert_eq!(provider.creations_total(), 3);
+    let (lease, seq) = store.claim_next("Worker-A", NOW, LEASE).unwrap();
+    assert_eq!((claimed(lease).id, seq), (1, Some(1)));
+}
+
+#[test]
 fn claim_of_a_held_message_is_blocked_with_owner_and_time_left() {
     let Some((_db, mut store)) = seeded("blocked", 2) else {
         return;
