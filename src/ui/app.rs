@@ -215,7 +215,8 @@ impl App {
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) {
-        if self.ui.help && matches!(key.code, KeyCode::Esc) {
+        // Esc closes an overlay and never quits, so a second Esc cannot end a lesson.
+        if matches!(key.code, KeyCode::Esc) {
             self.ui.help = false;
             return;
         }

@@ -120,6 +120,18 @@ impl EventLog {
         });
     }
 
+    /// A line of the history checker's verdict, red when a check failed.
+    pub fn verdict(&mut self, at_ms: i64, text: impl Into<String>, passed: bool) {
+        self.push(LogLine {
+            at_ms,
+            actor: "history".into(),
+            text: text.into(),
+            tone: if passed { Tone::Good } else { Tone::Bad },
+            repeat: 1,
+            idle: false,
+        });
+    }
+
     fn push(&mut self, line: LogLine) {
         if self.lines.len() == LOG_CAPACITY {
             self.lines.pop_front();

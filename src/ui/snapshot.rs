@@ -125,3 +125,23 @@ pub struct LogView {
     /// Lines scrolled back from the newest.
     pub back: usize,
 }
+
+/// The one-line verdict of a history check, as the strip and the log show it.
+pub fn verdict_line(h: &HistoryCheck) -> String {
+    if h.passed() {
+        format!(
+            "VERDICT ✓ ONE OWNER AT A TIME: {} processed, each once",
+            h.processed
+        )
+    } else {
+        let failed: Vec<&str> = h
+            .rules()
+            .into_iter()
+            .filter(|r| !r.1)
+            .map(|r| r.0.trim_start_matches("history: "))
+            .collect();
+        let n = h.problems();
+        let noun = if n == 1 { "problem" } else { "problems" };
+        format!("VERDICT ✗ {n} {noun}: {}", failed.join(" · "))
+    }
+}

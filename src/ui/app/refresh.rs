@@ -113,8 +113,22 @@ impl App {
             return;
         }
         if let Ok(rows) = self.reader.messages(0, self.snap.db.total) {
-            self.snap.history = Some(checker::check(&self.ledger, &rows));
+            let h = checker::check(&self.ledger, &rows);
+            self.log_verdict(&h);
+            self.snap.history = Some(h);
             self.history_key = key;
+        }
+    }
+
+    /// The verdict and each failed check, written into the event log where they stay.
+    fn log_verdict(&mut self, h: &checker::HistoryCheck) {
+        let at = self.snap.now_ms;
+        self.log
+            .verdict(at, crate::ui::snapshot::verdict_line(h), h.passed());
+        for (name, passed, detail) in h.rules() {
+            if !passed {
+                self.log.verdict(at, format!("✗ {name}: {detail}"), false);
+            }
         }
     }
 

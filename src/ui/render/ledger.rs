@@ -49,7 +49,25 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
         ("crashes", l.crashes, t.base),
         ("restarts", l.restarts, t.base),
     ];
-    figures.extend(extra.into_iter().take(rows.saturating_sub(7)));
+    let room = rows.saturating_sub(7);
+    let short = room < extra.len();
+    if short {
+        // Attempts and provider checks share a line so the reclaims line fits too.
+        figures.drain(..2);
+        let provider = if l.provider_idempotent {
+            format!(
+                " · calls {} / effects {}",
+                l.provider_checks, l.provider_effects
+            )
+        } else {
+            format!(" · provider checks {}", l.provider_checks)
+        };
+        lines.push(Line::from(vec![
+            Span::raw(format!("attempts {}", l.processing_attempts)),
+            Span::raw(provider),
+        ]));
+    }
+    figures.extend(extra.into_iter().take(if short { 0 } else { room }));
     for (label, n, style) in figures {
         let mut number = n.to_string();
         let mut label = label;
@@ -59,6 +77,20 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
             number = format!("{n} / {}", l.provider_effects);
         }
         lines.push(figure(label, number, style, width));
+    }
+    // Too few rows for a line each: how the story got here still shows, on one line.
+    if short {
+        lines.push(Line::from(vec![
+            Span::raw("reclaims "),
+            styled(
+                l.reclaims.to_string(),
+                if l.reclaims > 0 { t.warn } else { t.base },
+            ),
+            Span::raw(", crashes "),
+            Span::raw(l.crashes.to_string()),
+            Span::raw(", restarts "),
+            Span::raw(l.restarts.to_string()),
+        ]));
     }
     // The history checker's verdict once the outbox has drained, as the reports give it.
     let (verdict, style) = match &s.history {

@@ -86,9 +86,10 @@ impl Areas {
         let workers_h = worker_lines + 2;
         let top_min = (workers_h + LEDGER_H).max(TABLE_MIN_H);
         let timeline_h = (workers as u16).clamp(1, MAX_LANES) + 2;
+        let footer_h = footer::height(area.width).max(FOOTER_H);
         let body = area
             .height
-            .saturating_sub(HEADER_H + STRIP_H + FOOTER_H + timeline_h);
+            .saturating_sub(HEADER_H + STRIP_H + footer_h + timeline_h);
         let extra = body.saturating_sub(top_min + LOG_MIN_H);
         let top_h = top_min + extra * TOP_SHARE / 5;
         let [header, strip, top, timeline, log, footer] = Layout::vertical([
@@ -97,7 +98,7 @@ impl Areas {
             Constraint::Length(top_h),
             Constraint::Length(timeline_h),
             Constraint::Fill(1),
-            Constraint::Length(FOOTER_H),
+            Constraint::Length(footer_h),
         ])
         .areas(area);
         let [table, side] = Layout::horizontal([

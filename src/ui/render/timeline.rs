@@ -45,7 +45,7 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
     let inner = block.inner(area);
     let window = Window::new(s.lease_ms, s.now_ms, inner.width);
     let legend = format!(
-        " {} .. now {} · cell {} ms · ━ lease ┄ no lease ░ dead lease ✗ crash ! blocked ✓ done × rejected ",
+        " {} .. now {} · cell {} ms · ━ lease ┄ no lease ░ dead lease ✗ crash ! blocked ✓ done × rejected L loaded ↻ restarted ",
         hms(window.start),
         hms(s.now_ms),
         window.mpc
