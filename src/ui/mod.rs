@@ -97,11 +97,9 @@ fn run_app(make_app: impl FnOnce() -> Result<App, String>) -> Result<Ended, Stri
     let previous_hook = install_panic_hook();
     let result = open_terminal().and_then(|mut terminal| {
         let input = InputThread::spawn();
-        // The first frame shows the seeded outbox before any worker moves.
-        let result = draw(&mut terminal, &mut app).and_then(|()| {
-            app.start();
-            run_loop(&mut terminal, &mut app, &input.keys, &interrupts)
-        });
+        // Free play opens paused too: a class sees the seeded outbox until space runs it.
+        let result = draw(&mut terminal, &mut app)
+            .and_then(|()| run_loop(&mut terminal, &mut app, &input.keys, &interrupts));
         restore_terminal();
         input.stop();
         result

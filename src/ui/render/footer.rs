@@ -21,7 +21,7 @@ pub fn height(width: u16) -> u16 {
     let all: usize = keys::footer_entries()
         .map(|b| {
             let hint = if b.action == keys::Action::TogglePause {
-                "resume"
+                "run"
             } else {
                 b.hint
             };
@@ -45,7 +45,7 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
             continue;
         }
         let hint = if b.action == keys::Action::TogglePause && s.paused {
-            "resume"
+            "run"
         } else {
             b.hint
         };

@@ -108,7 +108,7 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
         ));
     } else if s.paused {
         spans.push(styled(" PAUSED ", t.paused));
-        spans.push(Span::raw(" space resumes · n steps · "));
+        spans.push(Span::raw(" space runs · n steps · - slows · "));
         match s.next_mover.and_then(|slot| s.workers.get(slot)) {
             Some(w) => spans.push(styled(
                 format!("next: {} will {}", w.status.name, w.status.next.describe()),

@@ -12,7 +12,21 @@ use crate::ui::theme::Theme;
 
 pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
     let l = &s.figures;
-    let block = pane(" Ledgers ", t, false);
+    // The history checker's verdict once the outbox has drained, as the reports give it;
+    // it sits in the bottom border so the figures keep every row.
+    let (verdict, style) = match &s.history {
+        None => ("after the drain".to_string(), t.dim),
+        Some(h) if h.passed() => ("clean".to_string(), t.good),
+        Some(h) => (format!("{} problems", h.problems()), t.bad),
+    };
+    let block = pane(" Ledgers ", t, false).title_bottom(
+        Line::from(vec![
+            Span::raw(" history check "),
+            styled(verdict, style),
+            Span::raw(" "),
+        ])
+        .right_aligned(),
+    );
     let width = block.inner(area).width as usize;
     let mut lines = vec![Line::from(vec![
         Span::raw("claims  ok "),
@@ -49,7 +63,7 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
         ("crashes", l.crashes, t.base),
         ("restarts", l.restarts, t.base),
     ];
-    let room = rows.saturating_sub(7);
+    let room = rows.saturating_sub(6);
     let short = room < extra.len();
     if short {
         // Attempts and provider checks share a line so the reclaims line fits too.
@@ -92,13 +106,6 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
             Span::raw(l.restarts.to_string()),
         ]));
     }
-    // The history checker's verdict once the outbox has drained, as the reports give it.
-    let (verdict, style) = match &s.history {
-        None => ("after the drain".to_string(), t.dim),
-        Some(h) if h.passed() => ("clean".to_string(), t.good),
-        Some(h) => (format!("{} problems", h.problems()), t.bad),
-    };
-    lines.push(figure("history check", verdict, style, width));
     frame.render_widget(Paragraph::new(lines).block(block), area);
 }
 

@@ -48,9 +48,9 @@ pub const MIN_HEIGHT: u16 = 24;
 const HEADER_H: u16 = 1;
 const STRIP_H: u16 = 1;
 const FOOTER_H: u16 = 1;
-/// Seven ledger lines (the last is the history check) and the borders; more show when
-/// there is room.
-const LEDGER_H: u16 = 9;
+/// Six ledger lines and the borders (the history check is in the bottom one); more show
+/// when there is room.
+const LEDGER_H: u16 = 8;
 const MAX_WORKER_LINES: u16 = 8;
 const MAX_LANES: u16 = 8;
 pub(crate) const LOG_MIN_H: u16 = 4;
