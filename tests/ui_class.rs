@@ -185,3 +185,17 @@ fn help_explains_the_columns_the_timeline_marks_and_j_k() {
         assert!(all.contains(needle), "{needle} missing:\n{all}");
     }
 }
+
+#[test]
+fn free_play_is_not_labelled_as_the_scenario_whose_story_it_does_not_tell() {
+    let mut free = app(DashboardOptions::default());
+    let header = screen(&mut free, 120, 36).remove(0);
+    assert!(header.contains("free play outbox-leasing"), "{header}");
+    assert!(!header.contains("scenario outbox-leasing"), "{header}");
+    let mut story = app(DashboardOptions {
+        scenario: Scenario::LeaseExpiry,
+        ..DashboardOptions::default()
+    });
+    let header = screen(&mut story, 120, 36).remove(0);
+    assert!(header.contains("scenario lease-expiry"), "{header}");
+}

@@ -20,7 +20,8 @@ pub struct Snapshot {
     pub process_ms: i64,
     /// The database file, unless it is a temporary one.
     pub db_file: Option<String>,
-    /// `("scenario ", "outbox-leasing")` or `("lesson ", NAME)`.
+    /// `("scenario ", NAME)`, `("free play ", NAME)` when the dashboard does not tell
+    /// the scenario's headless story, or `("lesson ", NAME)`.
     pub setting: (&'static str, String),
     pub workers: Vec<WorkerView>,
     /// The worker a single step would move, while paused.
