@@ -199,3 +199,55 @@ fn free_play_is_not_labelled_as_the_scenario_whose_story_it_does_not_tell() {
     let header = screen(&mut story, 120, 36).remove(0);
     assert!(header.contains("scenario lease-expiry"), "{header}");
 }
+
+#[test]
+fn sixteen_workers_say_how_many_of_them_are_shown() {
+    let mut app = app(DashboardOptions {
+        workers: 16,
+        ..DashboardOptions::default()
+    });
+    let all = screen(&mut app, 120, 36).join("\n");
+    assert!(all.contains("Workers ─ 1-8 of 16"), "{all}");
+    assert!(all.contains("8 of 16 workers"), "{all}");
+}
+
+#[test]
+fn the_table_follows_the_work_until_scrolled_and_home_follows_again() {
+    let mut app = app(DashboardOptions {
+        messages: Some(2_000),
+        ..DashboardOptions::default()
+    });
+    let first_row = |app: &mut App| {
+        screen(app, 120, 36);
+        let s = app.snapshot();
+        (s.db.rows.first().map(|r| r.id), s.db.counts.processed)
+    };
+    for _ in 0..120 {
+        press(&mut app, 'n');
+    }
+    let (first, processed) = first_row(&mut app);
+    assert!(processed > 30, "{processed}");
+    // Two processed rows above the work, then the rows being worked on.
+    assert_eq!(first, Some(processed as i64 - 1));
+    key(&mut app, KeyCode::Up);
+    let (held, _) = first_row(&mut app);
+    for _ in 0..30 {
+        press(&mut app, 'n');
+    }
+    let (still, more) = first_row(&mut app);
+    assert!(more > processed);
+    assert_eq!(
+        still, held,
+        "a scrolled table stays where the reader left it"
+    );
+    press(&mut app, 'g');
+    let (first, processed) = first_row(&mut app);
+    assert_eq!(
+        first,
+        Some(processed as i64 - 1),
+        "g follows the work again"
+    );
+    press(&mut app, 'G');
+    let (last, _) = first_row(&mut app);
+    assert!(last > Some(1_900), "G jumps to the end: {last:?}");
+}

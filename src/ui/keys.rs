@@ -275,15 +275,15 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::PageDown,
     },
     Binding {
-        keys: &[Key::Code(KeyCode::Home)],
+        keys: &[Key::Code(KeyCode::Home), Key::Char('g')],
         label: "Home/End",
         hint: "",
-        help: "jump to the top / the end (the log then follows the newest line)",
+        help: "g/G too: top (the table follows the work again) / end (the log follows)",
         section: Section::View,
         action: Action::Top,
     },
     Binding {
-        keys: &[Key::Code(KeyCode::End)],
+        keys: &[Key::Code(KeyCode::End), Key::Char('G')],
         label: "End",
         hint: "",
         help: "jump to the end",

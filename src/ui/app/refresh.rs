@@ -14,6 +14,8 @@ use super::{App, LessonMode};
 
 /// Outboxes up to this size have their status counts read every frame.
 const SMALL_OUTBOX: u64 = 10_000;
+/// Processed rows kept above the work when the table follows it.
+const FOLLOW_ABOVE: u64 = 2;
 /// Larger ones at most this often: counting every status scans the whole table.
 const COUNTS_EVERY: Duration = Duration::from_millis(300);
 
@@ -63,27 +65,37 @@ impl App {
     fn read_db(&mut self, table_rows: u16) {
         let counts_due = self.snap.db.total <= SMALL_OUTBOX
             || self.counts_at.is_none_or(|t| t.elapsed() >= COUNTS_EVERY);
-        let read = |app: &App| -> Result<DbView, StoreError> {
+        let read = |app: &App| -> Result<(u64, DbView), StoreError> {
             let total = app.reader.message_count()?;
             let max_offset = total.saturating_sub(app.ui.table_page as u64);
-            let offset = app.ui.table_offset.min(max_offset);
             let counts = if counts_due || total <= SMALL_OUTBOX {
                 app.reader.outbox_counts()?
             } else {
                 app.snap.db.counts.clone()
             };
+            // Rows are claimed oldest first, so the work sits just past the processed ones.
+            let offset = if app.ui.table_follows {
+                counts.processed.saturating_sub(FOLLOW_ABOVE)
+            } else {
+                app.ui.table_offset
+            }
+            .min(max_offset);
             let rows = app.reader.messages(offset, table_rows as u64)?;
             let runs = rows.iter().map(|r| app.ledger.runs_of(r.id)).collect();
-            Ok(DbView {
-                rows,
-                runs,
-                total,
-                counts,
-                error: None,
-            })
+            Ok((
+                offset,
+                DbView {
+                    rows,
+                    runs,
+                    total,
+                    counts,
+                    error: None,
+                },
+            ))
         };
         match read(self) {
-            Ok(v) => {
+            Ok((offset, v)) => {
+                self.ui.table_offset = offset;
                 if counts_due {
                     self.counts_at = Some(Instant::now());
                 }

@@ -27,6 +27,13 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
     let rows = inner.height as usize;
     // Keep the selected worker in view when there are more workers than lines.
     let first = ui.selected.saturating_sub(rows.saturating_sub(1));
+    let n = s.workers.len();
+    let block = if n > rows {
+        let last = (first + rows).min(n);
+        block.title(styled(format!(" {}-{last} of {n} ", first + 1), t.warn))
+    } else {
+        block
+    };
     let view = View {
         now_ms: s.now_ms,
         selected: ui.selected,
