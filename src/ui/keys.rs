@@ -278,7 +278,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[Key::Code(KeyCode::Home), Key::Char('g')],
         label: "Home/End",
         hint: "",
-        help: "g/G too: top (the table follows the work again) / end (the log follows)",
+        help: "g/G too: top (table follows the work again) / end (log follows)",
         section: Section::View,
         action: Action::Top,
     },
