@@ -251,3 +251,34 @@ fn the_table_follows_the_work_until_scrolled_and_home_follows_again() {
     let (last, _) = first_row(&mut app);
     assert!(last > Some(1_900), "G jumps to the end: {last:?}");
 }
+
+#[test]
+fn a_200x60_screen_gives_its_room_to_the_log_not_to_empty_rows() {
+    let mut app = app(DashboardOptions::default());
+    for _ in 0..12 {
+        press(&mut app, 'n');
+    }
+    let lines = screen(&mut app, 200, 60);
+    let all = lines.join("\n");
+    let top = lines.iter().position(|l| l.contains("Ledgers")).unwrap();
+    let bottom = lines
+        .iter()
+        .position(|l| l.contains("history check"))
+        .unwrap();
+    // Inside the top row: the table's part of a line, and the ledger's.
+    let halves = |l: &String| {
+        let (table, side) = l.split_once("┃│").unwrap_or((l, ""));
+        (
+            table.trim_start_matches('┃').trim().is_empty(),
+            side.trim_end_matches('│').trim().is_empty(),
+        )
+    };
+    let inside = &lines[top + 1..bottom];
+    let blank_ledger = inside.iter().filter(|l| halves(l).1).count();
+    let empty_table = inside.iter().filter(|l| halves(l).0).count();
+    assert_eq!(blank_ledger, 0, "{all}");
+    // Six messages: the rest of the table's height is the ledger's, not spare room.
+    assert!(empty_table <= 8, "{empty_table} empty table rows:\n{all}");
+    let events = lines.iter().position(|l| l.contains("Events")).unwrap();
+    assert!(60 - events > 30, "the log starts at row {events}:\n{all}");
+}
