@@ -282,3 +282,31 @@ fn a_200x60_screen_gives_its_room_to_the_log_not_to_empty_rows() {
     let events = lines.iter().position(|l| l.contains("Events")).unwrap();
     assert!(60 - events > 30, "the log starts at row {events}:\n{all}");
 }
+
+#[test]
+fn polls_of_a_drained_outbox_are_counted_apart_from_empty_claims() {
+    let mut app = app(DashboardOptions::default());
+    step_until_drained(&mut app);
+    screen(&mut app, 80, 24);
+    let before = app.snapshot().figures.clone();
+    for _ in 0..12 {
+        press(&mut app, 'n');
+    }
+    let lines = screen(&mut app, 80, 24);
+    let after = app.snapshot().figures.clone();
+    assert_eq!(after.claims_empty, before.claims_empty);
+    assert!(after.idle_polls >= 6, "{after:?}");
+    let claims = lines.iter().find(|l| l.contains("claims ok")).unwrap();
+    assert!(
+        claims
+            .trim_end_matches('│')
+            .trim_end()
+            .ends_with("blocked 0"),
+        "{claims}"
+    );
+    let wide = screen(&mut app, 120, 36).join("\n");
+    assert!(
+        wide.contains(&format!("· idle {}", after.idle_polls)),
+        "{wide}"
+    );
+}

@@ -76,7 +76,10 @@ pub struct DbView {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LedgerFigures {
     pub claims_ok: u64,
+    /// Empty claims while there was work left.
     pub claims_empty: u64,
+    /// Empty claims on a drained outbox.
+    pub idle_polls: u64,
     pub claims_blocked: u64,
     pub processing_attempts: u64,
     pub duplicates: u64,

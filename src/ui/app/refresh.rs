@@ -26,6 +26,7 @@ impl App {
         self.ui.table_page = table_rows.max(1);
         self.ui.log_page = log_rows.max(1);
         self.read_db(table_rows);
+        self.count_idle_polls();
         self.ui.clamp_to(self.snap.db.total, self.log.len());
         let s = &self.engine.settings;
         let now_ms = self.engine.clock.now();
@@ -176,12 +177,29 @@ impl App {
         view
     }
 
+    /// Workers keep polling a drained outbox; those polls are counted apart so `empty`
+    /// keeps meaning "found nothing while there was work".
+    fn count_idle_polls(&mut self) {
+        let empty = self.ledger.claims_empty;
+        let drained = self.drained();
+        let (seen, idle) = &mut self.idle_polls;
+        if empty < *seen {
+            // A reset started a new ledger.
+            (*seen, *idle) = (0, 0);
+        }
+        if drained {
+            *idle += empty - *seen;
+        }
+        *seen = empty;
+    }
+
     fn figures(&self) -> LedgerFigures {
         let l = &self.ledger;
         let p = &self.engine.provider;
         LedgerFigures {
             claims_ok: l.claims_ok,
-            claims_empty: l.claims_empty,
+            claims_empty: l.claims_empty - self.idle_polls.1,
+            idle_polls: self.idle_polls.1,
             claims_blocked: l.claims_blocked,
             processing_attempts: l.processing_attempts,
             duplicates: l.processed_more_than_once(),

@@ -28,8 +28,9 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
         .right_aligned(),
     );
     let width = block.inner(area).width as usize;
+    let wide = width >= 44;
     let mut lines = vec![Line::from(vec![
-        Span::raw("claims  ok "),
+        Span::raw(if wide { "claims  ok " } else { "claims ok " }),
         styled(l.claims_ok.to_string(), t.good),
         Span::raw(" · empty "),
         Span::raw(l.claims_empty.to_string()),
@@ -39,6 +40,9 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
             if l.claims_blocked > 0 { t.warn } else { t.base },
         ),
     ])];
+    if wide && l.idle_polls > 0 {
+        lines[0].push_span(styled(format!(" · idle {}", l.idle_polls), t.dim));
+    }
     let bad_if = |n: u64| if n > 0 { t.bad } else { t.base };
     let mut figures = vec![
         ("processing attempts", l.processing_attempts, t.base),
