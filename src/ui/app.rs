@@ -437,6 +437,7 @@ impl App {
         }
         self.after_engine_call();
         let now = self.engine.clock.now();
+        self.ui.log_back = 0;
         self.log
             .note(now, "RESET: outbox reseeded, workers restarted");
     }

@@ -78,6 +78,10 @@ impl EventLog {
             ev.kind,
             EventKind::ClaimEmpty | EventKind::Loaded { count: 0 }
         );
+        // A reseed starts the clock again: lines of the old run would sit after newer ones.
+        if matches!(ev.kind, EventKind::Seeded { .. }) {
+            self.lines.clear();
+        }
         let text = ev.describe();
         if idle && self.fold_idle(ev, &text) {
             return false;
@@ -175,7 +179,7 @@ mod tests {
         }
         assert_eq!(log.len(), 2);
         assert_eq!(log.lines()[0].repeat, 5);
-        log.push_event(&ev("Worker-A", EventKind::Seeded { messages: 1 }));
+        log.push_event(&ev("Worker-A", EventKind::LeasingChanged { on: true }));
         log.push_event(&ev("Worker-A", EventKind::ClaimEmpty));
         assert_eq!(log.len(), 4);
     }
@@ -208,6 +212,9 @@ mod tests {
         assert_eq!(times, [965, 967, 1_500, 2_000]);
         assert_eq!(log.lines()[1].actor, "Worker-A");
         assert_eq!(log.lines()[1].repeat, 2);
+        // A reseed sets the clock back to the start: the log starts again with it.
+        log.push_event(&at("engine", 0, EventKind::Seeded { messages: 6 }));
+        assert_eq!(log.len(), 1);
     }
 
     #[test]
