@@ -310,3 +310,27 @@ fn polls_of_a_drained_outbox_are_counted_apart_from_empty_claims() {
         "{wide}"
     );
 }
+
+#[test]
+fn worker_lines_drop_whole_fields_rather_than_cut_one() {
+    let mut app = app(DashboardOptions {
+        messages: Some(2_000),
+        workers: 1,
+        ..DashboardOptions::default()
+    });
+    // A hundred done leaves less room for what the worker owns.
+    for _ in 0..300 {
+        press(&mut app, 'n');
+    }
+    press(&mut app, 'n'); // a claim: the worker holds a lease with a countdown
+    let lines = screen(&mut app, 120, 36);
+    let workers: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("Worker-") && l.contains(" done│"))
+        .collect();
+    assert!(!workers.is_empty(), "{}", lines.join("\n"));
+    for l in &workers {
+        assert!(!l.contains('…'), "cut mid-field: {l}");
+    }
+    assert!(workers.iter().any(|l| l.contains(" ms ")), "{workers:?}");
+}
