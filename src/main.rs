@@ -509,7 +509,11 @@ fn bench(cli: &Cli, sync: &str, batch: u16, scale: Option<u64>, json: bool) -> E
         batch: usize::from(batch),
         scale_to: scale,
     };
-    let report = match bench::run(&opts, |step| eprintln!("bench: {step}...")) {
+    let steps = leaselab::progress::Steps::new();
+    let report = bench::run(&opts, |step| steps.step(step));
+    // The spinner goes before the report is printed.
+    drop(steps);
+    let report = match report {
         Ok(r) => r,
         Err(e) => return usage_error(e),
     };

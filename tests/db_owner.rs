@@ -214,6 +214,10 @@ fn a_run_on_the_database_of_an_open_dashboard_is_refused_and_the_dashboard_finis
         &["--db", db_arg, "--process-ms", "0", "--speed", "8"],
         dir.path(),
     );
+    // Free play opens paused: space runs it.
+    first.wait_for_text("PAUSED");
+    first.input.write_all(b" ").expect("type");
+    first.input.flush().expect("flush");
     first.wait_for_text("RUNNING");
     wait_for_lock_of(&db, first.pid);
     // Its workers drain the outbox on their own.

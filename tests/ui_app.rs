@@ -269,7 +269,10 @@ fn keys_while_running_and_help_toggles() {
     assert!(app.ui.help);
     key(&mut app, KeyCode::Esc);
     assert!(!app.ui.help && !app.ui.quit);
+    // A second Esc (after closing help) must not quit and delete the database.
     key(&mut app, KeyCode::Esc);
+    assert!(!app.ui.quit && !app.ui.help);
+    press(&mut app, 'q');
     assert!(app.ui.quit);
     let mut app2 = self::app(DashboardOptions::default());
     app2.handle_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));

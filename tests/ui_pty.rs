@@ -210,9 +210,15 @@ fn line_with(screen: &vt100::Screen, needle: &str) -> Option<String> {
 #[test]
 fn dashboard_runs_resets_crashes_switches_leasing_and_quits_cleanly() {
     let mut d = Dashboard::open(&["--scenario", "outbox-leasing", "--speed", "4"]);
+    // Free play opens paused and says how to start and how to slow down.
+    d.wait_for("the paused first frame", |s| {
+        header(s).contains("PAUSED") && s.contents().contains("space runs · n steps · - slows")
+    });
+    d.press(" ");
     d.wait_for_text("RUNNING");
     d.wait_for_text("LEASING ON");
-    assert!(d.screen().contains("scenario outbox-leasing"));
+    // The dashboard does not tell outbox-leasing's headless recovery story: free play.
+    assert!(d.screen().contains("free play outbox-leasing"));
     // Workers drain the outbox on their own.
     d.wait_for_text("FINALIZED PAY-0");
 
@@ -322,7 +328,7 @@ fn the_lease_expiry_story_is_stepped_in_the_terminal() {
         line_with(s, "PAY-001 Processed").is_some()
     });
     d.press("?");
-    d.wait_for_text("Keys (? or Esc closes)");
+    d.wait_for_text("Keys (? or Esc closes");
     let (status, parser) = d.quit();
     assert!(status.success(), "exit status {status:?}");
     assert!(!parser.screen().alternate_screen());
@@ -351,6 +357,8 @@ fn a_signal_restores_the_terminal_stops_the_workers_and_removes_the_temporary_da
         let tmp = tempfile::tempdir().expect("temporary folder");
         let args = ["--scenario", "outbox-leasing"];
         let mut d = Dashboard::open_with(&args, &[("TMPDIR", tmp.path())]);
+        d.wait_for("the dashboard to open", |s| header(s).contains("PAUSED"));
+        d.press(" ");
         d.wait_for("the dashboard to run", |s| header(s).contains("RUNNING"));
         let dbs = temporary_databases(tmp.path());
         assert_eq!(dbs.len(), 1, "{dbs:?}");

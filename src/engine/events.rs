@@ -168,7 +168,14 @@ impl Event {
             EventKind::MessageAdded { key, .. } => {
                 format!("added payment {key} with its outbox row")
             }
-            EventKind::Seeded { messages } => format!("seeded {messages} payments + outbox rows"),
+            EventKind::Seeded { messages } => {
+                let noun = if *messages == 1 {
+                    "payment"
+                } else {
+                    "payments"
+                };
+                format!("seeded {messages} {noun} + outbox rows")
+            }
             EventKind::Note { text } => text.clone(),
         }
     }

@@ -610,6 +610,9 @@ pub(crate) fn drain_outbox(
     let mut last_result = (ledger.results_written(), engine.clock.now(), Instant::now());
     // Longer than any message can take to be claimed, processed and finalized.
     let result_window = 4 * (engine.settings.process_ms() + lease + engine.settings.idle_ms());
+    let start = engine.store().outbox_counts()?;
+    let progress =
+        crate::progress::Progress::messages(start.pending + start.processing + start.processed);
     loop {
         if let Ok(signo) = interrupt.try_recv() {
             return Err(RunError::Interrupted(signo));
@@ -652,6 +655,7 @@ pub(crate) fn drain_outbox(
         // mean no worker picked up work while the counts were read.
         let hands = empty_hands(engine);
         let counts = engine.store().outbox_counts()?;
+        progress.set(counts.processed);
         // A claim finds nothing in a drained outbox; an unguarded load may still have
         // taken a snapshot, so without leases the hands must not have moved.
         if counts.drained() && hands.is_some() && (leasing || empty_hands(engine) == hands) {

@@ -62,6 +62,8 @@ pub struct App {
     counts_at: Option<Instant>,
     /// What the ledger looked like when the history verdict was taken.
     history_key: (u64, u64, u64, i64, usize),
+    /// Empty claims seen so far, and how many of them came while the outbox was drained.
+    idle_polls: (u64, u64),
     /// This frame's data, filled by `refresh`.
     snap: Snapshot,
 }
@@ -112,6 +114,7 @@ impl App {
             next_slot: 0,
             counts_at: None,
             history_key: (0, 0, 0, 0, 0),
+            idle_polls: (0, 0),
             snap: Snapshot::default(),
             engine,
         };
@@ -215,7 +218,8 @@ impl App {
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) {
-        if self.ui.help && matches!(key.code, KeyCode::Esc) {
+        // Esc closes an overlay and never quits, so a second Esc cannot end a lesson.
+        if matches!(key.code, KeyCode::Esc) {
             self.ui.help = false;
             return;
         }
@@ -433,6 +437,7 @@ impl App {
         }
         self.after_engine_call();
         let now = self.engine.clock.now();
+        self.ui.log_back = 0;
         self.log
             .note(now, "RESET: outbox reseeded, workers restarted");
     }

@@ -99,10 +99,10 @@ pub struct Binding {
 /// Every binding, in footer order (the footer drops the last ones first when narrow).
 pub const BINDINGS: &[Binding] = &[
     Binding {
-        keys: &[Key::Char('q'), Key::Code(KeyCode::Esc), Key::Ctrl('c')],
+        keys: &[Key::Char('q'), Key::Ctrl('c')],
         label: "q",
         hint: "quit",
-        help: "quit (Esc, Ctrl-C too): workers stop, temporary database removed",
+        help: "quit (Ctrl-C too): workers stop, temporary database removed",
         section: Section::View,
         action: Action::Quit,
     },
@@ -244,7 +244,7 @@ pub const BINDINGS: &[Binding] = &[
     },
     Binding {
         keys: &[Key::Code(KeyCode::Up), Key::Char('k')],
-        label: "↑/↓",
+        label: "↑/↓ j/k",
         hint: "scroll",
         help: "scroll the focused pane by a line",
         section: Section::View,
@@ -275,15 +275,15 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::PageDown,
     },
     Binding {
-        keys: &[Key::Code(KeyCode::Home)],
+        keys: &[Key::Code(KeyCode::Home), Key::Char('g')],
         label: "Home/End",
         hint: "",
-        help: "jump to the top / the end (the log then follows the newest line)",
+        help: "g/G too: top (table follows the work again) / end (log follows)",
         section: Section::View,
         action: Action::Top,
     },
     Binding {
-        keys: &[Key::Code(KeyCode::End)],
+        keys: &[Key::Code(KeyCode::End), Key::Char('G')],
         label: "End",
         hint: "",
         help: "jump to the end",

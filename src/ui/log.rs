@@ -78,6 +78,10 @@ impl EventLog {
             ev.kind,
             EventKind::ClaimEmpty | EventKind::Loaded { count: 0 }
         );
+        // A reseed starts the clock again: lines of the old run would sit after newer ones.
+        if matches!(ev.kind, EventKind::Seeded { .. }) {
+            self.lines.clear();
+        }
         let text = ev.describe();
         if idle && self.fold_idle(ev, &text) {
             return false;
@@ -95,13 +99,18 @@ impl EventLog {
 
     /// Workers polling an empty outbox would flood the log: count repeats on their last line.
     fn fold_idle(&mut self, ev: &Event, text: &str) -> bool {
-        for line in self.lines.iter_mut().rev() {
+        let n = self.lines.len();
+        for i in (0..n).rev() {
+            let line = &self.lines[i];
             if !line.idle {
                 return false;
             }
             if line.actor == ev.actor && line.text == text {
+                // Its time moves on, so it moves down past the lines it is now newer than.
+                let mut line = self.lines.remove(i).expect("index in range");
                 line.repeat += 1;
-                line.at_ms = ev.at_ms;
+                line.at_ms = line.at_ms.max(ev.at_ms);
+                self.push(line);
                 return true;
             }
         }
@@ -120,11 +129,30 @@ impl EventLog {
         });
     }
 
+    /// A line of the history checker's verdict, red when a check failed.
+    pub fn verdict(&mut self, at_ms: i64, text: impl Into<String>, passed: bool) {
+        self.push(LogLine {
+            at_ms,
+            actor: "history".into(),
+            text: text.into(),
+            tone: if passed { Tone::Good } else { Tone::Bad },
+            repeat: 1,
+            idle: false,
+        });
+    }
+
+    /// Lines stay in time order: one that arrives late (a stopped worker's last event
+    /// after a reset's note) goes in above the newer ones.
     fn push(&mut self, line: LogLine) {
         if self.lines.len() == LOG_CAPACITY {
             self.lines.pop_front();
         }
-        self.lines.push_back(line);
+        let at = self
+            .lines
+            .iter()
+            .rposition(|l| l.at_ms <= line.at_ms)
+            .map_or(0, |i| i + 1);
+        self.lines.insert(at, line);
     }
 }
 
@@ -151,9 +179,42 @@ mod tests {
         }
         assert_eq!(log.len(), 2);
         assert_eq!(log.lines()[0].repeat, 5);
-        log.push_event(&ev("Worker-A", EventKind::Seeded { messages: 1 }));
+        log.push_event(&ev("Worker-A", EventKind::LeasingChanged { on: true }));
         log.push_event(&ev("Worker-A", EventKind::ClaimEmpty));
         assert_eq!(log.len(), 4);
+    }
+
+    fn at(actor: &str, at_ms: i64, kind: EventKind) -> Event {
+        Event {
+            at_ms,
+            ..ev(actor, kind)
+        }
+    }
+
+    #[test]
+    fn the_log_never_goes_back_in_time() {
+        let mut log = EventLog::default();
+        log.push_event(&at("Worker-A", 965, EventKind::ClaimEmpty));
+        log.push_event(&at("Worker-B", 965, EventKind::ClaimEmpty));
+        // Worker-A polls again: its folded line is now the newer of the pair.
+        log.push_event(&at("Worker-A", 967, EventKind::ClaimEmpty));
+        log.note(2_000, "RESET: outbox reseeded, workers restarted");
+        // A stopped worker's last event arrives after the reset's note.
+        log.push_event(&at(
+            "Worker-B",
+            1_500,
+            EventKind::Crashed {
+                holding: None,
+                panic: None,
+            },
+        ));
+        let times: Vec<i64> = log.lines().iter().map(|l| l.at_ms).collect();
+        assert_eq!(times, [965, 967, 1_500, 2_000]);
+        assert_eq!(log.lines()[1].actor, "Worker-A");
+        assert_eq!(log.lines()[1].repeat, 2);
+        // A reseed sets the clock back to the start: the log starts again with it.
+        log.push_event(&at("engine", 0, EventKind::Seeded { messages: 6 }));
+        assert_eq!(log.len(), 1);
     }
 
     #[test]

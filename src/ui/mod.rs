@@ -97,11 +97,9 @@ fn run_app(make_app: impl FnOnce() -> Result<App, String>) -> Result<Ended, Stri
     let previous_hook = install_panic_hook();
     let result = open_terminal().and_then(|mut terminal| {
         let input = InputThread::spawn();
-        // The first frame shows the seeded outbox before any worker moves.
-        let result = draw(&mut terminal, &mut app).and_then(|()| {
-            app.start();
-            run_loop(&mut terminal, &mut app, &input.keys, &interrupts)
-        });
+        // Free play opens paused too: a class sees the seeded outbox until space runs it.
+        let result = draw(&mut terminal, &mut app)
+            .and_then(|()| run_loop(&mut terminal, &mut app, &input.keys, &interrupts));
         restore_terminal();
         input.stop();
         result
@@ -157,8 +155,17 @@ pub fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(),
     let area = Rect::new(0, 0, size.width, size.height);
     app.ui.too_small = render::too_small(area);
     app.ui.width = area.width;
-    let (rows, log_rows) = render::capacity(area, app.engine.workers().len());
+    let messages = app.snapshot().db.total;
+    let (rows, log_rows) = render::capacity(area, app.engine.workers().len(), messages);
     app.refresh(rows, log_rows);
+    // The top row's height follows the outbox's size: read again if that moved it.
+    let now = app.snapshot().db.total;
+    if now != messages {
+        let again = render::capacity(area, app.engine.workers().len(), now);
+        if again != (rows, log_rows) {
+            app.refresh(again.0, again.1);
+        }
+    }
     terminal
         .draw(|frame| render::draw(frame, app.snapshot(), &app.ui, &app.theme))
         .map_err(|e| format!("cannot draw: {e}"))?;

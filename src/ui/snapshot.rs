@@ -20,7 +20,8 @@ pub struct Snapshot {
     pub process_ms: i64,
     /// The database file, unless it is a temporary one.
     pub db_file: Option<String>,
-    /// `("scenario ", "outbox-leasing")` or `("lesson ", NAME)`.
+    /// `("scenario ", NAME)`, `("free play ", NAME)` when the dashboard does not tell
+    /// the scenario's headless story, or `("lesson ", NAME)`.
     pub setting: (&'static str, String),
     pub workers: Vec<WorkerView>,
     /// The worker a single step would move, while paused.
@@ -75,7 +76,10 @@ pub struct DbView {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LedgerFigures {
     pub claims_ok: u64,
+    /// Empty claims while there was work left.
     pub claims_empty: u64,
+    /// Empty claims on a drained outbox.
+    pub idle_polls: u64,
     pub claims_blocked: u64,
     pub processing_attempts: u64,
     pub duplicates: u64,
@@ -124,4 +128,24 @@ pub struct LogView {
     pub total: usize,
     /// Lines scrolled back from the newest.
     pub back: usize,
+}
+
+/// The one-line verdict of a history check, as the strip and the log show it.
+pub fn verdict_line(h: &HistoryCheck) -> String {
+    if h.passed() {
+        format!(
+            "VERDICT ✓ ONE OWNER AT A TIME: {} processed, each once",
+            h.processed
+        )
+    } else {
+        let failed: Vec<&str> = h
+            .rules()
+            .into_iter()
+            .filter(|r| !r.1)
+            .map(|r| r.0.trim_start_matches("history: "))
+            .collect();
+        let n = h.problems();
+        let noun = if n == 1 { "problem" } else { "problems" };
+        format!("VERDICT ✗ {n} {noun}: {}", failed.join(" · "))
+    }
 }

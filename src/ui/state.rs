@@ -17,6 +17,8 @@ pub struct UiState {
     pub selected: usize,
     /// First table row shown.
     pub table_offset: u64,
+    /// The table keeps the rows being worked on in view until the reader scrolls it.
+    pub table_follows: bool,
     /// Lines scrolled back from the newest log line; 0 follows the newest.
     pub log_back: usize,
     /// Rows the table and the log showed in the last frame (a page for PgUp/PgDn).
@@ -38,6 +40,7 @@ impl Default for UiState {
             focus: Focus::Table,
             selected: 0,
             table_offset: 0,
+            table_follows: true,
             log_back: 0,
             table_page: 10,
             log_page: 5,
@@ -77,6 +80,8 @@ impl UiState {
                 let max = table_rows.saturating_sub(self.table_page as u64) as i64;
                 self.table_offset =
                     (self.table_offset as i64).saturating_add(by).clamp(0, max) as u64;
+                // Home puts the table back on the work; any other move holds it still.
+                self.table_follows = by == i64::MIN / 2;
             }
             Focus::Log => {
                 let max = log_lines.saturating_sub(self.log_page as usize) as i64;

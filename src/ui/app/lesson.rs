@@ -78,6 +78,10 @@ impl App {
     pub fn setting_label(&self) -> (&'static str, String) {
         match &self.lesson {
             Some(l) => ("lesson ", l.runner.lesson.name.clone()),
+            // Headless, this scenario also tells the recovery story; here it does not.
+            None if self.scenario.has_story() && self.story.is_empty() => {
+                ("free play ", self.scenario.name().to_string())
+            }
             None => ("scenario ", self.scenario.name().to_string()),
         }
     }

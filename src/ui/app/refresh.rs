@@ -14,6 +14,8 @@ use super::{App, LessonMode};
 
 /// Outboxes up to this size have their status counts read every frame.
 const SMALL_OUTBOX: u64 = 10_000;
+/// Processed rows kept above the work when the table follows it.
+const FOLLOW_ABOVE: u64 = 2;
 /// Larger ones at most this often: counting every status scans the whole table.
 const COUNTS_EVERY: Duration = Duration::from_millis(300);
 
@@ -24,6 +26,7 @@ impl App {
         self.ui.table_page = table_rows.max(1);
         self.ui.log_page = log_rows.max(1);
         self.read_db(table_rows);
+        self.count_idle_polls();
         self.ui.clamp_to(self.snap.db.total, self.log.len());
         let s = &self.engine.settings;
         let now_ms = self.engine.clock.now();
@@ -63,27 +66,37 @@ impl App {
     fn read_db(&mut self, table_rows: u16) {
         let counts_due = self.snap.db.total <= SMALL_OUTBOX
             || self.counts_at.is_none_or(|t| t.elapsed() >= COUNTS_EVERY);
-        let read = |app: &App| -> Result<DbView, StoreError> {
+        let read = |app: &App| -> Result<(u64, DbView), StoreError> {
             let total = app.reader.message_count()?;
             let max_offset = total.saturating_sub(app.ui.table_page as u64);
-            let offset = app.ui.table_offset.min(max_offset);
             let counts = if counts_due || total <= SMALL_OUTBOX {
                 app.reader.outbox_counts()?
             } else {
                 app.snap.db.counts.clone()
             };
+            // Rows are claimed oldest first, so the work sits just past the processed ones.
+            let offset = if app.ui.table_follows {
+                counts.processed.saturating_sub(FOLLOW_ABOVE)
+            } else {
+                app.ui.table_offset
+            }
+            .min(max_offset);
             let rows = app.reader.messages(offset, table_rows as u64)?;
             let runs = rows.iter().map(|r| app.ledger.runs_of(r.id)).collect();
-            Ok(DbView {
-                rows,
-                runs,
-                total,
-                counts,
-                error: None,
-            })
+            Ok((
+                offset,
+                DbView {
+                    rows,
+                    runs,
+                    total,
+                    counts,
+                    error: None,
+                },
+            ))
         };
         match read(self) {
-            Ok(v) => {
+            Ok((offset, v)) => {
+                self.ui.table_offset = offset;
                 if counts_due {
                     self.counts_at = Some(Instant::now());
                 }
@@ -113,8 +126,22 @@ impl App {
             return;
         }
         if let Ok(rows) = self.reader.messages(0, self.snap.db.total) {
-            self.snap.history = Some(checker::check(&self.ledger, &rows));
+            let h = checker::check(&self.ledger, &rows);
+            self.log_verdict(&h);
+            self.snap.history = Some(h);
             self.history_key = key;
+        }
+    }
+
+    /// The verdict and each failed check, written into the event log where they stay.
+    fn log_verdict(&mut self, h: &checker::HistoryCheck) {
+        let at = self.snap.now_ms;
+        self.log
+            .verdict(at, crate::ui::snapshot::verdict_line(h), h.passed());
+        for (name, passed, detail) in h.rules() {
+            if !passed {
+                self.log.verdict(at, format!("✗ {name}: {detail}"), false);
+            }
         }
     }
 
@@ -150,12 +177,29 @@ impl App {
         view
     }
 
+    /// Workers keep polling a drained outbox; those polls are counted apart so `empty`
+    /// keeps meaning "found nothing while there was work".
+    fn count_idle_polls(&mut self) {
+        let empty = self.ledger.claims_empty;
+        let drained = self.drained();
+        let (seen, idle) = &mut self.idle_polls;
+        if empty < *seen {
+            // A reset started a new ledger.
+            (*seen, *idle) = (0, 0);
+        }
+        if drained {
+            *idle += empty - *seen;
+        }
+        *seen = empty;
+    }
+
     fn figures(&self) -> LedgerFigures {
         let l = &self.ledger;
         let p = &self.engine.provider;
         LedgerFigures {
             claims_ok: l.claims_ok,
-            claims_empty: l.claims_empty,
+            claims_empty: l.claims_empty - self.idle_polls.1,
+            idle_polls: self.idle_polls.1,
             claims_blocked: l.claims_blocked,
             processing_attempts: l.processing_attempts,
             duplicates: l.processed_more_than_once(),

@@ -1,4 +1,5 @@
-//! The footer: key hints from the one list of bindings, as many as fit.
+//! The footer: key hints from the one list of bindings, every one of them; on a narrow
+//! screen they wrap onto a second line rather than drop off the end.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -10,7 +11,32 @@ use crate::ui::keys;
 use crate::ui::snapshot::Snapshot;
 use crate::ui::theme::Theme;
 
+/// Width of one hint as drawn: ` label hint`.
+fn hint_width(b: &keys::Binding, hint: &str) -> usize {
+    1 + b.label.chars().count() + 1 + hint.chars().count()
+}
+
+/// Lines the footer needs at this width, counting the widest case (a lesson, paused).
+pub fn height(width: u16) -> u16 {
+    let all: usize = keys::footer_entries()
+        .map(|b| {
+            let hint = if b.action == keys::Action::TogglePause {
+                "run"
+            } else {
+                b.hint
+            };
+            hint_width(b, hint)
+        })
+        .sum();
+    if all <= width as usize {
+        1
+    } else {
+        2
+    }
+}
+
 pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
+    let mut lines: Vec<Line> = Vec::new();
     let mut spans: Vec<Span> = Vec::new();
     let mut used = 0usize;
     for b in keys::footer_entries() {
@@ -19,18 +45,23 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
             continue;
         }
         let hint = if b.action == keys::Action::TogglePause && s.paused {
-            "resume"
+            "run"
         } else {
             b.hint
         };
-        let width = 1 + b.label.chars().count() + 1 + hint.len();
+        let width = hint_width(b, hint);
         if used + width > area.width as usize {
-            break;
+            if lines.len() + 1 >= area.height as usize {
+                break;
+            }
+            lines.push(Line::from(std::mem::take(&mut spans)));
+            used = 0;
         }
         used += width;
         spans.push(Span::raw(" "));
         spans.push(styled(b.label, t.key));
         spans.push(Span::raw(format!(" {hint}")));
     }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    lines.push(Line::from(spans));
+    frame.render_widget(Paragraph::new(lines), area);
 }

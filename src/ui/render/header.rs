@@ -94,9 +94,21 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
         ));
         spans.push(Span::raw(" n: "));
         spans.push(styled(step.describe.clone(), t.next_mover));
+    } else if s.drained && ui.notice.is_none() {
+        // The end of the run: say what happened before what could move next.
+        match &s.history {
+            Some(h) => spans.push(styled(
+                format!(" {} ", crate::ui::snapshot::verdict_line(h)),
+                if h.passed() { t.good } else { t.bad },
+            )),
+            None => spans.push(styled(" outbox drained ", t.notice)),
+        }
+        spans.push(Span::raw(
+            " R reseeds · p adds a payment · events list each check",
+        ));
     } else if s.paused {
         spans.push(styled(" PAUSED ", t.paused));
-        spans.push(Span::raw(" space resumes · n steps · "));
+        spans.push(Span::raw(" space runs · n steps · - slows · "));
         match s.next_mover.and_then(|slot| s.workers.get(slot)) {
             Some(w) => spans.push(styled(
                 format!("next: {} will {}", w.status.name, w.status.next.describe()),
@@ -104,17 +116,12 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
             )),
             None => spans.push(styled("no worker can move: r restarts one", t.warn)),
         }
-    } else if s.drained && ui.notice.is_none() {
-        spans.push(styled(
-            " outbox drained: R reseeds, p adds a payment ",
-            t.notice,
-        ));
     }
     if spans.is_empty() {
         // Nothing else to say: explain what is happening and where to start.
         if s.leasing {
             spans.push(styled(
-                " workers claim a lease, call the provider, finalize; space pauses, c crashes the selected worker, ? help ",
+                " workers claim a lease, call the provider, finalize; space pauses, - slows down, c crashes, ? help ",
                 t.dim,
             ));
         } else {

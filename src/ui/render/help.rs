@@ -26,7 +26,7 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
         Constraint::Length(height.min(area.height)),
     );
     frame.render_widget(Clear, popup);
-    let block = pane(" Keys (? or Esc closes) ", t, true);
+    let block = pane(" Keys (? or Esc closes; Esc never quits) ", t, true);
     frame.render_widget(Paragraph::new(lines).block(block), popup);
 }
 
@@ -56,10 +56,14 @@ fn help_lines(t: &Theme, in_lesson: bool, roomy: bool) -> Vec<Line<'static>> {
     }
     if roomy {
         lines.push(Line::raw(""));
-        lines.push(Line::from(styled(
+        for text in [
             "The table is read from SQLite (read-only); ledgers, timeline and events come from the workers' events.",
-            t.dim,
-        )));
+            "Ver: the row's lease version in SQLite. ┊Runs: times the event ledger saw it processed (not in SQLite).",
+            "Timeline: ━ lease ┄ no lease ░ dead lease ✗ crash ! blocked ✓ done × rejected L loaded ↻ restarted.",
+            "Workers: `PAY-002 no lease +N`: a worker without leases holds N more loaded rows.",
+        ] {
+            lines.push(Line::from(styled(text, t.dim)));
+        }
     }
     lines
 }

@@ -12,10 +12,25 @@ use crate::ui::theme::Theme;
 
 pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
     let l = &s.figures;
-    let block = pane(" Ledgers ", t, false);
+    // The history checker's verdict once the outbox has drained, as the reports give it;
+    // it sits in the bottom border so the figures keep every row.
+    let (verdict, style) = match &s.history {
+        None => ("after the drain".to_string(), t.dim),
+        Some(h) if h.passed() => ("clean".to_string(), t.good),
+        Some(h) => (format!("{} problems", h.problems()), t.bad),
+    };
+    let block = pane(" Ledgers ", t, false).title_bottom(
+        Line::from(vec![
+            Span::raw(" history check "),
+            styled(verdict, style),
+            Span::raw(" "),
+        ])
+        .right_aligned(),
+    );
     let width = block.inner(area).width as usize;
+    let wide = width >= 44;
     let mut lines = vec![Line::from(vec![
-        Span::raw("claims  ok "),
+        Span::raw(if wide { "claims  ok " } else { "claims ok " }),
         styled(l.claims_ok.to_string(), t.good),
         Span::raw(" · empty "),
         Span::raw(l.claims_empty.to_string()),
@@ -25,6 +40,9 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
             if l.claims_blocked > 0 { t.warn } else { t.base },
         ),
     ])];
+    if wide && l.idle_polls > 0 {
+        lines[0].push_span(styled(format!(" · idle {}", l.idle_polls), t.dim));
+    }
     let bad_if = |n: u64| if n > 0 { t.bad } else { t.base };
     let mut figures = vec![
         ("processing attempts", l.processing_attempts, t.base),
@@ -49,7 +67,25 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
         ("crashes", l.crashes, t.base),
         ("restarts", l.restarts, t.base),
     ];
-    figures.extend(extra.into_iter().take(rows.saturating_sub(7)));
+    let room = rows.saturating_sub(6);
+    let short = room < extra.len();
+    if short {
+        // Attempts and provider checks share a line so the reclaims line fits too.
+        figures.drain(..2);
+        let provider = if l.provider_idempotent {
+            format!(
+                " · calls {} / effects {}",
+                l.provider_checks, l.provider_effects
+            )
+        } else {
+            format!(" · provider checks {}", l.provider_checks)
+        };
+        lines.push(Line::from(vec![
+            Span::raw(format!("attempts {}", l.processing_attempts)),
+            Span::raw(provider),
+        ]));
+    }
+    figures.extend(extra.into_iter().take(if short { 0 } else { room }));
     for (label, n, style) in figures {
         let mut number = n.to_string();
         let mut label = label;
@@ -60,13 +96,20 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
         }
         lines.push(figure(label, number, style, width));
     }
-    // The history checker's verdict once the outbox has drained, as the reports give it.
-    let (verdict, style) = match &s.history {
-        None => ("after the drain".to_string(), t.dim),
-        Some(h) if h.passed() => ("clean".to_string(), t.good),
-        Some(h) => (format!("{} problems", h.problems()), t.bad),
-    };
-    lines.push(figure("history check", verdict, style, width));
+    // Too few rows for a line each: how the story got here still shows, on one line.
+    if short {
+        lines.push(Line::from(vec![
+            Span::raw("reclaims "),
+            styled(
+                l.reclaims.to_string(),
+                if l.reclaims > 0 { t.warn } else { t.base },
+            ),
+            Span::raw(", crashes "),
+            Span::raw(l.crashes.to_string()),
+            Span::raw(", restarts "),
+            Span::raw(l.restarts.to_string()),
+        ]));
+    }
     frame.render_widget(Paragraph::new(lines).block(block), area);
 }
 

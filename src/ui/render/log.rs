@@ -16,7 +16,8 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
     let log = &s.log;
     let total = log.total;
     let title = if log.back > 0 {
-        format!(" Events (scrolled back {} lines, End follows) ", log.back)
+        let lines = if log.back == 1 { "line" } else { "lines" };
+        format!(" Events (scrolled back {} {lines}, End follows) ", log.back)
     } else {
         " Events ".to_string()
     };

@@ -48,9 +48,11 @@ pub const MIN_HEIGHT: u16 = 24;
 const HEADER_H: u16 = 1;
 const STRIP_H: u16 = 1;
 const FOOTER_H: u16 = 1;
-/// Seven ledger lines (the last is the history check) and the borders; more show when
-/// there is room.
-const LEDGER_H: u16 = 9;
+/// Six ledger lines and the borders (the history check is in the bottom one); more show
+/// when there is room.
+const LEDGER_H: u16 = 8;
+/// The ledger panel with every figure on a line of its own.
+const LEDGER_FULL_H: u16 = LEDGER_H + 4;
 const MAX_WORKER_LINES: u16 = 8;
 const MAX_LANES: u16 = 8;
 pub(crate) const LOG_MIN_H: u16 = 4;
@@ -81,23 +83,28 @@ pub struct Areas {
 }
 
 impl Areas {
-    pub fn compute(area: Rect, workers: usize) -> Areas {
+    /// `messages` is the outbox's size: the top row grows no taller than its rows and the
+    /// full ledger need, and the event log takes the rest.
+    pub fn compute(area: Rect, workers: usize, messages: u64) -> Areas {
         let worker_lines = (workers as u16).clamp(1, MAX_WORKER_LINES);
         let workers_h = worker_lines + 2;
         let top_min = (workers_h + LEDGER_H).max(TABLE_MIN_H);
         let timeline_h = (workers as u16).clamp(1, MAX_LANES) + 2;
+        let footer_h = footer::height(area.width).max(FOOTER_H);
         let body = area
             .height
-            .saturating_sub(HEADER_H + STRIP_H + FOOTER_H + timeline_h);
+            .saturating_sub(HEADER_H + STRIP_H + footer_h + timeline_h);
         let extra = body.saturating_sub(top_min + LOG_MIN_H);
-        let top_h = top_min + extra * TOP_SHARE / 5;
+        let table_needs = (messages.min(u16::MAX as u64) as u16).saturating_add(3);
+        let top_needs = table_needs.max(workers_h + LEDGER_FULL_H).max(top_min);
+        let top_h = (top_min + extra * TOP_SHARE / 5).min(top_needs);
         let [header, strip, top, timeline, log, footer] = Layout::vertical([
             Constraint::Length(HEADER_H),
             Constraint::Length(STRIP_H),
             Constraint::Length(top_h),
             Constraint::Length(timeline_h),
             Constraint::Fill(1),
-            Constraint::Length(FOOTER_H),
+            Constraint::Length(footer_h),
         ])
         .areas(area);
         let [table, side] = Layout::horizontal([
@@ -125,11 +132,11 @@ pub fn too_small(area: Rect) -> bool {
 }
 
 /// Rows the table and the log can show in a frame of this size (for the snapshot).
-pub fn capacity(area: Rect, workers: usize) -> (u16, u16) {
+pub fn capacity(area: Rect, workers: usize, messages: u64) -> (u16, u16) {
     if too_small(area) {
         return (0, 0);
     }
-    let a = Areas::compute(area, workers);
+    let a = Areas::compute(area, workers, messages);
     (table::visible_rows(a.table), a.log.height.saturating_sub(2))
 }
 
@@ -140,7 +147,7 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, ui: &UiState, t: &Theme) {
         too_small::render(frame, area, t);
         return;
     }
-    let mut a = Areas::compute(area, s.workers.len());
+    let mut a = Areas::compute(area, s.workers.len(), s.db.total);
     let narration = s.lesson.as_ref().map(|l| narration::carve(&mut a, l, t));
     header::render(frame, a.header, s, t);
     header::render_strip(frame, a.strip, s, ui, t);

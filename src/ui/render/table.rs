@@ -26,12 +26,16 @@ const RUNS_W: u16 = 4;
 const BAR_MAX: u16 = 12;
 
 const PAYMENT_W: u16 = 7;
+/// Sets the ledger's Runs apart from the columns SQLite holds.
+const RUNS_SEP: &str = "┊";
 
-/// Which optional columns fit (Id, Ver, the countdown bar, Payment), and how wide.
+/// Which optional columns fit (Id, Ver, the ledger's Runs, the countdown bar, Payment),
+/// and how wide. Ver is a database column, so it outranks Runs, which SQLite does not hold.
 struct Columns {
     id: u16,
     key: u16,
     ver: bool,
+    runs: bool,
     bar: u16,
     payment: bool,
 }
@@ -40,17 +44,22 @@ impl Columns {
     fn fit(inner: u16, total: u64) -> Columns {
         let digits = total.max(1).to_string().len() as u16;
         let key = 4 + digits.max(3);
-        let base = key + STATUS_W + OWNER_W + NUMBER_W + RUNS_W + 4;
+        let base = key + STATUS_W + OWNER_W + NUMBER_W + 3;
         let mut left = inner.saturating_sub(base);
+        let ver = left > VER_W;
+        if ver {
+            left -= VER_W + 1;
+        }
+        // The ledger's column sits after a separator: one cell more than its width.
+        let runs = left > RUNS_W + 1;
+        if runs {
+            left -= RUNS_W + 2;
+        }
         let mut id = digits.max(2);
         if left > id {
             left -= id + 1;
         } else {
             id = 0;
-        }
-        let ver = left > VER_W;
-        if ver {
-            left -= VER_W + 1;
         }
         // Payment only when a countdown bar of six cells still fits beside it.
         let payment = left >= PAYMENT_W + 1 + 7;
@@ -66,6 +75,7 @@ impl Columns {
             id,
             key,
             ver,
+            runs,
             bar,
             payment,
         }
@@ -90,9 +100,11 @@ impl Columns {
         if self.ver {
             w.push(Constraint::Length(VER_W));
         }
-        w.push(Constraint::Length(RUNS_W));
         if self.payment {
             w.push(Constraint::Length(PAYMENT_W));
+        }
+        if self.runs {
+            w.push(Constraint::Length(RUNS_W + 1));
         }
         w
     }
@@ -128,9 +140,15 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
     if cols.ver {
         header.push("Ver");
     }
-    header.push("Runs");
     if cols.payment {
         header.push("Payment");
+    }
+    let mut header: Vec<Cell> = header.into_iter().map(Cell::from).collect();
+    if cols.runs {
+        header.push(Cell::from(Line::from(vec![
+            styled(RUNS_SEP, t.dim),
+            styled("Runs", t.dim),
+        ])));
     }
     let header = Row::new(header).style(t.table_header);
     let rows = db
@@ -172,10 +190,6 @@ fn row<'a>(r: &MessageRow, runs: u32, s: &Snapshot, t: &Theme, cols: &Columns) -
             Line::from(r.lease_version.to_string()).right_aligned(),
         ));
     }
-    let runs_style = if runs > 1 { t.duplicate } else { t.base };
-    cells.push(Cell::from(
-        Line::from(styled(runs.to_string(), runs_style)).right_aligned(),
-    ));
     if cols.payment {
         let style = match r.payment_status.as_str() {
             "Paid" => t.good,
@@ -183,6 +197,13 @@ fn row<'a>(r: &MessageRow, runs: u32, s: &Snapshot, t: &Theme, cols: &Columns) -
             _ => t.dim,
         };
         cells.push(Cell::from(styled(r.payment_status.clone(), style)));
+    }
+    if cols.runs {
+        let runs_style = if runs > 1 { t.duplicate } else { t.dim };
+        cells.push(Cell::from(Line::from(vec![
+            styled(RUNS_SEP, t.dim),
+            styled(format!("{runs:>w$}", w = RUNS_W as usize), runs_style),
+        ])));
     }
     Row::new(cells)
 }
@@ -248,8 +269,9 @@ mod tests {
     #[test]
     fn narrow_tables_drop_the_bar_before_the_lease_number() {
         let narrow = Columns::fit(42, 6);
-        assert_eq!((narrow.id, narrow.bar, narrow.ver), (0, 0, false));
+        assert_eq!((narrow.id, narrow.bar, narrow.ver), (0, 0, true));
+        assert!(!narrow.runs, "Ver, from SQLite, outranks the ledger's Runs");
         let wide = Columns::fit(80, 6);
-        assert!(wide.ver && wide.bar == BAR_MAX);
+        assert!(wide.ver && wide.runs && wide.bar == BAR_MAX);
     }
 }

@@ -43,9 +43,15 @@ pub fn shown_from(width: u16, lease_ms: i64, now_ms: i64) -> i64 {
 pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &Theme) {
     let block = pane(" Timeline ", t, false);
     let inner = block.inner(area);
+    let n = s.workers.len();
+    let block = if n > inner.height as usize {
+        block.title(styled(format!(" {} of {n} workers ", inner.height), t.warn))
+    } else {
+        block
+    };
     let window = Window::new(s.lease_ms, s.now_ms, inner.width);
     let legend = format!(
-        " {} .. now {} · cell {} ms · ━ lease ┄ no lease ░ dead lease ✗ crash ! blocked ✓ done × rejected ",
+        " {} .. now {} · cell {} ms · ━ lease ┄ no lease ░ dead lease ✗ crash ! blocked ✓ done × rejected L loaded ↻ restarted ",
         hms(window.start),
         hms(s.now_ms),
         window.mpc

@@ -27,6 +27,13 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
     let rows = inner.height as usize;
     // Keep the selected worker in view when there are more workers than lines.
     let first = ui.selected.saturating_sub(rows.saturating_sub(1));
+    let n = s.workers.len();
+    let block = if n > rows {
+        let last = (first + rows).min(n);
+        block.title(styled(format!(" {}-{last} of {n} ", first + 1), t.warn))
+    } else {
+        block
+    };
     let view = View {
         now_ms: s.now_ms,
         selected: ui.selected,
@@ -41,6 +48,22 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
         .map(|w| view.line(w, inner.width as usize, s.next_mover == Some(w.slot)))
         .collect();
     frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// Drop trailing words until `s` fits, so a line never ends inside a number or a unit.
+fn whole_fields(s: &str, width: usize) -> String {
+    let mut words: Vec<&str> = s.split(' ').collect();
+    while words.len() > 1 && words.join(" ").chars().count() > width {
+        words.pop();
+    }
+    // A number with its unit goes as a pair: "2847 ms", never "2847".
+    if words.len() > 1
+        && words.len() < s.split(' ').count()
+        && words.last().is_some_and(|w| w.parse::<f64>().is_ok())
+    {
+        words.pop();
+    }
+    fit(&words.join(" "), width)
 }
 
 /// What every line of the panel needs besides its worker.
@@ -83,7 +106,10 @@ impl View<'_> {
             Span::raw(" "),
             styled(format!("{:<10}", state_label), state_style),
             Span::raw(" "),
-            styled(format!("{:<owns_w$}", fit(&owns, owns_w)), owns_style),
+            styled(
+                format!("{:<owns_w$}", whole_fields(&owns, owns_w)),
+                owns_style,
+            ),
             Span::raw(" "),
             Span::raw(done),
         ])

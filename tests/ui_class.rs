@@ -1,0 +1,336 @@
+//! The dashboard in front of a class (issue 13): every key and the lease version visible
+//! at 80x24, database columns apart from ledger figures, the verdict on screen, Esc that
+//! never quits, and the small words. Frames are drawn into a `TestBackend` on a paused
+//! clock moved by single steps, so each one is exact.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use leaselab::lesson;
+use leaselab::scenario::Scenario;
+use leaselab::ui::{self, keys, App, DashboardOptions, Theme};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+fn app(opts: DashboardOptions) -> App {
+    App::new(opts, Theme::plain()).expect("dashboard app")
+}
+
+fn lesson_app(name: &str) -> App {
+    App::for_lesson(
+        lesson::built_in(name).unwrap(),
+        DashboardOptions::default(),
+        Theme::plain(),
+    )
+    .expect("lesson app")
+}
+
+fn key(app: &mut App, code: KeyCode) {
+    app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
+}
+
+fn press(app: &mut App, c: char) {
+    key(app, KeyCode::Char(c));
+}
+
+fn screen(app: &mut App, width: u16, height: u16) -> Vec<String> {
+    let mut t = Terminal::new(TestBackend::new(width, height)).unwrap();
+    ui::draw(&mut t, app).unwrap();
+    let buf = t.backend().buffer();
+    (0..buf.area.height)
+        .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect())
+        .collect()
+}
+
+/// The footer's hints as drawn: the last lines of the screen, below the last pane.
+fn footer(lines: &[String]) -> String {
+    let last_border = lines
+        .iter()
+        .rposition(|l| l.starts_with('└') || l.starts_with('┗'))
+        .expect("a pane");
+    lines[last_border + 1..].join(" ")
+}
+
+/// Step the paused app until its outbox has drained.
+fn step_until_drained(app: &mut App) {
+    for _ in 0..400 {
+        app.refresh(20, 10);
+        if app.drained() {
+            return;
+        }
+        press(app, 'n');
+        // Time moves only when told, so a worker waiting on nothing still gets its turn.
+        if !app.drained() && app.next_mover().is_none() {
+            press(app, 'A');
+        }
+    }
+    panic!("the outbox did not drain in 400 steps");
+}
+
+#[test]
+fn every_footer_binding_is_visible_at_80x24_in_free_play_and_in_a_lesson() {
+    let mut free = app(DashboardOptions::default());
+    let mut lesson = lesson_app("atomic-claim");
+    for (name, app) in [("free play", &mut free), ("lesson", &mut lesson)] {
+        let lines = screen(app, 80, 24);
+        let foot = footer(&lines);
+        for b in keys::footer_entries() {
+            if b.action == keys::Action::StepBack && name == "free play" {
+                continue;
+            }
+            let hint = format!("{} ", b.label);
+            assert!(
+                foot.contains(&hint),
+                "{name}: {} missing from {foot:?}",
+                b.label
+            );
+        }
+    }
+}
+
+#[test]
+fn the_lease_version_stays_at_80x24_and_the_ledger_runs_stand_apart() {
+    let mut app = app(DashboardOptions {
+        scenario: Scenario::CompetingNoClaim,
+        ..DashboardOptions::default()
+    });
+    for _ in 0..10 {
+        press(&mut app, 'n');
+    }
+    let narrow = screen(&mut app, 80, 24);
+    let header = narrow.iter().find(|l| l.contains("Key ")).unwrap();
+    assert!(header.contains("Ver"), "{header}");
+    // Too narrow for both: the database's column wins; the ledger panel keeps duplicates.
+    assert!(!header.contains("Runs"), "{header}");
+    let wide = screen(&mut app, 120, 36);
+    let header = wide.iter().find(|l| l.contains("Key ")).unwrap();
+    assert!(header.contains("Ver ┊Runs"), "{header}");
+    let pay1 = wide.iter().find(|l| l.contains("PAY-001")).unwrap();
+    assert!(
+        pay1.contains("0 ┊   2"),
+        "Attempts 0 in SQLite, processed twice: {pay1}"
+    );
+}
+
+#[test]
+fn reclaims_and_crashes_stay_in_the_ledger_panel_at_80x24() {
+    let mut app = app(DashboardOptions::default());
+    press(&mut app, 'n');
+    press(&mut app, 'c');
+    let lines = screen(&mut app, 80, 24).join("\n");
+    assert!(
+        lines.contains("reclaims 0, crashes 1, restarts 0"),
+        "{lines}"
+    );
+    assert!(lines.contains("history check"), "{lines}");
+    assert!(lines.contains("ownership violations"), "{lines}");
+}
+
+#[test]
+fn a_drained_run_shows_its_verdict_and_each_failed_check() {
+    let mut app = app(DashboardOptions {
+        scenario: Scenario::CompetingNoClaim,
+        ..DashboardOptions::default()
+    });
+    step_until_drained(&mut app);
+    let lines = screen(&mut app, 120, 36);
+    let all = lines.join("\n");
+    assert!(lines[1].contains("VERDICT ✗"), "{}", lines[1]);
+    assert!(lines[1].contains("nothing duplicated"), "{}", lines[1]);
+    assert!(all.contains("✗ history: nothing duplicated:"), "{all}");
+
+    let mut app = self::app(DashboardOptions::default());
+    step_until_drained(&mut app);
+    let lines = screen(&mut app, 120, 36);
+    assert!(
+        lines[1].contains("VERDICT ✓ ONE OWNER AT A TIME: 6 processed, each once"),
+        "{}",
+        lines[1]
+    );
+}
+
+#[test]
+fn esc_closes_help_and_never_quits() {
+    let mut app = lesson_app("atomic-claim");
+    key(&mut app, KeyCode::Esc);
+    assert!(!app.ui.quit);
+    press(&mut app, '?');
+    key(&mut app, KeyCode::Esc);
+    key(&mut app, KeyCode::Esc);
+    assert!(!app.ui.help && !app.ui.quit);
+}
+
+#[test]
+fn one_payment_and_one_line_are_singular() {
+    let mut app = app(DashboardOptions {
+        messages: Some(1),
+        ..DashboardOptions::default()
+    });
+    press(&mut app, 'n');
+    press(&mut app, 'n');
+    let all = screen(&mut app, 120, 36).join("\n");
+    assert!(all.contains("seeded 1 payment + outbox rows"), "{all}");
+    // At 80x24 the log shows one line, so there is a line to scroll back.
+    screen(&mut app, 80, 24);
+    key(&mut app, KeyCode::Right);
+    key(&mut app, KeyCode::Up);
+    let all = screen(&mut app, 80, 24).join("\n");
+    assert!(all.contains("scrolled back 1 line,"), "{all}");
+}
+
+#[test]
+fn help_explains_the_columns_the_timeline_marks_and_j_k() {
+    let mut app = app(DashboardOptions::default());
+    press(&mut app, '?');
+    let all = screen(&mut app, 120, 40).join("\n");
+    for needle in ["Ver:", "┊Runs:", "L loaded", "↻ restarted", "+N", "j/k"] {
+        assert!(all.contains(needle), "{needle} missing:\n{all}");
+    }
+}
+
+#[test]
+fn free_play_is_not_labelled_as_the_scenario_whose_story_it_does_not_tell() {
+    let mut free = app(DashboardOptions::default());
+    let header = screen(&mut free, 120, 36).remove(0);
+    assert!(header.contains("free play outbox-leasing"), "{header}");
+    assert!(!header.contains("scenario outbox-leasing"), "{header}");
+    let mut story = app(DashboardOptions {
+        scenario: Scenario::LeaseExpiry,
+        ..DashboardOptions::default()
+    });
+    let header = screen(&mut story, 120, 36).remove(0);
+    assert!(header.contains("scenario lease-expiry"), "{header}");
+}
+
+#[test]
+fn sixteen_workers_say_how_many_of_them_are_shown() {
+    let mut app = app(DashboardOptions {
+        workers: 16,
+        ..DashboardOptions::default()
+    });
+    let all = screen(&mut app, 120, 36).join("\n");
+    assert!(all.contains("Workers ─ 1-8 of 16"), "{all}");
+    assert!(all.contains("8 of 16 workers"), "{all}");
+}
+
+#[test]
+fn the_table_follows_the_work_until_scrolled_and_home_follows_again() {
+    let mut app = app(DashboardOptions {
+        messages: Some(2_000),
+        ..DashboardOptions::default()
+    });
+    let first_row = |app: &mut App| {
+        screen(app, 120, 36);
+        let s = app.snapshot();
+        (s.db.rows.first().map(|r| r.id), s.db.counts.processed)
+    };
+    for _ in 0..120 {
+        press(&mut app, 'n');
+    }
+    let (first, processed) = first_row(&mut app);
+    assert!(processed > 30, "{processed}");
+    // Two processed rows above the work, then the rows being worked on.
+    assert_eq!(first, Some(processed as i64 - 1));
+    key(&mut app, KeyCode::Up);
+    let (held, _) = first_row(&mut app);
+    for _ in 0..30 {
+        press(&mut app, 'n');
+    }
+    let (still, more) = first_row(&mut app);
+    assert!(more > processed);
+    assert_eq!(
+        still, held,
+        "a scrolled table stays where the reader left it"
+    );
+    press(&mut app, 'g');
+    let (first, processed) = first_row(&mut app);
+    assert_eq!(
+        first,
+        Some(processed as i64 - 1),
+        "g follows the work again"
+    );
+    press(&mut app, 'G');
+    let (last, _) = first_row(&mut app);
+    assert!(last > Some(1_900), "G jumps to the end: {last:?}");
+}
+
+#[test]
+fn a_200x60_screen_gives_its_room_to_the_log_not_to_empty_rows() {
+    let mut app = app(DashboardOptions::default());
+    for _ in 0..12 {
+        press(&mut app, 'n');
+    }
+    let lines = screen(&mut app, 200, 60);
+    let all = lines.join("\n");
+    let top = lines.iter().position(|l| l.contains("Ledgers")).unwrap();
+    let bottom = lines
+        .iter()
+        .position(|l| l.contains("history check"))
+        .unwrap();
+    // Inside the top row: the table's part of a line, and the ledger's.
+    let halves = |l: &String| {
+        let (table, side) = l.split_once("┃│").unwrap_or((l, ""));
+        (
+            table.trim_start_matches('┃').trim().is_empty(),
+            side.trim_end_matches('│').trim().is_empty(),
+        )
+    };
+    let inside = &lines[top + 1..bottom];
+    let blank_ledger = inside.iter().filter(|l| halves(l).1).count();
+    let empty_table = inside.iter().filter(|l| halves(l).0).count();
+    assert_eq!(blank_ledger, 0, "{all}");
+    // Six messages: the rest of the table's height is the ledger's, not spare room.
+    assert!(empty_table <= 8, "{empty_table} empty table rows:\n{all}");
+    let events = lines.iter().position(|l| l.contains("Events")).unwrap();
+    assert!(60 - events > 30, "the log starts at row {events}:\n{all}");
+}
+
+#[test]
+fn polls_of_a_drained_outbox_are_counted_apart_from_empty_claims() {
+    let mut app = app(DashboardOptions::default());
+    step_until_drained(&mut app);
+    screen(&mut app, 80, 24);
+    let before = app.snapshot().figures.clone();
+    for _ in 0..12 {
+        press(&mut app, 'n');
+    }
+    let lines = screen(&mut app, 80, 24);
+    let after = app.snapshot().figures.clone();
+    assert_eq!(after.claims_empty, before.claims_empty);
+    assert!(after.idle_polls >= 6, "{after:?}");
+    let claims = lines.iter().find(|l| l.contains("claims ok")).unwrap();
+    assert!(
+        claims
+            .trim_end_matches('│')
+            .trim_end()
+            .ends_with("blocked 0"),
+        "{claims}"
+    );
+    let wide = screen(&mut app, 120, 36).join("\n");
+    assert!(
+        wide.contains(&format!("· idle {}", after.idle_polls)),
+        "{wide}"
+    );
+}
+
+#[test]
+fn worker_lines_drop_whole_fields_rather_than_cut_one() {
+    let mut app = app(DashboardOptions {
+        messages: Some(2_000),
+        workers: 1,
+        ..DashboardOptions::default()
+    });
+    // A hundred done leaves less room for what the worker owns.
+    for _ in 0..300 {
+        press(&mut app, 'n');
+    }
+    press(&mut app, 'n'); // a claim: the worker holds a lease with a countdown
+    let lines = screen(&mut app, 120, 36);
+    let workers: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("Worker-") && l.contains(" done│"))
+        .collect();
+    assert!(!workers.is_empty(), "{}", lines.join("\n"));
+    for l in &workers {
+        assert!(!l.contains('…'), "cut mid-field: {l}");
+    }
+    assert!(workers.iter().any(|l| l.contains(" ms ")), "{workers:?}");
+}
