@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
+use super::store::CreationLog;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum ProviderStatus {
     Paid,
@@ -67,6 +69,13 @@ pub struct Provider {
 pub enum Caller {
     Seeding,
     Worker,
+}
+
+/// Seeding records each gateway creation call here.
+impl CreationLog for Provider {
+    fn created(&self, key: &str) {
+        self.create_payment(key, Caller::Seeding);
+    }
 }
 
 impl Provider {
