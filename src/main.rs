@@ -92,8 +92,8 @@ enum Command {
     /// Measure claim throughput against the database's own ceiling (see README, Performance).
     Bench {
         /// SQLite's synchronous setting for the bench: full or normal.
-        #[arg(long, value_name = "full|normal", default_value = "normal", value_parser = ["full", "normal"])]
-        sync: String,
+        #[arg(long, value_name = "full|normal", value_enum, default_value_t = Sync::Normal)]
+        sync: Sync,
         /// Messages claimed per transaction in the batch runs (1-1000).
         #[arg(long, value_name = "K", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1000))]
         batch: u16,
@@ -126,6 +126,13 @@ fn parse_workers(s: &str) -> Result<WorkerList, String> {
         })
         .collect::<Result<Vec<u16>, String>>()
         .map(WorkerList)
+}
+
+/// `bench --sync`: SQLite's synchronous setting for the bench's connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Sync {
+    Full,
+    Normal,
 }
 
 /// Most messages `run` and the dashboard take: each message costs about 1 KB of ledger and
@@ -297,7 +304,7 @@ fn main() -> ExitCode {
             batch,
             scale,
             json,
-        }) => bench(&cli, sync, *batch, *scale, *json),
+        }) => bench(&cli, *sync, *batch, *scale, *json),
         // No command: the default lesson, unless the outbox is set up on the command line.
         None if lesson_setup_flags(&cli).is_none() => {
             lesson_command(&cli, leaselab::lesson::DEFAULT_LESSON, false)
@@ -489,7 +496,7 @@ fn interrupted(signo: i32, what: &str) -> ExitCode {
     ExitCode::from(leaselab::signals::exit_code(signo))
 }
 
-fn bench(cli: &Cli, sync: &str, batch: u16, scale: Option<u64>, json: bool) -> ExitCode {
+fn bench(cli: &Cli, sync: Sync, batch: u16, scale: Option<u64>, json: bool) -> ExitCode {
     use leaselab::bench::{self, BenchOptions};
     use leaselab::engine::store::Durability;
     let opts = BenchOptions {
@@ -501,10 +508,9 @@ fn bench(cli: &Cli, sync: &str, batch: u16, scale: Option<u64>, json: bool) -> E
             .into_iter()
             .map(usize::from)
             .collect(),
-        durability: if sync == "full" {
-            Durability::Full
-        } else {
-            Durability::Normal
+        durability: match sync {
+            Sync::Full => Durability::Full,
+            Sync::Normal => Durability::Normal,
         },
         batch: usize::from(batch),
         scale_to: scale,

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::engine::clock::{hms, iso, SCENARIO_START_MS};
-use crate::engine::store::DbOrigin;
-use crate::engine::worker::worker_name;
+use crate::engine::store::{DbOrigin, RowsPerKey};
+use crate::engine::worker_id::WorkerId;
 use crate::scenario::{RunOutcome, Scenario};
 
 /// Rows of the timeline and the ownership table a report prints before it summarises.
@@ -49,7 +49,7 @@ pub fn checks(o: &RunOutcome) -> Vec<Check> {
     let mut c = Vec::new();
     if o.scenario == Scenario::CompetingNoClaim {
         let loaded_all = (0..o.workers)
-            .map(|s| worker_name(s, 1))
+            .map(|s| WorkerId::first(s).to_string())
             .all(|w| l.loaded_by_worker.get(&w).copied().unwrap_or(0) >= m);
         c.push(check(
             "every worker loaded the full pending snapshot",
@@ -71,10 +71,10 @@ pub fn checks(o: &RunOutcome) -> Vec<Check> {
                 && o.outbox.pending == 0
                 && o.outbox.processing == 0
                 && o.payments.pending == 0
-                && o.max_rows_per_key == (1, 1),
+                && o.max_rows_per_key == RowsPerKey { payments: 1, outbox: 1 },
             format!(
                 "outbox {} Processed / {} Pending / {} Processing; at most {} payment and {} outbox row per key",
-                o.outbox.processed, o.outbox.pending, o.outbox.processing, o.max_rows_per_key.0, o.max_rows_per_key.1
+                o.outbox.processed, o.outbox.pending, o.outbox.processing, o.max_rows_per_key.payments, o.max_rows_per_key.outbox
             ),
         ));
     } else {
@@ -103,10 +103,10 @@ pub fn checks(o: &RunOutcome) -> Vec<Check> {
         ));
         c.push(check(
             "at most one payment row and one outbox row per key",
-            o.max_rows_per_key.0 <= 1 && o.max_rows_per_key.1 <= 1 && o.orphans == 0,
+            o.max_rows_per_key.none_duplicated() && o.orphans == 0,
             format!(
                 "max {} payment / {} outbox rows per key, {} orphans",
-                o.max_rows_per_key.0, o.max_rows_per_key.1, o.orphans
+                o.max_rows_per_key.payments, o.max_rows_per_key.outbox, o.orphans
             ),
         ));
     }
@@ -192,7 +192,7 @@ pub fn checks(o: &RunOutcome) -> Vec<Check> {
 fn loaded_detail(o: &RunOutcome) -> String {
     (0..o.workers)
         .map(|s| {
-            let w = worker_name(s, 1);
+            let w = WorkerId::first(s).to_string();
             let n = o.ledger.loaded_by_worker.get(&w).copied().unwrap_or(0);
             format!("{w} loaded {n}")
         })
@@ -379,7 +379,9 @@ fn wall_stamp() -> String {
 }
 
 fn per_worker(o: &RunOutcome) -> BTreeMap<String, u64> {
-    let mut m: BTreeMap<String, u64> = (0..o.workers).map(|s| (worker_name(s, 1), 0)).collect();
+    let mut m: BTreeMap<String, u64> = (0..o.workers)
+        .map(|s| (WorkerId::first(s).to_string(), 0))
+        .collect();
     for (w, n) in &o.ledger.per_worker {
         m.insert(w.clone(), *n);
     }
@@ -411,7 +413,7 @@ fn to_json(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Val
         "rejected_finalizes": l.rejected_finalizes,
         "outbox": o.outbox,
         "payments": o.payments,
-        "duplicate_rows": { "payments": o.max_rows_per_key.0.saturating_sub(1), "outbox": o.max_rows_per_key.1.saturating_sub(1) },
+        "duplicate_rows": { "payments": o.max_rows_per_key.payments.saturating_sub(1), "outbox": o.max_rows_per_key.outbox.saturating_sub(1) },
         "per_worker": per_worker(o),
         "loaded_per_worker": l.loaded_by_worker,
         "lease_expiry": o.story.as_ref().map(|p| json!({
@@ -457,7 +459,9 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
             "OFF (workers load every Pending row and write results unguarded)".to_string()
         }
     );
-    let names: Vec<String> = (0..o.workers).map(|s| worker_name(s, 1)).collect();
+    let names: Vec<String> = (0..o.workers)
+        .map(|s| WorkerId::first(s).to_string())
+        .collect();
     let _ = writeln!(
         t,
         "workers    {} ({}), each an OS thread with its own SQLite connection",

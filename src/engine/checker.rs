@@ -4,7 +4,7 @@
 //! plus the lease rules this lab teaches.
 
 use super::ledger::{HistoryStep, Ledger};
-use super::store::MessageRow;
+use super::store::{MessageRow, OutboxStatus};
 
 /// At most this many example ids are kept per finding.
 const EXAMPLES: usize = 10;
@@ -197,7 +197,7 @@ pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
             _ => None,
         });
         let mut wrong = Vec::new();
-        if (runs > 0) != (row.status == "Processed") {
+        if (runs > 0) != (row.status == OutboxStatus::Processed) {
             wrong.push(format!("status {} after {runs} results", row.status));
         }
         let version = newest_claim.as_ref().map_or(0, |(_, v)| *v);
@@ -207,7 +207,7 @@ pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
                 row.lease_version
             ));
         }
-        if row.status == "Processing" {
+        if row.status == OutboxStatus::Processing {
             let owner = newest_claim.as_ref().map(|(o, _)| &**o);
             if row.locked_by.as_deref() != owner {
                 wrong.push(format!(
@@ -217,7 +217,7 @@ pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
             }
         }
         let expected_payment = last_result.unwrap_or("Pending");
-        if row.payment_status != expected_payment {
+        if row.payment_status.as_str() != expected_payment {
             wrong.push(format!(
                 "payment {} but history wrote {expected_payment}",
                 row.payment_status

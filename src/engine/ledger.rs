@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::events::{Event, EventKind};
 use super::provider::ProviderStatus;
-use super::worker::base_name;
+use super::worker_id::WorkerId;
 
 /// One step of a message's history, as committed by SQLite.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,7 +135,8 @@ impl Ledger {
 
     pub fn apply(&mut self, ev: &Event) {
         self.events_seen += 1;
-        let worker = base_name(&ev.actor).to_string();
+        let worker =
+            WorkerId::parse(&ev.actor).map_or_else(|| ev.actor.clone(), |id| id.base().to_string());
         let actor = self.name(&ev.actor);
         match &ev.kind {
             EventKind::Claimed {

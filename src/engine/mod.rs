@@ -11,6 +11,7 @@ pub mod ledger;
 pub mod provider;
 pub mod store;
 pub mod worker;
+pub mod worker_id;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -16,6 +16,7 @@ use super::clock::Clock;
 use super::events::{Event, EventKind};
 use super::provider::{Provider, StatusCheck};
 use super::store::{ClaimOutcome, FinalizeOutcome, Lease, MessageRef, Store, StoreShared};
+use super::worker_id::WorkerId;
 
 /// Longest a waiting worker goes without looking at its control channel.
 const WAIT_SLICE: Duration = Duration::from_millis(25);
@@ -135,6 +136,7 @@ impl NextAction {
 /// What a worker shows of itself; the dashboard reads it each frame.
 #[derive(Debug, Clone, Default)]
 pub struct WorkerStatus {
+    pub id: WorkerId,
     pub name: String,
     pub state: WorkerState,
     pub paused: bool,
@@ -221,35 +223,12 @@ impl Drop for WorkerHandle {
     }
 }
 
-/// `Worker-A` for slot 0, `Worker-Z`, then `Worker-AA`...; `#2` and on for restarts.
-pub fn worker_name(slot: usize, incarnation: u32) -> String {
-    let mut n = slot;
-    let mut letters = Vec::new();
-    loop {
-        letters.push((b'A' + (n % 26) as u8) as char);
-        if n < 26 {
-            break;
-        }
-        n = n / 26 - 1;
-    }
-    let base: String = letters.into_iter().rev().collect();
-    if incarnation <= 1 {
-        format!("Worker-{base}")
-    } else {
-        format!("Worker-{base}#{incarnation}")
-    }
-}
-
-/// The slot's name without its incarnation: `Worker-A#2` -> `Worker-A`.
-pub fn base_name(name: &str) -> &str {
-    name.split('#').next().unwrap_or(name)
-}
-
 /// Start a worker thread. A paused worker acts only on `Step`/`ClaimId` until resumed.
 pub fn spawn(ctx: WorkerContext, slot: usize, incarnation: u32, paused: bool) -> WorkerHandle {
-    let name = worker_name(slot, incarnation);
+    let name = WorkerId::new(slot, incarnation).to_string();
     let (control, rx) = crossbeam_channel::unbounded();
     let status = Arc::new(Mutex::new(WorkerStatus {
+        id: WorkerId::new(slot, incarnation),
         name: name.clone(),
         state: if paused {
             WorkerState::Paused
@@ -768,9 +747,10 @@ pub struct Stepper {
 
 impl Stepper {
     pub fn new(ctx: WorkerContext, slot: usize, incarnation: u32) -> Result<Stepper, String> {
-        let name = worker_name(slot, incarnation);
+        let name = WorkerId::new(slot, incarnation).to_string();
         let store = Store::open(&ctx.db_path, ctx.shared.clone()).map_err(|e| e.to_string())?;
         let status = Arc::new(Mutex::new(WorkerStatus {
+            id: WorkerId::new(slot, incarnation),
             name: name.clone(),
             ..WorkerStatus::default()
         }));

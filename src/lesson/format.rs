@@ -6,7 +6,7 @@ use std::ops::Range;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::engine::worker::worker_name;
+use crate::engine::worker_id::WorkerId;
 
 /// The only format this build reads.
 pub const FORMAT_VERSION: i64 = 1;
@@ -343,9 +343,11 @@ impl Ctx<'_> {
     fn worker(&self, span: &Range<usize>, word: Option<&str>) -> Result<usize, String> {
         let word = word.ok_or_else(|| self.p.err(span.clone(), "a worker is missing"))?;
         (0..self.workers)
-            .find(|slot| worker_name(*slot, 1) == word)
+            .find(|slot| WorkerId::first(*slot).to_string() == word)
             .ok_or_else(|| {
-                let known: Vec<String> = (0..self.workers).map(|s| worker_name(s, 1)).collect();
+                let known: Vec<String> = (0..self.workers)
+                    .map(|s| WorkerId::first(s).to_string())
+                    .collect();
                 self.p.err(
                     span.clone(),
                     &format!(
@@ -563,8 +565,9 @@ impl Ctx<'_> {
                     Some("owner") => {
                         let w = value.ok_or_else(|| self.p.err(span.clone(), "the owner is missing"))?;
                         if w != "none" {
-                            let base = crate::engine::worker::base_name(w);
-                            self.worker(&span, Some(base))?;
+                            let base = WorkerId::parse(w)
+                                .map_or_else(|| w.to_string(), |id| id.base().to_string());
+                            self.worker(&span, Some(&base))?;
                         }
                         (Figure::Owner(msg), w.to_string())
                     }

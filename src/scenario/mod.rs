@@ -5,8 +5,10 @@ use std::time::{Duration, Instant};
 use crate::engine::checker::{self, HistoryCheck};
 use crate::engine::events::{Event, EventKind};
 use crate::engine::ledger::Ledger;
-use crate::engine::store::{DbOrigin, OutboxCounts, PaymentCounts, PaymentRow, StoreError};
-use crate::engine::worker::worker_name;
+use crate::engine::store::{
+    DbOrigin, OutboxCounts, PaymentCounts, PaymentRow, PaymentStatus, RowsPerKey, StoreError,
+};
+use crate::engine::worker_id::WorkerId;
 use crate::engine::{Engine, EngineConfig};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,11 +127,17 @@ impl StoryStep {
     pub fn describe(&self) -> String {
         match self {
             StoryStep::Claim { slot, id } => {
-                format!("{} tries to claim message {id}", worker_name(*slot, 1))
+                format!(
+                    "{} tries to claim message {id}",
+                    WorkerId::first(*slot).to_string()
+                )
             }
-            StoryStep::Crash { slot } => format!("{} crashes", worker_name(*slot, 1)),
+            StoryStep::Crash { slot } => format!("{} crashes", WorkerId::first(*slot).to_string()),
             StoryStep::Advance { ms } => format!("advance the clock by {ms} ms"),
-            StoryStep::Act { slot } => format!("{} takes its next action", worker_name(*slot, 1)),
+            StoryStep::Act { slot } => format!(
+                "{} takes its next action",
+                WorkerId::first(*slot).to_string()
+            ),
         }
     }
 
@@ -183,8 +191,8 @@ impl StoryProof {
     }
 
     pub fn from_events(events: &[Event], ledger: &Ledger) -> StoryProof {
-        let a = worker_name(0, 1);
-        let b = worker_name(1, 1);
+        let a = WorkerId::first(0).to_string();
+        let b = WorkerId::first(1).to_string();
         let mut p = StoryProof::default();
         let mut a_until = None;
         for e in events {
@@ -309,7 +317,7 @@ pub struct RunOutcome {
     pub outbox: OutboxCounts,
     pub payments: PaymentCounts,
     pub payment_rows: Vec<PaymentRow>,
-    pub max_rows_per_key: (u64, u64),
+    pub max_rows_per_key: RowsPerKey,
     pub orphans: u64,
     pub provider_status_checks: u64,
     pub gateway_creation_calls: u64,
@@ -494,7 +502,7 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
         .count() as u64;
     let paid_without_provider = payment_rows
         .iter()
-        .filter(|p| p.status == "Paid" && !engine.provider.said_paid(&p.key))
+        .filter(|p| p.status == PaymentStatus::Paid && !engine.provider.said_paid(&p.key))
         .count() as u64;
     Ok(RunOutcome {
         scenario,

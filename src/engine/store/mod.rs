@@ -31,6 +31,7 @@ mod identity;
 mod naive;
 mod seed;
 mod snapshot;
+mod status;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -42,6 +43,7 @@ use rusqlite::Connection;
 pub use conn::{busy_give_up, BUSY_GIVE_UP_ENV};
 pub use identity::inspect;
 pub use seed::{amount_for, payment_key, CreationLog};
+pub use status::{OutboxStatus, PaymentStatus};
 
 pub const SCHEMA_SQL: &str = include_str!("../../../assets/schema.sql");
 
@@ -228,24 +230,38 @@ pub struct PaymentCounts {
     pub failed_with_txid: u64,
 }
 
+/// The most rows that share one payment key, per table: 1 and 1 when nothing was duplicated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RowsPerKey {
+    pub payments: u64,
+    pub outbox: u64,
+}
+
+impl RowsPerKey {
+    /// No key has more than one row in either table.
+    pub fn none_duplicated(self) -> bool {
+        self.payments <= 1 && self.outbox <= 1
+    }
+}
+
 /// One outbox row as the table shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageRow {
     pub id: i64,
     pub key: String,
-    pub status: String,
+    pub status: OutboxStatus,
     pub locked_by: Option<String>,
     pub locked_until_ms: Option<i64>,
     pub lease_version: i64,
     pub attempts: i64,
     pub processed_at_ms: Option<i64>,
-    pub payment_status: String,
+    pub payment_status: PaymentStatus,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PaymentRow {
     pub key: String,
-    pub status: String,
+    pub status: PaymentStatus,
     pub transaction_id: Option<String>,
 }
 

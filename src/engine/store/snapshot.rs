@@ -2,7 +2,7 @@
 
 use rusqlite::params;
 
-use super::{MessageRow, OutboxCounts, PaymentCounts, PaymentRow, Result, Store};
+use super::{MessageRow, OutboxCounts, PaymentCounts, PaymentRow, Result, RowsPerKey, Store};
 
 impl Store {
     /// indexes, Processed as the rest, so a large, mostly finished outbox is counted without
@@ -99,7 +99,7 @@ impl Store {
     }
 
     /// The most payment rows and outbox rows that share one key.
-    pub fn max_rows_per_key(&self) -> Result<(u64, u64)> {
+    pub fn max_rows_per_key(&self) -> Result<RowsPerKey> {
         let pay: i64 = self.conn.query_row(
             "SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) n FROM Payments GROUP BY IdempotencyKey)",
             [],
@@ -110,7 +110,10 @@ impl Store {
             [],
             |r| r.get(0),
         )?;
-        Ok((pay as u64, out as u64))
+        Ok(RowsPerKey {
+            payments: pay as u64,
+            outbox: out as u64,
+        })
     }
 
     /// Outbox rows without a payment, and payments without an outbox row.
