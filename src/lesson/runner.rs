@@ -202,7 +202,7 @@ impl LessonRunner {
     fn live(&self, engine: &Engine, slot: usize) -> Result<(), String> {
         let w = engine
             .worker(slot)
-            .ok_or_else(|| format!("there is no {}", WorkerId::first(slot).to_string()))?;
+            .ok_or_else(|| format!("there is no {}", WorkerId::first(slot)))?;
         if !w.is_alive() {
             return Err(format!("{} is down; restart it first", w.name));
         }
@@ -260,22 +260,16 @@ impl LessonRunner {
                 engine.emit(EventKind::Note {
                     text: format!(
                         "{} frozen (a long pause): it still believes it owns what it claimed",
-                        WorkerId::first(*slot).to_string()
+                        WorkerId::first(*slot)
                     ),
                 });
             }
             Action::Resume { slot } => {
                 if !self.frozen.remove(slot) {
-                    return Err(format!(
-                        "{} is not paused",
-                        WorkerId::first(*slot).to_string()
-                    ));
+                    return Err(format!("{} is not paused", WorkerId::first(*slot)));
                 }
                 engine.emit(EventKind::Note {
-                    text: format!(
-                        "{} wakes up and carries on",
-                        WorkerId::first(*slot).to_string()
-                    ),
+                    text: format!("{} wakes up and carries on", WorkerId::first(*slot)),
                 });
             }
             Action::Advance { ms } => engine.advance(*ms),

@@ -127,17 +127,11 @@ impl StoryStep {
     pub fn describe(&self) -> String {
         match self {
             StoryStep::Claim { slot, id } => {
-                format!(
-                    "{} tries to claim message {id}",
-                    WorkerId::first(*slot).to_string()
-                )
+                format!("{} tries to claim message {id}", WorkerId::first(*slot))
             }
-            StoryStep::Crash { slot } => format!("{} crashes", WorkerId::first(*slot).to_string()),
+            StoryStep::Crash { slot } => format!("{} crashes", WorkerId::first(*slot)),
             StoryStep::Advance { ms } => format!("advance the clock by {ms} ms"),
-            StoryStep::Act { slot } => format!(
-                "{} takes its next action",
-                WorkerId::first(*slot).to_string()
-            ),
+            StoryStep::Act { slot } => format!("{} takes its next action", WorkerId::first(*slot)),
         }
     }
 
