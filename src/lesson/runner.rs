@@ -305,14 +305,12 @@ impl LessonRunner {
                 .filter(|s| engine.worker(*s).is_some_and(|w| w.is_alive()))
                 .collect();
             let counts = engine.store().outbox_counts().map_err(|e| e.to_string())?;
-            let idle = movers.iter().all(|s| {
-                engine.worker(*s).is_some_and(|w| {
-                    matches!(w.status().next, NextAction::Claim | NextAction::Load)
-                })
-            });
+            let idle = movers
+                .iter()
+                .all(|s| engine.worker(*s).is_some_and(|w| w.status().empty_handed()));
             match c {
                 Condition::Drained => {
-                    if counts.pending == 0 && counts.processing == 0 && idle {
+                    if counts.drained() && idle {
                         return Ok(());
                     }
                 }
