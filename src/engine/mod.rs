@@ -9,6 +9,7 @@ pub mod events;
 pub mod lease;
 pub mod ledger;
 pub mod provider;
+pub mod stepper;
 pub mod store;
 pub mod worker;
 pub mod worker_id;

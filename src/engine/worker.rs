@@ -18,6 +18,8 @@ use super::provider::{Provider, StatusCheck};
 use super::store::{ClaimOutcome, FinalizeOutcome, Lease, MessageRef, Store, StoreShared};
 use super::worker_id::WorkerId;
 
+pub use super::stepper::Stepper;
+
 /// Longest a waiting worker goes without looking at its control channel.
 const WAIT_SLICE: Duration = Duration::from_millis(25);
 
@@ -273,17 +275,7 @@ fn run_thread(
             Ok(s) => s,
             Err(e) => return Some(format!("cannot open the database: {e}")),
         };
-        let mut w = Worker {
-            ctx,
-            slot,
-            name: nm,
-            store,
-            phase: Phase::Idle,
-            status: st,
-            paused,
-            wait_until: None,
-        };
-        w.run(&rx)
+        Worker::new(ctx, slot, nm, store, st, paused).run(&rx)
     }));
     let emit = |kind| {
         let _ = events.send(Event {
@@ -331,7 +323,7 @@ enum Phase {
     },
 }
 
-enum Acted {
+pub(super) enum Acted {
     /// Did something; go on.
     Done,
     /// Nothing to do before this scenario time.
@@ -343,7 +335,7 @@ enum Exit {
     Shutdown,
 }
 
-struct Worker {
+pub(super) struct Worker {
     ctx: WorkerContext,
     slot: usize,
     name: String,
@@ -356,6 +348,45 @@ struct Worker {
 }
 
 impl Worker {
+    pub(super) fn new(
+        ctx: WorkerContext,
+        slot: usize,
+        name: String,
+        store: Store,
+        status: Arc<Mutex<WorkerStatus>>,
+        paused: bool,
+    ) -> Worker {
+        Worker {
+            ctx,
+            slot,
+            name,
+            store,
+            phase: Phase::Idle,
+            status,
+            paused,
+            wait_until: None,
+        }
+    }
+
+    pub(super) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What the worker will do next, as its status says.
+    pub(super) fn next(&self) -> NextAction {
+        self.publish();
+        self.status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .next
+            .clone()
+    }
+
+    /// Stop at once; a held lease stays in the database.
+    pub(super) fn crash(&mut self) {
+        self.exit(Exit::Crash);
+    }
+
     fn emit_at(&self, seq: u64, kind: EventKind) {
         self.emit_when(seq, self.ctx.clock.now(), kind);
     }
@@ -564,100 +595,25 @@ impl Worker {
     }
 
     /// One action of the worker's cycle. `stepping` is a teacher's single step.
-    fn act(&mut self, stepping: bool) -> Result<Acted, String> {
+    pub(super) fn act(&mut self, stepping: bool) -> Result<Acted, String> {
         self.set_status(|s| s.acts += 1);
         let leasing = self.ctx.settings.leasing();
         let phase = std::mem::replace(&mut self.phase, Phase::Idle);
         let acted = match phase {
             Phase::Idle if leasing => self.claim(None)?,
             Phase::Idle => self.load()?,
-            Phase::Holding(lease) => {
-                let check = self.ctx.provider.check_status(&lease.key);
-                self.emit(EventKind::ProviderCalled {
-                    id: lease.id,
-                    key: lease.key.clone(),
-                    status: check.status,
-                });
-                self.phase = Phase::Checked(lease, check);
-                Acted::Done
-            }
-            Phase::Checked(lease, check) => {
-                let now = self.ctx.clock.now();
-                let (outcome, seq) = self
-                    .store
-                    .finalize(&lease, &check, now)
-                    .map_err(|e| e.to_string())?;
-                match outcome {
-                    FinalizeOutcome::Committed => {
-                        self.set_status(|s| s.processed += 1);
-                        self.emit_at(
-                            seq,
-                            EventKind::Finalized {
-                                id: lease.id,
-                                key: lease.key,
-                                version: lease.version,
-                                status: check.status,
-                            },
-                        );
-                    }
-                    FinalizeOutcome::Rejected => self.emit_at(
-                        seq,
-                        EventKind::FinalizeRejected {
-                            id: lease.id,
-                            key: lease.key,
-                            version: lease.version,
-                        },
-                    ),
-                }
-                Acted::Done
-            }
-            Phase::Naive { .. } if leasing => {
-                // Leasing came back on: drop the unowned snapshot at this cycle.
-                Acted::Done
-            }
-            Phase::Naive { mut queue, current } => {
-                match current {
-                    Some((msg, check)) => {
-                        let now = self.ctx.clock.now();
-                        let seq = self
-                            .store
-                            .mark_processed(&msg, &check, now)
-                            .map_err(|e| e.to_string())?;
-                        self.set_status(|s| s.processed += 1);
-                        self.emit_at(
-                            seq,
-                            EventKind::Marked {
-                                id: msg.id,
-                                key: msg.key,
-                                status: check.status,
-                            },
-                        );
-                    }
-                    None => {
-                        if let Some(msg) = queue.pop_front() {
-                            let check = self.ctx.provider.check_status(&msg.key);
-                            self.emit(EventKind::ProviderCalled {
-                                id: msg.id,
-                                key: msg.key.clone(),
-                                status: check.status,
-                            });
-                            self.phase = Phase::Naive {
-                                queue,
-                                current: Some((msg, check)),
-                            };
-                            self.publish();
-                            return Ok(Acted::Done);
-                        }
-                    }
-                }
-                if !queue.is_empty() {
-                    self.phase = Phase::Naive {
-                        queue,
-                        current: None,
-                    };
-                }
-                Acted::Done
-            }
+            Phase::Holding(lease) => self.call_provider(lease),
+            Phase::Checked(lease, check) => self.finalize(lease, check)?,
+            // Leasing came back on: drop the unowned snapshot at this cycle.
+            Phase::Naive { .. } if leasing => Acted::Done,
+            Phase::Naive {
+                queue,
+                current: Some((msg, check)),
+            } => self.mark(queue, msg, check)?,
+            Phase::Naive {
+                queue,
+                current: None,
+            } => self.check_next_loaded(queue),
         };
         self.publish();
         // Processing takes time on the scenario clock (skipped by a single step).
@@ -670,6 +626,92 @@ impl Worker {
             }
         }
         Ok(acted)
+    }
+
+    /// Leasing on, holding a lease: ask the provider for the payment's status.
+    fn call_provider(&mut self, lease: Lease) -> Acted {
+        let check = self.ctx.provider.check_status(&lease.key);
+        self.emit(EventKind::ProviderCalled {
+            id: lease.id,
+            key: lease.key.clone(),
+            status: check.status,
+        });
+        self.phase = Phase::Checked(lease, check);
+        Acted::Done
+    }
+
+    /// Leasing on, the provider answered: the ownership-guarded finalize.
+    fn finalize(&mut self, lease: Lease, check: StatusCheck) -> Result<Acted, String> {
+        let now = self.ctx.clock.now();
+        let (outcome, seq) = self
+            .store
+            .finalize(&lease, &check, now)
+            .map_err(|e| e.to_string())?;
+        let kind = match outcome {
+            FinalizeOutcome::Committed => {
+                self.set_status(|s| s.processed += 1);
+                EventKind::Finalized {
+                    id: lease.id,
+                    key: lease.key,
+                    version: lease.version,
+                    status: check.status,
+                }
+            }
+            FinalizeOutcome::Rejected => EventKind::FinalizeRejected {
+                id: lease.id,
+                key: lease.key,
+                version: lease.version,
+            },
+        };
+        self.emit_at(seq, kind);
+        Ok(Acted::Done)
+    }
+
+    /// Leasing off, the provider answered: mark the message Processed, asking nobody.
+    fn mark(
+        &mut self,
+        queue: VecDeque<MessageRef>,
+        msg: MessageRef,
+        check: StatusCheck,
+    ) -> Result<Acted, String> {
+        let now = self.ctx.clock.now();
+        let seq = self
+            .store
+            .mark_processed(&msg, &check, now)
+            .map_err(|e| e.to_string())?;
+        self.set_status(|s| s.processed += 1);
+        self.emit_at(
+            seq,
+            EventKind::Marked {
+                id: msg.id,
+                key: msg.key,
+                status: check.status,
+            },
+        );
+        if !queue.is_empty() {
+            self.phase = Phase::Naive {
+                queue,
+                current: None,
+            };
+        }
+        Ok(Acted::Done)
+    }
+
+    /// Leasing off: ask the provider about the next loaded message, owning nothing.
+    fn check_next_loaded(&mut self, mut queue: VecDeque<MessageRef>) -> Acted {
+        if let Some(msg) = queue.pop_front() {
+            let check = self.ctx.provider.check_status(&msg.key);
+            self.emit(EventKind::ProviderCalled {
+                id: msg.id,
+                key: msg.key.clone(),
+                status: check.status,
+            });
+            self.phase = Phase::Naive {
+                queue,
+                current: Some((msg, check)),
+            };
+        }
+        Acted::Done
     }
 
     fn claim(&mut self, id: Option<i64>) -> Result<Acted, String> {
@@ -736,59 +778,5 @@ impl Worker {
             current: None,
         };
         Ok(Acted::Done)
-    }
-}
-
-/// A worker without a thread, for schedules driven from one thread (property tests): each
-/// `act` is exactly one action on the worker's own connection, as a single step would be.
-pub struct Stepper {
-    worker: Worker,
-}
-
-impl Stepper {
-    pub fn new(ctx: WorkerContext, slot: usize, incarnation: u32) -> Result<Stepper, String> {
-        let name = WorkerId::new(slot, incarnation).to_string();
-        let store = Store::open(&ctx.db_path, ctx.shared.clone()).map_err(|e| e.to_string())?;
-        let status = Arc::new(Mutex::new(WorkerStatus {
-            id: WorkerId::new(slot, incarnation),
-            name: name.clone(),
-            ..WorkerStatus::default()
-        }));
-        Ok(Stepper {
-            worker: Worker {
-                ctx,
-                slot,
-                name,
-                store,
-                phase: Phase::Idle,
-                status,
-                paused: false,
-                wait_until: None,
-            },
-        })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.worker.name
-    }
-
-    /// One action: a claim (or load), a provider call, or a finalize (or mark).
-    pub fn act(&mut self) -> Result<(), String> {
-        self.worker.act(true).map(|_| ())
-    }
-
-    pub fn next(&self) -> NextAction {
-        self.worker.publish();
-        self.worker
-            .status
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .next
-            .clone()
-    }
-
-    /// Stop at once; a held lease stays in the database.
-    pub fn crash(mut self) {
-        self.worker.exit(Exit::Crash);
     }
 }
