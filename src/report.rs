@@ -441,8 +441,21 @@ fn to_json(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Val
 }
 
 fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> String {
-    let l = &o.ledger;
     let mut t = String::new();
+    text_header(&mut t, o);
+    text_schema(&mut t, o);
+    text_recovery(&mut t, o);
+    text_timeline(&mut t, o);
+    text_ownership(&mut t, o);
+    text_claim_ledger(&mut t, o);
+    text_processing_ledger(&mut t, o);
+    text_final_state(&mut t, o);
+    text_checks_and_verdict(&mut t, checks, passed, verdict);
+    t
+}
+
+/// The run's setup: story, leasing, workers, messages, database, clock, seed, faults.
+fn text_header(t: &mut String, o: &RunOutcome) {
     let title = format!("leaselab report: {}", o.scenario.name());
     let _ = writeln!(t, "{title}\n{}", "=".repeat(title.len()));
     let _ = writeln!(t, "story      {}", o.scenario.summary());
@@ -502,14 +515,20 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
             f.crashes, f.crashes_holding_a_lease, f.restarts, f.pauses, f.resumes, f.clock_jumps, f.clock_jumped_ms
         );
     }
+}
 
+/// The schema as the database file holds it.
+fn text_schema(t: &mut String, o: &RunOutcome) {
     let _ = writeln!(t, "\nSchema (as the database file holds it)");
     for statement in &o.schema {
         for line in format!("{statement};").lines() {
             let _ = writeln!(t, "  {line}");
         }
     }
+}
 
+/// The lease-expiry story, when the run told it.
+fn text_recovery(t: &mut String, o: &RunOutcome) {
     if let Some(p) = &o.story {
         let _ = writeln!(t, "\nLease-expiry recovery");
         for line in &p.lines {
@@ -521,7 +540,10 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
             p.b_blocked_before_expiry, p.b_reclaimed_after_expiry, p.reclaimed_processed_once
         );
     }
+}
 
+/// The first events in commit order.
+fn text_timeline(t: &mut String, o: &RunOutcome) {
     let _ = writeln!(
         t,
         "\nTimeline ({} events; empty claims counted in the claim ledger)",
@@ -537,7 +559,11 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
             o.timeline_events - TIMELINE_LINES as u64
         );
     }
+}
 
+/// The first rows of the outbox with who processed each.
+fn text_ownership(t: &mut String, o: &RunOutcome) {
+    let l = &o.ledger;
     let _ = writeln!(t, "\nPer-message ownership");
     let _ = writeln!(
         t,
@@ -562,7 +588,11 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
     if o.messages as usize > TABLE_ROWS {
         let _ = writeln!(t, "  ... {} more rows", o.messages as usize - TABLE_ROWS);
     }
+}
 
+/// Claims (leasing on) or bulk loads (leasing off).
+fn text_claim_ledger(t: &mut String, o: &RunOutcome) {
+    let l = &o.ledger;
     let _ = writeln!(t, "\nClaim ledger");
     if o.leasing {
         let _ = writeln!(
@@ -579,6 +609,11 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
             loaded_detail(o)
         );
     }
+}
+
+/// Processing attempts, duplicates, rejected finalizes and the split per worker.
+fn text_processing_ledger(t: &mut String, o: &RunOutcome) {
+    let l = &o.ledger;
     let _ = writeln!(t, "\nProcessing ledger");
     let _ = writeln!(
         t,
@@ -625,7 +660,10 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
             l.crashes, l.restarts
         );
     }
+}
 
+/// Outbox and payment counts as SQLite holds them at the end.
+fn text_final_state(t: &mut String, o: &RunOutcome) {
     let _ = writeln!(t, "\nFinal state (read from SQLite)");
     let _ = writeln!(
         t,
@@ -642,7 +680,10 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
         "  gateway creation calls {} (in workers {})   SQLITE_BUSY met and absorbed {}",
         o.gateway_creation_calls, o.creations_by_workers, o.busy_met
     );
+}
 
+/// Every check, the verdict and the exit code it leads to.
+fn text_checks_and_verdict(t: &mut String, checks: &[Check], passed: bool, verdict: &str) {
     let _ = writeln!(t, "\nChecks");
     for c in checks {
         let _ = writeln!(
@@ -663,5 +704,4 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
             "Some checks failed (exit 1)."
         }
     );
-    t
 }
