@@ -278,6 +278,12 @@ impl Ledger {
         self.unique
     }
 
+    /// Each of `seeded` messages had its result written once: none lost, none twice. The
+    /// one definition of "exactly once" for reports.
+    pub fn exactly_once(&self, seeded: u64) -> bool {
+        self.unique == seeded && self.duplicated == 0
+    }
+
     /// Messages whose result was written more than once: the duplicates.
     pub fn processed_more_than_once(&self) -> u64 {
         self.duplicated
