@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use super::provider::WorkerThread;
 use super::store::Store;
 use super::worker::{NextAction, Worker, WorkerContext, WorkerStatus};
 use super::worker_id::WorkerId;
@@ -31,6 +32,7 @@ impl Stepper {
 
     /// One action: a claim (or load), a provider call, or a finalize (or mark).
     pub fn act(&mut self) -> Result<(), String> {
+        let _worker = WorkerThread::enter();
         self.worker.act(true).map(|_| ())
     }
 

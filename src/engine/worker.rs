@@ -14,7 +14,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use super::clock::Clock;
 use super::events::{Event, EventKind};
-use super::provider::{Provider, StatusCheck};
+use super::provider::{Provider, StatusCheck, WorkerThread};
 use super::store::{ClaimOutcome, FinalizeOutcome, Lease, MessageRef, Store, StoreShared};
 use super::worker_id::WorkerId;
 
@@ -80,6 +80,9 @@ pub enum Control {
     Crash,
     /// Panic inside the worker thread (to prove a panic is contained).
     Panic,
+    /// Call the gateway's payment creation from the worker (a fault: workers must never
+    /// create payments, and the report's check has to catch it).
+    CreatePayment(String, Option<Sender<()>>),
     /// Stop quietly (end of a run).
     Shutdown,
 }
@@ -271,6 +274,7 @@ fn run_thread(
     let st = status.clone();
     let nm = name.clone();
     let result = std::panic::catch_unwind(AssertUnwindSafe(move || {
+        let _worker = WorkerThread::enter();
         let store = match Store::open(&ctx.db_path, ctx.shared.clone()) {
             Ok(s) => s,
             Err(e) => return Some(format!("cannot open the database: {e}")),
@@ -589,6 +593,12 @@ impl Worker {
             }
             Control::Crash => return Ok(Some(Exit::Crash)),
             Control::Panic => panic!("injected panic in {}", self.name),
+            Control::CreatePayment(key, reply) => {
+                self.ctx.provider.create_payment(&key);
+                if let Some(r) = reply {
+                    let _ = r.send(());
+                }
+            }
             Control::Shutdown => return Ok(Some(Exit::Shutdown)),
         }
         Ok(None)

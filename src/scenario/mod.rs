@@ -265,6 +265,8 @@ pub struct RunOptions {
     pub stall_after: Duration,
     /// A signal number here stops the run early with [`RunError::Interrupted`].
     pub interrupt: Option<crossbeam_channel::Receiver<i32>>,
+    /// A fault a test injects once the engine is seeded, before the workers run.
+    pub inject: Option<fn(&Engine)>,
 }
 
 impl Default for RunOptions {
@@ -280,6 +282,7 @@ impl Default for RunOptions {
             no_leasing: false,
             stall_after: Duration::from_secs(60),
             interrupt: None,
+            inject: None,
         }
     }
 }
@@ -455,6 +458,9 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
     if opts.process_ms > 0 {
         engine.clock.set_speed(opts.speed);
         engine.clock.resume();
+    }
+    if let Some(inject) = opts.inject {
+        inject(&engine);
     }
     engine.resume_all();
     let mut soak_seed = None;
