@@ -9,5 +9,6 @@ pub mod engine;
 pub mod lesson;
 pub mod report;
 pub mod scenario;
+pub mod setup;
 pub mod signals;
 pub mod ui;

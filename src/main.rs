@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 use leaselab::report::{self, Report};
 use leaselab::scenario::{self, RunOptions, Scenario};
+use leaselab::setup::Timing;
 use leaselab::ui::{self, DashboardOptions};
 
 #[derive(Parser, Debug)]
@@ -143,9 +144,11 @@ const MAX_RUN_MESSAGES: u64 = 100_000;
 /// A headless run needs every lease to outlive the processing: a lease that runs out
 /// mid-message is taken over by an idle worker and its finalize rejected, again and again.
 fn lease_too_short(cli: &Cli) -> Option<String> {
-    let defaults = RunOptions::default();
-    let lease = cli.lease_ms.unwrap_or(defaults.lease_ms);
-    let process = cli.process_ms.unwrap_or(defaults.process_ms);
+    let Timing {
+        lease_ms: lease,
+        process_ms: process,
+        ..
+    } = Timing::HEADLESS.resolve(cli.lease_ms, cli.process_ms, None);
     (process > 0 && process >= lease).then(|| {
         format!(
             "--process-ms {process} needs a longer --lease-ms (now {lease}): a lease that runs \
@@ -343,18 +346,18 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
         Ok(rx) => Some(rx),
         Err(e) => return usage_error(e),
     };
-    let defaults = RunOptions::default();
+    let timing = Timing::HEADLESS.resolve(cli.lease_ms, cli.process_ms, cli.speed);
     let opts = RunOptions {
         workers,
         seed: cli.seed,
         messages,
-        lease_ms: cli.lease_ms.unwrap_or(defaults.lease_ms),
-        process_ms: cli.process_ms.unwrap_or(defaults.process_ms),
-        speed: cli.speed.unwrap_or(defaults.speed),
+        lease_ms: timing.lease_ms,
+        process_ms: timing.process_ms,
+        speed: timing.speed,
         db: cli.db.clone(),
         no_leasing: cli.no_leasing,
         interrupt,
-        ..defaults
+        ..RunOptions::default()
     };
     let outcome = match scenario::run(scenario, &opts) {
         Ok(o) => o,

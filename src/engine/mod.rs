@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 
+use crate::setup::Timing;
 use clock::{Clock, SCENARIO_START_MS};
 use db_lock::DbLock;
 use events::{Event, EventKind, ENGINE};
@@ -48,8 +49,8 @@ impl Default for EngineConfig {
         EngineConfig {
             workers: 2,
             messages: 6,
-            lease_ms: 500,
-            process_ms: 0,
+            lease_ms: Timing::HEADLESS.lease_ms,
+            process_ms: Timing::HEADLESS.process_ms,
             idle_ms: 100,
             leasing: true,
             db: None,

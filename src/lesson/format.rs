@@ -7,6 +7,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::engine::worker_id::WorkerId;
+use crate::setup::Timing;
 
 /// The only format this build reads.
 pub const FORMAT_VERSION: i64 = 1;
@@ -29,9 +30,9 @@ impl Default for Setup {
         Setup {
             workers: 2,
             messages: 6,
-            lease_ms: 3_000,
+            lease_ms: Timing::DASHBOARD.lease_ms,
             // Steps skip processing time; free play in the dashboard uses it.
-            process_ms: 1_200,
+            process_ms: Timing::DASHBOARD.process_ms,
             leasing: true,
             idempotent_provider: false,
         }

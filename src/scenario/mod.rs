@@ -10,6 +10,7 @@ use crate::engine::store::{
 };
 use crate::engine::worker_id::WorkerId;
 use crate::engine::{Engine, EngineConfig};
+use crate::setup::Timing;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scenario {
@@ -275,9 +276,9 @@ impl Default for RunOptions {
             workers: None,
             messages: None,
             seed: None,
-            lease_ms: 500,
-            process_ms: 0,
-            speed: 1.0,
+            lease_ms: Timing::HEADLESS.lease_ms,
+            process_ms: Timing::HEADLESS.process_ms,
+            speed: Timing::HEADLESS.speed,
             db: None,
             no_leasing: false,
             stall_after: Duration::from_secs(60),
