@@ -8,6 +8,7 @@ use crate::engine::ledger::Ledger;
 use crate::engine::store::{
     DbOrigin, OutboxCounts, PaymentCounts, PaymentRow, PaymentStatus, RowsPerKey, StoreError,
 };
+use crate::engine::worker::WorkerStatus;
 use crate::engine::worker_id::WorkerId;
 use crate::engine::{Engine, EngineConfig};
 use crate::setup::Timing;
@@ -424,36 +425,7 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
     let mut engine = Engine::start(config, true).map_err(start_error)?;
     let mut ledger = Ledger::new();
     let mut events = Timeline::default();
-    let drain = |engine: &Engine, ledger: &mut Ledger, events: &mut Timeline| {
-        while let Ok(e) = engine.events().try_recv() {
-            absorb(e, ledger, events)?;
-        }
-        Ok::<(), RunError>(())
-    };
-
-    if story {
-        for step in lease_expiry_story(opts.lease_ms) {
-            step.apply(&mut engine);
-        }
-        drain(&engine, &mut ledger, &mut events)?;
-        // Worker-A comes back as a new incarnation to compete for the rest.
-        engine.restart(0, true);
-    } else if !leasing {
-        // The barrier: every worker loads the full pending snapshot before any processes.
-        let handles: Vec<_> = engine
-            .workers()
-            .iter()
-            .map(|w| {
-                let (tx, rx) = crossbeam_channel::bounded(1);
-                w.send(crate::engine::worker::Control::Step(Some(tx)));
-                rx
-            })
-            .collect();
-        for rx in handles {
-            let _ = rx.recv_timeout(crate::engine::STEP_TIMEOUT);
-        }
-    }
-    drain(&engine, &mut ledger, &mut events)?;
+    first_moves(&mut engine, story, opts.lease_ms, &mut ledger, &mut events)?;
 
     // Everyone runs concurrently until nothing is left.
     if opts.process_ms > 0 {
@@ -488,8 +460,97 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
     }
     engine.shutdown_workers();
     engine.clock.pause();
-    drain(&engine, &mut ledger, &mut events)?;
+    drain_now(&engine, &mut ledger, &mut events)?;
 
+    capture(
+        &engine,
+        Ran {
+            scenario,
+            leasing,
+            workers,
+            messages,
+            story,
+            seed: soak_seed,
+            faults,
+            ledger,
+            events,
+            started,
+        },
+        opts,
+    )
+}
+
+/// Take every event already sent.
+fn drain_now(engine: &Engine, ledger: &mut Ledger, events: &mut Timeline) -> Result<(), RunError> {
+    while let Ok(e) = engine.events().try_recv() {
+        absorb(e, ledger, events)?;
+    }
+    Ok(())
+}
+
+/// What happens before everyone runs: the lease-expiry story, or (leasing off) the barrier
+/// at which every worker loads the full pending snapshot.
+fn first_moves(
+    engine: &mut Engine,
+    story: bool,
+    lease_ms: i64,
+    ledger: &mut Ledger,
+    events: &mut Timeline,
+) -> Result<(), RunError> {
+    if story {
+        for step in lease_expiry_story(lease_ms) {
+            step.apply(engine);
+        }
+        drain_now(engine, ledger, events)?;
+        // Worker-A comes back as a new incarnation to compete for the rest.
+        engine.restart(0, true);
+    } else if !engine.settings.leasing() {
+        // The barrier: every worker loads the full pending snapshot before any processes.
+        let handles: Vec<_> = engine
+            .workers()
+            .iter()
+            .map(|w| {
+                let (tx, rx) = crossbeam_channel::bounded(1);
+                w.send(crate::engine::worker::Control::Step(Some(tx)));
+                rx
+            })
+            .collect();
+        for rx in handles {
+            let _ = rx.recv_timeout(crate::engine::STEP_TIMEOUT);
+        }
+    }
+    drain_now(engine, ledger, events)?;
+    Ok(())
+}
+
+/// What a run did, handed from running to capturing.
+struct Ran {
+    scenario: Scenario,
+    leasing: bool,
+    workers: usize,
+    messages: u64,
+    story: bool,
+    seed: Option<u64>,
+    faults: Option<soak::FaultTally>,
+    ledger: Ledger,
+    events: Timeline,
+    started: Instant,
+}
+
+/// Read the final state from SQLite and the provider into a [`RunOutcome`].
+fn capture(engine: &Engine, ran: Ran, opts: &RunOptions) -> Result<RunOutcome, RunError> {
+    let Ran {
+        scenario,
+        leasing,
+        workers,
+        messages,
+        story,
+        seed,
+        faults,
+        ledger,
+        events,
+        started,
+    } = ran;
     let story_proof = story.then(|| StoryProof::from_events(&events.kept, &ledger));
     let store = engine.store();
     let all_rows = store.messages(0, store.message_count()?)?;
@@ -509,7 +570,7 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
         scenario,
         leasing,
         workers,
-        seed: soak_seed,
+        seed,
         faults,
         messages,
         lease_ms: opts.lease_ms,
@@ -609,10 +670,9 @@ pub(crate) fn drain_outbox(
     let leasing = engine.settings.leasing();
     let mut jumps = (0u64, 0i64);
     let mut quiet_since = Instant::now();
-    // Outbox counts at the last jump that found every worker waiting; the same counts at the
-    // next such moment mean the jump changed nothing.
-    let mut at_last_jump: Option<OutboxCounts> = None;
-    let mut fruitless_jumps = 0;
+    // Outbox counts at the last jump that found every worker waiting, and how many jumps in
+    // a row found the same counts (changed nothing).
+    let mut at_last_jump: (Option<OutboxCounts>, u32) = (None, 0);
     let mut next_look = Instant::now();
     let mut acts_seen = 0;
     // Results written, and when (scenario and wall time) that count last grew.
@@ -679,51 +739,76 @@ pub(crate) fn drain_outbox(
                 .iter()
                 .all(|s| !s.paused && s.waiting_until.is_some_and(|t| t > now));
         if all_wait_for_the_clock && engine.events().is_empty() {
-            if at_last_jump.as_ref() == Some(&counts) {
-                fruitless_jumps += 1;
-            } else {
-                fruitless_jumps = 0;
-            }
-            if fruitless_jumps >= 3 {
-                return Err(RunError::Runtime(format!(
-                    "the outbox stopped draining: {} Pending and {} Processing left, yet every \
-                     worker finds nothing to claim",
-                    counts.pending, counts.processing
-                )));
-            }
-            at_last_jump = Some(counts);
-            // Only leases of crashed owners remain: let them expire.
-            engine.advance(lease + 1);
-            jumps.0 += 1;
-            jumps.1 += lease + 1;
+            jump_past_leases(engine, counts, &mut at_last_jump, &mut jumps)?;
             continue;
         }
-        // A worker waiting for a later scenario time (a long message on a running clock)
-        // is busy, not stuck; one inside a statement gets the busy limit on top.
-        let someone_waits = engine.clock.is_running()
-            && statuses
-                .iter()
-                .any(|s| s.waiting_until.is_some_and(|t| t > now));
-        let acting = statuses
-            .iter()
-            .any(|s| !s.paused && s.waiting_until.is_none());
         let acts: u64 = statuses.iter().map(|s| s.acts).sum();
         if acts != acts_seen {
             acts_seen = acts;
             quiet_since = Instant::now();
         }
-        let patience = if acting {
-            stall_after + crate::engine::store::busy_give_up()
-        } else {
-            stall_after
-        };
-        if !someone_waits && quiet_since.elapsed() > patience {
-            return Err(RunError::Stalled(format!(
-                "no worker did anything for {} s with {} Pending and {} Processing left; giving up",
-                stall_after.as_secs(),
-                counts.pending,
-                counts.processing
-            )));
-        }
+        check_stall(engine, &statuses, quiet_since, stall_after, &counts)?;
     }
+}
+
+/// Every worker waits for a frozen clock: only leases of crashed owners remain, so let them
+/// expire. Three jumps in a row that change nothing mean nothing is left to claim.
+fn jump_past_leases(
+    engine: &Engine,
+    counts: OutboxCounts,
+    at_last_jump: &mut (Option<OutboxCounts>, u32),
+    jumps: &mut (u64, i64),
+) -> Result<(), RunError> {
+    if at_last_jump.0.as_ref() == Some(&counts) {
+        at_last_jump.1 += 1;
+    } else {
+        at_last_jump.1 = 0;
+    }
+    if at_last_jump.1 >= 3 {
+        return Err(RunError::Runtime(format!(
+            "the outbox stopped draining: {} Pending and {} Processing left, yet every \
+             worker finds nothing to claim",
+            counts.pending, counts.processing
+        )));
+    }
+    at_last_jump.0 = Some(counts);
+    let lease = engine.settings.lease_ms();
+    engine.advance(lease + 1);
+    jumps.0 += 1;
+    jumps.1 += lease + 1;
+    Ok(())
+}
+
+/// Give up when no worker did anything for longer than `stall_after`.
+fn check_stall(
+    engine: &Engine,
+    statuses: &[WorkerStatus],
+    quiet_since: Instant,
+    stall_after: Duration,
+    counts: &OutboxCounts,
+) -> Result<(), RunError> {
+    let now = engine.clock.now();
+    // A worker waiting for a later scenario time (a long message on a running clock)
+    // is busy, not stuck; one inside a statement gets the busy limit on top.
+    let someone_waits = engine.clock.is_running()
+        && statuses
+            .iter()
+            .any(|s| s.waiting_until.is_some_and(|t| t > now));
+    let acting = statuses
+        .iter()
+        .any(|s| !s.paused && s.waiting_until.is_none());
+    let patience = if acting {
+        stall_after + crate::engine::store::busy_give_up()
+    } else {
+        stall_after
+    };
+    if !someone_waits && quiet_since.elapsed() > patience {
+        return Err(RunError::Stalled(format!(
+            "no worker did anything for {} s with {} Pending and {} Processing left; giving up",
+            stall_after.as_secs(),
+            counts.pending,
+            counts.processing
+        )));
+    }
+    Ok(())
 }
