@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{Receiver, Sender};
 
 use super::clock::Clock;
 use super::events::{Event, EventKind};
@@ -19,9 +19,6 @@ use super::store::{ClaimOutcome, FinalizeOutcome, Lease, MessageRef, Store, Stor
 use super::worker_id::WorkerId;
 
 pub use super::stepper::Stepper;
-
-/// Longest a waiting worker goes without looking at its control channel.
-const WAIT_SLICE: Duration = Duration::from_millis(25);
 
 /// Settings every worker reads at the start of each cycle, so a change applies live.
 #[derive(Debug)]
@@ -349,6 +346,8 @@ pub(super) struct Worker {
     paused: bool,
     /// Processing or idling: the scenario time at which the next action is due.
     wait_until: Option<i64>,
+    /// Told whenever the scenario clock moves, so a waiting worker blocks instead of polling.
+    clock_moved: Receiver<()>,
 }
 
 impl Worker {
@@ -361,6 +360,7 @@ impl Worker {
         paused: bool,
     ) -> Worker {
         Worker {
+            clock_moved: ctx.clock.watch(),
             ctx,
             slot,
             name,
@@ -478,15 +478,22 @@ impl Worker {
     fn run(&mut self, rx: &Receiver<Control>) -> Option<String> {
         self.publish();
         loop {
-            // Listen for commands: block while paused, wait while nothing is due, else peek.
+            // Listen for commands: block while paused, block until the clock can have
+            // reached what is due (or moves) while waiting, else peek.
             let control = if self.paused {
                 rx.recv().ok().or(Some(Control::Shutdown))
             } else if let Some(due) = self.wait_until {
-                let real = self.real_wait(due);
-                match rx.recv_timeout(real) {
-                    Ok(c) => Some(c),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => Some(Control::Shutdown),
+                let command = |c: Result<Control, _>| Some(c.unwrap_or(Control::Shutdown));
+                match self.real_wait(due) {
+                    Some(real) => crossbeam_channel::select! {
+                        recv(rx) -> c => command(c),
+                        recv(self.clock_moved) -> _ => None,
+                        default(real) => None,
+                    },
+                    None => crossbeam_channel::select! {
+                        recv(rx) -> c => command(c),
+                        recv(self.clock_moved) -> _ => None,
+                    },
                 }
             } else {
                 rx.try_recv().ok()
@@ -520,15 +527,13 @@ impl Worker {
         self.set_status(|s| s.waiting_until = until);
     }
 
-    /// How long to block on the control channel before the clock may reach `due`.
-    fn real_wait(&self, due: i64) -> Duration {
+    /// How long the running clock takes to reach `due`; None while it is frozen (only a
+    /// move, which the clock announces, can bring `due` closer).
+    fn real_wait(&self, due: i64) -> Option<Duration> {
         let clock = &self.ctx.clock;
         let left = (due - clock.now()).max(0) as f64;
-        if clock.is_running() && clock.speed() > 0.0 {
-            Duration::from_secs_f64(left / clock.speed() / 1000.0).min(WAIT_SLICE)
-        } else {
-            WAIT_SLICE
-        }
+        (clock.is_running() && clock.speed() > 0.0)
+            .then(|| Duration::from_secs_f64(left / clock.speed() / 1000.0))
     }
 
     fn exit(&mut self, exit: Exit) -> Option<String> {
