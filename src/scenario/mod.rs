@@ -396,6 +396,12 @@ fn start_error(e: StoreError) -> RunError {
     }
 }
 
+/// On a frozen clock an idle worker waits for the next jump; on a running one it asks
+/// again a few times per processing time rather than spinning.
+fn idle_ms(process_ms: i64) -> i64 {
+    (process_ms / 4).max(1)
+}
+
 /// Run a scenario headless from start to end.
 pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError> {
     let leasing = scenario.leasing() && !opts.no_leasing;
@@ -411,9 +417,7 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
         messages,
         lease_ms: opts.lease_ms,
         process_ms: opts.process_ms,
-        // On a frozen clock an idle worker waits for the next jump; on a running one it
-        // asks again a few times per processing time rather than spinning.
-        idle_ms: (opts.process_ms / 4).max(1),
+        idle_ms: idle_ms(opts.process_ms),
         leasing,
         db: opts.db.clone(),
         durability: crate::engine::store::Durability::Full,
@@ -696,16 +700,7 @@ pub(crate) fn drain_outbox(
             && last_result.2.elapsed() > stall_after
             && !engine.store().outbox_counts()?.drained()
         {
-            // Workers keep claiming yet nothing finishes: a lease shorter than the
-            // processing is taken over mid-message, and every finalize is rejected.
-            return Err(RunError::Runtime(format!(
-                "the outbox stopped draining: no result written for {} s of scenario time \
-                 ({} finalizes rejected so far; a lease of {lease} ms must outlive {} ms of \
-                 processing)",
-                (engine.clock.now() - last_result.1) / 1000,
-                ledger.rejected_finalizes,
-                engine.settings.process_ms()
-            )));
+            return Err(no_result_written(engine, ledger, last_result.1));
         }
         if engine.alive_slots().is_empty() {
             return Err(RunError::Runtime(
@@ -726,19 +721,13 @@ pub(crate) fn drain_outbox(
         if counts.drained() && hands.is_some() && (leasing || empty_hands(engine) == hands) {
             return Ok(jumps);
         }
-        let now = engine.clock.now();
         let statuses: Vec<_> = engine
             .workers()
             .iter()
             .filter(|w| w.is_alive())
             .map(|w| w.status())
             .collect();
-        let all_wait_for_the_clock = !counts.drained()
-            && !engine.clock.is_running()
-            && statuses
-                .iter()
-                .all(|s| !s.paused && s.waiting_until.is_some_and(|t| t > now));
-        if all_wait_for_the_clock && engine.events().is_empty() {
+        if all_wait_for_the_clock(engine, &statuses, &counts) && engine.events().is_empty() {
             jump_past_leases(engine, counts, &mut at_last_jump, &mut jumps)?;
             continue;
         }
@@ -749,6 +738,34 @@ pub(crate) fn drain_outbox(
         }
         check_stall(engine, &statuses, quiet_since, stall_after, &counts)?;
     }
+}
+
+/// Workers keep claiming yet nothing finishes since `since_ms`: a lease shorter than the
+/// processing is taken over mid-message, and every finalize is rejected.
+fn no_result_written(engine: &Engine, ledger: &Ledger, since_ms: i64) -> RunError {
+    RunError::Runtime(format!(
+        "the outbox stopped draining: no result written for {} s of scenario time \
+         ({} finalizes rejected so far; a lease of {} ms must outlive {} ms of \
+         processing)",
+        (engine.clock.now() - since_ms) / 1000,
+        ledger.rejected_finalizes,
+        engine.settings.lease_ms(),
+        engine.settings.process_ms()
+    ))
+}
+
+/// Work is left, the clock is frozen, and every live worker waits for a later time.
+fn all_wait_for_the_clock(
+    engine: &Engine,
+    statuses: &[WorkerStatus],
+    counts: &OutboxCounts,
+) -> bool {
+    let now = engine.clock.now();
+    !counts.drained()
+        && !engine.clock.is_running()
+        && statuses
+            .iter()
+            .all(|s| !s.paused && s.waiting_until.is_some_and(|t| t > now))
 }
 
 /// Every worker waits for a frozen clock: only leases of crashed owners remain, so let them
