@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::engine::clock::SCENARIO_START_MS;
 use crate::engine::provider::Provider;
 use crate::engine::store::{ClaimOutcome, Durability, FinalizeOutcome, Store, StoreShared};
-use crate::engine::worker::worker_name;
+use crate::engine::worker_id::WorkerId;
 
 /// Leases in the bench never expire: it measures claiming, not recovery.
 const BENCH_LEASE_MS: i64 = 3_600_000;
@@ -304,7 +304,7 @@ pub fn measure(
             let barrier = barrier.clone();
             std::thread::spawn(move || -> Result<u64, String> {
                 let mut s = Store::open(&path, shared).map_err(|e| e.to_string())?;
-                let me = worker_name(slot, 1);
+                let me = WorkerId::first(slot).to_string();
                 barrier.wait();
                 work(&mut s, &provider, &me, mode, batch).map_err(|e| e.to_string())
             })

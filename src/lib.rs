@@ -10,5 +10,6 @@ pub mod lesson;
 pub mod progress;
 pub mod report;
 pub mod scenario;
+pub mod setup;
 pub mod signals;
 pub mod ui;

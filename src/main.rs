@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 use leaselab::report::{self, Report};
 use leaselab::scenario::{self, RunOptions, Scenario};
+use leaselab::setup::Timing;
 use leaselab::ui::{self, DashboardOptions};
 
 #[derive(Parser, Debug)]
@@ -92,8 +93,8 @@ enum Command {
     /// Measure claim throughput against the database's own ceiling (see README, Performance).
     Bench {
         /// SQLite's synchronous setting for the bench: full or normal.
-        #[arg(long, value_name = "full|normal", default_value = "normal", value_parser = ["full", "normal"])]
-        sync: String,
+        #[arg(long, value_name = "full|normal", value_enum, default_value_t = Sync::Normal)]
+        sync: Sync,
         /// Messages claimed per transaction in the batch runs (1-1000).
         #[arg(long, value_name = "K", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1000))]
         batch: u16,
@@ -128,6 +129,13 @@ fn parse_workers(s: &str) -> Result<WorkerList, String> {
         .map(WorkerList)
 }
 
+/// `bench --sync`: SQLite's synchronous setting for the bench's connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Sync {
+    Full,
+    Normal,
+}
+
 /// Most messages `run` and the dashboard take: each message costs about 1 KB of ledger and
 /// final-state checks, and a million of them would not drain in reasonable time with every
 /// commit synced (see README, Ranges).
@@ -136,9 +144,11 @@ const MAX_RUN_MESSAGES: u64 = 100_000;
 /// A headless run needs every lease to outlive the processing: a lease that runs out
 /// mid-message is taken over by an idle worker and its finalize rejected, again and again.
 fn lease_too_short(cli: &Cli) -> Option<String> {
-    let defaults = RunOptions::default();
-    let lease = cli.lease_ms.unwrap_or(defaults.lease_ms);
-    let process = cli.process_ms.unwrap_or(defaults.process_ms);
+    let Timing {
+        lease_ms: lease,
+        process_ms: process,
+        ..
+    } = Timing::HEADLESS.resolve(cli.lease_ms, cli.process_ms, None);
     (process > 0 && process >= lease).then(|| {
         format!(
             "--process-ms {process} needs a longer --lease-ms (now {lease}): a lease that runs \
@@ -297,7 +307,7 @@ fn main() -> ExitCode {
             batch,
             scale,
             json,
-        }) => bench(&cli, sync, *batch, *scale, *json),
+        }) => bench(&cli, *sync, *batch, *scale, *json),
         // No command: the default lesson, unless the outbox is set up on the command line.
         None if lesson_setup_flags(&cli).is_none() => {
             lesson_command(&cli, leaselab::lesson::DEFAULT_LESSON, false)
@@ -336,18 +346,18 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
         Ok(rx) => Some(rx),
         Err(e) => return usage_error(e),
     };
-    let defaults = RunOptions::default();
+    let timing = Timing::HEADLESS.resolve(cli.lease_ms, cli.process_ms, cli.speed);
     let opts = RunOptions {
         workers,
         seed: cli.seed,
         messages,
-        lease_ms: cli.lease_ms.unwrap_or(defaults.lease_ms),
-        process_ms: cli.process_ms.unwrap_or(defaults.process_ms),
-        speed: cli.speed.unwrap_or(defaults.speed),
+        lease_ms: timing.lease_ms,
+        process_ms: timing.process_ms,
+        speed: timing.speed,
         db: cli.db.clone(),
         no_leasing: cli.no_leasing,
         interrupt,
-        ..defaults
+        ..RunOptions::default()
     };
     let outcome = match scenario::run(scenario, &opts) {
         Ok(o) => o,
@@ -489,7 +499,7 @@ fn interrupted(signo: i32, what: &str) -> ExitCode {
     ExitCode::from(leaselab::signals::exit_code(signo))
 }
 
-fn bench(cli: &Cli, sync: &str, batch: u16, scale: Option<u64>, json: bool) -> ExitCode {
+fn bench(cli: &Cli, sync: Sync, batch: u16, scale: Option<u64>, json: bool) -> ExitCode {
     use leaselab::bench::{self, BenchOptions};
     use leaselab::engine::store::Durability;
     let opts = BenchOptions {
@@ -501,10 +511,9 @@ fn bench(cli: &Cli, sync: &str, batch: u16, scale: Option<u64>, json: bool) -> E
             .into_iter()
             .map(usize::from)
             .collect(),
-        durability: if sync == "full" {
-            Durability::Full
-        } else {
-            Durability::Normal
+        durability: match sync {
+            Sync::Full => Durability::Full,
+            Sync::Normal => Durability::Normal,
         },
         batch: usize::from(batch),
         scale_to: scale,

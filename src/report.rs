@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::engine::clock::{hms, iso, SCENARIO_START_MS};
-use crate::engine::store::DbOrigin;
-use crate::engine::worker::worker_name;
+use crate::engine::store::{DbOrigin, RowsPerKey};
+use crate::engine::worker_id::WorkerId;
 use crate::scenario::{RunOutcome, Scenario};
 
 /// Rows of the timeline and the ownership table a report prints before it summarises.
@@ -22,14 +22,6 @@ pub struct Check {
     pub detail: String,
 }
 
-fn check(name: &str, passed: bool, detail: String) -> Check {
-    Check {
-        name: name.to_string(),
-        passed,
-        detail,
-    }
-}
-
 pub struct Report {
     pub scenario: Scenario,
     pub checks: Vec<Check>,
@@ -39,152 +31,293 @@ pub struct Report {
     pub text: String,
 }
 
-/// The checks of a run. With leasing on they assert safety; for the BEFORE story they
-/// assert that the problem was reproduced.
-pub fn checks(o: &RunOutcome) -> Vec<Check> {
-    let l = &o.ledger;
-    let m = o.messages;
-    let unique = l.unique_processed();
-    let dup = l.processed_more_than_once();
-    let mut c = Vec::new();
-    if o.scenario == Scenario::CompetingNoClaim {
-        let loaded_all = (0..o.workers)
-            .map(|s| worker_name(s, 1))
-            .all(|w| l.loaded_by_worker.get(&w).copied().unwrap_or(0) >= m);
-        c.push(check(
-            "every worker loaded the full pending snapshot",
-            loaded_all,
-            loaded_detail(o),
-        ));
-        let expected = o.workers as u64 * m;
-        c.push(check(
-            "duplicate processing reproduced",
-            o.workers > 1 && dup == m && l.processing_attempts == expected,
+/// Which runs a check is made for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AppliesTo {
+    Every,
+    /// The BEFORE story (leasing off, competing loads): the problem must be reproduced.
+    Reproduction,
+    /// Every other story: safety must hold.
+    Safety,
+    /// Safety with leasing on: ownership exists to be violated.
+    Leasing,
+    /// Runs that told the lease-expiry story.
+    Story,
+}
+
+impl AppliesTo {
+    fn holds(self, o: &RunOutcome) -> bool {
+        let reproduction = o.scenario == Scenario::CompetingNoClaim;
+        match self {
+            AppliesTo::Every => true,
+            AppliesTo::Reproduction => reproduction,
+            AppliesTo::Safety => !reproduction,
+            AppliesTo::Leasing => !reproduction && o.leasing,
+            AppliesTo::Story => o.story.is_some(),
+        }
+    }
+}
+
+/// One check as data: its name, the runs it is made for, its verdict and its detail line.
+struct CheckDef {
+    name: &'static str,
+    applies: AppliesTo,
+    passed: fn(&RunOutcome) -> bool,
+    detail: fn(&RunOutcome) -> String,
+}
+
+/// Where the history checker's own rules go in the list (they are data of the checker).
+const HISTORY_RULES: &str = "";
+
+/// Every check a report makes, in the order it prints them.
+const CHECKS: &[CheckDef] = &[
+    CheckDef {
+        name: "every worker loaded the full pending snapshot",
+        applies: AppliesTo::Reproduction,
+        passed: |o| {
+            (0..o.workers)
+                .map(|s| WorkerId::first(s).to_string())
+                .all(|w| o.ledger.loaded_by_worker.get(&w).copied().unwrap_or(0) >= o.messages)
+        },
+        detail: loaded_detail,
+    },
+    CheckDef {
+        name: "duplicate processing reproduced",
+        applies: AppliesTo::Reproduction,
+        passed: |o| {
+            let l = &o.ledger;
+            o.workers > 1
+                && l.processed_more_than_once() == o.messages
+                && l.processing_attempts == o.workers as u64 * o.messages
+        },
+        detail: |o| {
+            let l = &o.ledger;
             format!(
-                "{} processing attempts for {unique} unique messages, {dup} processed more than once",
-                l.processing_attempts
-            ),
-        ));
-        c.push(check(
-            "the final table still looks perfect",
-            o.outbox.processed == m
-                && o.outbox.pending == 0
-                && o.outbox.processing == 0
+                "{} processing attempts for {} unique messages, {} processed more than once",
+                l.processing_attempts,
+                l.unique_processed(),
+                l.processed_more_than_once()
+            )
+        },
+    },
+    CheckDef {
+        name: "the final table still looks perfect",
+        applies: AppliesTo::Reproduction,
+        passed: |o| {
+            o.outbox.processed == o.messages
+                && o.outbox.drained()
                 && o.payments.pending == 0
-                && o.max_rows_per_key == (1, 1),
+                && o.max_rows_per_key
+                    == RowsPerKey {
+                        payments: 1,
+                        outbox: 1,
+                    }
+        },
+        detail: |o| {
             format!(
                 "outbox {} Processed / {} Pending / {} Processing; at most {} payment and {} outbox row per key",
-                o.outbox.processed, o.outbox.pending, o.outbox.processing, o.max_rows_per_key.0, o.max_rows_per_key.1
-            ),
-        ));
-    } else {
-        c.push(check(
-            "each message processed exactly once",
-            unique == m && dup == 0,
-            format!("{unique} of {m} unique, {dup} processed more than once"),
-        ));
-        if o.leasing {
-            c.push(check(
-                "zero ownership violations",
-                l.ownership_violations == 0,
-                format!(
-                    "{} violations, {} finalizes rejected for a lost lease",
-                    l.ownership_violations, l.rejected_finalizes
-                ),
-            ));
-        }
-        c.push(check(
-            "nothing left Pending or Processing",
-            o.outbox.pending == 0 && o.outbox.processing == 0 && o.payments.pending == 0,
+                o.outbox.processed, o.outbox.pending, o.outbox.processing, o.max_rows_per_key.payments, o.max_rows_per_key.outbox
+            )
+        },
+    },
+    CheckDef {
+        name: "each message processed exactly once",
+        applies: AppliesTo::Safety,
+        passed: |o| o.ledger.exactly_once(o.messages),
+        detail: |o| {
+            let l = &o.ledger;
+            format!(
+                "{} of {} unique, {} processed more than once",
+                l.unique_processed(),
+                o.messages,
+                l.processed_more_than_once()
+            )
+        },
+    },
+    CheckDef {
+        name: "zero ownership violations",
+        applies: AppliesTo::Leasing,
+        passed: |o| o.ledger.ownership_violations == 0,
+        detail: |o| {
+            format!(
+                "{} violations, {} finalizes rejected for a lost lease",
+                o.ledger.ownership_violations, o.ledger.rejected_finalizes
+            )
+        },
+    },
+    CheckDef {
+        name: "nothing left Pending or Processing",
+        applies: AppliesTo::Safety,
+        passed: |o| o.outbox.drained() && o.payments.pending == 0,
+        detail: |o| {
             format!(
                 "outbox {} Processed / {} Pending / {} Processing; payments {} Pending",
                 o.outbox.processed, o.outbox.pending, o.outbox.processing, o.payments.pending
-            ),
-        ));
-        c.push(check(
-            "at most one payment row and one outbox row per key",
-            o.max_rows_per_key.0 <= 1 && o.max_rows_per_key.1 <= 1 && o.orphans == 0,
+            )
+        },
+    },
+    CheckDef {
+        name: "at most one payment row and one outbox row per key",
+        applies: AppliesTo::Safety,
+        passed: |o| o.max_rows_per_key.none_duplicated() && o.orphans == 0,
+        detail: |o| {
             format!(
                 "max {} payment / {} outbox rows per key, {} orphans",
-                o.max_rows_per_key.0, o.max_rows_per_key.1, o.orphans
-            ),
-        ));
-    }
-    c.push(check(
-        "one gateway creation call per key, none from workers",
-        o.keys_created == m && o.max_creations_per_key == 1 && o.creations_by_workers == 0,
-        format!(
-            "{} creation calls for {} keys, {} from workers",
-            o.gateway_creation_calls, o.keys_created, o.creations_by_workers
-        ),
-    ));
-    c.push(check(
-        "transaction ids only from the provider, only on Paid",
-        o.txids_not_issued == 0
-            && o.payments.failed_with_txid == 0
-            && o.payments.paid_with_txid == o.payments.paid,
-        format!(
-            "{} Paid with an id, {} Failed with an id, {} ids the provider never issued",
-            o.payments.paid_with_txid, o.payments.failed_with_txid, o.txids_not_issued
-        ),
-    ));
-    c.push(check(
-        "no Paid without the provider saying so",
-        o.paid_without_provider == 0,
-        format!(
-            "{} Paid payments the provider never confirmed",
-            o.paid_without_provider
-        ),
-    ));
-    c.push(check(
-        "processing ledger agrees with the provider",
-        l.processing_attempts == o.provider_status_checks,
-        format!(
-            "{} attempts in the ledger, {} status checks counted by the provider",
-            l.processing_attempts, o.provider_status_checks
-        ),
-    ));
-    c.push(check(
-        "no worker failed",
-        l.failures == 0 && l.panics == 0,
-        format!("{} database failures, {} panics", l.failures, l.panics),
-    ));
-    if o.scenario == Scenario::CompetingNoClaim {
-        // The checker must be able to fail: here it has to catch the duplicates.
-        c.push(check(
-            "the history checker catches the duplicates",
-            o.history.duplicated.count > 0,
-            format!("{} duplicated messages found", o.history.duplicated.count),
-        ));
-    } else {
-        for (name, passed, detail) in o.history.rules() {
-            c.push(check(name, passed, detail));
-        }
-    }
-    if let Some(p) = &o.story {
-        c.push(check(
-            "lease-expiry: Worker-A crashed holding PAY-001",
-            p.a_claimed && p.a_crashed_holding,
+                o.max_rows_per_key.payments, o.max_rows_per_key.outbox, o.orphans
+            )
+        },
+    },
+    CheckDef {
+        name: "one gateway creation call per key, none from workers",
+        applies: AppliesTo::Every,
+        passed: |o| {
+            o.keys_created == o.messages
+                && o.max_creations_per_key == 1
+                && o.creations_by_workers == 0
+        },
+        detail: |o| {
             format!(
-                "claimed {}, crashed holding it {}",
-                p.a_claimed, p.a_crashed_holding
-            ),
-        ));
-        c.push(check(
-            "lease-expiry: Worker-B blocked before expiry",
-            p.b_blocked_before_expiry,
-            format!("{}", p.b_blocked_before_expiry),
-        ));
-        c.push(check(
-            "lease-expiry: Worker-B reclaimed after expiry",
-            p.b_reclaimed_after_expiry,
-            format!("{}", p.b_reclaimed_after_expiry),
-        ));
-        c.push(check(
-            "lease-expiry: reclaimed message processed once",
-            p.reclaimed_processed_once,
-            format!("{}", p.reclaimed_processed_once),
-        ));
+                "{} creation calls for {} keys, {} from workers",
+                o.gateway_creation_calls, o.keys_created, o.creations_by_workers
+            )
+        },
+    },
+    CheckDef {
+        name: "transaction ids only from the provider, only on Paid",
+        applies: AppliesTo::Every,
+        passed: |o| {
+            o.txids_not_issued == 0
+                && o.payments.failed_with_txid == 0
+                && o.payments.paid_with_txid == o.payments.paid
+        },
+        detail: |o| {
+            format!(
+                "{} Paid with an id, {} Failed with an id, {} ids the provider never issued",
+                o.payments.paid_with_txid, o.payments.failed_with_txid, o.txids_not_issued
+            )
+        },
+    },
+    CheckDef {
+        name: "no Paid without the provider saying so",
+        applies: AppliesTo::Every,
+        passed: |o| o.paid_without_provider == 0,
+        detail: |o| {
+            format!(
+                "{} Paid payments the provider never confirmed",
+                o.paid_without_provider
+            )
+        },
+    },
+    CheckDef {
+        name: "processing ledger agrees with the provider",
+        applies: AppliesTo::Every,
+        passed: |o| o.ledger.processing_attempts == o.provider_status_checks,
+        detail: |o| {
+            format!(
+                "{} attempts in the ledger, {} status checks counted by the provider",
+                o.ledger.processing_attempts, o.provider_status_checks
+            )
+        },
+    },
+    CheckDef {
+        name: "no worker failed",
+        applies: AppliesTo::Every,
+        passed: |o| o.ledger.failures == 0 && o.ledger.panics == 0,
+        detail: |o| {
+            format!(
+                "{} database failures, {} panics",
+                o.ledger.failures, o.ledger.panics
+            )
+        },
+    },
+    // The checker must be able to fail: here it has to catch the duplicates.
+    CheckDef {
+        name: "the history checker catches the duplicates",
+        applies: AppliesTo::Reproduction,
+        passed: |o| o.history.duplicated.count > 0,
+        detail: |o| format!("{} duplicated messages found", o.history.duplicated.count),
+    },
+    CheckDef {
+        name: HISTORY_RULES,
+        applies: AppliesTo::Safety,
+        passed: |_| true,
+        detail: |_| String::new(),
+    },
+    CheckDef {
+        name: "lease-expiry: Worker-A crashed holding PAY-001",
+        applies: AppliesTo::Story,
+        passed: |o| {
+            o.story
+                .as_ref()
+                .is_some_and(|p| p.a_claimed && p.a_crashed_holding)
+        },
+        detail: |o| {
+            o.story.as_ref().map_or_else(String::new, |p| {
+                format!(
+                    "claimed {}, crashed holding it {}",
+                    p.a_claimed, p.a_crashed_holding
+                )
+            })
+        },
+    },
+    CheckDef {
+        name: "lease-expiry: Worker-B blocked before expiry",
+        applies: AppliesTo::Story,
+        passed: |o| o.story.as_ref().is_some_and(|p| p.b_blocked_before_expiry),
+        detail: |o| {
+            format!(
+                "{}",
+                o.story.as_ref().is_some_and(|p| p.b_blocked_before_expiry)
+            )
+        },
+    },
+    CheckDef {
+        name: "lease-expiry: Worker-B reclaimed after expiry",
+        applies: AppliesTo::Story,
+        passed: |o| o.story.as_ref().is_some_and(|p| p.b_reclaimed_after_expiry),
+        detail: |o| {
+            format!(
+                "{}",
+                o.story.as_ref().is_some_and(|p| p.b_reclaimed_after_expiry)
+            )
+        },
+    },
+    CheckDef {
+        name: "lease-expiry: reclaimed message processed once",
+        applies: AppliesTo::Story,
+        passed: |o| o.story.as_ref().is_some_and(|p| p.reclaimed_processed_once),
+        detail: |o| {
+            format!(
+                "{}",
+                o.story.as_ref().is_some_and(|p| p.reclaimed_processed_once)
+            )
+        },
+    },
+];
+
+/// The checks of a run, read from [`CHECKS`]. With leasing on they assert safety; for the
+/// BEFORE story they assert that the problem was reproduced.
+pub fn checks(o: &RunOutcome) -> Vec<Check> {
+    let mut c = Vec::new();
+    for def in CHECKS.iter().filter(|d| d.applies.holds(o)) {
+        if def.name == HISTORY_RULES {
+            c.extend(
+                o.history
+                    .rules()
+                    .into_iter()
+                    .map(|(name, passed, detail)| Check {
+                        name: name.to_string(),
+                        passed,
+                        detail,
+                    }),
+            );
+        } else {
+            c.push(Check {
+                name: def.name.to_string(),
+                passed: (def.passed)(o),
+                detail: (def.detail)(o),
+            });
+        }
     }
     c
 }
@@ -192,7 +325,7 @@ pub fn checks(o: &RunOutcome) -> Vec<Check> {
 fn loaded_detail(o: &RunOutcome) -> String {
     (0..o.workers)
         .map(|s| {
-            let w = worker_name(s, 1);
+            let w = WorkerId::first(s).to_string();
             let n = o.ledger.loaded_by_worker.get(&w).copied().unwrap_or(0);
             format!("{w} loaded {n}")
         })
@@ -379,7 +512,9 @@ fn wall_stamp() -> String {
 }
 
 fn per_worker(o: &RunOutcome) -> BTreeMap<String, u64> {
-    let mut m: BTreeMap<String, u64> = (0..o.workers).map(|s| (worker_name(s, 1), 0)).collect();
+    let mut m: BTreeMap<String, u64> = (0..o.workers)
+        .map(|s| (WorkerId::first(s).to_string(), 0))
+        .collect();
     for (w, n) in &o.ledger.per_worker {
         m.insert(w.clone(), *n);
     }
@@ -411,7 +546,7 @@ fn to_json(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Val
         "rejected_finalizes": l.rejected_finalizes,
         "outbox": o.outbox,
         "payments": o.payments,
-        "duplicate_rows": { "payments": o.max_rows_per_key.0.saturating_sub(1), "outbox": o.max_rows_per_key.1.saturating_sub(1) },
+        "duplicate_rows": { "payments": o.max_rows_per_key.payments.saturating_sub(1), "outbox": o.max_rows_per_key.outbox.saturating_sub(1) },
         "per_worker": per_worker(o),
         "loaded_per_worker": l.loaded_by_worker,
         "lease_expiry": o.story.as_ref().map(|p| json!({
@@ -440,8 +575,21 @@ fn to_json(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Val
 }
 
 fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> String {
-    let l = &o.ledger;
     let mut t = String::new();
+    text_header(&mut t, o);
+    text_schema(&mut t, o);
+    text_recovery(&mut t, o);
+    text_timeline(&mut t, o);
+    text_ownership(&mut t, o);
+    text_claim_ledger(&mut t, o);
+    text_processing_ledger(&mut t, o);
+    text_final_state(&mut t, o);
+    text_checks_and_verdict(&mut t, checks, passed, verdict);
+    t
+}
+
+/// The run's setup: story, leasing, workers, messages, database, clock, seed, faults.
+fn text_header(t: &mut String, o: &RunOutcome) {
     let title = format!("leaselab report: {}", o.scenario.name());
     let _ = writeln!(t, "{title}\n{}", "=".repeat(title.len()));
     let _ = writeln!(t, "story      {}", o.scenario.summary());
@@ -457,7 +605,9 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
             "OFF (workers load every Pending row and write results unguarded)".to_string()
         }
     );
-    let names: Vec<String> = (0..o.workers).map(|s| worker_name(s, 1)).collect();
+    let names: Vec<String> = (0..o.workers)
+        .map(|s| WorkerId::first(s).to_string())
+        .collect();
     let _ = writeln!(
         t,
         "workers    {} ({}), each an OS thread with its own SQLite connection",
@@ -499,14 +649,20 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
             f.crashes, f.crashes_holding_a_lease, f.restarts, f.pauses, f.resumes, f.clock_jumps, f.clock_jumped_ms
         );
     }
+}
 
+/// The schema as the database file holds it.
+fn text_schema(t: &mut String, o: &RunOutcome) {
     let _ = writeln!(t, "\nSchema (as the database file holds it)");
     for statement in &o.schema {
         for line in format!("{statement};").lines() {
             let _ = writeln!(t, "  {line}");
         }
     }
+}
 
+/// The lease-expiry story, when the run told it.
+fn text_recovery(t: &mut String, o: &RunOutcome) {
     if let Some(p) = &o.story {
         let _ = writeln!(t, "\nLease-expiry recovery");
         for line in &p.lines {
@@ -518,7 +674,10 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
             p.b_blocked_before_expiry, p.b_reclaimed_after_expiry, p.reclaimed_processed_once
         );
     }
+}
 
+/// The first events in commit order.
+fn text_timeline(t: &mut String, o: &RunOutcome) {
     let _ = writeln!(
         t,
         "\nTimeline ({} events; empty claims counted in the claim ledger)",
@@ -534,7 +693,11 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
             o.timeline_events - TIMELINE_LINES as u64
         );
     }
+}
 
+/// The first rows of the outbox with who processed each.
+fn text_ownership(t: &mut String, o: &RunOutcome) {
+    let l = &o.ledger;
     let _ = writeln!(t, "\nPer-message ownership");
     let _ = writeln!(
         t,
@@ -559,7 +722,11 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
     if o.messages as usize > TABLE_ROWS {
         let _ = writeln!(t, "  ... {} more rows", o.messages as usize - TABLE_ROWS);
     }
+}
 
+/// Claims (leasing on) or bulk loads (leasing off).
+fn text_claim_ledger(t: &mut String, o: &RunOutcome) {
+    let l = &o.ledger;
     let _ = writeln!(t, "\nClaim ledger");
     if o.leasing {
         let _ = writeln!(
@@ -576,6 +743,11 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
             loaded_detail(o)
         );
     }
+}
+
+/// Processing attempts, duplicates, rejected finalizes and the split per worker.
+fn text_processing_ledger(t: &mut String, o: &RunOutcome) {
+    let l = &o.ledger;
     let _ = writeln!(t, "\nProcessing ledger");
     let _ = writeln!(
         t,
@@ -622,7 +794,10 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
             l.crashes, l.restarts
         );
     }
+}
 
+/// Outbox and payment counts as SQLite holds them at the end.
+fn text_final_state(t: &mut String, o: &RunOutcome) {
     let _ = writeln!(t, "\nFinal state (read from SQLite)");
     let _ = writeln!(
         t,
@@ -639,7 +814,10 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
         "  gateway creation calls {} (in workers {})   SQLITE_BUSY met and absorbed {}",
         o.gateway_creation_calls, o.creations_by_workers, o.busy_met
     );
+}
 
+/// Every check, the verdict and the exit code it leads to.
+fn text_checks_and_verdict(t: &mut String, checks: &[Check], passed: bool, verdict: &str) {
     let _ = writeln!(t, "\nChecks");
     for c in checks {
         let _ = writeln!(
@@ -660,5 +838,4 @@ fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Str
             "Some checks failed (exit 1)."
         }
     );
-    t
 }

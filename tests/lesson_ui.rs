@@ -69,7 +69,7 @@ fn rows(app: &App) -> Vec<(String, String, Option<String>, i64)> {
         .messages(0, store.message_count().unwrap())
         .unwrap()
         .into_iter()
-        .map(|r| (r.key, r.status, r.locked_by, r.lease_version))
+        .map(|r| (r.key, r.status.to_string(), r.locked_by, r.lease_version))
         .collect()
 }
 

@@ -1,5 +1,8 @@
 //! The article's figures, read from the JSON report of real runs on real SQLite files.
 
+use std::time::Duration;
+
+use leaselab::engine::worker::Control;
 use leaselab::report::Report;
 use leaselab::scenario::{run, RunOptions, Scenario};
 use serde_json::Value;
@@ -126,6 +129,40 @@ fn leasing_off_fails_the_safety_checks() {
         .find(|c| c["name"] == "each message processed exactly once")
         .unwrap();
     assert_eq!(once["passed"], false);
+}
+
+#[test]
+fn a_creation_call_from_a_worker_fails_the_creation_check() {
+    let opts = RunOptions {
+        workers: Some(2),
+        messages: Some(6),
+        inject: Some(|engine| {
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            let worker = engine.worker(1).unwrap();
+            assert!(worker.send(Control::CreatePayment("PAY-001".into(), Some(tx))));
+            rx.recv_timeout(Duration::from_secs(30))
+                .expect("the worker made the call");
+        }),
+        ..RunOptions::default()
+    };
+    let (j, r) = report(Scenario::OutboxLeasing, opts);
+    assert!(
+        !r.passed,
+        "a worker's creation call must fail the run:\n{}",
+        r.text
+    );
+    assert_eq!(j["payment_creation_calls_in_workers"], 1);
+    let creation = r
+        .checks
+        .iter()
+        .find(|c| c.name == "one gateway creation call per key, none from workers")
+        .unwrap();
+    assert!(!creation.passed, "{}", creation.detail);
+    assert!(
+        creation.detail.ends_with("1 from workers"),
+        "{}",
+        creation.detail
+    );
 }
 
 #[test]

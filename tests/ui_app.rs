@@ -46,7 +46,7 @@ fn row_status(app: &App, id: i64) -> (String, Option<String>) {
         .iter()
         .find(|r| r.id == id)
         .expect("row shown");
-    (r.status.clone(), r.locked_by.clone())
+    (r.status.to_string(), r.locked_by.clone())
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! plus the lease rules this lab teaches.
 
 use super::ledger::{HistoryStep, Ledger};
-use super::store::MessageRow;
+use super::store::{MessageRow, OutboxStatus};
 
 /// At most this many example ids are kept per finding.
 const EXAMPLES: usize = 10;
@@ -182,51 +182,57 @@ pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
         }
     }
     for row in rows {
-        let h = ledger.messages.get(&row.id);
-        let runs = h.map_or(0, |m| m.runs);
-        let mut steps = h.map(|m| m.steps.clone()).unwrap_or_default();
-        steps.sort_by_key(|(seq, _)| *seq);
-        let newest_claim = steps.iter().rev().find_map(|(_, s)| match s {
-            HistoryStep::Claim { owner, version, .. } => Some((owner.clone(), *version)),
-            _ => None,
-        });
-        let last_result = steps.iter().rev().find_map(|(_, s)| match s {
-            HistoryStep::Finalize { status, .. } | HistoryStep::Mark { status, .. } => {
-                Some(status.as_str())
-            }
-            _ => None,
-        });
-        let mut wrong = Vec::new();
-        if (runs > 0) != (row.status == "Processed") {
-            wrong.push(format!("status {} after {runs} results", row.status));
-        }
-        let version = newest_claim.as_ref().map_or(0, |(_, v)| *v);
-        if row.lease_version != version {
-            wrong.push(format!(
-                "lease v{} in the table, v{version} in history",
-                row.lease_version
-            ));
-        }
-        if row.status == "Processing" {
-            let owner = newest_claim.as_ref().map(|(o, _)| &**o);
-            if row.locked_by.as_deref() != owner {
-                wrong.push(format!(
-                    "locked by {:?}, newest claim by {owner:?}",
-                    row.locked_by
-                ));
-            }
-        }
-        let expected_payment = last_result.unwrap_or("Pending");
-        if row.payment_status != expected_payment {
-            wrong.push(format!(
-                "payment {} but history wrote {expected_payment}",
-                row.payment_status
-            ));
-        }
+        let wrong = row_mismatches(ledger, row);
         if !wrong.is_empty() {
             c.state_mismatches
                 .add(format!("{}: {}", row.key, wrong.join(", ")));
         }
     }
     c
+}
+
+/// How one final row disagrees with its history (empty when it agrees).
+fn row_mismatches(ledger: &Ledger, row: &MessageRow) -> Vec<String> {
+    let h = ledger.messages.get(&row.id);
+    let runs = h.map_or(0, |m| m.runs);
+    let mut steps = h.map(|m| m.steps.clone()).unwrap_or_default();
+    steps.sort_by_key(|(seq, _)| *seq);
+    let newest_claim = steps.iter().rev().find_map(|(_, s)| match s {
+        HistoryStep::Claim { owner, version, .. } => Some((owner.clone(), *version)),
+        _ => None,
+    });
+    let last_result = steps.iter().rev().find_map(|(_, s)| match s {
+        HistoryStep::Finalize { status, .. } | HistoryStep::Mark { status, .. } => {
+            Some(status.as_str())
+        }
+        _ => None,
+    });
+    let mut wrong = Vec::new();
+    if (runs > 0) != (row.status == OutboxStatus::Processed) {
+        wrong.push(format!("status {} after {runs} results", row.status));
+    }
+    let version = newest_claim.as_ref().map_or(0, |(_, v)| *v);
+    if row.lease_version != version {
+        wrong.push(format!(
+            "lease v{} in the table, v{version} in history",
+            row.lease_version
+        ));
+    }
+    if row.status == OutboxStatus::Processing {
+        let owner = newest_claim.as_ref().map(|(o, _)| &**o);
+        if row.locked_by.as_deref() != owner {
+            wrong.push(format!(
+                "locked by {:?}, newest claim by {owner:?}",
+                row.locked_by
+            ));
+        }
+    }
+    let expected_payment = last_result.unwrap_or("Pending");
+    if row.payment_status.as_str() != expected_payment {
+        wrong.push(format!(
+            "payment {} but history wrote {expected_payment}",
+            row.payment_status
+        ));
+    }
+    wrong
 }

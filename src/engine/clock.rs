@@ -4,6 +4,8 @@
 //! speed factor (the dashboard). Either way it can be jumped forward. Times are milliseconds.
 
 use std::sync::{Condvar, Mutex};
+
+use crossbeam_channel::{Receiver, Sender, TrySendError};
 use std::time::{Duration, Instant};
 
 /// 2026-01-15T09:00:00.000Z: every scenario starts here, so reports are reproducible.
@@ -30,6 +32,8 @@ impl State {
 pub struct Clock {
     state: Mutex<State>,
     moved: Condvar,
+    /// One channel per [`Clock::watch`]er, told whenever the clock moves or changes pace.
+    watchers: Mutex<Vec<Sender<()>>>,
 }
 
 impl Default for Clock {
@@ -48,6 +52,7 @@ impl Clock {
                 speed: 1.0,
             }),
             moved: Condvar::new(),
+            watchers: Mutex::new(Vec::new()),
         }
     }
 
@@ -75,7 +80,7 @@ impl Clock {
             s.anchor = Some(Instant::now());
         }
         drop(s);
-        self.moved.notify_all();
+        self.moved_now();
     }
 
     /// Freeze the clock where it is.
@@ -83,6 +88,28 @@ impl Clock {
         let mut s = self.lock();
         s.base_ms = s.now();
         s.anchor = None;
+        drop(s);
+        self.moved_now();
+    }
+
+    /// A channel that gets a message whenever the clock jumps, resumes, pauses or changes
+    /// speed, so a thread can block on it with its other channels instead of polling.
+    /// Messages coalesce: one waiting means "it moved since you last looked".
+    pub fn watch(&self) -> Receiver<()> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.watchers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(tx);
+        rx
+    }
+
+    fn moved_now(&self) {
+        self.moved.notify_all();
+        self.watchers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|w| !matches!(w.try_send(()), Err(TrySendError::Disconnected(_))));
     }
 
     pub fn set_speed(&self, speed: f64) {
@@ -93,7 +120,7 @@ impl Clock {
         }
         s.speed = speed;
         drop(s);
-        self.moved.notify_all();
+        self.moved_now();
     }
 
     /// Jump forward; returns (from, to).
@@ -103,7 +130,7 @@ impl Clock {
         s.base_ms = from + ms.max(0) as f64;
         let to = s.base_ms;
         drop(s);
-        self.moved.notify_all();
+        self.moved_now();
         (from.floor() as i64, to.floor() as i64)
     }
 
@@ -115,7 +142,7 @@ impl Clock {
             s.anchor = Some(Instant::now());
         }
         drop(s);
-        self.moved.notify_all();
+        self.moved_now();
     }
 
     /// Wait until scenario time reaches `target_ms`, or until `give_up` real time has passed.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::events::{Event, EventKind};
 use super::provider::ProviderStatus;
-use super::worker::base_name;
+use super::worker_id::WorkerId;
 
 /// One step of a message's history, as committed by SQLite.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,7 +135,8 @@ impl Ledger {
 
     pub fn apply(&mut self, ev: &Event) {
         self.events_seen += 1;
-        let worker = base_name(&ev.actor).to_string();
+        let worker =
+            WorkerId::parse(&ev.actor).map_or_else(|| ev.actor.clone(), |id| id.base().to_string());
         let actor = self.name(&ev.actor);
         match &ev.kind {
             EventKind::Claimed {
@@ -145,22 +146,13 @@ impl Ledger {
                 version,
                 reclaim,
             } => {
-                self.claims_ok += 1;
-                if *reclaim {
-                    self.reclaims += 1;
-                }
-                let m = self.message(*id, key);
-                m.claims += 1;
-                m.record((
-                    ev.seq,
-                    HistoryStep::Claim {
-                        owner: actor.clone(),
-                        version: *version,
-                        at_ms: ev.at_ms,
-                        until_ms: *until_ms,
-                    },
-                ));
-                self.recount(*id);
+                let step = HistoryStep::Claim {
+                    owner: actor.clone(),
+                    version: *version,
+                    at_ms: ev.at_ms,
+                    until_ms: *until_ms,
+                };
+                self.claimed(ev.seq, *id, key, *reclaim, step);
             }
             EventKind::ClaimEmpty => self.claims_empty += 1,
             EventKind::ClaimBlocked { .. } => self.claims_blocked += 1,
@@ -180,17 +172,12 @@ impl Ledger {
                 status,
             } => {
                 self.finalized += 1;
-                *self.per_worker.entry(worker).or_default() += 1;
-                self.count_run(*id, key);
-                let m = self.message(*id, key);
-                m.record((
-                    ev.seq,
-                    HistoryStep::Finalize {
-                        owner: actor.clone(),
-                        version: *version,
-                        status: *status,
-                    },
-                ));
+                let step = HistoryStep::Finalize {
+                    owner: actor.clone(),
+                    version: *version,
+                    status: *status,
+                };
+                self.result_written(ev.seq, worker, *id, key, step);
                 self.recount(*id);
             }
             EventKind::FinalizeRejected { id, key, .. } => {
@@ -199,16 +186,11 @@ impl Ledger {
             }
             EventKind::Marked { id, key, status } => {
                 self.marked += 1;
-                *self.per_worker.entry(worker).or_default() += 1;
-                self.count_run(*id, key);
-                let m = self.message(*id, key);
-                m.record((
-                    ev.seq,
-                    HistoryStep::Mark {
-                        owner: actor.clone(),
-                        status: *status,
-                    },
-                ));
+                let step = HistoryStep::Mark {
+                    owner: actor.clone(),
+                    status: *status,
+                };
+                self.result_written(ev.seq, worker, *id, key, step);
             }
             EventKind::Crashed { panic, .. } => {
                 self.crashes += 1;
@@ -229,6 +211,25 @@ impl Ledger {
             | EventKind::LeasingChanged { .. }
             | EventKind::Note { .. } => {}
         }
+    }
+
+    /// A successful claim: its step in the message's history.
+    fn claimed(&mut self, seq: u64, id: i64, key: &str, reclaim: bool, step: HistoryStep) {
+        self.claims_ok += 1;
+        if reclaim {
+            self.reclaims += 1;
+        }
+        let m = self.message(id, key);
+        m.claims += 1;
+        m.record((seq, step));
+        self.recount(id);
+    }
+
+    /// A finalize or a mark: one more result for the message and for its worker.
+    fn result_written(&mut self, seq: u64, worker: String, id: i64, key: &str, step: HistoryStep) {
+        *self.per_worker.entry(worker).or_default() += 1;
+        self.count_run(id, key);
+        self.message(id, key).record((seq, step));
     }
 
     fn name(&mut self, actor: &str) -> Arc<str> {
@@ -275,6 +276,12 @@ impl Ledger {
     /// Messages with at least one result written.
     pub fn unique_processed(&self) -> u64 {
         self.unique
+    }
+
+    /// Each of `seeded` messages had its result written once: none lost, none twice. The
+    /// one definition of "exactly once" for reports.
+    pub fn exactly_once(&self, seeded: u64) -> bool {
+        self.unique == seeded && self.duplicated == 0
     }
 
     /// Messages whose result was written more than once: the duplicates.

@@ -10,8 +10,10 @@ pub mod lease;
 pub mod ledger;
 pub mod pg;
 pub mod provider;
+pub mod stepper;
 pub mod store;
 pub mod worker;
+pub mod worker_id;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,6 +21,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 
+use crate::setup::Timing;
 use clock::{Clock, SCENARIO_START_MS};
 use db_lock::DbLock;
 use events::{Event, EventKind, ENGINE};
@@ -47,8 +50,8 @@ impl Default for EngineConfig {
         EngineConfig {
             workers: 2,
             messages: 6,
-            lease_ms: 500,
-            process_ms: 0,
+            lease_ms: Timing::HEADLESS.lease_ms,
+            process_ms: Timing::HEADLESS.process_ms,
             idle_ms: 100,
             leasing: true,
             db: None,

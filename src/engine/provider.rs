@@ -4,9 +4,12 @@
 //! becomes visible: the final database rows look the same whether a status check ran once
 //! or twice.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+
+use super::store::CreationLog;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum ProviderStatus {
@@ -62,11 +65,36 @@ pub struct Provider {
     idempotent: AtomicBool,
 }
 
-/// Who is calling: seeding creates payments, workers only check them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Caller {
-    Seeding,
-    Worker,
+thread_local! {
+    /// Set on a worker's thread: a creation call made here is a worker's.
+    static IN_WORKER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the current thread as a worker's while it lives, so the provider can tell who
+/// makes a creation call: seeding creates payments, workers only check them.
+pub struct WorkerThread {
+    before: bool,
+}
+
+impl WorkerThread {
+    pub fn enter() -> WorkerThread {
+        WorkerThread {
+            before: IN_WORKER.with(|w| w.replace(true)),
+        }
+    }
+}
+
+impl Drop for WorkerThread {
+    fn drop(&mut self) {
+        IN_WORKER.with(|w| w.set(self.before));
+    }
+}
+
+/// Seeding records each gateway creation call here.
+impl CreationLog for Provider {
+    fn created(&self, key: &str) {
+        self.create_payment(key);
+    }
 }
 
 impl Provider {
@@ -78,13 +106,15 @@ impl Provider {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The gateway creation call, made once per key when a payment is created.
-    pub fn create_payment(&self, key: &str, caller: Caller) {
+    /// The gateway creation call, made once per key when a payment is created. A call from
+    /// a worker's thread is counted apart: workers must never create payments.
+    pub fn create_payment(&self, key: &str) {
+        let by_worker = IN_WORKER.with(|w| w.get());
         let mut guard = self.lock();
         let inner = &mut *guard;
         let calls = inner.keys.entry(key.to_string()).or_default();
         calls.creations += 1;
-        if caller == Caller::Worker {
+        if by_worker {
             calls.creations_by_workers += 1;
             inner.creations_by_workers += 1;
         }
@@ -195,6 +225,21 @@ pub fn outcome_for(key: &str) -> ProviderStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_creation_call_from_a_worker_thread_is_counted_as_a_worker_s() {
+        let p = Provider::new();
+        p.create_payment("PAY-001");
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _worker = WorkerThread::enter();
+                p.create_payment("PAY-002");
+            });
+        });
+        p.create_payment("PAY-003");
+        assert_eq!((p.creations_total(), p.creations_by_workers()), (3, 1));
+        assert_eq!(p.calls()["PAY-002"].creations_by_workers, 1);
+    }
 
     #[test]
     fn six_article_payments_end_four_paid_two_failed() {

@@ -10,15 +10,15 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{Receiver, Sender};
 
 use super::clock::Clock;
 use super::events::{Event, EventKind};
-use super::provider::{Provider, StatusCheck};
+use super::provider::{Provider, StatusCheck, WorkerThread};
 use super::store::{ClaimOutcome, FinalizeOutcome, Lease, MessageRef, Store, StoreShared};
+use super::worker_id::WorkerId;
 
-/// Longest a waiting worker goes without looking at its control channel.
-const WAIT_SLICE: Duration = Duration::from_millis(25);
+pub use super::stepper::Stepper;
 
 /// Settings every worker reads at the start of each cycle, so a change applies live.
 #[derive(Debug)]
@@ -77,6 +77,9 @@ pub enum Control {
     Crash,
     /// Panic inside the worker thread (to prove a panic is contained).
     Panic,
+    /// Call the gateway's payment creation from the worker (a fault: workers must never
+    /// create payments, and the report's check has to catch it).
+    CreatePayment(String, Option<Sender<()>>),
     /// Stop quietly (end of a run).
     Shutdown,
 }
@@ -135,6 +138,7 @@ impl NextAction {
 /// What a worker shows of itself; the dashboard reads it each frame.
 #[derive(Debug, Clone, Default)]
 pub struct WorkerStatus {
+    pub id: WorkerId,
     pub name: String,
     pub state: WorkerState,
     pub paused: bool,
@@ -221,35 +225,12 @@ impl Drop for WorkerHandle {
     }
 }
 
-/// `Worker-A` for slot 0, `Worker-Z`, then `Worker-AA`...; `#2` and on for restarts.
-pub fn worker_name(slot: usize, incarnation: u32) -> String {
-    let mut n = slot;
-    let mut letters = Vec::new();
-    loop {
-        letters.push((b'A' + (n % 26) as u8) as char);
-        if n < 26 {
-            break;
-        }
-        n = n / 26 - 1;
-    }
-    let base: String = letters.into_iter().rev().collect();
-    if incarnation <= 1 {
-        format!("Worker-{base}")
-    } else {
-        format!("Worker-{base}#{incarnation}")
-    }
-}
-
-/// The slot's name without its incarnation: `Worker-A#2` -> `Worker-A`.
-pub fn base_name(name: &str) -> &str {
-    name.split('#').next().unwrap_or(name)
-}
-
 /// Start a worker thread. A paused worker acts only on `Step`/`ClaimId` until resumed.
 pub fn spawn(ctx: WorkerContext, slot: usize, incarnation: u32, paused: bool) -> WorkerHandle {
-    let name = worker_name(slot, incarnation);
+    let name = WorkerId::new(slot, incarnation).to_string();
     let (control, rx) = crossbeam_channel::unbounded();
     let status = Arc::new(Mutex::new(WorkerStatus {
+        id: WorkerId::new(slot, incarnation),
         name: name.clone(),
         state: if paused {
             WorkerState::Paused
@@ -290,21 +271,12 @@ fn run_thread(
     let st = status.clone();
     let nm = name.clone();
     let result = std::panic::catch_unwind(AssertUnwindSafe(move || {
+        let _worker = WorkerThread::enter();
         let store = match Store::open(&ctx.db_path, ctx.shared.clone()) {
             Ok(s) => s,
             Err(e) => return Some(format!("cannot open the database: {e}")),
         };
-        let mut w = Worker {
-            ctx,
-            slot,
-            name: nm,
-            store,
-            phase: Phase::Idle,
-            status: st,
-            paused,
-            wait_until: None,
-        };
-        w.run(&rx)
+        Worker::new(ctx, slot, nm, store, st, paused).run(&rx)
     }));
     let emit = |kind| {
         let _ = events.send(Event {
@@ -352,7 +324,7 @@ enum Phase {
     },
 }
 
-enum Acted {
+pub(super) enum Acted {
     /// Did something; go on.
     Done,
     /// Nothing to do before this scenario time.
@@ -364,7 +336,7 @@ enum Exit {
     Shutdown,
 }
 
-struct Worker {
+pub(super) struct Worker {
     ctx: WorkerContext,
     slot: usize,
     name: String,
@@ -374,9 +346,51 @@ struct Worker {
     paused: bool,
     /// Processing or idling: the scenario time at which the next action is due.
     wait_until: Option<i64>,
+    /// Told whenever the scenario clock moves, so a waiting worker blocks instead of polling.
+    clock_moved: Receiver<()>,
 }
 
 impl Worker {
+    pub(super) fn new(
+        ctx: WorkerContext,
+        slot: usize,
+        name: String,
+        store: Store,
+        status: Arc<Mutex<WorkerStatus>>,
+        paused: bool,
+    ) -> Worker {
+        Worker {
+            clock_moved: ctx.clock.watch(),
+            ctx,
+            slot,
+            name,
+            store,
+            phase: Phase::Idle,
+            status,
+            paused,
+            wait_until: None,
+        }
+    }
+
+    pub(super) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What the worker will do next, as its status says.
+    pub(super) fn next(&self) -> NextAction {
+        self.publish();
+        self.status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .next
+            .clone()
+    }
+
+    /// Stop at once; a held lease stays in the database.
+    pub(super) fn crash(&mut self) {
+        self.exit(Exit::Crash);
+    }
+
     fn emit_at(&self, seq: u64, kind: EventKind) {
         self.emit_when(seq, self.ctx.clock.now(), kind);
     }
@@ -464,15 +478,22 @@ impl Worker {
     fn run(&mut self, rx: &Receiver<Control>) -> Option<String> {
         self.publish();
         loop {
-            // Listen for commands: block while paused, wait while nothing is due, else peek.
+            // Listen for commands: block while paused, block until the clock can have
+            // reached what is due (or moves) while waiting, else peek.
             let control = if self.paused {
                 rx.recv().ok().or(Some(Control::Shutdown))
             } else if let Some(due) = self.wait_until {
-                let real = self.real_wait(due);
-                match rx.recv_timeout(real) {
-                    Ok(c) => Some(c),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => Some(Control::Shutdown),
+                let command = |c: Result<Control, _>| Some(c.unwrap_or(Control::Shutdown));
+                match self.real_wait(due) {
+                    Some(real) => crossbeam_channel::select! {
+                        recv(rx) -> c => command(c),
+                        recv(self.clock_moved) -> _ => None,
+                        default(real) => None,
+                    },
+                    None => crossbeam_channel::select! {
+                        recv(rx) -> c => command(c),
+                        recv(self.clock_moved) -> _ => None,
+                    },
                 }
             } else {
                 rx.try_recv().ok()
@@ -506,15 +527,13 @@ impl Worker {
         self.set_status(|s| s.waiting_until = until);
     }
 
-    /// How long to block on the control channel before the clock may reach `due`.
-    fn real_wait(&self, due: i64) -> Duration {
+    /// How long the running clock takes to reach `due`; None while it is frozen (only a
+    /// move, which the clock announces, can bring `due` closer).
+    fn real_wait(&self, due: i64) -> Option<Duration> {
         let clock = &self.ctx.clock;
         let left = (due - clock.now()).max(0) as f64;
-        if clock.is_running() && clock.speed() > 0.0 {
-            Duration::from_secs_f64(left / clock.speed() / 1000.0).min(WAIT_SLICE)
-        } else {
-            WAIT_SLICE
-        }
+        (clock.is_running() && clock.speed() > 0.0)
+            .then(|| Duration::from_secs_f64(left / clock.speed() / 1000.0))
     }
 
     fn exit(&mut self, exit: Exit) -> Option<String> {
@@ -579,106 +598,37 @@ impl Worker {
             }
             Control::Crash => return Ok(Some(Exit::Crash)),
             Control::Panic => panic!("injected panic in {}", self.name),
+            Control::CreatePayment(key, reply) => {
+                self.ctx.provider.create_payment(&key);
+                if let Some(r) = reply {
+                    let _ = r.send(());
+                }
+            }
             Control::Shutdown => return Ok(Some(Exit::Shutdown)),
         }
         Ok(None)
     }
 
     /// One action of the worker's cycle. `stepping` is a teacher's single step.
-    fn act(&mut self, stepping: bool) -> Result<Acted, String> {
+    pub(super) fn act(&mut self, stepping: bool) -> Result<Acted, String> {
         self.set_status(|s| s.acts += 1);
         let leasing = self.ctx.settings.leasing();
         let phase = std::mem::replace(&mut self.phase, Phase::Idle);
         let acted = match phase {
             Phase::Idle if leasing => self.claim(None)?,
             Phase::Idle => self.load()?,
-            Phase::Holding(lease) => {
-                let check = self.ctx.provider.check_status(&lease.key);
-                self.emit(EventKind::ProviderCalled {
-                    id: lease.id,
-                    key: lease.key.clone(),
-                    status: check.status,
-                });
-                self.phase = Phase::Checked(lease, check);
-                Acted::Done
-            }
-            Phase::Checked(lease, check) => {
-                let now = self.ctx.clock.now();
-                let (outcome, seq) = self
-                    .store
-                    .finalize(&lease, &check, now)
-                    .map_err(|e| e.to_string())?;
-                match outcome {
-                    FinalizeOutcome::Committed => {
-                        self.set_status(|s| s.processed += 1);
-                        self.emit_at(
-                            seq,
-                            EventKind::Finalized {
-                                id: lease.id,
-                                key: lease.key,
-                                version: lease.version,
-                                status: check.status,
-                            },
-                        );
-                    }
-                    FinalizeOutcome::Rejected => self.emit_at(
-                        seq,
-                        EventKind::FinalizeRejected {
-                            id: lease.id,
-                            key: lease.key,
-                            version: lease.version,
-                        },
-                    ),
-                }
-                Acted::Done
-            }
-            Phase::Naive { .. } if leasing => {
-                // Leasing came back on: drop the unowned snapshot at this cycle.
-                Acted::Done
-            }
-            Phase::Naive { mut queue, current } => {
-                match current {
-                    Some((msg, check)) => {
-                        let now = self.ctx.clock.now();
-                        let seq = self
-                            .store
-                            .mark_processed(&msg, &check, now)
-                            .map_err(|e| e.to_string())?;
-                        self.set_status(|s| s.processed += 1);
-                        self.emit_at(
-                            seq,
-                            EventKind::Marked {
-                                id: msg.id,
-                                key: msg.key,
-                                status: check.status,
-                            },
-                        );
-                    }
-                    None => {
-                        if let Some(msg) = queue.pop_front() {
-                            let check = self.ctx.provider.check_status(&msg.key);
-                            self.emit(EventKind::ProviderCalled {
-                                id: msg.id,
-                                key: msg.key.clone(),
-                                status: check.status,
-                            });
-                            self.phase = Phase::Naive {
-                                queue,
-                                current: Some((msg, check)),
-                            };
-                            self.publish();
-                            return Ok(Acted::Done);
-                        }
-                    }
-                }
-                if !queue.is_empty() {
-                    self.phase = Phase::Naive {
-                        queue,
-                        current: None,
-                    };
-                }
-                Acted::Done
-            }
+            Phase::Holding(lease) => self.call_provider(lease),
+            Phase::Checked(lease, check) => self.finalize(lease, check)?,
+            // Leasing came back on: drop the unowned snapshot at this cycle.
+            Phase::Naive { .. } if leasing => Acted::Done,
+            Phase::Naive {
+                queue,
+                current: Some((msg, check)),
+            } => self.mark(queue, msg, check)?,
+            Phase::Naive {
+                queue,
+                current: None,
+            } => self.check_next_loaded(queue),
         };
         self.publish();
         // Processing takes time on the scenario clock (skipped by a single step).
@@ -691,6 +641,92 @@ impl Worker {
             }
         }
         Ok(acted)
+    }
+
+    /// Leasing on, holding a lease: ask the provider for the payment's status.
+    fn call_provider(&mut self, lease: Lease) -> Acted {
+        let check = self.ctx.provider.check_status(&lease.key);
+        self.emit(EventKind::ProviderCalled {
+            id: lease.id,
+            key: lease.key.clone(),
+            status: check.status,
+        });
+        self.phase = Phase::Checked(lease, check);
+        Acted::Done
+    }
+
+    /// Leasing on, the provider answered: the ownership-guarded finalize.
+    fn finalize(&mut self, lease: Lease, check: StatusCheck) -> Result<Acted, String> {
+        let now = self.ctx.clock.now();
+        let (outcome, seq) = self
+            .store
+            .finalize(&lease, &check, now)
+            .map_err(|e| e.to_string())?;
+        let kind = match outcome {
+            FinalizeOutcome::Committed => {
+                self.set_status(|s| s.processed += 1);
+                EventKind::Finalized {
+                    id: lease.id,
+                    key: lease.key,
+                    version: lease.version,
+                    status: check.status,
+                }
+            }
+            FinalizeOutcome::Rejected => EventKind::FinalizeRejected {
+                id: lease.id,
+                key: lease.key,
+                version: lease.version,
+            },
+        };
+        self.emit_at(seq, kind);
+        Ok(Acted::Done)
+    }
+
+    /// Leasing off, the provider answered: mark the message Processed, asking nobody.
+    fn mark(
+        &mut self,
+        queue: VecDeque<MessageRef>,
+        msg: MessageRef,
+        check: StatusCheck,
+    ) -> Result<Acted, String> {
+        let now = self.ctx.clock.now();
+        let seq = self
+            .store
+            .mark_processed(&msg, &check, now)
+            .map_err(|e| e.to_string())?;
+        self.set_status(|s| s.processed += 1);
+        self.emit_at(
+            seq,
+            EventKind::Marked {
+                id: msg.id,
+                key: msg.key,
+                status: check.status,
+            },
+        );
+        if !queue.is_empty() {
+            self.phase = Phase::Naive {
+                queue,
+                current: None,
+            };
+        }
+        Ok(Acted::Done)
+    }
+
+    /// Leasing off: ask the provider about the next loaded message, owning nothing.
+    fn check_next_loaded(&mut self, mut queue: VecDeque<MessageRef>) -> Acted {
+        if let Some(msg) = queue.pop_front() {
+            let check = self.ctx.provider.check_status(&msg.key);
+            self.emit(EventKind::ProviderCalled {
+                id: msg.id,
+                key: msg.key.clone(),
+                status: check.status,
+            });
+            self.phase = Phase::Naive {
+                queue,
+                current: Some((msg, check)),
+            };
+        }
+        Acted::Done
     }
 
     fn claim(&mut self, id: Option<i64>) -> Result<Acted, String> {
@@ -757,58 +793,5 @@ impl Worker {
             current: None,
         };
         Ok(Acted::Done)
-    }
-}
-
-/// A worker without a thread, for schedules driven from one thread (property tests): each
-/// `act` is exactly one action on the worker's own connection, as a single step would be.
-pub struct Stepper {
-    worker: Worker,
-}
-
-impl Stepper {
-    pub fn new(ctx: WorkerContext, slot: usize, incarnation: u32) -> Result<Stepper, String> {
-        let name = worker_name(slot, incarnation);
-        let store = Store::open(&ctx.db_path, ctx.shared.clone()).map_err(|e| e.to_string())?;
-        let status = Arc::new(Mutex::new(WorkerStatus {
-            name: name.clone(),
-            ..WorkerStatus::default()
-        }));
-        Ok(Stepper {
-            worker: Worker {
-                ctx,
-                slot,
-                name,
-                store,
-                phase: Phase::Idle,
-                status,
-                paused: false,
-                wait_until: None,
-            },
-        })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.worker.name
-    }
-
-    /// One action: a claim (or load), a provider call, or a finalize (or mark).
-    pub fn act(&mut self) -> Result<(), String> {
-        self.worker.act(true).map(|_| ())
-    }
-
-    pub fn next(&self) -> NextAction {
-        self.worker.publish();
-        self.worker
-            .status
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .next
-            .clone()
-    }
-
-    /// Stop at once; a held lease stays in the database.
-    pub fn crash(mut self) {
-        self.worker.exit(Exit::Crash);
     }
 }

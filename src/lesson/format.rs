@@ -6,7 +6,8 @@ use std::ops::Range;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::engine::worker::worker_name;
+use crate::engine::worker_id::WorkerId;
+use crate::setup::Timing;
 
 /// The only format this build reads.
 pub const FORMAT_VERSION: i64 = 1;
@@ -29,9 +30,9 @@ impl Default for Setup {
         Setup {
             workers: 2,
             messages: 6,
-            lease_ms: 3_000,
+            lease_ms: Timing::DASHBOARD.lease_ms,
             // Steps skip processing time; free play in the dashboard uses it.
-            process_ms: 1_200,
+            process_ms: Timing::DASHBOARD.process_ms,
             leasing: true,
             idempotent_provider: false,
         }
@@ -343,9 +344,11 @@ impl Ctx<'_> {
     fn worker(&self, span: &Range<usize>, word: Option<&str>) -> Result<usize, String> {
         let word = word.ok_or_else(|| self.p.err(span.clone(), "a worker is missing"))?;
         (0..self.workers)
-            .find(|slot| worker_name(*slot, 1) == word)
+            .find(|slot| WorkerId::first(*slot).to_string() == word)
             .ok_or_else(|| {
-                let known: Vec<String> = (0..self.workers).map(|s| worker_name(s, 1)).collect();
+                let known: Vec<String> = (0..self.workers)
+                    .map(|s| WorkerId::first(s).to_string())
+                    .collect();
                 self.p.err(
                     span.clone(),
                     &format!(
@@ -485,16 +488,6 @@ impl Ctx<'_> {
         let text = e.get_ref().trim().to_string();
         let words: Vec<&str> = text.split_whitespace().collect();
         let bad = |msg: &str| Err(self.p.err(span.clone(), msg));
-        let one_of = |word: Option<&str>, allowed: &[&str], what: &str| -> Result<String, String> {
-            match word {
-                Some(w) if allowed.contains(&w) => Ok(w.to_string()),
-                Some(w) => Err(self.p.err(
-                    span.clone(),
-                    &format!("'{w}' is not a {what} (one of {})", allowed.join(", ")),
-                )),
-                None => Err(self.p.err(span.clone(), &format!("the {what} is missing"))),
-            }
-        };
         if words.len() > 4 {
             return bad(&format!("unexpected '{}' in '{text}'", words[4]));
         }
@@ -549,45 +542,7 @@ impl Ctx<'_> {
                     w => return bad(&format!("'{w}' is not a provider figure (calls, effects)")),
                 }
             }
-            Some(m) => {
-                let msg = self.message(&span, m)?;
-                let value = words.get(2).copied();
-                let figure = match words.get(1).copied() {
-                    Some("status") => {
-                        (Figure::Status(msg), one_of(value, STATUSES, "status")?)
-                    }
-                    Some("payment") => (
-                        Figure::Payment(msg),
-                        one_of(value, PAYMENT_STATUSES, "payment status")?,
-                    ),
-                    Some("owner") => {
-                        let w = value.ok_or_else(|| self.p.err(span.clone(), "the owner is missing"))?;
-                        if w != "none" {
-                            let base = crate::engine::worker::base_name(w);
-                            self.worker(&span, Some(base))?;
-                        }
-                        (Figure::Owner(msg), w.to_string())
-                    }
-                    Some("lease") => (
-                        Figure::Lease(msg),
-                        self.count(&span, value, "lease")?.to_string(),
-                    ),
-                    Some("processed") => (
-                        Figure::Processed(msg),
-                        self.count(&span, value, "processed")?.to_string(),
-                    ),
-                    Some(w) => {
-                        return bad(&format!(
-                            "unknown message figure '{w}' (known: status, owner, lease, payment, processed)"
-                        ))
-                    }
-                    None => return bad("a message figure is missing (status, owner, lease, payment, processed)"),
-                };
-                if words.len() > 3 {
-                    return bad(&format!("unexpected '{}' in '{text}'", words[3]));
-                }
-                figure
-            }
+            Some(m) => self.message_figure(&span, m, &words, &text)?,
             None => return bad("an empty expectation"),
         };
         Ok(Expect {
@@ -596,6 +551,67 @@ impl Ctx<'_> {
             figure,
             value,
         })
+    }
+
+    /// `PAY-001 status Processed` and the other figures of one message.
+    fn message_figure(
+        &self,
+        span: &Range<usize>,
+        m: &str,
+        words: &[&str],
+        text: &str,
+    ) -> Result<(Figure, String), String> {
+        let bad = |msg: &str| Err(self.p.err(span.clone(), msg));
+        let one_of = |word: Option<&str>, allowed: &[&str], what: &str| -> Result<String, String> {
+            match word {
+                Some(w) if allowed.contains(&w) => Ok(w.to_string()),
+                Some(w) => Err(self.p.err(
+                    span.clone(),
+                    &format!("'{w}' is not a {what} (one of {})", allowed.join(", ")),
+                )),
+                None => Err(self.p.err(span.clone(), &format!("the {what} is missing"))),
+            }
+        };
+        let msg = self.message(span, m)?;
+        let value = words.get(2).copied();
+        let figure = match words.get(1).copied() {
+            Some("status") => (Figure::Status(msg), one_of(value, STATUSES, "status")?),
+            Some("payment") => (
+                Figure::Payment(msg),
+                one_of(value, PAYMENT_STATUSES, "payment status")?,
+            ),
+            Some("owner") => {
+                let w = value.ok_or_else(|| self.p.err(span.clone(), "the owner is missing"))?;
+                if w != "none" {
+                    let base = WorkerId::parse(w)
+                        .map_or_else(|| w.to_string(), |id| id.base().to_string());
+                    self.worker(span, Some(&base))?;
+                }
+                (Figure::Owner(msg), w.to_string())
+            }
+            Some("lease") => (
+                Figure::Lease(msg),
+                self.count(span, value, "lease")?.to_string(),
+            ),
+            Some("processed") => (
+                Figure::Processed(msg),
+                self.count(span, value, "processed")?.to_string(),
+            ),
+            Some(w) => {
+                return bad(&format!(
+                    "unknown message figure '{w}' (known: status, owner, lease, payment, processed)"
+                ))
+            }
+            None => {
+                return bad(
+                    "a message figure is missing (status, owner, lease, payment, processed)",
+                )
+            }
+        };
+        if words.len() > 3 {
+            return bad(&format!("unexpected '{}' in '{text}'", words[3]));
+        }
+        Ok(figure)
     }
 }
 

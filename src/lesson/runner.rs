@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 
 use crate::engine::events::EventKind;
 use crate::engine::ledger::Ledger;
-use crate::engine::worker::{worker_name, NextAction};
+use crate::engine::worker::NextAction;
+use crate::engine::worker_id::WorkerId;
 use crate::engine::{Engine, EngineConfig};
 
 use super::format::{Action, Condition, Expect, Figure, Lesson, Setup};
@@ -201,7 +202,7 @@ impl LessonRunner {
     fn live(&self, engine: &Engine, slot: usize) -> Result<(), String> {
         let w = engine
             .worker(slot)
-            .ok_or_else(|| format!("there is no {}", worker_name(slot, 1)))?;
+            .ok_or_else(|| format!("there is no {}", WorkerId::first(slot)))?;
         if !w.is_alive() {
             return Err(format!("{} is down; restart it first", w.name));
         }
@@ -259,16 +260,16 @@ impl LessonRunner {
                 engine.emit(EventKind::Note {
                     text: format!(
                         "{} frozen (a long pause): it still believes it owns what it claimed",
-                        worker_name(*slot, 1)
+                        WorkerId::first(*slot)
                     ),
                 });
             }
             Action::Resume { slot } => {
                 if !self.frozen.remove(slot) {
-                    return Err(format!("{} is not paused", worker_name(*slot, 1)));
+                    return Err(format!("{} is not paused", WorkerId::first(*slot)));
                 }
                 engine.emit(EventKind::Note {
-                    text: format!("{} wakes up and carries on", worker_name(*slot, 1)),
+                    text: format!("{} wakes up and carries on", WorkerId::first(*slot)),
                 });
             }
             Action::Advance { ms } => engine.advance(*ms),
@@ -304,14 +305,12 @@ impl LessonRunner {
                 .filter(|s| engine.worker(*s).is_some_and(|w| w.is_alive()))
                 .collect();
             let counts = engine.store().outbox_counts().map_err(|e| e.to_string())?;
-            let idle = movers.iter().all(|s| {
-                engine.worker(*s).is_some_and(|w| {
-                    matches!(w.status().next, NextAction::Claim | NextAction::Load)
-                })
-            });
+            let idle = movers
+                .iter()
+                .all(|s| engine.worker(*s).is_some_and(|w| w.status().empty_handed()));
             match c {
                 Condition::Drained => {
-                    if counts.pending == 0 && counts.processing == 0 && idle {
+                    if counts.drained() && idle {
                         return Ok(());
                     }
                 }
@@ -353,10 +352,10 @@ fn figure(engine: &Engine, ledger: &Ledger, e: &Expect) -> Result<String, String
     };
     let calls = || engine.provider.calls();
     Ok(match &e.figure {
-        Figure::Status(m) => row(m.id)?.status,
+        Figure::Status(m) => row(m.id)?.status.to_string(),
         Figure::Owner(m) => row(m.id)?.locked_by.unwrap_or_else(|| "none".into()),
         Figure::Lease(m) => row(m.id)?.lease_version.to_string(),
-        Figure::Payment(m) => row(m.id)?.payment_status,
+        Figure::Payment(m) => row(m.id)?.payment_status.to_string(),
         Figure::Processed(m) => ledger.runs_of(m.id).to_string(),
         Figure::Ledger(name) => ledger_figure(ledger, name).to_string(),
         Figure::Outbox(status) => {

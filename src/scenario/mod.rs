@@ -5,9 +5,13 @@ use std::time::{Duration, Instant};
 use crate::engine::checker::{self, HistoryCheck};
 use crate::engine::events::{Event, EventKind};
 use crate::engine::ledger::Ledger;
-use crate::engine::store::{DbOrigin, OutboxCounts, PaymentCounts, PaymentRow, StoreError};
-use crate::engine::worker::worker_name;
+use crate::engine::store::{
+    DbOrigin, OutboxCounts, PaymentCounts, PaymentRow, PaymentStatus, RowsPerKey, StoreError,
+};
+use crate::engine::worker::WorkerStatus;
+use crate::engine::worker_id::WorkerId;
 use crate::engine::{Engine, EngineConfig};
+use crate::setup::Timing;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scenario {
@@ -125,11 +129,11 @@ impl StoryStep {
     pub fn describe(&self) -> String {
         match self {
             StoryStep::Claim { slot, id } => {
-                format!("{} tries to claim message {id}", worker_name(*slot, 1))
+                format!("{} tries to claim message {id}", WorkerId::first(*slot))
             }
-            StoryStep::Crash { slot } => format!("{} crashes", worker_name(*slot, 1)),
+            StoryStep::Crash { slot } => format!("{} crashes", WorkerId::first(*slot)),
             StoryStep::Advance { ms } => format!("advance the clock by {ms} ms"),
-            StoryStep::Act { slot } => format!("{} takes its next action", worker_name(*slot, 1)),
+            StoryStep::Act { slot } => format!("{} takes its next action", WorkerId::first(*slot)),
         }
     }
 
@@ -183,8 +187,8 @@ impl StoryProof {
     }
 
     pub fn from_events(events: &[Event], ledger: &Ledger) -> StoryProof {
-        let a = worker_name(0, 1);
-        let b = worker_name(1, 1);
+        let a = WorkerId::first(0).to_string();
+        let b = WorkerId::first(1).to_string();
         let mut p = StoryProof::default();
         let mut a_until = None;
         for e in events {
@@ -263,6 +267,8 @@ pub struct RunOptions {
     pub stall_after: Duration,
     /// A signal number here stops the run early with [`RunError::Interrupted`].
     pub interrupt: Option<crossbeam_channel::Receiver<i32>>,
+    /// A fault a test injects once the engine is seeded, before the workers run.
+    pub inject: Option<fn(&Engine)>,
 }
 
 impl Default for RunOptions {
@@ -271,13 +277,14 @@ impl Default for RunOptions {
             workers: None,
             messages: None,
             seed: None,
-            lease_ms: 500,
-            process_ms: 0,
-            speed: 1.0,
+            lease_ms: Timing::HEADLESS.lease_ms,
+            process_ms: Timing::HEADLESS.process_ms,
+            speed: Timing::HEADLESS.speed,
             db: None,
             no_leasing: false,
             stall_after: Duration::from_secs(60),
             interrupt: None,
+            inject: None,
         }
     }
 }
@@ -309,7 +316,7 @@ pub struct RunOutcome {
     pub outbox: OutboxCounts,
     pub payments: PaymentCounts,
     pub payment_rows: Vec<PaymentRow>,
-    pub max_rows_per_key: (u64, u64),
+    pub max_rows_per_key: RowsPerKey,
     pub orphans: u64,
     pub provider_status_checks: u64,
     pub gateway_creation_calls: u64,
@@ -389,6 +396,12 @@ fn start_error(e: StoreError) -> RunError {
     }
 }
 
+/// On a frozen clock an idle worker waits for the next jump; on a running one it asks
+/// again a few times per processing time rather than spinning.
+fn idle_ms(process_ms: i64) -> i64 {
+    (process_ms / 4).max(1)
+}
+
 /// Run a scenario headless from start to end.
 pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError> {
     let leasing = scenario.leasing() && !opts.no_leasing;
@@ -404,9 +417,7 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
         messages,
         lease_ms: opts.lease_ms,
         process_ms: opts.process_ms,
-        // On a frozen clock an idle worker waits for the next jump; on a running one it
-        // asks again a few times per processing time rather than spinning.
-        idle_ms: (opts.process_ms / 4).max(1),
+        idle_ms: idle_ms(opts.process_ms),
         leasing,
         db: opts.db.clone(),
         durability: crate::engine::store::Durability::Full,
@@ -418,41 +429,15 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
     let mut engine = Engine::start(config, true).map_err(start_error)?;
     let mut ledger = Ledger::new();
     let mut events = Timeline::default();
-    let drain = |engine: &Engine, ledger: &mut Ledger, events: &mut Timeline| {
-        while let Ok(e) = engine.events().try_recv() {
-            absorb(e, ledger, events)?;
-        }
-        Ok::<(), RunError>(())
-    };
-
-    if story {
-        for step in lease_expiry_story(opts.lease_ms) {
-            step.apply(&mut engine);
-        }
-        drain(&engine, &mut ledger, &mut events)?;
-        // Worker-A comes back as a new incarnation to compete for the rest.
-        engine.restart(0, true);
-    } else if !leasing {
-        // The barrier: every worker loads the full pending snapshot before any processes.
-        let handles: Vec<_> = engine
-            .workers()
-            .iter()
-            .map(|w| {
-                let (tx, rx) = crossbeam_channel::bounded(1);
-                w.send(crate::engine::worker::Control::Step(Some(tx)));
-                rx
-            })
-            .collect();
-        for rx in handles {
-            let _ = rx.recv_timeout(crate::engine::STEP_TIMEOUT);
-        }
-    }
-    drain(&engine, &mut ledger, &mut events)?;
+    first_moves(&mut engine, story, opts.lease_ms, &mut ledger, &mut events)?;
 
     // Everyone runs concurrently until nothing is left.
     if opts.process_ms > 0 {
         engine.clock.set_speed(opts.speed);
         engine.clock.resume();
+    }
+    if let Some(inject) = opts.inject {
+        inject(&engine);
     }
     engine.resume_all();
     let mut soak_seed = None;
@@ -479,8 +464,97 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
     }
     engine.shutdown_workers();
     engine.clock.pause();
-    drain(&engine, &mut ledger, &mut events)?;
+    drain_now(&engine, &mut ledger, &mut events)?;
 
+    capture(
+        &engine,
+        Ran {
+            scenario,
+            leasing,
+            workers,
+            messages,
+            story,
+            seed: soak_seed,
+            faults,
+            ledger,
+            events,
+            started,
+        },
+        opts,
+    )
+}
+
+/// Take every event already sent.
+fn drain_now(engine: &Engine, ledger: &mut Ledger, events: &mut Timeline) -> Result<(), RunError> {
+    while let Ok(e) = engine.events().try_recv() {
+        absorb(e, ledger, events)?;
+    }
+    Ok(())
+}
+
+/// What happens before everyone runs: the lease-expiry story, or (leasing off) the barrier
+/// at which every worker loads the full pending snapshot.
+fn first_moves(
+    engine: &mut Engine,
+    story: bool,
+    lease_ms: i64,
+    ledger: &mut Ledger,
+    events: &mut Timeline,
+) -> Result<(), RunError> {
+    if story {
+        for step in lease_expiry_story(lease_ms) {
+            step.apply(engine);
+        }
+        drain_now(engine, ledger, events)?;
+        // Worker-A comes back as a new incarnation to compete for the rest.
+        engine.restart(0, true);
+    } else if !engine.settings.leasing() {
+        // The barrier: every worker loads the full pending snapshot before any processes.
+        let handles: Vec<_> = engine
+            .workers()
+            .iter()
+            .map(|w| {
+                let (tx, rx) = crossbeam_channel::bounded(1);
+                w.send(crate::engine::worker::Control::Step(Some(tx)));
+                rx
+            })
+            .collect();
+        for rx in handles {
+            let _ = rx.recv_timeout(crate::engine::STEP_TIMEOUT);
+        }
+    }
+    drain_now(engine, ledger, events)?;
+    Ok(())
+}
+
+/// What a run did, handed from running to capturing.
+struct Ran {
+    scenario: Scenario,
+    leasing: bool,
+    workers: usize,
+    messages: u64,
+    story: bool,
+    seed: Option<u64>,
+    faults: Option<soak::FaultTally>,
+    ledger: Ledger,
+    events: Timeline,
+    started: Instant,
+}
+
+/// Read the final state from SQLite and the provider into a [`RunOutcome`].
+fn capture(engine: &Engine, ran: Ran, opts: &RunOptions) -> Result<RunOutcome, RunError> {
+    let Ran {
+        scenario,
+        leasing,
+        workers,
+        messages,
+        story,
+        seed,
+        faults,
+        ledger,
+        events,
+        started,
+    } = ran;
     let story_proof = story.then(|| StoryProof::from_events(&events.kept, &ledger));
     let store = engine.store();
     let all_rows = store.messages(0, store.message_count()?)?;
@@ -494,13 +568,13 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
         .count() as u64;
     let paid_without_provider = payment_rows
         .iter()
-        .filter(|p| p.status == "Paid" && !engine.provider.said_paid(&p.key))
+        .filter(|p| p.status == PaymentStatus::Paid && !engine.provider.said_paid(&p.key))
         .count() as u64;
     Ok(RunOutcome {
         scenario,
         leasing,
         workers,
-        seed: soak_seed,
+        seed,
         faults,
         messages,
         lease_ms: opts.lease_ms,
@@ -600,10 +674,9 @@ pub(crate) fn drain_outbox(
     let leasing = engine.settings.leasing();
     let mut jumps = (0u64, 0i64);
     let mut quiet_since = Instant::now();
-    // Outbox counts at the last jump that found every worker waiting; the same counts at the
-    // next such moment mean the jump changed nothing.
-    let mut at_last_jump: Option<OutboxCounts> = None;
-    let mut fruitless_jumps = 0;
+    // Outbox counts at the last jump that found every worker waiting, and how many jumps in
+    // a row found the same counts (changed nothing).
+    let mut at_last_jump: (Option<OutboxCounts>, u32) = (None, 0);
     let mut next_look = Instant::now();
     let mut acts_seen = 0;
     // Results written, and when (scenario and wall time) that count last grew.
@@ -630,16 +703,7 @@ pub(crate) fn drain_outbox(
             && last_result.2.elapsed() > stall_after
             && !engine.store().outbox_counts()?.drained()
         {
-            // Workers keep claiming yet nothing finishes: a lease shorter than the
-            // processing is taken over mid-message, and every finalize is rejected.
-            return Err(RunError::Runtime(format!(
-                "the outbox stopped draining: no result written for {} s of scenario time \
-                 ({} finalizes rejected so far; a lease of {lease} ms must outlive {} ms of \
-                 processing)",
-                (engine.clock.now() - last_result.1) / 1000,
-                ledger.rejected_finalizes,
-                engine.settings.process_ms()
-            )));
+            return Err(no_result_written(engine, ledger, last_result.1));
         }
         if engine.alive_slots().is_empty() {
             return Err(RunError::Runtime(
@@ -661,64 +725,111 @@ pub(crate) fn drain_outbox(
         if counts.drained() && hands.is_some() && (leasing || empty_hands(engine) == hands) {
             return Ok(jumps);
         }
-        let now = engine.clock.now();
         let statuses: Vec<_> = engine
             .workers()
             .iter()
             .filter(|w| w.is_alive())
             .map(|w| w.status())
             .collect();
-        let all_wait_for_the_clock = !counts.drained()
-            && !engine.clock.is_running()
-            && statuses
-                .iter()
-                .all(|s| !s.paused && s.waiting_until.is_some_and(|t| t > now));
-        if all_wait_for_the_clock && engine.events().is_empty() {
-            if at_last_jump.as_ref() == Some(&counts) {
-                fruitless_jumps += 1;
-            } else {
-                fruitless_jumps = 0;
-            }
-            if fruitless_jumps >= 3 {
-                return Err(RunError::Runtime(format!(
-                    "the outbox stopped draining: {} Pending and {} Processing left, yet every \
-                     worker finds nothing to claim",
-                    counts.pending, counts.processing
-                )));
-            }
-            at_last_jump = Some(counts);
-            // Only leases of crashed owners remain: let them expire.
-            engine.advance(lease + 1);
-            jumps.0 += 1;
-            jumps.1 += lease + 1;
+        if all_wait_for_the_clock(engine, &statuses, &counts) && engine.events().is_empty() {
+            jump_past_leases(engine, counts, &mut at_last_jump, &mut jumps)?;
             continue;
         }
-        // A worker waiting for a later scenario time (a long message on a running clock)
-        // is busy, not stuck; one inside a statement gets the busy limit on top.
-        let someone_waits = engine.clock.is_running()
-            && statuses
-                .iter()
-                .any(|s| s.waiting_until.is_some_and(|t| t > now));
-        let acting = statuses
-            .iter()
-            .any(|s| !s.paused && s.waiting_until.is_none());
         let acts: u64 = statuses.iter().map(|s| s.acts).sum();
         if acts != acts_seen {
             acts_seen = acts;
             quiet_since = Instant::now();
         }
-        let patience = if acting {
-            stall_after + crate::engine::store::busy_give_up()
-        } else {
-            stall_after
-        };
-        if !someone_waits && quiet_since.elapsed() > patience {
-            return Err(RunError::Stalled(format!(
-                "no worker did anything for {} s with {} Pending and {} Processing left; giving up",
-                stall_after.as_secs(),
-                counts.pending,
-                counts.processing
-            )));
-        }
+        check_stall(engine, &statuses, quiet_since, stall_after, &counts)?;
     }
+}
+
+/// Workers keep claiming yet nothing finishes since `since_ms`: a lease shorter than the
+/// processing is taken over mid-message, and every finalize is rejected.
+fn no_result_written(engine: &Engine, ledger: &Ledger, since_ms: i64) -> RunError {
+    RunError::Runtime(format!(
+        "the outbox stopped draining: no result written for {} s of scenario time \
+         ({} finalizes rejected so far; a lease of {} ms must outlive {} ms of \
+         processing)",
+        (engine.clock.now() - since_ms) / 1000,
+        ledger.rejected_finalizes,
+        engine.settings.lease_ms(),
+        engine.settings.process_ms()
+    ))
+}
+
+/// Work is left, the clock is frozen, and every live worker waits for a later time.
+fn all_wait_for_the_clock(
+    engine: &Engine,
+    statuses: &[WorkerStatus],
+    counts: &OutboxCounts,
+) -> bool {
+    let now = engine.clock.now();
+    !counts.drained()
+        && !engine.clock.is_running()
+        && statuses
+            .iter()
+            .all(|s| !s.paused && s.waiting_until.is_some_and(|t| t > now))
+}
+
+/// Every worker waits for a frozen clock: only leases of crashed owners remain, so let them
+/// expire. Three jumps in a row that change nothing mean nothing is left to claim.
+fn jump_past_leases(
+    engine: &Engine,
+    counts: OutboxCounts,
+    at_last_jump: &mut (Option<OutboxCounts>, u32),
+    jumps: &mut (u64, i64),
+) -> Result<(), RunError> {
+    if at_last_jump.0.as_ref() == Some(&counts) {
+        at_last_jump.1 += 1;
+    } else {
+        at_last_jump.1 = 0;
+    }
+    if at_last_jump.1 >= 3 {
+        return Err(RunError::Runtime(format!(
+            "the outbox stopped draining: {} Pending and {} Processing left, yet every \
+             worker finds nothing to claim",
+            counts.pending, counts.processing
+        )));
+    }
+    at_last_jump.0 = Some(counts);
+    let lease = engine.settings.lease_ms();
+    engine.advance(lease + 1);
+    jumps.0 += 1;
+    jumps.1 += lease + 1;
+    Ok(())
+}
+
+/// Give up when no worker did anything for longer than `stall_after`.
+fn check_stall(
+    engine: &Engine,
+    statuses: &[WorkerStatus],
+    quiet_since: Instant,
+    stall_after: Duration,
+    counts: &OutboxCounts,
+) -> Result<(), RunError> {
+    let now = engine.clock.now();
+    // A worker waiting for a later scenario time (a long message on a running clock)
+    // is busy, not stuck; one inside a statement gets the busy limit on top.
+    let someone_waits = engine.clock.is_running()
+        && statuses
+            .iter()
+            .any(|s| s.waiting_until.is_some_and(|t| t > now));
+    let acting = statuses
+        .iter()
+        .any(|s| !s.paused && s.waiting_until.is_none());
+    let patience = if acting {
+        stall_after + crate::engine::store::busy_give_up()
+    } else {
+        stall_after
+    };
+    if !someone_waits && quiet_since.elapsed() > patience {
+        return Err(RunError::Stalled(format!(
+            "no worker did anything for {} s with {} Pending and {} Processing left; giving up",
+            stall_after.as_secs(),
+            counts.pending,
+            counts.processing
+        )));
+    }
+    Ok(())
 }

@@ -123,6 +123,15 @@ pub(crate) fn run_faults(
         events_until_fault = 1 + rng.below(messages * 6 / faults);
     }
     // Everyone back to work; the drain lets any lease a crashed owner left behind expire.
+    back_to_work(engine, &paused, &mut tally);
+    let (jumps, jumped_ms) = super::drain_outbox(engine, ledger, events, stall_after, interrupt)?;
+    tally.clock_jumps += jumps;
+    tally.clock_jumped_ms += jumped_ms;
+    Ok(tally)
+}
+
+/// Restart every crashed worker and resume every paused one.
+fn back_to_work(engine: &mut Engine, paused: &[bool], tally: &mut FaultTally) {
     for (slot, was_paused) in paused.iter().enumerate() {
         let alive = engine.worker(slot).is_some_and(|w| w.is_alive());
         if !alive {
@@ -133,10 +142,6 @@ pub(crate) fn run_faults(
             tally.resumes += 1;
         }
     }
-    let (jumps, jumped_ms) = super::drain_outbox(engine, ledger, events, stall_after, interrupt)?;
-    tally.clock_jumps += jumps;
-    tally.clock_jumped_ms += jumped_ms;
-    Ok(tally)
 }
 
 fn stop_if_interrupted(interrupt: &crossbeam_channel::Receiver<i32>) -> Result<(), RunError> {

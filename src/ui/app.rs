@@ -13,6 +13,7 @@ use crate::engine::ledger::Ledger;
 use crate::engine::store::Store;
 use crate::engine::{Engine, EngineConfig};
 use crate::scenario::{lease_expiry_story, Scenario, StoryStep};
+use crate::setup::Timing;
 
 use super::keys::{self, Action};
 use super::log::EventLog;
@@ -29,10 +30,6 @@ pub use super::snapshot::{DbView, WorkerView};
 pub use super::state::Focus;
 pub use lesson::LessonMode;
 
-/// Slow enough that a class can follow a claim, a countdown and a finalize.
-pub const DEFAULT_LEASE_MS: i64 = 3_000;
-pub const DEFAULT_PROCESS_MS: i64 = 1_200;
-pub const DEFAULT_SPEED: f64 = 1.0;
 /// Scenario time a worker waits after finding nothing to claim.
 pub const IDLE_MS: i64 = 250;
 /// What `a` adds to the clock.
@@ -76,13 +73,13 @@ impl App {
         // The dashboard steps the story only for lease-expiry; outbox-leasing runs freely.
         scenario.check_setup(leasing, opts.workers, scenario == Scenario::LeaseExpiry)?;
         let messages = opts.messages.unwrap_or(scenario.default_messages());
-        let lease_ms = opts.lease_ms.unwrap_or(DEFAULT_LEASE_MS);
-        let speed = opts.speed.unwrap_or(DEFAULT_SPEED);
+        let timing = Timing::DASHBOARD.resolve(opts.lease_ms, opts.process_ms, opts.speed);
+        let (lease_ms, speed) = (timing.lease_ms, timing.speed);
         let config = EngineConfig {
             workers: opts.workers,
             messages,
             lease_ms,
-            process_ms: opts.process_ms.unwrap_or(DEFAULT_PROCESS_MS),
+            process_ms: timing.process_ms,
             idle_ms: IDLE_MS,
             leasing,
             db: opts.db.clone(),

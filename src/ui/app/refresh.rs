@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use crate::engine::checker;
 use crate::engine::ledger::HistoryStep;
 use crate::engine::store::StoreError;
-use crate::engine::worker::{base_name, WorkerHandle};
+use crate::engine::worker::WorkerHandle;
 
 use super::super::render::timeline;
 use super::super::snapshot::{DbView, LedgerFigures, LessonView, LogView, StoryView, WorkerView};
@@ -150,7 +150,7 @@ impl App {
         let done = self
             .ledger
             .per_worker
-            .get(base_name(&status.name))
+            .get(&status.id.base().to_string())
             .copied()
             .unwrap_or(0);
         let frozen = self

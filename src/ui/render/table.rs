@@ -8,7 +8,7 @@ use ratatui::Frame;
 
 use super::{fit, ms_label, pane, styled};
 use crate::engine::lease;
-use crate::engine::store::MessageRow;
+use crate::engine::store::{MessageRow, OutboxStatus, PaymentStatus};
 use crate::ui::snapshot::Snapshot;
 use crate::ui::state::{Focus, UiState};
 use crate::ui::theme::Theme;
@@ -181,7 +181,7 @@ fn row<'a>(r: &MessageRow, runs: u32, s: &Snapshot, t: &Theme, cols: &Columns) -
     }
     cells.extend([
         Cell::from(r.key.clone()),
-        Cell::from(styled(r.status.clone(), t.status(&r.status))),
+        Cell::from(styled(r.status.to_string(), t.status(r.status.as_str()))),
         Cell::from(fit(owner, OWNER_W as usize)),
         Cell::from(countdown(r, s, t, cols.bar)),
     ]);
@@ -191,12 +191,12 @@ fn row<'a>(r: &MessageRow, runs: u32, s: &Snapshot, t: &Theme, cols: &Columns) -
         ));
     }
     if cols.payment {
-        let style = match r.payment_status.as_str() {
-            "Paid" => t.good,
-            "Failed" => t.warn,
-            _ => t.dim,
+        let style = match r.payment_status {
+            PaymentStatus::Paid => t.good,
+            PaymentStatus::Failed => t.warn,
+            PaymentStatus::Pending => t.dim,
         };
-        cells.push(Cell::from(styled(r.payment_status.clone(), style)));
+        cells.push(Cell::from(styled(r.payment_status.to_string(), style)));
     }
     if cols.runs {
         let runs_style = if runs > 1 { t.duplicate } else { t.dim };
@@ -210,8 +210,8 @@ fn row<'a>(r: &MessageRow, runs: u32, s: &Snapshot, t: &Theme, cols: &Columns) -
 
 /// `████▌░░░░░ 2250 ms` while a lease holds (up to its `until`); `expired` after it.
 fn countdown<'a>(r: &MessageRow, s: &Snapshot, t: &Theme, bar: u16) -> Line<'a> {
-    let until = match (r.status.as_str(), r.locked_until_ms) {
-        ("Processing", Some(u)) => u,
+    let until = match (r.status, r.locked_until_ms) {
+        (OutboxStatus::Processing, Some(u)) => u,
         _ => return Line::from(styled("-", t.dim)),
     };
     let left = until - s.now_ms;

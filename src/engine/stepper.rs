@@ -1,0 +1,47 @@
+//! A worker without a thread, for schedules driven from one thread (property tests).
+
+use std::sync::{Arc, Mutex};
+
+use super::provider::WorkerThread;
+use super::store::Store;
+use super::worker::{NextAction, Worker, WorkerContext, WorkerStatus};
+use super::worker_id::WorkerId;
+
+/// Each `act` is exactly one action on the worker's own connection, as a single step would be.
+pub struct Stepper {
+    worker: Worker,
+}
+
+impl Stepper {
+    pub fn new(ctx: WorkerContext, slot: usize, incarnation: u32) -> Result<Stepper, String> {
+        let id = WorkerId::new(slot, incarnation);
+        let store = Store::open(&ctx.db_path, ctx.shared.clone()).map_err(|e| e.to_string())?;
+        let status = Arc::new(Mutex::new(WorkerStatus {
+            id,
+            name: id.to_string(),
+            ..WorkerStatus::default()
+        }));
+        Ok(Stepper {
+            worker: Worker::new(ctx, slot, id.to_string(), store, status, false),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        self.worker.name()
+    }
+
+    /// One action: a claim (or load), a provider call, or a finalize (or mark).
+    pub fn act(&mut self) -> Result<(), String> {
+        let _worker = WorkerThread::enter();
+        self.worker.act(true).map(|_| ())
+    }
+
+    pub fn next(&self) -> NextAction {
+        self.worker.next()
+    }
+
+    /// Stop at once; a held lease stays in the database.
+    pub fn crash(mut self) {
+        self.worker.crash();
+    }
+}

@@ -1,0 +1,84 @@
+//! The bench's batches: several claims or finalizes in one transaction. SQL, so it lives
+//! here; only `leaselab bench` calls it.
+
+use rusqlite::{named_params, params};
+
+use super::claim::take_lease;
+use super::conn::End;
+use super::finalize::{write_answer, GUARDED_FINALIZE_SQL};
+use super::{FinalizeOutcome, Lease, Result, Store};
+use crate::engine::provider::StatusCheck;
+
+impl Store {
+    /// Claim up to `k` claimable messages in one transaction (oldest first).
+    pub fn claim_batch(
+        &mut self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+        k: usize,
+    ) -> Result<(Vec<Lease>, u64)> {
+        self.write(|tx, shared| {
+            let mut candidates: Vec<(i64, i64)> = Vec::with_capacity(2 * k);
+            let mut pending = tx.prepare_cached(
+                "SELECT CreatedAtUtc, Id FROM OutboxMessages
+                  WHERE Status = 'Pending' ORDER BY CreatedAtUtc, Id LIMIT ?1",
+            )?;
+            let rows = pending.query_map([k as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            for r in rows {
+                candidates.push(r?);
+            }
+            let mut expired = tx.prepare_cached(concat!(
+                "SELECT CreatedAtUtc, Id FROM OutboxMessages WHERE ",
+                expired!(),
+                " ORDER BY LockedUntilUtc LIMIT :k"
+            ))?;
+            let rows = expired.query_map(named_params! {":now": now, ":k": k as i64}, |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+            for r in rows {
+                candidates.push(r?);
+            }
+            candidates.sort_unstable();
+            candidates.dedup();
+            let mut leases = Vec::with_capacity(k);
+            for (_, id) in candidates.into_iter().take(k) {
+                if let Some(lease) = take_lease(tx, id, worker, now, lease_ms)? {
+                    leases.push(lease);
+                }
+            }
+            Ok(((leases, shared.next_seq()), End::Commit))
+        })
+    }
+
+    /// Finalize several leases in one transaction. Each message is guarded on its own: its
+    /// payment is written only when its ownership-guarded update changed the row.
+    pub fn finalize_batch(
+        &mut self,
+        results: &[(Lease, StatusCheck)],
+        now: i64,
+    ) -> Result<(Vec<FinalizeOutcome>, u64)> {
+        self.write(|tx, shared| {
+            let mut outcomes = Vec::with_capacity(results.len());
+            let mut guard = tx.prepare_cached(GUARDED_FINALIZE_SQL)?;
+            for (lease, check) in results {
+                if guard.execute(params![now, lease.id, lease.owner, lease.version])? == 1 {
+                    write_answer(tx, &lease.key, check)?;
+                    outcomes.push(FinalizeOutcome::Committed);
+                } else {
+                    outcomes.push(FinalizeOutcome::Rejected);
+                }
+            }
+            Ok(((outcomes, shared.next_seq()), End::Commit))
+        })
+    }
+
+    /// The cheapest write transaction there is: the ceiling a claim loop is measured against.
+    pub fn touch(&mut self, id: i64) -> Result<()> {
+        self.write(|tx, _| {
+            tx.prepare_cached("UPDATE OutboxMessages SET Attempts = Attempts + 1 WHERE Id = ?1")?
+                .execute([id])?;
+            Ok(((), End::Commit))
+        })
+    }
+}

@@ -1,0 +1,163 @@
+//! Claiming: the conditional updates that take a lease.
+
+use rusqlite::{named_params, OptionalExtension};
+
+use super::conn::End;
+use super::{ClaimOutcome, Lease, Result, Store};
+use crate::engine::lease;
+
+/// The claim as one conditional update. The candidate is the older answer of two indexed
+/// questions (the oldest Pending message; the longest-expired lease), each stopping at its
+/// first row; the claimable condition is asked again in the `WHERE`, and the claim holds
+/// only if a row came back.
+const CLAIM_NEXT_SQL: &str = concat!(
+    "
+UPDATE OutboxMessages
+   SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
+       LeaseVersion = LeaseVersion + 1, Attempts = Attempts + 1
+ WHERE Id = (SELECT Id FROM (
+               SELECT * FROM (SELECT CreatedAtUtc, Id FROM OutboxMessages
+                               WHERE Status = 'Pending' ORDER BY CreatedAtUtc, Id LIMIT 1)
+               UNION ALL
+               SELECT * FROM (SELECT CreatedAtUtc, Id FROM OutboxMessages
+                               WHERE ",
+    expired!(),
+    "
+                               ORDER BY LockedUntilUtc LIMIT 1))
+             ORDER BY CreatedAtUtc, Id LIMIT 1)
+   AND ",
+    claimable!(),
+    "
+RETURNING Id, PaymentKey, LeaseVersion"
+);
+
+/// The conditional update of one chosen message.
+const TAKE_LEASE_SQL: &str = concat!(
+    "UPDATE OutboxMessages
+        SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
+            LeaseVersion = LeaseVersion + 1, Attempts = Attempts + 1
+      WHERE Id = :id AND ",
+    claimable!(),
+    " RETURNING PaymentKey, LeaseVersion"
+);
+
+/// Who holds one message, as a claim by id reads it.
+struct Holder {
+    key: String,
+    status: String,
+    owner: Option<String>,
+    until_ms: Option<i64>,
+}
+
+impl Store {
+    /// Claim the oldest claimable message: Pending, or Processing with an expired lease.
+    /// Returns the outcome and the commit stamp of the claim.
+    pub fn claim_next(
+        &mut self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<(ClaimOutcome, u64)> {
+        let until = now + lease_ms;
+        self.write(|tx, shared| {
+            let lease = tx
+                .prepare_cached(CLAIM_NEXT_SQL)?
+                .query_row(
+                    named_params! {":worker": worker, ":now": now, ":until": until},
+                    |r| {
+                        Ok(Lease {
+                            id: r.get(0)?,
+                            key: r.get(1)?,
+                            owner: worker.to_string(),
+                            until_ms: until,
+                            version: r.get(2)?,
+                        })
+                    },
+                )
+                .optional()?;
+            let outcome = lease.map_or(ClaimOutcome::Empty, ClaimOutcome::Claimed);
+            Ok(((outcome, shared.next_seq()), End::Commit))
+        })
+    }
+
+    /// Claim one particular message. Reports who holds it when it is not claimable.
+    pub fn claim_id(
+        &mut self,
+        id: i64,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<(ClaimOutcome, u64)> {
+        self.write(|tx, shared| {
+            let holder = tx
+                .prepare_cached(
+                    "SELECT PaymentKey, Status, LockedBy, LockedUntilUtc FROM OutboxMessages WHERE Id = ?1",
+                )?
+                .query_row([id], |r| {
+                    Ok(Holder {
+                        key: r.get(0)?,
+                        status: r.get(1)?,
+                        owner: r.get(2)?,
+                        until_ms: r.get(3)?,
+                    })
+                })
+                .optional()?;
+            let outcome = match holder {
+                None => ClaimOutcome::Empty,
+                Some(h) => match h.until_ms {
+                    Some(until) if h.status == "Processing" && lease::is_live(until, now) => {
+                        ClaimOutcome::Blocked {
+                            id,
+                            key: h.key,
+                            owner: h.owner.unwrap_or_default(),
+                            left_ms: until - now,
+                        }
+                    }
+                    _ => take_lease(tx, id, worker, now, lease_ms)?
+                        .map_or(ClaimOutcome::Empty, ClaimOutcome::Claimed),
+                },
+            };
+            Ok(((outcome, shared.next_seq()), End::Commit))
+        })
+    }
+
+    /// `EXPLAIN QUERY PLAN` of the claim statement, one line per plan step.
+    pub fn claim_query_plan(&self) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {CLAIM_NEXT_SQL}"))?;
+        let mut rows =
+            stmt.query(named_params! {":worker": "Worker-A", ":now": 0i64, ":until": 500i64})?;
+        let mut lines = Vec::new();
+        while let Some(r) = rows.next()? {
+            lines.push(r.get::<_, String>(3)?);
+        }
+        Ok(lines)
+    }
+}
+
+/// The conditional update of a claim: the claimable condition is asked again in the `WHERE`,
+/// and the claim holds only if exactly one row changed.
+pub(super) fn take_lease(
+    tx: &rusqlite::Transaction<'_>,
+    id: i64,
+    worker: &str,
+    now: i64,
+    lease_ms: i64,
+) -> Result<Option<Lease>> {
+    let until = now + lease_ms;
+    let row: Option<(String, i64)> = tx
+        .prepare_cached(TAKE_LEASE_SQL)?
+        .query_row(
+            named_params! {":worker": worker, ":until": until, ":id": id, ":now": now},
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    Ok(row.map(|(key, version)| Lease {
+        id,
+        key,
+        owner: worker.to_string(),
+        until_ms: until,
+        version,
+    }))
+}

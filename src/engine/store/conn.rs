@@ -1,0 +1,139 @@
+//! One connection: its pragmas, its busy handler, and the one write transaction every
+//! statement that changes the outbox runs in.
+
+use std::cell::Cell;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+
+use super::{Result, Store, StoreError, StoreShared};
+
+/// How a write transaction ends.
+pub(super) enum End {
+    Commit,
+    /// Nothing it did stays (a finalize whose guard matched no row).
+    RollBack,
+}
+
+/// How long a connection keeps retrying a locked database before giving up.
+const BUSY_GIVE_UP: Duration = Duration::from_secs(30);
+/// Overrides [`BUSY_GIVE_UP`] in milliseconds, read once per process (tests use a short one).
+pub const BUSY_GIVE_UP_ENV: &str = "LEASELAB_BUSY_GIVE_UP_MS";
+/// How long a connection waits before asking for a locked database again.
+const BUSY_PAUSE: Duration = Duration::from_millis(1);
+
+thread_local! {
+    static BUSY_MET_HERE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How long a connection waits out a locked database before it fails with SQLITE_BUSY.
+pub fn busy_give_up() -> Duration {
+    static LIMIT: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var(BUSY_GIVE_UP_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map_or(BUSY_GIVE_UP, Duration::from_millis)
+    })
+}
+
+/// Waits out a locked database like busy_timeout does, but counts each encounter.
+fn busy_handler(attempt: i32) -> bool {
+    thread_local! {
+        static STARTED: Cell<Option<Instant>> = const { Cell::new(None) };
+    }
+    if attempt == 0 {
+        BUSY_MET_HERE.with(|c| c.set(c.get() + 1));
+        STARTED.with(|s| s.set(Some(Instant::now())));
+    }
+    let started = STARTED.with(|s| s.get()).unwrap_or_else(Instant::now);
+    if started.elapsed() > busy_give_up() {
+        return false;
+    }
+    // A whole millisecond, not a short nap: while a waiter sleeps, the lock holder runs
+    // several transactions on a warm page cache. Every hand-over costs the next connection
+    // its cache, so fewer hand-overs mean more messages per second (and less fairness).
+    std::thread::sleep(BUSY_PAUSE);
+    true
+}
+
+impl Store {
+    /// Open another connection to a database that [`Store::create`] prepared.
+    pub fn open(path: &Path, shared: Arc<StoreShared>) -> Result<Store> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        Store::configure(conn, path, shared)
+    }
+
+    /// A connection that can only read (the dashboard's table).
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        let mut conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_handler(Some(busy_handler))?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+            shared: Arc::new(StoreShared::default()),
+        })
+    }
+
+    fn configure(mut conn: Connection, path: &Path, shared: Arc<StoreShared>) -> Result<Store> {
+        conn.busy_handler(Some(busy_handler))?;
+        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Io(format!(
+                "{}: could not switch to WAL (journal_mode={mode})",
+                path.display()
+            )));
+        }
+        conn.execute_batch(&format!(
+            // 512 KiB of page cache per connection: the claim's working set is a few index
+            // pages, and sixteen workers with SQLite's default 2 MiB each would hold 32 MiB.
+            "PRAGMA synchronous={}; PRAGMA foreign_keys=ON; PRAGMA cache_size=-512;",
+            shared.durability.pragma()
+        ))?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+            shared,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Run `body` in one IMMEDIATE transaction, then commit it (or roll it back when `body`
+    /// says so) and count the busy waits it met. A write that needs a commit stamp takes it
+    /// in `body` from `StoreShared::next_seq`, while it still holds the write lock.
+    pub(super) fn write<T>(
+        &mut self,
+        body: impl FnOnce(&Transaction<'_>, &StoreShared) -> Result<(T, End)>,
+    ) -> Result<T> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (value, end) = body(&tx, &self.shared)?;
+        match end {
+            End::Commit => tx.commit()?,
+            End::RollBack => tx.rollback()?,
+        }
+        self.absorb_busy();
+        Ok(value)
+    }
+
+    /// Fold this thread's SQLITE_BUSY encounters into the engine's counter.
+    pub(super) fn absorb_busy(&self) {
+        let met = BUSY_MET_HERE.with(|c| c.replace(0));
+        if met > 0 {
+            self.shared.busy_met.fetch_add(met, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! Finalizing: the provider's answer and Processed, only for the lease's owner.
+
+use rusqlite::params;
+
+use super::conn::End;
+use super::{FinalizeOutcome, Lease, Result, Store};
+use crate::engine::provider::StatusCheck;
+
+/// The provider's answer written onto the payment.
+pub(super) const WRITE_ANSWER_SQL: &str =
+    "UPDATE Payments SET PaymentStatus = ?1, TransactionId = ?2 WHERE IdempotencyKey = ?3";
+
+/// Processed, only while this worker still holds this lease (the fencing token included).
+pub(super) const GUARDED_FINALIZE_SQL: &str = "UPDATE OutboxMessages
+    SET Status = 'Processed', ProcessedAtUtc = ?1, LockedUntilUtc = NULL
+  WHERE Id = ?2 AND Status = 'Processing' AND LockedBy = ?3 AND LeaseVersion = ?4";
+
+/// Write the provider's answer onto the payment of `key`.
+pub(super) fn write_answer(
+    tx: &rusqlite::Transaction<'_>,
+    key: &str,
+    check: &StatusCheck,
+) -> Result<()> {
+    tx.prepare_cached(WRITE_ANSWER_SQL)?.execute(params![
+        check.status.as_str(),
+        check.transaction_id,
+        key
+    ])?;
+    Ok(())
+}
+
+impl Store {
+    /// Write the provider's answer and mark the message Processed, in one transaction, only
+    /// if this worker still holds this lease. Otherwise roll back and say so.
+    pub fn finalize(
+        &mut self,
+        lease: &Lease,
+        check: &StatusCheck,
+        now: i64,
+    ) -> Result<(FinalizeOutcome, u64)> {
+        self.write(|tx, shared| {
+            write_answer(tx, &lease.key, check)?;
+            let changed = tx.prepare_cached(GUARDED_FINALIZE_SQL)?.execute(params![
+                now,
+                lease.id,
+                lease.owner,
+                lease.version
+            ])?;
+            let seq = shared.next_seq();
+            Ok(if changed == 1 {
+                ((FinalizeOutcome::Committed, seq), End::Commit)
+            } else {
+                // the payment update goes with it
+                ((FinalizeOutcome::Rejected, seq), End::RollBack)
+            })
+        })
+    }
+}

@@ -1,0 +1,46 @@
+//! Leasing off: load every Pending message, then mark each Processed asking nobody.
+
+use rusqlite::params;
+
+use super::conn::End;
+use super::finalize::write_answer;
+
+use super::{MessageRef, Result, Store};
+use crate::engine::provider::StatusCheck;
+
+impl Store {
+    /// Leasing off: every Pending message, as the naive worker loads them.
+    pub fn load_pending(&self) -> Result<Vec<MessageRef>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT Id, PaymentKey FROM OutboxMessages WHERE Status = 'Pending' ORDER BY CreatedAtUtc, Id",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(MessageRef {
+                    id: r.get(0)?,
+                    key: r.get(1)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        self.absorb_busy();
+        Ok(rows)
+    }
+
+    /// Leasing off: write the answer and mark Processed, asking nobody. Returns its stamp.
+    pub fn mark_processed(
+        &mut self,
+        msg: &MessageRef,
+        check: &StatusCheck,
+        now: i64,
+    ) -> Result<u64> {
+        self.write(|tx, shared| {
+            write_answer(tx, &msg.key, check)?;
+            tx.prepare_cached(
+                "UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = ?1,
+                        LockedBy = NULL, LockedUntilUtc = NULL WHERE Id = ?2",
+            )?
+            .execute(params![now, msg.id])?;
+            Ok((shared.next_seq(), End::Commit))
+        })
+    }
+}

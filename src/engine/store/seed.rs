@@ -1,0 +1,108 @@
+//! Filling the outbox: payments with their messages, written pair by pair.
+
+use rusqlite::params;
+
+use super::conn::End;
+use super::{MessageRef, Result, Store};
+
+/// Hears of each payment created at the gateway while seeding (the provider keeps the
+/// creation log; the store only says when).
+pub trait CreationLog {
+    fn created(&self, key: &str);
+}
+
+impl<T: CreationLog + ?Sized> CreationLog for std::sync::Arc<T> {
+    fn created(&self, key: &str) {
+        (**self).created(key);
+    }
+}
+
+/// The amount seeded for payment number `n`, in cents.
+pub fn amount_for(n: u64) -> i64 {
+    1_000 + (n as i64 % 40) * 250
+}
+
+/// `PAY-001` for payment number 1.
+pub fn payment_key(n: u64) -> String {
+    format!("PAY-{n:03}")
+}
+
+const INSERT_PAYMENT_SQL: &str =
+    "INSERT INTO Payments (IdempotencyKey, Amount, PaymentStatus, CreatedAtUtc)
+     VALUES (?1, ?2, 'Pending', ?3)";
+const INSERT_MESSAGE_SQL: &str =
+    "INSERT INTO OutboxMessages (PaymentKey, Status, CreatedAtUtc) VALUES (?1, 'Pending', ?2)";
+
+impl Store {
+    /// Remove every row (the next seeding starts from an empty outbox).
+    pub fn empty(&mut self) -> Result<()> {
+        self.write(|tx, _| {
+            tx.execute("DELETE FROM OutboxMessages", [])?;
+            tx.execute("DELETE FROM Payments", [])?;
+            Ok(((), End::Commit))
+        })
+    }
+
+    /// Create payments 1..=count with their outbox messages. Each payment is created at
+    /// the gateway once, then written together with its outbox row in one transaction
+    /// (many pairs share a transaction to keep seeding fast; a pair never spans two).
+    pub fn seed(&mut self, log: &impl CreationLog, count: u64, now: i64) -> Result<()> {
+        const CHUNK: u64 = 2_000;
+        let mut n = 1;
+        while n <= count {
+            let end = (n + CHUNK - 1).min(count);
+            self.write(|tx, _| {
+                let mut pay = tx.prepare_cached(INSERT_PAYMENT_SQL)?;
+                let mut out = tx.prepare_cached(INSERT_MESSAGE_SQL)?;
+                for i in n..=end {
+                    let key = payment_key(i);
+                    log.created(&key);
+                    pay.execute(params![key, amount_for(i), now])?;
+                    out.execute(params![key, now])?;
+                }
+                Ok(((), End::Commit))
+            })?;
+            n = end + 1;
+        }
+        Ok(())
+    }
+
+    /// Create one payment and its outbox message in one transaction.
+    pub fn add_payment(
+        &mut self,
+        log: &impl CreationLog,
+        key: &str,
+        amount: i64,
+        now: i64,
+    ) -> Result<MessageRef> {
+        self.add_payment_with(log, key, amount, now, || Ok(()))
+    }
+
+    /// As [`Store::add_payment`], running `between` after the payment insert and before the
+    /// outbox insert: a failure there must leave neither row.
+    pub fn add_payment_with(
+        &mut self,
+        log: &impl CreationLog,
+        key: &str,
+        amount: i64,
+        now: i64,
+        between: impl FnOnce() -> Result<()>,
+    ) -> Result<MessageRef> {
+        log.created(key);
+        let id = self.write(|tx, _| {
+            tx.execute(INSERT_PAYMENT_SQL, params![key, amount, now])?;
+            between()?; // an error here drops the transaction, and the payment with it
+            tx.execute(INSERT_MESSAGE_SQL, params![key, now])?;
+            Ok((tx.last_insert_rowid(), End::Commit))
+        })?;
+        Ok(MessageRef {
+            id,
+            key: key.to_string(),
+        })
+    }
+
+    /// The next payment number after the highest seeded one.
+    pub fn next_payment_number(&self) -> Result<u64> {
+        Ok(self.message_count()? + 1)
+    }
+}

@@ -1,0 +1,54 @@
+//! The timing a run, the dashboard or a lesson starts with, resolved once from the command
+//! line over the defaults written here. The dashboard's defaults are slower than a headless
+//! run's on purpose: a person watches its leases run out.
+
+/// Lease length, processing time and clock speed, in scenario milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timing {
+    pub lease_ms: i64,
+    pub process_ms: i64,
+    /// Scenario seconds per wall second.
+    pub speed: f64,
+}
+
+impl Timing {
+    /// `leaselab run` and the engine's own default: short leases, no processing time.
+    pub const HEADLESS: Timing = Timing {
+        lease_ms: 500,
+        process_ms: 0,
+        speed: 1.0,
+    };
+
+    /// The dashboard and a lesson's setup: slow enough to watch a lease run out.
+    pub const DASHBOARD: Timing = Timing {
+        lease_ms: 3_000,
+        process_ms: 1_200,
+        speed: 1.0,
+    };
+
+    /// These defaults with whatever the command line set put over them.
+    pub fn resolve(
+        self,
+        lease_ms: Option<i64>,
+        process_ms: Option<i64>,
+        speed: Option<f64>,
+    ) -> Timing {
+        Timing {
+            lease_ms: lease_ms.unwrap_or(self.lease_ms),
+            process_ms: process_ms.unwrap_or(self.process_ms),
+            speed: speed.unwrap_or(self.speed),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_wins_over_each_default_on_its_own() {
+        let t = Timing::DASHBOARD.resolve(Some(800), None, Some(4.0));
+        assert_eq!((t.lease_ms, t.process_ms, t.speed), (800, 1_200, 4.0));
+        assert_eq!(Timing::HEADLESS.resolve(None, None, None), Timing::HEADLESS);
+    }
+}
