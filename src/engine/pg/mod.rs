@@ -13,7 +13,7 @@ use std::str::FromStr;
 
 use postgres::{Client, Config, NoTls};
 
-use super::provider::{Caller, Provider};
+use super::provider::Provider;
 use super::store::{amount_for, payment_key, DbOrigin, MessageRef};
 
 pub use read::LeaseEventRow;
@@ -208,7 +208,7 @@ impl PgStore {
             let keys: Vec<String> = (n..=end).map(payment_key).collect();
             let amounts: Vec<i64> = (n..=end).map(amount_for).collect();
             for key in &keys {
-                provider.create_payment(key, Caller::Seeding);
+                provider.create_payment(key);
             }
             let mut tx = self.client.transaction()?;
             tx.execute(
@@ -237,7 +237,7 @@ impl PgStore {
         amount: i64,
         now: i64,
     ) -> Result<MessageRef> {
-        provider.create_payment(key, Caller::Seeding);
+        provider.create_payment(key);
         let mut tx = self.client.transaction()?;
         tx.execute(
             "INSERT INTO Payments (IdempotencyKey, Amount, PaymentStatus, CreatedAtUtc)

@@ -1,6 +1,6 @@
 //! Reads of the PostgreSQL outbox: counts, table rows and the events table.
 
-use super::{PgStore, Result};
+use super::{PgError, PgStore, Result};
 use crate::engine::store::{MessageRow, OutboxCounts, PaymentCounts};
 
 /// One row of `LeaseEvents`.
@@ -76,20 +76,21 @@ impl PgStore {
               ORDER BY o.Id OFFSET $1 LIMIT $2",
             &[&(offset as i64), &(limit as i64)],
         )?;
-        Ok(rows
-            .iter()
-            .map(|r| MessageRow {
-                id: r.get(0),
-                key: r.get(1),
-                status: r.get(2),
-                locked_by: r.get(3),
-                locked_until_ms: r.get(4),
-                lease_version: r.get(5),
-                attempts: r.get(6),
-                processed_at_ms: r.get(7),
-                payment_status: r.get(8),
+        rows.iter()
+            .map(|r| {
+                Ok(MessageRow {
+                    id: r.get(0),
+                    key: r.get(1),
+                    status: outbox_status(r.get(2))?,
+                    locked_by: r.get(3),
+                    locked_until_ms: r.get(4),
+                    lease_version: r.get(5),
+                    attempts: r.get(6),
+                    processed_at_ms: r.get(7),
+                    payment_status: payment_status(r.get(8))?,
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// Up to `limit` events after `seq`, in commit order: a reader tails the table by
@@ -116,4 +117,15 @@ impl PgStore {
             })
             .collect())
     }
+}
+
+/// The schema's CHECK admits only these texts; anything else is not our table.
+fn outbox_status(text: &str) -> Result<crate::engine::store::OutboxStatus> {
+    crate::engine::store::OutboxStatus::parse(text)
+        .ok_or_else(|| PgError::Foreign(format!("unknown outbox status '{text}'")))
+}
+
+fn payment_status(text: &str) -> Result<crate::engine::store::PaymentStatus> {
+    crate::engine::store::PaymentStatus::parse(text)
+        .ok_or_else(|| PgError::Foreign(format!("unknown payment status '{text}'")))
 }
