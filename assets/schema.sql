@@ -12,12 +12,16 @@ CREATE TABLE IF NOT EXISTS OutboxMessages (
     Id             INTEGER PRIMARY KEY,
     PaymentKey     TEXT NOT NULL UNIQUE REFERENCES Payments (IdempotencyKey),
     Status         TEXT NOT NULL DEFAULT 'Pending'
-                   CHECK (Status IN ('Pending', 'Processing', 'Processed')),
+                   CHECK (Status IN ('Pending', 'Processing', 'Processed', 'DeadLettered')),
     LockedBy       TEXT,
     LockedUntilUtc INTEGER,
     -- fencing token: +1 on every successful claim
     LeaseVersion   INTEGER NOT NULL DEFAULT 0,
     Attempts       INTEGER NOT NULL DEFAULT 0,
+    -- a Pending message is not claimed before this time (the backoff after a failed attempt)
+    AvailableAtUtc INTEGER NOT NULL DEFAULT 0,
+    -- the provider's error of the last failed attempt
+    LastError      TEXT,
     CreatedAtUtc   INTEGER NOT NULL,
     ProcessedAtUtc INTEGER,
     -- a Processing row always has an owner and an expiry
@@ -26,8 +30,12 @@ CREATE TABLE IF NOT EXISTS OutboxMessages (
 
 -- The claim asks two questions, each answered by its own small index so that a
 -- claim stops at the first row instead of reading the whole backlog:
---   the oldest Pending message, and the longest-expired Processing lease.
+--   the oldest available Pending message, and the longest-expired Processing lease.
+-- AvailableAtUtc is in the Pending index so rows still backing off are skipped in the index.
 CREATE INDEX IF NOT EXISTS IX_Outbox_Pending
-    ON OutboxMessages (CreatedAtUtc, Id) WHERE Status = 'Pending';
+    ON OutboxMessages (CreatedAtUtc, Id, AvailableAtUtc) WHERE Status = 'Pending';
 CREATE INDEX IF NOT EXISTS IX_Outbox_Leased
     ON OutboxMessages (LockedUntilUtc) WHERE Status = 'Processing';
+-- Dead letters are few: counted and redriven without reading the rest of the outbox.
+CREATE INDEX IF NOT EXISTS IX_Outbox_DeadLettered
+    ON OutboxMessages (PaymentKey) WHERE Status = 'DeadLettered';

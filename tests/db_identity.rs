@@ -133,6 +133,11 @@ fn a_leaselab_database_whose_schema_or_marker_was_changed_is_refused_untouched()
             "table Payments has other constraints",
         ),
         (
+            "version1.db",
+            "PRAGMA user_version = 1;",
+            "earlier leaselab (schema version 1, without retries or dead letters; this leaselab needs version 2)",
+        ),
+        (
             "future.db",
             "PRAGMA user_version = 99;",
             "schema version 99",

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use leaselab::engine::provider::{Provider, ProviderStatus, StatusCheck};
 use leaselab::engine::store::{
-    inspect, ClaimOutcome, DbOrigin, FinalizeOutcome, Lease, Store, StoreError, StoreShared,
+    inspect, ClaimOutcome, DbOrigin, FailOutcome, FinalizeOutcome, Lease, OutboxStatus,
+    RetryPolicy, Store, StoreError, StoreShared,
 };
 
 const T0: i64 = 1_000_000;
@@ -301,4 +302,158 @@ fn batch_claims_take_the_oldest_k_and_batch_finalize_guards_each_message() {
     );
     assert_eq!(pays[0].status, "Paid");
     assert_eq!(a.outbox_counts().unwrap().processed, 2);
+}
+
+fn fail(s: &mut Store, lease: &Lease, now: i64, policy: &RetryPolicy) -> FailOutcome {
+    s.fail_attempt(lease, "provider timed out", now, policy)
+        .unwrap()
+        .0
+}
+
+#[test]
+fn a_failed_attempt_waits_its_backoff_before_it_is_claimable_again() {
+    let (_d, mut s, _p) = fresh(2);
+    let policy = RetryPolicy::default();
+    let first = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    assert_eq!(
+        fail(&mut s, &first, T0 + 10, &policy),
+        FailOutcome::Retry {
+            attempt: 1,
+            available_at_ms: T0 + 10 + policy.base_ms
+        }
+    );
+    assert_eq!(
+        s.last_error("PAY-001").unwrap().as_deref(),
+        Some("provider timed out")
+    );
+    // Still backing off: the older message is skipped, the next one is claimed.
+    let next = claimed(s.claim_next("Worker-A", T0 + 10, LEASE).unwrap().0);
+    assert_eq!(next.key, "PAY-002");
+    assert_eq!(
+        s.claim_next("Worker-B", T0 + 10 + policy.base_ms - 1, LEASE)
+            .unwrap()
+            .0,
+        ClaimOutcome::Empty
+    );
+    let again = claimed(
+        s.claim_next("Worker-B", T0 + 10 + policy.base_ms, LEASE)
+            .unwrap()
+            .0,
+    );
+    assert_eq!((again.key.as_str(), again.version), ("PAY-001", 2));
+    assert_eq!(s.messages(0, 1).unwrap()[0].attempts, 2);
+}
+
+#[test]
+fn backoff_doubles_from_base_up_to_the_cap() {
+    let policy = RetryPolicy::new(100, 1_000, 5).unwrap();
+    let waits: Vec<i64> = (1..=6).map(|n| policy.backoff_ms(n)).collect();
+    assert_eq!(waits, [100, 200, 400, 800, 1_000, 1_000]);
+    assert_eq!(
+        RetryPolicy::new(100, 1_000, 64).unwrap().backoff_ms(64),
+        1_000
+    );
+    assert!(RetryPolicy::new(100, 1_000, 0)
+        .unwrap_err()
+        .contains("at least 1"));
+    assert!(RetryPolicy::new(100, 10, 3).is_err());
+}
+
+#[test]
+fn the_last_failed_attempt_dead_letters_the_message_until_a_redrive() {
+    let (_d, mut s, _p) = fresh(2);
+    let policy = RetryPolicy::new(10, 40, 3).unwrap();
+    let mut now = T0;
+    for attempt in 1..=3 {
+        let lease = claimed(s.claim_id(1, "Worker-A", now, LEASE).unwrap().0);
+        let outcome = fail(&mut s, &lease, now, &policy);
+        if attempt < 3 {
+            let FailOutcome::Retry {
+                available_at_ms, ..
+            } = outcome
+            else {
+                panic!("attempt {attempt}: {outcome:?}");
+            };
+            now = available_at_ms;
+        } else {
+            assert_eq!(outcome, FailOutcome::DeadLettered { attempts: 3 });
+        }
+    }
+    let counts = s.outbox_counts().unwrap();
+    assert_eq!(
+        (counts.pending, counts.dead_lettered, counts.processed),
+        (1, 1, 0)
+    );
+    assert!(!counts.drained());
+    // A dead letter is claimed by no one, also much later.
+    let other = claimed(s.claim_next("Worker-B", now + 60_000, LEASE).unwrap().0);
+    assert_eq!(other.key, "PAY-002");
+    assert_eq!(
+        s.claim_next("Worker-B", now + 60_000, LEASE).unwrap().0,
+        ClaimOutcome::Empty
+    );
+    assert_eq!(s.messages(0, 1).unwrap()[0].status, "DeadLettered");
+    assert_eq!(s.redrive(Some("PAY-404"), now).unwrap().0, 0);
+    assert_eq!(s.redrive(None, now + 60_000).unwrap().0, 1);
+    let back = claimed(s.claim_next("Worker-B", now + 60_000, LEASE).unwrap().0);
+    assert_eq!(back.key, "PAY-001");
+    assert_eq!(s.messages(0, 1).unwrap()[0].attempts, 1);
+}
+
+#[test]
+fn a_failure_reported_after_the_lease_was_lost_writes_nothing() {
+    let (d, mut a, _p) = fresh(1);
+    let mut b = second_connection(&d);
+    let old = claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    claimed(b.claim_next("Worker-B", T0 + LEASE + 1, LEASE).unwrap().0);
+    assert_eq!(
+        fail(&mut a, &old, T0 + LEASE + 2, &RetryPolicy::default()),
+        FailOutcome::LeaseLost
+    );
+    let row = &a.messages(0, 1).unwrap()[0];
+    assert_eq!(
+        (row.status, row.locked_by.as_deref()),
+        (OutboxStatus::Processing, Some("Worker-B"))
+    );
+    assert_eq!(a.last_error("PAY-001").unwrap(), None);
+}
+
+#[test]
+fn a_heartbeat_extends_only_a_lease_its_worker_still_holds_and_never_shortens_it() {
+    let (d, mut a, _p) = fresh(1);
+    let mut b = second_connection(&d);
+    let lease = claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    // Extended from now: a later heartbeat moves the expiry on.
+    assert_eq!(
+        a.heartbeat(&lease, T0 + 200, LEASE).unwrap().0,
+        Some(T0 + 200 + LEASE)
+    );
+    // A heartbeat with a shorter lease keeps the later expiry.
+    assert_eq!(
+        a.heartbeat(&lease, T0 + 300, 10).unwrap().0,
+        Some(T0 + 200 + LEASE)
+    );
+    // Kept: at the old expiry + 1 nobody else can claim it.
+    assert_eq!(
+        b.claim_next("Worker-B", T0 + LEASE + 1, LEASE).unwrap().0,
+        ClaimOutcome::Empty
+    );
+    // Run out and reclaimed: the old holder's heartbeat changes nothing.
+    let later = T0 + 200 + LEASE + 1;
+    let taken = claimed(b.claim_next("Worker-B", later, LEASE).unwrap().0);
+    assert_eq!(a.heartbeat(&lease, later + 1, LEASE).unwrap().0, None);
+    let row = &a.messages(0, 1).unwrap()[0];
+    assert_eq!(row.locked_until_ms, Some(taken.until_ms));
+    assert_eq!(row.locked_by.as_deref(), Some("Worker-B"));
+}
+
+#[test]
+fn a_heartbeat_after_the_lease_ran_out_does_not_revive_it() {
+    let (_d, mut a, _p) = fresh(1);
+    let lease = claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    assert_eq!(a.heartbeat(&lease, T0 + LEASE + 1, LEASE).unwrap().0, None);
+    assert_eq!(
+        a.messages(0, 1).unwrap()[0].locked_until_ms,
+        Some(T0 + LEASE)
+    );
 }

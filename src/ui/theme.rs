@@ -20,6 +20,7 @@ pub struct Theme {
     pub pending: Style,
     pub processing: Style,
     pub processed: Style,
+    pub dead_lettered: Style,
     pub expired: Style,
     pub gauge_full: Style,
     pub gauge_empty: Style,
@@ -75,6 +76,10 @@ impl Theme {
             pending: Style::new().fg(Color::Yellow),
             processing: Style::new().fg(Color::LightBlue).add_modifier(bold),
             processed: Style::new().fg(Color::Green),
+            dead_lettered: Style::new()
+                .fg(Color::Black)
+                .bg(Color::Magenta)
+                .add_modifier(bold),
             expired: Style::new().fg(Color::Red).add_modifier(bold),
             gauge_full: Style::new().fg(Color::LightBlue),
             gauge_empty: Style::new().fg(Color::DarkGray),
@@ -126,6 +131,7 @@ impl Theme {
             pending: plain,
             processing: bold,
             processed: Style::new().add_modifier(Modifier::DIM),
+            dead_lettered: Style::new().add_modifier(Modifier::REVERSED | Modifier::UNDERLINED),
             expired: Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
             gauge_full: bold,
             gauge_empty: Style::new().add_modifier(Modifier::DIM),
@@ -150,6 +156,7 @@ impl Theme {
             "Pending" => self.pending,
             "Processing" => self.processing,
             "Processed" => self.processed,
+            "DeadLettered" => self.dead_lettered,
             _ => self.base,
         }
     }
@@ -157,5 +164,25 @@ impl Theme {
     /// A lane colour per message, so neighbouring segments differ.
     pub fn lane(&self, id: i64) -> Style {
         self.lanes[id.rem_euclid(self.lanes.len() as i64) as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Theme;
+    use crate::engine::store::OutboxStatus;
+
+    #[test]
+    fn a_dead_letter_stands_out_from_every_other_status_in_both_themes() {
+        for theme in [Theme::colored(), Theme::plain()] {
+            let dead = theme.status(OutboxStatus::DeadLettered.as_str());
+            assert_ne!(dead, theme.base);
+            for other in OutboxStatus::ALL
+                .iter()
+                .filter(|s| **s != OutboxStatus::DeadLettered)
+            {
+                assert_ne!(dead, theme.status(other.as_str()), "{other}");
+            }
+        }
     }
 }

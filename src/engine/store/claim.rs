@@ -17,7 +17,10 @@ UPDATE OutboxMessages
        LeaseVersion = LeaseVersion + 1, Attempts = Attempts + 1
  WHERE Id = (SELECT Id FROM (
                SELECT * FROM (SELECT CreatedAtUtc, Id FROM OutboxMessages
-                               WHERE Status = 'Pending' ORDER BY CreatedAtUtc, Id LIMIT 1)
+                               WHERE ",
+    available!(),
+    "
+                               ORDER BY CreatedAtUtc, Id LIMIT 1)
                UNION ALL
                SELECT * FROM (SELECT CreatedAtUtc, Id FROM OutboxMessages
                                WHERE ",

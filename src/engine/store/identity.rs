@@ -112,6 +112,11 @@ fn identify(path: &Path) -> Result<Identity> {
         )));
     }
     let ours = app_id == APPLICATION_ID;
+    if ours && (1..SCHEMA_VERSION).contains(&version) {
+        return Err(StoreError::Foreign(format!(
+            "{shown} was made by an earlier leaselab (schema version {version}, without retries or dead letters; this leaselab needs version {SCHEMA_VERSION}); refusing to touch it: remove it or pass another --db"
+        )));
+    }
     if ours && version != SCHEMA_VERSION {
         return Err(StoreError::Foreign(format!(
             "{shown} is a leaselab database of schema version {version}, this leaselab knows version {SCHEMA_VERSION}; refusing to touch it"

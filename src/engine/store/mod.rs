@@ -15,11 +15,18 @@ macro_rules! expired {
     };
 }
 
-/// The claimable condition: Pending, or Processing with an expired lease. Its Rust side is
-/// `lease::is_live`.
+/// A Pending row whose backoff is over (`AvailableAtUtc` not after `:now`).
+macro_rules! available {
+    () => {
+        "(Status = 'Pending' AND AvailableAtUtc <= :now)"
+    };
+}
+
+/// The claimable condition: Pending and available, or Processing with an expired lease. Its
+/// Rust side is `lease::is_live`.
 macro_rules! claimable {
     () => {
-        concat!("(Status = 'Pending' OR ", expired!(), ")")
+        concat!("(", available!(), " OR ", expired!(), ")")
     };
 }
 
@@ -29,6 +36,7 @@ mod conn;
 mod finalize;
 mod identity;
 mod naive;
+mod retry;
 mod seed;
 mod snapshot;
 mod status;
@@ -42,6 +50,7 @@ use rusqlite::Connection;
 
 pub use conn::{busy_give_up, BUSY_GIVE_UP_ENV};
 pub use identity::inspect;
+pub use retry::{FailOutcome, RetryPolicy};
 pub use seed::{amount_for, payment_key, CreationLog};
 pub use status::{OutboxStatus, PaymentStatus};
 
@@ -51,7 +60,7 @@ pub const SCHEMA_SQL: &str = include_str!("../../../assets/schema.sql");
 /// files from another application's before anything is written.
 pub const APPLICATION_ID: i32 = 0x4C53_4C42;
 /// `PRAGMA user_version`: the version of `assets/schema.sql` a database was made with.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 /// The longest absolute database path SQLite opens: its 512-byte path buffer must also
 /// hold the `-journal` name.
 pub const MAX_PATH_BYTES: usize = 504;
@@ -211,6 +220,8 @@ pub struct OutboxCounts {
     pub pending: u64,
     pub processing: u64,
     pub processed: u64,
+    /// Failed their last attempt; no one claims them until a redrive.
+    pub dead_lettered: u64,
 }
 
 impl OutboxCounts {

@@ -14,11 +14,14 @@ impl Store {
         };
         let pending = count("SELECT COUNT(*) FROM OutboxMessages WHERE Status = 'Pending'")?;
         let processing = count("SELECT COUNT(*) FROM OutboxMessages WHERE Status = 'Processing'")?;
+        let dead_lettered =
+            count("SELECT COUNT(*) FROM OutboxMessages WHERE Status = 'DeadLettered'")?;
         let total = self.message_count()?;
         Ok(OutboxCounts {
             pending,
             processing,
-            processed: total.saturating_sub(pending + processing),
+            processed: total.saturating_sub(pending + processing + dead_lettered),
+            dead_lettered,
         })
     }
 

@@ -58,7 +58,7 @@ macro_rules! text_state {
 
 text_state!(
     /// `OutboxMessages.Status`.
-    OutboxStatus { Pending, Processing, Processed }
+    OutboxStatus { Pending, Processing, Processed, DeadLettered }
 );
 
 text_state!(
