@@ -156,7 +156,8 @@ fn claim_takes_pending_oldest_first_and_an_expired_lease_only_after_its_expiry()
         OutboxCounts {
             pending: 0,
             processing: 2,
-            processed: 0
+            processed: 0,
+            dead_lettered: 0
         }
     );
 }

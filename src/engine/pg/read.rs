@@ -26,7 +26,8 @@ impl PgStore {
         let row = self.client.query_one(
             "SELECT COUNT(*) FILTER (WHERE Status = 'Pending'),
                     COUNT(*) FILTER (WHERE Status = 'Processing'),
-                    COUNT(*) FILTER (WHERE Status = 'Processed')
+                    COUNT(*) FILTER (WHERE Status = 'Processed'),
+                    COUNT(*) FILTER (WHERE Status = 'DeadLettered')
                FROM OutboxMessages",
             &[],
         )?;
@@ -34,6 +35,7 @@ impl PgStore {
             pending: row.get::<_, i64>(0) as u64,
             processing: row.get::<_, i64>(1) as u64,
             processed: row.get::<_, i64>(2) as u64,
+            dead_lettered: row.get::<_, i64>(3) as u64,
         })
     }
 
