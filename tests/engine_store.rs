@@ -98,6 +98,41 @@ fn claim_by_id_reports_blocked_with_owner_and_time_left() {
 }
 
 #[test]
+fn an_empty_claim_names_the_live_lease_of_another_that_frees_first() {
+    let (d, mut a, _p) = fresh(2);
+    let mut b = second_connection(&d);
+    claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    claimed(a.claim_next("Worker-A", T0 + 100, LEASE).unwrap().0);
+    assert_eq!(
+        b.claim_next("Worker-B", T0 + 200, LEASE).unwrap().0,
+        ClaimOutcome::Empty
+    );
+    // The one that runs out first, with what is left of it.
+    assert_eq!(
+        b.blocked_by("Worker-B", T0 + 200).unwrap(),
+        Some(ClaimOutcome::Blocked {
+            id: 1,
+            key: "PAY-001".into(),
+            owner: "Worker-A".into(),
+            left_ms: LEASE - 200
+        })
+    );
+    // A worker is never blocked by its own leases, nor by an expired one.
+    assert_eq!(a.blocked_by("Worker-A", T0 + 200).unwrap(), None);
+    let after_first = T0 + LEASE + 1;
+    assert!(matches!(
+        b.blocked_by("Worker-B", after_first).unwrap(),
+        Some(ClaimOutcome::Blocked { id: 2, .. })
+    ));
+    assert_eq!(
+        b.blocked_by("Worker-B", T0 + 100 + LEASE + 1).unwrap(),
+        None
+    );
+    let plan = b.blocked_by_query_plan().unwrap().join(" | ");
+    assert!(plan.contains("IX_Outbox_Leased"), "{plan}");
+}
+
+#[test]
 fn lease_version_increases_on_every_claim() {
     let (_d, mut s, _p) = fresh(1);
     let mut versions = Vec::new();

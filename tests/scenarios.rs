@@ -75,7 +75,9 @@ fn outbox_leasing_processes_each_message_once_and_recovers_the_crashed_lease() {
         (4, 0)
     );
     assert_eq!(n(&j, "payment_creation_calls_in_workers"), 0);
-    assert_eq!(n(&j, "claims_blocked"), 1);
+    // The story's blocked claim; a worker that then finds only the other's live lease in
+    // the concurrent phase is blocked too, as often as the interleaving makes it.
+    assert!(n(&j, "claims_blocked") >= 1);
     let split = n(&j, "per_worker.Worker-A") + n(&j, "per_worker.Worker-B");
     assert_eq!(split, 6, "the A/B split may vary; the total may not");
     for key in [

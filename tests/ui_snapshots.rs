@@ -90,3 +90,27 @@ fn help_overlay_fits_the_minimum_size() {
     }
     insta::assert_snapshot!(t.backend());
 }
+
+/// Worker-A crashes holding the only message; Worker-B's claim finds nothing claimable and
+/// says whose live lease is in the way, in the workers pane, the log and the ledger.
+#[test]
+fn a_claim_blocked_by_a_crashed_workers_live_lease() {
+    let mut app = app(DashboardOptions {
+        messages: Some(1),
+        ..DashboardOptions::default()
+    });
+    press(&mut app, 'n'); // Worker-A claims PAY-001
+    press(&mut app, 'c'); // Worker-A (selected) crashes holding it
+    press(&mut app, 'a'); // 250 ms pass
+    press(&mut app, 'n'); // Worker-B finds nothing claimable: blocked by Worker-A
+    for (w, h) in [(80, 24), (120, 36)] {
+        let t = frame(&mut app, w, h);
+        let text = format!("{}", t.backend());
+        assert!(
+            text.contains("BLOCKED on PAY-001 by Worker-A, 2750 ms left"),
+            "{text}"
+        );
+        assert!(text.contains("blocked 1"), "{text}");
+        insta::assert_snapshot!(format!("blocked_live_{w}x{h}"), t.backend());
+    }
+}

@@ -92,6 +92,8 @@ pub enum WorkerState {
     Processing,
     Finalizing,
     Paused,
+    /// Found nothing claimable while another worker's live lease holds a message.
+    Blocked,
     Crashed,
     Stopped,
 }
@@ -104,6 +106,7 @@ impl WorkerState {
             WorkerState::Processing => "processing",
             WorkerState::Finalizing => "finalizing",
             WorkerState::Paused => "paused",
+            WorkerState::Blocked => "BLOCKED",
             WorkerState::Crashed => "CRASHED",
             WorkerState::Stopped => "stopped",
         }
@@ -153,6 +156,17 @@ pub struct WorkerStatus {
     pub waiting_until: Option<i64>,
     /// Actions started so far; unchanged between two looks means it did nothing between.
     pub acts: u64,
+    /// Its last claim found nothing claimable but this message under a live lease.
+    pub blocked_on: Option<BlockedOn>,
+}
+
+/// The message a blocked claim waits for, its owner and when that lease runs out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockedOn {
+    pub id: i64,
+    pub key: String,
+    pub owner: String,
+    pub until_ms: i64,
 }
 
 impl WorkerStatus {
@@ -348,6 +362,8 @@ pub(super) struct Worker {
     wait_until: Option<i64>,
     /// Told whenever the scenario clock moves, so a waiting worker blocks instead of polling.
     clock_moved: Receiver<()>,
+    /// What its last claim was blocked on, if it was.
+    blocked_on: Option<BlockedOn>,
 }
 
 impl Worker {
@@ -369,6 +385,7 @@ impl Worker {
             status,
             paused,
             wait_until: None,
+            blocked_on: None,
         }
     }
 
@@ -419,7 +436,14 @@ impl Worker {
     fn publish(&self) {
         let leasing = self.ctx.settings.leasing();
         let paused = self.paused;
+        let blocked_on = match self.phase {
+            Phase::Idle => self.blocked_on.clone(),
+            _ => None,
+        };
         let (state, lease, working_on, queued, next) = match &self.phase {
+            Phase::Idle if blocked_on.is_some() => {
+                (WorkerState::Blocked, None, None, 0, NextAction::Claim)
+            }
             Phase::Idle => (
                 WorkerState::Idle,
                 None,
@@ -466,12 +490,18 @@ impl Worker {
             },
         };
         self.set_status(|s| {
-            s.state = if paused { WorkerState::Paused } else { state };
+            // Blocked says more than paused: a class steps through it waiting for a lease.
+            s.state = match state {
+                WorkerState::Blocked => state,
+                _ if paused => WorkerState::Paused,
+                _ => state,
+            };
             s.paused = paused;
             s.lease = lease;
             s.working_on = working_on;
             s.queued = queued;
             s.next = next;
+            s.blocked_on = blocked_on;
         });
     }
 
@@ -553,6 +583,7 @@ impl Worker {
                     s.next = NextAction::Nothing;
                     s.working_on = None;
                     s.queued = 0;
+                    s.blocked_on = None;
                 });
                 self.emit(EventKind::Crashed {
                     holding,
@@ -730,6 +761,7 @@ impl Worker {
     }
 
     fn claim(&mut self, id: Option<i64>) -> Result<Acted, String> {
+        let id_asked = id.is_some();
         let now = self.ctx.clock.now();
         let lease_ms = self.ctx.settings.lease_ms();
         self.set_status(|s| s.state = WorkerState::Claiming);
@@ -738,6 +770,16 @@ impl Worker {
             None => self.store.claim_next(&self.name, now, lease_ms),
         }
         .map_err(|e| e.to_string())?;
+        // Nothing claimable: say whose live lease is in the way, as a claim by id would.
+        let outcome = match (outcome, id) {
+            (ClaimOutcome::Empty, None) => self
+                .store
+                .blocked_by(&self.name, now)
+                .map_err(|e| e.to_string())?
+                .unwrap_or(ClaimOutcome::Empty),
+            (outcome, _) => outcome,
+        };
+        self.blocked_on = None;
         match outcome {
             ClaimOutcome::Claimed(lease) => {
                 self.emit_when(
@@ -764,6 +806,12 @@ impl Worker {
                 owner,
                 left_ms,
             } => {
+                self.blocked_on = Some(BlockedOn {
+                    id,
+                    key: key.clone(),
+                    owner: owner.clone(),
+                    until_ms: now + left_ms,
+                });
                 self.emit_when(
                     seq,
                     now,
@@ -774,7 +822,12 @@ impl Worker {
                         left_ms,
                     },
                 );
-                Ok(Acted::Done)
+                if id_asked {
+                    return Ok(Acted::Done);
+                }
+                // Ask again when idle, or the moment that lease runs out if that is sooner.
+                let idle = now + self.ctx.settings.idle_ms();
+                Ok(Acted::WaitUntil(idle.min(now + left_ms + 1)))
             }
         }
     }

@@ -27,7 +27,9 @@ pub struct LogLine {
     pub tone: Tone,
     /// Identical idle lines are folded into one, counted here.
     pub repeat: u32,
-    idle: bool,
+    /// Lines with the same fold key from the same actor fold into one (idle polls, and
+    /// repeated blocked claims on one lease, whose newest time left the line shows).
+    fold: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -74,17 +76,20 @@ impl EventLog {
             EventKind::ProviderCalled { .. } => Tone::Plain,
             _ => Tone::Teacher,
         };
-        let idle = matches!(
-            ev.kind,
-            EventKind::ClaimEmpty | EventKind::Loaded { count: 0 }
-        );
+        let text = ev.describe();
+        let fold = match &ev.kind {
+            EventKind::ClaimEmpty | EventKind::Loaded { count: 0 } => Some(text.clone()),
+            EventKind::ClaimBlocked { key, owner, .. } => Some(format!("blocked {key} {owner}")),
+            _ => None,
+        };
         // A reseed starts the clock again: lines of the old run would sit after newer ones.
         if matches!(ev.kind, EventKind::Seeded { .. }) {
             self.lines.clear();
         }
-        let text = ev.describe();
-        if idle && self.fold_idle(ev, &text) {
-            return false;
+        if let Some(fold) = &fold {
+            if self.fold_idle(ev, fold, &text) {
+                return false;
+            }
         }
         self.push(LogLine {
             at_ms: ev.at_ms,
@@ -92,23 +97,24 @@ impl EventLog {
             text,
             tone,
             repeat: 1,
-            idle,
+            fold,
         });
         true
     }
 
     /// Workers polling an empty outbox would flood the log: count repeats on their last line.
-    fn fold_idle(&mut self, ev: &Event, text: &str) -> bool {
+    fn fold_idle(&mut self, ev: &Event, fold: &str, text: &str) -> bool {
         let n = self.lines.len();
         for i in (0..n).rev() {
             let line = &self.lines[i];
-            if !line.idle {
+            let Some(key) = &line.fold else {
                 return false;
-            }
-            if line.actor == ev.actor && line.text == text {
+            };
+            if line.actor == ev.actor && key == fold {
                 // Its time moves on, so it moves down past the lines it is now newer than.
                 let mut line = self.lines.remove(i).expect("index in range");
                 line.repeat += 1;
+                line.text = text.to_string();
                 line.at_ms = line.at_ms.max(ev.at_ms);
                 self.push(line);
                 return true;
@@ -125,7 +131,7 @@ impl EventLog {
             text: text.into(),
             tone: Tone::Teacher,
             repeat: 1,
-            idle: false,
+            fold: None,
         });
     }
 
@@ -137,7 +143,7 @@ impl EventLog {
             text: text.into(),
             tone: if passed { Tone::Good } else { Tone::Bad },
             repeat: 1,
-            idle: false,
+            fold: None,
         });
     }
 
@@ -215,6 +221,36 @@ mod tests {
         // A reseed sets the clock back to the start: the log starts again with it.
         log.push_event(&at("engine", 0, EventKind::Seeded { messages: 6 }));
         assert_eq!(log.len(), 1);
+    }
+
+    #[test]
+    fn blocked_claims_on_one_lease_fold_into_one_line_with_the_newest_time_left() {
+        let blocked = |left_ms| EventKind::ClaimBlocked {
+            id: 1,
+            key: "PAY-001".into(),
+            owner: "Worker-A".into(),
+            left_ms,
+        };
+        let mut log = EventLog::default();
+        log.push_event(&at("Worker-B", 600, blocked(2_400)));
+        log.push_event(&at("Worker-B", 900, blocked(2_100)));
+        log.push_event(&at("Worker-B", 1_200, blocked(1_800)));
+        assert_eq!(log.len(), 1);
+        let line = &log.lines()[0];
+        assert_eq!(line.text, "BLOCKED on PAY-001 by Worker-A, 1800 ms left");
+        assert_eq!((line.repeat, line.at_ms, line.tone), (3, 1_200, Tone::Warn));
+        // Another message's lease is news.
+        log.push_event(&at(
+            "Worker-B",
+            1_300,
+            EventKind::ClaimBlocked {
+                id: 2,
+                key: "PAY-002".into(),
+                owner: "Worker-A".into(),
+                left_ms: 100,
+            },
+        ));
+        assert_eq!(log.len(), 2);
     }
 
     #[test]

@@ -44,6 +44,13 @@ const TAKE_LEASE_SQL: &str = concat!(
     " RETURNING PaymentKey, LeaseVersion"
 );
 
+/// The live lease of another worker that runs out first: what an empty claim waits for.
+/// `LockedUntilUtc >= now` is the lease rule's "live" (see `engine::lease`).
+const SOONEST_LIVE_LEASE_SQL: &str = "
+SELECT Id, PaymentKey, LockedBy, LockedUntilUtc FROM OutboxMessages
+ WHERE Status = 'Processing' AND LockedUntilUtc >= :now AND LockedBy <> :worker
+ ORDER BY LockedUntilUtc LIMIT 1";
+
 /// Who holds one message, as a claim by id reads it.
 struct Holder {
     key: String,
@@ -81,6 +88,37 @@ impl Store {
             let outcome = lease.map_or(ClaimOutcome::Empty, ClaimOutcome::Claimed);
             Ok(((outcome, shared.next_seq()), End::Commit))
         })
+    }
+
+    /// After an empty claim: the message held under someone else's live lease that frees
+    /// up first, as a `Blocked` outcome (owner and time left), or None when nobody holds one.
+    pub fn blocked_by(&self, worker: &str, now: i64) -> Result<Option<ClaimOutcome>> {
+        Ok(self
+            .conn
+            .prepare_cached(SOONEST_LIVE_LEASE_SQL)?
+            .query_row(named_params! {":worker": worker, ":now": now}, |r| {
+                let until: i64 = r.get(3)?;
+                Ok(ClaimOutcome::Blocked {
+                    id: r.get(0)?,
+                    key: r.get(1)?,
+                    owner: r.get(2)?,
+                    left_ms: until - now,
+                })
+            })
+            .optional()?)
+    }
+
+    /// `EXPLAIN QUERY PLAN` of the read behind [`Store::blocked_by`].
+    pub fn blocked_by_query_plan(&self) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {SOONEST_LIVE_LEASE_SQL}"))?;
+        let mut rows = stmt.query(named_params! {":worker": "Worker-A", ":now": 0i64})?;
+        let mut lines = Vec::new();
+        while let Some(r) = rows.next()? {
+            lines.push(r.get::<_, String>(3)?);
+        }
+        Ok(lines)
     }
 
     /// Claim one particular message. Reports who holds it when it is not claimable.

@@ -81,6 +81,7 @@ impl View<'_> {
         let s = &w.status;
         let state_style = match s.state {
             WorkerState::Crashed | WorkerState::Stopped => t.crashed,
+            WorkerState::Blocked => t.warn,
             WorkerState::Paused => t.dim,
             WorkerState::Idle => t.base,
             _ => t.processing,
@@ -137,6 +138,16 @@ impl View<'_> {
                 (true, None, false) => format!("held {} expired", lease.key),
             };
             return (text, t.bad);
+        }
+        if let Some(b) = &s.blocked_on {
+            // Paused or not, the countdown it waits for is what a class watches.
+            let left = (b.until_ms - self.now_ms).max(0);
+            let text = if wide {
+                format!("{} by {} {} left", b.key, b.owner, ms_label(left))
+            } else {
+                format!("{} {}", b.key, ms_label(left))
+            };
+            return (text, t.warn);
         }
         if let Some(m) = &s.working_on {
             let text = if wide {
