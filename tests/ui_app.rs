@@ -198,6 +198,29 @@ fn crash_while_holding_then_the_other_worker_takes_over_after_expiry() {
 }
 
 #[test]
+fn while_the_crashed_lease_runs_out_the_other_worker_shows_blocked_live() {
+    let mut app = app(DashboardOptions {
+        messages: Some(1),
+        speed: Some(8.0),
+        ..DashboardOptions::default()
+    });
+    press(&mut app, 'n'); // Worker-A claims PAY-001
+    press(&mut app, 'c'); // and crashes holding it
+    press(&mut app, ' ');
+    wait_for(&mut app, "Worker-B blocked by Worker-A's lease", |a| {
+        a.snapshot().workers[1].status.state == WorkerState::Blocked
+            && a.snapshot().figures.claims_blocked >= 1
+    });
+    let blocked = app.snapshot().workers[1].status.blocked_on.clone().unwrap();
+    assert_eq!((blocked.key.as_str(), blocked.owner.as_str()), ("PAY-001", "Worker-A"));
+    assert!(app.log.contains("BLOCKED on PAY-001 by Worker-A, "));
+    assert_eq!(app.ledger.claims_empty, 0, "blocked, not empty");
+    wait_for(&mut app, "Worker-B to reclaim PAY-001", |a| {
+        a.ledger.reclaims == 1 && a.snapshot().workers[1].status.blocked_on.is_none()
+    });
+}
+
+#[test]
 fn reset_keeps_leasing_mode_speed_and_workers_and_starts_a_new_ledger() {
     let mut app = app(DashboardOptions {
         workers: 3,
