@@ -212,7 +212,10 @@ fn while_the_crashed_lease_runs_out_the_other_worker_shows_blocked_live() {
             && a.snapshot().figures.claims_blocked >= 1
     });
     let blocked = app.snapshot().workers[1].status.blocked_on.clone().unwrap();
-    assert_eq!((blocked.key.as_str(), blocked.owner.as_str()), ("PAY-001", "Worker-A"));
+    assert_eq!(
+        (blocked.key.as_str(), blocked.owner.as_str()),
+        ("PAY-001", "Worker-A")
+    );
     assert!(app.log.contains("BLOCKED on PAY-001 by Worker-A, "));
     assert_eq!(app.ledger.claims_empty, 0, "blocked, not empty");
     wait_for(&mut app, "Worker-B to reclaim PAY-001", |a| {

@@ -334,3 +334,27 @@ fn worker_lines_drop_whole_fields_rather_than_cut_one() {
     }
     assert!(workers.iter().any(|l| l.contains(" ms ")), "{workers:?}");
 }
+
+#[test]
+fn a_single_step_takes_the_processing_time_on_the_scenario_clock() {
+    let mut app = app(DashboardOptions::default());
+    let start = app.engine.clock.now();
+    press(&mut app, 'n'); // Worker-A claims PAY-001 (lease 3000 ms)
+    press(&mut app, 'n'); // Worker-B claims PAY-002
+    assert_eq!(app.engine.clock.now(), start, "a claim takes no time");
+    press(&mut app, 'n'); // Worker-A calls the provider: 1200 ms of processing
+    assert_eq!(app.engine.clock.now(), start + 1_200);
+    press(&mut app, 'n'); // Worker-B's processing ran alongside: no more time passes
+    assert_eq!(app.engine.clock.now(), start + 1_200);
+    let lines = screen(&mut app, 120, 36);
+    let row = lines.iter().find(|l| l.contains("┃ 1 PAY-001")).unwrap();
+    assert!(row.contains("1800 ms"), "{}", lines.join("\n"));
+    // The timeline gives the claim's label its own cells before the provider's answer.
+    let all = lines.join("\n");
+    let lane = lines
+        .iter()
+        .find(|l| l.starts_with("│Worker-A"))
+        .unwrap_or_else(|| panic!("{all}"));
+    assert!(lane.contains("001"), "{all}");
+    insta::assert_snapshot!("stepped_processing_120x36", all);
+}

@@ -364,6 +364,8 @@ pub(super) struct Worker {
     clock_moved: Receiver<()>,
     /// What its last claim was blocked on, if it was.
     blocked_on: Option<BlockedOn>,
+    /// Work set up: the scenario time its processing is done and the provider answers.
+    work_done_at: Option<i64>,
 }
 
 impl Worker {
@@ -386,6 +388,7 @@ impl Worker {
             paused,
             wait_until: None,
             blocked_on: None,
+            work_done_at: None,
         }
     }
 
@@ -611,7 +614,7 @@ impl Worker {
                 }
             }
             Control::Step(reply) => {
-                // A single step skips any processing time: the teacher is the clock now.
+                // A single step does not wait for the running clock: it moves it (see `act`).
                 self.set_wait(None);
                 self.act(true)?;
                 if let Some(r) = reply {
@@ -621,6 +624,10 @@ impl Worker {
             Control::ClaimId(id, reply) => {
                 if matches!(self.phase, Phase::Idle) {
                     self.claim(Some(id))?;
+                    let process_ms = self.ctx.settings.process_ms();
+                    if matches!(self.phase, Phase::Holding(_)) && process_ms > 0 {
+                        self.work_done_at = Some(self.ctx.clock.now() + process_ms);
+                    }
                     self.publish();
                 }
                 if let Some(r) = reply {
@@ -644,6 +651,15 @@ impl Worker {
     pub(super) fn act(&mut self, stepping: bool) -> Result<Acted, String> {
         self.set_status(|s| s.acts += 1);
         let leasing = self.ctx.settings.leasing();
+        let calls_provider = matches!(self.phase, Phase::Holding(_))
+            || matches!(self.phase, Phase::Naive { current: None, .. });
+        if let Some(done_at) = self.work_done_at.take().filter(|_| calls_provider) {
+            // A single step takes the processing time on the scenario clock, as a run does.
+            let now = self.ctx.clock.now();
+            if stepping && done_at > now {
+                self.ctx.clock.advance(done_at - now);
+            }
+        }
         let phase = std::mem::replace(&mut self.phase, Phase::Idle);
         let acted = match phase {
             Phase::Idle if leasing => self.claim(None)?,
@@ -662,13 +678,16 @@ impl Worker {
             } => self.check_next_loaded(queue),
         };
         self.publish();
-        // Processing takes time on the scenario clock (skipped by a single step).
-        if !stepping {
-            let process_ms = self.ctx.settings.process_ms();
-            let starts_work = matches!(self.phase, Phase::Holding(_))
-                || matches!(self.phase, Phase::Naive { current: None, .. });
-            if process_ms > 0 && starts_work {
-                return Ok(Acted::WaitUntil(self.ctx.clock.now() + process_ms));
+        // Processing takes time on the scenario clock: a run waits for it, a single step
+        // moves the clock by it when it calls the provider.
+        let process_ms = self.ctx.settings.process_ms();
+        let starts_work = matches!(self.phase, Phase::Holding(_))
+            || matches!(self.phase, Phase::Naive { current: None, .. });
+        if process_ms > 0 && starts_work {
+            let done_at = self.ctx.clock.now() + process_ms;
+            self.work_done_at = Some(done_at);
+            if !stepping {
+                return Ok(Acted::WaitUntil(done_at));
             }
         }
         Ok(acted)
