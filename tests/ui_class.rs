@@ -358,3 +358,46 @@ fn a_single_step_takes_the_processing_time_on_the_scenario_clock() {
     assert!(lane.contains("001"), "{all}");
     insta::assert_snapshot!("stepped_processing_120x36", all);
 }
+
+#[test]
+fn enter_on_a_row_shows_that_messages_own_history_and_esc_closes_it() {
+    let mut app = app(DashboardOptions::default());
+    press(&mut app, 'n'); // Worker-A claims PAY-001
+    press(&mut app, 'n'); // Worker-B claims PAY-002
+    press(&mut app, 'c'); // Worker-A crashes holding PAY-001
+    press(&mut app, 'n'); // Worker-B calls the provider for PAY-002
+    press(&mut app, 'n'); // and finalizes it
+    press(&mut app, 'A'); // one lease later, Worker-A's has run out
+    for _ in 0..3 {
+        press(&mut app, 'n'); // Worker-B reclaims PAY-001, calls, finalizes
+    }
+    screen(&mut app, 80, 24);
+    press(&mut app, 'j'); // the cursor appears and moves to PAY-002
+    press(&mut app, 'k'); // back up to PAY-001
+    let lines = screen(&mut app, 80, 24);
+    assert!(
+        lines.iter().any(|l| l.starts_with("┃▶PAY-001")),
+        "{}",
+        lines.join("\n")
+    );
+    key(&mut app, KeyCode::Enter);
+    for (w, h) in [(80, 24), (120, 40)] {
+        let all = screen(&mut app, w, h).join("\n");
+        for needle in [
+            "PAY-001 (message 1)",
+            "09:00:00.000 Worker-A   CLAIMED until 09:00:03.000 (lease v1)",
+            "Worker-B   RECLAIMED until",
+            "Worker-B   status check -> Paid",
+            "Worker-B   FINALIZED Paid (lease v2)",
+            "claims 2 · provider calls 1 · results 1 · rejected 0",
+        ] {
+            assert!(all.contains(needle), "{needle} at {w}x{h}:\n{all}");
+        }
+        insta::assert_snapshot!(format!("message_history_{w}x{h}"), all);
+    }
+    key(&mut app, KeyCode::Esc);
+    let all = screen(&mut app, 80, 24).join("\n");
+    assert!(!all.contains("(message 1)") && !app.ui.quit, "{all}");
+    let foot = footer(&screen(&mut app, 80, 24));
+    assert!(foot.contains("⏎ history"), "{foot}");
+}

@@ -20,17 +20,55 @@ pub enum HistoryStep {
         at_ms: i64,
         until_ms: i64,
     },
+    /// A provider status check made for the message (a processing attempt).
+    Call {
+        owner: Arc<str>,
+        at_ms: i64,
+        status: ProviderStatus,
+    },
     /// A committed ownership-guarded finalize.
     Finalize {
         owner: Arc<str>,
         version: i64,
+        at_ms: i64,
         status: ProviderStatus,
+    },
+    /// A guarded finalize that changed no row (its lease was lost) and was rolled back.
+    Rejected {
+        owner: Arc<str>,
+        version: i64,
+        at_ms: i64,
     },
     /// Leasing off: an unconditional write.
     Mark {
         owner: Arc<str>,
+        at_ms: i64,
         status: ProviderStatus,
     },
+}
+
+impl HistoryStep {
+    /// Who took the step.
+    pub fn owner(&self) -> &str {
+        match self {
+            HistoryStep::Claim { owner, .. }
+            | HistoryStep::Call { owner, .. }
+            | HistoryStep::Finalize { owner, .. }
+            | HistoryStep::Rejected { owner, .. }
+            | HistoryStep::Mark { owner, .. } => owner,
+        }
+    }
+
+    /// When, on the scenario clock.
+    pub fn at_ms(&self) -> i64 {
+        match self {
+            HistoryStep::Claim { at_ms, .. }
+            | HistoryStep::Call { at_ms, .. }
+            | HistoryStep::Finalize { at_ms, .. }
+            | HistoryStep::Rejected { at_ms, .. }
+            | HistoryStep::Mark { at_ms, .. } => *at_ms,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -48,11 +86,11 @@ pub struct MessageHistory {
 }
 
 impl MessageHistory {
-    /// Most messages see a claim and a finalize: room for exactly two steps at first
-    /// (a growing Vec would reserve four), which matters at 100,000 histories.
+    /// Most messages see a claim, a provider call and a finalize: room for exactly three
+    /// steps at first (a growing Vec would reserve four), which matters at 100,000 histories.
     fn record(&mut self, step: (u64, HistoryStep)) {
         if self.steps.capacity() == 0 {
-            self.steps.reserve_exact(2);
+            self.steps.reserve_exact(3);
         }
         self.steps.push(step);
     }
@@ -67,7 +105,7 @@ impl MessageHistory {
                 HistoryStep::Finalize { owner, .. } | HistoryStep::Mark { owner, .. } => {
                     Some(owner.clone())
                 }
-                HistoryStep::Claim { .. } => None,
+                _ => None,
             })
             .collect()
     }
@@ -86,7 +124,9 @@ impl MessageHistory {
                     }
                     current = None;
                 }
-                HistoryStep::Mark { .. } => {}
+                HistoryStep::Call { .. }
+                | HistoryStep::Rejected { .. }
+                | HistoryStep::Mark { .. } => {}
             }
         }
         self.violations = bad;
@@ -161,9 +201,16 @@ impl Ledger {
                 self.loaded_rows += *count as u64;
                 *self.loaded_by_worker.entry(worker).or_default() += *count as u64;
             }
-            EventKind::ProviderCalled { id, key, .. } => {
+            EventKind::ProviderCalled { id, key, status } => {
                 self.processing_attempts += 1;
-                self.message(*id, key).attempts += 1;
+                let m = self.message(*id, key);
+                m.attempts += 1;
+                let step = HistoryStep::Call {
+                    owner: actor.clone(),
+                    at_ms: ev.at_ms,
+                    status: *status,
+                };
+                m.record((ev.seq, step));
             }
             EventKind::Finalized {
                 id,
@@ -175,19 +222,28 @@ impl Ledger {
                 let step = HistoryStep::Finalize {
                     owner: actor.clone(),
                     version: *version,
+                    at_ms: ev.at_ms,
                     status: *status,
                 };
                 self.result_written(ev.seq, worker, *id, key, step);
                 self.recount(*id);
             }
-            EventKind::FinalizeRejected { id, key, .. } => {
+            EventKind::FinalizeRejected { id, key, version } => {
                 self.rejected_finalizes += 1;
-                self.message(*id, key).rejected += 1;
+                let m = self.message(*id, key);
+                m.rejected += 1;
+                let step = HistoryStep::Rejected {
+                    owner: actor.clone(),
+                    version: *version,
+                    at_ms: ev.at_ms,
+                };
+                m.record((ev.seq, step));
             }
             EventKind::Marked { id, key, status } => {
                 self.marked += 1;
                 let step = HistoryStep::Mark {
                     owner: actor.clone(),
+                    at_ms: ev.at_ms,
                     status: *status,
                 };
                 self.result_written(ev.seq, worker, *id, key, step);

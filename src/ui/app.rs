@@ -218,6 +218,7 @@ impl App {
         // Esc closes an overlay and never quits, so a second Esc cannot end a lesson.
         if matches!(key.code, KeyCode::Esc) {
             self.ui.help = false;
+            self.ui.history = None;
             return;
         }
         match keys::action_for(&key) {
@@ -239,7 +240,8 @@ impl App {
             | Action::PageUp
             | Action::PageDown
             | Action::Top
-            | Action::Bottom => self.act_on_view(action),
+            | Action::Bottom
+            | Action::History => self.act_on_view(action),
             Action::NextWorker
             | Action::PrevWorker
             | Action::SelectWorker(_)
@@ -265,6 +267,7 @@ impl App {
             Action::Quit => return self.ui.quit = true,
             Action::Help => return self.ui.help = !self.ui.help,
             Action::FocusNext => return self.ui.toggle_focus(),
+            Action::History => return self.open_history(),
             Action::ScrollUp => -1,
             Action::ScrollDown => 1,
             Action::PageUp => -page,
@@ -273,6 +276,28 @@ impl App {
             _ => i64::MAX / 2,
         };
         self.ui.scroll(by, self.snap.db.total, self.log.len());
+    }
+
+    /// Enter: open the history of the message under the table's cursor (or the first row
+    /// shown, which the cursor then marks).
+    fn open_history(&mut self) {
+        if self.ui.focus != Focus::Table {
+            return self
+                .ui
+                .say("Enter shows a message's history: ← focuses the table");
+        }
+        let cursor = self.ui.table_cursor.unwrap_or(self.ui.table_offset);
+        let row = cursor
+            .checked_sub(self.ui.table_offset)
+            .and_then(|i| self.snap.db.rows.get(i as usize));
+        match row {
+            Some(r) => {
+                self.ui.history = Some(r.id);
+                self.ui.table_cursor = Some(cursor);
+                self.ui.table_follows = false;
+            }
+            None => self.ui.say("no message under the cursor"),
+        }
     }
 
     /// Selecting, crashing and restarting a worker.

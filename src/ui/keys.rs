@@ -31,6 +31,8 @@ pub enum Action {
     PageDown,
     Top,
     Bottom,
+    /// The message under the table's cursor: its own history from the ledger.
+    History,
 }
 
 /// A key as a binding names it.
@@ -142,7 +144,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[Key::Code(KeyCode::Tab)],
         label: "tab",
         hint: "worker",
-        help: "select the next worker (Shift-Tab: previous)",
+        help: "select the next worker (Shift-Tab: previous; 1-9: worker N)",
         section: Section::Workers,
         action: Action::NextWorker,
     },
@@ -213,7 +215,7 @@ pub const BINDINGS: &[Binding] = &[
     Binding {
         keys: &[Key::Char('p')],
         label: "p",
-        hint: "add payment",
+        hint: "payment",
         help: "add a payment and its outbox row, in one transaction",
         section: Section::Outbox,
         action: Action::AddPayment,
@@ -245,8 +247,8 @@ pub const BINDINGS: &[Binding] = &[
     Binding {
         keys: &[Key::Code(KeyCode::Up), Key::Char('k')],
         label: "↑/↓ j/k",
-        hint: "scroll",
-        help: "scroll the focused pane by a line",
+        hint: "row",
+        help: "move the table's row cursor, or scroll the log, by a line",
         section: Section::View,
         action: Action::ScrollUp,
     },
@@ -257,6 +259,14 @@ pub const BINDINGS: &[Binding] = &[
         help: "scroll down by a line",
         section: Section::View,
         action: Action::ScrollDown,
+    },
+    Binding {
+        keys: &[Key::Code(KeyCode::Enter)],
+        label: "⏎",
+        hint: "history",
+        help: "Enter: the cursor row's own history (claims, provider calls, finalizes)",
+        section: Section::View,
+        action: Action::History,
     },
     Binding {
         keys: &[Key::Code(KeyCode::PageUp)],
@@ -305,7 +315,8 @@ pub fn action_for(ev: &KeyEvent) -> Option<Action> {
     })
 }
 
-/// Bindings the help overlay lists: a pair such as ↑ and ↓ is shown once, by its first half.
+/// Bindings the help overlay lists: a pair such as ↑ and ↓ is shown once, by its first half
+/// (and `1`-`9` on the line of `tab`, so the help fits 80x24).
 pub fn help_entries() -> impl Iterator<Item = &'static Binding> {
     BINDINGS.iter().filter(|b| !is_second_half(b.action))
 }
@@ -317,6 +328,7 @@ fn is_second_half(a: Action) -> bool {
             | Action::PageDown
             | Action::Bottom
             | Action::PrevWorker
+            | Action::SelectWorker(_)
             | Action::Slower
     )
 }

@@ -36,6 +36,22 @@ pub struct Snapshot {
     pub lesson: Option<LessonView>,
     pub log: LogView,
     pub lanes: Vec<Lane>,
+    /// The overlay of one message's own history, while it is open.
+    pub message_history: Option<MessageHistoryView>,
+}
+
+/// One message's history as the ledger folded it, in SQLite's commit order.
+#[derive(Debug, Clone, Default)]
+pub struct MessageHistoryView {
+    pub id: i64,
+    pub key: String,
+    /// `(scenario time, actor, what happened)`, oldest first.
+    pub lines: Vec<(i64, String, String)>,
+    /// Results written, attempts (provider calls), claims, rejected finalizes.
+    pub runs: u32,
+    pub attempts: u32,
+    pub claims: u32,
+    pub rejected: u32,
 }
 
 /// One worker as this frame shows it.

@@ -19,6 +19,10 @@ pub struct UiState {
     pub table_offset: u64,
     /// The table keeps the rows being worked on in view until the reader scrolls it.
     pub table_follows: bool,
+    /// The table's row cursor, as a position in the whole outbox; None until a row key.
+    pub table_cursor: Option<u64>,
+    /// The message whose own history the overlay shows (Enter opens it, Esc closes it).
+    pub history: Option<i64>,
     /// Lines scrolled back from the newest log line; 0 follows the newest.
     pub log_back: usize,
     /// Rows the table and the log showed in the last frame (a page for PgUp/PgDn).
@@ -41,6 +45,8 @@ impl Default for UiState {
             selected: 0,
             table_offset: 0,
             table_follows: true,
+            table_cursor: None,
+            history: None,
             log_back: 0,
             table_page: 10,
             log_page: 5,
@@ -77,11 +83,28 @@ impl UiState {
     pub fn scroll(&mut self, by: i64, table_rows: u64, log_lines: usize) {
         match self.focus {
             Focus::Table => {
-                let max = table_rows.saturating_sub(self.table_page as u64) as i64;
-                self.table_offset =
-                    (self.table_offset as i64).saturating_add(by).clamp(0, max) as u64;
+                let page = self.table_page as i64;
+                let max = table_rows.saturating_sub(page as u64) as i64;
+                let offset = self.table_offset as i64;
                 // Home puts the table back on the work; any other move holds it still.
                 self.table_follows = by == i64::MIN / 2;
+                if self.table_follows || table_rows == 0 {
+                    self.table_offset = offset.saturating_add(by).clamp(0, max) as u64;
+                    self.table_cursor = None;
+                    return;
+                }
+                // The cursor moves; the window moves a page with it, or just enough to show it.
+                let last = table_rows as i64 - 1;
+                let from = self.table_cursor.map_or(offset, |c| c as i64);
+                let cursor = from.saturating_add(by).clamp(0, last);
+                let offset = if by.abs() >= page && by.abs() < i64::MAX / 4 {
+                    offset.saturating_add(by)
+                } else {
+                    offset
+                };
+                let offset = offset.clamp(cursor - page + 1, cursor).clamp(0, max);
+                self.table_offset = offset as u64;
+                self.table_cursor = Some(cursor as u64);
             }
             Focus::Log => {
                 let max = log_lines.saturating_sub(self.log_page as usize) as i64;
@@ -95,6 +118,9 @@ impl UiState {
         self.table_offset = self
             .table_offset
             .min(table_rows.saturating_sub(self.table_page as u64));
+        self.table_cursor = self
+            .table_cursor
+            .map(|c| c.min(table_rows.saturating_sub(1)));
         self.log_back = self
             .log_back
             .min(log_lines.saturating_sub(self.log_page as usize));

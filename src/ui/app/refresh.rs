@@ -9,7 +9,9 @@ use crate::engine::store::StoreError;
 use crate::engine::worker::WorkerHandle;
 
 use super::super::render::timeline;
-use super::super::snapshot::{DbView, LedgerFigures, LessonView, LogView, StoryView, WorkerView};
+use super::super::snapshot::{
+    DbView, LedgerFigures, LessonView, LogView, MessageHistoryView, StoryView, WorkerView,
+};
 use super::{App, LessonMode};
 
 /// Outboxes up to this size have their status counts read every frame.
@@ -60,6 +62,58 @@ impl App {
             w => timeline::shown_from(w, s.lease_ms(), now_ms),
         };
         self.snap.lanes = self.timeline.lanes.iter().map(|l| l.since(from)).collect();
+        self.snap.message_history = self.ui.history.map(|id| self.message_history(id));
+    }
+
+    /// One message's steps from the ledger, oldest commit first, each in the log's words.
+    fn message_history(&self, id: i64) -> MessageHistoryView {
+        use crate::engine::clock::hms;
+        let Some(m) = self.ledger.messages.get(&id) else {
+            let key = self.snap.db.rows.iter().find(|r| r.id == id);
+            return MessageHistoryView {
+                id,
+                key: key.map(|r| r.key.clone()).unwrap_or_default(),
+                ..MessageHistoryView::default()
+            };
+        };
+        let mut steps: Vec<&(u64, HistoryStep)> = m.steps.iter().collect();
+        steps.sort_by_key(|(seq, _)| *seq);
+        let lines = steps
+            .into_iter()
+            .map(|(_, step)| {
+                let text = match step {
+                    HistoryStep::Claim {
+                        version, until_ms, ..
+                    } => format!(
+                        "{} until {} (lease v{version})",
+                        if *version > 1 { "RECLAIMED" } else { "CLAIMED" },
+                        hms(*until_ms)
+                    ),
+                    HistoryStep::Call { status, .. } => {
+                        format!("status check -> {}", status.as_str())
+                    }
+                    HistoryStep::Finalize {
+                        version, status, ..
+                    } => format!("FINALIZED {} (lease v{version})", status.as_str()),
+                    HistoryStep::Rejected { version, .. } => {
+                        format!("FINALIZE REJECTED: lease v{version} lost, rolled back")
+                    }
+                    HistoryStep::Mark { status, .. } => {
+                        format!("MARKED {} without a lease", status.as_str())
+                    }
+                };
+                (step.at_ms(), step.owner().to_string(), text)
+            })
+            .collect();
+        MessageHistoryView {
+            id,
+            key: m.key.clone(),
+            lines,
+            runs: m.runs,
+            attempts: m.attempts,
+            claims: m.claims,
+            rejected: m.rejected,
+        }
     }
 
     /// The visible table rows and the status counts, or the error that prevented them.

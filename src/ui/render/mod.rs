@@ -25,6 +25,7 @@
 pub mod footer;
 pub mod header;
 pub mod help;
+pub mod history;
 pub mod ledger;
 pub mod log;
 pub mod narration;
@@ -164,6 +165,9 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, ui: &UiState, t: &Theme) {
         narration::render(frame, n, l, t);
     }
     footer::render(frame, a.footer, s, t);
+    if let Some(h) = &s.message_history {
+        history::render(frame, area, h, t);
+    }
     if ui.help {
         help::render(frame, area, s, t);
     }

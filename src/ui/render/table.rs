@@ -3,7 +3,9 @@
 
 use ratatui::layout::{Constraint, Margin, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Row, Scrollbar, ScrollbarOrientation, ScrollbarState, Table};
+use ratatui::widgets::{
+    Cell, HighlightSpacing, Row, Scrollbar, ScrollbarOrientation, ScrollbarState, Table, TableState,
+};
 use ratatui::Frame;
 
 use super::{fit, ms_label, pane, styled};
@@ -133,7 +135,14 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
         None => block.title_bottom(counts),
     };
     let inner = block.inner(area);
-    let cols = Columns::fit(inner.width, db.total);
+    // The row cursor, once a row key placed it, takes a column of its own for its `▶`.
+    let cursor = ui
+        .table_cursor
+        .and_then(|c| c.checked_sub(ui.table_offset))
+        .map(|i| i as usize)
+        .filter(|i| *i < db.rows.len());
+    let cursor_w = u16::from(ui.table_cursor.is_some());
+    let cols = Columns::fit(inner.width.saturating_sub(cursor_w), db.total);
     let mut header = if cols.id > 0 { vec!["Id"] } else { vec![] };
     let lease = if cols.bar > 0 { "Lease left" } else { "Left" };
     header.extend(["Key", "Status", "LockedBy", lease]);
@@ -156,11 +165,20 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
         .iter()
         .zip(&db.runs)
         .map(|(r, runs)| row(r, *runs, s, t, &cols));
+    let spacing = if cursor_w > 0 {
+        HighlightSpacing::Always
+    } else {
+        HighlightSpacing::Never
+    };
     let table = Table::new(rows, cols.widths())
         .header(header)
         .column_spacing(1)
+        .highlight_symbol("▶")
+        .highlight_spacing(spacing)
+        .row_highlight_style(t.selected)
         .block(block);
-    frame.render_widget(table, area);
+    let mut state = TableState::default().with_selected(cursor);
+    frame.render_stateful_widget(table, area, &mut state);
     let page = visible_rows(area) as u64;
     if db.total > page {
         let mut state = ScrollbarState::new(db.total.saturating_sub(page) as usize)
