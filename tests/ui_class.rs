@@ -168,7 +168,8 @@ fn one_payment_and_one_line_are_singular() {
     press(&mut app, 'n');
     let all = screen(&mut app, 120, 36).join("\n");
     assert!(all.contains("seeded 1 payment + outbox rows"), "{all}");
-    // At 80x24 the log shows one line, so there is a line to scroll back.
+    // At 80x24 the log shows three lines of four, so there is a line to scroll back.
+    press(&mut app, 'a');
     screen(&mut app, 80, 24);
     key(&mut app, KeyCode::Right);
     key(&mut app, KeyCode::Up);
@@ -400,4 +401,39 @@ fn enter_on_a_row_shows_that_messages_own_history_and_esc_closes_it() {
     assert!(!all.contains("(message 1)") && !app.ui.quit, "{all}");
     let foot = footer(&screen(&mut app, 80, 24));
     assert!(foot.contains("⏎ history"), "{foot}");
+}
+
+#[test]
+fn at_80x24_the_log_has_room_the_legend_keeps_whole_words_and_dead_letters_fit() {
+    use leaselab::engine::store::{ClaimOutcome, FailOutcome, RetryPolicy, Store};
+    let mut app = app(DashboardOptions::default());
+    let lines = screen(&mut app, 80, 24);
+    let all = lines.join("\n");
+    let events = lines.iter().position(|l| l.contains("Events")).unwrap();
+    let log_rows = lines[events + 1..]
+        .iter()
+        .take_while(|l| l.starts_with('│'))
+        .count();
+    assert!(log_rows >= 3, "{log_rows} log lines:\n{all}");
+    let legend = lines.iter().find(|l| l.contains("cell ")).unwrap();
+    assert!(!legend.contains('…'), "legend cut mid-word: {legend}");
+    assert!(legend.contains("! blocked"), "{legend}");
+    // A message dead-lettered in SQLite shows its whole status word, and Ver stays.
+    let mut store = Store::open(app.engine.db_path(), app.engine.shared.clone()).unwrap();
+    let now = app.engine.clock.now();
+    let ClaimOutcome::Claimed(lease) = store.claim_next("Worker-Z", now, 3_000).unwrap().0 else {
+        panic!("a claim");
+    };
+    let policy = RetryPolicy::new(0, 0, 1).unwrap();
+    let (outcome, _) = store
+        .fail_attempt(&lease, "gateway down", now, &policy)
+        .unwrap();
+    assert!(matches!(outcome, FailOutcome::DeadLettered { .. }));
+    let lines = screen(&mut app, 80, 24);
+    let all = lines.join("\n");
+    assert!(
+        lines.iter().any(|l| l.contains("PAY-001 DeadLettered")),
+        "{all}"
+    );
+    assert!(lines.iter().any(|l| l.contains("Ver")), "{all}");
 }

@@ -85,6 +85,26 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
             Span::raw(provider),
         ]));
     }
+    if rows < 6 {
+        // A projector's 80x24: duplicates and rejections share a line, so the log gets rows.
+        lines.push(Line::from(vec![
+            Span::raw("ownership violations "),
+            styled(
+                l.ownership_violations.to_string(),
+                bad_if(l.ownership_violations),
+            ),
+        ]));
+        lines.push(Line::from(vec![
+            Span::raw("duplicates "),
+            styled(l.duplicates.to_string(), bad_if(l.duplicates)),
+            Span::raw(" · rejected "),
+            styled(
+                l.rejected_finalizes.to_string(),
+                bad_if(l.rejected_finalizes),
+            ),
+        ]));
+        figures.clear();
+    }
     figures.extend(extra.into_iter().take(if short { 0 } else { room }));
     for (label, n, style) in figures {
         let mut number = n.to_string();

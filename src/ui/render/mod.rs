@@ -49,11 +49,11 @@ pub const MIN_HEIGHT: u16 = 24;
 const HEADER_H: u16 = 1;
 const STRIP_H: u16 = 1;
 const FOOTER_H: u16 = 1;
-/// Six ledger lines and the borders (the history check is in the bottom one); more show
-/// when there is room.
-const LEDGER_H: u16 = 8;
+/// Five ledger lines (figures in pairs) and the borders (the history check is in the
+/// bottom one); more show when there is room.
+const LEDGER_H: u16 = 7;
 /// The ledger panel with every figure on a line of its own.
-const LEDGER_FULL_H: u16 = LEDGER_H + 4;
+const LEDGER_FULL_H: u16 = LEDGER_H + 5;
 const MAX_WORKER_LINES: u16 = 8;
 const MAX_LANES: u16 = 8;
 pub(crate) const LOG_MIN_H: u16 = 4;

@@ -20,8 +20,12 @@ pub fn visible_rows(area: Rect) -> u16 {
     area.height.saturating_sub(3)
 }
 
+/// `Processing`; `DeadLettered` needs two cells more, taken only while one is shown.
 const STATUS_W: u16 = 10;
+const DEAD_LETTER_W: u16 = 12;
 const OWNER_W: u16 = 10;
+/// `Worker-A` without its incarnation: what LockedBy gives up so Ver keeps its place.
+const OWNER_NARROW_W: u16 = 8;
 const NUMBER_W: u16 = 7;
 const VER_W: u16 = 3;
 const RUNS_W: u16 = 4;
@@ -36,6 +40,8 @@ const RUNS_SEP: &str = "┊";
 struct Columns {
     id: u16,
     key: u16,
+    status: u16,
+    owner: u16,
     ver: bool,
     runs: bool,
     bar: u16,
@@ -43,10 +49,18 @@ struct Columns {
 }
 
 impl Columns {
-    fn fit(inner: u16, total: u64) -> Columns {
+    fn fit(inner: u16, total: u64, status: u16) -> Columns {
+        let wide = Columns::fit_with(inner, total, status, OWNER_W);
+        if wide.ver || status == STATUS_W {
+            return wide;
+        }
+        Columns::fit_with(inner, total, status, OWNER_NARROW_W)
+    }
+
+    fn fit_with(inner: u16, total: u64, status: u16, owner: u16) -> Columns {
         let digits = total.max(1).to_string().len() as u16;
         let key = 4 + digits.max(3);
-        let base = key + STATUS_W + OWNER_W + NUMBER_W + 3;
+        let base = key + status + owner + NUMBER_W + 3;
         let mut left = inner.saturating_sub(base);
         let ver = left > VER_W;
         if ver {
@@ -76,6 +90,8 @@ impl Columns {
         Columns {
             id,
             key,
+            status,
+            owner,
             ver,
             runs,
             bar,
@@ -95,8 +111,8 @@ impl Columns {
         }
         w.extend([
             Constraint::Length(self.key),
-            Constraint::Length(STATUS_W),
-            Constraint::Length(OWNER_W),
+            Constraint::Length(self.status),
+            Constraint::Length(self.owner),
             Constraint::Length(lease),
         ]);
         if self.ver {
@@ -142,7 +158,16 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
         .map(|i| i as usize)
         .filter(|i| *i < db.rows.len());
     let cursor_w = u16::from(ui.table_cursor.is_some());
-    let cols = Columns::fit(inner.width.saturating_sub(cursor_w), db.total);
+    let status_w = if db
+        .rows
+        .iter()
+        .any(|r| r.status == OutboxStatus::DeadLettered)
+    {
+        DEAD_LETTER_W
+    } else {
+        STATUS_W
+    };
+    let cols = Columns::fit(inner.width.saturating_sub(cursor_w), db.total, status_w);
     let mut header = if cols.id > 0 { vec!["Id"] } else { vec![] };
     let lease = if cols.bar > 0 { "Lease left" } else { "Left" };
     header.extend(["Key", "Status", "LockedBy", lease]);
@@ -200,7 +225,7 @@ fn row<'a>(r: &MessageRow, runs: u32, s: &Snapshot, t: &Theme, cols: &Columns) -
     cells.extend([
         Cell::from(r.key.clone()),
         Cell::from(styled(r.status.to_string(), t.status(r.status.as_str()))),
-        Cell::from(fit(owner, OWNER_W as usize)),
+        Cell::from(fit(owner, cols.owner as usize)),
         Cell::from(countdown(r, s, t, cols.bar)),
     ]);
     if cols.ver {
@@ -286,10 +311,20 @@ mod tests {
 
     #[test]
     fn narrow_tables_drop_the_bar_before_the_lease_number() {
-        let narrow = Columns::fit(42, 6);
+        let narrow = Columns::fit(42, 6, STATUS_W);
         assert_eq!((narrow.id, narrow.bar, narrow.ver), (0, 0, true));
         assert!(!narrow.runs, "Ver, from SQLite, outranks the ledger's Runs");
-        let wide = Columns::fit(80, 6);
+        let wide = Columns::fit(80, 6, STATUS_W);
         assert!(wide.ver && wide.runs && wide.bar == BAR_MAX);
+    }
+
+    #[test]
+    fn a_dead_letter_gets_its_whole_word_and_ver_stays_at_80_columns() {
+        // 80x24 with the row cursor: 41 cells inside the table.
+        let cols = Columns::fit(41, 6, DEAD_LETTER_W);
+        assert_eq!(cols.status as usize, "DeadLettered".len());
+        assert!(cols.ver, "Ver, from SQLite, stays");
+        assert_eq!(cols.owner, OWNER_NARROW_W);
+        assert_eq!(Columns::fit(41, 6, STATUS_W).owner, OWNER_W);
     }
 }

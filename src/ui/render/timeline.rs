@@ -50,13 +50,8 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
         block
     };
     let window = Window::new(s.lease_ms, s.now_ms, inner.width);
-    let legend = format!(
-        " {} .. now {} · cell {} ms · ━ lease ┄ no lease ░ dead lease ✗ crash ! blocked ✓ done × rejected L loaded ↻ restarted ",
-        hms(window.start),
-        hms(s.now_ms),
-        window.mpc
-    );
-    let block = block.title_bottom(styled(fit(&legend, inner.width as usize), t.dim));
+    let legend = legend(window.start, s.now_ms, window.mpc, inner.width as usize);
+    let block = block.title_bottom(styled(legend, t.dim));
     let lines: Vec<Line> = s
         .workers
         .iter()
@@ -74,6 +69,43 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
         })
         .collect();
     frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// The marks the lanes use, most needed first.
+const LEGEND: [&str; 9] = [
+    "━ lease",
+    "┄ no lease",
+    "░ dead lease",
+    "✗ crash",
+    "! blocked",
+    "✓ done",
+    "× rejected",
+    "L loaded",
+    "↻ restarted",
+];
+
+/// The bottom line: the time shown, the scale and the marks. When it cannot all fit, the
+/// time range goes first, then whole marks from the end (the help lists every one).
+pub(crate) fn legend(start_ms: i64, now_ms: i64, mpc: i64, width: usize) -> String {
+    let range = format!(" {} .. now {} ·", hms(start_ms), hms(now_ms));
+    let scale = format!(" cell {mpc} ms ·");
+    let fits = |s: &str| s.chars().count() <= width;
+    for head in [format!("{range}{scale}"), scale.clone()] {
+        let full = format!("{head} {} ", LEGEND.join(" "));
+        if fits(&full) {
+            return full;
+        }
+    }
+    let mut out = scale.clone();
+    for item in LEGEND {
+        let next = format!("{out} {item}");
+        if !fits(&format!("{next} ")) {
+            break;
+        }
+        out = next;
+    }
+    out.push(' ');
+    fit(&out, width)
 }
 
 /// The stretch of scenario time the lanes show.
@@ -204,6 +236,31 @@ fn lane_spans<'a>(lane: Option<&Lane>, w: &Window, t: &Theme) -> Vec<Span<'a>> {
         grid.put(w.col(m.at_ms), m.kind.symbol(), t.warn);
     }
     grid.spans()
+}
+
+#[cfg(test)]
+mod legend_tests {
+    use super::*;
+
+    #[test]
+    fn the_legend_drops_whole_marks_never_a_cut_word() {
+        let wide = legend(0, 1_000, 200, 200);
+        assert!(
+            wide.contains(" .. now ") && wide.contains("↻ restarted"),
+            "{wide}"
+        );
+        let narrow = legend(0, 1_000, 200, 78);
+        assert!(
+            !narrow.contains('…') && !narrow.contains(".. now"),
+            "{narrow}"
+        );
+        assert!(narrow.chars().count() <= 78, "{narrow}");
+        assert!(narrow.contains("! blocked"), "{narrow}");
+        for item in LEGEND {
+            let word = item.split(' ').nth(1).unwrap();
+            assert_eq!(narrow.contains(word), narrow.contains(item), "{narrow}");
+        }
+    }
 }
 
 #[cfg(test)]
