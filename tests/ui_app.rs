@@ -199,9 +199,10 @@ fn crash_while_holding_then_the_other_worker_takes_over_after_expiry() {
 
 #[test]
 fn while_the_crashed_lease_runs_out_the_other_worker_shows_blocked_live() {
+    // A lease far longer than any test: Worker-B stays blocked until the clock is advanced.
     let mut app = app(DashboardOptions {
         messages: Some(1),
-        speed: Some(8.0),
+        lease_ms: Some(3_600_000),
         ..DashboardOptions::default()
     });
     press(&mut app, 'n'); // Worker-A claims PAY-001
@@ -218,6 +219,7 @@ fn while_the_crashed_lease_runs_out_the_other_worker_shows_blocked_live() {
     );
     assert!(app.log.contains("BLOCKED on PAY-001 by Worker-A, "));
     assert_eq!(app.ledger.claims_empty, 0, "blocked, not empty");
+    press(&mut app, 'A'); // one lease later, Worker-A's has run out
     wait_for(&mut app, "Worker-B to reclaim PAY-001", |a| {
         a.ledger.reclaims == 1 && a.snapshot().workers[1].status.blocked_on.is_none()
     });
