@@ -396,9 +396,14 @@ fn enter_on_a_row_shows_that_messages_own_history_and_esc_closes_it() {
         }
         insta::assert_snapshot!(format!("message_history_{w}x{h}"), all);
     }
+    // With the history open, j walks the cursor on to the next message's own history.
+    press(&mut app, 'j');
+    let all = screen(&mut app, 80, 24).join("\n");
+    assert!(all.contains("PAY-002 (message 2)"), "{all}");
+    assert!(all.contains("FINALIZED Paid (lease v1)"), "{all}");
     key(&mut app, KeyCode::Esc);
     let all = screen(&mut app, 80, 24).join("\n");
-    assert!(!all.contains("(message 1)") && !app.ui.quit, "{all}");
+    assert!(!all.contains("(message 2)") && !app.ui.quit, "{all}");
     let foot = footer(&screen(&mut app, 80, 24));
     assert!(foot.contains("⏎ history"), "{foot}");
 }

@@ -264,7 +264,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[Key::Code(KeyCode::Enter)],
         label: "⏎",
         hint: "history",
-        help: "Enter: the cursor row's own history (claims, provider calls, finalizes)",
+        help: "Enter: the cursor row's history from the ledger; j/k move on",
         section: Section::View,
         action: Action::History,
     },

@@ -62,6 +62,16 @@ impl App {
             w => timeline::shown_from(w, s.lease_ms(), now_ms),
         };
         self.snap.lanes = self.timeline.lanes.iter().map(|l| l.since(from)).collect();
+        // An open history follows the cursor, so j/k walk from message to message.
+        if self.ui.history.is_some() {
+            let row = self.ui.table_cursor.and_then(|c| {
+                let i = c.checked_sub(self.ui.table_offset)?;
+                self.snap.db.rows.get(i as usize)
+            });
+            if let Some(r) = row {
+                self.ui.history = Some(r.id);
+            }
+        }
         self.snap.message_history = self.ui.history.map(|id| self.message_history(id));
     }
 
