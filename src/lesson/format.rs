@@ -210,42 +210,13 @@ pub fn parse(name: &str, path: &str, text: &str) -> Result<Lesson, String> {
         let msg = e.message().trim().replace('\n', " ");
         format!("{path}:{line}: {msg}")
     })?;
-    match &raw.format_version {
-        None => return Err(p.err(0..0, "format_version is missing (write format_version = 1)")),
-        Some(v) if *v.get_ref() != FORMAT_VERSION => {
-            return Err(p.err(
-                v.span(),
-                &format!(
-                    "format_version {} is not supported (this leaselab reads {FORMAT_VERSION})",
-                    v.get_ref()
-                ),
-            ))
-        }
-        Some(_) => {}
-    }
+    p.format_version(&raw.format_version)?;
     let title = raw
         .title
         .filter(|t| !t.trim().is_empty())
         .ok_or_else(|| p.err(0..0, "title is missing"))?;
     let summary = raw.summary.unwrap_or_default();
-    let d = Setup::default();
-    let s = &raw.setup;
-    let setup = Setup {
-        workers: p
-            .number(&s.workers, "workers", 1, 26)?
-            .unwrap_or(d.workers as i64) as usize,
-        messages: p
-            .number(&s.messages, "messages", 1, 1_000)?
-            .unwrap_or(d.messages as i64) as u64,
-        lease_ms: p
-            .number(&s.lease_ms, "lease_ms", 1, 3_600_000)?
-            .unwrap_or(d.lease_ms),
-        process_ms: p
-            .number(&s.process_ms, "process_ms", 0, 600_000)?
-            .unwrap_or(d.process_ms),
-        leasing: s.leasing.unwrap_or(d.leasing),
-        idempotent_provider: s.idempotent_provider.unwrap_or(d.idempotent_provider),
-    };
+    let setup = p.setup(&raw.setup)?;
     if raw.step.is_empty() {
         return Err(p.err(text.len()..text.len(), "the lesson has no [[step]]"));
     }
@@ -261,32 +232,11 @@ pub fn parse(name: &str, path: &str, text: &str) -> Result<Lesson, String> {
         workers: setup.workers,
         messages: setup.messages + added,
     };
-    let mut steps = Vec::new();
-    for raw_step in raw.step {
-        let step_span = raw_step.span();
-        let raw_step = raw_step.into_inner();
-        let say = raw_step
-            .say
-            .filter(|s| !s.trim().is_empty())
-            .ok_or_else(|| p.err(step_span, "a step has no say"))?;
-        let mut actions = Vec::new();
-        let mut actions_text = Vec::new();
-        for a in &raw_step.actions {
-            actions.push(ctx.action(a)?);
-            actions_text.push(a.get_ref().trim().to_string());
-        }
-        let expects = raw_step
-            .expect
-            .iter()
-            .map(|e| ctx.expect(e))
-            .collect::<Result<Vec<_>, _>>()?;
-        steps.push(Step {
-            actions_text,
-            actions,
-            say: say.trim().to_string(),
-            expects,
-        });
-    }
+    let steps = raw
+        .step
+        .into_iter()
+        .map(|s| ctx.step(s))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Lesson {
         name: name.to_string(),
         path: path.to_string(),
@@ -332,6 +282,41 @@ impl Parser<'_> {
             )),
         }
     }
+
+    fn format_version(&self, v: &Option<Spanned<i64>>) -> Result<(), String> {
+        match v {
+            None => Err(self.err(0..0, "format_version is missing (write format_version = 1)")),
+            Some(v) if *v.get_ref() != FORMAT_VERSION => Err(self.err(
+                v.span(),
+                &format!(
+                    "format_version {} is not supported (this leaselab reads {FORMAT_VERSION})",
+                    v.get_ref()
+                ),
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// The `[setup]` table, each number in its range, defaults for what it leaves out.
+    fn setup(&self, s: &RawSetup) -> Result<Setup, String> {
+        let d = Setup::default();
+        Ok(Setup {
+            workers: self
+                .number(&s.workers, "workers", 1, 26)?
+                .unwrap_or(d.workers as i64) as usize,
+            messages: self
+                .number(&s.messages, "messages", 1, 1_000)?
+                .unwrap_or(d.messages as i64) as u64,
+            lease_ms: self
+                .number(&s.lease_ms, "lease_ms", 1, 3_600_000)?
+                .unwrap_or(d.lease_ms),
+            process_ms: self
+                .number(&s.process_ms, "process_ms", 0, 600_000)?
+                .unwrap_or(d.process_ms),
+            leasing: s.leasing.unwrap_or(d.leasing),
+            idempotent_provider: s.idempotent_provider.unwrap_or(d.idempotent_provider),
+        })
+    }
 }
 
 struct Ctx<'a> {
@@ -341,6 +326,32 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    fn step(&self, raw_step: Spanned<RawStep>) -> Result<Step, String> {
+        let step_span = raw_step.span();
+        let raw_step = raw_step.into_inner();
+        let say = raw_step
+            .say
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| self.p.err(step_span, "a step has no say"))?;
+        let mut actions = Vec::new();
+        let mut actions_text = Vec::new();
+        for a in &raw_step.actions {
+            actions.push(self.action(a)?);
+            actions_text.push(a.get_ref().trim().to_string());
+        }
+        let expects = raw_step
+            .expect
+            .iter()
+            .map(|e| self.expect(e))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Step {
+            actions_text,
+            actions,
+            say: say.trim().to_string(),
+            expects,
+        })
+    }
+
     fn worker(&self, span: &Range<usize>, word: Option<&str>) -> Result<usize, String> {
         let word = word.ok_or_else(|| self.p.err(span.clone(), "a worker is missing"))?;
         (0..self.workers)
@@ -396,6 +407,27 @@ impl Ctx<'_> {
         })
     }
 
+    fn on_off(&self, span: &Range<usize>, verb: &str, word: Option<&str>) -> Result<bool, String> {
+        match word {
+            Some("on") => Ok(true),
+            Some("off") => Ok(false),
+            _ => Err(self.p.err(span.clone(), &format!("{verb} takes on or off"))),
+        }
+    }
+
+    fn condition(&self, span: &Range<usize>, word: Option<&str>) -> Result<Condition, String> {
+        match word {
+            Some("drained") => Ok(Condition::Drained),
+            Some(w) => Err(self.p.err(
+                span.clone(),
+                &format!("unknown condition '{w}' for run-until (known: drained)"),
+            )),
+            None => Err(self
+                .p
+                .err(span.clone(), "run-until needs a condition: drained")),
+        }
+    }
+
     fn action(&self, a: &Spanned<String>) -> Result<Action, String> {
         let span = a.span();
         let words: Vec<&str> = a.get_ref().split_whitespace().collect();
@@ -434,20 +466,12 @@ impl Ctx<'_> {
                 Action::Advance { ms }
             }
             "leasing" => {
-                let on = match words.get(1).copied() {
-                    Some("on") => true,
-                    Some("off") => false,
-                    _ => return Err(self.p.err(span, "leasing takes on or off")),
-                };
+                let on = self.on_off(&span, verb, words.get(1).copied())?;
                 extra(2)?;
                 Action::Leasing(on)
             }
             "idempotency" => {
-                let on = match words.get(1).copied() {
-                    Some("on") => true,
-                    Some("off") => false,
-                    _ => return Err(self.p.err(span, "idempotency takes on or off")),
-                };
+                let on = self.on_off(&span, verb, words.get(1).copied())?;
                 extra(2)?;
                 Action::Idempotency(on)
             }
@@ -456,16 +480,7 @@ impl Ctx<'_> {
                 Action::AddPayment
             }
             "run-until" => {
-                let c = match words.get(1).copied() {
-                    Some("drained") => Condition::Drained,
-                    Some(w) => {
-                        return Err(self.p.err(
-                            span,
-                            &format!("unknown condition '{w}' for run-until (known: drained)"),
-                        ))
-                    }
-                    None => return Err(self.p.err(span, "run-until needs a condition: drained")),
-                };
+                let c = self.condition(&span, words.get(1).copied())?;
                 extra(2)?;
                 Action::RunUntil(c)
             }
