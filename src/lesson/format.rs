@@ -6,6 +6,7 @@ use std::ops::Range;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::engine::store::{OutboxStatus, PaymentStatus};
 use crate::engine::worker_id::WorkerId;
 use crate::setup::Timing;
 
@@ -104,9 +105,9 @@ pub enum Figure {
     /// A ledger counter by name (see [`LEDGER_FIGURES`]).
     Ledger(&'static str),
     /// Outbox rows with this status.
-    Outbox(&'static str),
+    Outbox(OutboxStatus),
     /// Payments with this status.
-    Payments(&'static str),
+    Payments(PaymentStatus),
     /// Provider status-check calls, for one key or all.
     ProviderCalls(Option<MessageSel>),
     /// Provider side effects, for one key or all.
@@ -165,9 +166,6 @@ pub const LEDGER_FIGURES: &[(&str, &str)] = &[
     ("violations", "ownership violations"),
     ("crashes", "worker crashes"),
 ];
-
-const STATUSES: &[&str] = &["Pending", "Processing", "Processed"];
-const PAYMENT_STATUSES: &[&str] = &["Pending", "Paid", "Failed"];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -397,6 +395,28 @@ impl Ctx<'_> {
         })
     }
 
+    /// A status named in any case, one of `all`.
+    fn status<S: Copy + std::fmt::Display>(
+        &self,
+        span: &Range<usize>,
+        word: Option<&str>,
+        all: &[S],
+    ) -> Result<S, String> {
+        let word = word.unwrap_or("");
+        all.iter()
+            .copied()
+            .find(|s| s.to_string().eq_ignore_ascii_case(word))
+            .ok_or_else(|| {
+                self.p.err(
+                    span.clone(),
+                    &format!(
+                        "'{word}' is not a status (one of {})",
+                        names(all).join(", ")
+                    ),
+                )
+            })
+    }
+
     fn count(&self, span: &Range<usize>, word: Option<&str>, what: &str) -> Result<i64, String> {
         let word = word.ok_or_else(|| self.p.err(span.clone(), &format!("{what} is missing")))?;
         word.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
@@ -519,26 +539,15 @@ impl Ctx<'_> {
                 let v = self.count(&span, words.get(2).copied(), name)?;
                 (Figure::Ledger(name), v.to_string())
             }
-            Some("outbox") | Some("payments") => {
-                let list: &[&str] = if words[0] == "outbox" {
-                    STATUSES
-                } else {
-                    PAYMENT_STATUSES
-                };
-                let word = words.get(1).copied().unwrap_or("");
-                let Some(status) = list.iter().find(|s| s.eq_ignore_ascii_case(word)) else {
-                    return bad(&format!(
-                        "'{word}' is not a status (one of {})",
-                        list.join(", ")
-                    ));
-                };
-                let v = self.count(&span, words.get(2).copied(), status)?;
-                let figure = if words[0] == "outbox" {
-                    Figure::Outbox(status)
-                } else {
-                    Figure::Payments(status)
-                };
-                (figure, v.to_string())
+            Some("outbox") => {
+                let status = self.status(&span, words.get(1).copied(), OutboxStatus::ALL)?;
+                let v = self.count(&span, words.get(2).copied(), status.as_str())?;
+                (Figure::Outbox(status), v.to_string())
+            }
+            Some("payments") => {
+                let status = self.status(&span, words.get(1).copied(), PaymentStatus::ALL)?;
+                let v = self.count(&span, words.get(2).copied(), status.as_str())?;
+                (Figure::Payments(status), v.to_string())
             }
             Some("provider") => {
                 // `provider calls N` or `provider PAY-001 calls N`.
@@ -577,23 +586,27 @@ impl Ctx<'_> {
         text: &str,
     ) -> Result<(Figure, String), String> {
         let bad = |msg: &str| Err(self.p.err(span.clone(), msg));
-        let one_of = |word: Option<&str>, allowed: &[&str], what: &str| -> Result<String, String> {
-            match word {
-                Some(w) if allowed.contains(&w) => Ok(w.to_string()),
-                Some(w) => Err(self.p.err(
-                    span.clone(),
-                    &format!("'{w}' is not a {what} (one of {})", allowed.join(", ")),
-                )),
-                None => Err(self.p.err(span.clone(), &format!("the {what} is missing"))),
-            }
-        };
+        let one_of =
+            |word: Option<&str>, allowed: &[String], what: &str| -> Result<String, String> {
+                match word {
+                    Some(w) if allowed.iter().any(|a| a == w) => Ok(w.to_string()),
+                    Some(w) => Err(self.p.err(
+                        span.clone(),
+                        &format!("'{w}' is not a {what} (one of {})", allowed.join(", ")),
+                    )),
+                    None => Err(self.p.err(span.clone(), &format!("the {what} is missing"))),
+                }
+            };
         let msg = self.message(span, m)?;
         let value = words.get(2).copied();
         let figure = match words.get(1).copied() {
-            Some("status") => (Figure::Status(msg), one_of(value, STATUSES, "status")?),
+            Some("status") => (
+                Figure::Status(msg),
+                one_of(value, &names(OutboxStatus::ALL), "status")?,
+            ),
             Some("payment") => (
                 Figure::Payment(msg),
-                one_of(value, PAYMENT_STATUSES, "payment status")?,
+                one_of(value, &names(PaymentStatus::ALL), "payment status")?,
             ),
             Some("owner") => {
                 let w = value.ok_or_else(|| self.p.err(span.clone(), "the owner is missing"))?;
@@ -630,6 +643,11 @@ impl Ctx<'_> {
     }
 }
 
+/// The spellings of a status type's values, as the schema stores them.
+fn names<S: std::fmt::Display>(all: &[S]) -> Vec<String> {
+    all.iter().map(|s| s.to_string()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -652,6 +670,29 @@ expect = ["PAY-001 owner Worker-A", "ledger claims 1", "provider PAY-001 calls 0
         assert_eq!(l.steps[0].actions[1], Action::Advance { ms: 100 });
         assert_eq!(l.steps[0].expects[2].line, 9);
         assert_eq!(l.steps[0].expects[0].value, "Worker-A");
+    }
+
+    #[test]
+    fn statuses_are_the_schemas_own() {
+        let l = GOOD.replace(
+            "\"ledger claims 1\"",
+            "\"outbox deadlettered 0\", \"payments Paid 0\"",
+        );
+        let l = parse("t", "t.toml", &l).unwrap();
+        assert_eq!(
+            l.steps[0].expects[1].figure,
+            Figure::Outbox(OutboxStatus::DeadLettered)
+        );
+        assert_eq!(
+            l.steps[0].expects[2].figure,
+            Figure::Payments(PaymentStatus::Paid)
+        );
+        let bad = GOOD.replace("\"ledger claims 1\"", "\"payments Refunded 0\"");
+        let e = parse("t", "t.toml", &bad).unwrap_err();
+        assert!(
+            e.ends_with("'Refunded' is not a status (one of Pending, Paid, Failed)"),
+            "{e}"
+        );
     }
 
     #[test]

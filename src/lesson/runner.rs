@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use crate::engine::events::EventKind;
 use crate::engine::ledger::Ledger;
+use crate::engine::store::{OutboxStatus, PaymentStatus};
 use crate::engine::worker::NextAction;
 use crate::engine::worker_id::WorkerId;
 use crate::engine::{Engine, EngineConfig};
@@ -372,19 +373,20 @@ fn figure(engine: &Engine, ledger: &Ledger, e: &Expect) -> Result<String, String
         Figure::Ledger(name) => ledger_figure(ledger, name).to_string(),
         Figure::Outbox(status) => {
             let c = store.outbox_counts().map_err(|e| e.to_string())?;
-            match *status {
-                "Pending" => c.pending,
-                "Processing" => c.processing,
-                _ => c.processed,
+            match status {
+                OutboxStatus::Pending => c.pending,
+                OutboxStatus::Processing => c.processing,
+                OutboxStatus::Processed => c.processed,
+                OutboxStatus::DeadLettered => c.dead_lettered,
             }
             .to_string()
         }
         Figure::Payments(status) => {
             let c = store.payment_counts().map_err(|e| e.to_string())?;
-            match *status {
-                "Pending" => c.pending,
-                "Paid" => c.paid,
-                _ => c.failed,
+            match status {
+                PaymentStatus::Pending => c.pending,
+                PaymentStatus::Paid => c.paid,
+                PaymentStatus::Failed => c.failed,
             }
             .to_string()
         }
