@@ -72,6 +72,7 @@ pub fn engine_config(setup: &Setup) -> EngineConfig {
         messages: setup.messages,
         lease_ms: setup.lease_ms,
         process_ms: setup.process_ms,
+        idle_ms: crate::setup::idle_ms(setup.process_ms),
         leasing: setup.leasing,
         ..EngineConfig::default()
     }

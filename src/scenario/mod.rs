@@ -396,12 +396,6 @@ fn start_error(e: StoreError) -> RunError {
     }
 }
 
-/// On a frozen clock an idle worker waits for the next jump; on a running one it asks
-/// again a few times per processing time rather than spinning.
-fn idle_ms(process_ms: i64) -> i64 {
-    (process_ms / 4).max(1)
-}
-
 /// The engine a run starts, and whether it tells the lease-expiry story first.
 fn engine_config(scenario: Scenario, opts: &RunOptions) -> Result<(EngineConfig, bool), RunError> {
     let leasing = scenario.leasing() && !opts.no_leasing;
@@ -415,7 +409,7 @@ fn engine_config(scenario: Scenario, opts: &RunOptions) -> Result<(EngineConfig,
         messages: opts.messages.unwrap_or(scenario.default_messages()),
         lease_ms: opts.lease_ms,
         process_ms: opts.process_ms,
-        idle_ms: idle_ms(opts.process_ms),
+        idle_ms: crate::setup::idle_ms(opts.process_ms),
         leasing,
         db: opts.db.clone(),
         durability: crate::engine::store::Durability::Full,
