@@ -83,7 +83,7 @@ fn all_spans() -> Vec<FnSpan> {
         &mut files,
     );
     let mut all: Vec<FnSpan> = files.iter().flat_map(|f| spans(f)).collect();
-    all.sort_by(|a, b| b.lines.cmp(&a.lines));
+    all.sort_by_key(|s| std::cmp::Reverse(s.lines));
     all
 }
 
