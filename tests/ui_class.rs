@@ -3,42 +3,13 @@
 //! never quits, and the small words. Frames are drawn into a `TestBackend` on a paused
 //! clock moved by single steps, so each one is exact.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use leaselab::lesson;
+use crossterm::event::KeyCode;
 use leaselab::scenario::Scenario;
-use leaselab::ui::{self, keys, App, DashboardOptions, Theme};
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
+use leaselab::ui::{keys, App, DashboardOptions};
 
-fn app(opts: DashboardOptions) -> App {
-    App::new(opts, Theme::plain()).expect("dashboard app")
-}
+mod support;
 
-fn lesson_app(name: &str) -> App {
-    App::for_lesson(
-        lesson::built_in(name).unwrap(),
-        DashboardOptions::default(),
-        Theme::plain(),
-    )
-    .expect("lesson app")
-}
-
-fn key(app: &mut App, code: KeyCode) {
-    app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
-}
-
-fn press(app: &mut App, c: char) {
-    key(app, KeyCode::Char(c));
-}
-
-fn screen(app: &mut App, width: u16, height: u16) -> Vec<String> {
-    let mut t = Terminal::new(TestBackend::new(width, height)).unwrap();
-    ui::draw(&mut t, app).unwrap();
-    let buf = t.backend().buffer();
-    (0..buf.area.height)
-        .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect())
-        .collect()
-}
+use support::{app, frame_lines, key, lesson_app, press};
 
 /// The footer's hints as drawn: the last lines of the screen, below the last pane.
 fn footer(lines: &[String]) -> String {
@@ -70,7 +41,7 @@ fn every_footer_binding_is_visible_at_80x24_in_free_play_and_in_a_lesson() {
     let mut free = app(DashboardOptions::default());
     let mut lesson = lesson_app("atomic-claim");
     for (name, app) in [("free play", &mut free), ("lesson", &mut lesson)] {
-        let lines = screen(app, 80, 24);
+        let lines = frame_lines(app, 80, 24);
         let foot = footer(&lines);
         for b in keys::footer_entries() {
             if b.action == keys::Action::StepBack && name == "free play" {
@@ -95,12 +66,12 @@ fn the_lease_version_stays_at_80x24_and_the_ledger_runs_stand_apart() {
     for _ in 0..10 {
         press(&mut app, 'n');
     }
-    let narrow = screen(&mut app, 80, 24);
+    let narrow = frame_lines(&mut app, 80, 24);
     let header = narrow.iter().find(|l| l.contains("Key ")).unwrap();
     assert!(header.contains("Ver"), "{header}");
     // Too narrow for both: the database's column wins; the ledger panel keeps duplicates.
     assert!(!header.contains("Runs"), "{header}");
-    let wide = screen(&mut app, 120, 36);
+    let wide = frame_lines(&mut app, 120, 36);
     let header = wide.iter().find(|l| l.contains("Key ")).unwrap();
     assert!(header.contains("Ver ┊Runs"), "{header}");
     let pay1 = wide.iter().find(|l| l.contains("PAY-001")).unwrap();
@@ -115,7 +86,7 @@ fn reclaims_and_crashes_stay_in_the_ledger_panel_at_80x24() {
     let mut app = app(DashboardOptions::default());
     press(&mut app, 'n');
     press(&mut app, 'c');
-    let lines = screen(&mut app, 80, 24).join("\n");
+    let lines = frame_lines(&mut app, 80, 24).join("\n");
     assert!(
         lines.contains("reclaims 0, crashes 1, restarts 0"),
         "{lines}"
@@ -131,7 +102,7 @@ fn a_drained_run_shows_its_verdict_and_each_failed_check() {
         ..DashboardOptions::default()
     });
     step_until_drained(&mut app);
-    let lines = screen(&mut app, 120, 36);
+    let lines = frame_lines(&mut app, 120, 36);
     let all = lines.join("\n");
     assert!(lines[1].contains("VERDICT ✗"), "{}", lines[1]);
     assert!(lines[1].contains("nothing duplicated"), "{}", lines[1]);
@@ -139,7 +110,7 @@ fn a_drained_run_shows_its_verdict_and_each_failed_check() {
 
     let mut app = self::app(DashboardOptions::default());
     step_until_drained(&mut app);
-    let lines = screen(&mut app, 120, 36);
+    let lines = frame_lines(&mut app, 120, 36);
     assert!(
         lines[1].contains("VERDICT ✓ ONE OWNER AT A TIME: 6 processed, each once"),
         "{}",
@@ -166,13 +137,13 @@ fn one_payment_and_one_line_are_singular() {
     });
     press(&mut app, 'n');
     press(&mut app, 'n');
-    let all = screen(&mut app, 120, 36).join("\n");
+    let all = frame_lines(&mut app, 120, 36).join("\n");
     assert!(all.contains("seeded 1 payment + outbox rows"), "{all}");
     // At 80x24 the log shows one line, so there is a line to scroll back.
-    screen(&mut app, 80, 24);
+    frame_lines(&mut app, 80, 24);
     key(&mut app, KeyCode::Right);
     key(&mut app, KeyCode::Up);
-    let all = screen(&mut app, 80, 24).join("\n");
+    let all = frame_lines(&mut app, 80, 24).join("\n");
     assert!(all.contains("scrolled back 1 line,"), "{all}");
 }
 
@@ -180,7 +151,7 @@ fn one_payment_and_one_line_are_singular() {
 fn help_explains_the_columns_the_timeline_marks_and_j_k() {
     let mut app = app(DashboardOptions::default());
     press(&mut app, '?');
-    let all = screen(&mut app, 120, 40).join("\n");
+    let all = frame_lines(&mut app, 120, 40).join("\n");
     for needle in ["Ver:", "┊Runs:", "L loaded", "↻ restarted", "+N", "j/k"] {
         assert!(all.contains(needle), "{needle} missing:\n{all}");
     }
@@ -189,14 +160,14 @@ fn help_explains_the_columns_the_timeline_marks_and_j_k() {
 #[test]
 fn free_play_is_not_labelled_as_the_scenario_whose_story_it_does_not_tell() {
     let mut free = app(DashboardOptions::default());
-    let header = screen(&mut free, 120, 36).remove(0);
+    let header = frame_lines(&mut free, 120, 36).remove(0);
     assert!(header.contains("free play outbox-leasing"), "{header}");
     assert!(!header.contains("scenario outbox-leasing"), "{header}");
     let mut story = app(DashboardOptions {
         scenario: Scenario::LeaseExpiry,
         ..DashboardOptions::default()
     });
-    let header = screen(&mut story, 120, 36).remove(0);
+    let header = frame_lines(&mut story, 120, 36).remove(0);
     assert!(header.contains("scenario lease-expiry"), "{header}");
 }
 
@@ -206,7 +177,7 @@ fn sixteen_workers_say_how_many_of_them_are_shown() {
         workers: 16,
         ..DashboardOptions::default()
     });
-    let all = screen(&mut app, 120, 36).join("\n");
+    let all = frame_lines(&mut app, 120, 36).join("\n");
     assert!(all.contains("Workers ─ 1-8 of 16"), "{all}");
     assert!(all.contains("8 of 16 workers"), "{all}");
 }
@@ -218,7 +189,7 @@ fn the_table_follows_the_work_until_scrolled_and_home_follows_again() {
         ..DashboardOptions::default()
     });
     let first_row = |app: &mut App| {
-        screen(app, 120, 36);
+        frame_lines(app, 120, 36);
         let s = app.snapshot();
         (s.db.rows.first().map(|r| r.id), s.db.counts.processed)
     };
@@ -258,7 +229,7 @@ fn a_200x60_screen_gives_its_room_to_the_log_not_to_empty_rows() {
     for _ in 0..12 {
         press(&mut app, 'n');
     }
-    let lines = screen(&mut app, 200, 60);
+    let lines = frame_lines(&mut app, 200, 60);
     let all = lines.join("\n");
     let top = lines.iter().position(|l| l.contains("Ledgers")).unwrap();
     let bottom = lines
@@ -287,12 +258,12 @@ fn a_200x60_screen_gives_its_room_to_the_log_not_to_empty_rows() {
 fn polls_of_a_drained_outbox_are_counted_apart_from_empty_claims() {
     let mut app = app(DashboardOptions::default());
     step_until_drained(&mut app);
-    screen(&mut app, 80, 24);
+    frame_lines(&mut app, 80, 24);
     let before = app.snapshot().figures.clone();
     for _ in 0..12 {
         press(&mut app, 'n');
     }
-    let lines = screen(&mut app, 80, 24);
+    let lines = frame_lines(&mut app, 80, 24);
     let after = app.snapshot().figures.clone();
     assert_eq!(after.claims_empty, before.claims_empty);
     assert!(after.idle_polls >= 6, "{after:?}");
@@ -304,7 +275,7 @@ fn polls_of_a_drained_outbox_are_counted_apart_from_empty_claims() {
             .ends_with("blocked 0"),
         "{claims}"
     );
-    let wide = screen(&mut app, 120, 36).join("\n");
+    let wide = frame_lines(&mut app, 120, 36).join("\n");
     assert!(
         wide.contains(&format!("· idle {}", after.idle_polls)),
         "{wide}"
@@ -323,7 +294,7 @@ fn worker_lines_drop_whole_fields_rather_than_cut_one() {
         press(&mut app, 'n');
     }
     press(&mut app, 'n'); // a claim: the worker holds a lease with a countdown
-    let lines = screen(&mut app, 120, 36);
+    let lines = frame_lines(&mut app, 120, 36);
     let workers: Vec<&String> = lines
         .iter()
         .filter(|l| l.contains("Worker-") && l.contains(" done│"))
