@@ -4,7 +4,7 @@
 use crate::engine::checker::HistoryCheck;
 use crate::engine::store::RowsPerKey;
 use crate::engine::worker_id::WorkerId;
-use crate::scenario::{RunOutcome, Scenario};
+use crate::scenario::{RunOutcome, Scenario, StoryProof};
 
 /// A check as made: its name, whether it passed, and what it found.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -340,42 +340,32 @@ pub const CHECKS: &[CheckDef] = &[
         name: "lease-expiry: Worker-B blocked before expiry",
         applies: AppliesTo::Story,
         judge: Judge::Run {
-            passed: |o| o.story.as_ref().is_some_and(|p| p.b_blocked_before_expiry),
-            detail: |o| {
-                format!(
-                    "{}",
-                    o.story.as_ref().is_some_and(|p| p.b_blocked_before_expiry)
-                )
-            },
+            passed: |o| story_shows(o, |p| p.b_blocked_before_expiry),
+            detail: |o| story_shows(o, |p| p.b_blocked_before_expiry).to_string(),
         },
     },
     CheckDef {
         name: "lease-expiry: Worker-B reclaimed after expiry",
         applies: AppliesTo::Story,
         judge: Judge::Run {
-            passed: |o| o.story.as_ref().is_some_and(|p| p.b_reclaimed_after_expiry),
-            detail: |o| {
-                format!(
-                    "{}",
-                    o.story.as_ref().is_some_and(|p| p.b_reclaimed_after_expiry)
-                )
-            },
+            passed: |o| story_shows(o, |p| p.b_reclaimed_after_expiry),
+            detail: |o| story_shows(o, |p| p.b_reclaimed_after_expiry).to_string(),
         },
     },
     CheckDef {
         name: "lease-expiry: reclaimed message processed once",
         applies: AppliesTo::Story,
         judge: Judge::Run {
-            passed: |o| o.story.as_ref().is_some_and(|p| p.reclaimed_processed_once),
-            detail: |o| {
-                format!(
-                    "{}",
-                    o.story.as_ref().is_some_and(|p| p.reclaimed_processed_once)
-                )
-            },
+            passed: |o| story_shows(o, |p| p.reclaimed_processed_once),
+            detail: |o| story_shows(o, |p| p.reclaimed_processed_once).to_string(),
         },
     },
 ];
+
+/// Whether the run told the lease-expiry story and it showed `fact`.
+fn story_shows(o: &RunOutcome, fact: fn(&StoryProof) -> bool) -> bool {
+    o.story.as_ref().is_some_and(fact)
+}
 
 /// How many messages each first-incarnation worker loaded, as the BEFORE story shows it.
 pub(crate) fn loaded_detail(o: &RunOutcome) -> String {
