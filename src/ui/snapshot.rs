@@ -133,9 +133,14 @@ pub struct LogView {
     pub back: usize,
 }
 
+/// The verdict of the history checks the snapshot carries.
+pub fn all_passed(checks: &[Check]) -> bool {
+    checks.iter().all(|c| c.passed)
+}
+
 /// The one-line verdict of a history check and its checks, as the strip and the log show it.
 pub fn verdict_line(h: &HistoryCheck, checks: &[Check]) -> String {
-    if h.passed() {
+    if all_passed(checks) {
         format!(
             "VERDICT ✓ ONE OWNER AT A TIME: {} processed, each once",
             h.processed

@@ -140,7 +140,8 @@ impl App {
     fn log_verdict(&mut self, h: &checker::HistoryCheck) {
         let at = self.snap.now_ms;
         let line = crate::ui::snapshot::verdict_line(h, &self.snap.checks);
-        self.log.verdict(at, line, h.passed());
+        let passed = crate::ui::snapshot::all_passed(&self.snap.checks);
+        self.log.verdict(at, line, passed);
         for c in self.snap.checks.iter().filter(|c| !c.passed) {
             let text = format!("✗ {}: {}", c.name, c.detail);
             self.log.verdict(at, text, false);

@@ -99,7 +99,11 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
         match &s.history {
             Some(h) => spans.push(styled(
                 format!(" {} ", crate::ui::snapshot::verdict_line(h, &s.checks)),
-                if h.passed() { t.good } else { t.bad },
+                if crate::ui::snapshot::all_passed(&s.checks) {
+                    t.good
+                } else {
+                    t.bad
+                },
             )),
             None => spans.push(styled(" outbox drained ", t.notice)),
         }

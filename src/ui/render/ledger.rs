@@ -7,7 +7,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{pane, styled};
-use crate::ui::snapshot::{LedgerFigures, Snapshot};
+use crate::ui::snapshot::{all_passed, LedgerFigures, Snapshot};
 use crate::ui::theme::Theme;
 
 pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
@@ -25,7 +25,7 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
 fn verdict_title(s: &Snapshot, t: &Theme) -> Line<'static> {
     let (verdict, style) = match &s.history {
         None => ("after the drain".to_string(), t.dim),
-        Some(h) if h.passed() => ("clean".to_string(), t.good),
+        Some(_) if all_passed(&s.checks) => ("clean".to_string(), t.good),
         Some(h) => (format!("{} problems", h.problems()), t.bad),
     };
     Line::from(vec![
