@@ -5,6 +5,7 @@
 //! dashboard are all built on it.
 
 pub mod bench;
+pub mod checks;
 pub mod engine;
 pub mod lesson;
 pub mod progress;

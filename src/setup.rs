@@ -26,6 +26,11 @@ impl Timing {
         speed: 1.0,
     };
 
+    /// Scenario time a worker waits after finding nothing to claim.
+    pub fn idle_ms(&self) -> i64 {
+        idle_ms(self.process_ms)
+    }
+
     /// These defaults with whatever the command line set put over them.
     pub fn resolve(
         self,
@@ -41,6 +46,16 @@ impl Timing {
     }
 }
 
+/// An idle worker asks again a few times per processing time, and at least every
+/// `MAX_IDLE_MS`, so a watched dashboard never waits long; on a frozen clock it waits for
+/// the next jump whatever this says.
+pub fn idle_ms(process_ms: i64) -> i64 {
+    (process_ms / 4).clamp(1, MAX_IDLE_MS)
+}
+
+/// The longest an idle worker waits before it asks again, in scenario milliseconds.
+pub const MAX_IDLE_MS: i64 = 250;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,5 +65,13 @@ mod tests {
         let t = Timing::DASHBOARD.resolve(Some(800), None, Some(4.0));
         assert_eq!((t.lease_ms, t.process_ms, t.speed), (800, 1_200, 4.0));
         assert_eq!(Timing::HEADLESS.resolve(None, None, None), Timing::HEADLESS);
+    }
+
+    #[test]
+    fn one_idle_rule_keeps_each_default_wait() {
+        assert_eq!(Timing::HEADLESS.idle_ms(), 1);
+        assert_eq!(Timing::DASHBOARD.idle_ms(), 250);
+        assert_eq!(idle_ms(200), 50);
+        assert_eq!(idle_ms(600_000), MAX_IDLE_MS);
     }
 }

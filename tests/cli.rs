@@ -5,22 +5,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn leaselab(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leaselab"))
-        .args(args)
-        .current_dir(cwd)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run leaselab")
-}
+mod support;
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use support::{leaselab, stderr, stdout};
 
 /// A usage error: exit 2 and exactly one line on stderr.
 fn assert_usage_error(o: &Output, needle: &str) {

@@ -2,149 +2,18 @@
 //! and told who holds it; a database left by a killed leaselab is taken over, and the report
 //! says so. Real processes throughout; every wait is on output or on a file, with a deadline.
 
-use std::io::{Read, Write};
-use std::num::NonZeroU16;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
 use leaselab::engine::db_lock::lock_path;
 use leaselab::engine::store::StoreError;
 use leaselab::engine::{Engine, EngineConfig};
-use portable_pty::{native_pty_system, Child, CommandBuilder, ExitStatus, PtySize};
 use serde_json::Value;
 
-const DEADLINE: Duration = Duration::from_secs(60);
+mod support;
 
-fn leaselab(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leaselab"))
-        .args(args)
-        .current_dir(cwd)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run leaselab")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// The real dashboard in a pseudo-terminal, read back through a vt100 parser.
-struct Dashboard {
-    parser: vt100::Parser,
-    output: Receiver<Vec<u8>>,
-    input: Box<dyn Write + Send>,
-    exited: Receiver<std::io::Result<ExitStatus>>,
-    killer: Box<dyn portable_pty::ChildKiller + Send + Sync>,
-    pid: u32,
-}
-
-impl Dashboard {
-    fn open(args: &[&str], cwd: &Path) -> Dashboard {
-        let pty = native_pty_system()
-            .openpty(PtySize {
-                rows: 40,
-                cols: 120,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .expect("open a pty");
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_leaselab"));
-        cmd.args(args);
-        cmd.env("NO_COLOR", "1");
-        cmd.env("TERM", "xterm-256color");
-        cmd.cwd(cwd);
-        let mut child: Box<dyn Child + Send + Sync> =
-            pty.slave.spawn_command(cmd).expect("spawn leaselab");
-        drop(pty.slave);
-        let pid = child.process_id().expect("pid");
-        let killer = child.clone_killer();
-        let (done_tx, exited) = crossbeam_channel::bounded(1);
-        std::thread::spawn(move || {
-            let _ = done_tx.send(child.wait());
-        });
-        let mut reader = pty.master.try_clone_reader().expect("pty reader");
-        let (tx, output) = crossbeam_channel::unbounded();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        if tx.send(buf[..n].to_vec()).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
-        let input = pty.master.take_writer().expect("pty writer");
-        std::mem::forget(pty.master);
-        Dashboard {
-            parser: vt100::Parser::new(
-                NonZeroU16::new(40).unwrap(),
-                NonZeroU16::new(120).unwrap(),
-                0,
-            ),
-            output,
-            input,
-            exited,
-            killer,
-            pid,
-        }
-    }
-
-    fn wait_for_text(&mut self, text: &str) {
-        let deadline = Instant::now() + DEADLINE;
-        while !self.parser.screen().contents().contains(text) {
-            match self
-                .output
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            {
-                Ok(bytes) => self.parser.process(&bytes),
-                Err(e) => {
-                    let _ = self.killer.kill();
-                    panic!(
-                        "no {text:?} ({e:?}); screen:\n{}",
-                        self.parser.screen().contents()
-                    );
-                }
-            }
-        }
-    }
-
-    /// Everything the process wrote until it ended, and how it ended.
-    fn wait_exit(mut self) -> (ExitStatus, String) {
-        let mut raw = Vec::new();
-        let deadline = Instant::now() + DEADLINE;
-        let status = loop {
-            crossbeam_channel::select! {
-                recv(self.exited) -> st => break st.expect("waiter").expect("exit status"),
-                recv(self.output) -> bytes => if let Ok(b) = bytes { raw.extend(b) },
-                default(deadline.saturating_duration_since(Instant::now())) => {
-                    let _ = self.killer.kill();
-                    panic!("leaselab did not end");
-                }
-            }
-        };
-        // The pty closes once the child is gone: read to its end.
-        loop {
-            match self.output.recv_timeout(DEADLINE) {
-                Ok(b) => raw.extend(b),
-                Err(RecvTimeoutError::Disconnected) => break,
-                Err(RecvTimeoutError::Timeout) => panic!("pty never closed"),
-            }
-        }
-        (status, String::from_utf8_lossy(&raw).into_owned())
-    }
-
-    fn quit(mut self) -> ExitStatus {
-        self.input.write_all(b"q").expect("type");
-        self.input.flush().expect("flush");
-        self.wait_exit().0
-    }
-}
+use support::{leaselab, stderr, Dashboard, DEADLINE};
 
 /// Wait until the lock file beside `db` names `pid`.
 fn wait_for_lock_of(db: &Path, pid: u32) -> String {
@@ -210,14 +79,13 @@ fn a_run_on_the_database_of_an_open_dashboard_is_refused_and_the_dashboard_finis
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("class.db");
     let db_arg = db.to_str().unwrap();
-    let mut first = Dashboard::open(
+    let mut first = Dashboard::open_in(
         &["--db", db_arg, "--process-ms", "0", "--speed", "8"],
         dir.path(),
     );
     // Free play opens paused: space runs it.
     first.wait_for_text("PAUSED");
-    first.input.write_all(b" ").expect("type");
-    first.input.flush().expect("flush");
+    first.press(" ");
     first.wait_for_text("RUNNING");
     wait_for_lock_of(&db, first.pid);
     // Its workers drain the outbox on their own.
@@ -237,7 +105,7 @@ fn a_run_on_the_database_of_an_open_dashboard_is_refused_and_the_dashboard_finis
     assert!(second.stdout.is_empty());
 
     // A second dashboard is refused the same way, before it touches the terminal.
-    let (status, out) = Dashboard::open(&["--db", db_arg], dir.path()).wait_exit();
+    let (status, out) = Dashboard::open_in(&["--db", db_arg], dir.path()).wait_exit();
     assert_eq!(status.exit_code(), 2, "{out}");
     assert!(
         out.contains(&format!("in use by another leaselab (pid {}", first.pid)),
@@ -245,7 +113,7 @@ fn a_run_on_the_database_of_an_open_dashboard_is_refused_and_the_dashboard_finis
     );
 
     assert_eq!(processed(&db), 6, "the refused runs reseeded the outbox");
-    let status = first.quit();
+    let status = first.quit().0;
     assert!(status.success(), "{status:?}");
     assert!(!lock_path(&db).exists());
     let third = leaselab(
@@ -263,7 +131,7 @@ fn a_database_left_by_a_killed_leaselab_is_taken_over_and_the_report_says_recove
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("class.db");
     let db_arg = db.to_str().unwrap();
-    let mut first = Dashboard::open(&["--db", db_arg], dir.path());
+    let mut first = Dashboard::open_in(&["--db", db_arg], dir.path());
     let pid = first.pid;
     wait_for_lock_of(&db, pid);
     // Killed with its database made and seeded: the first frame shows the seeded outbox.
@@ -299,7 +167,7 @@ fn a_database_left_by_a_killed_leaselab_is_taken_over_and_the_report_says_recove
 
     // The dashboard says so too: kill a second holder, at any moment after it took the
     // lock, and open the database again.
-    let second = Dashboard::open(&["--db", db_arg], dir.path());
+    let second = Dashboard::open_in(&["--db", db_arg], dir.path());
     let pid = second.pid;
     wait_for_lock_of(&db, pid);
     let kill = Command::new("kill")
@@ -308,9 +176,9 @@ fn a_database_left_by_a_killed_leaselab_is_taken_over_and_the_report_says_recove
         .expect("kill");
     assert!(kill.success());
     let _ = second.wait_exit();
-    let mut third = Dashboard::open(&["--db", db_arg], dir.path());
+    let mut third = Dashboard::open_in(&["--db", db_arg], dir.path());
     third.wait_for_text(&format!("database recovered from pid {pid}"));
-    assert!(third.quit().success());
+    assert!(third.quit().0.success());
     assert!(!lock_path(&db).exists());
 
     let text = leaselab(&["run", "outbox-leasing", "--db", db_arg], dir.path());

@@ -206,11 +206,10 @@ fn run_case(case: &Case, leasing: bool) -> Result<(), String> {
     if h.passed() && world.ledger.ownership_violations == 0 {
         Ok(())
     } else {
-        let bad: Vec<String> = h
-            .rules()
+        let bad: Vec<String> = leaselab::checks::of_history(&h)
             .into_iter()
-            .filter(|(_, ok, _)| !ok)
-            .map(|(name, _, detail)| format!("{name}: {detail}"))
+            .filter(|c| !c.passed)
+            .map(|c| format!("{}: {}", c.name, c.detail))
             .collect();
         Err(bad.join(" | "))
     }

@@ -1,39 +1,17 @@
 //! The lesson in the dashboard: the narration panel drawn into a `TestBackend` (the clock
 //! stays frozen, so frames are exact), and `n`, `b` and free play driven through `App`.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use leaselab::lesson;
 use leaselab::ui::{self, App, DashboardOptions, Theme};
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
 
-fn lesson_app(name: &str) -> App {
-    App::for_lesson(
-        lesson::built_in(name).unwrap(),
-        DashboardOptions::default(),
-        Theme::plain(),
-    )
-    .expect("lesson app")
-}
+mod support;
 
-fn press(app: &mut App, c: char) {
-    app.handle_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
-}
-
-fn frame(app: &mut App, width: u16, height: u16) -> Terminal<TestBackend> {
-    let mut t = Terminal::new(TestBackend::new(width, height)).unwrap();
-    ui::draw(&mut t, app).unwrap();
-    t
-}
+use support::{frame, frame_lines, lesson_app, press};
 
 fn screen(app: &mut App, width: u16, height: u16) -> String {
-    let t = frame(app, width, height);
-    let buf = t.backend().buffer();
     let mut s = String::new();
-    for y in 0..buf.area.height {
-        for x in 0..buf.area.width {
-            s.push_str(buf[(x, y)].symbol());
-        }
+    for line in frame_lines(app, width, height) {
+        s.push_str(&line);
         s.push('\n');
     }
     s

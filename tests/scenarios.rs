@@ -299,3 +299,26 @@ fn a_row_missing_from_the_outbox_disagrees_with_the_history() {
         check.state_mismatches.examples
     );
 }
+
+/// The dashboard's verdict reads the history checks from the same table the report prints:
+/// a run with duplicates fails them in both, with the same detail.
+#[test]
+fn the_dashboards_history_checks_are_the_reports_own() {
+    let opts = RunOptions {
+        no_leasing: true,
+        ..RunOptions::default()
+    };
+    let outcome = run(Scenario::OutboxLeasing, &opts).expect("runs");
+    let r = Report::build(&outcome);
+    let shown = leaselab::checks::of_history(&outcome.history);
+    let in_table = leaselab::checks::CHECKS.iter().filter(|d| d.of_history());
+    assert_eq!(shown.len(), in_table.count());
+    assert!(shown.iter().any(|c| !c.passed), "{shown:?}");
+    for c in &shown {
+        assert!(
+            r.checks.contains(c),
+            "{} is not in the report as shown",
+            c.name
+        );
+    }
+}

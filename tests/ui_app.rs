@@ -9,17 +9,9 @@ use leaselab::scenario::Scenario;
 use leaselab::ui::app::{App, Focus};
 use leaselab::ui::{DashboardOptions, Theme};
 
-fn app(opts: DashboardOptions) -> App {
-    App::new(opts, Theme::plain()).expect("dashboard app")
-}
+mod support;
 
-fn key(app: &mut App, code: KeyCode) {
-    app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
-}
-
-fn press(app: &mut App, c: char) {
-    key(app, KeyCode::Char(c));
-}
+use support::{app, key, press};
 
 /// Fold engine events until `done` holds, or fail after a deadline.
 fn wait_for(app: &mut App, what: &str, mut done: impl FnMut(&App) -> bool) {

@@ -3,42 +3,13 @@
 //! never quits, and the small words. Frames are drawn into a `TestBackend` on a paused
 //! clock moved by single steps, so each one is exact.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use leaselab::lesson;
+use crossterm::event::KeyCode;
 use leaselab::scenario::Scenario;
-use leaselab::ui::{self, keys, App, DashboardOptions, Theme};
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
+use leaselab::ui::{keys, App, DashboardOptions};
 
-fn app(opts: DashboardOptions) -> App {
-    App::new(opts, Theme::plain()).expect("dashboard app")
-}
+mod support;
 
-fn lesson_app(name: &str) -> App {
-    App::for_lesson(
-        lesson::built_in(name).unwrap(),
-        DashboardOptions::default(),
-        Theme::plain(),
-    )
-    .expect("lesson app")
-}
-
-fn key(app: &mut App, code: KeyCode) {
-    app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
-}
-
-fn press(app: &mut App, c: char) {
-    key(app, KeyCode::Char(c));
-}
-
-fn screen(app: &mut App, width: u16, height: u16) -> Vec<String> {
-    let mut t = Terminal::new(TestBackend::new(width, height)).unwrap();
-    ui::draw(&mut t, app).unwrap();
-    let buf = t.backend().buffer();
-    (0..buf.area.height)
-        .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect())
-        .collect()
-}
+use support::{app, frame_lines, key, lesson_app, press};
 
 /// The footer's hints as drawn: the last lines of the screen, below the last pane.
 fn footer(lines: &[String]) -> String {
@@ -70,7 +41,7 @@ fn every_footer_binding_is_visible_at_80x24_in_free_play_and_in_a_lesson() {
     let mut free = app(DashboardOptions::default());
     let mut lesson = lesson_app("atomic-claim");
     for (name, app) in [("free play", &mut free), ("lesson", &mut lesson)] {
-        let lines = screen(app, 80, 24);
+        let lines = frame_lines(app, 80, 24);
         let foot = footer(&lines);
         for b in keys::footer_entries() {
             if b.action == keys::Action::StepBack && name == "free play" {
@@ -95,12 +66,12 @@ fn the_lease_version_stays_at_80x24_and_the_ledger_runs_stand_apart() {
     for _ in 0..10 {
         press(&mut app, 'n');
     }
-    let narrow = screen(&mut app, 80, 24);
+    let narrow = frame_lines(&mut app, 80, 24);
     let header = narrow.iter().find(|l| l.contains("Key ")).unwrap();
     assert!(header.contains("Ver"), "{header}");
     // Too narrow for both: the database's column wins; the ledger panel keeps duplicates.
     assert!(!header.contains("Runs"), "{header}");
-    let wide = screen(&mut app, 120, 36);
+    let wide = frame_lines(&mut app, 120, 36);
     let header = wide.iter().find(|l| l.contains("Key ")).unwrap();
     assert!(header.contains("Ver ┊Runs"), "{header}");
     let pay1 = wide.iter().find(|l| l.contains("PAY-001")).unwrap();
@@ -115,7 +86,7 @@ fn reclaims_and_crashes_stay_in_the_ledger_panel_at_80x24() {
     let mut app = app(DashboardOptions::default());
     press(&mut app, 'n');
     press(&mut app, 'c');
-    let lines = screen(&mut app, 80, 24).join("\n");
+    let lines = frame_lines(&mut app, 80, 24).join("\n");
     assert!(
         lines.contains("reclaims 0, crashes 1, restarts 0"),
         "{lines}"
@@ -131,7 +102,7 @@ fn a_drained_run_shows_its_verdict_and_each_failed_check() {
         ..DashboardOptions::default()
     });
     step_until_drained(&mut app);
-    let lines = screen(&mut app, 120, 36);
+    let lines = frame_lines(&mut app, 120, 36);
     let all = lines.join("\n");
     assert!(lines[1].contains("VERDICT ✗"), "{}", lines[1]);
     assert!(lines[1].contains("nothing duplicated"), "{}", lines[1]);
@@ -139,7 +110,7 @@ fn a_drained_run_shows_its_verdict_and_each_failed_check() {
 
     let mut app = self::app(DashboardOptions::default());
     step_until_drained(&mut app);
-    let lines = screen(&mut app, 120, 36);
+    let lines = frame_lines(&mut app, 120, 36);
     assert!(
         lines[1].contains("VERDICT ✓ ONE OWNER AT A TIME: 6 processed, each once"),
         "{}",
@@ -166,14 +137,14 @@ fn one_payment_and_one_line_are_singular() {
     });
     press(&mut app, 'n');
     press(&mut app, 'n');
-    let all = screen(&mut app, 120, 36).join("\n");
+    let all = frame_lines(&mut app, 120, 36).join("\n");
     assert!(all.contains("seeded 1 payment + outbox rows"), "{all}");
     // At 80x24 the log shows three lines of four, so there is a line to scroll back.
     press(&mut app, 'a');
-    screen(&mut app, 80, 24);
+    frame_lines(&mut app, 80, 24);
     key(&mut app, KeyCode::Right);
     key(&mut app, KeyCode::Up);
-    let all = screen(&mut app, 80, 24).join("\n");
+    let all = frame_lines(&mut app, 80, 24).join("\n");
     assert!(all.contains("scrolled back 1 line,"), "{all}");
 }
 
@@ -181,7 +152,7 @@ fn one_payment_and_one_line_are_singular() {
 fn help_explains_the_columns_the_timeline_marks_and_j_k() {
     let mut app = app(DashboardOptions::default());
     press(&mut app, '?');
-    let all = screen(&mut app, 120, 40).join("\n");
+    let all = frame_lines(&mut app, 120, 40).join("\n");
     for needle in ["Ver:", "┊Runs:", "L loaded", "↻ restarted", "+N", "j/k"] {
         assert!(all.contains(needle), "{needle} missing:\n{all}");
     }
@@ -190,14 +161,14 @@ fn help_explains_the_columns_the_timeline_marks_and_j_k() {
 #[test]
 fn free_play_is_not_labelled_as_the_scenario_whose_story_it_does_not_tell() {
     let mut free = app(DashboardOptions::default());
-    let header = screen(&mut free, 120, 36).remove(0);
+    let header = frame_lines(&mut free, 120, 36).remove(0);
     assert!(header.contains("free play outbox-leasing"), "{header}");
     assert!(!header.contains("scenario outbox-leasing"), "{header}");
     let mut story = app(DashboardOptions {
         scenario: Scenario::LeaseExpiry,
         ..DashboardOptions::default()
     });
-    let header = screen(&mut story, 120, 36).remove(0);
+    let header = frame_lines(&mut story, 120, 36).remove(0);
     assert!(header.contains("scenario lease-expiry"), "{header}");
 }
 
@@ -207,7 +178,7 @@ fn sixteen_workers_say_how_many_of_them_are_shown() {
         workers: 16,
         ..DashboardOptions::default()
     });
-    let all = screen(&mut app, 120, 36).join("\n");
+    let all = frame_lines(&mut app, 120, 36).join("\n");
     assert!(all.contains("Workers ─ 1-8 of 16"), "{all}");
     assert!(all.contains("8 of 16 workers"), "{all}");
 }
@@ -219,7 +190,7 @@ fn the_table_follows_the_work_until_scrolled_and_home_follows_again() {
         ..DashboardOptions::default()
     });
     let first_row = |app: &mut App| {
-        screen(app, 120, 36);
+        frame_lines(app, 120, 36);
         let s = app.snapshot();
         (s.db.rows.first().map(|r| r.id), s.db.counts.processed)
     };
@@ -259,7 +230,7 @@ fn a_200x60_screen_gives_its_room_to_the_log_not_to_empty_rows() {
     for _ in 0..12 {
         press(&mut app, 'n');
     }
-    let lines = screen(&mut app, 200, 60);
+    let lines = frame_lines(&mut app, 200, 60);
     let all = lines.join("\n");
     let top = lines.iter().position(|l| l.contains("Ledgers")).unwrap();
     let bottom = lines
@@ -288,12 +259,12 @@ fn a_200x60_screen_gives_its_room_to_the_log_not_to_empty_rows() {
 fn polls_of_a_drained_outbox_are_counted_apart_from_empty_claims() {
     let mut app = app(DashboardOptions::default());
     step_until_drained(&mut app);
-    screen(&mut app, 80, 24);
+    frame_lines(&mut app, 80, 24);
     let before = app.snapshot().figures.clone();
     for _ in 0..12 {
         press(&mut app, 'n');
     }
-    let lines = screen(&mut app, 80, 24);
+    let lines = frame_lines(&mut app, 80, 24);
     let after = app.snapshot().figures.clone();
     assert_eq!(after.claims_empty, before.claims_empty);
     assert!(after.idle_polls >= 6, "{after:?}");
@@ -305,7 +276,7 @@ fn polls_of_a_drained_outbox_are_counted_apart_from_empty_claims() {
             .ends_with("blocked 0"),
         "{claims}"
     );
-    let wide = screen(&mut app, 120, 36).join("\n");
+    let wide = frame_lines(&mut app, 120, 36).join("\n");
     assert!(
         wide.contains(&format!("· idle {}", after.idle_polls)),
         "{wide}"
@@ -324,7 +295,7 @@ fn worker_lines_drop_whole_fields_rather_than_cut_one() {
         press(&mut app, 'n');
     }
     press(&mut app, 'n'); // a claim: the worker holds a lease with a countdown
-    let lines = screen(&mut app, 120, 36);
+    let lines = frame_lines(&mut app, 120, 36);
     let workers: Vec<&String> = lines
         .iter()
         .filter(|l| l.contains("Worker-") && l.contains(" done│"))
@@ -347,7 +318,7 @@ fn a_single_step_takes_the_processing_time_on_the_scenario_clock() {
     assert_eq!(app.engine.clock.now(), start + 1_200);
     press(&mut app, 'n'); // Worker-B's processing ran alongside: no more time passes
     assert_eq!(app.engine.clock.now(), start + 1_200);
-    let lines = screen(&mut app, 120, 36);
+    let lines = frame_lines(&mut app, 120, 36);
     let row = lines.iter().find(|l| l.contains("┃ 1 PAY-001")).unwrap();
     assert!(row.contains("1800 ms"), "{}", lines.join("\n"));
     // The timeline gives the claim's label its own cells before the provider's answer.
@@ -372,10 +343,10 @@ fn enter_on_a_row_shows_that_messages_own_history_and_esc_closes_it() {
     for _ in 0..3 {
         press(&mut app, 'n'); // Worker-B reclaims PAY-001, calls, finalizes
     }
-    screen(&mut app, 80, 24);
+    frame_lines(&mut app, 80, 24);
     press(&mut app, 'j'); // the cursor appears and moves to PAY-002
     press(&mut app, 'k'); // back up to PAY-001
-    let lines = screen(&mut app, 80, 24);
+    let lines = frame_lines(&mut app, 80, 24);
     assert!(
         lines.iter().any(|l| l.starts_with("┃▶PAY-001")),
         "{}",
@@ -383,7 +354,7 @@ fn enter_on_a_row_shows_that_messages_own_history_and_esc_closes_it() {
     );
     key(&mut app, KeyCode::Enter);
     for (w, h) in [(80, 24), (120, 40)] {
-        let all = screen(&mut app, w, h).join("\n");
+        let all = frame_lines(&mut app, w, h).join("\n");
         for needle in [
             "PAY-001 (message 1)",
             "09:00:00.000 Worker-A   CLAIMED until 09:00:03.000 (lease v1)",
@@ -398,13 +369,13 @@ fn enter_on_a_row_shows_that_messages_own_history_and_esc_closes_it() {
     }
     // With the history open, j walks the cursor on to the next message's own history.
     press(&mut app, 'j');
-    let all = screen(&mut app, 80, 24).join("\n");
+    let all = frame_lines(&mut app, 80, 24).join("\n");
     assert!(all.contains("PAY-002 (message 2)"), "{all}");
     assert!(all.contains("FINALIZED Paid (lease v1)"), "{all}");
     key(&mut app, KeyCode::Esc);
-    let all = screen(&mut app, 80, 24).join("\n");
+    let all = frame_lines(&mut app, 80, 24).join("\n");
     assert!(!all.contains("(message 2)") && !app.ui.quit, "{all}");
-    let foot = footer(&screen(&mut app, 80, 24));
+    let foot = footer(&frame_lines(&mut app, 80, 24));
     assert!(foot.contains("⏎ history"), "{foot}");
 }
 
@@ -412,7 +383,7 @@ fn enter_on_a_row_shows_that_messages_own_history_and_esc_closes_it() {
 fn at_80x24_the_log_has_room_the_legend_keeps_whole_words_and_dead_letters_fit() {
     use leaselab::engine::store::{ClaimOutcome, FailOutcome, RetryPolicy, Store};
     let mut app = app(DashboardOptions::default());
-    let lines = screen(&mut app, 80, 24);
+    let lines = frame_lines(&mut app, 80, 24);
     let all = lines.join("\n");
     let events = lines.iter().position(|l| l.contains("Events")).unwrap();
     let log_rows = lines[events + 1..]
@@ -434,7 +405,7 @@ fn at_80x24_the_log_has_room_the_legend_keeps_whole_words_and_dead_letters_fit()
         .fail_attempt(&lease, "gateway down", now, &policy)
         .unwrap();
     assert!(matches!(outcome, FailOutcome::DeadLettered { .. }));
-    let lines = screen(&mut app, 80, 24);
+    let lines = frame_lines(&mut app, 80, 24);
     let all = lines.join("\n");
     assert!(
         lines.iter().any(|l| l.contains("PAY-001 DeadLettered")),

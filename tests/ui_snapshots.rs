@@ -1,25 +1,12 @@
 //! Whole-screen snapshots drawn into a `TestBackend`. Each app starts paused (clock frozen
 //! at 09:00:00.000) and is moved by key presses and single steps, so frames are exact.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use leaselab::scenario::Scenario;
-use leaselab::ui::{self, App, DashboardOptions, Theme};
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
+use leaselab::ui::DashboardOptions;
 
-fn app(opts: DashboardOptions) -> App {
-    App::new(opts, Theme::plain()).expect("dashboard app")
-}
+mod support;
 
-fn press(app: &mut App, c: char) {
-    app.handle_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
-}
-
-fn frame(app: &mut App, width: u16, height: u16) -> Terminal<TestBackend> {
-    let mut t = Terminal::new(TestBackend::new(width, height)).unwrap();
-    ui::draw(&mut t, app).unwrap();
-    t
-}
+use support::{app, frame, press};
 
 /// `ui::run` draws this frame before it lets the clock and the workers go.
 #[test]

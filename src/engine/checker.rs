@@ -24,7 +24,8 @@ impl Finding {
         }
     }
 
-    fn detail(&self, none: &str) -> String {
+    /// The examples found, or `none` when there were none.
+    pub fn detail(&self, none: &str) -> String {
         if self.count == 0 {
             none.to_string()
         } else {
@@ -69,46 +70,6 @@ impl HistoryCheck {
         .iter()
         .map(|f| f.count)
         .sum()
-    }
-
-    /// (name, passed, detail) for each rule, as the reports list them.
-    pub fn rules(&self) -> Vec<(&'static str, bool, String)> {
-        vec![
-            (
-                "history: nothing lost",
-                self.lost.count == 0,
-                self.lost
-                    .detail(&format!("all {} seeded messages processed", self.seeded)),
-            ),
-            (
-                "history: nothing duplicated",
-                self.duplicated.count == 0,
-                self.duplicated.detail("no message processed twice"),
-            ),
-            (
-                "history: nothing unexpected",
-                self.unexpected.count == 0,
-                self.unexpected.detail("every processed message was seeded"),
-            ),
-            (
-                "history: leases never overlap",
-                self.overlapping_leases.count == 0,
-                self.overlapping_leases
-                    .detail("each reclaim came after the previous lease expired"),
-            ),
-            (
-                "history: no finalize by a non-owner",
-                self.non_owner_finalizes.count == 0,
-                self.non_owner_finalizes
-                    .detail("every committed finalize held the newest lease"),
-            ),
-            (
-                "history: final state agrees with history",
-                self.state_mismatches.count == 0,
-                self.state_mismatches
-                    .detail("every row matches what its history says"),
-            ),
-        ]
     }
 }
 

@@ -52,7 +52,7 @@ impl Default for EngineConfig {
             messages: 6,
             lease_ms: Timing::HEADLESS.lease_ms,
             process_ms: Timing::HEADLESS.process_ms,
-            idle_ms: 100,
+            idle_ms: Timing::HEADLESS.idle_ms(),
             leasing: true,
             db: None,
             durability: Durability::Full,

@@ -6,6 +6,7 @@ use std::ops::Range;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::engine::store::{OutboxStatus, PaymentStatus};
 use crate::engine::worker_id::WorkerId;
 use crate::setup::Timing;
 
@@ -104,9 +105,9 @@ pub enum Figure {
     /// A ledger counter by name (see [`LEDGER_FIGURES`]).
     Ledger(&'static str),
     /// Outbox rows with this status.
-    Outbox(&'static str),
+    Outbox(OutboxStatus),
     /// Payments with this status.
-    Payments(&'static str),
+    Payments(PaymentStatus),
     /// Provider status-check calls, for one key or all.
     ProviderCalls(Option<MessageSel>),
     /// Provider side effects, for one key or all.
@@ -166,9 +167,6 @@ pub const LEDGER_FIGURES: &[(&str, &str)] = &[
     ("crashes", "worker crashes"),
 ];
 
-const STATUSES: &[&str] = &["Pending", "Processing", "Processed"];
-const PAYMENT_STATUSES: &[&str] = &["Pending", "Paid", "Failed"];
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawLesson {
@@ -210,42 +208,13 @@ pub fn parse(name: &str, path: &str, text: &str) -> Result<Lesson, String> {
         let msg = e.message().trim().replace('\n', " ");
         format!("{path}:{line}: {msg}")
     })?;
-    match &raw.format_version {
-        None => return Err(p.err(0..0, "format_version is missing (write format_version = 1)")),
-        Some(v) if *v.get_ref() != FORMAT_VERSION => {
-            return Err(p.err(
-                v.span(),
-                &format!(
-                    "format_version {} is not supported (this leaselab reads {FORMAT_VERSION})",
-                    v.get_ref()
-                ),
-            ))
-        }
-        Some(_) => {}
-    }
+    p.format_version(&raw.format_version)?;
     let title = raw
         .title
         .filter(|t| !t.trim().is_empty())
         .ok_or_else(|| p.err(0..0, "title is missing"))?;
     let summary = raw.summary.unwrap_or_default();
-    let d = Setup::default();
-    let s = &raw.setup;
-    let setup = Setup {
-        workers: p
-            .number(&s.workers, "workers", 1, 26)?
-            .unwrap_or(d.workers as i64) as usize,
-        messages: p
-            .number(&s.messages, "messages", 1, 1_000)?
-            .unwrap_or(d.messages as i64) as u64,
-        lease_ms: p
-            .number(&s.lease_ms, "lease_ms", 1, 3_600_000)?
-            .unwrap_or(d.lease_ms),
-        process_ms: p
-            .number(&s.process_ms, "process_ms", 0, 600_000)?
-            .unwrap_or(d.process_ms),
-        leasing: s.leasing.unwrap_or(d.leasing),
-        idempotent_provider: s.idempotent_provider.unwrap_or(d.idempotent_provider),
-    };
+    let setup = p.setup(&raw.setup)?;
     if raw.step.is_empty() {
         return Err(p.err(text.len()..text.len(), "the lesson has no [[step]]"));
     }
@@ -261,32 +230,11 @@ pub fn parse(name: &str, path: &str, text: &str) -> Result<Lesson, String> {
         workers: setup.workers,
         messages: setup.messages + added,
     };
-    let mut steps = Vec::new();
-    for raw_step in raw.step {
-        let step_span = raw_step.span();
-        let raw_step = raw_step.into_inner();
-        let say = raw_step
-            .say
-            .filter(|s| !s.trim().is_empty())
-            .ok_or_else(|| p.err(step_span, "a step has no say"))?;
-        let mut actions = Vec::new();
-        let mut actions_text = Vec::new();
-        for a in &raw_step.actions {
-            actions.push(ctx.action(a)?);
-            actions_text.push(a.get_ref().trim().to_string());
-        }
-        let expects = raw_step
-            .expect
-            .iter()
-            .map(|e| ctx.expect(e))
-            .collect::<Result<Vec<_>, _>>()?;
-        steps.push(Step {
-            actions_text,
-            actions,
-            say: say.trim().to_string(),
-            expects,
-        });
-    }
+    let steps = raw
+        .step
+        .into_iter()
+        .map(|s| ctx.step(s))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Lesson {
         name: name.to_string(),
         path: path.to_string(),
@@ -332,6 +280,41 @@ impl Parser<'_> {
             )),
         }
     }
+
+    fn format_version(&self, v: &Option<Spanned<i64>>) -> Result<(), String> {
+        match v {
+            None => Err(self.err(0..0, "format_version is missing (write format_version = 1)")),
+            Some(v) if *v.get_ref() != FORMAT_VERSION => Err(self.err(
+                v.span(),
+                &format!(
+                    "format_version {} is not supported (this leaselab reads {FORMAT_VERSION})",
+                    v.get_ref()
+                ),
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// The `[setup]` table, each number in its range, defaults for what it leaves out.
+    fn setup(&self, s: &RawSetup) -> Result<Setup, String> {
+        let d = Setup::default();
+        Ok(Setup {
+            workers: self
+                .number(&s.workers, "workers", 1, 26)?
+                .unwrap_or(d.workers as i64) as usize,
+            messages: self
+                .number(&s.messages, "messages", 1, 1_000)?
+                .unwrap_or(d.messages as i64) as u64,
+            lease_ms: self
+                .number(&s.lease_ms, "lease_ms", 1, 3_600_000)?
+                .unwrap_or(d.lease_ms),
+            process_ms: self
+                .number(&s.process_ms, "process_ms", 0, 600_000)?
+                .unwrap_or(d.process_ms),
+            leasing: s.leasing.unwrap_or(d.leasing),
+            idempotent_provider: s.idempotent_provider.unwrap_or(d.idempotent_provider),
+        })
+    }
 }
 
 struct Ctx<'a> {
@@ -341,6 +324,32 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    fn step(&self, raw_step: Spanned<RawStep>) -> Result<Step, String> {
+        let step_span = raw_step.span();
+        let raw_step = raw_step.into_inner();
+        let say = raw_step
+            .say
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| self.p.err(step_span, "a step has no say"))?;
+        let mut actions = Vec::new();
+        let mut actions_text = Vec::new();
+        for a in &raw_step.actions {
+            actions.push(self.action(a)?);
+            actions_text.push(a.get_ref().trim().to_string());
+        }
+        let expects = raw_step
+            .expect
+            .iter()
+            .map(|e| self.expect(e))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Step {
+            actions_text,
+            actions,
+            say: say.trim().to_string(),
+            expects,
+        })
+    }
+
     fn worker(&self, span: &Range<usize>, word: Option<&str>) -> Result<usize, String> {
         let word = word.ok_or_else(|| self.p.err(span.clone(), "a worker is missing"))?;
         (0..self.workers)
@@ -386,6 +395,28 @@ impl Ctx<'_> {
         })
     }
 
+    /// A status named in any case, one of `all`.
+    fn status<S: Copy + std::fmt::Display>(
+        &self,
+        span: &Range<usize>,
+        word: Option<&str>,
+        all: &[S],
+    ) -> Result<S, String> {
+        let word = word.unwrap_or("");
+        all.iter()
+            .copied()
+            .find(|s| s.to_string().eq_ignore_ascii_case(word))
+            .ok_or_else(|| {
+                self.p.err(
+                    span.clone(),
+                    &format!(
+                        "'{word}' is not a status (one of {})",
+                        names(all).join(", ")
+                    ),
+                )
+            })
+    }
+
     fn count(&self, span: &Range<usize>, word: Option<&str>, what: &str) -> Result<i64, String> {
         let word = word.ok_or_else(|| self.p.err(span.clone(), &format!("{what} is missing")))?;
         word.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
@@ -394,6 +425,27 @@ impl Ctx<'_> {
                 &format!("bad number '{word}' for {what} (a whole number, 0 or more)"),
             )
         })
+    }
+
+    fn on_off(&self, span: &Range<usize>, verb: &str, word: Option<&str>) -> Result<bool, String> {
+        match word {
+            Some("on") => Ok(true),
+            Some("off") => Ok(false),
+            _ => Err(self.p.err(span.clone(), &format!("{verb} takes on or off"))),
+        }
+    }
+
+    fn condition(&self, span: &Range<usize>, word: Option<&str>) -> Result<Condition, String> {
+        match word {
+            Some("drained") => Ok(Condition::Drained),
+            Some(w) => Err(self.p.err(
+                span.clone(),
+                &format!("unknown condition '{w}' for run-until (known: drained)"),
+            )),
+            None => Err(self
+                .p
+                .err(span.clone(), "run-until needs a condition: drained")),
+        }
     }
 
     fn action(&self, a: &Spanned<String>) -> Result<Action, String> {
@@ -434,20 +486,12 @@ impl Ctx<'_> {
                 Action::Advance { ms }
             }
             "leasing" => {
-                let on = match words.get(1).copied() {
-                    Some("on") => true,
-                    Some("off") => false,
-                    _ => return Err(self.p.err(span, "leasing takes on or off")),
-                };
+                let on = self.on_off(&span, verb, words.get(1).copied())?;
                 extra(2)?;
                 Action::Leasing(on)
             }
             "idempotency" => {
-                let on = match words.get(1).copied() {
-                    Some("on") => true,
-                    Some("off") => false,
-                    _ => return Err(self.p.err(span, "idempotency takes on or off")),
-                };
+                let on = self.on_off(&span, verb, words.get(1).copied())?;
                 extra(2)?;
                 Action::Idempotency(on)
             }
@@ -456,16 +500,7 @@ impl Ctx<'_> {
                 Action::AddPayment
             }
             "run-until" => {
-                let c = match words.get(1).copied() {
-                    Some("drained") => Condition::Drained,
-                    Some(w) => {
-                        return Err(self.p.err(
-                            span,
-                            &format!("unknown condition '{w}' for run-until (known: drained)"),
-                        ))
-                    }
-                    None => return Err(self.p.err(span, "run-until needs a condition: drained")),
-                };
+                let c = self.condition(&span, words.get(1).copied())?;
                 extra(2)?;
                 Action::RunUntil(c)
             }
@@ -504,26 +539,15 @@ impl Ctx<'_> {
                 let v = self.count(&span, words.get(2).copied(), name)?;
                 (Figure::Ledger(name), v.to_string())
             }
-            Some("outbox") | Some("payments") => {
-                let list: &[&str] = if words[0] == "outbox" {
-                    STATUSES
-                } else {
-                    PAYMENT_STATUSES
-                };
-                let word = words.get(1).copied().unwrap_or("");
-                let Some(status) = list.iter().find(|s| s.eq_ignore_ascii_case(word)) else {
-                    return bad(&format!(
-                        "'{word}' is not a status (one of {})",
-                        list.join(", ")
-                    ));
-                };
-                let v = self.count(&span, words.get(2).copied(), status)?;
-                let figure = if words[0] == "outbox" {
-                    Figure::Outbox(status)
-                } else {
-                    Figure::Payments(status)
-                };
-                (figure, v.to_string())
+            Some("outbox") => {
+                let status = self.status(&span, words.get(1).copied(), OutboxStatus::ALL)?;
+                let v = self.count(&span, words.get(2).copied(), status.as_str())?;
+                (Figure::Outbox(status), v.to_string())
+            }
+            Some("payments") => {
+                let status = self.status(&span, words.get(1).copied(), PaymentStatus::ALL)?;
+                let v = self.count(&span, words.get(2).copied(), status.as_str())?;
+                (Figure::Payments(status), v.to_string())
             }
             Some("provider") => {
                 // `provider calls N` or `provider PAY-001 calls N`.
@@ -562,23 +586,27 @@ impl Ctx<'_> {
         text: &str,
     ) -> Result<(Figure, String), String> {
         let bad = |msg: &str| Err(self.p.err(span.clone(), msg));
-        let one_of = |word: Option<&str>, allowed: &[&str], what: &str| -> Result<String, String> {
-            match word {
-                Some(w) if allowed.contains(&w) => Ok(w.to_string()),
-                Some(w) => Err(self.p.err(
-                    span.clone(),
-                    &format!("'{w}' is not a {what} (one of {})", allowed.join(", ")),
-                )),
-                None => Err(self.p.err(span.clone(), &format!("the {what} is missing"))),
-            }
-        };
+        let one_of =
+            |word: Option<&str>, allowed: &[String], what: &str| -> Result<String, String> {
+                match word {
+                    Some(w) if allowed.iter().any(|a| a == w) => Ok(w.to_string()),
+                    Some(w) => Err(self.p.err(
+                        span.clone(),
+                        &format!("'{w}' is not a {what} (one of {})", allowed.join(", ")),
+                    )),
+                    None => Err(self.p.err(span.clone(), &format!("the {what} is missing"))),
+                }
+            };
         let msg = self.message(span, m)?;
         let value = words.get(2).copied();
         let figure = match words.get(1).copied() {
-            Some("status") => (Figure::Status(msg), one_of(value, STATUSES, "status")?),
+            Some("status") => (
+                Figure::Status(msg),
+                one_of(value, &names(OutboxStatus::ALL), "status")?,
+            ),
             Some("payment") => (
                 Figure::Payment(msg),
-                one_of(value, PAYMENT_STATUSES, "payment status")?,
+                one_of(value, &names(PaymentStatus::ALL), "payment status")?,
             ),
             Some("owner") => {
                 let w = value.ok_or_else(|| self.p.err(span.clone(), "the owner is missing"))?;
@@ -615,6 +643,11 @@ impl Ctx<'_> {
     }
 }
 
+/// The spellings of a status type's values, as the schema stores them.
+fn names<S: std::fmt::Display>(all: &[S]) -> Vec<String> {
+    all.iter().map(|s| s.to_string()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -637,6 +670,29 @@ expect = ["PAY-001 owner Worker-A", "ledger claims 1", "provider PAY-001 calls 0
         assert_eq!(l.steps[0].actions[1], Action::Advance { ms: 100 });
         assert_eq!(l.steps[0].expects[2].line, 9);
         assert_eq!(l.steps[0].expects[0].value, "Worker-A");
+    }
+
+    #[test]
+    fn statuses_are_the_schemas_own() {
+        let l = GOOD.replace(
+            "\"ledger claims 1\"",
+            "\"outbox deadlettered 0\", \"payments Paid 0\"",
+        );
+        let l = parse("t", "t.toml", &l).unwrap();
+        assert_eq!(
+            l.steps[0].expects[1].figure,
+            Figure::Outbox(OutboxStatus::DeadLettered)
+        );
+        assert_eq!(
+            l.steps[0].expects[2].figure,
+            Figure::Payments(PaymentStatus::Paid)
+        );
+        let bad = GOOD.replace("\"ledger claims 1\"", "\"payments Refunded 0\"");
+        let e = parse("t", "t.toml", &bad).unwrap_err();
+        assert!(
+            e.ends_with("'Refunded' is not a status (one of Pending, Paid, Failed)"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -7,11 +7,12 @@ use std::collections::BTreeSet;
 
 use crate::engine::events::EventKind;
 use crate::engine::ledger::Ledger;
+use crate::engine::store::{OutboxStatus, PaymentStatus};
 use crate::engine::worker::NextAction;
 use crate::engine::worker_id::WorkerId;
 use crate::engine::{Engine, EngineConfig};
 
-use super::format::{Action, Condition, Expect, Figure, Lesson, Setup};
+use super::format::{Action, Condition, Expect, Figure, Lesson, MessageSel, Setup};
 
 /// Most actions `run-until` may take before it gives up (a frozen worker's lease can keep
 /// an outbox from ever draining on a paused clock).
@@ -71,6 +72,7 @@ pub fn engine_config(setup: &Setup) -> EngineConfig {
         messages: setup.messages,
         lease_ms: setup.lease_ms,
         process_ms: setup.process_ms,
+        idle_ms: crate::setup::idle_ms(setup.process_ms),
         leasing: setup.leasing,
         ..EngineConfig::default()
     }
@@ -212,32 +214,41 @@ impl LessonRunner {
         Ok(())
     }
 
+    /// The worker claims the oldest claimable message, or the one named, if it is free to.
+    fn claim(
+        &self,
+        engine: &mut Engine,
+        slot: usize,
+        message: Option<&MessageSel>,
+    ) -> Result<(), String> {
+        self.live(engine, slot)?;
+        let status = engine.worker(slot).map(|w| w.status()).unwrap_or_default();
+        // A worker that holds nothing shows Claim or Load by the leasing mode it
+        // last looked at; either way it is free to claim.
+        if !matches!(status.next, NextAction::Claim | NextAction::Load) {
+            return Err(format!(
+                "{} is busy: its next action is to {}",
+                status.name,
+                status.next.describe()
+            ));
+        }
+        match message {
+            Some(_) if !engine.settings.leasing() => {
+                return Err("with leasing off there is no claim of one message".into())
+            }
+            Some(m) => {
+                engine.claim_id(slot, m.id);
+            }
+            None => {
+                engine.step(slot);
+            }
+        }
+        Ok(())
+    }
+
     fn apply(&mut self, engine: &mut Engine, action: &Action) -> Result<(), String> {
         match action {
-            Action::Claim { slot, message } => {
-                self.live(engine, *slot)?;
-                let status = engine.worker(*slot).map(|w| w.status()).unwrap_or_default();
-                // A worker that holds nothing shows Claim or Load by the leasing mode it
-                // last looked at; either way it is free to claim.
-                if !matches!(status.next, NextAction::Claim | NextAction::Load) {
-                    return Err(format!(
-                        "{} is busy: its next action is to {}",
-                        status.name,
-                        status.next.describe()
-                    ));
-                }
-                match message {
-                    Some(_) if !engine.settings.leasing() => {
-                        return Err("with leasing off there is no claim of one message".into())
-                    }
-                    Some(m) => {
-                        engine.claim_id(*slot, m.id);
-                    }
-                    None => {
-                        engine.step(*slot);
-                    }
-                }
-            }
+            Action::Claim { slot, message } => self.claim(engine, *slot, message.as_ref())?,
             Action::Act { slot } => {
                 self.live(engine, *slot)?;
                 engine.step(*slot);
@@ -274,19 +285,7 @@ impl LessonRunner {
             }
             Action::Advance { ms } => engine.advance(*ms),
             Action::Leasing(on) => engine.set_leasing(*on),
-            Action::Idempotency(on) => {
-                engine.provider.set_idempotent(*on);
-                engine.emit(EventKind::Note {
-                    text: format!(
-                        "provider idempotency {}",
-                        if *on {
-                            "on: a repeated call replays the first answer"
-                        } else {
-                            "off"
-                        }
-                    ),
-                });
-            }
+            Action::Idempotency(on) => set_idempotency(engine, *on),
             Action::AddPayment => engine.add_payment().map_err(|e| e.to_string())?,
             Action::RunUntil(c) => self.run_until(engine, *c)?,
         }
@@ -339,6 +338,21 @@ impl LessonRunner {
     }
 }
 
+/// The provider honours idempotency keys, or stops honouring them.
+fn set_idempotency(engine: &Engine, on: bool) {
+    engine.provider.set_idempotent(on);
+    engine.emit(EventKind::Note {
+        text: format!(
+            "provider idempotency {}",
+            if on {
+                "on: a repeated call replays the first answer"
+            } else {
+                "off"
+            }
+        ),
+    });
+}
+
 /// The value of an expectation's figure right now, as text.
 fn figure(engine: &Engine, ledger: &Ledger, e: &Expect) -> Result<String, String> {
     let store = engine.store();
@@ -360,19 +374,20 @@ fn figure(engine: &Engine, ledger: &Ledger, e: &Expect) -> Result<String, String
         Figure::Ledger(name) => ledger_figure(ledger, name).to_string(),
         Figure::Outbox(status) => {
             let c = store.outbox_counts().map_err(|e| e.to_string())?;
-            match *status {
-                "Pending" => c.pending,
-                "Processing" => c.processing,
-                _ => c.processed,
+            match status {
+                OutboxStatus::Pending => c.pending,
+                OutboxStatus::Processing => c.processing,
+                OutboxStatus::Processed => c.processed,
+                OutboxStatus::DeadLettered => c.dead_lettered,
             }
             .to_string()
         }
         Figure::Payments(status) => {
             let c = store.payment_counts().map_err(|e| e.to_string())?;
-            match *status {
-                "Pending" => c.pending,
-                "Paid" => c.paid,
-                _ => c.failed,
+            match status {
+                PaymentStatus::Pending => c.pending,
+                PaymentStatus::Paid => c.paid,
+                PaymentStatus::Failed => c.failed,
             }
             .to_string()
         }

@@ -396,32 +396,32 @@ fn start_error(e: StoreError) -> RunError {
     }
 }
 
-/// On a frozen clock an idle worker waits for the next jump; on a running one it asks
-/// again a few times per processing time rather than spinning.
-fn idle_ms(process_ms: i64) -> i64 {
-    (process_ms / 4).max(1)
-}
-
-/// Run a scenario headless from start to end.
-pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError> {
+/// The engine a run starts, and whether it tells the lease-expiry story first.
+fn engine_config(scenario: Scenario, opts: &RunOptions) -> Result<(EngineConfig, bool), RunError> {
     let leasing = scenario.leasing() && !opts.no_leasing;
     let story = scenario.has_story() && leasing;
     let workers = opts.workers.unwrap_or(scenario.default_workers());
     scenario
         .check_setup(leasing, workers, story)
         .map_err(RunError::Usage)?;
-    let messages = opts.messages.unwrap_or(scenario.default_messages());
-    let started = Instant::now();
     let config = EngineConfig {
         workers,
-        messages,
+        messages: opts.messages.unwrap_or(scenario.default_messages()),
         lease_ms: opts.lease_ms,
         process_ms: opts.process_ms,
-        idle_ms: idle_ms(opts.process_ms),
+        idle_ms: crate::setup::idle_ms(opts.process_ms),
         leasing,
         db: opts.db.clone(),
         durability: crate::engine::store::Durability::Full,
     };
+    Ok((config, story))
+}
+
+/// Run a scenario headless from start to end.
+pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError> {
+    let (config, story) = engine_config(scenario, opts)?;
+    let (leasing, workers, messages) = (config.leasing, config.workers, config.messages);
+    let started = Instant::now();
     let interrupt = opts
         .interrupt
         .clone()
@@ -440,19 +440,17 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
         inject(&engine);
     }
     engine.resume_all();
-    let mut soak_seed = None;
-    let mut faults = None;
-    if scenario == Scenario::Soak {
+    let (soak_seed, faults) = if scenario == Scenario::Soak {
         let seed = opts.seed.unwrap_or_else(soak::seed_from_clock);
-        soak_seed = Some(seed);
-        faults = Some(soak::run_faults(
+        let faults = soak::run_faults(
             &mut engine,
             seed,
             &mut ledger,
             &mut events,
             opts.stall_after,
             &interrupt,
-        )?);
+        )?;
+        (Some(seed), Some(faults))
     } else {
         drain_outbox(
             &engine,
@@ -461,7 +459,8 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
             opts.stall_after,
             &interrupt,
         )?;
-    }
+        (None, None)
+    };
     engine.shutdown_workers();
     engine.clock.pause();
     drain_now(&engine, &mut ledger, &mut events)?;
@@ -670,7 +669,6 @@ pub(crate) fn drain_outbox(
     stall_after: Duration,
     interrupt: &crossbeam_channel::Receiver<i32>,
 ) -> Result<(u64, i64), RunError> {
-    let lease = engine.settings.lease_ms();
     let leasing = engine.settings.leasing();
     let mut jumps = (0u64, 0i64);
     let mut quiet_since = Instant::now();
@@ -679,10 +677,7 @@ pub(crate) fn drain_outbox(
     let mut at_last_jump: (Option<OutboxCounts>, u32) = (None, 0);
     let mut next_look = Instant::now();
     let mut acts_seen = 0;
-    // Results written, and when (scenario and wall time) that count last grew.
-    let mut last_result = (ledger.results_written(), engine.clock.now(), Instant::now());
-    // Longer than any message can take to be claimed, processed and finalized.
-    let result_window = 4 * (engine.settings.process_ms() + lease + engine.settings.idle_ms());
+    let mut results = ResultWatch::new(engine, ledger);
     let start = engine.store().outbox_counts()?;
     let progress =
         crate::progress::Progress::messages(start.pending + start.processing + start.processed);
@@ -690,21 +685,10 @@ pub(crate) fn drain_outbox(
         if let Ok(signo) = interrupt.try_recv() {
             return Err(RunError::Interrupted(signo));
         }
-        if let Ok(e) = engine.events().recv_timeout(Duration::from_millis(20)) {
+        if absorb_arrived(engine, ledger, events)? {
             quiet_since = Instant::now();
-            absorb(e, ledger, events)?;
-            while let Ok(e) = engine.events().try_recv() {
-                absorb(e, ledger, events)?;
-            }
         }
-        if ledger.results_written() != last_result.0 {
-            last_result = (ledger.results_written(), engine.clock.now(), Instant::now());
-        } else if engine.clock.now() - last_result.1 > result_window
-            && last_result.2.elapsed() > stall_after
-            && !engine.store().outbox_counts()?.drained()
-        {
-            return Err(no_result_written(engine, ledger, last_result.1));
-        }
+        results.check(engine, ledger, stall_after)?;
         if engine.alive_slots().is_empty() {
             return Err(RunError::Runtime(
                 "every worker stopped before the outbox drained".into(),
@@ -741,6 +725,60 @@ pub(crate) fn drain_outbox(
             quiet_since = Instant::now();
         }
         check_stall(engine, &statuses, quiet_since, stall_after, &counts)?;
+    }
+}
+
+/// Wait a moment for events and fold every one that came; true when any did.
+fn absorb_arrived(
+    engine: &Engine,
+    ledger: &mut Ledger,
+    events: &mut Timeline,
+) -> Result<bool, RunError> {
+    let Ok(e) = engine.events().recv_timeout(Duration::from_millis(20)) else {
+        return Ok(false);
+    };
+    absorb(e, ledger, events)?;
+    drain_now(engine, ledger, events)?;
+    Ok(true)
+}
+
+/// Results written, and when (scenario and wall time) that count last grew.
+struct ResultWatch {
+    written: u64,
+    at_ms: i64,
+    at: Instant,
+    /// Longer than any message can take to be claimed, processed and finalized.
+    window: i64,
+}
+
+impl ResultWatch {
+    fn new(engine: &Engine, ledger: &Ledger) -> ResultWatch {
+        let s = &engine.settings;
+        ResultWatch {
+            written: ledger.results_written(),
+            at_ms: engine.clock.now(),
+            at: Instant::now(),
+            window: 4 * (s.process_ms() + s.lease_ms() + s.idle_ms()),
+        }
+    }
+
+    /// An error once results stop growing for a window of scenario time and the stall
+    /// time of wall time while work is left.
+    fn check(
+        &mut self,
+        engine: &Engine,
+        ledger: &Ledger,
+        stall_after: Duration,
+    ) -> Result<(), RunError> {
+        if ledger.results_written() != self.written {
+            *self = ResultWatch::new(engine, ledger);
+        } else if engine.clock.now() - self.at_ms > self.window
+            && self.at.elapsed() > stall_after
+            && !engine.store().outbox_counts()?.drained()
+        {
+            return Err(no_result_written(engine, ledger, self.at_ms));
+        }
+        Ok(())
     }
 }
 

@@ -30,8 +30,6 @@ pub use super::snapshot::{DbView, WorkerView};
 pub use super::state::Focus;
 pub use lesson::LessonMode;
 
-/// Scenario time a worker waits after finding nothing to claim.
-pub const IDLE_MS: i64 = 250;
 /// What `a` adds to the clock.
 pub const SMALL_ADVANCE_MS: i64 = 250;
 pub const SPEEDS: [f64; 8] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
@@ -80,7 +78,7 @@ impl App {
             messages,
             lease_ms,
             process_ms: timing.process_ms,
-            idle_ms: IDLE_MS,
+            idle_ms: timing.idle_ms(),
             leasing,
             db: opts.db.clone(),
             durability: Default::default(),

@@ -2,6 +2,7 @@
 //! the folded events; the renderers read nothing else, so none of them can touch a live
 //! atomic, a lock or a connection.
 
+use crate::checks::Check;
 use crate::engine::checker::HistoryCheck;
 use crate::engine::store::{MessageRow, OutboxCounts};
 use crate::engine::worker::{WorkerState, WorkerStatus};
@@ -32,6 +33,8 @@ pub struct Snapshot {
     pub figures: LedgerFigures,
     /// The history checker's verdict, taken once each time the outbox drains.
     pub history: Option<HistoryCheck>,
+    /// Its rules as the report's check list judges them, taken with `history`.
+    pub checks: Vec<Check>,
     pub story: Option<StoryView>,
     pub lesson: Option<LessonView>,
     pub log: LogView,
@@ -146,19 +149,23 @@ pub struct LogView {
     pub back: usize,
 }
 
-/// The one-line verdict of a history check, as the strip and the log show it.
-pub fn verdict_line(h: &HistoryCheck) -> String {
-    if h.passed() {
+/// The verdict of the history checks the snapshot carries.
+pub fn all_passed(checks: &[Check]) -> bool {
+    checks.iter().all(|c| c.passed)
+}
+
+/// The one-line verdict of a history check and its checks, as the strip and the log show it.
+pub fn verdict_line(h: &HistoryCheck, checks: &[Check]) -> String {
+    if all_passed(checks) {
         format!(
             "VERDICT ✓ ONE OWNER AT A TIME: {} processed, each once",
             h.processed
         )
     } else {
-        let failed: Vec<&str> = h
-            .rules()
-            .into_iter()
-            .filter(|r| !r.1)
-            .map(|r| r.0.trim_start_matches("history: "))
+        let failed: Vec<&str> = checks
+            .iter()
+            .filter(|c| !c.passed)
+            .map(|c| c.name.trim_start_matches("history: "))
             .collect();
         let n = h.problems();
         let noun = if n == 1 { "problem" } else { "problems" };

@@ -61,6 +61,20 @@ pub fn inspect(path: &Path) -> Result<DbOrigin> {
 fn identify(path: &Path) -> Result<Identity> {
     let shown = path.display();
     check_path_length(path)?;
+    if !is_sqlite_file(path)? {
+        return Ok(Identity::Absent);
+    }
+    let conn = open_untouched(path).map_err(|e| match folder_not_writable(path) {
+        Some(why) => StoreError::BadPath(format!("{shown}: {why}")),
+        None => StoreError::Foreign(format!("{shown}: not a readable SQLite database: {e}")),
+    })?;
+    marker_and_schema(&conn, &shown.to_string())
+}
+
+/// Whether a file is there: false when it is absent (its folder exists), an error when
+/// it is something other than a SQLite database.
+fn is_sqlite_file(path: &Path) -> Result<bool> {
+    let shown = path.display();
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -71,7 +85,7 @@ fn identify(path: &Path) -> Result<Identity> {
                     dir.display()
                 )));
             }
-            return Ok(Identity::Absent);
+            return Ok(false);
         }
         Err(e) => {
             return Err(StoreError::BadPath(format!(
@@ -93,10 +107,11 @@ fn identify(path: &Path) -> Result<Identity> {
             "{shown} exists and is not a SQLite database; refusing to touch it"
         )));
     }
-    let conn = open_untouched(path).map_err(|e| match folder_not_writable(path) {
-        Some(why) => StoreError::BadPath(format!("{shown}: {why}")),
-        None => StoreError::Foreign(format!("{shown}: not a readable SQLite database: {e}")),
-    })?;
+    Ok(true)
+}
+
+/// What the SQLite file's marker, version and schema say it is.
+fn marker_and_schema(conn: &Connection, shown: &str) -> Result<Identity> {
     let unreadable = |e: rusqlite::Error| {
         StoreError::Foreign(format!("{shown}: not a readable SQLite database: {e}"))
     };
@@ -122,7 +137,7 @@ fn identify(path: &Path) -> Result<Identity> {
             "{shown} is a leaselab database of schema version {version}, this leaselab knows version {SCHEMA_VERSION}; refusing to touch it"
         )));
     }
-    let difference = schema_difference(&conn).map_err(unreadable)?;
+    let difference = schema_difference(conn).map_err(unreadable)?;
     match (ours, difference) {
         (true, None) => Ok(Identity::Marked),
         (true, Some(why)) => Err(StoreError::Foreign(format!(

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::checks;
 use crate::engine::checker;
 use crate::engine::ledger::HistoryStep;
 use crate::engine::store::StoreError;
@@ -184,6 +185,7 @@ impl App {
         );
         if !self.drained() {
             self.snap.history = None;
+            self.snap.checks.clear();
             return;
         }
         if self.snap.history.is_some() && key == self.history_key {
@@ -191,6 +193,7 @@ impl App {
         }
         if let Ok(rows) = self.reader.messages(0, self.snap.db.total) {
             let h = checker::check(&self.ledger, &rows);
+            self.snap.checks = checks::of_history(&h);
             self.log_verdict(&h);
             self.snap.history = Some(h);
             self.history_key = key;
@@ -200,12 +203,12 @@ impl App {
     /// The verdict and each failed check, written into the event log where they stay.
     fn log_verdict(&mut self, h: &checker::HistoryCheck) {
         let at = self.snap.now_ms;
-        self.log
-            .verdict(at, crate::ui::snapshot::verdict_line(h), h.passed());
-        for (name, passed, detail) in h.rules() {
-            if !passed {
-                self.log.verdict(at, format!("✗ {name}: {detail}"), false);
-            }
+        let line = crate::ui::snapshot::verdict_line(h, &self.snap.checks);
+        let passed = crate::ui::snapshot::all_passed(&self.snap.checks);
+        self.log.verdict(at, line, passed);
+        for c in self.snap.checks.iter().filter(|c| !c.passed) {
+            let text = format!("✗ {}: {}", c.name, c.detail);
+            self.log.verdict(at, text, false);
         }
     }
 

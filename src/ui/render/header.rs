@@ -98,8 +98,12 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
         // The end of the run: say what happened before what could move next.
         match &s.history {
             Some(h) => spans.push(styled(
-                format!(" {} ", crate::ui::snapshot::verdict_line(h)),
-                if h.passed() { t.good } else { t.bad },
+                format!(" {} ", crate::ui::snapshot::verdict_line(h, &s.checks)),
+                if crate::ui::snapshot::all_passed(&s.checks) {
+                    t.good
+                } else {
+                    t.bad
+                },
             )),
             None => spans.push(styled(" outbox drained ", t.notice)),
         }

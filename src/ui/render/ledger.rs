@@ -7,29 +7,37 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{pane, styled};
-use crate::ui::snapshot::Snapshot;
+use crate::ui::snapshot::{all_passed, LedgerFigures, Snapshot};
 use crate::ui::theme::Theme;
 
 pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
     let l = &s.figures;
-    // The history checker's verdict once the outbox has drained, as the reports give it;
-    // it sits in the bottom border so the figures keep every row.
+    let block = pane(" Ledgers ", t, false).title_bottom(verdict_title(s, t));
+    let inner = block.inner(area);
+    let width = inner.width as usize;
+    let mut lines = vec![claims_line(l, t, width >= 44)];
+    lines.extend(figure_lines(l, t, width, inner.height as usize));
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// The history checker's verdict once the outbox has drained, as the reports give it;
+/// it sits in the bottom border so the figures keep every row.
+fn verdict_title(s: &Snapshot, t: &Theme) -> Line<'static> {
     let (verdict, style) = match &s.history {
         None => ("after the drain".to_string(), t.dim),
-        Some(h) if h.passed() => ("clean".to_string(), t.good),
+        Some(_) if all_passed(&s.checks) => ("clean".to_string(), t.good),
         Some(h) => (format!("{} problems", h.problems()), t.bad),
     };
-    let block = pane(" Ledgers ", t, false).title_bottom(
-        Line::from(vec![
-            Span::raw(" history check "),
-            styled(verdict, style),
-            Span::raw(" "),
-        ])
-        .right_aligned(),
-    );
-    let width = block.inner(area).width as usize;
-    let wide = width >= 44;
-    let mut lines = vec![Line::from(vec![
+    Line::from(vec![
+        Span::raw(" history check "),
+        styled(verdict, style),
+        Span::raw(" "),
+    ])
+    .right_aligned()
+}
+
+fn claims_line(l: &LedgerFigures, t: &Theme, wide: bool) -> Line<'static> {
+    let mut line = Line::from(vec![
         Span::raw(if wide { "claims  ok " } else { "claims ok " }),
         styled(l.claims_ok.to_string(), t.good),
         Span::raw(" · empty "),
@@ -39,10 +47,16 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
             l.claims_blocked.to_string(),
             if l.claims_blocked > 0 { t.warn } else { t.base },
         ),
-    ])];
+    ]);
     if wide && l.idle_polls > 0 {
-        lines[0].push_span(styled(format!(" · idle {}", l.idle_polls), t.dim));
+        line.push_span(styled(format!(" · idle {}", l.idle_polls), t.dim));
     }
+    line
+}
+
+/// The processing figures, one a line, with how the story got here when `rows` allow.
+fn figure_lines(l: &LedgerFigures, t: &Theme, width: usize, rows: usize) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
     let bad_if = |n: u64| if n > 0 { t.bad } else { t.base };
     let mut figures = vec![
         ("processing attempts", l.processing_attempts, t.base),
@@ -60,7 +74,6 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
         ),
     ];
     // Extra lines for taller screens: how the story got here.
-    let rows = block.inner(area).height as usize;
     let extra = [
         ("reclaims after expiry", l.reclaims, t.warn),
         ("results written", l.results_written, t.base),
@@ -130,7 +143,7 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
             Span::raw(l.restarts.to_string()),
         ]));
     }
-    frame.render_widget(Paragraph::new(lines).block(block), area);
+    lines
 }
 
 /// A label on the left and its value on the right edge of a `width` wide line.
