@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use crossbeam_channel::Receiver;
+use leaselab::engine::backend::Db;
 use leaselab::engine::checker::{self, HistoryCheck};
 use leaselab::engine::clock::{Clock, SCENARIO_START_MS};
 use leaselab::engine::events::Event;
@@ -98,7 +99,7 @@ impl World {
         let mut ledger = Ledger::new();
         ledger.seeded_upto = case.messages as i64;
         let ctx = WorkerContext {
-            db_path,
+            db: Db::Sqlite(db_path),
             shared,
             clock: Arc::new(Clock::frozen_at(SCENARIO_START_MS)),
             provider,
@@ -167,7 +168,7 @@ impl World {
             self.slots[i].paused = false;
         }
         let lease = self.ctx.settings.lease_ms();
-        let store = Store::open(&self.ctx.db_path, Arc::new(StoreShared::default())).unwrap();
+        let store = self.ctx.db.open(Arc::new(StoreShared::default())).unwrap();
         for _round in 0..(messages as usize * 4 + 20) {
             self.apply(&Op::Advance(lease + 1))?;
             for i in 0..self.slots.len() {
@@ -189,7 +190,7 @@ impl World {
     }
 
     fn history(&self) -> HistoryCheck {
-        let store = Store::open(&self.ctx.db_path, Arc::new(StoreShared::default())).unwrap();
+        let store = self.ctx.db.open(Arc::new(StoreShared::default())).unwrap();
         let rows = store.messages(0, 1_000).unwrap();
         checker::check(&self.ledger, &rows)
     }

@@ -419,7 +419,7 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
         process_ms: opts.process_ms,
         idle_ms: idle_ms(opts.process_ms),
         leasing,
-        db: opts.db.clone(),
+        db: opts.db.clone().map(crate::engine::backend::Db::from),
         durability: crate::engine::store::Durability::Full,
     };
     let interrupt = opts
@@ -579,7 +579,7 @@ fn capture(engine: &Engine, ran: Ran, opts: &RunOptions) -> Result<RunOutcome, R
         messages,
         lease_ms: opts.lease_ms,
         process_ms: opts.process_ms,
-        db_path: engine.db_path().display().to_string(),
+        db_path: engine.db_shown(),
         db_kept: !engine.is_temporary(),
         db_origin: engine.origin,
         db_recovered: engine.recovered.clone(),
