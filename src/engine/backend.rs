@@ -46,7 +46,7 @@ impl Db {
     pub fn open(&self, shared: Arc<StoreShared>) -> Result<Box<dyn Outbox>> {
         match self {
             Db::Sqlite(path) => Ok(Box::new(Store::open(path, shared)?)),
-            Db::Postgres(_) => Err(not_yet()),
+            Db::Postgres(url) => Ok(Box::new(super::pg::PgOutbox::open(url, shared)?)),
         }
     }
 
@@ -54,13 +54,12 @@ impl Db {
     pub fn open_reader(&self) -> Result<Box<dyn Outbox>> {
         match self {
             Db::Sqlite(path) => Ok(Box::new(Store::open_read_only(path)?)),
-            Db::Postgres(_) => Err(not_yet()),
+            Db::Postgres(url) => Ok(Box::new(super::pg::PgOutbox::open(
+                url,
+                Arc::new(StoreShared::default()),
+            )?)),
         }
     }
-}
-
-fn not_yet() -> super::store::StoreError {
-    super::store::StoreError::BadPath("PostgreSQL is not wired into the engine yet".into())
 }
 
 impl From<PathBuf> for Db {
@@ -95,6 +94,14 @@ pub trait Outbox: Send {
     fn load_pending(&self) -> Result<Vec<MessageRef>>;
     /// Leasing off: write the answer and mark Processed, asking nobody.
     fn mark_processed(&mut self, msg: &MessageRef, check: &StatusCheck, now: i64) -> Result<u64>;
+    /// [`Outbox::mark_processed`] with the worker's name on its event row.
+    fn mark_processed_by(
+        &mut self,
+        worker: &str,
+        msg: &MessageRef,
+        check: &StatusCheck,
+        now: i64,
+    ) -> Result<u64>;
     /// Extend a held lease (never shorter); `None` when it is lost.
     fn heartbeat(&mut self, lease: &Lease, now: i64, lease_ms: i64) -> Result<(Option<i64>, u64)>;
     /// A failed attempt: back to Pending after its backoff, or dead-lettered.
@@ -156,6 +163,15 @@ impl Outbox for Store {
         Store::load_pending(self)
     }
     fn mark_processed(&mut self, msg: &MessageRef, check: &StatusCheck, now: i64) -> Result<u64> {
+        Store::mark_processed(self, msg, check, now)
+    }
+    fn mark_processed_by(
+        &mut self,
+        _worker: &str,
+        msg: &MessageRef,
+        check: &StatusCheck,
+        now: i64,
+    ) -> Result<u64> {
         Store::mark_processed(self, msg, check, now)
     }
     fn heartbeat(&mut self, lease: &Lease, now: i64, lease_ms: i64) -> Result<(Option<i64>, u64)> {

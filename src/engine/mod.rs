@@ -324,10 +324,16 @@ struct Opened {
 /// Open the database `db` names, or a new temporary SQLite file when it names none.
 fn open_database(db: Option<&Db>, shared: Arc<StoreShared>) -> Result<Opened, StoreError> {
     let path = match db {
-        Some(Db::Postgres(_)) => {
-            return Err(StoreError::BadPath(
-                "PostgreSQL is not wired into the engine yet".into(),
-            ))
+        Some(db @ Db::Postgres(url)) => {
+            let (store, origin) = pg::PgOutbox::create(url, shared)?;
+            return Ok(Opened {
+                db: db.clone(),
+                db_path: PathBuf::from(db.shown()),
+                store: Box::new(store),
+                origin,
+                lock: None,
+                tmp: None,
+            });
         }
         Some(Db::Sqlite(p)) => Some(p.clone()),
         None => None,

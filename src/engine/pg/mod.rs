@@ -1,27 +1,34 @@
 //! The outbox in PostgreSQL: the same schema (adapted), a claim with `FOR UPDATE SKIP
-//! LOCKED`, the same ownership-guarded finalize, and a `LeaseEvents` row written in the
-//! transaction of every claim and finalize. Every PostgreSQL statement lives in this folder.
+//! LOCKED`, the same ownership-guarded finalize, heartbeats, retries with backoff and dead
+//! letters, and a `LeaseEvents` row written in the transaction of every write about a
+//! message. Every PostgreSQL statement lives in this folder.
 //!
 //! Each worker opens its own [`PgStore`] (its own connection), as a separate application
 //! instance would. `now` is always a bound parameter taken from the scenario clock.
 
 mod claim;
+mod outbox;
 mod read;
+mod retry;
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use postgres::{Client, Config, NoTls};
 
 use super::provider::Provider;
-use super::store::{amount_for, payment_key, DbOrigin, MessageRef};
+use super::store::{amount_for, payment_key, DbOrigin, Durability, MessageRef, StoreShared};
 
+pub use outbox::PgOutbox;
 pub use read::LeaseEventRow;
 
 pub const SCHEMA_PG_SQL: &str = include_str!("../../../assets/schema.pg.sql");
 
 /// The version of `assets/schema.pg.sql` a database was made with (in `LeaselabMarker`).
-pub const SCHEMA_VERSION: i32 = 1;
+/// Version 2: `AvailableAtUtc`, `LastError`, `DeadLettered`, and the heartbeat, mark and
+/// failed-attempt event kinds.
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Key of the advisory lock under which a database is identified and made ("LSLB"), so two
 /// workers that meet an empty database at once do not both create the schema.
@@ -79,6 +86,23 @@ impl From<postgres::Error> for PgError {
 
 pub type Result<T> = std::result::Result<T, PgError>;
 
+/// The statements of `assets/schema.pg.sql`, comments left out: what a leaselab database
+/// holds once `identify` has found its marker and tables.
+pub fn schema_statements() -> Vec<String> {
+    SCHEMA_PG_SQL
+        .split(';')
+        .map(|stmt| {
+            stmt.lines()
+                .filter(|l| !l.trim_start().starts_with("--"))
+                .collect::<Vec<_>>()
+                .join("\n")
+                .trim()
+                .to_string()
+        })
+        .filter(|stmt| !stmt.is_empty())
+        .collect()
+}
+
 /// True when `--db` names a PostgreSQL server rather than a SQLite file.
 pub fn is_url(db: &str) -> bool {
     db.starts_with("postgres://") || db.starts_with("postgresql://")
@@ -127,6 +151,8 @@ pub fn describe(config: &Config) -> String {
 pub struct PgStore {
     client: Client,
     shown: String,
+    /// Where the stamps of this connection's writes come from (an engine's counter).
+    shared: Arc<StoreShared>,
 }
 
 impl fmt::Debug for PgStore {
@@ -178,7 +204,25 @@ impl PgStore {
             };
             PgError::Unreachable(format!("{shown}: cannot connect: {why}"))
         })?;
-        Ok(PgStore { client, shown })
+        Ok(PgStore {
+            client,
+            shown,
+            shared: Arc::new(StoreShared::default()),
+        })
+    }
+
+    /// Stamp this connection's writes from `shared`, and commit as durably as it says:
+    /// `Normal` and `Off` do not wait for the WAL flush, like SQLite's `synchronous=NORMAL`
+    /// in WAL mode (a crash of the server may lose the newest commits, never half of one).
+    pub fn share(&mut self, shared: Arc<StoreShared>) -> Result<()> {
+        let wait = match shared.durability {
+            Durability::Full => "on",
+            Durability::Normal | Durability::Off => "off",
+        };
+        self.client
+            .batch_execute(&format!("SET synchronous_commit = {wait}"))?;
+        self.shared = shared;
+        Ok(())
     }
 
     /// Open by URL: [`parse_url`] then [`PgStore::open`].
