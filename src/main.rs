@@ -49,8 +49,9 @@ struct Cli {
     /// Scenario clock speed: scenario seconds per wall second (0.05-1000).
     #[arg(long, value_name = "X", global = true, allow_negative_numbers = true, value_parser = parse_speed)]
     speed: Option<f64>,
-    /// Keep the database in this file (created, or an earlier leaselab database reused).
-    #[arg(long, value_name = "PATH", global = true)]
+    /// Keep the database in this file (created, or an earlier leaselab database reused), or
+    /// use a PostgreSQL database: postgres://USER@HOST/DB (emptied and reseeded).
+    #[arg(long, value_name = "PATH|URL", global = true)]
     db: Option<PathBuf>,
     /// Where `run` saves its reports.
     #[arg(

@@ -27,6 +27,14 @@ impl Db {
         }
     }
 
+    /// `SQLite` or `PostgreSQL`, as a report names it.
+    pub fn engine_name(&self) -> &'static str {
+        match self {
+            Db::Sqlite(_) => "SQLite",
+            Db::Postgres(_) => "PostgreSQL",
+        }
+    }
+
     pub fn is_postgres(&self) -> bool {
         matches!(self, Db::Postgres(_))
     }

@@ -301,6 +301,8 @@ pub struct RunOutcome {
     pub lease_ms: i64,
     pub process_ms: i64,
     pub db_path: String,
+    /// `SQLite` or `PostgreSQL`.
+    pub db_engine: &'static str,
     pub db_kept: bool,
     pub db_origin: DbOrigin,
     /// The leaselab that held the database last and ended without releasing it, if any.
@@ -580,6 +582,7 @@ fn capture(engine: &Engine, ran: Ran, opts: &RunOptions) -> Result<RunOutcome, R
         lease_ms: opts.lease_ms,
         process_ms: opts.process_ms,
         db_path: engine.db_shown(),
+        db_engine: engine.db.engine_name(),
         db_kept: !engine.is_temporary(),
         db_origin: engine.origin,
         db_recovered: engine.recovered.clone(),
