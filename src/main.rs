@@ -502,7 +502,18 @@ fn interrupted(signo: i32, what: &str) -> ExitCode {
 
 fn bench(cli: &Cli, sync: Sync, batch: u16, scale: Option<u64>, json: bool) -> ExitCode {
     use leaselab::bench::{self, BenchOptions};
+    use leaselab::engine::backend::Db;
     use leaselab::engine::store::Durability;
+    let postgres =
+        match cli.db.as_deref().map(Db::parse) {
+            None => None,
+            Some(Db::Postgres(url)) => Some(url),
+            Some(Db::Sqlite(_)) => return usage_error(
+                "bench measures SQLite on temporary files; its --db takes only a postgres:// URL \
+                 (measured beside them)"
+                    .to_string(),
+            ),
+        };
     let opts = BenchOptions {
         messages: cli.messages.unwrap_or(100_000),
         workers: cli
@@ -518,6 +529,7 @@ fn bench(cli: &Cli, sync: Sync, batch: u16, scale: Option<u64>, json: bool) -> E
         },
         batch: usize::from(batch),
         scale_to: scale,
+        postgres,
     };
     let steps = leaselab::progress::Steps::new();
     let report = bench::run(&opts, |step| steps.step(step));

@@ -1,5 +1,5 @@
-//! The engine on PostgreSQL (`--db postgres://...`): headless runs, the dashboard, a reset
-//! and the soak, each on its own scratch database of the server named by `LEASELAB_PG_URL`.
+//! The engine on PostgreSQL (`--db postgres://...`): headless runs, the dashboard, a reset,
+//! the soak and the bench, each on its own scratch database of `LEASELAB_PG_URL`'s server.
 
 mod pg_support;
 
@@ -8,6 +8,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use leaselab::bench::BenchOptions;
+use leaselab::engine::store::Durability;
 use leaselab::report::Report;
 use leaselab::scenario::{run, RunOptions, Scenario};
 use leaselab::ui::{self, App, DashboardOptions, Theme};
@@ -154,4 +156,49 @@ fn the_soak_on_postgres_loses_and_duplicates_nothing() {
     let f = &j["faults"];
     assert!(f["crashes"].as_u64().unwrap() > 0, "{f}");
     assert!(f["clock_jumps"].as_u64().unwrap() > 0, "{f}");
+}
+
+/// `bench --db postgres://...`: the SQLite figures as before, and the leased loop on both
+/// databases side by side (checked for shape and exactly-once, never for speed).
+#[test]
+fn the_bench_with_a_postgres_url_reports_both_databases_from_one_run() {
+    let Some(db) = scratch("bench") else { return };
+    let opts = BenchOptions {
+        messages: 200,
+        workers: vec![1, 3],
+        durability: Durability::Off,
+        batch: 8,
+        scale_to: None,
+        postgres: Some(db.url.clone()),
+    };
+    let report = leaselab::bench::run(&opts, |_| {}).expect("bench on both");
+    assert!(report.passed());
+    let j = serde_json::to_value(&report).unwrap();
+    assert_eq!(
+        j["runs"].as_array().unwrap().len(),
+        6,
+        "the SQLite runs stay"
+    );
+    let pg = &j["postgres"];
+    assert!(pg["database"].as_str().unwrap().contains(&db.name), "{pg}");
+    assert_eq!(pg["synchronous_commit"], "off");
+    let runs = pg["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for (r, workers) in runs.iter().zip([1, 3]) {
+        assert_eq!(r["workers"], workers);
+        assert_eq!(r["exactly_once"], true, "{r}");
+        let per_worker = r["postgres_per_worker"].as_array().unwrap();
+        assert_eq!(per_worker.len(), workers);
+        let total: u64 = per_worker.iter().map(|n| n.as_u64().unwrap()).sum();
+        assert_eq!(total, 200);
+        for key in [
+            "postgres_msgs_per_s",
+            "sqlite_msgs_per_s",
+            "postgres_over_sqlite",
+        ] {
+            assert!(r[key].as_f64().unwrap() > 0.0, "{key} in {r}");
+        }
+        assert_eq!(r["postgres_runs"].as_array().unwrap().len(), 3);
+    }
+    assert!(report.text().contains("PostgreSQL vs SQLite"));
 }
