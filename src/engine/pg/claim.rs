@@ -1,6 +1,8 @@
 //! Claim and finalize on PostgreSQL, each with its `LeaseEvents` row in the same transaction.
 
-use postgres::Transaction;
+use std::sync::Arc;
+
+use postgres::{Statement, Transaction};
 
 use super::{PgStore, Result};
 use crate::engine::provider::StatusCheck;
@@ -80,12 +82,12 @@ impl PgStore {
         lease_ms: i64,
     ) -> Result<Stamped<ClaimOutcome>> {
         let until = now + lease_ms;
-        let shared = self.shared.clone();
+        let (claim, rec) = (self.prepared(CLAIM_NEXT_SQL)?, self.recorder()?);
         let mut tx = self.client.transaction()?;
-        let row = tx.query_opt(CLAIM_NEXT_SQL, &[&worker, &now, &until])?;
+        let row = tx.query_opt(&claim, &[&worker, &now, &until])?;
         let Some(row) = row else {
             tx.commit()?;
-            return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &shared));
+            return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &rec.shared));
         };
         let lease = Lease {
             id: row.get(0),
@@ -94,7 +96,7 @@ impl PgStore {
             until_ms: until,
             version: row.get(2),
         };
-        let (seq, stamp) = record(&mut tx, &shared, &NewEvent::claim(&lease, now))?;
+        let (seq, stamp) = rec.record(&mut tx, &NewEvent::claim(&lease, now))?;
         tx.commit()?;
         Ok(Stamped {
             value: ClaimOutcome::Claimed(lease),
@@ -124,14 +126,11 @@ impl PgStore {
         lease_ms: i64,
     ) -> Result<Stamped<ClaimOutcome>> {
         let until = now + lease_ms;
-        let shared = self.shared.clone();
+        let (look, take) = (self.prepared(HOLDER_SQL)?, self.prepared(TAKE_LEASE_SQL)?);
+        let rec = self.recorder()?;
+        let shared = rec.shared.clone();
         let mut tx = self.client.transaction()?;
-        // FOR UPDATE: the row cannot change between this look and the update below.
-        let row = tx.query_opt(
-            "SELECT PaymentKey, Status, LockedBy, LockedUntilUtc FROM OutboxMessages
-              WHERE Id = $1 FOR UPDATE",
-            &[&id],
-        )?;
+        let row = tx.query_opt(&look, &[&id])?;
         let Some(row) = row else {
             tx.commit()?;
             return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &shared));
@@ -152,7 +151,7 @@ impl PgStore {
             }
         }
         let version: Option<i64> = tx
-            .query_opt(TAKE_LEASE_SQL, &[&worker, &until, &id, &now])?
+            .query_opt(&take, &[&worker, &until, &id, &now])?
             .map(|r| r.get(0));
         let Some(version) = version else {
             tx.commit()?;
@@ -165,7 +164,7 @@ impl PgStore {
             until_ms: until,
             version,
         };
-        let (seq, stamp) = record(&mut tx, &shared, &NewEvent::claim(&lease, now))?;
+        let (seq, stamp) = rec.record(&mut tx, &NewEvent::claim(&lease, now))?;
         tx.commit()?;
         Ok(Stamped {
             value: ClaimOutcome::Claimed(lease),
@@ -193,22 +192,20 @@ impl PgStore {
         check: &StatusCheck,
         now: i64,
     ) -> Result<Stamped<FinalizeOutcome>> {
-        let shared = self.shared.clone();
+        let (guard, answer) = (
+            self.prepared(GUARDED_FINALIZE_SQL)?,
+            self.prepared(WRITE_ANSWER_SQL)?,
+        );
+        let rec = self.recorder()?;
         let mut tx = self.client.transaction()?;
-        let changed = {
-            let mut writes = tx.savepoint("finalize")?;
-            write_answer(&mut writes, &lease.key, check)?;
-            let changed = writes.execute(
-                GUARDED_FINALIZE_SQL,
-                &[&now, &lease.id, &lease.owner, &lease.version],
+        // The guard first: when it changes no row, the payment is never touched.
+        let changed = tx.execute(&guard, &[&now, &lease.id, &lease.owner, &lease.version])?;
+        if changed == 1 {
+            tx.execute(
+                &answer,
+                &[&check.status.as_str(), &check.transaction_id, &lease.key],
             )?;
-            if changed == 1 {
-                writes.commit()?;
-            } else {
-                writes.rollback()?; // the payment update goes with it
-            }
-            changed
-        };
+        }
         let (outcome, kind, status) = if changed == 1 {
             (
                 FinalizeOutcome::Committed,
@@ -222,7 +219,7 @@ impl PgStore {
             status,
             ..NewEvent::of(lease, kind, now)
         };
-        let (seq, stamp) = record(&mut tx, &shared, &event)?;
+        let (seq, stamp) = rec.record(&mut tx, &event)?;
         tx.commit()?;
         Ok(Stamped {
             value: outcome,
@@ -242,14 +239,23 @@ UPDATE OutboxMessages
         OR (Status = 'Processing' AND LockedUntilUtc < $4))
 RETURNING LeaseVersion";
 
-/// Write the provider's answer onto the payment of `key`.
-pub(super) fn write_answer(tx: &mut Transaction<'_>, key: &str, check: &StatusCheck) -> Result<()> {
-    tx.execute(
-        "UPDATE Payments SET PaymentStatus = $1, TransactionId = $2 WHERE IdempotencyKey = $3",
-        &[&check.status.as_str(), &check.transaction_id, &key],
-    )?;
-    Ok(())
-}
+/// Who holds one message, as a claim by id reads it. FOR UPDATE: the row cannot change
+/// between this look and the update after it.
+const HOLDER_SQL: &str =
+    "SELECT PaymentKey, Status, LockedBy, LockedUntilUtc FROM OutboxMessages WHERE Id = $1 FOR UPDATE";
+
+/// The provider's answer written onto the payment.
+pub(super) const WRITE_ANSWER_SQL: &str =
+    "UPDATE Payments SET PaymentStatus = $1, TransactionId = $2 WHERE IdempotencyKey = $3";
+
+/// One `LeaseEvents` row, its Seq drawn under the advisory lock that orders the table (the
+/// lock is taken in the FROM, before the row and its identity value are made).
+const RECORD_SQL: &str = "
+INSERT INTO LeaseEvents
+       (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc, PaymentStatus)
+SELECT $1::bigint, $2::text, $3::text, $4::bigint, $5::text, $6::bigint, $7::bigint, $8::text
+  FROM (SELECT pg_advisory_xact_lock($9::bigint)) AS ordered
+RETURNING Seq";
 
 /// One `LeaseEvents` row about to be written.
 pub(super) struct NewEvent<'a> {
@@ -286,26 +292,42 @@ impl<'a> NewEvent<'a> {
     }
 }
 
-/// Append one `LeaseEvents` row and draw the engine's stamp; the last statement before the
-/// commit, so the advisory lock that orders the table (and the stamps) is held only for
-/// the commit itself. Returns (Seq, stamp).
-pub(super) fn record(
-    tx: &mut Transaction<'_>,
-    shared: &StoreShared,
-    e: &NewEvent<'_>,
-) -> Result<(u64, u64)> {
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&EVENTS_LOCK])?;
-    let seq: i64 = tx
-        .query_one(
-            "INSERT INTO LeaseEvents
-                    (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc,
-                     PaymentStatus)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-          RETURNING Seq",
-            &[
-                &e.at, &e.worker, &e.kind, &e.id, &e.key, &e.version, &e.until, &e.status,
-            ],
-        )?
-        .get(0);
-    Ok((seq as u64, shared.next_seq()))
+/// Writes event rows and draws the engine's stamps for one connection.
+pub(super) struct Recorder {
+    insert: Statement,
+    pub shared: Arc<StoreShared>,
+}
+
+impl PgStore {
+    pub(super) fn recorder(&mut self) -> Result<Recorder> {
+        Ok(Recorder {
+            insert: self.prepared(RECORD_SQL)?,
+            shared: self.shared.clone(),
+        })
+    }
+}
+
+impl Recorder {
+    /// Append one `LeaseEvents` row and draw the engine's stamp; the last statement before
+    /// the commit, so the advisory lock that orders the table (and the stamps) is held only
+    /// for the commit itself. Returns (Seq, stamp).
+    pub fn record(&self, tx: &mut Transaction<'_>, e: &NewEvent<'_>) -> Result<(u64, u64)> {
+        let seq: i64 = tx
+            .query_one(
+                &self.insert,
+                &[
+                    &e.at,
+                    &e.worker,
+                    &e.kind,
+                    &e.id,
+                    &e.key,
+                    &e.version,
+                    &e.until,
+                    &e.status,
+                    &EVENTS_LOCK,
+                ],
+            )?
+            .get(0);
+        Ok((seq as u64, self.shared.next_seq()))
+    }
 }

@@ -11,11 +11,12 @@ mod outbox;
 mod read;
 mod retry;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use postgres::{Client, Config, NoTls};
+use postgres::{Client, Config, NoTls, Statement};
 
 use super::provider::Provider;
 use super::store::{amount_for, payment_key, DbOrigin, Durability, MessageRef, StoreShared};
@@ -153,6 +154,8 @@ pub struct PgStore {
     shown: String,
     /// Where the stamps of this connection's writes come from (an engine's counter).
     shared: Arc<StoreShared>,
+    /// Statements prepared once per connection: a query by text costs a parse round trip.
+    prepared: HashMap<&'static str, Statement>,
 }
 
 impl fmt::Debug for PgStore {
@@ -208,7 +211,18 @@ impl PgStore {
             client,
             shown,
             shared: Arc::new(StoreShared::default()),
+            prepared: HashMap::new(),
         })
+    }
+
+    /// `sql` prepared on this connection, the first time only.
+    fn prepared(&mut self, sql: &'static str) -> Result<Statement> {
+        if let Some(s) = self.prepared.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql)?;
+        self.prepared.insert(sql, s.clone());
+        Ok(s)
     }
 
     /// Stamp this connection's writes from `shared`, and commit as durably as it says:

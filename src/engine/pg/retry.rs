@@ -1,7 +1,7 @@
 //! Heartbeats, failed attempts with backoff, the dead letter, redrive, and the leasing-off
 //! load and mark, on PostgreSQL: the SQLite store's rules, each write with its event row.
 
-use super::claim::{record, write_answer, NewEvent};
+use super::claim::{NewEvent, WRITE_ANSWER_SQL};
 use super::{PgStore, Result};
 use crate::engine::provider::StatusCheck;
 use crate::engine::store::{FailOutcome, Lease, MessageRef, OutboxStatus, RetryPolicy};
@@ -25,6 +25,15 @@ UPDATE OutboxMessages
    SET Status = $1, LockedBy = NULL, LockedUntilUtc = NULL, AvailableAtUtc = $2, LastError = $3
  WHERE Id = $4 AND Status = 'Processing' AND LockedBy = $5 AND LeaseVersion = $6";
 
+/// Leasing off: Processed, asking nobody.
+const MARK_SQL: &str = "
+UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = $1,
+       LockedBy = NULL, LockedUntilUtc = NULL
+ WHERE Id = $2 RETURNING LeaseVersion";
+
+const LOAD_PENDING_SQL: &str =
+    "SELECT Id, PaymentKey FROM OutboxMessages WHERE Status = 'Pending' ORDER BY CreatedAtUtc, Id";
+
 impl PgStore {
     /// Extend `lease` to `now + lease_ms` (never shorter than it is). `None`: the lease is
     /// lost. Returns the new expiry and the write's stamp.
@@ -34,11 +43,11 @@ impl PgStore {
         now: i64,
         lease_ms: i64,
     ) -> Result<(Option<i64>, u64)> {
-        let shared = self.shared.clone();
+        let (beat, rec) = (self.prepared(HEARTBEAT_SQL)?, self.recorder()?);
         let mut tx = self.client.transaction()?;
         let until: Option<i64> = tx
             .query_opt(
-                HEARTBEAT_SQL,
+                &beat,
                 &[
                     &(now + lease_ms),
                     &lease.id,
@@ -54,9 +63,9 @@ impl PgStore {
                     until: Some(until),
                     ..NewEvent::of(lease, "Heartbeat", now)
                 };
-                record(&mut tx, &shared, &event)?.1
+                rec.record(&mut tx, &event)?.1
             }
-            None => shared.next_seq(),
+            None => rec.shared.next_seq(),
         };
         tx.commit()?;
         Ok((until, stamp))
@@ -71,17 +80,18 @@ impl PgStore {
         now: i64,
         policy: &RetryPolicy,
     ) -> Result<(FailOutcome, u64)> {
-        let shared = self.shared.clone();
+        let (held, release) = (
+            self.prepared(HELD_ATTEMPTS_SQL)?,
+            self.prepared(RELEASE_SQL)?,
+        );
+        let rec = self.recorder()?;
         let mut tx = self.client.transaction()?;
         let attempts: Option<i64> = tx
-            .query_opt(
-                HELD_ATTEMPTS_SQL,
-                &[&lease.id, &lease.owner, &lease.version],
-            )?
+            .query_opt(&held, &[&lease.id, &lease.owner, &lease.version])?
             .map(|r| r.get(0));
         let Some(attempts) = attempts else {
             tx.rollback()?;
-            return Ok((FailOutcome::LeaseLost, shared.next_seq()));
+            return Ok((FailOutcome::LeaseLost, rec.shared.next_seq()));
         };
         let (status, available, outcome) = if attempts >= policy.max_attempts {
             (
@@ -98,7 +108,7 @@ impl PgStore {
             (OutboxStatus::Pending, at, retry)
         };
         tx.execute(
-            RELEASE_SQL,
+            &release,
             &[
                 &status.as_str(),
                 &available,
@@ -112,7 +122,7 @@ impl PgStore {
             OutboxStatus::DeadLettered => "DeadLettered",
             _ => "Retry",
         };
-        let (_, stamp) = record(&mut tx, &shared, &NewEvent::of(lease, kind, now))?;
+        let (_, stamp) = rec.record(&mut tx, &NewEvent::of(lease, kind, now))?;
         tx.commit()?;
         Ok((outcome, stamp))
     }
@@ -141,11 +151,8 @@ impl PgStore {
 
     /// Leasing off: every Pending message, as the naive worker loads them.
     pub fn load_pending(&mut self) -> Result<Vec<MessageRef>> {
-        let rows = self.client.query(
-            "SELECT Id, PaymentKey FROM OutboxMessages WHERE Status = 'Pending'
-              ORDER BY CreatedAtUtc, Id",
-            &[],
-        )?;
+        let load = self.prepared(LOAD_PENDING_SQL)?;
+        let rows = self.client.query(&load, &[])?;
         Ok(rows
             .iter()
             .map(|r| MessageRef {
@@ -163,17 +170,14 @@ impl PgStore {
         check: &StatusCheck,
         now: i64,
     ) -> Result<u64> {
-        let shared = self.shared.clone();
+        let (answer, mark) = (self.prepared(WRITE_ANSWER_SQL)?, self.prepared(MARK_SQL)?);
+        let rec = self.recorder()?;
         let mut tx = self.client.transaction()?;
-        write_answer(&mut tx, &msg.key, check)?;
-        let version: i64 = tx
-            .query_one(
-                "UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = $1,
-                        LockedBy = NULL, LockedUntilUtc = NULL
-                  WHERE Id = $2 RETURNING LeaseVersion",
-                &[&now, &msg.id],
-            )?
-            .get(0);
+        tx.execute(
+            &answer,
+            &[&check.status.as_str(), &check.transaction_id, &msg.key],
+        )?;
+        let version: i64 = tx.query_one(&mark, &[&now, &msg.id])?.get(0);
         let event = NewEvent {
             at: now,
             worker,
@@ -184,7 +188,7 @@ impl PgStore {
             until: None,
             status: Some(check.status.as_str()),
         };
-        let (_, stamp) = record(&mut tx, &shared, &event)?;
+        let (_, stamp) = rec.record(&mut tx, &event)?;
         tx.commit()?;
         Ok(stamp)
     }
