@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use leaselab::bench::BenchOptions;
+use leaselab::engine::backend::Db;
 use leaselab::engine::store::Durability;
+use leaselab::engine::{Engine, EngineConfig};
 use leaselab::report::Report;
 use leaselab::scenario::{run, RunOptions, Scenario};
 use leaselab::ui::{self, App, DashboardOptions, Theme};
@@ -201,4 +203,33 @@ fn the_bench_with_a_postgres_url_reports_both_databases_from_one_run() {
         assert_eq!(r["postgres_runs"].as_array().unwrap().len(), 3);
     }
     assert!(report.text().contains("PostgreSQL vs SQLite"));
+}
+
+#[test]
+fn a_second_engine_on_a_postgres_database_in_use_is_refused_until_the_first_ends() {
+    let Some(db) = scratch("inuse") else { return };
+    let config = EngineConfig {
+        db: Some(Db::Postgres(db.url.clone())),
+        ..EngineConfig::default()
+    };
+    let first = Engine::start(config.clone(), true).expect("first engine");
+    let err = match Engine::start(config.clone(), true) {
+        Ok(_) => panic!("a second engine on the same database must be refused"),
+        Err(e) => e,
+    };
+    assert!(err.is_bad_input(), "{err}");
+    let line = err.to_string();
+    let me = format!(
+        "in use by another leaselab (leaselab pid {}",
+        std::process::id()
+    );
+    assert!(line.contains(&me), "{line}");
+    assert!(!line.contains('\n'), "{line}");
+    assert_eq!(
+        first.store().outbox_counts().unwrap().pending,
+        6,
+        "untouched"
+    );
+    drop(first);
+    Engine::start(config, true).expect("free again once the first ended");
 }

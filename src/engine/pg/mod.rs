@@ -34,6 +34,10 @@ pub const SCHEMA_VERSION: i32 = 2;
 /// Key of the advisory lock under which a database is identified and made ("LSLB"), so two
 /// workers that meet an empty database at once do not both create the schema.
 const MAKE_LOCK: i64 = 0x4C53_4C42;
+/// Key of the session advisory lock an engine holds on its database for its whole life
+/// ("LSLO"), as a kept SQLite file's lock file does; it goes with the connection, also
+/// when the process is killed.
+const OWNER_LOCK: i64 = 0x4C53_4C4F;
 
 /// The tables of a leaselab database, as PostgreSQL names them (unquoted names fold).
 const TABLES: [&str; 4] = [
@@ -52,6 +56,8 @@ pub enum PgError {
     Unreachable(String),
     /// The database holds something that is not a leaselab outbox; it was left untouched.
     Foreign(String),
+    /// Another leaselab engine holds the database; it was left untouched.
+    InUse(String),
 }
 
 impl fmt::Display for PgError {
@@ -62,7 +68,10 @@ impl fmt::Display for PgError {
                 Some(db) => write!(f, "PostgreSQL: {}: {}", db.severity(), db.message()),
                 None => write!(f, "PostgreSQL: {e}"),
             },
-            PgError::BadUrl(m) | PgError::Unreachable(m) | PgError::Foreign(m) => f.write_str(m),
+            PgError::BadUrl(m)
+            | PgError::Unreachable(m)
+            | PgError::Foreign(m)
+            | PgError::InUse(m) => f.write_str(m),
         }
     }
 }
@@ -72,7 +81,7 @@ impl PgError {
     pub fn is_bad_input(&self) -> bool {
         matches!(
             self,
-            PgError::BadUrl(_) | PgError::Unreachable(_) | PgError::Foreign(_)
+            PgError::BadUrl(_) | PgError::Unreachable(_) | PgError::Foreign(_) | PgError::InUse(_)
         )
     }
 }
@@ -179,9 +188,15 @@ impl PgStore {
     /// leaselab one. A database holding anything else is refused before a byte is written.
     pub fn create(config: &Config) -> Result<(PgStore, DbOrigin)> {
         let mut store = PgStore::open(config)?;
-        let mut tx = store.client.transaction()?;
+        let origin = store.make_or_reuse()?;
+        Ok((store, origin))
+    }
+
+    /// Make the schema in an empty database, or find a leaselab one; refuse anything else.
+    fn make_or_reuse(&mut self) -> Result<DbOrigin> {
+        let mut tx = self.client.transaction()?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MAKE_LOCK])?;
-        let origin = match identify(&mut tx, &store.shown)? {
+        let origin = match identify(&mut tx, &self.shown)? {
             Identity::Ours => DbOrigin::Reused,
             Identity::Empty => {
                 // PostgreSQL's DDL is transactional: the schema and marker land whole or not.
@@ -194,7 +209,7 @@ impl PgStore {
             }
         };
         tx.commit()?;
-        Ok((store, origin))
+        Ok(origin)
     }
 
     /// Open another connection to a database that [`PgStore::create`] prepared.
@@ -246,6 +261,40 @@ impl PgStore {
 
     pub fn describe(&self) -> &str {
         &self.shown
+    }
+
+    /// Hold the database for this connection's life: a second engine on it is refused in
+    /// one line naming this one, before it writes anything.
+    pub fn hold(&mut self) -> Result<()> {
+        let me = format!("leaselab pid {}", std::process::id());
+        self.client
+            .execute("SELECT set_config('application_name', $1, false)", &[&me])?;
+        let got: bool = self
+            .client
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&OWNER_LOCK])?
+            .get(0);
+        if got {
+            return Ok(());
+        }
+        let holder: Option<String> = self
+            .client
+            .query_opt(
+                &format!(
+                    "SELECT a.application_name || ', connected since '
+                            || to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || 'Z'
+                       FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                      WHERE l.locktype = 'advisory' AND l.granted AND l.objid = {OWNER_LOCK}
+                        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                      LIMIT 1"
+                ),
+                &[],
+            )?
+            .map(|r| r.get(0));
+        Err(PgError::InUse(format!(
+            "{} is in use by another leaselab ({}); wait for it to end or choose another --db",
+            self.shown,
+            holder.as_deref().unwrap_or("it just ended")
+        )))
     }
 
     /// Remove every row and the events (the next seeding starts from id 1 again).

@@ -15,6 +15,7 @@ impl From<PgError> for StoreError {
     fn from(e: PgError) -> StoreError {
         match e {
             PgError::Foreign(m) => StoreError::Foreign(m),
+            PgError::InUse(m) => StoreError::InUse(m),
             PgError::BadUrl(m) | PgError::Unreachable(m) => StoreError::BadPath(m),
             e @ PgError::Postgres(_) => StoreError::Io(e.to_string()),
         }
@@ -29,9 +30,13 @@ pub struct PgOutbox {
 
 impl PgOutbox {
     /// The engine's own connection: make or reuse the schema (a database that is not
-    /// leaselab's is refused untouched), stamping writes from `shared`.
+    /// leaselab's, or that another engine holds, is refused untouched), stamping writes
+    /// from `shared`. The database is held until this connection closes.
     pub fn create(url: &str, shared: Arc<StoreShared>) -> Result<(PgOutbox, DbOrigin)> {
-        let (mut store, origin) = PgStore::create(&parse_url(url)?)?;
+        let config = parse_url(url)?;
+        let mut store = PgStore::open(&config)?;
+        store.hold()?;
+        let origin = store.make_or_reuse()?;
         store.share(shared)?;
         Ok((PgOutbox::new(store), origin))
     }
