@@ -1,6 +1,10 @@
 //! `leaselab bench`: throughput of the claim loop on real SQLite, measured against the
 //! ceiling of the same database file in the same run, so ratios survive a noisy machine.
 
+mod pg;
+
+pub use pg::{measure_pg, PgComparison, PgRun, Versus};
+
 use std::path::Path;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -34,6 +38,8 @@ pub struct BenchOptions {
     pub batch: usize,
     /// Also compare the per-message cost at 1,000 and at `scale_to` messages.
     pub scale_to: Option<u64>,
+    /// Also run the leased loop on this PostgreSQL database, beside SQLite.
+    pub postgres: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -122,6 +128,9 @@ pub struct BenchReport {
     pub scaling: Option<Scaling>,
     /// The targets with what this run measured (filled in by [`run`]).
     pub targets: Vec<Target>,
+    /// The leased loop on PostgreSQL beside SQLite, with `--db postgres://...`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub postgres: Option<PgComparison>,
 }
 
 impl BenchReport {
@@ -160,6 +169,7 @@ impl BenchReport {
 
     pub fn passed(&self) -> bool {
         self.runs.iter().all(|r| r.passed || r.mode == Mode::Naive)
+            && self.postgres.as_ref().is_none_or(PgComparison::passed)
     }
 
     pub fn text(&self) -> String {
@@ -206,6 +216,9 @@ impl BenchReport {
         }
         for target in self.targets() {
             t += &format!("target: {target}\n");
+        }
+        if let Some(pg) = &self.postgres {
+            t += &pg.text();
         }
         t += "\nNaive runs with more than one worker process messages more than once: that is the lesson, not a bench failure.\n";
         t
@@ -394,9 +407,28 @@ fn work(
     }
 }
 
-/// The whole bench: ceiling, leased and batch runs for each worker count, naive runs for
-/// one and two workers (more only multiplies the duplicates), and optionally the scaling.
+/// The whole bench: the SQLite runs, then with a PostgreSQL URL the leased loop on both.
 pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchReport, String> {
+    // A PostgreSQL database that cannot be used is refused before minutes of SQLite runs.
+    if let Some(url) = &opts.postgres {
+        pg::ready(url)?;
+    }
+    let mut report = run_sqlite(opts, &mut progress)?;
+    if let Some(url) = &opts.postgres {
+        let dir = tempfile::Builder::new()
+            .prefix("leaselab-bench-")
+            .tempdir()
+            .map_err(|e| format!("cannot create a temporary folder: {e}"))?;
+        let (workers, d) = (&opts.workers, opts.durability);
+        let pg = pg::compare(url, workers, opts.messages, d, dir.path(), &mut progress)?;
+        report.postgres = Some(pg);
+    }
+    Ok(report)
+}
+
+/// Ceiling, leased and batch runs for each worker count, naive runs for one and two
+/// workers (more only multiplies the duplicates), and optionally the scaling.
+fn run_sqlite(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchReport, String> {
     let dir = tempfile::Builder::new()
         .prefix("leaselab-bench-")
         .tempdir()
@@ -465,6 +497,7 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchR
         runs,
         scaling,
         targets: Vec::new(),
+        postgres: None,
     };
     report.targets = report.targets();
     Ok(report)

@@ -49,8 +49,9 @@ struct Cli {
     /// Scenario clock speed: scenario seconds per wall second (0.05-1000).
     #[arg(long, value_name = "X", global = true, allow_negative_numbers = true, value_parser = parse_speed)]
     speed: Option<f64>,
-    /// Keep the database in this file (created, or an earlier leaselab database reused).
-    #[arg(long, value_name = "PATH", global = true)]
+    /// Keep the database in this file (created, or an earlier leaselab database reused), or
+    /// use a PostgreSQL database: postgres://USER@HOST/DB (emptied and reseeded).
+    #[arg(long, value_name = "PATH|URL", global = true)]
     db: Option<PathBuf>,
     /// Where `run` saves its reports.
     #[arg(
@@ -501,7 +502,18 @@ fn interrupted(signo: i32, what: &str) -> ExitCode {
 
 fn bench(cli: &Cli, sync: Sync, batch: u16, scale: Option<u64>, json: bool) -> ExitCode {
     use leaselab::bench::{self, BenchOptions};
+    use leaselab::engine::backend::Db;
     use leaselab::engine::store::Durability;
+    let postgres =
+        match cli.db.as_deref().map(Db::parse) {
+            None => None,
+            Some(Db::Postgres(url)) => Some(url),
+            Some(Db::Sqlite(_)) => return usage_error(
+                "bench measures SQLite on temporary files; its --db takes only a postgres:// URL \
+                 (measured beside them)"
+                    .to_string(),
+            ),
+        };
     let opts = BenchOptions {
         messages: cli.messages.unwrap_or(100_000),
         workers: cli
@@ -517,6 +529,7 @@ fn bench(cli: &Cli, sync: Sync, batch: u16, scale: Option<u64>, json: bool) -> E
         },
         batch: usize::from(batch),
         scale_to: scale,
+        postgres,
     };
     let steps = leaselab::progress::Steps::new();
     let report = bench::run(&opts, |step| steps.step(step));

@@ -255,6 +255,7 @@ fn to_json(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Val
         "sqlite_busy_absorbed": o.busy_met,
         "database": {
             "path": o.db_path,
+            "engine": o.db_engine,
             "kept": o.db_kept,
             "reused": o.db_origin == DbOrigin::Reused,
             "recovered_from": o.db_recovered,
@@ -303,9 +304,10 @@ fn text_header(t: &mut String, o: &RunOutcome) {
         .collect();
     let _ = writeln!(
         t,
-        "workers    {} ({}), each an OS thread with its own SQLite connection",
+        "workers    {} ({}), each an OS thread with its own {} connection",
         o.workers,
-        names.join(", ")
+        names.join(", "),
+        o.db_engine
     );
     let _ = writeln!(
         t,
@@ -489,9 +491,9 @@ fn text_processing_ledger(t: &mut String, o: &RunOutcome) {
     }
 }
 
-/// Outbox and payment counts as SQLite holds them at the end.
+/// Outbox and payment counts as the database holds them at the end.
 fn text_final_state(t: &mut String, o: &RunOutcome) {
-    let _ = writeln!(t, "\nFinal state (read from SQLite)");
+    let _ = writeln!(t, "\nFinal state (read from {})", o.db_engine);
     let _ = writeln!(
         t,
         "  outbox   Processed {}  Pending {}  Processing {}",
@@ -502,10 +504,15 @@ fn text_final_state(t: &mut String, o: &RunOutcome) {
         "  payments Paid {}  Failed {}  Pending {}   (Paid with transaction id {}, Failed with id {})",
         o.payments.paid, o.payments.failed, o.payments.pending, o.payments.paid_with_txid, o.payments.failed_with_txid
     );
+    // PostgreSQL locks rows, not the database: it has no busy waits to count.
+    let busy = match o.db_engine {
+        "SQLite" => format!("   SQLITE_BUSY met and absorbed {}", o.busy_met),
+        _ => String::new(),
+    };
     let _ = writeln!(
         t,
-        "  gateway creation calls {} (in workers {})   SQLITE_BUSY met and absorbed {}",
-        o.gateway_creation_calls, o.creations_by_workers, o.busy_met
+        "  gateway creation calls {} (in workers {}){busy}",
+        o.gateway_creation_calls, o.creations_by_workers
     );
 }
 

@@ -36,7 +36,7 @@ fn assert_refused_untouched(path: &Path, needle: &str) {
     assert!(err.to_string().contains(needle), "{needle:?} not in {err}");
     assert_eq!(err.to_string().lines().count(), 1, "{err}");
     let config = EngineConfig {
-        db: Some(path.to_path_buf()),
+        db: Some(path.to_path_buf().into()),
         ..EngineConfig::default()
     };
     let err = Engine::start(config, true).err().expect("refused");

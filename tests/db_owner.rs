@@ -46,7 +46,7 @@ fn a_second_engine_on_a_database_in_use_is_refused_and_the_lock_goes_with_the_fi
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("outbox.db");
     let config = EngineConfig {
-        db: Some(db.clone()),
+        db: Some(db.clone().into()),
         ..EngineConfig::default()
     };
     let first = Engine::start(config.clone(), true).unwrap();

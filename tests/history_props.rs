@@ -6,14 +6,22 @@
 //! so it finds the same smallest schedule on every run.
 //!
 //! `LEASELAB_PROPTEST_CASES=100000 cargo test --release --test history_props` runs more.
+//! The same schedules run on PostgreSQL too (`LEASELAB_PG_URL`, 50 cases by default,
+//! `LEASELAB_PG_PROPTEST_CASES` for more), on one scratch database emptied for each case.
+
+// Only the scratch database is used here, not the raw client.
+#[allow(dead_code)]
+mod pg_support;
 
 use std::sync::Arc;
 
 use crossbeam_channel::Receiver;
+use leaselab::engine::backend::{Db, Outbox};
 use leaselab::engine::checker::{self, HistoryCheck};
 use leaselab::engine::clock::{Clock, SCENARIO_START_MS};
 use leaselab::engine::events::Event;
 use leaselab::engine::ledger::Ledger;
+use leaselab::engine::pg::PgOutbox;
 use leaselab::engine::provider::Provider;
 use leaselab::engine::store::{Durability, Store, StoreShared};
 use leaselab::engine::worker::{NextAction, Settings, Stepper, WorkerContext};
@@ -84,12 +92,23 @@ struct World {
 }
 
 impl World {
-    fn new(case: &Case, leasing: bool) -> World {
+    /// A world on a new SQLite file, or on the PostgreSQL database at `pg`, emptied first.
+    fn new(case: &Case, leasing: bool, pg: Option<&str>) -> World {
         let dir = tempfile::tempdir().unwrap();
-        let db_path = dir.path().join("outbox.db");
         // Throwaway databases: skip fsync, the schedules are about ordering, not power cuts.
         let shared = Arc::new(StoreShared::new(Durability::Off));
-        let (mut store, _) = Store::create(&db_path, shared.clone()).unwrap();
+        let (mut store, db): (Box<dyn Outbox>, Db) = match pg {
+            None => {
+                let db_path = dir.path().join("outbox.db");
+                let (store, _) = Store::create(&db_path, shared.clone()).unwrap();
+                (Box::new(store), Db::Sqlite(db_path))
+            }
+            Some(url) => {
+                let (mut store, _) = PgOutbox::create(url, shared.clone()).unwrap();
+                store.empty().unwrap();
+                (Box::new(store), Db::Postgres(url.to_string()))
+            }
+        };
         let provider = Arc::new(Provider::new());
         store
             .seed(&provider, case.messages, SCENARIO_START_MS)
@@ -98,7 +117,7 @@ impl World {
         let mut ledger = Ledger::new();
         ledger.seeded_upto = case.messages as i64;
         let ctx = WorkerContext {
-            db_path,
+            db,
             shared,
             clock: Arc::new(Clock::frozen_at(SCENARIO_START_MS)),
             provider,
@@ -167,7 +186,7 @@ impl World {
             self.slots[i].paused = false;
         }
         let lease = self.ctx.settings.lease_ms();
-        let store = Store::open(&self.ctx.db_path, Arc::new(StoreShared::default())).unwrap();
+        let store = self.ctx.db.open(Arc::new(StoreShared::default())).unwrap();
         for _round in 0..(messages as usize * 4 + 20) {
             self.apply(&Op::Advance(lease + 1))?;
             for i in 0..self.slots.len() {
@@ -189,7 +208,7 @@ impl World {
     }
 
     fn history(&self) -> HistoryCheck {
-        let store = Store::open(&self.ctx.db_path, Arc::new(StoreShared::default())).unwrap();
+        let store = self.ctx.db.open(Arc::new(StoreShared::default())).unwrap();
         let rows = store.messages(0, 1_000).unwrap();
         checker::check(&self.ledger, &rows)
     }
@@ -197,7 +216,12 @@ impl World {
 
 /// Run a case; Err describes what the checker found.
 fn run_case(case: &Case, leasing: bool) -> Result<(), String> {
-    let mut world = World::new(case, leasing);
+    run_case_on(case, leasing, None)
+}
+
+/// Run a case on SQLite, or on the PostgreSQL database at `pg`.
+fn run_case_on(case: &Case, leasing: bool, pg: Option<&str>) -> Result<(), String> {
+    let mut world = World::new(case, leasing, pg);
     for op in &case.ops {
         world.apply(op)?;
     }
@@ -386,4 +410,46 @@ fn a_known_interleaving_without_leasing_processes_one_message_twice() {
     let err = run_case(&case, false).unwrap_err();
     assert!(err.contains("PAY-001 x2"), "{err}");
     run_case(&case, true).expect("the same schedule with leasing is clean");
+}
+
+fn pg_cases() -> u32 {
+    std::env::var("LEASELAB_PG_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50)
+}
+
+#[test]
+fn with_leasing_every_schedule_on_postgres_keeps_the_history_clean() {
+    let Some(db) = pg_support::scratch("props") else {
+        return;
+    };
+    let mut runner = TestRunner::new(Config {
+        cases: pg_cases(),
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let result = runner.run(&case(), |c| {
+        run_case_on(&c, true, Some(&db.url)).map_err(TestCaseError::fail)?;
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn on_postgres_too_the_known_interleaving_without_leasing_is_caught() {
+    let Some(db) = pg_support::scratch("propsoff") else {
+        return;
+    };
+    let case = Case {
+        workers: 2,
+        messages: 1,
+        lease_ms: 500,
+        ops: vec![Op::Act(0), Op::Act(1)],
+    };
+    let err = run_case_on(&case, false, Some(&db.url)).unwrap_err();
+    assert!(err.contains("PAY-001 x2"), "{err}");
+    run_case_on(&case, true, Some(&db.url)).expect("with leasing it is clean");
 }

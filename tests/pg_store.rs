@@ -7,9 +7,13 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Barrier};
 
-use leaselab::engine::pg::{LeaseEventRow, PgError, PgStore};
+use leaselab::engine::backend::{Db, Outbox};
+use leaselab::engine::pg::{LeaseEventRow, PgError, PgOutbox, PgStore};
 use leaselab::engine::provider::{Provider, ProviderStatus, StatusCheck};
-use leaselab::engine::store::{ClaimOutcome, DbOrigin, FinalizeOutcome, Lease, OutboxCounts};
+use leaselab::engine::store::{
+    ClaimOutcome, DbOrigin, Durability, FailOutcome, FinalizeOutcome, Lease, MessageRef,
+    OutboxCounts, RetryPolicy, StoreShared,
+};
 use pg_support::{decide, scratch, ScratchDb};
 
 const NOW: i64 = 1_000;
@@ -66,7 +70,10 @@ fn an_empty_database_is_made_once_then_reused() {
         .query_one("SELECT Application, SchemaVersion FROM LeaselabMarker", &[])
         .unwrap();
     assert_eq!(marker.get::<_, String>(0), "leaselab");
-    assert_eq!(marker.get::<_, i32>(1), 1);
+    assert_eq!(
+        marker.get::<_, i32>(1),
+        leaselab::engine::pg::SCHEMA_VERSION
+    );
 }
 
 #[test]
@@ -493,4 +500,185 @@ fn threads_with_expiring_leases_never_let_a_non_owner_finalize() {
     // A lease of a few scenario steps: other threads' claims move the clock past it.
     let drained = drain(&db, 4, 3, 1);
     assert_exactly_once(&db, &drained, 80);
+}
+
+#[test]
+fn a_url_gets_the_scratch_database_name_in_place_of_its_own() {
+    let with = pg_support::with_dbname;
+    assert_eq!(
+        with("postgres://u@/leaselab?host=/tmp/s", "t1"),
+        "postgres://u@/t1?host=/tmp/s"
+    );
+    assert_eq!(
+        with("postgresql://u@h:5432/db", "t2"),
+        "postgresql://u@h:5432/t2"
+    );
+    assert_eq!(with("postgres://u@h", "t3"), "postgres://u@h/t3");
+}
+
+const POLICY: RetryPolicy = RetryPolicy {
+    base_ms: 100,
+    cap_ms: 2_000,
+    max_attempts: 3,
+};
+
+fn kinds(store: &mut PgStore) -> Vec<String> {
+    all_events(store).into_iter().map(|e| e.kind).collect()
+}
+
+#[test]
+fn a_heartbeat_extends_only_the_holders_live_lease_and_never_shortens_it() {
+    let Some((_db, mut store)) = seeded("heartbeat", 1) else {
+        return;
+    };
+    let a = claimed(store.claim_next("Worker-A", NOW, LEASE).unwrap().0);
+    let (until, _) = store.heartbeat(&a, NOW + 100, LEASE).unwrap();
+    assert_eq!(until, Some(NOW + 100 + LEASE));
+    let (until, _) = store.heartbeat(&a, NOW + 200, 10).unwrap();
+    assert_eq!(until, Some(NOW + 100 + LEASE), "never shorter");
+    let stale = Lease {
+        version: a.version + 1,
+        ..a.clone()
+    };
+    assert_eq!(store.heartbeat(&stale, NOW + 300, LEASE).unwrap().0, None);
+    let late = NOW + 100 + LEASE + 1;
+    assert_eq!(store.heartbeat(&a, late, LEASE).unwrap().0, None, "expired");
+    let row = &store.messages(0, 1).unwrap()[0];
+    assert_eq!(row.locked_until_ms, Some(NOW + 100 + LEASE));
+    assert_eq!(kinds(&mut store), ["Claimed", "Heartbeat", "Heartbeat"]);
+}
+
+#[test]
+fn failed_attempts_back_off_then_dead_letter_until_a_redrive() {
+    let Some((_db, mut store)) = seeded("retry", 1) else {
+        return;
+    };
+    let mut now = NOW;
+    for attempt in 1..=2 {
+        let lease = claimed(store.claim_next("Worker-A", now, LEASE).unwrap().0);
+        let (outcome, _) = store.fail_attempt(&lease, "timeout", now, &POLICY).unwrap();
+        let at = now + POLICY.backoff_ms(attempt);
+        let retry = FailOutcome::Retry {
+            attempt,
+            available_at_ms: at,
+        };
+        assert_eq!(outcome, retry);
+        assert_eq!(
+            store.claim_next("Worker-B", at - 1, LEASE).unwrap().0,
+            ClaimOutcome::Empty,
+            "still backing off"
+        );
+        assert_eq!(
+            store.claim_id(1, "Worker-B", at - 1, LEASE).unwrap().0,
+            ClaimOutcome::Empty
+        );
+        now = at;
+    }
+    let lease = claimed(store.claim_next("Worker-A", now, LEASE).unwrap().0);
+    let (outcome, _) = store
+        .fail_attempt(&lease, "declined", now, &POLICY)
+        .unwrap();
+    assert_eq!(outcome, FailOutcome::DeadLettered { attempts: 3 });
+    assert_eq!(store.outbox_counts().unwrap().dead_lettered, 1);
+    assert_eq!(
+        store.last_error("PAY-001").unwrap().as_deref(),
+        Some("declined")
+    );
+    let far = now + 1_000_000;
+    assert_eq!(
+        store.claim_next("Worker-B", far, LEASE).unwrap().0,
+        ClaimOutcome::Empty
+    );
+    assert_eq!(store.redrive(Some("PAY-002"), far).unwrap().0, 0);
+    assert_eq!(store.redrive(None, far).unwrap().0, 1);
+    let again = claimed(store.claim_next("Worker-B", far, LEASE).unwrap().0);
+    assert_eq!(
+        store.messages(0, 1).unwrap()[0].attempts,
+        1,
+        "fresh attempts"
+    );
+    assert_eq!(
+        store.fail_attempt(&lease, "late", far, &POLICY).unwrap().0,
+        FailOutcome::LeaseLost,
+        "the old lease writes nothing"
+    );
+    assert_eq!(
+        store.messages(0, 1).unwrap()[0].locked_by.as_deref(),
+        Some("Worker-B")
+    );
+    let (done, _) = store.finalize(&again, &paid(), far).unwrap();
+    assert_eq!(done, FinalizeOutcome::Committed);
+    assert_eq!(
+        kinds(&mut store),
+        [
+            "Claimed",
+            "Retry",
+            "Claimed",
+            "Retry",
+            "Claimed",
+            "DeadLettered",
+            "Claimed",
+            "Finalized"
+        ]
+    );
+}
+
+#[test]
+fn leasing_off_loads_every_pending_message_and_marks_it_unguarded() {
+    let Some((_db, mut store)) = seeded("naive", 3) else {
+        return;
+    };
+    let held = claimed(store.claim_next("Worker-A", NOW, LEASE).unwrap().0);
+    let loaded = store.load_pending().unwrap();
+    let ids: Vec<i64> = loaded.iter().map(|m| m.id).collect();
+    assert_eq!(ids, [2, 3]);
+    for msg in &loaded {
+        store
+            .mark_processed_by("Worker-B", msg, &paid(), NOW)
+            .unwrap();
+    }
+    // Unguarded: it also overwrites a message another worker holds.
+    let one = MessageRef {
+        id: held.id,
+        key: held.key.clone(),
+    };
+    store
+        .mark_processed_by("Worker-B", &one, &paid(), NOW)
+        .unwrap();
+    assert_eq!(store.outbox_counts().unwrap().processed, 3);
+    let marked = all_events(&mut store)
+        .into_iter()
+        .filter(|e| e.kind == "Marked")
+        .map(|e| (e.worker, e.payment_status))
+        .collect::<Vec<_>>();
+    assert_eq!(marked.len(), 3);
+    assert!(marked
+        .iter()
+        .all(|(w, s)| w == "Worker-B" && s.as_deref() == Some("Paid")));
+}
+
+#[test]
+fn through_the_outbox_interface_writes_are_stamped_from_the_engines_counter() {
+    let Some(db) = scratch("outbox") else { return };
+    let shared = Arc::new(StoreShared::new(Durability::Normal));
+    let (mut engine_side, origin) = PgOutbox::create(&db.url, shared.clone()).unwrap();
+    assert_eq!(origin, DbOrigin::Created);
+    let provider = Provider::new();
+    engine_side.seed(&provider, 2, 0).unwrap();
+    let location = Db::parse(std::path::Path::new(&db.url));
+    assert!(location.is_postgres());
+    assert!(location.shown().contains(&db.name), "{}", location.shown());
+    let mut worker = location.open(shared.clone()).unwrap();
+    let (outcome, s1) = worker.claim_next("Worker-A", NOW, LEASE).unwrap();
+    let lease = claimed(outcome);
+    let (_, s2) = worker.finalize(&lease, &paid(), NOW).unwrap();
+    assert!(s1 < s2, "{s1} {s2}");
+    assert_eq!(shared.commit_seq.load(Ordering::SeqCst), s2);
+    let reader = location.open_reader().unwrap();
+    assert_eq!(reader.outbox_counts().unwrap().processed, 1);
+    assert_eq!(reader.payments().unwrap().len(), 2);
+    assert_eq!(reader.max_rows_per_key().unwrap().payments, 1);
+    assert_eq!(reader.orphans().unwrap(), 0);
+    assert_eq!(reader.next_payment_number().unwrap(), 3);
+    assert!(reader.schema().unwrap()[0].starts_with("CREATE TABLE LeaselabMarker"));
 }

@@ -2,6 +2,7 @@
 //! clock they share. No terminal code lives here: the dashboard, `leaselab run` and the
 //! tests all drive the same engine.
 
+pub mod backend;
 pub mod checker;
 pub mod clock;
 pub mod db_lock;
@@ -22,6 +23,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 
 use crate::setup::Timing;
+use backend::{Db, Outbox};
 use clock::{Clock, SCENARIO_START_MS};
 use db_lock::DbLock;
 use events::{Event, EventKind, ENGINE};
@@ -39,8 +41,9 @@ pub struct EngineConfig {
     /// After an empty claim a worker waits this long (scenario time) before asking again.
     pub idle_ms: i64,
     pub leasing: bool,
-    /// Keep the database here; None means a temporary folder removed at the end.
-    pub db: Option<PathBuf>,
+    /// Keep the database here (a file or a PostgreSQL URL); None means a temporary SQLite
+    /// file in a folder removed at the end.
+    pub db: Option<Db>,
     /// SQLite's `synchronous` for every connection of the engine.
     pub durability: Durability,
 }
@@ -62,6 +65,8 @@ impl Default for EngineConfig {
 
 pub struct Engine {
     pub config: EngineConfig,
+    /// The database the workers open: `db_path` for SQLite, or a PostgreSQL URL.
+    pub db: Db,
     pub db_path: PathBuf,
     pub origin: DbOrigin,
     /// The leaselab that held this database last and ended without releasing it, if any.
@@ -70,7 +75,7 @@ pub struct Engine {
     pub provider: Arc<Provider>,
     pub settings: Arc<Settings>,
     pub shared: Arc<StoreShared>,
-    store: Store,
+    store: Box<dyn Outbox>,
     workers: Vec<WorkerHandle>,
     events_tx: Sender<Event>,
     events_rx: Receiver<Event>,
@@ -84,26 +89,15 @@ impl Engine {
     /// Open (or create) the database, seed it, and start the workers. Paused workers act
     /// only when stepped.
     pub fn start(config: EngineConfig, paused: bool) -> Result<Engine, StoreError> {
-        let (tmp, db_path) = match &config.db {
-            Some(p) => (None, p.clone()),
-            None => {
-                let dir = tempfile::Builder::new()
-                    .prefix("leaselab-")
-                    .tempdir()
-                    .map_err(|e| {
-                        StoreError::Io(format!("cannot create a temporary folder: {e}"))
-                    })?;
-                let path = dir.path().join("outbox.db");
-                (Some(dir), path)
-            }
-        };
-        // A kept database belongs to one leaselab at a time; a temporary one is ours alone.
-        let lock = match &config.db {
-            Some(p) => Some(claim_database(p)?),
-            None => None,
-        };
         let shared = Arc::new(StoreShared::new(config.durability));
-        let (store, origin) = Store::create(&db_path, shared.clone())?;
+        let Opened {
+            db,
+            db_path,
+            store,
+            origin,
+            lock,
+            tmp,
+        } = open_database(config.db.as_ref(), shared.clone())?;
         let (events_tx, events_rx) = crossbeam_channel::unbounded();
         let mut engine = Engine {
             settings: Arc::new(Settings::new(
@@ -113,6 +107,7 @@ impl Engine {
                 config.idle_ms.max(1),
             )),
             config,
+            db,
             db_path,
             origin,
             recovered: lock.as_ref().and_then(|l| l.recovered.clone()),
@@ -146,7 +141,7 @@ impl Engine {
 
     fn context(&self) -> WorkerContext {
         WorkerContext {
-            db_path: self.db_path.clone(),
+            db: self.db.clone(),
             shared: self.shared.clone(),
             clock: self.clock.clone(),
             provider: self.provider.clone(),
@@ -170,8 +165,13 @@ impl Engine {
         &self.events_rx
     }
 
-    pub fn store(&self) -> &Store {
-        &self.store
+    pub fn store(&self) -> &dyn Outbox {
+        self.store.as_ref()
+    }
+
+    /// The database as a report or the header names it.
+    pub fn db_shown(&self) -> String {
+        self.db.shown()
     }
 
     pub fn db_path(&self) -> &Path {
@@ -309,6 +309,60 @@ impl Engine {
     pub fn worker_states(&self) -> Vec<WorkerState> {
         self.workers.iter().map(|w| w.status().state).collect()
     }
+}
+
+/// An engine's database, opened, checked and (for a kept file) locked.
+struct Opened {
+    db: Db,
+    db_path: PathBuf,
+    store: Box<dyn Outbox>,
+    origin: DbOrigin,
+    lock: Option<DbLock>,
+    tmp: Option<tempfile::TempDir>,
+}
+
+/// Open the database `db` names, or a new temporary SQLite file when it names none.
+fn open_database(db: Option<&Db>, shared: Arc<StoreShared>) -> Result<Opened, StoreError> {
+    let path = match db {
+        Some(db @ Db::Postgres(url)) => {
+            let (store, origin) = pg::PgOutbox::create(url, shared)?;
+            return Ok(Opened {
+                db: db.clone(),
+                db_path: PathBuf::from(db.shown()),
+                store: Box::new(store),
+                origin,
+                lock: None,
+                tmp: None,
+            });
+        }
+        Some(Db::Sqlite(p)) => Some(p.clone()),
+        None => None,
+    };
+    let (tmp, db_path) = match path {
+        Some(p) => (None, p),
+        None => {
+            let dir = tempfile::Builder::new()
+                .prefix("leaselab-")
+                .tempdir()
+                .map_err(|e| StoreError::Io(format!("cannot create a temporary folder: {e}")))?;
+            let path = dir.path().join("outbox.db");
+            (Some(dir), path)
+        }
+    };
+    // A kept database belongs to one leaselab at a time; a temporary one is ours alone.
+    let lock = match tmp {
+        None => Some(claim_database(&db_path)?),
+        Some(_) => None,
+    };
+    let (store, origin) = Store::create(&db_path, shared)?;
+    Ok(Opened {
+        db: Db::Sqlite(db_path.clone()),
+        db_path,
+        store: Box::new(store),
+        origin,
+        lock,
+        tmp,
+    })
 }
 
 /// Check what is at `db` without writing, then lock it. Something that is not ours is

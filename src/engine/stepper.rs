@@ -3,7 +3,6 @@
 use std::sync::{Arc, Mutex};
 
 use super::provider::WorkerThread;
-use super::store::Store;
 use super::worker::{NextAction, Worker, WorkerContext, WorkerStatus};
 use super::worker_id::WorkerId;
 
@@ -15,7 +14,7 @@ pub struct Stepper {
 impl Stepper {
     pub fn new(ctx: WorkerContext, slot: usize, incarnation: u32) -> Result<Stepper, String> {
         let id = WorkerId::new(slot, incarnation);
-        let store = Store::open(&ctx.db_path, ctx.shared.clone()).map_err(|e| e.to_string())?;
+        let store = ctx.db.open(ctx.shared.clone()).map_err(|e| e.to_string())?;
         let status = Arc::new(Mutex::new(WorkerStatus {
             id,
             name: id.to_string(),

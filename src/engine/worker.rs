@@ -4,7 +4,6 @@
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -12,10 +11,11 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 
+use super::backend::{Db, Outbox};
 use super::clock::Clock;
 use super::events::{Event, EventKind};
 use super::provider::{Provider, StatusCheck, WorkerThread};
-use super::store::{ClaimOutcome, FinalizeOutcome, Lease, MessageRef, Store, StoreShared};
+use super::store::{ClaimOutcome, FinalizeOutcome, Lease, MessageRef, StoreShared};
 use super::worker_id::WorkerId;
 
 pub use super::stepper::Stepper;
@@ -56,7 +56,7 @@ impl Settings {
 /// Everything a worker thread shares with the engine.
 #[derive(Clone)]
 pub struct WorkerContext {
-    pub db_path: PathBuf,
+    pub db: Db,
     pub shared: Arc<StoreShared>,
     pub clock: Arc<Clock>,
     pub provider: Arc<Provider>,
@@ -286,7 +286,7 @@ fn run_thread(
     let nm = name.clone();
     let result = std::panic::catch_unwind(AssertUnwindSafe(move || {
         let _worker = WorkerThread::enter();
-        let store = match Store::open(&ctx.db_path, ctx.shared.clone()) {
+        let store = match ctx.db.open(ctx.shared.clone()) {
             Ok(s) => s,
             Err(e) => return Some(format!("cannot open the database: {e}")),
         };
@@ -354,7 +354,7 @@ pub(super) struct Worker {
     ctx: WorkerContext,
     slot: usize,
     name: String,
-    store: Store,
+    store: Box<dyn Outbox>,
     phase: Phase,
     status: Arc<Mutex<WorkerStatus>>,
     paused: bool,
@@ -373,7 +373,7 @@ impl Worker {
         ctx: WorkerContext,
         slot: usize,
         name: String,
-        store: Store,
+        store: Box<dyn Outbox>,
         status: Arc<Mutex<WorkerStatus>>,
         paused: bool,
     ) -> Worker {

@@ -435,7 +435,7 @@ impl Session {
     /// As [`Session::start`], keeping the database at `db` when given.
     pub fn start_in(lesson: Lesson, db: Option<std::path::PathBuf>) -> Result<Session, String> {
         let config = EngineConfig {
-            db,
+            db: db.map(crate::engine::backend::Db::from),
             ..engine_config(&lesson.setup)
         };
         let engine = Engine::start(config, true).map_err(|e| e.to_string())?;

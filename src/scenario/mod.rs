@@ -301,6 +301,8 @@ pub struct RunOutcome {
     pub lease_ms: i64,
     pub process_ms: i64,
     pub db_path: String,
+    /// `SQLite` or `PostgreSQL`.
+    pub db_engine: &'static str,
     pub db_kept: bool,
     pub db_origin: DbOrigin,
     /// The leaselab that held the database last and ended without releasing it, if any.
@@ -411,7 +413,7 @@ fn engine_config(scenario: Scenario, opts: &RunOptions) -> Result<(EngineConfig,
         process_ms: opts.process_ms,
         idle_ms: crate::setup::idle_ms(opts.process_ms),
         leasing,
-        db: opts.db.clone(),
+        db: opts.db.clone().map(crate::engine::backend::Db::from),
         durability: crate::engine::store::Durability::Full,
     };
     Ok((config, story))
@@ -578,7 +580,8 @@ fn capture(engine: &Engine, ran: Ran, opts: &RunOptions) -> Result<RunOutcome, R
         messages,
         lease_ms: opts.lease_ms,
         process_ms: opts.process_ms,
-        db_path: engine.db_path().display().to_string(),
+        db_path: engine.db_shown(),
+        db_engine: engine.db.engine_name(),
         db_kept: !engine.is_temporary(),
         db_origin: engine.origin,
         db_recovered: engine.recovered.clone(),

@@ -7,10 +7,10 @@ use std::time::Instant;
 use crossbeam_channel::Receiver;
 use crossterm::event::{KeyCode, KeyEvent};
 
+use crate::engine::backend::{Db, Outbox};
 use crate::engine::clock::hms;
 use crate::engine::events::Event;
 use crate::engine::ledger::Ledger;
-use crate::engine::store::Store;
 use crate::engine::{Engine, EngineConfig};
 use crate::scenario::{lease_expiry_story, Scenario, StoryStep};
 use crate::setup::Timing;
@@ -36,7 +36,7 @@ pub const SPEEDS: [f64; 8] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
 
 pub struct App {
     /// Declared before `engine` so it closes before the temporary database is removed.
-    reader: Store,
+    reader: Box<dyn Outbox>,
     pub engine: Engine,
     events: Receiver<Event>,
     pub theme: Theme,
@@ -80,12 +80,12 @@ impl App {
             process_ms: timing.process_ms,
             idle_ms: timing.idle_ms(),
             leasing,
-            db: opts.db.clone(),
+            db: opts.db.clone().map(Db::from),
             durability: Default::default(),
         };
         let engine = Engine::start(config, true).map_err(|e| e.to_string())?;
         engine.clock.set_speed(speed);
-        let reader = Store::open_read_only(engine.db_path()).map_err(|e| e.to_string())?;
+        let reader = engine.db.open_reader().map_err(|e| e.to_string())?;
         let events = engine.events().clone();
         let story = if scenario == Scenario::LeaseExpiry {
             lease_expiry_story(lease_ms)

@@ -27,6 +27,8 @@ pub struct ScratchDb {
     admin: Config,
     pub name: String,
     pub config: Config,
+    /// The scratch database as a `postgres://` URL, as `--db` takes it.
+    pub url: String,
 }
 
 impl ScratchDb {
@@ -84,7 +86,16 @@ pub fn scratch(tag: &str) -> Option<ScratchDb> {
     config.dbname(&name);
     Some(ScratchDb {
         admin,
+        url: with_dbname(&url, &name),
         name,
         config,
     })
+}
+
+/// `url` with its database (the path after the host) replaced by `name`.
+pub fn with_dbname(url: &str, name: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a postgres:// URL");
+    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    let query = tail.find('?').map_or("", |i| &tail[i..]);
+    format!("{scheme}://{authority}/{name}{query}")
 }

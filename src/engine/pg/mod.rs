@@ -1,31 +1,43 @@
 //! The outbox in PostgreSQL: the same schema (adapted), a claim with `FOR UPDATE SKIP
-//! LOCKED`, the same ownership-guarded finalize, and a `LeaseEvents` row written in the
-//! transaction of every claim and finalize. Every PostgreSQL statement lives in this folder.
+//! LOCKED`, the same ownership-guarded finalize, heartbeats, retries with backoff and dead
+//! letters, and a `LeaseEvents` row written in the transaction of every write about a
+//! message. Every PostgreSQL statement lives in this folder.
 //!
 //! Each worker opens its own [`PgStore`] (its own connection), as a separate application
 //! instance would. `now` is always a bound parameter taken from the scenario clock.
 
 mod claim;
+mod outbox;
 mod read;
+mod retry;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
-use postgres::{Client, Config, NoTls};
+use postgres::{Client, Config, NoTls, Statement};
 
 use super::provider::Provider;
-use super::store::{amount_for, payment_key, DbOrigin, MessageRef};
+use super::store::{amount_for, payment_key, DbOrigin, Durability, MessageRef, StoreShared};
 
+pub use outbox::PgOutbox;
 pub use read::LeaseEventRow;
 
 pub const SCHEMA_PG_SQL: &str = include_str!("../../../assets/schema.pg.sql");
 
 /// The version of `assets/schema.pg.sql` a database was made with (in `LeaselabMarker`).
-pub const SCHEMA_VERSION: i32 = 1;
+/// Version 2: `AvailableAtUtc`, `LastError`, `DeadLettered`, and the heartbeat, mark and
+/// failed-attempt event kinds.
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Key of the advisory lock under which a database is identified and made ("LSLB"), so two
 /// workers that meet an empty database at once do not both create the schema.
 const MAKE_LOCK: i64 = 0x4C53_4C42;
+/// Key of the session advisory lock an engine holds on its database for its whole life
+/// ("LSLO"), as a kept SQLite file's lock file does; it goes with the connection, also
+/// when the process is killed.
+const OWNER_LOCK: i64 = 0x4C53_4C4F;
 
 /// The tables of a leaselab database, as PostgreSQL names them (unquoted names fold).
 const TABLES: [&str; 4] = [
@@ -44,6 +56,8 @@ pub enum PgError {
     Unreachable(String),
     /// The database holds something that is not a leaselab outbox; it was left untouched.
     Foreign(String),
+    /// Another leaselab engine holds the database; it was left untouched.
+    InUse(String),
 }
 
 impl fmt::Display for PgError {
@@ -54,7 +68,10 @@ impl fmt::Display for PgError {
                 Some(db) => write!(f, "PostgreSQL: {}: {}", db.severity(), db.message()),
                 None => write!(f, "PostgreSQL: {e}"),
             },
-            PgError::BadUrl(m) | PgError::Unreachable(m) | PgError::Foreign(m) => f.write_str(m),
+            PgError::BadUrl(m)
+            | PgError::Unreachable(m)
+            | PgError::Foreign(m)
+            | PgError::InUse(m) => f.write_str(m),
         }
     }
 }
@@ -64,7 +81,7 @@ impl PgError {
     pub fn is_bad_input(&self) -> bool {
         matches!(
             self,
-            PgError::BadUrl(_) | PgError::Unreachable(_) | PgError::Foreign(_)
+            PgError::BadUrl(_) | PgError::Unreachable(_) | PgError::Foreign(_) | PgError::InUse(_)
         )
     }
 }
@@ -78,6 +95,23 @@ impl From<postgres::Error> for PgError {
 }
 
 pub type Result<T> = std::result::Result<T, PgError>;
+
+/// The statements of `assets/schema.pg.sql`, comments left out: what a leaselab database
+/// holds once `identify` has found its marker and tables.
+pub fn schema_statements() -> Vec<String> {
+    SCHEMA_PG_SQL
+        .split(';')
+        .map(|stmt| {
+            stmt.lines()
+                .filter(|l| !l.trim_start().starts_with("--"))
+                .collect::<Vec<_>>()
+                .join("\n")
+                .trim()
+                .to_string()
+        })
+        .filter(|stmt| !stmt.is_empty())
+        .collect()
+}
 
 /// True when `--db` names a PostgreSQL server rather than a SQLite file.
 pub fn is_url(db: &str) -> bool {
@@ -127,6 +161,10 @@ pub fn describe(config: &Config) -> String {
 pub struct PgStore {
     client: Client,
     shown: String,
+    /// Where the stamps of this connection's writes come from (an engine's counter).
+    shared: Arc<StoreShared>,
+    /// Statements prepared once per connection: a query by text costs a parse round trip.
+    prepared: HashMap<&'static str, Statement>,
 }
 
 impl fmt::Debug for PgStore {
@@ -150,9 +188,15 @@ impl PgStore {
     /// leaselab one. A database holding anything else is refused before a byte is written.
     pub fn create(config: &Config) -> Result<(PgStore, DbOrigin)> {
         let mut store = PgStore::open(config)?;
-        let mut tx = store.client.transaction()?;
+        let origin = store.make_or_reuse()?;
+        Ok((store, origin))
+    }
+
+    /// Make the schema in an empty database, or find a leaselab one; refuse anything else.
+    fn make_or_reuse(&mut self) -> Result<DbOrigin> {
+        let mut tx = self.client.transaction()?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MAKE_LOCK])?;
-        let origin = match identify(&mut tx, &store.shown)? {
+        let origin = match identify(&mut tx, &self.shown)? {
             Identity::Ours => DbOrigin::Reused,
             Identity::Empty => {
                 // PostgreSQL's DDL is transactional: the schema and marker land whole or not.
@@ -165,7 +209,7 @@ impl PgStore {
             }
         };
         tx.commit()?;
-        Ok((store, origin))
+        Ok(origin)
     }
 
     /// Open another connection to a database that [`PgStore::create`] prepared.
@@ -178,7 +222,36 @@ impl PgStore {
             };
             PgError::Unreachable(format!("{shown}: cannot connect: {why}"))
         })?;
-        Ok(PgStore { client, shown })
+        Ok(PgStore {
+            client,
+            shown,
+            shared: Arc::new(StoreShared::default()),
+            prepared: HashMap::new(),
+        })
+    }
+
+    /// `sql` prepared on this connection, the first time only.
+    fn prepared(&mut self, sql: &'static str) -> Result<Statement> {
+        if let Some(s) = self.prepared.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql)?;
+        self.prepared.insert(sql, s.clone());
+        Ok(s)
+    }
+
+    /// Stamp this connection's writes from `shared`, and commit as durably as it says:
+    /// `Normal` and `Off` do not wait for the WAL flush, like SQLite's `synchronous=NORMAL`
+    /// in WAL mode (a crash of the server may lose the newest commits, never half of one).
+    pub fn share(&mut self, shared: Arc<StoreShared>) -> Result<()> {
+        let wait = match shared.durability {
+            Durability::Full => "on",
+            Durability::Normal | Durability::Off => "off",
+        };
+        self.client
+            .batch_execute(&format!("SET synchronous_commit = {wait}"))?;
+        self.shared = shared;
+        Ok(())
     }
 
     /// Open by URL: [`parse_url`] then [`PgStore::open`].
@@ -188,6 +261,40 @@ impl PgStore {
 
     pub fn describe(&self) -> &str {
         &self.shown
+    }
+
+    /// Hold the database for this connection's life: a second engine on it is refused in
+    /// one line naming this one, before it writes anything.
+    pub fn hold(&mut self) -> Result<()> {
+        let me = format!("leaselab pid {}", std::process::id());
+        self.client
+            .execute("SELECT set_config('application_name', $1, false)", &[&me])?;
+        let got: bool = self
+            .client
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&OWNER_LOCK])?
+            .get(0);
+        if got {
+            return Ok(());
+        }
+        let holder: Option<String> = self
+            .client
+            .query_opt(
+                &format!(
+                    "SELECT a.application_name || ', connected since '
+                            || to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || 'Z'
+                       FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                      WHERE l.locktype = 'advisory' AND l.granted AND l.objid = {OWNER_LOCK}
+                        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                      LIMIT 1"
+                ),
+                &[],
+            )?
+            .map(|r| r.get(0));
+        Err(PgError::InUse(format!(
+            "{} is in use by another leaselab ({}); wait for it to end or choose another --db",
+            self.shown,
+            holder.as_deref().unwrap_or("it just ended")
+        )))
     }
 
     /// Remove every row and the events (the next seeding starts from id 1 again).

@@ -1,7 +1,7 @@
 //! Reads of the PostgreSQL outbox: counts, table rows and the events table.
 
 use super::{PgError, PgStore, Result};
-use crate::engine::store::{MessageRow, OutboxCounts, PaymentCounts};
+use crate::engine::store::{MessageRow, OutboxCounts, PaymentCounts, PaymentRow, RowsPerKey};
 
 /// One row of `LeaseEvents`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -9,7 +9,8 @@ pub struct LeaseEventRow {
     pub seq: u64,
     pub at_ms: i64,
     pub worker: String,
-    /// `Claimed`, `Finalized` or `FinalizeRejected`.
+    /// `Claimed`, `Heartbeat`, `Finalized`, `FinalizeRejected`, `Marked`, `Retry` or
+    /// `DeadLettered`.
     pub kind: String,
     pub id: i64,
     pub key: String,
@@ -93,6 +94,59 @@ impl PgStore {
                 })
             })
             .collect()
+    }
+
+    /// Every payment, by key.
+    pub fn payments(&mut self) -> Result<Vec<PaymentRow>> {
+        let rows = self.client.query(
+            "SELECT IdempotencyKey, PaymentStatus, TransactionId FROM Payments
+              ORDER BY IdempotencyKey",
+            &[],
+        )?;
+        rows.iter()
+            .map(|r| {
+                Ok(PaymentRow {
+                    key: r.get(0),
+                    status: payment_status(r.get(1))?,
+                    transaction_id: r.get(2),
+                })
+            })
+            .collect()
+    }
+
+    /// The most payment rows and outbox rows that share one key.
+    pub fn max_rows_per_key(&mut self) -> Result<RowsPerKey> {
+        let row = self.client.query_one(
+            "SELECT (SELECT COALESCE(MAX(n), 0) FROM
+                       (SELECT COUNT(*) n FROM Payments GROUP BY IdempotencyKey) p),
+                    (SELECT COALESCE(MAX(n), 0) FROM
+                       (SELECT COUNT(*) n FROM OutboxMessages GROUP BY PaymentKey) o)",
+            &[],
+        )?;
+        Ok(RowsPerKey {
+            payments: row.get::<_, i64>(0) as u64,
+            outbox: row.get::<_, i64>(1) as u64,
+        })
+    }
+
+    /// Outbox rows without a payment, and payments without an outbox row.
+    pub fn orphans(&mut self) -> Result<u64> {
+        let n: i64 = self
+            .client
+            .query_one(
+                "SELECT (SELECT COUNT(*) FROM OutboxMessages o WHERE NOT EXISTS
+                           (SELECT 1 FROM Payments p WHERE p.IdempotencyKey = o.PaymentKey))
+                      + (SELECT COUNT(*) FROM Payments p WHERE NOT EXISTS
+                           (SELECT 1 FROM OutboxMessages o WHERE o.PaymentKey = p.IdempotencyKey))",
+                &[],
+            )?
+            .get(0);
+        Ok(n as u64)
+    }
+
+    /// The next payment number after the highest seeded one (ids restart with each seeding).
+    pub fn next_payment_number(&mut self) -> Result<u64> {
+        Ok(self.message_count()? + 1)
     }
 
     /// Up to `limit` events after `seq`, in commit order: a reader tails the table by

@@ -39,8 +39,7 @@ impl App {
         self.snap.leasing = s.leasing();
         self.snap.lease_ms = s.lease_ms();
         self.snap.process_ms = s.process_ms();
-        self.snap.db_file =
-            (!self.engine.is_temporary()).then(|| self.engine.db_path().display().to_string());
+        self.snap.db_file = (!self.engine.is_temporary()).then(|| self.engine.db_shown());
         self.snap.setting = self.setting_label();
         self.snap.workers = self
             .engine

@@ -1,0 +1,236 @@
+//! `leaselab bench --db postgres://...`: the leased loop on PostgreSQL (`FOR UPDATE SKIP
+//! LOCKED`) beside the same loop on SQLite, run after run in the same bench, so the ratio
+//! compares figures measured moments apart.
+
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::{measure, Mode, BENCH_LEASE_MS};
+use crate::engine::backend::{Db, Outbox};
+use crate::engine::clock::SCENARIO_START_MS;
+use crate::engine::pg::PgOutbox;
+use crate::engine::provider::Provider;
+use crate::engine::store::{ClaimOutcome, Durability, FinalizeOutcome, StoreShared};
+use crate::engine::worker_id::WorkerId;
+
+/// Each pairing runs this often, SQLite and PostgreSQL in turn; the medians are compared.
+pub const REPEATS: usize = 3;
+/// The most messages a comparison run seeds: enough for a steady rate, short enough that
+/// the repeats stay within a few minutes.
+pub const MAX_MESSAGES: u64 = 20_000;
+
+/// One worker count on both databases.
+#[derive(Debug, Clone, Serialize)]
+pub struct Versus {
+    pub workers: usize,
+    /// Medians over [`REPEATS`] runs each.
+    pub postgres_msgs_per_s: f64,
+    pub sqlite_msgs_per_s: f64,
+    pub postgres_over_sqlite: f64,
+    /// Every run, in the order measured.
+    pub postgres_runs: Vec<f64>,
+    pub sqlite_runs: Vec<f64>,
+    /// Results each PostgreSQL worker wrote in the median run.
+    pub postgres_per_worker: Vec<u64>,
+    /// Every run on both databases ended with each message processed exactly once.
+    pub exactly_once: bool,
+}
+
+/// The `postgres` section of the bench report.
+#[derive(Debug, Clone, Serialize)]
+pub struct PgComparison {
+    pub database: String,
+    /// `on` with `--sync full`, else `off` (SQLite's `synchronous=normal` in WAL mode
+    /// likewise returns before the log reaches the disk).
+    pub synchronous_commit: String,
+    pub messages: u64,
+    pub repeats: usize,
+    pub runs: Vec<Versus>,
+}
+
+impl PgComparison {
+    pub fn passed(&self) -> bool {
+        self.runs.iter().all(|r| r.exactly_once)
+    }
+
+    pub fn text(&self) -> String {
+        let mut t = format!(
+            "\nPostgreSQL vs SQLite, leased loop: {}, synchronous_commit={}, {} messages, median of {} runs each\n",
+            self.database, self.synchronous_commit, self.messages, self.repeats
+        );
+        t += "workers  postgres msgs/s  x1-worker  sqlite msgs/s  x1-worker  pg/sqlite  once\n";
+        let first = self.runs.first();
+        let base = |f: fn(&Versus) -> f64| first.map_or(1.0, f).max(f64::MIN_POSITIVE);
+        let (pg1, sq1) = (
+            base(|v| v.postgres_msgs_per_s),
+            base(|v| v.sqlite_msgs_per_s),
+        );
+        for v in &self.runs {
+            t += &format!(
+                "{:>7} {:>16.0} {:>10.2} {:>14.0} {:>10.2} {:>10.2}  {}\n",
+                v.workers,
+                v.postgres_msgs_per_s,
+                v.postgres_msgs_per_s / pg1,
+                v.sqlite_msgs_per_s,
+                v.sqlite_msgs_per_s / sq1,
+                v.postgres_over_sqlite,
+                if v.exactly_once { "yes" } else { "NO" }
+            );
+        }
+        t += "x1-worker: msgs/s over the first worker count's. SKIP LOCKED lets PostgreSQL claims run side by side; SQLite has one writer at a time.\n";
+        t
+    }
+}
+
+/// Connect and check that the database is leaselab's (or empty), writing nothing else.
+pub fn ready(url: &str) -> Result<(), String> {
+    PgOutbox::create(url, Arc::new(StoreShared::default()))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Run the comparison for each worker count of `workers`.
+pub fn compare(
+    url: &str,
+    workers: &[usize],
+    messages: u64,
+    durability: Durability,
+    dir: &Path,
+    progress: &mut impl FnMut(&str),
+) -> Result<PgComparison, String> {
+    let messages = messages.min(MAX_MESSAGES);
+    let mut runs = Vec::new();
+    for &w in workers {
+        let mut pg = Vec::new();
+        let mut sq = Vec::new();
+        for round in 1..=REPEATS {
+            progress(&format!("PostgreSQL vs SQLite, {w} workers, round {round}"));
+            // Each round seeds a fresh file of the same name.
+            super::clean(dir, "ceiling.db");
+            sq.push(measure(dir, Mode::Leased, w, 1, messages, durability, 1.0)?);
+            pg.push(measure_pg(url, w, messages, durability)?);
+        }
+        runs.push(versus(w, pg, sq));
+    }
+    Ok(PgComparison {
+        database: Db::Postgres(url.to_string()).shown(),
+        synchronous_commit: match durability {
+            Durability::Full => "on",
+            Durability::Normal | Durability::Off => "off",
+        }
+        .to_string(),
+        messages,
+        repeats: REPEATS,
+        runs,
+    })
+}
+
+fn versus(workers: usize, mut pg: Vec<PgRun>, sq: Vec<super::BenchRun>) -> Versus {
+    let exactly_once = pg.iter().all(|r| r.exactly_once) && sq.iter().all(|r| r.exactly_once);
+    let postgres_runs: Vec<f64> = pg.iter().map(|r| r.msgs_per_s).collect();
+    let sqlite_runs: Vec<f64> = sq.iter().map(|r| r.msgs_per_s).collect();
+    pg.sort_by(|a, b| a.msgs_per_s.total_cmp(&b.msgs_per_s));
+    let median_pg = pg.swap_remove(pg.len() / 2);
+    let sqlite = median(&sqlite_runs);
+    Versus {
+        workers,
+        postgres_msgs_per_s: median_pg.msgs_per_s,
+        sqlite_msgs_per_s: sqlite,
+        postgres_over_sqlite: median_pg.msgs_per_s / sqlite.max(f64::MIN_POSITIVE),
+        postgres_runs,
+        sqlite_runs,
+        postgres_per_worker: median_pg.per_worker,
+        exactly_once,
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// One leased run on PostgreSQL.
+#[derive(Debug, Clone)]
+pub struct PgRun {
+    pub msgs_per_s: f64,
+    pub per_worker: Vec<u64>,
+    pub exactly_once: bool,
+}
+
+/// Empty and reseed the database at `url`, then let `workers` threads, each on its own
+/// connection, claim and finalize until nothing is left.
+pub fn measure_pg(
+    url: &str,
+    workers: usize,
+    messages: u64,
+    durability: Durability,
+) -> Result<PgRun, String> {
+    let shared = Arc::new(StoreShared::new(durability));
+    let (mut store, _) = PgOutbox::create(url, shared.clone()).map_err(|e| e.to_string())?;
+    let provider = Arc::new(Provider::new());
+    store.empty().map_err(|e| e.to_string())?;
+    store
+        .seed(&provider, messages, SCENARIO_START_MS)
+        .map_err(|e| e.to_string())?;
+    let db = Db::Postgres(url.to_string());
+    let barrier = Arc::new(Barrier::new(workers + 1));
+    let handles: Vec<_> = (0..workers)
+        .map(|slot| {
+            let (db, shared, provider, barrier) = (
+                db.clone(),
+                shared.clone(),
+                provider.clone(),
+                barrier.clone(),
+            );
+            std::thread::spawn(move || -> Result<u64, String> {
+                let mut s = db.open(shared).map_err(|e| e.to_string())?;
+                let me = WorkerId::first(slot).to_string();
+                barrier.wait();
+                leased_loop(s.as_mut(), &provider, &me).map_err(|e| e.to_string())
+            })
+        })
+        .collect();
+    barrier.wait();
+    let start = Instant::now();
+    let mut per_worker = Vec::with_capacity(workers);
+    for h in handles {
+        per_worker.push(
+            h.join()
+                .map_err(|_| "a bench worker panicked".to_string())??,
+        );
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let calls = provider.calls();
+    let counts = store.outbox_counts().map_err(|e| e.to_string())?;
+    let exactly_once = counts.processed == messages
+        && calls.len() as u64 == messages
+        && calls.values().all(|c| c.status_checks == 1);
+    Ok(PgRun {
+        msgs_per_s: messages as f64 / seconds,
+        per_worker,
+        exactly_once,
+    })
+}
+
+/// Claim, ask the provider, finalize, until a claim finds nothing; returns results written.
+fn leased_loop(
+    s: &mut dyn Outbox,
+    provider: &Provider,
+    me: &str,
+) -> Result<u64, crate::engine::store::StoreError> {
+    let now = SCENARIO_START_MS;
+    let mut written = 0;
+    loop {
+        let ClaimOutcome::Claimed(lease) = s.claim_next(me, now, BENCH_LEASE_MS)?.0 else {
+            return Ok(written);
+        };
+        let check = provider.check_status(&lease.key);
+        if s.finalize(&lease, &check, now)?.0 == FinalizeOutcome::Committed {
+            written += 1;
+        }
+    }
+}

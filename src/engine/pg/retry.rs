@@ -1,0 +1,195 @@
+//! Heartbeats, failed attempts with backoff, the dead letter, redrive, and the leasing-off
+//! load and mark, on PostgreSQL: the SQLite store's rules, each write with its event row.
+
+use super::claim::{NewEvent, WRITE_ANSWER_SQL};
+use super::{PgStore, Result};
+use crate::engine::provider::StatusCheck;
+use crate::engine::store::{FailOutcome, Lease, MessageRef, OutboxStatus, RetryPolicy};
+
+/// Extend a held lease, never shortening it, only while this worker holds this lease
+/// (owner and fencing token) and it has not run out.
+const HEARTBEAT_SQL: &str = "
+UPDATE OutboxMessages SET LockedUntilUtc = GREATEST(LockedUntilUtc, $1)
+ WHERE Id = $2 AND Status = 'Processing' AND LockedBy = $3 AND LeaseVersion = $4
+   AND LockedUntilUtc >= $5
+RETURNING LockedUntilUtc";
+
+/// The attempts of a message this worker still holds, locked until the release below.
+const HELD_ATTEMPTS_SQL: &str = "
+SELECT Attempts FROM OutboxMessages
+ WHERE Id = $1 AND Status = 'Processing' AND LockedBy = $2 AND LeaseVersion = $3
+   FOR UPDATE";
+
+const RELEASE_SQL: &str = "
+UPDATE OutboxMessages
+   SET Status = $1, LockedBy = NULL, LockedUntilUtc = NULL, AvailableAtUtc = $2, LastError = $3
+ WHERE Id = $4 AND Status = 'Processing' AND LockedBy = $5 AND LeaseVersion = $6";
+
+/// Leasing off: Processed, asking nobody.
+const MARK_SQL: &str = "
+UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = $1,
+       LockedBy = NULL, LockedUntilUtc = NULL
+ WHERE Id = $2 RETURNING LeaseVersion";
+
+const LOAD_PENDING_SQL: &str =
+    "SELECT Id, PaymentKey FROM OutboxMessages WHERE Status = 'Pending' ORDER BY CreatedAtUtc, Id";
+
+impl PgStore {
+    /// Extend `lease` to `now + lease_ms` (never shorter than it is). `None`: the lease is
+    /// lost. Returns the new expiry and the write's stamp.
+    pub fn heartbeat(
+        &mut self,
+        lease: &Lease,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<(Option<i64>, u64)> {
+        let (beat, rec) = (self.prepared(HEARTBEAT_SQL)?, self.recorder()?);
+        let mut tx = self.client.transaction()?;
+        let until: Option<i64> = tx
+            .query_opt(
+                &beat,
+                &[
+                    &(now + lease_ms),
+                    &lease.id,
+                    &lease.owner,
+                    &lease.version,
+                    &now,
+                ],
+            )?
+            .map(|r| r.get(0));
+        let stamp = match until {
+            Some(until) => {
+                let event = NewEvent {
+                    until: Some(until),
+                    ..NewEvent::of(lease, "Heartbeat", now)
+                };
+                rec.record(&mut tx, &event)?.1
+            }
+            None => rec.shared.next_seq(),
+        };
+        tx.commit()?;
+        Ok((until, stamp))
+    }
+
+    /// Record a failed attempt of a held message: back to Pending after its backoff, or
+    /// DeadLettered when it was the last attempt `policy` allows.
+    pub fn fail_attempt(
+        &mut self,
+        lease: &Lease,
+        error: &str,
+        now: i64,
+        policy: &RetryPolicy,
+    ) -> Result<(FailOutcome, u64)> {
+        let (held, release) = (
+            self.prepared(HELD_ATTEMPTS_SQL)?,
+            self.prepared(RELEASE_SQL)?,
+        );
+        let rec = self.recorder()?;
+        let mut tx = self.client.transaction()?;
+        let attempts: Option<i64> = tx
+            .query_opt(&held, &[&lease.id, &lease.owner, &lease.version])?
+            .map(|r| r.get(0));
+        let Some(attempts) = attempts else {
+            tx.rollback()?;
+            return Ok((FailOutcome::LeaseLost, rec.shared.next_seq()));
+        };
+        let (status, available, outcome) = if attempts >= policy.max_attempts {
+            (
+                OutboxStatus::DeadLettered,
+                now,
+                FailOutcome::DeadLettered { attempts },
+            )
+        } else {
+            let at = now + policy.backoff_ms(attempts);
+            let retry = FailOutcome::Retry {
+                attempt: attempts,
+                available_at_ms: at,
+            };
+            (OutboxStatus::Pending, at, retry)
+        };
+        tx.execute(
+            &release,
+            &[
+                &status.as_str(),
+                &available,
+                &error,
+                &lease.id,
+                &lease.owner,
+                &lease.version,
+            ],
+        )?;
+        let kind = match status {
+            OutboxStatus::DeadLettered => "DeadLettered",
+            _ => "Retry",
+        };
+        let (_, stamp) = rec.record(&mut tx, &NewEvent::of(lease, kind, now))?;
+        tx.commit()?;
+        Ok((outcome, stamp))
+    }
+
+    /// Put dead letters back to Pending with fresh attempts: the one of `key`, or all when
+    /// `key` is `None`. Returns how many were redriven.
+    pub fn redrive(&mut self, key: Option<&str>, now: i64) -> Result<(u64, u64)> {
+        let n = self.client.execute(
+            "UPDATE OutboxMessages SET Status = 'Pending', Attempts = 0, AvailableAtUtc = $1
+              WHERE Status = 'DeadLettered' AND ($2::text IS NULL OR PaymentKey = $2)",
+            &[&now, &key],
+        )?;
+        Ok((n, self.shared.next_seq()))
+    }
+
+    /// The last provider error recorded for the message of `key`.
+    pub fn last_error(&mut self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .client
+            .query_opt(
+                "SELECT LastError FROM OutboxMessages WHERE PaymentKey = $1",
+                &[&key],
+            )?
+            .and_then(|r| r.get(0)))
+    }
+
+    /// Leasing off: every Pending message, as the naive worker loads them.
+    pub fn load_pending(&mut self) -> Result<Vec<MessageRef>> {
+        let load = self.prepared(LOAD_PENDING_SQL)?;
+        let rows = self.client.query(&load, &[])?;
+        Ok(rows
+            .iter()
+            .map(|r| MessageRef {
+                id: r.get(0),
+                key: r.get(1),
+            })
+            .collect())
+    }
+
+    /// Leasing off: write the answer and mark Processed, asking nobody. Returns its stamp.
+    pub fn mark_processed_by(
+        &mut self,
+        worker: &str,
+        msg: &MessageRef,
+        check: &StatusCheck,
+        now: i64,
+    ) -> Result<u64> {
+        let (answer, mark) = (self.prepared(WRITE_ANSWER_SQL)?, self.prepared(MARK_SQL)?);
+        let rec = self.recorder()?;
+        let mut tx = self.client.transaction()?;
+        tx.execute(
+            &answer,
+            &[&check.status.as_str(), &check.transaction_id, &msg.key],
+        )?;
+        let version: i64 = tx.query_one(&mark, &[&now, &msg.id])?.get(0);
+        let event = NewEvent {
+            at: now,
+            worker,
+            kind: "Marked",
+            id: msg.id,
+            key: &msg.key,
+            version,
+            until: None,
+            status: Some(check.status.as_str()),
+        };
+        let (_, stamp) = rec.record(&mut tx, &event)?;
+        tx.commit()?;
+        Ok(stamp)
+    }
+}
