@@ -84,6 +84,8 @@ pub trait Outbox: Send {
     /// expired lease.
     fn claim_next(&mut self, worker: &str, now: i64, lease_ms: i64) -> Result<(ClaimOutcome, u64)>;
     /// Claim one message; `Blocked` with owner and time left while another lease holds it.
+    /// After an empty claim: the soonest-ending live lease another worker holds, if any.
+    fn blocked_by(&self, worker: &str, now: i64) -> Result<Option<ClaimOutcome>>;
     fn claim_id(
         &mut self,
         id: i64,
@@ -149,6 +151,9 @@ pub trait Outbox: Send {
 impl Outbox for Store {
     fn claim_next(&mut self, worker: &str, now: i64, lease_ms: i64) -> Result<(ClaimOutcome, u64)> {
         Store::claim_next(self, worker, now, lease_ms)
+    }
+    fn blocked_by(&self, worker: &str, now: i64) -> Result<Option<ClaimOutcome>> {
+        Store::blocked_by(self, worker, now)
     }
     fn claim_id(
         &mut self,

@@ -62,7 +62,27 @@ impl<T> Stamped<T> {
     }
 }
 
+/// The soonest-ending live lease held by another worker (through `IX_Outbox_Leased`).
+const SOONEST_LIVE_LEASE_SQL: &str = "
+SELECT Id, PaymentKey, LockedBy, LockedUntilUtc FROM OutboxMessages
+ WHERE Status = 'Processing' AND LockedUntilUtc >= $2 AND LockedBy <> $1
+ ORDER BY LockedUntilUtc LIMIT 1";
+
 impl PgStore {
+    /// After an empty claim: the live lease that blocks `worker` soonest, if any.
+    pub fn blocked_by(&mut self, worker: &str, now: i64) -> Result<Option<ClaimOutcome>> {
+        let q = self.prepared(SOONEST_LIVE_LEASE_SQL)?;
+        Ok(self.client.query_opt(&q, &[&worker, &now])?.map(|r| {
+            let until: i64 = r.get(3);
+            ClaimOutcome::Blocked {
+                id: r.get(0),
+                key: r.get(1),
+                owner: r.get(2),
+                left_ms: until - now,
+            }
+        }))
+    }
+
     /// Claim the oldest claimable message: Pending, or Processing with an expired lease.
     /// Returns the outcome and, for a claim, the `LeaseEvents` Seq written with it.
     pub fn claim_next(

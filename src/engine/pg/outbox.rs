@@ -68,6 +68,9 @@ impl Outbox for PgOutbox {
         let s = self.pg_mut().claim_next_stamped(worker, now, lease_ms)?;
         Ok((s.value, s.stamp))
     }
+    fn blocked_by(&self, worker: &str, now: i64) -> Result<Option<ClaimOutcome>> {
+        Ok(self.pg().blocked_by(worker, now)?)
+    }
     fn claim_id(
         &mut self,
         id: i64,
