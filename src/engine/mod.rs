@@ -6,6 +6,7 @@ pub mod checker;
 pub mod clock;
 pub mod db_lock;
 pub mod events;
+pub mod events_table;
 pub mod lease;
 pub mod ledger;
 pub mod pg;

@@ -692,7 +692,7 @@ impl Worker {
         let now = self.ctx.clock.now();
         let seq = self
             .store
-            .mark_processed(&msg, &check, now)
+            .mark_processed_by(&self.name, &msg, &check, now)
             .map_err(|e| e.to_string())?;
         self.set_status(|s| s.processed += 1);
         self.emit_at(

@@ -113,8 +113,13 @@ fn identify(path: &Path) -> Result<Identity> {
     }
     let ours = app_id == APPLICATION_ID;
     if ours && (1..SCHEMA_VERSION).contains(&version) {
+        let lacks = if version == 1 {
+            "without retries, dead letters or the LeaseEvents table"
+        } else {
+            "without the LeaseEvents table"
+        };
         return Err(StoreError::Foreign(format!(
-            "{shown} was made by an earlier leaselab (schema version {version}, without retries or dead letters; this leaselab needs version {SCHEMA_VERSION}); refusing to touch it: remove it or pass another --db"
+            "{shown} was made by an earlier leaselab (schema version {version}, {lacks}; this leaselab needs version {SCHEMA_VERSION}); refusing to touch it: remove it or pass another --db"
         )));
     }
     if ours && version != SCHEMA_VERSION {
