@@ -13,3 +13,4 @@ pub mod scenario;
 pub mod setup;
 pub mod signals;
 pub mod ui;
+pub mod worker_cmd;

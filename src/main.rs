@@ -90,6 +90,13 @@ enum Command {
     },
     /// List the built-in lessons.
     Lessons,
+    /// One worker as its own process on the real clock, sharing --db with other workers
+    /// (processes, on this machine or others); creates and seeds --db when it is missing.
+    Worker {
+        /// The worker's name, as the table and the events show it (Worker-A, laptop-3, ...).
+        #[arg(long, value_name = "NAME")]
+        name: String,
+    },
     /// Measure claim throughput against the database's own ceiling (see README, Performance).
     Bench {
         /// SQLite's synchronous setting for the bench: full or normal.
@@ -302,6 +309,7 @@ fn main() -> ExitCode {
             out.finish(ExitCode::SUCCESS)
         }
         Some(Command::Lesson { lesson, check }) => lesson_command(&cli, lesson, *check),
+        Some(Command::Worker { name }) => worker(&cli, name),
         Some(Command::Bench {
             sync,
             batch,
@@ -537,4 +545,61 @@ fn bench(cli: &Cli, sync: Sync, batch: u16, scale: Option<u64>, json: bool) -> E
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Payments a worker seeds when it creates the database (the article's six).
+const WORKER_SEED_MESSAGES: u64 = 6;
+
+fn worker(cli: &Cli, name: &str) -> ExitCode {
+    use leaselab::worker_cmd::{self, WorkerOptions};
+    let refused = [
+        (cli.workers.is_some(), "--workers"),
+        (cli.speed.is_some(), "--speed"),
+        (cli.open_scenario.is_some(), "--scenario"),
+        (cli.seed.is_some(), "--seed"),
+    ];
+    if let Some((_, flag)) = refused.iter().find(|(set, _)| *set) {
+        return usage_error(format!(
+            "{flag} does not apply to `worker`: it is one worker on the real clock"
+        ));
+    }
+    let Some(db) = cli.db.clone() else {
+        return usage_error("`worker` needs --db PATH: the database it shares with the others");
+    };
+    if let Err(e) = worker_cmd::check_name(name) {
+        return usage_error(e);
+    }
+    let messages = match cli.run_messages() {
+        Ok(m) => m.unwrap_or(WORKER_SEED_MESSAGES),
+        Err(e) => return usage_error(e),
+    };
+    let timing = Timing::DASHBOARD.resolve(cli.lease_ms, cli.process_ms, None);
+    if timing.process_ms >= timing.lease_ms {
+        return usage_error(format!(
+            "--process-ms {} needs a longer --lease-ms (now {}): this worker would lose every lease mid-message",
+            timing.process_ms, timing.lease_ms
+        ));
+    }
+    let interrupts = match leaselab::signals::watch() {
+        Ok(rx) => rx,
+        Err(e) => return usage_error(e),
+    };
+    let opts = WorkerOptions {
+        db,
+        name: name.to_string(),
+        lease_ms: timing.lease_ms,
+        process_ms: timing.process_ms,
+        idle_ms: leaselab::ui::app::IDLE_MS,
+        leasing: !cli.no_leasing,
+        messages,
+    };
+    let mut out = Out::new();
+    match worker_cmd::run(&opts, &interrupts, |l| out.line(l)) {
+        Ok(worker_cmd::Ended::Interrupted(signo)) => {
+            let what = format!("{name} stopped between two actions");
+            out.finish(interrupted(signo, &what))
+        }
+        Err(worker_cmd::Failure::BadInput(e)) => usage_error(e),
+        Err(worker_cmd::Failure::Runtime(e)) => runtime_error(e),
+    }
 }
