@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod engine;
 pub mod lesson;
+pub mod processes;
 pub mod progress;
 pub mod report;
 pub mod scenario;

@@ -66,6 +66,14 @@ struct Cli {
     /// Switch leasing off: workers load every Pending row and process it unguarded.
     #[arg(long = "no-leasing", global = true)]
     no_leasing: bool,
+    /// Dashboard: show --db PATH while `leaselab worker` processes started elsewhere use it
+    /// (created and seeded when missing, never emptied).
+    #[arg(long, conflicts_with = "processes")]
+    watch: bool,
+    /// Dashboard: start the workers as `leaselab worker` processes on the wall clock; c is
+    /// SIGKILL, space SIGSTOP / SIGCONT, r a new process.
+    #[arg(long)]
+    processes: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -316,6 +324,7 @@ fn main() -> ExitCode {
             scale,
             json,
         }) => bench(&cli, *sync, *batch, *scale, *json),
+        None if cli.watch || cli.processes => dashboard(&cli),
         // No command: the default lesson, unless the outbox is set up on the command line.
         None if lesson_setup_flags(&cli).is_none() => {
             lesson_command(&cli, leaselab::lesson::DEFAULT_LESSON, false)
@@ -400,7 +409,54 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
     out.finish(code)
 }
 
+/// Options that make no sense for workers that are processes.
+fn external_refusal(cli: &Cli) -> Option<String> {
+    let mode = if cli.watch { "--watch" } else { "--processes" };
+    let refused = [
+        (
+            cli.speed.is_some(),
+            "--speed",
+            "the workers run on the wall clock",
+        ),
+        (
+            cli.open_scenario.is_some(),
+            "--scenario",
+            "the workers run freely",
+        ),
+        (cli.seed.is_some(), "--seed", "there is no fault schedule"),
+        (
+            cli.watch && cli.workers.is_some(),
+            "--workers",
+            "the workers are started elsewhere",
+        ),
+        (
+            cli.watch && cli.no_leasing,
+            "--no-leasing",
+            "each worker process sets its own leasing",
+        ),
+    ];
+    refused
+        .iter()
+        .find(|(set, _, _)| *set)
+        .map(|(_, flag, why)| format!("{flag} does not apply to {mode}: {why}"))
+}
+
 fn dashboard(cli: &Cli) -> ExitCode {
+    if cli.watch || cli.processes {
+        if let Some(e) = external_refusal(cli) {
+            return usage_error(e);
+        }
+        if cli.watch && cli.db.is_none() {
+            return usage_error("--watch needs --db PATH: the database the workers use");
+        }
+        let t = Timing::DASHBOARD.resolve(cli.lease_ms, cli.process_ms, None);
+        if cli.processes && t.process_ms >= t.lease_ms {
+            return usage_error(format!(
+                "--process-ms {} needs a longer --lease-ms (now {}): every worker process would lose its lease mid-message",
+                t.process_ms, t.lease_ms
+            ));
+        }
+    }
     let scenario = match cli.open_scenario.as_deref().map(scenario_named).transpose() {
         Ok(s) => s.unwrap_or(Scenario::OutboxLeasing),
         Err(e) => return usage_error(e),
@@ -422,6 +478,8 @@ fn dashboard(cli: &Cli) -> ExitCode {
         speed: cli.speed,
         db: cli.db.clone(),
         no_leasing: cli.no_leasing,
+        watch: cli.watch,
+        processes: cli.processes,
     };
     match ui::run(opts) {
         Ok(ui::Ended::Quit) => ExitCode::SUCCESS,

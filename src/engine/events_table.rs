@@ -32,22 +32,33 @@ impl Translator {
         Translator::default()
     }
 
-    /// Worker names in slot order (restarts share their first incarnation's slot).
+    /// Worker names by slot (restarts share their first incarnation's slot; a slot nobody
+    /// took is empty).
     pub fn workers(&self) -> &[String] {
         &self.names
     }
 
+    /// A name leaselab gives (`Worker-B#2`) keeps its own slot, as its thread had; any other
+    /// name takes the first free slot.
     fn slot(&mut self, worker: &str) -> Option<usize> {
         if worker == ENGINE || worker.is_empty() {
             return None;
         }
-        let base =
-            WorkerId::parse(worker).map_or_else(|| worker.to_string(), |id| id.base().to_string());
-        let next = self.slots.len();
-        let slot = *self.slots.entry(base.clone()).or_insert(next);
-        if slot == self.names.len() {
-            self.names.push(base);
+        let id = WorkerId::parse(worker);
+        let base = id.map_or_else(|| worker.to_string(), |id| id.base().to_string());
+        if let Some(slot) = self.slots.get(&base) {
+            return Some(*slot);
         }
+        let taken = |names: &[String], s: usize| names.get(s).is_some_and(|n| !n.is_empty());
+        let slot = match id {
+            Some(id) if !taken(&self.names, id.slot) => id.slot,
+            _ => (0..).find(|s| !taken(&self.names, *s)).unwrap_or(0),
+        };
+        if self.names.len() <= slot {
+            self.names.resize(slot + 1, String::new());
+        }
+        self.names[slot] = base.clone();
+        self.slots.insert(base, slot);
         Some(slot)
     }
 
