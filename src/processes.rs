@@ -182,17 +182,24 @@ impl WorkerProcesses {
         Ok(name)
     }
 
-    /// SIGSTOP (true) or SIGCONT (false) to every live process: a stopped worker is a real
-    /// zombie, holding its lease while the clock runs on.
-    pub fn stop_all(&mut self, stop: bool) {
+    /// SIGSTOP (true) or SIGCONT (false) to the slot's process: a stopped worker is a real
+    /// zombie, holding its lease while the clock runs on. False when it is gone.
+    pub fn set_stopped(&mut self, slot: usize, stop: bool) -> bool {
+        let Some(s) = self.slots.get_mut(slot) else {
+            return false;
+        };
+        let Some(child) = &s.child else {
+            return false;
+        };
         let signal = if stop { libc::SIGSTOP } else { libc::SIGCONT };
-        for s in &mut self.slots {
-            if let Some(child) = &s.child {
-                // SAFETY: a plain kill(2) on our own child's pid, which we have not reaped.
-                unsafe { libc::kill(child.id() as libc::pid_t, signal) };
-                s.stopped = stop;
-            }
-        }
+        // SAFETY: a plain kill(2) on our own child's pid, which we have not reaped.
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        s.stopped = stop;
+        true
+    }
+
+    pub fn is_stopped(&self, slot: usize) -> bool {
+        self.slots.get(slot).is_some_and(|s| s.stopped)
     }
 }
 

@@ -238,7 +238,7 @@ fn processes_end_with_the_dashboard_on_sigterm() {
     let (mut d, kids) = open_processes();
     // Stopped workers must die too: SIGKILL reaches a stopped process.
     d.press(" ");
-    d.wait_for_text("SIGSTOP sent");
+    d.wait_for_text("SIGSTOP sent to Worker-A");
     unsafe { libc::kill(d.pid as libc::pid_t, libc::SIGTERM) };
     let status = d.wait_for_exit();
     assert!(!status.success());

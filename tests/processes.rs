@@ -287,3 +287,69 @@ fn a_worker_refuses_bad_input_in_one_line() {
     }
     assert!(!dir.path().join("x.db").exists());
 }
+
+#[test]
+fn a_stopped_worker_wakes_to_a_refused_finalize() {
+    // A slow machine may let the first worker finish before SIGSTOP lands: then start over.
+    for _ in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db_in(&dir);
+        let slow = [
+            "--messages",
+            "1",
+            "--lease-ms",
+            "3000",
+            "--process-ms",
+            "2900",
+        ];
+        let zombie = WorkerProcess::start(&db, "zombie", &slow);
+        let zombie_pid = zombie.child.as_ref().unwrap().id() as libc::pid_t;
+        wait_for("the zombie to claim", || {
+            events(&db)
+                .into_iter()
+                .find(|r| r.kind == LeaseEventKind::Claimed)
+        });
+        assert_eq!(unsafe { libc::kill(zombie_pid, libc::SIGSTOP) }, 0);
+        let row = Store::open_read_only(&db)
+            .unwrap()
+            .messages(0, 1)
+            .unwrap()
+            .remove(0);
+        if row.status != OutboxStatus::Processing {
+            continue;
+        }
+        let b = WorkerProcess::start(
+            &db,
+            "rescuer",
+            &["--lease-ms", "3000", "--process-ms", "10"],
+        );
+        wait_for("the rescuer to finish the message", || drained(&db));
+        // Woken, the zombie finishes its processing and tries to finalize under lease v1.
+        assert_eq!(unsafe { libc::kill(zombie_pid, libc::SIGCONT) }, 0);
+        let refused = wait_for("the zombie's refused finalize", || {
+            events(&db)
+                .into_iter()
+                .find(|r| r.kind == LeaseEventKind::FinalizeRejected)
+        });
+        assert_eq!(
+            (refused.worker.as_str(), refused.version),
+            ("zombie", Some(1))
+        );
+        b.stop();
+        zombie.stop();
+        let (ledger, check) = history(&db);
+        assert!(check.passed(), "{:?}", check.rules());
+        assert_eq!((ledger.finalized, ledger.rejected_finalizes), (1, 1));
+        let row = Store::open_read_only(&db)
+            .unwrap()
+            .messages(0, 1)
+            .unwrap()
+            .remove(0);
+        assert_eq!(
+            (row.locked_by.as_deref(), row.lease_version),
+            (Some("rescuer"), 2)
+        );
+        return;
+    }
+    panic!("the first worker finished before SIGSTOP five times in a row");
+}

@@ -250,7 +250,7 @@ impl App {
                 app.engine.db_path().display()
             ),
             ExternalMode::Processes => {
-                "worker processes: c kills (SIGKILL), space stops them (SIGSTOP), r starts a new one"
+                "worker processes: c kills the selected one (SIGKILL), space stops it (SIGSTOP), r starts a new one"
                     .to_string()
             }
         });
@@ -299,15 +299,23 @@ impl App {
                 Err(e) => e,
             },
             (Some(c), Action::TogglePause) => {
-                self.paused = !self.paused;
-                c.stop_all(self.paused);
-                let what = if self.paused {
-                    "SIGSTOP sent to every worker: they hold their leases while the clock runs on"
+                let name = c.name(slot).unwrap_or_default().to_string();
+                let stop = !c.is_stopped(slot);
+                if c.set_stopped(slot, stop) {
+                    let (signal, what) = if stop {
+                        (
+                            "SIGSTOP",
+                            "it holds its lease while the clock runs on; space wakes it",
+                        )
+                    } else {
+                        ("SIGCONT", "it carries on where it stood")
+                    };
+                    self.log
+                        .note(self.engine.clock.now(), format!("{signal} sent to {name}"));
+                    format!("{signal} sent to {name}: {what}")
                 } else {
-                    "SIGCONT sent to every worker"
-                };
-                self.log.note(self.engine.clock.now(), what.to_string());
-                what.to_string()
+                    format!("{name} is gone: r starts a new process")
+                }
             }
             (None, Action::Crash | Action::Restart | Action::TogglePause) => {
                 "watch mode: the workers are other processes; stop them where they run".into()
