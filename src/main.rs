@@ -299,6 +299,10 @@ fn main() -> ExitCode {
             return usage_error(format!("{first} (see leaselab --help)"));
         }
     };
+    if cli.command.is_some() && (cli.watch || cli.processes) {
+        let flag = if cli.watch { "--watch" } else { "--processes" };
+        return usage_error(format!("{flag} is for the dashboard, not for a command"));
+    }
     match &cli.command {
         Some(Command::List) => {
             let mut out = Out::new();

@@ -256,7 +256,7 @@ fn thread_workers_and_process_workers_share_one_outbox_cleanly() {
 }
 
 #[test]
-fn a_worker_refuses_bad_input_in_one_line() {
+fn a_worker_and_the_process_dashboards_refuse_bad_input_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let foreign = dir.path().join("notes.txt");
     std::fs::write(&foreign, "not a database").unwrap();
@@ -273,6 +273,19 @@ fn a_worker_refuses_bad_input_in_one_line() {
         (
             vec!["worker", "--db", "x.db", "--name", "A", "--speed", "2"],
             "--speed does not apply",
+        ),
+        (vec!["--watch"], "--watch needs --db PATH"),
+        (
+            vec!["--watch", "--db", "x.db", "--workers", "3"],
+            "--workers does not apply to --watch",
+        ),
+        (
+            vec!["--processes", "--process-ms", "5000"],
+            "needs a longer --lease-ms",
+        ),
+        (
+            vec!["--watch", "--db", "x.db", "list"],
+            "--watch is for the dashboard",
         ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_leaselab"))
