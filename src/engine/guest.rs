@@ -61,6 +61,13 @@ impl Engine {
         self.clock.resume();
     }
 
+    /// Move onto the wall clock and seed the outbox again there, so that its rows and
+    /// events carry the times the worker processes will use.
+    pub fn reseed_on_wall_clock(&mut self) -> Result<(), StoreError> {
+        self.follow_wall_clock();
+        self.seed()
+    }
+
     /// Where events from outside the engine (the events table's reader) join its stream.
     pub fn events_sender(&self) -> Sender<Event> {
         self.events_tx.clone()

@@ -31,6 +31,9 @@ pub struct External {
     names: Vec<String>,
     /// By slot: the lease of its last claim, until a result for that message is written.
     holding: Vec<Option<Lease>>,
+    /// What the newest claim or unguarded mark says about the workers' settings.
+    pub(super) seen_lease_ms: Option<i64>,
+    pub(super) seen_leasing: Option<bool>,
 }
 
 impl External {
@@ -53,6 +56,8 @@ impl External {
                 version,
                 ..
             } => {
+                self.seen_lease_ms = Some(until_ms - ev.at_ms);
+                self.seen_leasing = Some(true);
                 self.holding[slot] = Some(Lease {
                     id: *id,
                     key: key.clone(),
@@ -63,10 +68,13 @@ impl External {
             }
             EventKind::Finalized { id, .. }
             | EventKind::FinalizeRejected { id, .. }
-            | EventKind::Marked { id, .. }
-                if self.holding[slot].as_ref().is_some_and(|l| l.id == *id) =>
-            {
-                self.holding[slot] = None;
+            | EventKind::Marked { id, .. } => {
+                if matches!(ev.kind, EventKind::Marked { .. }) {
+                    self.seen_leasing = Some(false);
+                }
+                if self.holding[slot].as_ref().is_some_and(|l| l.id == *id) {
+                    self.holding[slot] = None;
+                }
             }
             _ => {}
         }
@@ -190,8 +198,8 @@ impl App {
                 Engine::guest(&db, config).map_err(|e| e.to_string())?
             }
             ExternalMode::Processes => {
-                let engine = Engine::start(config, true).map_err(|e| e.to_string())?;
-                engine.follow_wall_clock();
+                let mut engine = Engine::start(config, true).map_err(|e| e.to_string())?;
+                engine.reseed_on_wall_clock().map_err(|e| e.to_string())?;
                 engine
             }
         };
@@ -221,6 +229,8 @@ impl App {
                 _tail: tail,
                 names: Vec::new(),
                 holding: Vec::new(),
+                seen_lease_ms: None,
+                seen_leasing: None,
             }),
             reader,
             events: engine.events().clone(),

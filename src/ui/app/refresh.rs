@@ -41,6 +41,9 @@ impl App {
         self.snap.setting = self.setting_label();
         self.snap.workers = match &mut self.external {
             Some(x) => {
+                // Watched workers have settings of their own: show what their events say.
+                self.snap.lease_ms = x.seen_lease_ms.unwrap_or(self.snap.lease_ms);
+                self.snap.leasing = x.seen_leasing.unwrap_or(self.snap.leasing);
                 self.snap.setting = match x.children {
                     Some(_) => ("worker processes ", String::new()),
                     None => ("watching ", "worker processes".to_string()),
