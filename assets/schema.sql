@@ -39,3 +39,23 @@ CREATE INDEX IF NOT EXISTS IX_Outbox_Leased
 -- Dead letters are few: counted and redriven without reading the rest of the outbox.
 CREATE INDEX IF NOT EXISTS IX_Outbox_DeadLettered
     ON OutboxMessages (PaymentKey) WHERE Status = 'DeadLettered';
+
+-- One row per claim, heartbeat, finalize, failed attempt, mark and seeding, written in the
+-- same transaction as the change it describes. SQLite has one writer at a time, so Seq
+-- (never reused, also after a reset) is commit order: a dashboard tails it by Seq.
+CREATE TABLE IF NOT EXISTS LeaseEvents (
+    Seq            INTEGER PRIMARY KEY AUTOINCREMENT,
+    AtUtc          INTEGER NOT NULL,
+    Worker         TEXT NOT NULL,
+    Kind           TEXT NOT NULL
+                   CHECK (Kind IN ('Seeded', 'Added', 'Claimed', 'Heartbeat', 'Finalized',
+                                   'FinalizeRejected', 'Marked', 'Retry', 'DeadLettered')),
+    MessageId      INTEGER,
+    PaymentKey     TEXT,
+    LeaseVersion   INTEGER,
+    -- the lease's expiry, for a claim or a heartbeat
+    LockedUntilUtc INTEGER,
+    -- the provider's answer (Finalized, Marked), the error (Retry, DeadLettered), or the
+    -- number of payments seeded (Seeded)
+    Detail         TEXT
+);

@@ -67,6 +67,14 @@ struct Cli {
     /// Switch leasing off: workers load every Pending row and process it unguarded.
     #[arg(long = "no-leasing", global = true)]
     no_leasing: bool,
+    /// Dashboard: show --db PATH while `leaselab worker` processes started elsewhere use it
+    /// (created and seeded when missing, never emptied).
+    #[arg(long, conflicts_with = "processes")]
+    watch: bool,
+    /// Dashboard: start the workers as `leaselab worker` processes on the wall clock; c is
+    /// SIGKILL, space SIGSTOP / SIGCONT, r a new process.
+    #[arg(long)]
+    processes: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -91,6 +99,13 @@ enum Command {
     },
     /// List the built-in lessons.
     Lessons,
+    /// One worker as its own process on the real clock, sharing --db with other workers
+    /// (processes, on this machine or others); creates and seeds --db when it is missing.
+    Worker {
+        /// The worker's name, as the table and the events show it (Worker-A, laptop-3, ...).
+        #[arg(long, value_name = "NAME")]
+        name: String,
+    },
     /// Measure claim throughput against the database's own ceiling (see README, Performance).
     Bench {
         /// SQLite's synchronous setting for the bench: full or normal.
@@ -285,6 +300,10 @@ fn main() -> ExitCode {
             return usage_error(format!("{first} (see leaselab --help)"));
         }
     };
+    if cli.command.is_some() && (cli.watch || cli.processes) {
+        let flag = if cli.watch { "--watch" } else { "--processes" };
+        return usage_error(format!("{flag} is for the dashboard, not for a command"));
+    }
     match &cli.command {
         Some(Command::List) => {
             let mut out = Out::new();
@@ -303,12 +322,14 @@ fn main() -> ExitCode {
             out.finish(ExitCode::SUCCESS)
         }
         Some(Command::Lesson { lesson, check }) => lesson_command(&cli, lesson, *check),
+        Some(Command::Worker { name }) => worker(&cli, name),
         Some(Command::Bench {
             sync,
             batch,
             scale,
             json,
         }) => bench(&cli, *sync, *batch, *scale, *json),
+        None if cli.watch || cli.processes => dashboard(&cli),
         // No command: the default lesson, unless the outbox is set up on the command line.
         None if lesson_setup_flags(&cli).is_none() => {
             lesson_command(&cli, leaselab::lesson::DEFAULT_LESSON, false)
@@ -393,7 +414,54 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
     out.finish(code)
 }
 
+/// Options that make no sense for workers that are processes.
+fn external_refusal(cli: &Cli) -> Option<String> {
+    let mode = if cli.watch { "--watch" } else { "--processes" };
+    let refused = [
+        (
+            cli.speed.is_some(),
+            "--speed",
+            "the workers run on the wall clock",
+        ),
+        (
+            cli.open_scenario.is_some(),
+            "--scenario",
+            "the workers run freely",
+        ),
+        (cli.seed.is_some(), "--seed", "there is no fault schedule"),
+        (
+            cli.watch && cli.workers.is_some(),
+            "--workers",
+            "the workers are started elsewhere",
+        ),
+        (
+            cli.watch && cli.no_leasing,
+            "--no-leasing",
+            "each worker process sets its own leasing",
+        ),
+    ];
+    refused
+        .iter()
+        .find(|(set, _, _)| *set)
+        .map(|(_, flag, why)| format!("{flag} does not apply to {mode}: {why}"))
+}
+
 fn dashboard(cli: &Cli) -> ExitCode {
+    if cli.watch || cli.processes {
+        if let Some(e) = external_refusal(cli) {
+            return usage_error(e);
+        }
+        if cli.watch && cli.db.is_none() {
+            return usage_error("--watch needs --db PATH: the database the workers use");
+        }
+        let t = Timing::DASHBOARD.resolve(cli.lease_ms, cli.process_ms, None);
+        if cli.processes && t.process_ms >= t.lease_ms {
+            return usage_error(format!(
+                "--process-ms {} needs a longer --lease-ms (now {}): every worker process would lose its lease mid-message",
+                t.process_ms, t.lease_ms
+            ));
+        }
+    }
     let scenario = match cli.open_scenario.as_deref().map(scenario_named).transpose() {
         Ok(s) => s.unwrap_or(Scenario::OutboxLeasing),
         Err(e) => return usage_error(e),
@@ -415,6 +483,8 @@ fn dashboard(cli: &Cli) -> ExitCode {
         speed: cli.speed,
         db: cli.db.clone(),
         no_leasing: cli.no_leasing,
+        watch: cli.watch,
+        processes: cli.processes,
     };
     match ui::run(opts) {
         Ok(ui::Ended::Quit) => ExitCode::SUCCESS,
@@ -550,4 +620,61 @@ fn bench(cli: &Cli, sync: Sync, batch: u16, scale: Option<u64>, json: bool) -> E
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Payments a worker seeds when it creates the database (the article's six).
+const WORKER_SEED_MESSAGES: u64 = 6;
+
+fn worker(cli: &Cli, name: &str) -> ExitCode {
+    use leaselab::worker_cmd::{self, WorkerOptions};
+    let refused = [
+        (cli.workers.is_some(), "--workers"),
+        (cli.speed.is_some(), "--speed"),
+        (cli.open_scenario.is_some(), "--scenario"),
+        (cli.seed.is_some(), "--seed"),
+    ];
+    if let Some((_, flag)) = refused.iter().find(|(set, _)| *set) {
+        return usage_error(format!(
+            "{flag} does not apply to `worker`: it is one worker on the real clock"
+        ));
+    }
+    let Some(db) = cli.db.clone() else {
+        return usage_error("`worker` needs --db PATH: the database it shares with the others");
+    };
+    if let Err(e) = worker_cmd::check_name(name) {
+        return usage_error(e);
+    }
+    let messages = match cli.run_messages() {
+        Ok(m) => m.unwrap_or(WORKER_SEED_MESSAGES),
+        Err(e) => return usage_error(e),
+    };
+    let timing = Timing::DASHBOARD.resolve(cli.lease_ms, cli.process_ms, None);
+    if timing.process_ms >= timing.lease_ms {
+        return usage_error(format!(
+            "--process-ms {} needs a longer --lease-ms (now {}): this worker would lose every lease mid-message",
+            timing.process_ms, timing.lease_ms
+        ));
+    }
+    let interrupts = match leaselab::signals::watch() {
+        Ok(rx) => rx,
+        Err(e) => return usage_error(e),
+    };
+    let opts = WorkerOptions {
+        db,
+        name: name.to_string(),
+        lease_ms: timing.lease_ms,
+        process_ms: timing.process_ms,
+        idle_ms: leaselab::ui::app::IDLE_MS,
+        leasing: !cli.no_leasing,
+        messages,
+    };
+    let mut out = Out::new();
+    match worker_cmd::run(&opts, &interrupts, |l| out.line(l)) {
+        Ok(worker_cmd::Ended::Interrupted(signo)) => {
+            let what = format!("{name} stopped between two actions");
+            out.finish(interrupted(signo, &what))
+        }
+        Err(worker_cmd::Failure::BadInput(e)) => usage_error(e),
+        Err(worker_cmd::Failure::Runtime(e)) => runtime_error(e),
+    }
 }

@@ -347,8 +347,11 @@ fn the_schema_section_is_the_schema_the_database_file_holds() {
         .take_while(|l| !l.is_empty())
         .collect();
     let c = rusqlite::Connection::open(&db).unwrap();
+    // SQLite's own bookkeeping (sqlite_sequence, for LeaseEvents' AUTOINCREMENT) is not ours.
     let mut stmt = c
-        .prepare("SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL ORDER BY rowid")
+        .prepare(
+            "SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid",
+        )
         .unwrap();
     let from_file: Vec<String> = stmt
         .query_map([], |r| r.get::<_, String>(0))

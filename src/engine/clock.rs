@@ -56,6 +56,14 @@ impl Clock {
         }
     }
 
+    /// A clock that is the wall clock (Unix milliseconds, speed 1): the one time that
+    /// workers in separate processes, or on separate machines, can share.
+    pub fn wall() -> Clock {
+        let clock = Clock::frozen_at(wall_now_ms());
+        clock.resume();
+        clock
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -173,6 +181,13 @@ impl Clock {
                 .0;
         }
     }
+}
+
+/// Unix time now in milliseconds.
+pub fn wall_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// `09:00:01.250` for a scenario time (UTC, time of day only).

@@ -7,6 +7,8 @@ pub mod checker;
 pub mod clock;
 pub mod db_lock;
 pub mod events;
+pub mod events_table;
+mod guest;
 pub mod lease;
 pub mod ledger;
 pub mod pg;

@@ -242,6 +242,17 @@ impl Drop for WorkerHandle {
 /// Start a worker thread. A paused worker acts only on `Step`/`ClaimId` until resumed.
 pub fn spawn(ctx: WorkerContext, slot: usize, incarnation: u32, paused: bool) -> WorkerHandle {
     let name = WorkerId::new(slot, incarnation).to_string();
+    spawn_named(ctx, slot, incarnation, name, paused)
+}
+
+/// Start a worker thread under a name of its own (a worker process's `--name`).
+pub fn spawn_named(
+    ctx: WorkerContext,
+    slot: usize,
+    incarnation: u32,
+    name: String,
+    paused: bool,
+) -> WorkerHandle {
     let (control, rx) = crossbeam_channel::unbounded();
     let status = Arc::new(Mutex::new(WorkerStatus {
         id: WorkerId::new(slot, incarnation),
@@ -742,7 +753,7 @@ impl Worker {
         let now = self.ctx.clock.now();
         let seq = self
             .store
-            .mark_processed(&msg, &check, now)
+            .mark_processed_by(&self.name, &msg, &check, now)
             .map_err(|e| e.to_string())?;
         self.set_status(|s| s.processed += 1);
         self.emit_at(

@@ -24,10 +24,12 @@ use super::theme::Theme;
 use super::timeline::Timeline;
 use super::DashboardOptions;
 
+mod external;
 mod lesson;
 mod refresh;
 pub use super::snapshot::{DbView, WorkerView};
 pub use super::state::Focus;
+pub use external::ExternalMode;
 pub use lesson::LessonMode;
 
 /// What `a` adds to the clock.
@@ -35,6 +37,9 @@ pub const SMALL_ADVANCE_MS: i64 = 250;
 pub const SPEEDS: [f64; 8] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
 
 pub struct App {
+    /// Worker processes and the events table's reader, when the workers are processes;
+    /// declared first so they end before the database does.
+    external: Option<external::External>,
     /// Declared before `engine` so it closes before the temporary database is removed.
     reader: Box<dyn Outbox>,
     pub engine: Engine,
@@ -93,6 +98,7 @@ impl App {
             Vec::new()
         };
         let mut app = App {
+            external: None,
             reader,
             events,
             theme,
@@ -181,6 +187,9 @@ impl App {
         if let Some(l) = &mut self.lesson {
             l.saw(ev);
         }
+        if let Some(x) = &mut self.external {
+            x.saw(ev);
+        }
         self.ledger.apply(ev);
         self.timeline.apply(ev);
         if self.log.push_event(ev) && self.ui.log_back > 0 {
@@ -206,7 +215,7 @@ impl App {
             };
         }
         let alive: Vec<usize> = self.engine.alive_slots();
-        let n = self.engine.workers().len();
+        let n = self.worker_count();
         (0..n)
             .map(|i| (self.next_slot + i) % n.max(1))
             .find(|s| alive.contains(s))
@@ -229,6 +238,9 @@ impl App {
 
     pub fn act(&mut self, action: Action) {
         self.ui.notice = None;
+        if self.act_on_external(action) {
+            return;
+        }
         match action {
             Action::Quit
             | Action::Help
@@ -300,15 +312,13 @@ impl App {
 
     /// Selecting, crashing and restarting a worker.
     fn act_on_worker(&mut self, action: Action) {
-        let n_workers = self.engine.workers().len().max(1);
+        let n_workers = self.worker_count().max(1);
         match action {
             Action::NextWorker => self.ui.selected = (self.ui.selected + 1) % n_workers,
             Action::PrevWorker => self.ui.selected = (self.ui.selected + n_workers - 1) % n_workers,
-            Action::SelectWorker(slot) if slot < self.engine.workers().len() => {
-                self.ui.selected = slot
-            }
+            Action::SelectWorker(slot) if slot < self.worker_count() => self.ui.selected = slot,
             Action::SelectWorker(_) => {
-                let n = self.engine.workers().len();
+                let n = self.worker_count();
                 self.ui.say(format!("there are only {n} workers"));
             }
             Action::Crash => self.crash_selected(),
@@ -399,7 +409,7 @@ impl App {
             return self.ui.say("every worker is down: select one and press r");
         };
         self.engine.step(slot);
-        self.next_slot = (slot + 1) % self.engine.workers().len().max(1);
+        self.next_slot = (slot + 1) % self.worker_count().max(1);
         self.after_engine_call();
     }
 

@@ -43,6 +43,10 @@ pub struct DashboardOptions {
     pub speed: Option<f64>,
     pub db: Option<PathBuf>,
     pub no_leasing: bool,
+    /// Show a database that worker processes use, started elsewhere (`--watch`).
+    pub watch: bool,
+    /// Start the workers as `leaselab worker` processes (`--processes`).
+    pub processes: bool,
 }
 
 impl Default for DashboardOptions {
@@ -57,6 +61,8 @@ impl Default for DashboardOptions {
             speed: None,
             db: None,
             no_leasing: false,
+            watch: false,
+            processes: false,
         }
     }
 }
@@ -76,7 +82,15 @@ pub enum Ended {
 
 /// Open the dashboard; returns when the user quits or a signal arrives. Errors are one line.
 pub fn run(opts: DashboardOptions) -> Result<Ended, String> {
-    run_app(|| App::new(opts, Theme::from_env()))
+    let mode = match (opts.watch, opts.processes) {
+        (true, _) => Some(app::ExternalMode::Watch),
+        (false, true) => Some(app::ExternalMode::Processes),
+        (false, false) => None,
+    };
+    match mode {
+        Some(mode) => run_app(|| App::external(mode, opts, Theme::from_env())),
+        None => run_app(|| App::new(opts, Theme::from_env())),
+    }
 }
 
 /// Open the dashboard paused on a lesson, with its narration panel.
@@ -156,12 +170,12 @@ pub fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(),
     app.ui.too_small = render::too_small(area);
     app.ui.width = area.width;
     let messages = app.snapshot().db.total;
-    let (rows, log_rows) = render::capacity(area, app.engine.workers().len(), messages);
+    let (rows, log_rows) = render::capacity(area, app.worker_count(), messages);
     app.refresh(rows, log_rows);
     // The top row's height follows the outbox's size: read again if that moved it.
     let now = app.snapshot().db.total;
     if now != messages {
-        let again = render::capacity(area, app.engine.workers().len(), now);
+        let again = render::capacity(area, app.worker_count(), now);
         if again != (rows, log_rows) {
             app.refresh(again.0, again.1);
         }

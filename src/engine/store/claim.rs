@@ -3,6 +3,7 @@
 use rusqlite::{named_params, OptionalExtension};
 
 use super::conn::End;
+use super::lease_events::{record, LeaseEventKind, NewEvent};
 use super::{ClaimOutcome, Lease, Result, Store};
 use crate::engine::lease;
 
@@ -85,6 +86,9 @@ impl Store {
                     },
                 )
                 .optional()?;
+            if let Some(lease) = &lease {
+                record_claim(tx, lease, now)?;
+            }
             let outcome = lease.map_or(ClaimOutcome::Empty, ClaimOutcome::Claimed);
             Ok(((outcome, shared.next_seq()), End::Commit))
         })
@@ -154,8 +158,13 @@ impl Store {
                             left_ms: until - now,
                         }
                     }
-                    _ => take_lease(tx, id, worker, now, lease_ms)?
-                        .map_or(ClaimOutcome::Empty, ClaimOutcome::Claimed),
+                    _ => match take_lease(tx, id, worker, now, lease_ms)? {
+                        Some(lease) => {
+                            record_claim(tx, &lease, now)?;
+                            ClaimOutcome::Claimed(lease)
+                        }
+                        None => ClaimOutcome::Empty,
+                    },
                 },
             };
             Ok(((outcome, shared.next_seq()), End::Commit))
@@ -201,4 +210,22 @@ pub(super) fn take_lease(
         until_ms: until,
         version,
     }))
+}
+
+/// The `LeaseEvents` row of a successful claim, in the claim's transaction.
+fn record_claim(tx: &rusqlite::Transaction<'_>, lease: &Lease, now: i64) -> Result<()> {
+    record(
+        tx,
+        &NewEvent {
+            version: Some(lease.version),
+            until_ms: Some(lease.until_ms),
+            ..NewEvent::about(
+                LeaseEventKind::Claimed,
+                now,
+                &lease.owner,
+                lease.id,
+                &lease.key,
+            )
+        },
+    )
 }

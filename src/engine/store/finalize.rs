@@ -3,6 +3,7 @@
 use rusqlite::params;
 
 use super::conn::End;
+use super::lease_events::{record, LeaseEventKind, NewEvent};
 use super::{FinalizeOutcome, Lease, Result, Store};
 use crate::engine::provider::StatusCheck;
 
@@ -31,7 +32,8 @@ pub(super) fn write_answer(
 
 impl Store {
     /// Write the provider's answer and mark the message Processed, in one transaction, only
-    /// if this worker still holds this lease. Otherwise roll back and say so.
+    /// if this worker still holds this lease. Otherwise write nothing but the rejection's
+    /// event row, and say so.
     pub fn finalize(
         &mut self,
         lease: &Lease,
@@ -39,20 +41,39 @@ impl Store {
         now: i64,
     ) -> Result<(FinalizeOutcome, u64)> {
         self.write(|tx, shared| {
-            write_answer(tx, &lease.key, check)?;
+            // The guard first: a rejected finalize then writes nothing but its event row.
             let changed = tx.prepare_cached(GUARDED_FINALIZE_SQL)?.execute(params![
                 now,
                 lease.id,
                 lease.owner,
                 lease.version
             ])?;
-            let seq = shared.next_seq();
-            Ok(if changed == 1 {
-                ((FinalizeOutcome::Committed, seq), End::Commit)
+            let about = |kind| NewEvent {
+                version: Some(lease.version),
+                ..NewEvent::about(kind, now, &lease.owner, lease.id, &lease.key)
+            };
+            let outcome = if changed == 1 {
+                write_answer(tx, &lease.key, check)?;
+                record(
+                    tx,
+                    &NewEvent {
+                        detail: Some(check.status.as_str()),
+                        ..about(LeaseEventKind::Finalized)
+                    },
+                )?;
+                FinalizeOutcome::Committed
             } else {
-                // the payment update goes with it
-                ((FinalizeOutcome::Rejected, seq), End::RollBack)
-            })
+                // The answer it could not write, so a reader can count the provider call.
+                record(
+                    tx,
+                    &NewEvent {
+                        detail: Some(check.status.as_str()),
+                        ..about(LeaseEventKind::FinalizeRejected)
+                    },
+                )?;
+                FinalizeOutcome::Rejected
+            };
+            Ok(((outcome, shared.next_seq()), End::Commit))
         })
     }
 }

@@ -32,7 +32,7 @@ impl Store {
     pub fn create(path: &Path, shared: Arc<StoreShared>) -> Result<(Store, DbOrigin)> {
         match identify(path)? {
             Identity::Absent => {
-                make(path, shared.durability)?;
+                make(path, shared.durability, |_| Ok(()))?;
                 let store = Store::open(path, shared).map_err(|e| open_failure(path, e))?;
                 Ok((store, DbOrigin::Created))
             }
@@ -45,6 +45,43 @@ impl Store {
                 store.write(|tx, _| Ok((tx.execute_batch(&marker_sql())?, End::Commit)))?;
                 Ok((store, DbOrigin::Reused))
             }
+        }
+    }
+}
+
+impl Store {
+    /// Open the database for a guest (a worker process, a watching dashboard), which shares
+    /// it and never empties it. A missing file is created already filled by `fill`, whole or
+    /// not at all, so a guest never sees a half-seeded outbox; when two guests race to
+    /// create it, the loser opens the winner's file.
+    pub fn join(
+        path: &Path,
+        shared: Arc<StoreShared>,
+        fill: impl FnOnce(&mut Store) -> Result<()>,
+    ) -> Result<(Store, DbOrigin)> {
+        if identify(path)? == Identity::Absent {
+            let fill_new = |new: &Path| -> Result<()> {
+                let mut store = Store::open(new, shared.clone())?;
+                fill(&mut store)
+            };
+            match make(path, shared.durability, fill_new) {
+                Ok(()) => {
+                    let store = Store::open(path, shared).map_err(|e| open_failure(path, e))?;
+                    return Ok((store, DbOrigin::Created));
+                }
+                Err(_) if path.exists() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        match identify(path)? {
+            Identity::Marked => {
+                let store = Store::open(path, shared).map_err(|e| open_failure(path, e))?;
+                Ok((store, DbOrigin::Reused))
+            }
+            _ => Err(StoreError::Foreign(format!(
+                "{}: a guest only joins a leaselab database of schema version {SCHEMA_VERSION}; open it once with `leaselab run` or the dashboard",
+                path.display()
+            ))),
         }
     }
 }
@@ -128,8 +165,13 @@ fn marker_and_schema(conn: &Connection, shown: &str) -> Result<Identity> {
     }
     let ours = app_id == APPLICATION_ID;
     if ours && (1..SCHEMA_VERSION).contains(&version) {
+        let lacks = if version == 1 {
+            "without retries, dead letters or the LeaseEvents table"
+        } else {
+            "without the LeaseEvents table"
+        };
         return Err(StoreError::Foreign(format!(
-            "{shown} was made by an earlier leaselab (schema version {version}, without retries or dead letters; this leaselab needs version {SCHEMA_VERSION}); refusing to touch it: remove it or pass another --db"
+            "{shown} was made by an earlier leaselab (schema version {version}, {lacks}; this leaselab needs version {SCHEMA_VERSION}); refusing to touch it: remove it or pass another --db"
         )));
     }
     if ours && version != SCHEMA_VERSION {
@@ -157,7 +199,7 @@ fn marker_and_schema(conn: &Connection, shown: &str) -> Result<Identity> {
 /// Make a new database at `path` whole or not at all: the schema and the marker are written
 /// to a hidden file beside it, which then takes the name without replacing anything. A run
 /// killed meanwhile leaves no half-made file that the next run would refuse as foreign.
-fn make(path: &Path, durability: Durability) -> Result<()> {
+fn make(path: &Path, durability: Durability, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let shown = path.display();
     let dir = folder_of(path);
@@ -185,6 +227,8 @@ fn make(path: &Path, durability: Durability) -> Result<()> {
         ))?;
         conn.close().map_err(|(_, e)| StoreError::from(e))?;
     }
+    // Filled while nobody can see it; the last connection to close folds its WAL back in.
+    fill(tmp.path())?;
     tmp.persist_noclobber(path).map_err(|e| {
         StoreError::Io(format!(
             "{shown}: cannot put the new database in place: {}",

@@ -1,7 +1,7 @@
 //! The outbox in SQLite. Every SQL statement of leaselab lives under this folder, one file
 //! per job: the connection and its write transaction (`conn`), seeding (`seed`), claiming
 //! (`claim`), finalizing (`finalize`), the leasing-off load and mark (`naive`), read queries
-//! (`snapshot`), inspection of a file before use (`identity`) and the bench's batches
+//! (`snapshot`), the events table every change writes a row to (`lease_events`), inspection of a file before use (`identity`) and the bench's batches
 //! (`batch`).
 //!
 //! Each worker opens its own [`Store`] (its own connection), as a separate application
@@ -35,6 +35,7 @@ mod claim;
 mod conn;
 mod finalize;
 mod identity;
+mod lease_events;
 mod naive;
 mod retry;
 mod seed;
@@ -50,6 +51,7 @@ use rusqlite::Connection;
 
 pub use conn::{busy_give_up, BUSY_GIVE_UP_ENV};
 pub use identity::inspect;
+pub use lease_events::{LeaseEventKind, LeaseEventRow};
 pub use retry::{FailOutcome, RetryPolicy};
 pub use seed::{amount_for, payment_key, CreationLog};
 pub use status::{OutboxStatus, PaymentStatus};
@@ -60,7 +62,7 @@ pub const SCHEMA_SQL: &str = include_str!("../../../assets/schema.sql");
 /// files from another application's before anything is written.
 pub const APPLICATION_ID: i32 = 0x4C53_4C42;
 /// `PRAGMA user_version`: the version of `assets/schema.sql` a database was made with.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 /// The longest absolute database path SQLite opens: its 512-byte path buffer must also
 /// hold the `-journal` name.
 pub const MAX_PATH_BYTES: usize = 504;

@@ -4,6 +4,7 @@ use rusqlite::params;
 
 use super::conn::End;
 use super::finalize::write_answer;
+use super::lease_events::{record, LeaseEventKind, NewEvent};
 
 use super::{MessageRef, Result, Store};
 use crate::engine::provider::StatusCheck;
@@ -33,6 +34,17 @@ impl Store {
         check: &StatusCheck,
         now: i64,
     ) -> Result<u64> {
+        self.mark_processed_by("", msg, check, now)
+    }
+
+    /// [`Store::mark_processed`] with the worker's name written in its event row.
+    pub fn mark_processed_by(
+        &mut self,
+        worker: &str,
+        msg: &MessageRef,
+        check: &StatusCheck,
+        now: i64,
+    ) -> Result<u64> {
         self.write(|tx, shared| {
             write_answer(tx, &msg.key, check)?;
             tx.prepare_cached(
@@ -40,6 +52,13 @@ impl Store {
                         LockedBy = NULL, LockedUntilUtc = NULL WHERE Id = ?2",
             )?
             .execute(params![now, msg.id])?;
+            record(
+                tx,
+                &NewEvent {
+                    detail: Some(check.status.as_str()),
+                    ..NewEvent::about(LeaseEventKind::Marked, now, worker, msg.id, &msg.key)
+                },
+            )?;
             Ok((shared.next_seq(), End::Commit))
         })
     }

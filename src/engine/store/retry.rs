@@ -3,6 +3,7 @@
 use rusqlite::{named_params, OptionalExtension};
 
 use super::conn::End;
+use super::lease_events::{record, LeaseEventKind, NewEvent};
 use super::{Lease, OutboxStatus, Result, Store};
 
 /// When a failed message may be tried again, and how often before it is dead-lettered.
@@ -112,6 +113,22 @@ impl Store {
                     |r| r.get(0),
                 )
                 .optional()?;
+            if let Some(until) = until {
+                record(
+                    tx,
+                    &NewEvent {
+                        version: Some(lease.version),
+                        until_ms: Some(until),
+                        ..NewEvent::about(
+                            LeaseEventKind::Heartbeat,
+                            now,
+                            &lease.owner,
+                            lease.id,
+                            &lease.key,
+                        )
+                    },
+                )?;
+            }
             Ok(((until, shared.next_seq()), End::Commit))
         })
     }
@@ -157,6 +174,18 @@ impl Store {
                 ":status": status, ":available": available, ":error": error,
                 ":id": lease.id, ":worker": lease.owner, ":version": lease.version,
             })?;
+            let kind = match outcome {
+                FailOutcome::DeadLettered { .. } => LeaseEventKind::DeadLettered,
+                _ => LeaseEventKind::Retry,
+            };
+            record(
+                tx,
+                &NewEvent {
+                    version: Some(lease.version),
+                    detail: Some(error),
+                    ..NewEvent::about(kind, now, &lease.owner, lease.id, &lease.key)
+                },
+            )?;
             Ok(((outcome, shared.next_seq()), End::Commit))
         })
     }

@@ -3,7 +3,9 @@
 use rusqlite::params;
 
 use super::conn::End;
+use super::lease_events::{record, LeaseEventKind, NewEvent};
 use super::{MessageRef, Result, Store};
+use crate::engine::events::ENGINE;
 
 /// Hears of each payment created at the gateway while seeding (the provider keeps the
 /// creation log; the store only says when).
@@ -37,6 +39,7 @@ impl Store {
     /// Remove every row (the next seeding starts from an empty outbox).
     pub fn empty(&mut self) -> Result<()> {
         self.write(|tx, _| {
+            tx.execute("DELETE FROM LeaseEvents", [])?;
             tx.execute("DELETE FROM OutboxMessages", [])?;
             tx.execute("DELETE FROM Payments", [])?;
             Ok(((), End::Commit))
@@ -59,6 +62,22 @@ impl Store {
                     log.created(&key);
                     pay.execute(params![key, amount_for(i), now])?;
                     out.execute(params![key, now])?;
+                }
+                if end == count {
+                    let seeded = count.to_string();
+                    record(
+                        tx,
+                        &NewEvent {
+                            at_ms: now,
+                            worker: ENGINE,
+                            kind: LeaseEventKind::Seeded,
+                            id: None,
+                            key: None,
+                            version: None,
+                            until_ms: None,
+                            detail: Some(&seeded),
+                        },
+                    )?;
                 }
                 Ok(((), End::Commit))
             })?;
@@ -93,7 +112,12 @@ impl Store {
             tx.execute(INSERT_PAYMENT_SQL, params![key, amount, now])?;
             between()?; // an error here drops the transaction, and the payment with it
             tx.execute(INSERT_MESSAGE_SQL, params![key, now])?;
-            Ok((tx.last_insert_rowid(), End::Commit))
+            let id = tx.last_insert_rowid();
+            record(
+                tx,
+                &NewEvent::about(LeaseEventKind::Added, now, ENGINE, id, key),
+            )?;
+            Ok((id, End::Commit))
         })?;
         Ok(MessageRef {
             id,

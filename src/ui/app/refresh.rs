@@ -41,12 +41,34 @@ impl App {
         self.snap.process_ms = s.process_ms();
         self.snap.db_file = (!self.engine.is_temporary()).then(|| self.engine.db_shown());
         self.snap.setting = self.setting_label();
-        self.snap.workers = self
-            .engine
-            .workers()
-            .iter()
-            .map(|w| self.worker_view(w))
-            .collect();
+        self.snap.workers = match &mut self.external {
+            Some(x) => {
+                // Watched workers have settings of their own: show what their events say.
+                self.snap.lease_ms = x.seen_lease_ms.unwrap_or(self.snap.lease_ms);
+                self.snap.leasing = x.seen_leasing.unwrap_or(self.snap.leasing);
+                self.snap.setting = match x.children {
+                    Some(_) => ("worker processes ", String::new()),
+                    None => ("watching ", "worker processes".to_string()),
+                };
+                let reader = &self.reader;
+                // Ids are dense from 1, so a message's row is at offset id - 1.
+                let row_of = |id: i64| {
+                    let offset = u64::try_from(id - 1).ok()?;
+                    reader
+                        .messages(offset, 1)
+                        .ok()?
+                        .into_iter()
+                        .find(|r| r.id == id)
+                };
+                x.views(now_ms, &self.ledger, row_of)
+            }
+            None => self
+                .engine
+                .workers()
+                .iter()
+                .map(|w| self.worker_view(w))
+                .collect(),
+        };
         self.snap.next_mover = if self.paused { self.next_mover() } else { None };
         self.snap.drained = self.drained();
         self.snap.figures = self.figures();
@@ -275,8 +297,15 @@ impl App {
             results_written: l.results_written(),
             crashes: l.crashes,
             restarts: l.restarts,
-            provider_checks: p.status_checks_total(),
-            provider_effects: p.side_effects_total(),
+            // Each worker process has a provider of its own: count what the table shows.
+            provider_checks: match self.external {
+                Some(_) => l.processing_attempts,
+                None => p.status_checks_total(),
+            },
+            provider_effects: match self.external {
+                Some(_) => l.processing_attempts,
+                None => p.side_effects_total(),
+            },
             provider_idempotent: p.is_idempotent(),
         }
     }

@@ -1,0 +1,242 @@
+//! Following workers this process did not start: `LeaseEvents` rows turned into the same
+//! [`Event`]s that worker threads send, so a dashboard, a ledger or the history checker sees
+//! one kind of stream whoever did the work.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender};
+
+use super::clock::hms;
+use super::events::{Event, EventKind, ENGINE};
+use super::provider::ProviderStatus;
+use super::store::{LeaseEventKind, LeaseEventRow, Store, StoreError};
+use super::worker_id::WorkerId;
+
+/// How often a tail asks the table for new rows when the last look found none.
+pub const TAIL_EVERY: Duration = Duration::from_millis(150);
+/// Rows read per look, so a long backlog reaches the screen in pieces.
+const TAIL_BATCH: u64 = 2_000;
+
+/// Turns rows into events, giving each worker name a slot in the order it first appears.
+#[derive(Debug, Default)]
+pub struct Translator {
+    slots: HashMap<String, usize>,
+    names: Vec<String>,
+}
+
+impl Translator {
+    pub fn new() -> Translator {
+        Translator::default()
+    }
+
+    /// Worker names by slot (restarts share their first incarnation's slot; a slot nobody
+    /// took is empty).
+    pub fn workers(&self) -> &[String] {
+        &self.names
+    }
+
+    /// A name leaselab gives (`Worker-B#2`) keeps its own slot, as its thread had; any other
+    /// name takes the first free slot.
+    fn slot(&mut self, worker: &str) -> Option<usize> {
+        if worker == ENGINE || worker.is_empty() {
+            return None;
+        }
+        let id = WorkerId::parse(worker);
+        let base = id.map_or_else(|| worker.to_string(), |id| id.base().to_string());
+        if let Some(slot) = self.slots.get(&base) {
+            return Some(*slot);
+        }
+        let taken = |names: &[String], s: usize| names.get(s).is_some_and(|n| !n.is_empty());
+        let slot = match id {
+            Some(id) if !taken(&self.names, id.slot) => id.slot,
+            _ => (0..).find(|s| !taken(&self.names, *s)).unwrap_or(0),
+        };
+        if self.names.len() <= slot {
+            self.names.resize(slot + 1, String::new());
+        }
+        self.names[slot] = base.clone();
+        self.slots.insert(base, slot);
+        Some(slot)
+    }
+
+    /// The events one row stands for. A row that carries the provider's answer (a finalize
+    /// or a mark) also stands for the status check before it: a call whose worker died
+    /// before writing anything is not in the table.
+    pub fn events(&mut self, row: &LeaseEventRow) -> Vec<Event> {
+        let slot = self.slot(&row.worker);
+        let actor = if slot.is_some() {
+            row.worker.clone()
+        } else {
+            ENGINE.to_string()
+        };
+        let event = |kind| Event {
+            seq: row.seq,
+            at_ms: row.at_ms,
+            slot,
+            actor: actor.clone(),
+            kind,
+        };
+        let id = row.id.unwrap_or(0);
+        let key = row.key.clone().unwrap_or_default();
+        let version = row.version.unwrap_or(0);
+        let status = match row.detail.as_deref() {
+            Some("Failed") => ProviderStatus::Failed,
+            _ => ProviderStatus::Paid,
+        };
+        let called = || {
+            event(EventKind::ProviderCalled {
+                id,
+                key: key.clone(),
+                status,
+            })
+        };
+        match row.kind {
+            LeaseEventKind::Seeded => vec![event(EventKind::Seeded {
+                messages: row
+                    .detail
+                    .as_deref()
+                    .and_then(|d| d.parse().ok())
+                    .unwrap_or(0),
+            })],
+            LeaseEventKind::Added => vec![event(EventKind::MessageAdded { id, key })],
+            LeaseEventKind::Claimed => vec![event(EventKind::Claimed {
+                id,
+                key,
+                until_ms: row.until_ms.unwrap_or(row.at_ms),
+                version,
+                reclaim: version > 1,
+            })],
+            LeaseEventKind::Finalized => vec![
+                called(),
+                event(EventKind::Finalized {
+                    id,
+                    key: key.clone(),
+                    version,
+                    status,
+                }),
+            ],
+            LeaseEventKind::FinalizeRejected => vec![
+                called(),
+                event(EventKind::FinalizeRejected {
+                    id,
+                    key: key.clone(),
+                    version,
+                }),
+            ],
+            LeaseEventKind::Marked => vec![
+                called(),
+                event(EventKind::Marked {
+                    id,
+                    key: key.clone(),
+                    status,
+                }),
+            ],
+            LeaseEventKind::Heartbeat => vec![event(EventKind::Note {
+                text: format!(
+                    "HEARTBEAT {key}: lease v{version} extended to {}",
+                    hms(row.until_ms.unwrap_or(row.at_ms))
+                ),
+            })],
+            LeaseEventKind::Retry | LeaseEventKind::DeadLettered => {
+                let what = if row.kind == LeaseEventKind::Retry {
+                    "FAILED ATTEMPT, retried later"
+                } else {
+                    "DEAD-LETTERED"
+                };
+                vec![event(EventKind::Note {
+                    text: format!(
+                        "{what} {key}: {}",
+                        row.detail.as_deref().unwrap_or("no error recorded")
+                    ),
+                })]
+            }
+        }
+    }
+}
+
+/// Every event in the table of `path` since its last seeding, in commit order.
+pub fn read_all(path: &Path) -> Result<Vec<Event>, StoreError> {
+    let store = Store::open_read_only(path)?;
+    let mut t = Translator::new();
+    Ok(store
+        .all_events()?
+        .iter()
+        .flat_map(|row| t.events(row))
+        .collect())
+}
+
+/// A thread that follows the events table of a database and sends its rows as events.
+pub struct Tail {
+    stop: Option<Sender<()>>,
+    join: Option<JoinHandle<()>>,
+}
+
+impl Tail {
+    /// Start following `path` from its first row, looking again every `every` while
+    /// nothing is new. A read error is sent as a `Failed` event and ends the tail.
+    pub fn start(
+        path: PathBuf,
+        every: Duration,
+        events: Sender<Event>,
+    ) -> Result<Tail, StoreError> {
+        let store = Store::open_read_only(&path)?;
+        let (stop, stopped) = crossbeam_channel::bounded::<()>(1);
+        let join = std::thread::Builder::new()
+            .name("events-tail".into())
+            .spawn(move || follow(&store, every, &events, &stopped))
+            .map_err(|e| StoreError::Io(format!("cannot start the events reader: {e}")))?;
+        Ok(Tail {
+            stop: Some(stop),
+            join: Some(join),
+        })
+    }
+}
+
+fn follow(store: &Store, every: Duration, events: &Sender<Event>, stopped: &Receiver<()>) {
+    let mut translator = Translator::new();
+    let mut last = 0;
+    loop {
+        let rows = match store.events_after(last, TAIL_BATCH) {
+            Ok(rows) => rows,
+            Err(e) => {
+                let _ = events.send(Event {
+                    seq: last,
+                    at_ms: 0,
+                    slot: None,
+                    actor: ENGINE.to_string(),
+                    kind: EventKind::Failed {
+                        error: format!("cannot read the events table: {e}"),
+                    },
+                });
+                return;
+            }
+        };
+        let full = rows.len() as u64 == TAIL_BATCH;
+        for row in &rows {
+            last = row.seq;
+            for ev in translator.events(row) {
+                if events.send(ev).is_err() {
+                    return;
+                }
+            }
+        }
+        // A full batch means more is waiting: read on without a pause.
+        let pause = if full { Duration::ZERO } else { every };
+        match stopped.recv_timeout(pause) {
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+            _ => return,
+        }
+    }
+}
+
+impl Drop for Tail {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(j) = self.join.take() {
+            let _ = j.join();
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! An engine that shares its database with workers it did not start (worker processes, on
+//! this machine or others): it runs on the wall clock, the one time separate processes
+//! share, and learns what the workers did from the events table.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crossbeam_channel::Sender;
+
+use super::clock::{wall_now_ms, Clock};
+use super::events::Event;
+use super::provider::Provider;
+use super::store::{Durability, Store, StoreError, StoreShared};
+use super::worker::Settings;
+use super::{Engine, EngineConfig};
+
+impl Engine {
+    /// Join the database at `path` as a guest: no lock (the workers and other watchers
+    /// share it), no worker threads, never emptied. A missing database is created with
+    /// `config.messages` payments.
+    pub fn guest(path: &Path, config: EngineConfig) -> Result<Engine, StoreError> {
+        let shared = Arc::new(StoreShared::new(Durability::Full));
+        let clock = Arc::new(Clock::wall());
+        let provider = Arc::new(Provider::new());
+        let (store, origin) = Store::join(path, shared.clone(), |s| {
+            s.seed(&provider, config.messages, clock.now())
+        })?;
+        let (events_tx, events_rx) = crossbeam_channel::unbounded();
+        Ok(Engine {
+            settings: Arc::new(Settings::new(
+                config.leasing,
+                config.lease_ms,
+                config.process_ms,
+                config.idle_ms.max(1),
+            )),
+            config: EngineConfig {
+                workers: 0,
+                db: Some(path.to_path_buf()),
+                ..config
+            },
+            db_path: path.to_path_buf(),
+            origin,
+            recovered: None,
+            clock,
+            provider,
+            shared,
+            store,
+            workers: Vec::new(),
+            events_tx,
+            events_rx,
+            _lock: None,
+            _tmp: None,
+        })
+    }
+
+    /// Move this engine onto the wall clock, running, so that its workers and worker
+    /// processes agree on when a lease runs out.
+    pub fn follow_wall_clock(&self) {
+        self.clock.set_speed(1.0);
+        self.clock.set(wall_now_ms());
+        self.clock.resume();
+    }
+
+    /// Move onto the wall clock and seed the outbox again there, so that its rows and
+    /// events carry the times the worker processes will use.
+    pub fn reseed_on_wall_clock(&mut self) -> Result<(), StoreError> {
+        self.follow_wall_clock();
+        self.seed()
+    }
+
+    /// Where events from outside the engine (the events table's reader) join its stream.
+    pub fn events_sender(&self) -> Sender<Event> {
+        self.events_tx.clone()
+    }
+}

@@ -1,0 +1,160 @@
+//! The `LeaseEvents` table: one row per change to the outbox, written by the transaction
+//! that makes the change, and read back in commit order by whoever follows the workers.
+
+use rusqlite::{named_params, Transaction};
+
+use super::{Result, Store};
+
+/// What a row says happened (the `Kind` column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseEventKind {
+    Seeded,
+    Added,
+    Claimed,
+    Heartbeat,
+    Finalized,
+    FinalizeRejected,
+    Marked,
+    Retry,
+    DeadLettered,
+}
+
+impl LeaseEventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LeaseEventKind::Seeded => "Seeded",
+            LeaseEventKind::Added => "Added",
+            LeaseEventKind::Claimed => "Claimed",
+            LeaseEventKind::Heartbeat => "Heartbeat",
+            LeaseEventKind::Finalized => "Finalized",
+            LeaseEventKind::FinalizeRejected => "FinalizeRejected",
+            LeaseEventKind::Marked => "Marked",
+            LeaseEventKind::Retry => "Retry",
+            LeaseEventKind::DeadLettered => "DeadLettered",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<LeaseEventKind> {
+        use LeaseEventKind::*;
+        [
+            Seeded,
+            Added,
+            Claimed,
+            Heartbeat,
+            Finalized,
+            FinalizeRejected,
+            Marked,
+            Retry,
+            DeadLettered,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == text)
+    }
+}
+
+/// One row of `LeaseEvents`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseEventRow {
+    /// Commit order: never reused, also after the outbox is emptied.
+    pub seq: u64,
+    pub at_ms: i64,
+    pub worker: String,
+    pub kind: LeaseEventKind,
+    pub id: Option<i64>,
+    pub key: Option<String>,
+    pub version: Option<i64>,
+    /// The lease's expiry, for a claim or a heartbeat.
+    pub until_ms: Option<i64>,
+    /// The provider's answer, the error of a failed attempt, or the number seeded.
+    pub detail: Option<String>,
+}
+
+/// A row about to be written; `Seq` is the table's to give.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct NewEvent<'a> {
+    pub at_ms: i64,
+    pub worker: &'a str,
+    pub kind: LeaseEventKind,
+    pub id: Option<i64>,
+    pub key: Option<&'a str>,
+    pub version: Option<i64>,
+    pub until_ms: Option<i64>,
+    pub detail: Option<&'a str>,
+}
+
+impl<'a> NewEvent<'a> {
+    /// An event about one message.
+    pub fn about(
+        kind: LeaseEventKind,
+        at_ms: i64,
+        worker: &'a str,
+        id: i64,
+        key: &'a str,
+    ) -> NewEvent<'a> {
+        NewEvent {
+            at_ms,
+            worker,
+            kind,
+            id: Some(id),
+            key: Some(key),
+            version: None,
+            until_ms: None,
+            detail: None,
+        }
+    }
+}
+
+const INSERT_EVENT_SQL: &str = "INSERT INTO LeaseEvents
+    (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc, Detail)
+    VALUES (:at, :worker, :kind, :id, :key, :version, :until, :detail)";
+
+const EVENTS_AFTER_SQL: &str =
+    "SELECT Seq, AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc, Detail
+       FROM LeaseEvents WHERE Seq > ?1 ORDER BY Seq LIMIT ?2";
+
+/// Append one row inside the caller's write transaction.
+pub(super) fn record(tx: &Transaction<'_>, e: &NewEvent<'_>) -> Result<()> {
+    tx.prepare_cached(INSERT_EVENT_SQL)?
+        .execute(named_params! {
+            ":at": e.at_ms, ":worker": e.worker, ":kind": e.kind.as_str(), ":id": e.id,
+            ":key": e.key, ":version": e.version, ":until": e.until_ms, ":detail": e.detail,
+        })?;
+    Ok(())
+}
+
+impl Store {
+    /// Up to `limit` events after `seq`, in commit order: a reader tails the table by
+    /// asking again with the last Seq it saw.
+    pub fn events_after(&self, seq: u64, limit: u64) -> Result<Vec<LeaseEventRow>> {
+        let mut stmt = self.conn.prepare_cached(EVENTS_AFTER_SQL)?;
+        let rows = stmt
+            .query_map(rusqlite::params![seq as i64, limit as i64], |r| {
+                let kind: String = r.get(3)?;
+                Ok(LeaseEventRow {
+                    seq: r.get::<_, i64>(0)? as u64,
+                    at_ms: r.get(1)?,
+                    worker: r.get(2)?,
+                    kind: LeaseEventKind::parse(&kind).ok_or_else(|| {
+                        rusqlite::Error::FromSqlConversionFailure(
+                            3,
+                            rusqlite::types::Type::Text,
+                            format!("unknown LeaseEvents kind '{kind}'").into(),
+                        )
+                    })?,
+                    id: r.get(4)?,
+                    key: r.get(5)?,
+                    version: r.get(6)?,
+                    until_ms: r.get(7)?,
+                    detail: r.get(8)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        self.absorb_busy();
+        Ok(rows)
+    }
+
+    /// Every event since the last seeding, in commit order.
+    pub fn all_events(&self) -> Result<Vec<LeaseEventRow>> {
+        self.events_after(0, i64::MAX as u64)
+    }
+}

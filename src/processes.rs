@@ -1,0 +1,212 @@
+//! Worker processes a dashboard starts itself (`--processes`): each is `leaselab worker` on
+//! the same database, so a crash is a real SIGKILL and a pause a real SIGSTOP. None outlives
+//! the dashboard: they are killed when this set is dropped (a quit, a signal, a panic's
+//! unwinding), and the kernel kills them if the dashboard dies without unwinding.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use crate::engine::worker_id::WorkerId;
+
+/// What every worker process is started with.
+#[derive(Debug, Clone)]
+pub struct ProcessSettings {
+    pub db: PathBuf,
+    pub lease_ms: i64,
+    pub process_ms: i64,
+    pub leasing: bool,
+}
+
+/// One slot's process, as the dashboard knows it.
+#[derive(Debug)]
+struct Slot {
+    name: String,
+    incarnation: u32,
+    child: Option<Child>,
+    stopped: bool,
+}
+
+/// The dashboard's worker processes, one per slot.
+#[derive(Debug)]
+pub struct WorkerProcesses {
+    settings: ProcessSettings,
+    exe: PathBuf,
+    slots: Vec<Slot>,
+}
+
+/// How a slot's process is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessState {
+    Running,
+    /// SIGSTOP: alive, holding what it holds, doing nothing.
+    Stopped,
+    /// Killed, or ended on its own.
+    Gone,
+}
+
+impl WorkerProcesses {
+    /// Start `count` worker processes named `Worker-A`, `Worker-B`, ...
+    pub fn start(settings: ProcessSettings, count: usize) -> Result<WorkerProcesses, String> {
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("cannot find the leaselab program to start workers: {e}"))?;
+        let mut set = WorkerProcesses {
+            settings,
+            exe,
+            slots: Vec::new(),
+        };
+        for slot in 0..count {
+            let name = WorkerId::new(slot, 1).to_string();
+            let child = set.spawn(&name)?;
+            set.slots.push(Slot {
+                name,
+                incarnation: 1,
+                child: Some(child),
+                stopped: false,
+            });
+        }
+        Ok(set)
+    }
+
+    fn spawn(&self, name: &str) -> Result<Child, String> {
+        let s = &self.settings;
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg("worker")
+            .arg("--db")
+            .arg(&s.db)
+            .args(["--name", name])
+            .args(["--lease-ms", &s.lease_ms.to_string()])
+            .args(["--process-ms", &s.process_ms.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            // Its own process group: the terminal's Ctrl-C and SIGHUP are the dashboard's to handle.
+            .process_group(0);
+        if !s.leasing {
+            cmd.arg("--no-leasing");
+        }
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: prctl, getppid and _exit are async-signal-safe, as pre_exec requires.
+        unsafe {
+            cmd.pre_exec(move || {
+                // The kernel kills the worker when the dashboard's thread that started it dies.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The dashboard may have died before prctl: then nobody would send it.
+                if libc::getppid() != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+        cmd.spawn()
+            .map_err(|e| format!("cannot start worker process {name}: {e}"))
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    pub fn db(&self) -> &Path {
+        &self.settings.db
+    }
+
+    /// The name of the slot's newest process.
+    pub fn name(&self, slot: usize) -> Option<&str> {
+        self.slots.get(slot).map(|s| s.name.as_str())
+    }
+
+    /// The pid of the slot's process while it lives.
+    pub fn pid(&self, slot: usize) -> Option<u32> {
+        self.slots.get(slot)?.child.as_ref().map(Child::id)
+    }
+
+    pub fn pids(&self) -> Vec<u32> {
+        (0..self.len()).filter_map(|s| self.pid(s)).collect()
+    }
+
+    pub fn state(&mut self, slot: usize) -> ProcessState {
+        let Some(s) = self.slots.get_mut(slot) else {
+            return ProcessState::Gone;
+        };
+        let Some(child) = &mut s.child else {
+            return ProcessState::Gone;
+        };
+        // A worker that ended on its own (a database error) is reaped here.
+        if !matches!(child.try_wait(), Ok(None)) {
+            s.child = None;
+            return ProcessState::Gone;
+        }
+        if s.stopped {
+            ProcessState::Stopped
+        } else {
+            ProcessState::Running
+        }
+    }
+
+    /// SIGKILL: the process ends where it stands; any lease it holds stays in the database.
+    /// False when there was no process to kill.
+    pub fn kill(&mut self, slot: usize) -> bool {
+        let Some(s) = self.slots.get_mut(slot) else {
+            return false;
+        };
+        let Some(mut child) = s.child.take() else {
+            return false;
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        s.stopped = false;
+        true
+    }
+
+    /// Replace the slot's process by a new one under the next name (`Worker-A#2`); a live
+    /// one is killed first. Returns the new name.
+    pub fn restart(&mut self, slot: usize) -> Result<String, String> {
+        self.kill(slot);
+        let incarnation = self.slots.get(slot).map_or(1, |s| s.incarnation + 1);
+        let name = WorkerId::new(slot, incarnation).to_string();
+        let child = self.spawn(&name)?;
+        if let Some(s) = self.slots.get_mut(slot) {
+            *s = Slot {
+                name: name.clone(),
+                incarnation,
+                child: Some(child),
+                stopped: false,
+            };
+        }
+        Ok(name)
+    }
+
+    /// SIGSTOP (true) or SIGCONT (false) to the slot's process: a stopped worker is a real
+    /// zombie, holding its lease while the clock runs on. False when it is gone.
+    pub fn set_stopped(&mut self, slot: usize, stop: bool) -> bool {
+        let Some(s) = self.slots.get_mut(slot) else {
+            return false;
+        };
+        let Some(child) = &s.child else {
+            return false;
+        };
+        let signal = if stop { libc::SIGSTOP } else { libc::SIGCONT };
+        // SAFETY: a plain kill(2) on our own child's pid, which we have not reaped.
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        s.stopped = stop;
+        true
+    }
+
+    pub fn is_stopped(&self, slot: usize) -> bool {
+        self.slots.get(slot).is_some_and(|s| s.stopped)
+    }
+}
+
+impl Drop for WorkerProcesses {
+    fn drop(&mut self) {
+        for slot in 0..self.slots.len() {
+            self.kill(slot);
+        }
+    }
+}

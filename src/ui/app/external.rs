@@ -1,0 +1,356 @@
+//! Workers that are processes, not threads of this dashboard: `--watch` follows workers
+//! started elsewhere (other terminals, other machines); `--processes` starts them itself as
+//! `leaselab worker` children. Either way what they do arrives through the events table,
+//! turned into the same events that thread workers send, so the ledger, timeline, log and
+//! history check work unchanged. The clock is the wall clock: it cannot pause or jump.
+
+use crate::engine::events::{Event, EventKind};
+use crate::engine::events_table::{Tail, TAIL_EVERY};
+use crate::engine::ledger::{HistoryStep, Ledger};
+use crate::engine::store::{Lease, MessageRow, Store};
+use crate::engine::worker::{WorkerState, WorkerStatus};
+use crate::engine::worker_id::WorkerId;
+use crate::engine::{Engine, EngineConfig};
+use crate::processes::{ProcessSettings, ProcessState, WorkerProcesses};
+use crate::scenario::Scenario;
+use crate::setup::Timing;
+use crate::ui::log::EventLog;
+use crate::ui::snapshot::{Snapshot, WorkerView};
+use crate::ui::state::{Story, UiState};
+use crate::ui::timeline::Timeline;
+
+use super::keys::Action;
+use super::{App, DashboardOptions, Theme, IDLE_MS};
+
+/// What the dashboard knows of workers it follows through the events table.
+pub struct External {
+    /// Dropped first: the worker processes die before the database they use goes away.
+    pub(super) children: Option<WorkerProcesses>,
+    _tail: Tail,
+    /// By slot: the newest name seen there (`Worker-A#2`, `laptop-3`).
+    names: Vec<String>,
+    /// By slot: the lease of its last claim, until a result for that message is written.
+    holding: Vec<Option<Lease>>,
+    /// What the newest claim or unguarded mark says about the workers' settings.
+    pub(super) seen_lease_ms: Option<i64>,
+    pub(super) seen_leasing: Option<bool>,
+}
+
+impl External {
+    /// Take in one event from the table.
+    pub(super) fn saw(&mut self, ev: &Event) {
+        if matches!(ev.kind, EventKind::Seeded { .. }) {
+            self.holding.iter_mut().for_each(|h| *h = None);
+        }
+        let Some(slot) = ev.slot else { return };
+        if self.names.len() <= slot {
+            self.names.resize(slot + 1, String::new());
+            self.holding.resize(slot + 1, None);
+        }
+        self.names[slot] = ev.actor.clone();
+        match &ev.kind {
+            EventKind::Claimed {
+                id,
+                key,
+                until_ms,
+                version,
+                ..
+            } => {
+                self.seen_lease_ms = Some(until_ms - ev.at_ms);
+                self.seen_leasing = Some(true);
+                self.holding[slot] = Some(Lease {
+                    id: *id,
+                    key: key.clone(),
+                    owner: ev.actor.clone(),
+                    until_ms: *until_ms,
+                    version: *version,
+                })
+            }
+            EventKind::Finalized { id, .. }
+            | EventKind::FinalizeRejected { id, .. }
+            | EventKind::Marked { id, .. } => {
+                if matches!(ev.kind, EventKind::Marked { .. }) {
+                    self.seen_leasing = Some(false);
+                }
+                if self.holding[slot].as_ref().is_some_and(|l| l.id == *id) {
+                    self.holding[slot] = None;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn count(&self) -> usize {
+        let children = self.children.as_ref().map_or(0, WorkerProcesses::len);
+        children.max(self.names.len())
+    }
+
+    /// One line per slot for the workers panel.
+    /// One line per slot for the workers panel. A held lease is read again from its row
+    /// (`row_of`), whose expiry a heartbeat may have moved on.
+    pub(super) fn views(
+        &mut self,
+        now_ms: i64,
+        ledger: &Ledger,
+        row_of: impl Fn(i64) -> Option<MessageRow>,
+    ) -> Vec<WorkerView> {
+        (0..self.count())
+            .map(|slot| {
+                let name = self
+                    .children
+                    .as_ref()
+                    .and_then(|c| c.name(slot))
+                    .map(str::to_string)
+                    .or_else(|| self.names.get(slot).cloned())
+                    .unwrap_or_default();
+                // A new process's claim of an older incarnation's lease is not its own.
+                let lease = self
+                    .holding
+                    .get(slot)
+                    .cloned()
+                    .flatten()
+                    .filter(|l| l.owner == name || self.children.is_none())
+                    .map(|l| match row_of(l.id) {
+                        Some(row) if row.locked_by.as_deref() == Some(l.owner.as_str()) => Lease {
+                            until_ms: row.locked_until_ms.unwrap_or(l.until_ms),
+                            ..l
+                        },
+                        _ => l,
+                    });
+                let taken_by = lease.as_ref().and_then(|l| taken_by(ledger, l));
+                let process = self.children.as_mut().map(|c| c.state(slot));
+                let state = match (process, &lease) {
+                    (Some(ProcessState::Gone), _) => WorkerState::Crashed,
+                    (Some(ProcessState::Stopped), _) => WorkerState::Paused,
+                    // A lease run out with no result: for all the database knows, it died.
+                    (None, Some(l)) if !l.is_live(now_ms) || taken_by.is_some() => {
+                        WorkerState::Crashed
+                    }
+                    (_, Some(_)) => WorkerState::Processing,
+                    (_, None) => WorkerState::Idle,
+                };
+                let base = WorkerId::parse(&name).map_or(name.clone(), |id| id.base().to_string());
+                WorkerView {
+                    slot,
+                    status: WorkerStatus {
+                        name,
+                        state,
+                        paused: state == WorkerState::Paused,
+                        lease,
+                        ..WorkerStatus::default()
+                    },
+                    done: ledger.per_worker.get(&base).copied().unwrap_or(0),
+                    frozen: false,
+                    taken_by,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Who claimed the message of `lease` after it, if anyone.
+fn taken_by(ledger: &Ledger, lease: &Lease) -> Option<String> {
+    let m = ledger.messages.get(&lease.id)?;
+    m.steps.iter().rev().find_map(|(_, step)| match step {
+        HistoryStep::Claim { owner, version, .. } if *version > lease.version => {
+            Some(owner.to_string())
+        }
+        _ => None,
+    })
+}
+
+/// Which kind of outside workers a dashboard shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExternalMode {
+    /// `--watch`: workers someone else started.
+    Watch,
+    /// `--processes`: `leaselab worker` children of this dashboard.
+    Processes,
+}
+
+impl App {
+    /// A dashboard of worker processes: watched (`--watch --db PATH`) or started here.
+    pub fn external(
+        mode: ExternalMode,
+        opts: DashboardOptions,
+        theme: Theme,
+    ) -> Result<App, String> {
+        let timing = Timing::DASHBOARD.resolve(opts.lease_ms, opts.process_ms, None);
+        let leasing = !opts.no_leasing;
+        let config = EngineConfig {
+            workers: 0,
+            messages: opts
+                .messages
+                .unwrap_or(Scenario::OutboxLeasing.default_messages()),
+            lease_ms: timing.lease_ms,
+            process_ms: timing.process_ms,
+            idle_ms: IDLE_MS,
+            leasing,
+            db: opts.db.clone(),
+            durability: Default::default(),
+        };
+        let engine = match mode {
+            ExternalMode::Watch => {
+                let db = opts
+                    .db
+                    .clone()
+                    .ok_or("--watch needs --db PATH: the database the workers use")?;
+                Engine::guest(&db, config).map_err(|e| e.to_string())?
+            }
+            ExternalMode::Processes => {
+                let mut engine = Engine::start(config, true).map_err(|e| e.to_string())?;
+                engine.reseed_on_wall_clock().map_err(|e| e.to_string())?;
+                engine
+            }
+        };
+        let reader = Store::open_read_only(engine.db_path()).map_err(|e| e.to_string())?;
+        let tail = Tail::start(
+            engine.db_path().to_path_buf(),
+            TAIL_EVERY,
+            engine.events_sender(),
+        )
+        .map_err(|e| e.to_string())?;
+        let children = match mode {
+            ExternalMode::Watch => None,
+            ExternalMode::Processes => Some(WorkerProcesses::start(
+                ProcessSettings {
+                    db: engine.db_path().to_path_buf(),
+                    lease_ms: timing.lease_ms,
+                    process_ms: timing.process_ms,
+                    leasing,
+                },
+                opts.workers,
+            )?),
+        };
+        let messages = engine.config.messages;
+        let mut app = App {
+            external: Some(External {
+                children,
+                _tail: tail,
+                names: Vec::new(),
+                holding: Vec::new(),
+                seen_lease_ms: None,
+                seen_leasing: None,
+            }),
+            reader,
+            events: engine.events().clone(),
+            theme,
+            scenario: Scenario::OutboxLeasing,
+            messages,
+            ledger: Ledger::new(),
+            log: EventLog::default(),
+            timeline: Timeline::default(),
+            ui: UiState::default(),
+            story: Story::new(Vec::new()),
+            lesson: None,
+            paused: false,
+            speed: 1.0,
+            next_slot: 0,
+            counts_at: None,
+            history_key: (0, 0, 0, 0, 0),
+            idle_polls: (0, 0),
+            snap: Snapshot::default(),
+            engine,
+        };
+        app.absorb_events();
+        app.ui.say(match mode {
+            ExternalMode::Watch => format!(
+                "watching {}: start workers with `leaselab worker --db {} --name NAME`",
+                app.engine.db_path().display(),
+                app.engine.db_path().display()
+            ),
+            ExternalMode::Processes => {
+                "worker processes: c kills the selected one (SIGKILL), space stops it (SIGSTOP), r starts a new one"
+                    .to_string()
+            }
+        });
+        Ok(app)
+    }
+
+    /// How many workers the panels show.
+    pub fn worker_count(&self) -> usize {
+        match &self.external {
+            Some(x) => x.count(),
+            None => self.engine.workers().len(),
+        }
+    }
+
+    /// The pids of the worker processes this dashboard started, while they live.
+    pub fn worker_pids(&self) -> Vec<u32> {
+        self.external
+            .as_ref()
+            .and_then(|x| x.children.as_ref())
+            .map_or_else(Vec::new, WorkerProcesses::pids)
+    }
+
+    /// A key among workers that are processes. True when it was handled here.
+    pub(super) fn act_on_external(&mut self, action: Action) -> bool {
+        let Some(x) = &mut self.external else {
+            return false;
+        };
+        let slot = self.ui.selected;
+        let why = match (&mut x.children, action) {
+            (Some(c), Action::Crash) => {
+                let name = c.name(slot).unwrap_or_default().to_string();
+                if c.kill(slot) {
+                    self.log
+                        .note(self.engine.clock.now(), format!("SIGKILL sent to {name}"));
+                    format!("{name} killed with SIGKILL; its lease stays until it runs out")
+                } else {
+                    format!("{name} is already gone: r starts a new process")
+                }
+            }
+            (Some(c), Action::Restart) => match c.restart(slot) {
+                Ok(name) => {
+                    self.log
+                        .note(self.engine.clock.now(), format!("STARTED process {name}"));
+                    format!("{name} started as a new process")
+                }
+                Err(e) => e,
+            },
+            (Some(c), Action::TogglePause) => {
+                let name = c.name(slot).unwrap_or_default().to_string();
+                let stop = !c.is_stopped(slot);
+                if c.set_stopped(slot, stop) {
+                    let (signal, what) = if stop {
+                        (
+                            "SIGSTOP",
+                            "it holds its lease while the clock runs on; space wakes it",
+                        )
+                    } else {
+                        ("SIGCONT", "it carries on where it stood")
+                    };
+                    self.log
+                        .note(self.engine.clock.now(), format!("{signal} sent to {name}"));
+                    format!("{signal} sent to {name}: {what}")
+                } else {
+                    format!("{name} is gone: r starts a new process")
+                }
+            }
+            (None, Action::Crash | Action::Restart | Action::TogglePause) => {
+                "watch mode: the workers are other processes; stop them where they run".into()
+            }
+            (
+                _,
+                Action::Step
+                | Action::StepBack
+                | Action::AdvanceStep
+                | Action::AdvanceLease
+                | Action::Faster
+                | Action::Slower,
+            ) => "worker processes run on the wall clock: it cannot step, jump or change speed"
+                .into(),
+            (_, Action::ToggleLeasing) => {
+                "each worker process has its own leasing setting (worker --no-leasing)".into()
+            }
+            (None, Action::Reset) => "watch mode never empties a database other workers use".into(),
+            (Some(_), Action::Reset) => {
+                "R does nothing with worker processes: quit and start again for a fresh outbox"
+                    .into()
+            }
+            _ => return false,
+        };
+        self.ui.say(why);
+        true
+    }
+}

@@ -1,0 +1,150 @@
+//! `leaselab worker`: one worker as its own OS process, on the wall clock, sharing a
+//! database with other processes (and machines). It runs the same claim / provider /
+//! finalize cycle as a worker thread, because it is one: the engine's worker thread, started
+//! alone in this process, with its events printed instead of drawn.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crossbeam_channel::{select, Receiver};
+
+use crate::engine::clock::{hms, Clock};
+use crate::engine::events::{Event, EventKind};
+use crate::engine::provider::Provider;
+use crate::engine::store::{DbOrigin, Durability, Store, StoreShared};
+use crate::engine::worker::{self, Control, Settings, WorkerContext};
+
+/// How a worker process is set up.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    pub db: PathBuf,
+    pub name: String,
+    pub lease_ms: i64,
+    pub process_ms: i64,
+    /// After an empty claim, wait this long before asking again.
+    pub idle_ms: i64,
+    pub leasing: bool,
+    /// Payments seeded when this worker creates the database.
+    pub messages: u64,
+}
+
+/// Longest worker name: it is shown in a table column and written in every event row.
+pub const MAX_NAME: usize = 32;
+
+/// A name other workers and the dashboard can tell apart, or why it cannot be one.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.trim().is_empty() {
+        return Err("--name must not be empty".into());
+    }
+    if name.chars().count() > MAX_NAME {
+        return Err(format!(
+            "--name '{name}' is longer than {MAX_NAME} characters"
+        ));
+    }
+    if name.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(format!(
+            "--name {name:?} holds a space or a control character; use letters, digits, - or _"
+        ));
+    }
+    if name == crate::engine::events::ENGINE {
+        return Err("--name engine is taken by leaselab itself; choose another".into());
+    }
+    Ok(())
+}
+
+/// Why a worker process could not go on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// The database cannot be used (not ours, a bad path): nothing was done.
+    BadInput(String),
+    /// The worker failed while working (a database error, a panic).
+    Runtime(String),
+}
+
+/// How the worker process ended, when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// SIGTERM, SIGHUP or SIGINT (its number): the worker stopped between two actions.
+    Interrupted(i32),
+}
+
+/// Run one worker until a stopping signal arrives. Each event is handed to `line` as one
+/// line of text. Errors (a database it cannot use, a database error while working) are one
+/// line.
+pub fn run(
+    opts: &WorkerOptions,
+    interrupts: &Receiver<i32>,
+    mut line: impl FnMut(&str),
+) -> Result<Ended, Failure> {
+    check_name(&opts.name).map_err(Failure::BadInput)?;
+    let shared = Arc::new(StoreShared::new(Durability::Full));
+    let clock = Arc::new(Clock::wall());
+    let provider = Arc::new(Provider::new());
+    let (store, origin) = Store::join(&opts.db, shared.clone(), |s| {
+        s.seed(&provider, opts.messages, clock.now())
+    })
+    .map_err(|e| {
+        if e.is_bad_input() {
+            Failure::BadInput(e.to_string())
+        } else {
+            Failure::Runtime(e.to_string())
+        }
+    })?;
+    drop(store);
+    line(&match origin {
+        DbOrigin::Created => format!(
+            "{} works on {} (created it with {} payments)",
+            opts.name,
+            opts.db.display(),
+            opts.messages
+        ),
+        DbOrigin::Reused => format!("{} works on {}", opts.name, opts.db.display()),
+    });
+    let (events_tx, events) = crossbeam_channel::unbounded();
+    let ctx = WorkerContext {
+        db_path: opts.db.clone(),
+        shared,
+        clock,
+        provider,
+        settings: Arc::new(Settings::new(
+            opts.leasing,
+            opts.lease_ms,
+            opts.process_ms,
+            opts.idle_ms.max(1),
+        )),
+        events: events_tx,
+    };
+    let mut handle = worker::spawn_named(ctx, 0, 1, opts.name.clone(), false);
+    let mut idle = false;
+    loop {
+        select! {
+            recv(events) -> ev => {
+                let Ok(ev) = ev else { return Err(Failure::Runtime("the worker thread ended".into())) };
+                if let Some(error) = failure(&ev) {
+                    handle.join();
+                    return Err(Failure::Runtime(error));
+                }
+                // One line when the outbox runs dry, not one per empty claim.
+                let empty = matches!(ev.kind, EventKind::ClaimEmpty | EventKind::Loaded { count: 0 });
+                if !(empty && idle) {
+                    line(&format!("{} {} {}", hms(ev.at_ms), ev.actor, ev.describe()));
+                }
+                idle = empty;
+            },
+            recv(interrupts) -> signo => {
+                handle.send(Control::Shutdown);
+                handle.join();
+                return Ok(Ended::Interrupted(signo.unwrap_or(signal_hook::consts::SIGTERM)));
+            },
+        }
+    }
+}
+
+/// The error that stopped the worker thread, if this event says it stopped.
+fn failure(ev: &Event) -> Option<String> {
+    match &ev.kind {
+        EventKind::Failed { error } => Some(format!("{} stopped: {error}", ev.actor)),
+        EventKind::Crashed { panic: Some(p), .. } => Some(format!("{} panicked: {p}", ev.actor)),
+        _ => None,
+    }
+}

@@ -1,0 +1,257 @@
+//! The dashboard over worker processes, end to end in a pseudo-terminal: `--watch` showing
+//! workers started elsewhere, `--processes` starting its own and leaving none behind. Every
+//! wait reads the screen, the database or /proc with a deadline; nothing sleeps to wait.
+
+use std::io::{Read, Write};
+use std::num::NonZeroU16;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use portable_pty::{native_pty_system, CommandBuilder, ExitStatus, PtySize};
+
+const ROWS: u16 = 40;
+const COLS: u16 = 120;
+const DEADLINE: Duration = Duration::from_secs(60);
+
+struct Dashboard {
+    parser: vt100::Parser,
+    output: Receiver<Vec<u8>>,
+    input: Box<dyn Write + Send>,
+    exited: Receiver<std::io::Result<ExitStatus>>,
+    killer: Box<dyn portable_pty::ChildKiller + Send + Sync>,
+    pid: u32,
+    _master: Box<dyn portable_pty::MasterPty + Send>,
+}
+
+impl Dashboard {
+    fn open(args: &[&str]) -> Dashboard {
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: ROWS,
+                cols: COLS,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("open a pty");
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_leaselab"));
+        cmd.args(args);
+        cmd.env("NO_COLOR", "1");
+        cmd.env("TERM", "xterm-256color");
+        cmd.cwd(env!("CARGO_MANIFEST_DIR"));
+        let mut child = pty.slave.spawn_command(cmd).expect("spawn leaselab");
+        drop(pty.slave);
+        let killer = child.clone_killer();
+        let pid = child.process_id().expect("child pid");
+        let (done_tx, exited) = crossbeam_channel::bounded(1);
+        std::thread::spawn(move || {
+            let _ = done_tx.send(child.wait());
+        });
+        let mut reader = pty.master.try_clone_reader().expect("pty reader");
+        let (tx, output) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        let input = pty.master.take_writer().expect("pty writer");
+        Dashboard {
+            parser: vt100::Parser::new(
+                NonZeroU16::new(ROWS).unwrap(),
+                NonZeroU16::new(COLS).unwrap(),
+                0,
+            ),
+            output,
+            input,
+            exited,
+            killer,
+            pid,
+            _master: pty.master,
+        }
+    }
+
+    fn screen(&self) -> String {
+        self.parser.screen().contents()
+    }
+
+    fn wait_for_text(&mut self, text: &str) {
+        let deadline = Instant::now() + DEADLINE;
+        while !self.screen().contains(text) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.output.recv_timeout(left) {
+                Ok(bytes) => self.parser.process(&bytes),
+                Err(e) => {
+                    let _ = self.killer.kill();
+                    panic!("{e:?} waiting for {text:?}; screen:\n{}", self.screen());
+                }
+            }
+        }
+    }
+
+    fn press(&mut self, keys: &str) {
+        self.input.write_all(keys.as_bytes()).expect("type");
+        self.input.flush().expect("flush");
+    }
+
+    fn wait_for_exit(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.output.recv_timeout(left) {
+                Ok(b) => self.parser.process(&b),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    let _ = self.killer.kill();
+                    panic!("leaselab did not end; screen:\n{}", self.screen());
+                }
+            }
+        }
+        self.exited
+            .recv_timeout(DEADLINE)
+            .expect("leaselab exited")
+            .expect("exit status")
+    }
+}
+
+/// Poll `what` until it holds, or fail after the deadline saying what was awaited.
+fn wait_until(awaited: &str, mut what: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !what() {
+        assert!(start.elapsed() < DEADLINE, "gave up waiting for {awaited}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The live (not zombie) children of `parent`, from /proc.
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // After the command name in parentheses: state, then the parent's pid.
+        let rest = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
+        let mut fields = rest.split_whitespace();
+        let (state, ppid) = (fields.next(), fields.next());
+        if ppid == Some(parent.to_string().as_str()) && state != Some("Z") {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// A process that is gone: no /proc entry, or a zombie waiting for its reaper.
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => {
+            stat[stat.rfind(')').map_or(0, |i| i + 1)..]
+                .split_whitespace()
+                .next()
+                == Some("Z")
+        }
+    }
+}
+
+fn start_worker(db: &Path, name: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["worker", "--db"])
+        .arg(db)
+        .args([
+            "--name",
+            name,
+            "--messages",
+            "40",
+            "--lease-ms",
+            "5000",
+            "--process-ms",
+            "200",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start a worker")
+}
+
+#[test]
+fn watch_shows_two_workers_started_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("class.db");
+    let mut workers = vec![start_worker(&db, "laptop-1"), start_worker(&db, "laptop-2")];
+    let mut d = Dashboard::open(&["--watch", "--db", db.to_str().unwrap()]);
+    d.wait_for_text("laptop-1");
+    d.wait_for_text("laptop-2");
+    d.wait_for_text("watching");
+    // Keys that need in-process workers say why they do nothing.
+    d.press("c");
+    d.wait_for_text("watch mode: the workers are other processes");
+    d.press("a");
+    d.wait_for_text("wall clock");
+    d.press("q");
+    assert!(d.wait_for_exit().success());
+    for w in &mut workers {
+        unsafe { libc::kill(w.id() as libc::pid_t, libc::SIGTERM) };
+        w.wait().unwrap();
+    }
+    // The watcher left the database to its workers: nothing emptied it.
+    assert!(db.exists());
+}
+
+fn open_processes() -> (Dashboard, Vec<u32>) {
+    let mut d = Dashboard::open(&["--processes", "--workers", "2"]);
+    d.wait_for_text("Worker-A");
+    d.wait_for_text("Worker-B");
+    let pid = d.pid;
+    wait_until("two worker processes", || children_of(pid).len() == 2);
+    let kids = children_of(pid);
+    (d, kids)
+}
+
+#[test]
+fn processes_end_with_the_dashboard_on_quit() {
+    let (mut d, kids) = open_processes();
+    // c is a real SIGKILL of the selected worker's process.
+    d.press("c");
+    d.wait_for_text("killed with SIGKILL");
+    let pid = d.pid;
+    wait_until("one worker process left", || children_of(pid).len() == 1);
+    d.press("r");
+    d.wait_for_text("Worker-A#2 started");
+    wait_until("two worker processes again", || children_of(pid).len() == 2);
+    let mut all = kids;
+    all.extend(children_of(pid));
+    d.press("q");
+    assert!(d.wait_for_exit().success());
+    wait_until("every worker process gone", || all.iter().all(|p| gone(*p)));
+}
+
+#[test]
+fn processes_end_with_the_dashboard_on_sigterm() {
+    let (mut d, kids) = open_processes();
+    // Stopped workers must die too: SIGKILL reaches a stopped process.
+    d.press(" ");
+    d.wait_for_text("SIGSTOP sent to Worker-A");
+    unsafe { libc::kill(d.pid as libc::pid_t, libc::SIGTERM) };
+    let status = d.wait_for_exit();
+    assert!(!status.success());
+    wait_until("every worker process gone", || {
+        kids.iter().all(|p| gone(*p))
+    });
+}
+
+#[test]
+fn processes_die_with_a_dashboard_killed_without_warning() {
+    let (mut d, kids) = open_processes();
+    // SIGKILL: no quit, no drop, no clean-up; only the kernel's parent-death signal is left.
+    assert_eq!(unsafe { libc::kill(d.pid as libc::pid_t, libc::SIGKILL) }, 0);
+    let _ = d.wait_for_exit();
+    wait_until("every worker process gone", || kids.iter().all(|p| gone(*p)));
+}

@@ -1,0 +1,230 @@
+//! The LeaseEvents table: every claim, heartbeat, finalize and failed attempt writes its row
+//! in its own transaction, and the rows alone rebuild a history the checker accepts.
+
+use std::sync::Arc;
+
+use leaselab::engine::checker;
+use leaselab::engine::events::EventKind;
+use leaselab::engine::events_table;
+use leaselab::engine::ledger::Ledger;
+use leaselab::engine::provider::{Provider, ProviderStatus, StatusCheck};
+use leaselab::engine::store::{
+    ClaimOutcome, FinalizeOutcome, Lease, LeaseEventKind, RetryPolicy, Store, StoreShared,
+};
+use leaselab::scenario::{self, RunOptions, Scenario};
+
+const T0: i64 = 1_000_000;
+const LEASE: i64 = 500;
+
+fn fresh(messages: u64) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, _) = Store::create(
+        &dir.path().join("outbox.db"),
+        Arc::new(StoreShared::default()),
+    )
+    .unwrap();
+    store.seed(&Provider::new(), messages, T0).unwrap();
+    (dir, store)
+}
+
+fn claimed(outcome: ClaimOutcome) -> Lease {
+    match outcome {
+        ClaimOutcome::Claimed(l) => l,
+        other => panic!("expected a claim, got {other:?}"),
+    }
+}
+
+fn kinds(store: &Store) -> Vec<LeaseEventKind> {
+    store.all_events().unwrap().iter().map(|r| r.kind).collect()
+}
+
+const PAID: StatusCheck = StatusCheck {
+    status: ProviderStatus::Paid,
+    transaction_id: None,
+};
+
+#[test]
+fn a_claim_and_its_finalize_each_write_one_row_in_commit_order() {
+    let (_d, mut s) = fresh(2);
+    let lease = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    assert_eq!(
+        s.finalize(&lease, &PAID, T0 + 10).unwrap().0,
+        FinalizeOutcome::Committed
+    );
+    // An empty claim changes nothing, so it writes nothing.
+    let second = claimed(s.claim_next("Worker-B", T0 + 20, LEASE).unwrap().0);
+    assert!(matches!(
+        s.claim_next("Worker-A", T0 + 30, LEASE).unwrap().0,
+        ClaimOutcome::Empty
+    ));
+    let rows = s.all_events().unwrap();
+    let shape: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.kind,
+                r.worker.as_str(),
+                r.id,
+                r.version,
+                r.until_ms,
+                r.detail.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            (
+                LeaseEventKind::Seeded,
+                "engine",
+                None,
+                None,
+                None,
+                Some("2")
+            ),
+            (
+                LeaseEventKind::Claimed,
+                "Worker-A",
+                Some(1),
+                Some(1),
+                Some(T0 + LEASE),
+                None
+            ),
+            (
+                LeaseEventKind::Finalized,
+                "Worker-A",
+                Some(1),
+                Some(1),
+                None,
+                Some("Paid")
+            ),
+            (
+                LeaseEventKind::Claimed,
+                "Worker-B",
+                Some(second.id),
+                Some(1),
+                Some(T0 + 20 + LEASE),
+                None
+            ),
+        ]
+    );
+    assert!(rows.windows(2).all(|w| w[0].seq < w[1].seq));
+}
+
+#[test]
+fn a_rejected_finalize_writes_its_row_and_nothing_else() {
+    let (d, mut a) = fresh(1);
+    let mut b = Store::open(
+        &d.path().join("outbox.db"),
+        Arc::new(StoreShared::default()),
+    )
+    .unwrap();
+    let stale = claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    let fresh_lease = claimed(b.claim_next("Worker-B", T0 + LEASE + 1, LEASE).unwrap().0);
+    assert_eq!(
+        a.finalize(&stale, &PAID, T0 + LEASE + 2).unwrap().0,
+        FinalizeOutcome::Rejected
+    );
+    let rows = a.all_events().unwrap();
+    let last = rows.last().unwrap();
+    assert_eq!(
+        (last.kind, last.worker.as_str(), last.version),
+        (LeaseEventKind::FinalizeRejected, "Worker-A", Some(1))
+    );
+    // The guard stopped the payment update: it is still Pending, the row still B's.
+    let row = &a.messages(0, 1).unwrap()[0];
+    assert_eq!(row.payment_status.as_str(), "Pending");
+    assert_eq!(row.locked_by.as_deref(), Some("Worker-B"));
+    assert_eq!(row.lease_version, fresh_lease.version);
+}
+
+#[test]
+fn heartbeats_failed_attempts_and_dead_letters_write_rows_and_a_lost_lease_writes_none() {
+    let (_d, mut s) = fresh(1);
+    let policy = RetryPolicy::new(10, 10, 2).unwrap();
+    let first = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    assert_eq!(
+        s.heartbeat(&first, T0 + 100, LEASE).unwrap().0,
+        Some(T0 + 100 + LEASE)
+    );
+    s.fail_attempt(&first, "timeout", T0 + 200, &policy)
+        .unwrap();
+    // The lease is gone now: neither a heartbeat nor a failure of it writes a row.
+    assert_eq!(s.heartbeat(&first, T0 + 201, LEASE).unwrap().0, None);
+    let before = kinds(&s).len();
+    s.fail_attempt(&first, "late", T0 + 202, &policy).unwrap();
+    assert_eq!(kinds(&s).len(), before);
+    let second = claimed(s.claim_next("Worker-B", T0 + 300, LEASE).unwrap().0);
+    s.fail_attempt(&second, "timeout again", T0 + 310, &policy)
+        .unwrap();
+    assert_eq!(
+        kinds(&s),
+        vec![
+            LeaseEventKind::Seeded,
+            LeaseEventKind::Claimed,
+            LeaseEventKind::Heartbeat,
+            LeaseEventKind::Retry,
+            LeaseEventKind::Claimed,
+            LeaseEventKind::DeadLettered,
+        ]
+    );
+    let rows = s.all_events().unwrap();
+    assert_eq!(rows[2].until_ms, Some(T0 + 100 + LEASE));
+    assert_eq!(rows[5].detail.as_deref(), Some("timeout again"));
+}
+
+#[test]
+fn reseeding_empties_the_table_and_seq_goes_on_from_where_it_was() {
+    let (_d, mut s) = fresh(1);
+    claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    let last = s.all_events().unwrap().last().unwrap().seq;
+    s.empty().unwrap();
+    s.seed(&Provider::new(), 3, T0).unwrap();
+    let rows = s.all_events().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].kind, LeaseEventKind::Seeded);
+    assert!(
+        rows[0].seq > last,
+        "a reader that tails by Seq must see the new seeding"
+    );
+    s.add_payment(&Provider::new(), "PAY-004", 100, T0).unwrap();
+    assert_eq!(
+        kinds(&s),
+        vec![LeaseEventKind::Seeded, LeaseEventKind::Added]
+    );
+}
+
+#[test]
+fn the_table_alone_rebuilds_a_run_that_the_history_checker_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db");
+    let opts = RunOptions {
+        db: Some(db.clone()),
+        messages: Some(40),
+        workers: Some(3),
+        ..RunOptions::default()
+    };
+    let outcome = scenario::run(Scenario::OutboxLeasing, &opts).unwrap();
+    let events = events_table::read_all(&db).unwrap();
+    let mut ledger = Ledger::new();
+    for ev in &events {
+        ledger.apply(ev);
+    }
+    // Same claims and results as the workers' own channel said.
+    assert_eq!(ledger.claims_ok, outcome.ledger.claims_ok);
+    assert_eq!(ledger.finalized, outcome.ledger.finalized);
+    assert_eq!(ledger.seeded_upto, 40);
+    assert_eq!(ledger.processing_attempts, 40);
+    let rows = Store::open_read_only(&db)
+        .unwrap()
+        .messages(0, 1_000)
+        .unwrap();
+    let check = checker::check(&ledger, &rows);
+    assert!(check.passed(), "{:?}", check.rules());
+    assert_eq!(check.processed, 40);
+    // Worker names keep the slots the threads had.
+    assert!(events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Claimed { .. }))
+        .all(|e| e.slot.is_some()));
+}

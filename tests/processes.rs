@@ -1,0 +1,368 @@
+//! Workers as real processes on one database file: `leaselab worker` started as a child,
+//! stopped by SIGTERM or killed by SIGKILL. Every wait polls the database (its events table
+//! and its rows) with a generous deadline; nothing sleeps to synchronise.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use leaselab::engine::checker::{self, HistoryCheck};
+use leaselab::engine::clock::wall_now_ms;
+use leaselab::engine::events_table;
+use leaselab::engine::ledger::Ledger;
+use leaselab::engine::store::{LeaseEventKind, LeaseEventRow, OutboxStatus, Store};
+use leaselab::engine::{Engine, EngineConfig};
+
+const DEADLINE: Duration = Duration::from_secs(90);
+const POLL: Duration = Duration::from_millis(20);
+
+/// A `leaselab worker` child, stopped with SIGTERM (and reaped) when dropped.
+struct WorkerProcess {
+    child: Option<Child>,
+    name: String,
+}
+
+impl WorkerProcess {
+    fn start(db: &Path, name: &str, extra: &[&str]) -> WorkerProcess {
+        let child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+            .args(["worker", "--db"])
+            .arg(db)
+            .args(["--name", name])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start leaselab worker");
+        WorkerProcess {
+            child: Some(child),
+            name: name.to_string(),
+        }
+    }
+
+    /// SIGTERM, then its exit status and its stderr.
+    fn stop(mut self) -> (std::process::ExitStatus, String) {
+        let child = self.child.take().expect("running");
+        assert_eq!(
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+            0
+        );
+        let out = child.wait_with_output().expect("wait for the worker");
+        (
+            out.status,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn kill(&mut self) {
+        let child = self.child.as_mut().expect("running");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Poll `what` until it returns Some, or fail after the deadline saying what was awaited.
+fn wait_for<T>(awaited: &str, mut what: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = what() {
+            return v;
+        }
+        assert!(start.elapsed() < DEADLINE, "gave up waiting for {awaited}");
+        std::thread::sleep(POLL);
+    }
+}
+
+fn events(db: &Path) -> Vec<LeaseEventRow> {
+    if !db.exists() {
+        return Vec::new();
+    }
+    Store::open_read_only(db)
+        .and_then(|s| s.all_events())
+        .unwrap_or_default()
+}
+
+fn drained(db: &Path) -> Option<()> {
+    let s = Store::open_read_only(db).ok()?;
+    let c = s.outbox_counts().ok()?;
+    (s.message_count().ok()? > 0 && c.drained()).then_some(())
+}
+
+/// The history checker over the events table alone, against the final rows.
+fn history(db: &Path) -> (Ledger, HistoryCheck) {
+    let mut ledger = Ledger::new();
+    for ev in events_table::read_all(db).unwrap() {
+        ledger.apply(&ev);
+    }
+    let rows = Store::open_read_only(db)
+        .unwrap()
+        .messages(0, 100_000)
+        .unwrap();
+    let check = checker::check(&ledger, &rows);
+    (ledger, check)
+}
+
+fn db_in(dir: &tempfile::TempDir) -> PathBuf {
+    dir.path().join("class.db")
+}
+
+#[test]
+fn two_worker_processes_drain_a_shared_database_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let args = [
+        "--messages",
+        "30",
+        "--lease-ms",
+        "5000",
+        "--process-ms",
+        "20",
+    ];
+    let a = WorkerProcess::start(&db, "laptop-1", &args);
+    let b = WorkerProcess::start(&db, "laptop-2", &args);
+    wait_for("the outbox to drain", || drained(&db));
+    for w in [a, b] {
+        let name = w.name.clone();
+        let (status, stderr) = w.stop();
+        assert_eq!(status.code(), Some(143), "{name}: {stderr}");
+        assert!(
+            stderr.contains("interrupted by SIGTERM"),
+            "{name}: {stderr}"
+        );
+    }
+    let (ledger, check) = history(&db);
+    assert!(check.passed(), "{:?}", check.rules());
+    assert_eq!((check.seeded, check.processed), (30, 30));
+    assert_eq!(ledger.finalized, 30);
+    assert_eq!(ledger.per_worker.values().sum::<u64>(), 30);
+}
+
+#[test]
+fn a_worker_killed_holding_a_lease_is_taken_over_after_expiry() {
+    // A slow machine may let the first worker finish before the kill lands: then start over.
+    for _ in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db_in(&dir);
+        let slow = [
+            "--messages",
+            "1",
+            "--lease-ms",
+            "3000",
+            "--process-ms",
+            "2900",
+        ];
+        let mut a = WorkerProcess::start(&db, "doomed", &slow);
+        let claim = wait_for("doomed to claim", || {
+            events(&db)
+                .into_iter()
+                .find(|r| r.kind == LeaseEventKind::Claimed)
+        });
+        a.kill(); // SIGKILL: no clean-up, the lease stays in the row
+        let row = Store::open_read_only(&db)
+            .unwrap()
+            .messages(0, 1)
+            .unwrap()
+            .remove(0);
+        if row.status != OutboxStatus::Processing {
+            continue;
+        }
+        assert_eq!(row.locked_by.as_deref(), Some("doomed"));
+        let b = WorkerProcess::start(
+            &db,
+            "rescuer",
+            &["--lease-ms", "3000", "--process-ms", "10"],
+        );
+        wait_for("the rescuer to finish the message", || drained(&db));
+        b.stop();
+        let rows = events(&db);
+        let reclaim = rows
+            .iter()
+            .find(|r| r.kind == LeaseEventKind::Claimed && r.worker == "rescuer")
+            .expect("the rescuer's claim");
+        assert_eq!(
+            reclaim.version,
+            Some(2),
+            "a reclaim bumps the fencing token"
+        );
+        assert!(
+            reclaim.at_ms > claim.until_ms.unwrap(),
+            "reclaimed at {} before the lease ran out at {:?}",
+            reclaim.at_ms,
+            claim.until_ms
+        );
+        let (ledger, check) = history(&db);
+        assert!(check.passed(), "{:?}", check.rules());
+        assert_eq!((ledger.reclaims, ledger.finalized), (1, 1));
+        return;
+    }
+    panic!("the first worker finished before the kill five times in a row");
+}
+
+#[test]
+fn thread_workers_and_process_workers_share_one_outbox_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let config = EngineConfig {
+        workers: 2,
+        messages: 120,
+        lease_ms: 5_000,
+        process_ms: 20,
+        idle_ms: 50,
+        db: Some(db.clone()),
+        ..EngineConfig::default()
+    };
+    // The engine owns and seeds the database; its threads wait, paused.
+    let engine = Engine::start(config, true).unwrap();
+    engine.clock.set(wall_now_ms());
+    let procs: Vec<_> = ["proc-1", "proc-2"]
+        .iter()
+        .map(|n| WorkerProcess::start(&db, n, &["--lease-ms", "5000", "--process-ms", "100"]))
+        .collect();
+    wait_for("both processes to claim", || {
+        let rows = events(&db);
+        procs
+            .iter()
+            .all(|p| rows.iter().any(|r| r.worker == p.name))
+            .then_some(())
+    });
+    // Threads and processes now compete on one clock: the wall clock.
+    engine.clock.set(wall_now_ms());
+    engine.clock.resume();
+    engine.resume_all();
+    wait_for("the outbox to drain", || drained(&db));
+    drop(engine);
+    for p in procs {
+        p.stop();
+    }
+    let (ledger, check) = history(&db);
+    assert!(check.passed(), "{:?}", check.rules());
+    assert_eq!(check.processed, 120);
+    for name in ["Worker-A", "Worker-B", "proc-1", "proc-2"] {
+        assert!(
+            ledger.per_worker.get(name).copied().unwrap_or(0) > 0,
+            "{name} did no work: {:?}",
+            ledger.per_worker
+        );
+    }
+}
+
+#[test]
+fn a_worker_and_the_process_dashboards_refuse_bad_input_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let foreign = dir.path().join("notes.txt");
+    std::fs::write(&foreign, "not a database").unwrap();
+    for (args, says) in [
+        (vec!["worker", "--name", "A"], "needs --db PATH"),
+        (
+            vec!["worker", "--db", foreign.to_str().unwrap(), "--name", "A"],
+            "not a SQLite database",
+        ),
+        (
+            vec!["worker", "--db", "x.db", "--name", "two words"],
+            "holds a space",
+        ),
+        (
+            vec!["worker", "--db", "x.db", "--name", "A", "--speed", "2"],
+            "--speed does not apply",
+        ),
+        (vec!["--watch"], "--watch needs --db PATH"),
+        (
+            vec!["--watch", "--db", "x.db", "--workers", "3"],
+            "--workers does not apply to --watch",
+        ),
+        (
+            vec!["--processes", "--process-ms", "5000"],
+            "needs a longer --lease-ms",
+        ),
+        (
+            vec!["--watch", "--db", "x.db", "list"],
+            "--watch is for the dashboard",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+            .args(&args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert!(!dir.path().join("x.db").exists());
+}
+
+#[test]
+fn a_stopped_worker_wakes_to_a_refused_finalize() {
+    // A slow machine may let the first worker finish before SIGSTOP lands: then start over.
+    for _ in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db_in(&dir);
+        let slow = [
+            "--messages",
+            "1",
+            "--lease-ms",
+            "3000",
+            "--process-ms",
+            "2900",
+        ];
+        let zombie = WorkerProcess::start(&db, "zombie", &slow);
+        let zombie_pid = zombie.child.as_ref().unwrap().id() as libc::pid_t;
+        wait_for("the zombie to claim", || {
+            events(&db)
+                .into_iter()
+                .find(|r| r.kind == LeaseEventKind::Claimed)
+        });
+        assert_eq!(unsafe { libc::kill(zombie_pid, libc::SIGSTOP) }, 0);
+        let row = Store::open_read_only(&db)
+            .unwrap()
+            .messages(0, 1)
+            .unwrap()
+            .remove(0);
+        if row.status != OutboxStatus::Processing {
+            continue;
+        }
+        let b = WorkerProcess::start(
+            &db,
+            "rescuer",
+            &["--lease-ms", "3000", "--process-ms", "10"],
+        );
+        wait_for("the rescuer to finish the message", || drained(&db));
+        // Woken, the zombie finishes its processing and tries to finalize under lease v1.
+        assert_eq!(unsafe { libc::kill(zombie_pid, libc::SIGCONT) }, 0);
+        let refused = wait_for("the zombie's refused finalize", || {
+            events(&db)
+                .into_iter()
+                .find(|r| r.kind == LeaseEventKind::FinalizeRejected)
+        });
+        assert_eq!(
+            (refused.worker.as_str(), refused.version),
+            ("zombie", Some(1))
+        );
+        b.stop();
+        zombie.stop();
+        let (ledger, check) = history(&db);
+        assert!(check.passed(), "{:?}", check.rules());
+        assert_eq!((ledger.finalized, ledger.rejected_finalizes), (1, 1));
+        let row = Store::open_read_only(&db)
+            .unwrap()
+            .messages(0, 1)
+            .unwrap()
+            .remove(0);
+        assert_eq!(
+            (row.locked_by.as_deref(), row.lease_version),
+            (Some("rescuer"), 2)
+        );
+        return;
+    }
+    panic!("the first worker finished before SIGSTOP five times in a row");
+}

@@ -1,0 +1,118 @@
+//! The watching dashboard's state, driven without a terminal: a worker process killed with
+//! SIGKILL while it holds a lease shows as such, and its message is taken over once the
+//! lease runs out. Every wait polls the app's own stream with a deadline.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use leaselab::engine::store::{OutboxStatus, Store};
+use leaselab::engine::worker::WorkerState;
+use leaselab::ui::app::{App, ExternalMode, WorkerView};
+use leaselab::ui::{DashboardOptions, Theme};
+
+const DEADLINE: Duration = Duration::from_secs(90);
+
+fn worker(db: &Path, name: &str, args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["worker", "--db"])
+        .arg(db)
+        .args(["--name", name])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start a worker")
+}
+
+/// Fold what arrived and take a frame until `view` of the worker `name` satisfies `done`.
+fn wait_for_worker(app: &mut App, name: &str, what: &str, done: impl Fn(&WorkerView) -> bool) {
+    let start = Instant::now();
+    loop {
+        app.absorb_events();
+        app.refresh(20, 10);
+        let found = app
+            .snapshot()
+            .workers
+            .iter()
+            .find(|w| w.status.name == name);
+        if found.is_some_and(&done) {
+            return;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "gave up waiting for {name} to be {what}: {:?}",
+            found
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_killed_worker_shows_holding_its_lease_until_another_takes_it_over() {
+    // A slow machine may let the worker finish before the kill lands: then start over.
+    for _ in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("class.db");
+        let slow = [
+            "--messages",
+            "1",
+            "--lease-ms",
+            "2000",
+            "--process-ms",
+            "1900",
+        ];
+        let mut doomed = worker(&db, "doomed", &slow);
+        let opts = DashboardOptions {
+            db: Some(db.clone()),
+            messages: Some(1),
+            watch: true,
+            ..DashboardOptions::default()
+        };
+        // Whichever of the two comes first creates the database, with the same one payment.
+        let mut app = App::external(ExternalMode::Watch, opts, Theme::plain()).unwrap();
+        wait_for_worker(&mut app, "doomed", "holding a lease", |w| {
+            w.status.lease.is_some()
+        });
+        doomed.kill().unwrap();
+        doomed.wait().unwrap();
+        let row = Store::open_read_only(&db)
+            .unwrap()
+            .messages(0, 1)
+            .unwrap()
+            .remove(0);
+        if row.status != OutboxStatus::Processing {
+            continue;
+        }
+        wait_for_worker(
+            &mut app,
+            "doomed",
+            "shown dead after its lease ran out",
+            |w| w.status.state == WorkerState::Crashed && w.status.lease.is_some(),
+        );
+        let mut rescuer = worker(
+            &db,
+            "rescuer",
+            &["--lease-ms", "2000", "--process-ms", "10"],
+        );
+        wait_for_worker(&mut app, "doomed", "taken over", |w| {
+            w.taken_by.as_deref() == Some("rescuer")
+        });
+        wait_for_worker(&mut app, "rescuer", "done", |w| w.done == 1);
+        let start = Instant::now();
+        while app.snapshot().history.is_none() {
+            assert!(start.elapsed() < DEADLINE, "no history verdict");
+            app.absorb_events();
+            app.refresh(20, 10);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let history = app.snapshot().history.clone().unwrap();
+        assert!(history.passed(), "{:?}", history.rules());
+        assert_eq!(app.ledger.reclaims, 1);
+        unsafe { libc::kill(rescuer.id() as libc::pid_t, libc::SIGTERM) };
+        rescuer.wait().unwrap();
+        return;
+    }
+    panic!("the worker finished before the kill five times in a row");
+}
