@@ -641,6 +641,11 @@ fn worker(cli: &Cli, name: &str) -> ExitCode {
     let Some(db) = cli.db.clone() else {
         return usage_error("`worker` needs --db PATH: the database it shares with the others");
     };
+    if leaselab::engine::backend::Db::parse(&db).is_postgres() {
+        return usage_error(
+            "`worker` works on a SQLite file; PostgreSQL workers are not supported yet",
+        );
+    }
     if let Err(e) = worker_cmd::check_name(name) {
         return usage_error(e);
     }
@@ -664,7 +669,7 @@ fn worker(cli: &Cli, name: &str) -> ExitCode {
         name: name.to_string(),
         lease_ms: timing.lease_ms,
         process_ms: timing.process_ms,
-        idle_ms: leaselab::ui::app::IDLE_MS,
+        idle_ms: timing.idle_ms(),
         leasing: !cli.no_leasing,
         messages,
     };

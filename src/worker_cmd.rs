@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crossbeam_channel::{select, Receiver};
 
+use crate::engine::backend::Db;
 use crate::engine::clock::{hms, Clock};
 use crate::engine::events::{Event, EventKind};
 use crate::engine::provider::Provider;
@@ -102,7 +103,7 @@ pub fn run(
     });
     let (events_tx, events) = crossbeam_channel::unbounded();
     let ctx = WorkerContext {
-        db_path: opts.db.clone(),
+        db: Db::Sqlite(opts.db.clone()),
         shared,
         clock,
         provider,

@@ -251,7 +251,12 @@ fn processes_end_with_the_dashboard_on_sigterm() {
 fn processes_die_with_a_dashboard_killed_without_warning() {
     let (mut d, kids) = open_processes();
     // SIGKILL: no quit, no drop, no clean-up; only the kernel's parent-death signal is left.
-    assert_eq!(unsafe { libc::kill(d.pid as libc::pid_t, libc::SIGKILL) }, 0);
+    assert_eq!(
+        unsafe { libc::kill(d.pid as libc::pid_t, libc::SIGKILL) },
+        0
+    );
     let _ = d.wait_for_exit();
-    wait_until("every worker process gone", || kids.iter().all(|p| gone(*p)));
+    wait_until("every worker process gone", || {
+        kids.iter().all(|p| gone(*p))
+    });
 }

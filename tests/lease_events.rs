@@ -220,7 +220,7 @@ fn the_table_alone_rebuilds_a_run_that_the_history_checker_accepts() {
         .messages(0, 1_000)
         .unwrap();
     let check = checker::check(&ledger, &rows);
-    assert!(check.passed(), "{:?}", check.rules());
+    assert!(check.passed(), "{check:?}");
     assert_eq!(check.processed, 40);
     // Worker names keep the slots the threads had.
     assert!(events

@@ -140,7 +140,7 @@ fn two_worker_processes_drain_a_shared_database_exactly_once() {
         );
     }
     let (ledger, check) = history(&db);
-    assert!(check.passed(), "{:?}", check.rules());
+    assert!(check.passed(), "{check:?}");
     assert_eq!((check.seeded, check.processed), (30, 30));
     assert_eq!(ledger.finalized, 30);
     assert_eq!(ledger.per_worker.values().sum::<u64>(), 30);
@@ -200,7 +200,7 @@ fn a_worker_killed_holding_a_lease_is_taken_over_after_expiry() {
             claim.until_ms
         );
         let (ledger, check) = history(&db);
-        assert!(check.passed(), "{:?}", check.rules());
+        assert!(check.passed(), "{check:?}");
         assert_eq!((ledger.reclaims, ledger.finalized), (1, 1));
         return;
     }
@@ -217,7 +217,7 @@ fn thread_workers_and_process_workers_share_one_outbox_cleanly() {
         lease_ms: 5_000,
         process_ms: 20,
         idle_ms: 50,
-        db: Some(db.clone()),
+        db: Some(db.clone().into()),
         ..EngineConfig::default()
     };
     // The engine owns and seeds the database; its threads wait, paused.
@@ -244,7 +244,7 @@ fn thread_workers_and_process_workers_share_one_outbox_cleanly() {
         p.stop();
     }
     let (ledger, check) = history(&db);
-    assert!(check.passed(), "{:?}", check.rules());
+    assert!(check.passed(), "{check:?}");
     assert_eq!(check.processed, 120);
     for name in ["Worker-A", "Worker-B", "proc-1", "proc-2"] {
         assert!(
@@ -351,7 +351,7 @@ fn a_stopped_worker_wakes_to_a_refused_finalize() {
         b.stop();
         zombie.stop();
         let (ledger, check) = history(&db);
-        assert!(check.passed(), "{:?}", check.rules());
+        assert!(check.passed(), "{check:?}");
         assert_eq!((ledger.finalized, ledger.rejected_finalizes), (1, 1));
         let row = Store::open_read_only(&db)
             .unwrap()

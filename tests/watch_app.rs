@@ -108,7 +108,7 @@ fn a_killed_worker_shows_holding_its_lease_until_another_takes_it_over() {
             std::thread::sleep(Duration::from_millis(20));
         }
         let history = app.snapshot().history.clone().unwrap();
-        assert!(history.passed(), "{:?}", history.rules());
+        assert!(history.passed(), "{history:?}");
         assert_eq!(app.ledger.reclaims, 1);
         unsafe { libc::kill(rescuer.id() as libc::pid_t, libc::SIGTERM) };
         rescuer.wait().unwrap();

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 
+use super::backend::Db;
 use super::clock::{wall_now_ms, Clock};
 use super::events::Event;
 use super::provider::Provider;
@@ -35,16 +36,17 @@ impl Engine {
             )),
             config: EngineConfig {
                 workers: 0,
-                db: Some(path.to_path_buf()),
+                db: Some(Db::Sqlite(path.to_path_buf())),
                 ..config
             },
+            db: Db::Sqlite(path.to_path_buf()),
             db_path: path.to_path_buf(),
             origin,
             recovered: None,
             clock,
             provider,
             shared,
-            store,
+            store: Box::new(store),
             workers: Vec::new(),
             events_tx,
             events_rx,

@@ -4,6 +4,7 @@
 //! turned into the same events that thread workers send, so the ledger, timeline, log and
 //! history check work unchanged. The clock is the wall clock: it cannot pause or jump.
 
+use crate::engine::backend::{Db, Outbox};
 use crate::engine::events::{Event, EventKind};
 use crate::engine::events_table::{Tail, TAIL_EVERY};
 use crate::engine::ledger::{HistoryStep, Ledger};
@@ -20,7 +21,7 @@ use crate::ui::state::{Story, UiState};
 use crate::ui::timeline::Timeline;
 
 use super::keys::Action;
-use super::{App, DashboardOptions, Theme, IDLE_MS};
+use super::{App, DashboardOptions, Theme};
 
 /// What the dashboard knows of workers it follows through the events table.
 pub struct External {
@@ -184,18 +185,32 @@ impl App {
                 .unwrap_or(Scenario::OutboxLeasing.default_messages()),
             lease_ms: timing.lease_ms,
             process_ms: timing.process_ms,
-            idle_ms: IDLE_MS,
+            idle_ms: timing.idle_ms(),
             leasing,
-            db: opts.db.clone(),
+            db: opts.db.clone().map(Db::from),
             durability: Default::default(),
         };
         let engine = match mode {
             ExternalMode::Watch => {
-                let db = opts
-                    .db
-                    .clone()
-                    .ok_or("--watch needs --db PATH: the database the workers use")?;
+                let db = match opts.db.clone().map(Db::from) {
+                    Some(Db::Sqlite(path)) => path,
+                    Some(Db::Postgres(_)) => {
+                        return Err(
+                            "--watch follows a SQLite file; PostgreSQL is not watched yet".into(),
+                        )
+                    }
+                    None => {
+                        return Err("--watch needs --db PATH: the database the workers use".into())
+                    }
+                };
                 Engine::guest(&db, config).map_err(|e| e.to_string())?
+            }
+            ExternalMode::Processes
+                if matches!(opts.db.clone().map(Db::from), Some(Db::Postgres(_))) =>
+            {
+                return Err(
+                    "--processes works on a SQLite file; PostgreSQL is not supported yet".into(),
+                )
             }
             ExternalMode::Processes => {
                 let mut engine = Engine::start(config, true).map_err(|e| e.to_string())?;
@@ -203,7 +218,8 @@ impl App {
                 engine
             }
         };
-        let reader = Store::open_read_only(engine.db_path()).map_err(|e| e.to_string())?;
+        let reader: Box<dyn Outbox> =
+            Box::new(Store::open_read_only(engine.db_path()).map_err(|e| e.to_string())?);
         let tail = Tail::start(
             engine.db_path().to_path_buf(),
             TAIL_EVERY,
