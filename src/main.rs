@@ -5,9 +5,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use leaselab::engine::store::RetryPolicy;
 use leaselab::report::{self, Report};
 use leaselab::scenario::{self, RunOptions, Scenario};
-use leaselab::setup::Timing;
+use leaselab::setup::{Reliability, Timing};
 use leaselab::ui::{self, DashboardOptions};
 
 #[derive(Parser, Debug)]
@@ -66,6 +67,37 @@ struct Cli {
     /// Switch leasing off: workers load every Pending row and process it unguarded.
     #[arg(long = "no-leasing", global = true)]
     no_leasing: bool,
+    /// A worker processing a message extends its lease every N scenario ms (1 to below the
+    /// lease; default a third of the lease).
+    #[arg(long = "heartbeat-ms", value_name = "N", global = true, allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(1..=3_600_000))]
+    heartbeat_ms: Option<i64>,
+    /// Workers never extend a lease: a message that outlives it is taken over.
+    #[arg(long = "no-heartbeat", global = true, conflicts_with = "heartbeat_ms")]
+    no_heartbeat: bool,
+    /// Attempts a message gets before it is dead-lettered (at least 1; default 5).
+    #[arg(
+        long = "max-attempts",
+        value_name = "N",
+        global = true,
+        allow_negative_numbers = true
+    )]
+    max_attempts: Option<i64>,
+    /// Backoff after the first failed attempt, doubled after each further one (default 100).
+    #[arg(
+        long = "backoff-ms",
+        value_name = "N",
+        global = true,
+        allow_negative_numbers = true
+    )]
+    backoff_ms: Option<i64>,
+    /// The longest backoff (default 2000).
+    #[arg(
+        long = "backoff-cap-ms",
+        value_name = "N",
+        global = true,
+        allow_negative_numbers = true
+    )]
+    backoff_cap_ms: Option<i64>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -158,6 +190,25 @@ fn lease_too_short(cli: &Cli) -> Option<String> {
 }
 
 impl Cli {
+    /// Heartbeats and retries from the command line, checked against the lease in use.
+    fn reliability(&self, lease_ms: i64) -> Result<Reliability, String> {
+        let d = RetryPolicy::default();
+        let retry = RetryPolicy::new(
+            self.backoff_ms.unwrap_or(d.base_ms),
+            self.backoff_cap_ms
+                .unwrap_or(d.cap_ms.max(self.backoff_ms.unwrap_or(0))),
+            self.max_attempts.unwrap_or(d.max_attempts),
+        )?;
+        let r = Reliability {
+            heartbeats: !self.no_heartbeat,
+            heartbeat_ms: self.heartbeat_ms,
+            retry,
+        };
+        r.check(lease_ms)
+            .map_err(|e| format!("--heartbeat-ms: {e}"))?;
+        Ok(r)
+    }
+
     /// `--messages` of `run` and the dashboard.
     fn run_messages(&self) -> Result<Option<u64>, String> {
         match self.messages {
@@ -333,6 +384,11 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
     if let Some(e) = lease_too_short(cli) {
         return usage_error(e);
     }
+    let lease_ms = Timing::HEADLESS.resolve(cli.lease_ms, None, None).lease_ms;
+    let reliability = match cli.reliability(lease_ms) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
     // Find out before the run whether the report can be saved, so no run is wasted.
     if let Err(e) = report::check_writable(&cli.report_dir) {
         return usage_error(e);
@@ -357,6 +413,7 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
         db: cli.db.clone(),
         no_leasing: cli.no_leasing,
         interrupt,
+        reliability,
         ..RunOptions::default()
     };
     let outcome = match scenario::run(scenario, &opts) {
@@ -405,7 +462,13 @@ fn dashboard(cli: &Cli) -> ExitCode {
         Ok(m) => m,
         Err(e) => return usage_error(e),
     };
+    let lease_ms = Timing::DASHBOARD.resolve(cli.lease_ms, None, None).lease_ms;
+    let reliability = match cli.reliability(lease_ms) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
     let opts = DashboardOptions {
+        reliability,
         scenario,
         workers,
         messages,
@@ -430,6 +493,11 @@ fn lesson_setup_flags(cli: &Cli) -> Option<&'static str> {
         (cli.lease_ms.is_some(), "--lease-ms"),
         (cli.process_ms.is_some(), "--process-ms"),
         (cli.no_leasing, "--no-leasing"),
+        (cli.heartbeat_ms.is_some(), "--heartbeat-ms"),
+        (cli.no_heartbeat, "--no-heartbeat"),
+        (cli.max_attempts.is_some(), "--max-attempts"),
+        (cli.backoff_ms.is_some(), "--backoff-ms"),
+        (cli.backoff_cap_ms.is_some(), "--backoff-cap-ms"),
         (cli.open_scenario.is_some(), "--scenario"),
     ]
     .into_iter()

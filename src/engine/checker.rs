@@ -168,7 +168,7 @@ pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
                     // Processed: a later claim of it would be an overlap of its own kind.
                     previous = Some((owner.clone(), i64::MAX));
                 }
-                HistoryStep::Mark { .. } => {}
+                _ => {}
             }
         }
     }

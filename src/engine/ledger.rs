@@ -31,6 +31,18 @@ pub enum HistoryStep {
         owner: Arc<str>,
         status: ProviderStatus,
     },
+    /// A failed attempt released the lease of `version`: back to Pending after a backoff.
+    Released { owner: Arc<str>, version: i64 },
+    /// The last attempt failed: the message is dead-lettered until a redrive.
+    DeadLettered { owner: Arc<str>, version: i64 },
+    /// A redrive put the dead letter back to Pending.
+    Redriven,
+    /// A committed heartbeat: the lease of `version` now runs until `until_ms`.
+    Heartbeat {
+        owner: Arc<str>,
+        version: i64,
+        until_ms: i64,
+    },
 }
 
 #[derive(Debug, Clone, Default)]
@@ -67,7 +79,7 @@ impl MessageHistory {
                 HistoryStep::Finalize { owner, .. } | HistoryStep::Mark { owner, .. } => {
                     Some(owner.clone())
                 }
-                HistoryStep::Claim { .. } => None,
+                _ => None,
             })
             .collect()
     }
@@ -86,7 +98,8 @@ impl MessageHistory {
                     }
                     current = None;
                 }
-                HistoryStep::Mark { .. } => {}
+                HistoryStep::Released { .. } | HistoryStep::DeadLettered { .. } => current = None,
+                _ => {}
             }
         }
         self.violations = bad;
@@ -110,6 +123,16 @@ pub struct Ledger {
     pub rejected_finalizes: u64,
     pub marked: u64,
     pub ownership_violations: u64,
+    /// Heartbeats that extended a lease, and those that found it lost.
+    pub heartbeats: u64,
+    pub leases_lost: u64,
+    /// Failed attempts that went back to Pending after a backoff.
+    pub retries: u64,
+    /// Messages dead-lettered (a redriven one that fails again counts again).
+    pub dead_letters: u64,
+    pub redriven: u64,
+    /// Messages dead-lettered now (not redriven since).
+    pub dead: BTreeSet<i64>,
     // Workers.
     pub crashes: u64,
     pub panics: u64,
@@ -184,6 +207,62 @@ impl Ledger {
                 self.rejected_finalizes += 1;
                 self.message(*id, key).rejected += 1;
             }
+            EventKind::Heartbeat {
+                id,
+                key,
+                version,
+                until_ms,
+            } => {
+                self.heartbeats += 1;
+                let step = HistoryStep::Heartbeat {
+                    owner: actor.clone(),
+                    version: *version,
+                    until_ms: *until_ms,
+                };
+                self.message(*id, key).record((ev.seq, step));
+            }
+            EventKind::LeaseLost { .. } => self.leases_lost += 1,
+            EventKind::AttemptFailed {
+                id, key, version, ..
+            } => {
+                self.retries += 1;
+                let step = HistoryStep::Released {
+                    owner: actor.clone(),
+                    version: *version,
+                };
+                self.message(*id, key).record((ev.seq, step));
+                self.recount(*id);
+            }
+            EventKind::DeadLettered {
+                id, key, version, ..
+            } => {
+                self.dead_letters += 1;
+                self.dead.insert(*id);
+                let step = HistoryStep::DeadLettered {
+                    owner: actor.clone(),
+                    version: *version,
+                };
+                self.message(*id, key).record((ev.seq, step));
+                self.recount(*id);
+            }
+            EventKind::Redriven { key, count } => {
+                self.redriven += count;
+                let ids: Vec<i64> = self
+                    .dead
+                    .iter()
+                    .copied()
+                    .filter(|id| {
+                        key.as_ref()
+                            .is_none_or(|k| self.messages.get(id).is_some_and(|m| &m.key == k))
+                    })
+                    .collect();
+                for id in ids {
+                    self.dead.remove(&id);
+                    if let Some(m) = self.messages.get_mut(&id) {
+                        m.record((ev.seq, HistoryStep::Redriven));
+                    }
+                }
+            }
             EventKind::Marked { id, key, status } => {
                 self.marked += 1;
                 let step = HistoryStep::Mark {
@@ -209,6 +288,7 @@ impl Ledger {
             | EventKind::Resumed
             | EventKind::ClockMoved { .. }
             | EventKind::LeasingChanged { .. }
+            | EventKind::HeartbeatsChanged { .. }
             | EventKind::Note { .. } => {}
         }
     }

@@ -28,6 +28,9 @@ pub struct Settings {
     pub process_ms: AtomicI64,
     /// After an empty claim, wait this long (scenario time) before asking again.
     pub idle_ms: AtomicI64,
+    /// A worker processing a message extends its lease every `heartbeat_ms` while this is on.
+    pub heartbeats: AtomicBool,
+    pub heartbeat_ms: AtomicI64,
 }
 
 impl Settings {
@@ -37,7 +40,21 @@ impl Settings {
             lease_ms: AtomicI64::new(lease_ms),
             process_ms: AtomicI64::new(process_ms),
             idle_ms: AtomicI64::new(idle_ms),
+            heartbeats: AtomicBool::new(true),
+            heartbeat_ms: AtomicI64::new(default_heartbeat_ms(lease_ms)),
         }
+    }
+    /// Take over heartbeats and retries from a setup.
+    pub fn apply(&self, r: &crate::setup::Reliability, lease_ms: i64) {
+        self.heartbeats.store(r.heartbeats, Ordering::SeqCst);
+        self.heartbeat_ms
+            .store(r.heartbeat_for(lease_ms), Ordering::SeqCst);
+    }
+    pub fn heartbeats(&self) -> bool {
+        self.heartbeats.load(Ordering::SeqCst)
+    }
+    pub fn heartbeat_ms(&self) -> i64 {
+        self.heartbeat_ms.load(Ordering::SeqCst).max(1)
     }
     pub fn leasing(&self) -> bool {
         self.leasing.load(Ordering::SeqCst)
@@ -51,6 +68,23 @@ impl Settings {
     pub fn idle_ms(&self) -> i64 {
         self.idle_ms.load(Ordering::SeqCst)
     }
+}
+
+/// The heartbeat interval when none is set: a third of the lease, so two beats can be
+/// missed before the lease runs out.
+pub fn default_heartbeat_ms(lease_ms: i64) -> i64 {
+    (lease_ms / 3).max(1)
+}
+
+/// Refuse a heartbeat interval that cannot keep a lease alive.
+pub fn check_heartbeat(heartbeat_ms: i64, lease_ms: i64) -> Result<(), String> {
+    if heartbeat_ms < 1 || heartbeat_ms >= lease_ms {
+        return Err(format!(
+            "heartbeat interval {heartbeat_ms} ms must be at least 1 and shorter than the lease \
+             ({lease_ms} ms): a beat after the lease ran out cannot keep it"
+        ));
+    }
+    Ok(())
 }
 
 /// Everything a worker thread shares with the engine.
@@ -73,6 +107,8 @@ pub enum Control {
     Step(Option<Sender<()>>),
     /// While paused and holding nothing: try to claim this message.
     ClaimId(i64, Option<Sender<()>>),
+    /// If it holds a lease and heartbeats are on: extend the lease now.
+    Heartbeat(Option<Sender<()>>),
     /// Stop at once without finalizing; any lease held stays in the database.
     Crash,
     /// Panic inside the worker thread (to prove a panic is contained).
@@ -153,6 +189,8 @@ pub struct WorkerStatus {
     pub waiting_until: Option<i64>,
     /// Actions started so far; unchanged between two looks means it did nothing between.
     pub acts: u64,
+    /// The scenario time of its last heartbeat for the lease it holds (None: none yet).
+    pub last_beat_ms: Option<i64>,
 }
 
 impl WorkerStatus {
@@ -348,6 +386,8 @@ pub(super) struct Worker {
     wait_until: Option<i64>,
     /// Told whenever the scenario clock moves, so a waiting worker blocks instead of polling.
     clock_moved: Receiver<()>,
+    /// The scenario time the held lease was taken or last extended: heartbeats count from it.
+    beat_base: i64,
 }
 
 impl Worker {
@@ -369,6 +409,7 @@ impl Worker {
             status,
             paused,
             wait_until: None,
+            beat_base: 0,
         }
     }
 
@@ -484,7 +525,8 @@ impl Worker {
                 rx.recv().ok().or(Some(Control::Shutdown))
             } else if let Some(due) = self.wait_until {
                 let command = |c: Result<Control, _>| Some(c.unwrap_or(Control::Shutdown));
-                match self.real_wait(due) {
+                let wake = self.next_beat().map_or(due, |beat| beat.min(due));
+                match self.real_wait(wake) {
                     Some(real) => crossbeam_channel::select! {
                         recv(rx) -> c => command(c),
                         recv(self.clock_moved) -> _ => None,
@@ -509,6 +551,19 @@ impl Worker {
                 continue;
             }
             if let Some(due) = self.wait_until {
+                if self
+                    .next_beat()
+                    .is_some_and(|beat| self.ctx.clock.now() >= beat)
+                {
+                    if let Err(e) = self.beat() {
+                        return Some(e);
+                    }
+                    if matches!(self.phase, Phase::Idle) {
+                        // The lease was lost: the message is dropped, nothing to wait for.
+                        self.set_wait(None);
+                        continue;
+                    }
+                }
                 if self.ctx.clock.now() < due {
                     continue;
                 }
@@ -520,6 +575,61 @@ impl Worker {
                 Err(e) => return Some(e),
             }
         }
+    }
+
+    /// When the held lease is due its next heartbeat; None when there is nothing to beat.
+    fn next_beat(&self) -> Option<i64> {
+        let s = &self.ctx.settings;
+        (matches!(self.phase, Phase::Holding(_)) && s.heartbeats() && s.leasing())
+            .then(|| self.beat_base + s.heartbeat_ms())
+    }
+
+    /// Extend the held lease. Zero rows changed means the lease is lost: the worker drops
+    /// the message without calling the provider or trying a finalize.
+    fn beat(&mut self) -> Result<(), String> {
+        let Phase::Holding(lease) = &self.phase else {
+            return Ok(());
+        };
+        let mut lease = lease.clone();
+        let now = self.ctx.clock.now();
+        let lease_ms = self.ctx.settings.lease_ms();
+        let (until, seq) = self
+            .store
+            .heartbeat(&lease, now, lease_ms)
+            .map_err(|e| e.to_string())?;
+        self.beat_base = now;
+        match until {
+            Some(until_ms) => {
+                lease.until_ms = until_ms;
+                self.emit_when(
+                    seq,
+                    now,
+                    EventKind::Heartbeat {
+                        id: lease.id,
+                        key: lease.key.clone(),
+                        version: lease.version,
+                        until_ms,
+                    },
+                );
+                self.phase = Phase::Holding(lease);
+                self.set_status(|s| s.last_beat_ms = Some(now));
+            }
+            None => {
+                self.emit_when(
+                    seq,
+                    now,
+                    EventKind::LeaseLost {
+                        id: lease.id,
+                        key: lease.key,
+                        version: lease.version,
+                    },
+                );
+                self.phase = Phase::Idle;
+                self.set_status(|s| s.last_beat_ms = None);
+            }
+        }
+        self.publish();
+        Ok(())
     }
 
     fn set_wait(&mut self, until: Option<i64>) {
@@ -591,6 +701,17 @@ impl Worker {
                 if matches!(self.phase, Phase::Idle) {
                     self.claim(Some(id))?;
                     self.publish();
+                }
+                if let Some(r) = reply {
+                    let _ = r.send(());
+                }
+            }
+            Control::Heartbeat(reply) => {
+                if self.next_beat().is_some() {
+                    self.beat()?;
+                    if matches!(self.phase, Phase::Idle) {
+                        self.set_wait(None);
+                    }
                 }
                 if let Some(r) = reply {
                     let _ = r.send(());
@@ -752,6 +873,8 @@ impl Worker {
                     },
                 );
                 self.phase = Phase::Holding(lease);
+                self.beat_base = now;
+                self.set_status(|s| s.last_beat_ms = None);
                 Ok(Acted::Done)
             }
             ClaimOutcome::Empty => {

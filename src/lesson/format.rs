@@ -7,7 +7,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::engine::worker_id::WorkerId;
-use crate::setup::Timing;
+use crate::setup::{Reliability, Timing};
 
 /// The only format this build reads.
 pub const FORMAT_VERSION: i64 = 1;
@@ -23,6 +23,8 @@ pub struct Setup {
     /// The provider honours the payment's idempotency key: a repeated call returns the
     /// first result and causes no new side effect.
     pub idempotent_provider: bool,
+    /// Heartbeats, retries and the dead letter.
+    pub reliability: Reliability,
 }
 
 impl Default for Setup {
@@ -35,6 +37,7 @@ impl Default for Setup {
             process_ms: Timing::DASHBOARD.process_ms,
             leasing: true,
             idempotent_provider: false,
+            reliability: Reliability::default(),
         }
     }
 }
@@ -74,6 +77,12 @@ pub enum Action {
     Advance {
         ms: i64,
     },
+    /// The clock moves `ms` while every live worker works on what it holds: with
+    /// heartbeats on, each beats at its interval (in slot order, so replays agree).
+    Work {
+        ms: i64,
+    },
+    Heartbeats(bool),
     Leasing(bool),
     /// Switch the provider's idempotency-key honouring on or off.
     Idempotency(bool),
@@ -164,6 +173,11 @@ pub const LEDGER_FIGURES: &[(&str, &str)] = &[
     ("rejected", "finalizes rejected because the lease was lost"),
     ("violations", "ownership violations"),
     ("crashes", "worker crashes"),
+    ("heartbeats", "heartbeats that extended a lease"),
+    (
+        "lost",
+        "leases found lost by a heartbeat (the message was dropped)",
+    ),
 ];
 
 const STATUSES: &[&str] = &["Pending", "Processing", "Processed"];
@@ -190,6 +204,8 @@ struct RawSetup {
     process_ms: Option<Spanned<i64>>,
     leasing: Option<bool>,
     idempotent_provider: Option<bool>,
+    heartbeat: Option<bool>,
+    heartbeat_ms: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -245,7 +261,16 @@ pub fn parse(name: &str, path: &str, text: &str) -> Result<Lesson, String> {
             .unwrap_or(d.process_ms),
         leasing: s.leasing.unwrap_or(d.leasing),
         idempotent_provider: s.idempotent_provider.unwrap_or(d.idempotent_provider),
+        reliability: Reliability {
+            heartbeats: s.heartbeat.unwrap_or(d.reliability.heartbeats),
+            heartbeat_ms: p.number(&s.heartbeat_ms, "heartbeat_ms", 1, 3_600_000)?,
+            ..d.reliability
+        },
     };
+    if let Err(e) = setup.reliability.check(setup.lease_ms) {
+        let span = s.heartbeat_ms.as_ref().map_or(0..0, |v| v.span());
+        return Err(p.err(span, &e));
+    }
     if raw.step.is_empty() {
         return Err(p.err(text.len()..text.len(), "the lesson has no [[step]]"));
     }
@@ -433,6 +458,21 @@ impl Ctx<'_> {
                 extra(2)?;
                 Action::Advance { ms }
             }
+            "work" => {
+                let w = words.get(1).copied();
+                let ms = self.count(&span, w.map(|w| w.trim_end_matches("ms")), "work")?;
+                extra(2)?;
+                Action::Work { ms }
+            }
+            "heartbeats" => {
+                let on = match words.get(1).copied() {
+                    Some("on") => true,
+                    Some("off") => false,
+                    _ => return Err(self.p.err(span, "heartbeats takes on or off")),
+                };
+                extra(2)?;
+                Action::Heartbeats(on)
+            }
             "leasing" => {
                 let on = match words.get(1).copied() {
                     Some("on") => true,
@@ -475,7 +515,8 @@ impl Ctx<'_> {
                     span,
                     &format!(
                         "unknown action '{other}' (known: claim, act, crash, restart, pause, \
-                         resume, advance, leasing, idempotency, add-payment, run-until)"
+                         resume, advance, work, heartbeats, leasing, idempotency, add-payment, \
+                         run-until)"
                     ),
                 ))
             }
@@ -652,5 +693,21 @@ expect = ["PAY-001 owner Worker-A", "ledger claims 1", "provider PAY-001 calls 0
         assert!(parse("t", "t.toml", &bad)
             .unwrap_err()
             .starts_with("t.toml:7: unknown worker 'Worker-C'"));
+    }
+
+    #[test]
+    fn a_heartbeat_not_shorter_than_the_lease_is_refused_at_its_line() {
+        let bad = GOOD.replace("workers = 2", "lease_ms = 900\nheartbeat_ms = 900");
+        let e = parse("t", "t.toml", &bad).unwrap_err();
+        assert!(e.starts_with("t.toml:6: heartbeat interval 900 ms"), "{e}");
+        let ok = GOOD.replace("workers = 2", "heartbeat = false\nheartbeat_ms = 100");
+        let l = parse("t", "t.toml", &ok).unwrap();
+        assert!(!l.setup.reliability.heartbeats);
+        assert_eq!(l.setup.reliability.heartbeat_ms, Some(100));
+        let work = GOOD.replace("advance 100", "work 400");
+        assert_eq!(
+            parse("t", "t.toml", &work).unwrap().steps[0].actions[1],
+            Action::Work { ms: 400 }
+        );
     }
 }

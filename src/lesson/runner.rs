@@ -72,6 +72,7 @@ pub fn engine_config(setup: &Setup) -> EngineConfig {
         lease_ms: setup.lease_ms,
         process_ms: setup.process_ms,
         leasing: setup.leasing,
+        reliability: setup.reliability.clone(),
         ..EngineConfig::default()
     }
 }
@@ -122,6 +123,7 @@ impl LessonRunner {
             .settings
             .process_ms
             .store(setup.process_ms, std::sync::atomic::Ordering::SeqCst);
+        engine.settings.apply(&setup.reliability, setup.lease_ms);
         self.done = 0;
         self.frozen.clear();
         self.reports.clear();
@@ -273,6 +275,8 @@ impl LessonRunner {
                 });
             }
             Action::Advance { ms } => engine.advance(*ms),
+            Action::Work { ms } => self.work(engine, *ms),
+            Action::Heartbeats(on) => engine.set_heartbeats(*on),
             Action::Leasing(on) => engine.set_leasing(*on),
             Action::Idempotency(on) => {
                 engine.provider.set_idempotent(*on);
@@ -291,6 +295,29 @@ impl LessonRunner {
             Action::RunUntil(c) => self.run_until(engine, *c)?,
         }
         Ok(())
+    }
+
+    /// Let `ms` of processing time pass: with heartbeats on the clock moves one interval at
+    /// a time and every live, unfrozen worker then beats, Worker-A first.
+    fn work(&self, engine: &Engine, ms: i64) {
+        let step = if engine.settings.heartbeats() {
+            engine.settings.heartbeat_ms()
+        } else {
+            ms.max(1)
+        };
+        let mut left = ms;
+        while left > 0 {
+            let slice = step.min(left);
+            engine.advance(slice);
+            left -= slice;
+            if engine.settings.heartbeats() {
+                for slot in 0..engine.workers().len() {
+                    if !self.frozen.contains(&slot) {
+                        engine.heartbeat(slot);
+                    }
+                }
+            }
+        }
     }
 
     /// Every live, unfrozen worker acts in turn (Worker-A first) until the condition holds.
@@ -401,6 +428,8 @@ fn ledger_figure(l: &Ledger, name: &str) -> u64 {
         "rejected" => l.rejected_finalizes,
         "violations" => l.ownership_violations,
         "crashes" => l.crashes,
+        "heartbeats" => l.heartbeats,
+        "lost" => l.leases_lost,
         _ => 0,
     }
 }
@@ -476,7 +505,8 @@ impl Session {
             .unwrap_or_default();
         let l = &self.ledger;
         format!(
-            "{rows:?}\n{:?}\n{:?}\nclock {}\nledger {} {} {} {} {} {} {} {} {}\nworkers {:?}",
+            "{rows:?}\n{:?}\n{:?}\nclock {}\nledger {} {} {} {} {} {} {} {} {} {} {} {} {}\n\
+             workers {:?}",
             store.payments().unwrap_or_default(),
             self.engine
                 .provider
@@ -494,6 +524,10 @@ impl Session {
             l.processed_more_than_once(),
             l.rejected_finalizes,
             l.ownership_violations,
+            l.heartbeats,
+            l.leases_lost,
+            l.retries,
+            l.dead_letters,
             self.engine
                 .workers()
                 .iter()

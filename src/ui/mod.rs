@@ -43,6 +43,8 @@ pub struct DashboardOptions {
     pub speed: Option<f64>,
     pub db: Option<PathBuf>,
     pub no_leasing: bool,
+    /// Heartbeats, retries and the dead letter.
+    pub reliability: crate::setup::Reliability,
 }
 
 impl Default for DashboardOptions {
@@ -57,6 +59,7 @@ impl Default for DashboardOptions {
             speed: None,
             db: None,
             no_leasing: false,
+            reliability: Default::default(),
         }
     }
 }
