@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use leaselab::engine::provider::ProviderFaults;
 use leaselab::engine::store::RetryPolicy;
 use leaselab::report::{self, Report};
 use leaselab::scenario::{self, RunOptions, Scenario};
@@ -90,6 +91,13 @@ struct Cli {
         allow_negative_numbers = true
     )]
     backoff_ms: Option<i64>,
+    /// The provider fails the first N status checks of KEY (a transient fault), e.g.
+    /// PAY-002=2; may be repeated.
+    #[arg(long = "fail-first", value_name = "KEY=N", global = true, value_parser = parse_fail_first)]
+    fail_first: Vec<(String, u64)>,
+    /// The provider fails every status check of KEY (a poison message); may be repeated.
+    #[arg(long = "fail-always", value_name = "KEY", global = true)]
+    fail_always: Vec<String>,
     /// The longest backoff (default 2000).
     #[arg(
         long = "backoff-cap-ms",
@@ -203,6 +211,10 @@ impl Cli {
             heartbeats: !self.no_heartbeat,
             heartbeat_ms: self.heartbeat_ms,
             retry,
+            faults: ProviderFaults {
+                fail_first: self.fail_first.iter().cloned().collect(),
+                fail_always: self.fail_always.iter().cloned().collect(),
+            },
         };
         r.check(lease_ms)
             .map_err(|e| format!("--heartbeat-ms: {e}"))?;
@@ -228,6 +240,20 @@ impl Cli {
             Some(_) => Err("--workers takes one number here (a list is for `bench`)".into()),
         }
     }
+}
+
+/// `PAY-002=2`: the key and how many of its first status checks fail.
+fn parse_fail_first(s: &str) -> Result<(String, u64), String> {
+    let (key, n) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not KEY=N (for example PAY-002=2)"))?;
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("'{n}' is not a whole number of failures"))?;
+    if key.is_empty() {
+        return Err(format!("'{s}' names no key"));
+    }
+    Ok((key.to_string(), n))
 }
 
 fn parse_speed(s: &str) -> Result<f64, String> {
@@ -498,6 +524,8 @@ fn lesson_setup_flags(cli: &Cli) -> Option<&'static str> {
         (cli.max_attempts.is_some(), "--max-attempts"),
         (cli.backoff_ms.is_some(), "--backoff-ms"),
         (cli.backoff_cap_ms.is_some(), "--backoff-cap-ms"),
+        (!cli.fail_first.is_empty(), "--fail-first"),
+        (!cli.fail_always.is_empty(), "--fail-always"),
         (cli.open_scenario.is_some(), "--scenario"),
     ]
     .into_iter()

@@ -2,6 +2,7 @@
 //! line over the defaults written here. The dashboard's defaults are slower than a headless
 //! run's on purpose: a person watches its leases run out.
 
+use crate::engine::provider::ProviderFaults;
 use crate::engine::store::RetryPolicy;
 
 /// Lease length, processing time and clock speed, in scenario milliseconds.
@@ -52,6 +53,8 @@ pub struct Reliability {
     /// The heartbeat interval; None means a third of the lease.
     pub heartbeat_ms: Option<i64>,
     pub retry: RetryPolicy,
+    /// Provider failures to serve (none by default).
+    pub faults: ProviderFaults,
 }
 
 impl Default for Reliability {
@@ -60,6 +63,7 @@ impl Default for Reliability {
             heartbeats: true,
             heartbeat_ms: None,
             retry: RetryPolicy::default(),
+            faults: ProviderFaults::default(),
         }
     }
 }

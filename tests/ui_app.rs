@@ -487,3 +487,34 @@ fn h_switches_heartbeats_and_the_workers_pane_shows_the_beat_s_age() {
     let screen = format!("{}", t.backend());
     assert!(screen.contains("PAY-001 ♥300 ms ago"), "{screen}");
 }
+
+#[test]
+fn a_dead_letter_is_counted_and_d_redrives_it() {
+    use leaselab::engine::provider::ProviderFaults;
+    use leaselab::engine::store::RetryPolicy;
+    let mut app = app(DashboardOptions {
+        reliability: leaselab::setup::Reliability {
+            retry: RetryPolicy::new(100, 100, 1).unwrap(),
+            faults: ProviderFaults {
+                fail_always: ["PAY-001".to_string()].into(),
+                ..ProviderFaults::default()
+            },
+            ..Default::default()
+        },
+        ..DashboardOptions::default()
+    });
+    press(&mut app, 'n'); // Worker-A claims PAY-001
+    press(&mut app, 'n'); // Worker-B claims PAY-002
+    press(&mut app, 'n'); // Worker-A's provider call fails: its only attempt
+    wait_for(&mut app, "the dead letter", |a| {
+        a.snapshot().figures.dead_now == 1
+    });
+    assert_eq!(row_status(&app, 1).0, "DeadLettered");
+    assert!(app.log.contains("DEAD-LETTERED PAY-001 after 1 attempt ("));
+    press(&mut app, 'D');
+    wait_for(&mut app, "the redrive", |a| {
+        a.snapshot().figures.dead_now == 0
+    });
+    assert_eq!(row_status(&app, 1).0, "Pending");
+    assert_eq!(app.ledger.redriven, 1);
+}

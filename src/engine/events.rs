@@ -206,7 +206,10 @@ impl Event {
                 attempts,
                 error,
                 ..
-            } => format!("DEAD-LETTERED {key} after {attempts} attempts ({error})"),
+            } => format!(
+                "DEAD-LETTERED {key} after {attempts} attempt{} ({error})",
+                if *attempts == 1 { "" } else { "s" }
+            ),
             EventKind::Redriven { key, count } => match key {
                 Some(k) => format!("redrove {k} ({count} dead letter)"),
                 None => format!("redrove {count} dead letters"),

@@ -226,6 +226,8 @@ impl Ledger {
                 id, key, version, ..
             } => {
                 self.retries += 1;
+                self.processing_attempts += 1;
+                self.message(*id, key).attempts += 1;
                 let step = HistoryStep::Released {
                     owner: actor.clone(),
                     version: *version,
@@ -237,6 +239,8 @@ impl Ledger {
                 id, key, version, ..
             } => {
                 self.dead_letters += 1;
+                self.processing_attempts += 1;
+                self.message(*id, key).attempts += 1;
                 self.dead.insert(*id);
                 let step = HistoryStep::DeadLettered {
                     owner: actor.clone(),
@@ -296,7 +300,23 @@ impl Ledger {
     /// A successful claim: its step in the message's history.
     fn claimed(&mut self, seq: u64, id: i64, key: &str, reclaim: bool, step: HistoryStep) {
         self.claims_ok += 1;
-        if reclaim {
+        let m = self.message(id, key);
+        // A claim after a failed attempt released the lease (or a redrive) is a retry, not
+        // the takeover of an expired lease.
+        let released = m
+            .steps
+            .iter()
+            .filter(|(s, _)| *s < seq)
+            .max_by_key(|(s, _)| *s)
+            .is_some_and(|(_, step)| {
+                matches!(
+                    step,
+                    HistoryStep::Released { .. }
+                        | HistoryStep::DeadLettered { .. }
+                        | HistoryStep::Redriven
+                )
+            });
+        if reclaim && !released {
             self.reclaims += 1;
         }
         let m = self.message(id, key);

@@ -133,6 +133,9 @@ impl Engine {
         engine
             .settings
             .apply(&engine.config.reliability, engine.config.lease_ms);
+        engine
+            .provider
+            .set_faults(engine.config.reliability.faults.clone());
         engine.seed()?;
         for slot in 0..engine.config.workers {
             let w = worker::spawn(engine.context(), slot, 1, paused);

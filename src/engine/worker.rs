@@ -15,7 +15,9 @@ use crossbeam_channel::{Receiver, Sender};
 use super::clock::Clock;
 use super::events::{Event, EventKind};
 use super::provider::{Provider, StatusCheck, WorkerThread};
-use super::store::{ClaimOutcome, FinalizeOutcome, Lease, MessageRef, Store, StoreShared};
+use super::store::{
+    ClaimOutcome, FailOutcome, FinalizeOutcome, Lease, MessageRef, RetryPolicy, Store, StoreShared,
+};
 use super::worker_id::WorkerId;
 
 pub use super::stepper::Stepper;
@@ -31,6 +33,10 @@ pub struct Settings {
     /// A worker processing a message extends its lease every `heartbeat_ms` while this is on.
     pub heartbeats: AtomicBool,
     pub heartbeat_ms: AtomicI64,
+    /// The retry policy, one number each so a change applies live.
+    pub backoff_ms: AtomicI64,
+    pub backoff_cap_ms: AtomicI64,
+    pub max_attempts: AtomicI64,
 }
 
 impl Settings {
@@ -42,6 +48,9 @@ impl Settings {
             idle_ms: AtomicI64::new(idle_ms),
             heartbeats: AtomicBool::new(true),
             heartbeat_ms: AtomicI64::new(default_heartbeat_ms(lease_ms)),
+            backoff_ms: AtomicI64::new(RetryPolicy::default().base_ms),
+            backoff_cap_ms: AtomicI64::new(RetryPolicy::default().cap_ms),
+            max_attempts: AtomicI64::new(RetryPolicy::default().max_attempts),
         }
     }
     /// Take over heartbeats and retries from a setup.
@@ -49,6 +58,17 @@ impl Settings {
         self.heartbeats.store(r.heartbeats, Ordering::SeqCst);
         self.heartbeat_ms
             .store(r.heartbeat_for(lease_ms), Ordering::SeqCst);
+        self.backoff_ms.store(r.retry.base_ms, Ordering::SeqCst);
+        self.backoff_cap_ms.store(r.retry.cap_ms, Ordering::SeqCst);
+        self.max_attempts
+            .store(r.retry.max_attempts, Ordering::SeqCst);
+    }
+    pub fn retry(&self) -> RetryPolicy {
+        RetryPolicy {
+            base_ms: self.backoff_ms.load(Ordering::SeqCst),
+            cap_ms: self.backoff_cap_ms.load(Ordering::SeqCst),
+            max_attempts: self.max_attempts.load(Ordering::SeqCst).max(1),
+        }
     }
     pub fn heartbeats(&self) -> bool {
         self.heartbeats.load(Ordering::SeqCst)
@@ -738,7 +758,7 @@ impl Worker {
         let acted = match phase {
             Phase::Idle if leasing => self.claim(None)?,
             Phase::Idle => self.load()?,
-            Phase::Holding(lease) => self.call_provider(lease),
+            Phase::Holding(lease) => self.call_provider(lease)?,
             Phase::Checked(lease, check) => self.finalize(lease, check)?,
             // Leasing came back on: drop the unowned snapshot at this cycle.
             Phase::Naive { .. } if leasing => Acted::Done,
@@ -764,16 +784,59 @@ impl Worker {
         Ok(acted)
     }
 
-    /// Leasing on, holding a lease: ask the provider for the payment's status.
-    fn call_provider(&mut self, lease: Lease) -> Acted {
-        let check = self.ctx.provider.check_status(&lease.key);
+    /// Leasing on, holding a lease: ask the provider for the payment's status. A failed
+    /// call is recorded on the row: back to Pending after a backoff, or dead-lettered.
+    fn call_provider(&mut self, lease: Lease) -> Result<Acted, String> {
+        let check = match self.ctx.provider.try_check_status(&lease.key) {
+            Ok(check) => check,
+            Err(error) => {
+                self.failed_attempt(lease, error)?;
+                return Ok(Acted::Done);
+            }
+        };
         self.emit(EventKind::ProviderCalled {
             id: lease.id,
             key: lease.key.clone(),
             status: check.status,
         });
         self.phase = Phase::Checked(lease, check);
-        Acted::Done
+        Ok(Acted::Done)
+    }
+
+    /// The provider failed: release the lease with a backoff, or dead-letter the message
+    /// when this was its last attempt. A lease lost meanwhile writes nothing.
+    fn failed_attempt(&mut self, lease: Lease, error: String) -> Result<(), String> {
+        let now = self.ctx.clock.now();
+        let policy = self.ctx.settings.retry();
+        let (outcome, seq) = self
+            .store
+            .fail_attempt(&lease, &error, now, &policy)
+            .map_err(|e| e.to_string())?;
+        let (id, key, version) = (lease.id, lease.key, lease.version);
+        let kind = match outcome {
+            FailOutcome::Retry {
+                attempt,
+                available_at_ms,
+            } => EventKind::AttemptFailed {
+                id,
+                key,
+                version,
+                attempt,
+                available_at_ms,
+                error,
+            },
+            FailOutcome::DeadLettered { attempts } => EventKind::DeadLettered {
+                id,
+                key,
+                version,
+                attempts,
+                error,
+            },
+            FailOutcome::LeaseLost => EventKind::LeaseLost { id, key, version },
+        };
+        self.emit_when(seq, now, kind);
+        self.phase = Phase::Idle;
+        Ok(())
     }
 
     /// Leasing on, the provider answered: the ownership-guarded finalize.
@@ -905,8 +968,11 @@ impl Worker {
     fn load(&mut self) -> Result<Acted, String> {
         let now = self.ctx.clock.now();
         self.set_status(|s| s.state = WorkerState::Claiming);
-        let queue: VecDeque<MessageRef> =
-            self.store.load_pending().map_err(|e| e.to_string())?.into();
+        let queue: VecDeque<MessageRef> = self
+            .store
+            .load_pending(now)
+            .map_err(|e| e.to_string())?
+            .into();
         self.emit(EventKind::Loaded { count: queue.len() });
         if queue.is_empty() {
             return Ok(Acted::WaitUntil(now + self.ctx.settings.idle_ms()));

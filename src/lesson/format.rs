@@ -6,6 +6,8 @@ use std::ops::Range;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::engine::provider::ProviderFaults;
+use crate::engine::store::RetryPolicy;
 use crate::engine::worker_id::WorkerId;
 use crate::setup::{Reliability, Timing};
 
@@ -83,6 +85,10 @@ pub enum Action {
         ms: i64,
     },
     Heartbeats(bool),
+    /// Put a dead letter (or every one) back to Pending with fresh attempts.
+    Redrive(Option<MessageSel>),
+    /// The provider stops failing for a message (or for all): the fault was fixed.
+    Heal(Option<MessageSel>),
     Leasing(bool),
     /// Switch the provider's idempotency-key honouring on or off.
     Idempotency(bool),
@@ -110,6 +116,8 @@ pub enum Figure {
     Payment(MessageSel),
     /// Results written for the message (the processing ledger).
     Processed(MessageSel),
+    /// The outbox row's Attempts.
+    Attempts(MessageSel),
     /// A ledger counter by name (see [`LEDGER_FIGURES`]).
     Ledger(&'static str),
     /// Outbox rows with this status.
@@ -178,9 +186,17 @@ pub const LEDGER_FIGURES: &[(&str, &str)] = &[
         "lost",
         "leases found lost by a heartbeat (the message was dropped)",
     ),
+    (
+        "retries",
+        "failed attempts sent back to Pending after a backoff",
+    ),
+    (
+        "dead",
+        "messages dead-lettered after their last attempt failed",
+    ),
 ];
 
-const STATUSES: &[&str] = &["Pending", "Processing", "Processed"];
+const STATUSES: &[&str] = &["Pending", "Processing", "Processed", "DeadLettered"];
 const PAYMENT_STATUSES: &[&str] = &["Pending", "Paid", "Failed"];
 
 #[derive(Deserialize)]
@@ -206,6 +222,12 @@ struct RawSetup {
     idempotent_provider: Option<bool>,
     heartbeat: Option<bool>,
     heartbeat_ms: Option<Spanned<i64>>,
+    max_attempts: Option<Spanned<i64>>,
+    backoff_ms: Option<Spanned<i64>>,
+    backoff_cap_ms: Option<Spanned<i64>>,
+    /// Payment key -> how many of its first status checks fail.
+    fail_first: Option<std::collections::BTreeMap<String, Spanned<i64>>>,
+    fail_always: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -246,7 +268,7 @@ pub fn parse(name: &str, path: &str, text: &str) -> Result<Lesson, String> {
     let summary = raw.summary.unwrap_or_default();
     let d = Setup::default();
     let s = &raw.setup;
-    let setup = Setup {
+    let mut setup = Setup {
         workers: p
             .number(&s.workers, "workers", 1, 26)?
             .unwrap_or(d.workers as i64) as usize,
@@ -264,12 +286,38 @@ pub fn parse(name: &str, path: &str, text: &str) -> Result<Lesson, String> {
         reliability: Reliability {
             heartbeats: s.heartbeat.unwrap_or(d.reliability.heartbeats),
             heartbeat_ms: p.number(&s.heartbeat_ms, "heartbeat_ms", 1, 3_600_000)?,
-            ..d.reliability
+            retry: p.retry(s)?,
+            faults: ProviderFaults::default(),
         },
     };
     if let Err(e) = setup.reliability.check(setup.lease_ms) {
         let span = s.heartbeat_ms.as_ref().map_or(0..0, |v| v.span());
         return Err(p.err(span, &e));
+    }
+    let messages = setup.messages;
+    let key_of = |word: &str, span: Range<usize>| -> Result<String, String> {
+        let n = word
+            .strip_prefix("PAY-")
+            .and_then(|d| d.parse::<u64>().ok())
+            .filter(|n| (1..=messages).contains(n))
+            .ok_or_else(|| {
+                p.err(
+                    span,
+                    &format!("'{word}' is not a seeded payment (PAY-001 to PAY-{messages:03})"),
+                )
+            })?;
+        Ok(crate::engine::store::payment_key(n))
+    };
+    for (key, n) in s.fail_first.iter().flatten() {
+        let n = p
+            .number(&Some(n.clone()), "fail_first", 0, 1_000_000)?
+            .unwrap_or(0);
+        let key = key_of(key, 0..0)?;
+        setup.reliability.faults.fail_first.insert(key, n as u64);
+    }
+    for key in s.fail_always.iter().flatten() {
+        let k = key_of(key.get_ref(), key.span())?;
+        setup.reliability.faults.fail_always.insert(k);
     }
     if raw.step.is_empty() {
         return Err(p.err(text.len()..text.len(), "the lesson has no [[step]]"));
@@ -339,6 +387,24 @@ impl Parser<'_> {
 
     fn err(&self, span: Range<usize>, msg: &str) -> String {
         format!("{}:{}: {msg}", self.path, self.line_of(span.start))
+    }
+
+    /// `max_attempts`, `backoff_ms` and `backoff_cap_ms` over the defaults.
+    fn retry(&self, s: &RawSetup) -> Result<RetryPolicy, String> {
+        let d = RetryPolicy::default();
+        let max = self.number(&s.max_attempts, "max_attempts", 1, 1_000)?;
+        let base = self.number(&s.backoff_ms, "backoff_ms", 0, 3_600_000)?;
+        let cap = self.number(&s.backoff_cap_ms, "backoff_cap_ms", 0, 3_600_000)?;
+        let base = base.unwrap_or(d.base_ms);
+        RetryPolicy::new(
+            base,
+            cap.unwrap_or(d.cap_ms.max(base)),
+            max.unwrap_or(d.max_attempts),
+        )
+        .map_err(|e| {
+            let span = s.backoff_cap_ms.as_ref().map_or(0..0, |v| v.span());
+            self.err(span, &e)
+        })
     }
 
     fn number(
@@ -464,6 +530,23 @@ impl Ctx<'_> {
                 extra(2)?;
                 Action::Work { ms }
             }
+            "redrive" | "heal" => {
+                let which = match words.get(1).copied() {
+                    Some("all") => None,
+                    Some(w) => Some(self.message(&span, w)?),
+                    None => {
+                        return Err(self
+                            .p
+                            .err(span, &format!("{verb} takes a message or all")))
+                    }
+                };
+                extra(2)?;
+                if verb == "redrive" {
+                    Action::Redrive(which)
+                } else {
+                    Action::Heal(which)
+                }
+            }
             "heartbeats" => {
                 let on = match words.get(1).copied() {
                     Some("on") => true,
@@ -515,7 +598,7 @@ impl Ctx<'_> {
                     span,
                     &format!(
                         "unknown action '{other}' (known: claim, act, crash, restart, pause, \
-                         resume, advance, work, heartbeats, leasing, idempotency, add-payment, \
+                         resume, advance, work, heartbeats, redrive, heal, leasing, idempotency, add-payment, \
                          run-until)"
                     ),
                 ))
@@ -638,14 +721,18 @@ impl Ctx<'_> {
                 Figure::Processed(msg),
                 self.count(span, value, "processed")?.to_string(),
             ),
+            Some("attempts") => (
+                Figure::Attempts(msg),
+                self.count(span, value, "attempts")?.to_string(),
+            ),
             Some(w) => {
                 return bad(&format!(
-                    "unknown message figure '{w}' (known: status, owner, lease, payment, processed)"
+                    "unknown message figure '{w}' (known: status, owner, lease, payment, processed, attempts)"
                 ))
             }
             None => {
                 return bad(
-                    "a message figure is missing (status, owner, lease, payment, processed)",
+                    "a message figure is missing (status, owner, lease, payment, processed, attempts)",
                 )
             }
         };

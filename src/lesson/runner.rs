@@ -124,6 +124,7 @@ impl LessonRunner {
             .process_ms
             .store(setup.process_ms, std::sync::atomic::Ordering::SeqCst);
         engine.settings.apply(&setup.reliability, setup.lease_ms);
+        engine.provider.set_faults(setup.reliability.faults.clone());
         self.done = 0;
         self.frozen.clear();
         self.reports.clear();
@@ -277,6 +278,21 @@ impl LessonRunner {
             Action::Advance { ms } => engine.advance(*ms),
             Action::Work { ms } => self.work(engine, *ms),
             Action::Heartbeats(on) => engine.set_heartbeats(*on),
+            Action::Heal(which) => {
+                let key = which.as_ref().map(|m| m.key.as_str());
+                engine.provider.heal(key);
+                engine.emit(EventKind::Note {
+                    text: format!(
+                        "provider fixed for {}: its status checks answer again",
+                        key.unwrap_or("every payment")
+                    ),
+                });
+            }
+            Action::Redrive(which) => {
+                engine
+                    .redrive(which.as_ref().map(|m| m.key.as_str()))
+                    .map_err(|e| e.to_string())?;
+            }
             Action::Leasing(on) => engine.set_leasing(*on),
             Action::Idempotency(on) => {
                 engine.provider.set_idempotent(*on);
@@ -384,12 +400,14 @@ fn figure(engine: &Engine, ledger: &Ledger, e: &Expect) -> Result<String, String
         Figure::Lease(m) => row(m.id)?.lease_version.to_string(),
         Figure::Payment(m) => row(m.id)?.payment_status.to_string(),
         Figure::Processed(m) => ledger.runs_of(m.id).to_string(),
+        Figure::Attempts(m) => row(m.id)?.attempts.to_string(),
         Figure::Ledger(name) => ledger_figure(ledger, name).to_string(),
         Figure::Outbox(status) => {
             let c = store.outbox_counts().map_err(|e| e.to_string())?;
             match *status {
                 "Pending" => c.pending,
                 "Processing" => c.processing,
+                "DeadLettered" => c.dead_lettered,
                 _ => c.processed,
             }
             .to_string()
@@ -430,6 +448,8 @@ fn ledger_figure(l: &Ledger, name: &str) -> u64 {
         "crashes" => l.crashes,
         "heartbeats" => l.heartbeats,
         "lost" => l.leases_lost,
+        "retries" => l.retries,
+        "dead" => l.dead_letters,
         _ => 0,
     }
 }

@@ -212,6 +212,11 @@ impl App {
             provider_checks: p.status_checks_total(),
             provider_effects: p.side_effects_total(),
             provider_idempotent: p.is_idempotent(),
+            retries: l.retries,
+            dead_letters: l.dead_letters,
+            dead_now: l.dead.len() as u64,
+            heartbeats: l.heartbeats,
+            leases_lost: l.leases_lost,
         }
     }
 
