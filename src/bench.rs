@@ -394,7 +394,7 @@ fn work(
                 .count() as u64;
         },
         Mode::Naive => loop {
-            let pending = s.load_pending()?;
+            let pending = s.load_pending(now)?;
             if pending.is_empty() {
                 return Ok(written);
             }

@@ -127,10 +127,11 @@ pub const CHECKS: &[CheckDef] = &[
             detail: |o| {
                 let l = &o.ledger;
                 format!(
-                    "{} of {} unique, {} processed more than once",
+                    "{} of {} unique, {} processed more than once, {} dead-lettered",
                     l.unique_processed(),
                     o.messages,
-                    l.processed_more_than_once()
+                    l.processed_more_than_once(),
+                    l.dead.len()
                 )
             },
         },
@@ -152,11 +153,16 @@ pub const CHECKS: &[CheckDef] = &[
         name: "nothing left Pending or Processing",
         applies: AppliesTo::Safety,
         judge: Judge::Run {
-            passed: |o| o.outbox.drained() && o.payments.pending == 0,
+            // A dead letter's payment stays Pending until someone redrives it.
+            passed: |o| o.outbox.drained() && o.payments.pending == o.outbox.dead_lettered,
             detail: |o| {
                 format!(
-                    "outbox {} Processed / {} Pending / {} Processing; payments {} Pending",
-                    o.outbox.processed, o.outbox.pending, o.outbox.processing, o.payments.pending
+                    "outbox {} Processed / {} Pending / {} Processing / {} DeadLettered; payments {} Pending",
+                    o.outbox.processed,
+                    o.outbox.pending,
+                    o.outbox.processing,
+                    o.outbox.dead_lettered,
+                    o.payments.pending
                 )
             },
         },
@@ -263,8 +269,14 @@ pub const CHECKS: &[CheckDef] = &[
         judge: Judge::History {
             passed: |h| h.lost.count == 0,
             detail: |h| {
-                h.lost
-                    .detail(&format!("all {} seeded messages processed", h.seeded))
+                h.lost.detail(&if h.dead_lettered == 0 {
+                    format!("all {} seeded messages processed", h.seeded)
+                } else {
+                    format!(
+                        "all {} seeded messages processed or dead-lettered ({} dead letters)",
+                        h.seeded, h.dead_lettered
+                    )
+                })
             },
         },
     },
@@ -303,6 +315,28 @@ pub const CHECKS: &[CheckDef] = &[
             detail: |h| {
                 h.non_owner_finalizes
                     .detail("every committed finalize held the newest lease")
+            },
+        },
+    },
+    CheckDef {
+        name: "history: nothing processed while dead-lettered",
+        applies: AppliesTo::Safety,
+        judge: Judge::History {
+            passed: |h| h.processed_after_dead_letter.count == 0,
+            detail: |h| {
+                h.processed_after_dead_letter
+                    .detail("no result written for a dead letter before its redrive")
+            },
+        },
+    },
+    CheckDef {
+        name: "history: heartbeats only by the lease holder",
+        applies: AppliesTo::Safety,
+        judge: Judge::History {
+            passed: |h| h.heartbeats_without_lease.count == 0,
+            detail: |h| {
+                h.heartbeats_without_lease
+                    .detail("every heartbeat extended a lease its worker still held")
             },
         },
     },
@@ -449,6 +483,8 @@ mod tests {
             unexpected: one.clone(),
             overlapping_leases: one.clone(),
             non_owner_finalizes: one.clone(),
+            processed_after_dead_letter: one.clone(),
+            heartbeats_without_lease: one.clone(),
             state_mismatches: one,
             ..HistoryCheck::default()
         };

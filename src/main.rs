@@ -5,9 +5,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use leaselab::engine::provider::ProviderFaults;
+use leaselab::engine::store::RetryPolicy;
 use leaselab::report::{self, Report};
 use leaselab::scenario::{self, RunOptions, Scenario};
-use leaselab::setup::Timing;
+use leaselab::setup::{Reliability, Timing};
 use leaselab::ui::{self, DashboardOptions};
 
 #[derive(Parser, Debug)]
@@ -75,6 +77,44 @@ struct Cli {
     /// SIGKILL, space SIGSTOP / SIGCONT, r a new process.
     #[arg(long)]
     processes: bool,
+    /// A worker processing a message extends its lease every N scenario ms (1 to below the
+    /// lease; default a third of the lease).
+    #[arg(long = "heartbeat-ms", value_name = "N", global = true, allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(1..=3_600_000))]
+    heartbeat_ms: Option<i64>,
+    /// Workers never extend a lease: a message that outlives it is taken over.
+    #[arg(long = "no-heartbeat", global = true, conflicts_with = "heartbeat_ms")]
+    no_heartbeat: bool,
+    /// Attempts a message gets before it is dead-lettered (at least 1; default 5).
+    #[arg(
+        long = "max-attempts",
+        value_name = "N",
+        global = true,
+        allow_negative_numbers = true
+    )]
+    max_attempts: Option<i64>,
+    /// Backoff after the first failed attempt, doubled after each further one (default 100).
+    #[arg(
+        long = "backoff-ms",
+        value_name = "N",
+        global = true,
+        allow_negative_numbers = true
+    )]
+    backoff_ms: Option<i64>,
+    /// The provider fails the first N status checks of KEY (a transient fault), e.g.
+    /// PAY-002=2; may be repeated.
+    #[arg(long = "fail-first", value_name = "KEY=N", global = true, value_parser = parse_fail_first)]
+    fail_first: Vec<(String, u64)>,
+    /// The provider fails every status check of KEY (a poison message); may be repeated.
+    #[arg(long = "fail-always", value_name = "KEY", global = true)]
+    fail_always: Vec<String>,
+    /// The longest backoff (default 2000).
+    #[arg(
+        long = "backoff-cap-ms",
+        value_name = "N",
+        global = true,
+        allow_negative_numbers = true
+    )]
+    backoff_cap_ms: Option<i64>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -157,23 +197,47 @@ enum Sync {
 /// commit synced (see README, Ranges).
 const MAX_RUN_MESSAGES: u64 = 100_000;
 
-/// A headless run needs every lease to outlive the processing: a lease that runs out
-/// mid-message is taken over by an idle worker and its finalize rejected, again and again.
+/// Without heartbeats a headless run needs every lease to outlive the processing: a lease
+/// that runs out mid-message is taken over by an idle worker and its finalize rejected,
+/// again and again.
 fn lease_too_short(cli: &Cli) -> Option<String> {
     let Timing {
         lease_ms: lease,
         process_ms: process,
         ..
     } = Timing::HEADLESS.resolve(cli.lease_ms, cli.process_ms, None);
-    (process > 0 && process >= lease).then(|| {
+    (cli.no_heartbeat && process > 0 && process >= lease).then(|| {
         format!(
-            "--process-ms {process} needs a longer --lease-ms (now {lease}): a lease that runs \
+            "--process-ms {process} needs a longer --lease-ms (now {lease}) without heartbeats: a lease that runs \
              out mid-message is taken over and the outbox may never drain"
         )
     })
 }
 
 impl Cli {
+    /// Heartbeats and retries from the command line, checked against the lease in use.
+    fn reliability(&self, lease_ms: i64) -> Result<Reliability, String> {
+        let d = RetryPolicy::default();
+        let retry = RetryPolicy::new(
+            self.backoff_ms.unwrap_or(d.base_ms),
+            self.backoff_cap_ms
+                .unwrap_or(d.cap_ms.max(self.backoff_ms.unwrap_or(0))),
+            self.max_attempts.unwrap_or(d.max_attempts),
+        )?;
+        let r = Reliability {
+            heartbeats: !self.no_heartbeat,
+            heartbeat_ms: self.heartbeat_ms,
+            retry,
+            faults: ProviderFaults {
+                fail_first: self.fail_first.iter().cloned().collect(),
+                fail_always: self.fail_always.iter().cloned().collect(),
+            },
+        };
+        r.check(lease_ms)
+            .map_err(|e| format!("--heartbeat-ms: {e}"))?;
+        Ok(r)
+    }
+
     /// `--messages` of `run` and the dashboard.
     fn run_messages(&self) -> Result<Option<u64>, String> {
         match self.messages {
@@ -193,6 +257,20 @@ impl Cli {
             Some(_) => Err("--workers takes one number here (a list is for `bench`)".into()),
         }
     }
+}
+
+/// `PAY-002=2`: the key and how many of its first status checks fail.
+fn parse_fail_first(s: &str) -> Result<(String, u64), String> {
+    let (key, n) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not KEY=N (for example PAY-002=2)"))?;
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("'{n}' is not a whole number of failures"))?;
+    if key.is_empty() {
+        return Err(format!("'{s}' names no key"));
+    }
+    Ok((key.to_string(), n))
 }
 
 fn parse_speed(s: &str) -> Result<f64, String> {
@@ -355,6 +433,11 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
     if let Some(e) = lease_too_short(cli) {
         return usage_error(e);
     }
+    let lease_ms = Timing::HEADLESS.resolve(cli.lease_ms, None, None).lease_ms;
+    let reliability = match cli.reliability(lease_ms) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
     // Find out before the run whether the report can be saved, so no run is wasted.
     if let Err(e) = report::check_writable(&cli.report_dir) {
         return usage_error(e);
@@ -379,6 +462,7 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
         db: cli.db.clone(),
         no_leasing: cli.no_leasing,
         interrupt,
+        reliability,
         ..RunOptions::default()
     };
     let outcome = match scenario::run(scenario, &opts) {
@@ -455,9 +539,9 @@ fn dashboard(cli: &Cli) -> ExitCode {
             return usage_error("--watch needs --db PATH: the database the workers use");
         }
         let t = Timing::DASHBOARD.resolve(cli.lease_ms, cli.process_ms, None);
-        if cli.processes && t.process_ms >= t.lease_ms {
+        if cli.processes && t.process_ms >= t.lease_ms && cli.no_heartbeat {
             return usage_error(format!(
-                "--process-ms {} needs a longer --lease-ms (now {}): every worker process would lose its lease mid-message",
+                "--process-ms {} needs a longer --lease-ms (now {}) without heartbeats: every worker process would lose its lease mid-message",
                 t.process_ms, t.lease_ms
             ));
         }
@@ -474,7 +558,13 @@ fn dashboard(cli: &Cli) -> ExitCode {
         Ok(m) => m,
         Err(e) => return usage_error(e),
     };
+    let lease_ms = Timing::DASHBOARD.resolve(cli.lease_ms, None, None).lease_ms;
+    let reliability = match cli.reliability(lease_ms) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
     let opts = DashboardOptions {
+        reliability,
         scenario,
         workers,
         messages,
@@ -501,6 +591,13 @@ fn lesson_setup_flags(cli: &Cli) -> Option<&'static str> {
         (cli.lease_ms.is_some(), "--lease-ms"),
         (cli.process_ms.is_some(), "--process-ms"),
         (cli.no_leasing, "--no-leasing"),
+        (cli.heartbeat_ms.is_some(), "--heartbeat-ms"),
+        (cli.no_heartbeat, "--no-heartbeat"),
+        (cli.max_attempts.is_some(), "--max-attempts"),
+        (cli.backoff_ms.is_some(), "--backoff-ms"),
+        (cli.backoff_cap_ms.is_some(), "--backoff-cap-ms"),
+        (!cli.fail_first.is_empty(), "--fail-first"),
+        (!cli.fail_always.is_empty(), "--fail-always"),
         (cli.open_scenario.is_some(), "--scenario"),
     ]
     .into_iter()
@@ -654,9 +751,13 @@ fn worker(cli: &Cli, name: &str) -> ExitCode {
         Err(e) => return usage_error(e),
     };
     let timing = Timing::DASHBOARD.resolve(cli.lease_ms, cli.process_ms, None);
-    if timing.process_ms >= timing.lease_ms {
+    let reliability = match cli.reliability(timing.lease_ms) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
+    if timing.process_ms >= timing.lease_ms && !reliability.heartbeats {
         return usage_error(format!(
-            "--process-ms {} needs a longer --lease-ms (now {}): this worker would lose every lease mid-message",
+            "--process-ms {} needs a longer --lease-ms (now {}) without heartbeats: this worker would lose every lease mid-message",
             timing.process_ms, timing.lease_ms
         ));
     }
@@ -672,6 +773,7 @@ fn worker(cli: &Cli, name: &str) -> ExitCode {
         idle_ms: timing.idle_ms(),
         leasing: !cli.no_leasing,
         messages,
+        reliability,
     };
     let mut out = Out::new();
     match worker_cmd::run(&opts, &interrupts, |l| out.line(l)) {

@@ -16,6 +16,29 @@ pub struct ProcessSettings {
     pub lease_ms: i64,
     pub process_ms: i64,
     pub leasing: bool,
+    /// Heartbeats, retries and provider failures, passed on to every child.
+    pub reliability: crate::setup::Reliability,
+}
+
+/// The command-line options that give a `leaselab worker` child `r`.
+fn reliability_args(r: &crate::setup::Reliability) -> Vec<String> {
+    let mut args = vec![
+        format!("--max-attempts={}", r.retry.max_attempts),
+        format!("--backoff-ms={}", r.retry.base_ms),
+        format!("--backoff-cap-ms={}", r.retry.cap_ms),
+    ];
+    match (r.heartbeats, r.heartbeat_ms) {
+        (false, _) => args.push("--no-heartbeat".into()),
+        (true, Some(ms)) => args.push(format!("--heartbeat-ms={ms}")),
+        (true, None) => {}
+    }
+    for (key, n) in &r.faults.fail_first {
+        args.push(format!("--fail-first={key}={n}"));
+    }
+    for key in &r.faults.fail_always {
+        args.push(format!("--fail-always={key}"));
+    }
+    args
 }
 
 /// One slot's process, as the dashboard knows it.
@@ -77,6 +100,7 @@ impl WorkerProcesses {
             .args(["--name", name])
             .args(["--lease-ms", &s.lease_ms.to_string()])
             .args(["--process-ms", &s.process_ms.to_string()])
+            .args(reliability_args(&s.reliability))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -37,8 +37,12 @@ fn verdict(o: &RunOutcome, passed: bool) -> String {
             "NOT REPRODUCED: the race did not produce the expected duplicates".to_string()
         }
         (_, true) => format!(
-            "ONE OWNER AT A TIME: {} messages processed once each{}",
-            o.messages,
+            "ONE OWNER AT A TIME: {} messages processed once each{}{}",
+            o.ledger.unique_processed(),
+            match o.ledger.dead.len() {
+                0 => String::new(),
+                n => format!(", {n} dead-lettered"),
+            },
             if o.story.is_some() {
                 "; the crashed owner's lease expired and its message was recovered"
             } else {
@@ -216,7 +220,7 @@ fn per_worker(o: &RunOutcome) -> BTreeMap<String, u64> {
 
 fn to_json(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Value {
     let l = &o.ledger;
-    json!({
+    let mut v = json!({
         "scenario": o.scenario.name(),
         "leasing": o.leasing,
         "workers": o.workers,
@@ -265,7 +269,21 @@ fn to_json(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Val
         "checks": checks,
         "verdict": verdict,
         "passed": passed,
-    })
+    });
+    // Retries, dead letters and heartbeats, as top-level keys beside the other figures.
+    if let Some(m) = v.as_object_mut() {
+        for (key, n) in [
+            ("retries", l.retries),
+            ("dead_letters", l.dead_letters),
+            ("dead_lettered_now", l.dead.len() as u64),
+            ("redriven", l.redriven),
+            ("heartbeats", l.heartbeats),
+            ("leases_lost", l.leases_lost),
+        ] {
+            m.insert(key.to_string(), json!(n));
+        }
+    }
+    v
 }
 
 fn to_text(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> String {
@@ -482,6 +500,16 @@ fn text_processing_ledger(t: &mut String, o: &RunOutcome) {
         .collect::<Vec<_>>()
         .join(", ");
     let _ = writeln!(t, "  results written per worker: {split}");
+    let _ = writeln!(
+        t,
+        "  retries {}   dead letters {} ({} still dead-lettered)   redriven {}   heartbeats {}   leases lost {}",
+        l.retries,
+        l.dead_letters,
+        l.dead.len(),
+        l.redriven,
+        l.heartbeats,
+        l.leases_lost
+    );
     if l.restarts > 0 {
         let _ = writeln!(
             t,

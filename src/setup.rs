@@ -2,6 +2,9 @@
 //! line over the defaults written here. The dashboard's defaults are slower than a headless
 //! run's on purpose: a person watches its leases run out.
 
+use crate::engine::provider::ProviderFaults;
+use crate::engine::store::RetryPolicy;
+
 /// Lease length, processing time and clock speed, in scenario milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timing {
@@ -55,6 +58,45 @@ pub fn idle_ms(process_ms: i64) -> i64 {
 
 /// The longest an idle worker waits before it asks again, in scenario milliseconds.
 pub const MAX_IDLE_MS: i64 = 250;
+/// How workers keep leases alive and treat failed attempts: heartbeats, retries with
+/// backoff and the dead letter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reliability {
+    /// Workers extend the lease of a message they process while this is on.
+    pub heartbeats: bool,
+    /// The heartbeat interval; None means a third of the lease.
+    pub heartbeat_ms: Option<i64>,
+    pub retry: RetryPolicy,
+    /// Provider failures to serve (none by default).
+    pub faults: ProviderFaults,
+}
+
+impl Default for Reliability {
+    fn default() -> Self {
+        Reliability {
+            heartbeats: true,
+            heartbeat_ms: None,
+            retry: RetryPolicy::default(),
+            faults: ProviderFaults::default(),
+        }
+    }
+}
+
+impl Reliability {
+    /// The interval in use for a lease of `lease_ms`.
+    pub fn heartbeat_for(&self, lease_ms: i64) -> i64 {
+        self.heartbeat_ms
+            .unwrap_or_else(|| crate::engine::worker::default_heartbeat_ms(lease_ms))
+    }
+
+    /// Refuse an interval that cannot keep a lease of `lease_ms` alive (one line).
+    pub fn check(&self, lease_ms: i64) -> Result<(), String> {
+        match self.heartbeat_ms {
+            Some(ms) if self.heartbeats => crate::engine::worker::check_heartbeat(ms, lease_ms),
+            _ => Ok(()),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

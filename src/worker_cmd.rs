@@ -27,6 +27,8 @@ pub struct WorkerOptions {
     pub leasing: bool,
     /// Payments seeded when this worker creates the database.
     pub messages: u64,
+    /// Heartbeats, retries and provider failures, as for thread workers.
+    pub reliability: crate::setup::Reliability,
 }
 
 /// Longest worker name: it is shown in a table column and written in every event row.
@@ -81,6 +83,7 @@ pub fn run(
     let shared = Arc::new(StoreShared::new(Durability::Full));
     let clock = Arc::new(Clock::wall());
     let provider = Arc::new(Provider::new());
+    provider.set_faults(opts.reliability.faults.clone());
     let (store, origin) = Store::join(&opts.db, shared.clone(), |s| {
         s.seed(&provider, opts.messages, clock.now())
     })
@@ -107,12 +110,7 @@ pub fn run(
         shared,
         clock,
         provider,
-        settings: Arc::new(Settings::new(
-            opts.leasing,
-            opts.lease_ms,
-            opts.process_ms,
-            opts.idle_ms.max(1),
-        )),
+        settings: Arc::new(settings(opts)),
         events: events_tx,
     };
     let mut handle = worker::spawn_named(ctx, 0, 1, opts.name.clone(), false);
@@ -148,4 +146,16 @@ fn failure(ev: &Event) -> Option<String> {
         EventKind::Crashed { panic: Some(p), .. } => Some(format!("{} panicked: {p}", ev.actor)),
         _ => None,
     }
+}
+
+/// The worker's settings: the cycle's timing, then heartbeats and retries.
+fn settings(opts: &WorkerOptions) -> Settings {
+    let s = Settings::new(
+        opts.leasing,
+        opts.lease_ms,
+        opts.process_ms,
+        opts.idle_ms.max(1),
+    );
+    s.apply(&opts.reliability, opts.lease_ms);
+    s
 }

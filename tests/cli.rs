@@ -909,3 +909,58 @@ fn a_signal_stops_a_run_with_one_line_a_nonzero_exit_and_no_temporary_database()
         assert_eq!(reports, 0, "{name}: a report was saved");
     }
 }
+
+#[test]
+fn a_heartbeat_that_cannot_keep_the_lease_and_zero_attempts_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, needle) in [
+        (
+            vec!["run", "outbox-leasing", "--heartbeat-ms", "500"],
+            "shorter than the lease (500 ms)",
+        ),
+        (
+            vec![
+                "run",
+                "outbox-leasing",
+                "--lease-ms",
+                "900",
+                "--heartbeat-ms",
+                "1000",
+            ],
+            "heartbeat interval 1000 ms",
+        ),
+        (
+            vec!["run", "outbox-leasing", "--max-attempts", "0"],
+            "max attempts must be at least 1",
+        ),
+        (
+            vec![
+                "run",
+                "outbox-leasing",
+                "--backoff-ms",
+                "500",
+                "--backoff-cap-ms",
+                "100",
+            ],
+            "0 <= base <= cap",
+        ),
+        (
+            vec![
+                "run",
+                "outbox-leasing",
+                "--heartbeat-ms",
+                "100",
+                "--no-heartbeat",
+            ],
+            "--no-heartbeat",
+        ),
+        (
+            vec!["lesson", "slow-job", "--heartbeat-ms", "100"],
+            "[setup]",
+        ),
+    ] {
+        let o = leaselab(&args, dir.path());
+        assert_usage_error(&o, needle);
+    }
+    assert!(!dir.path().join("reports").exists());
+}

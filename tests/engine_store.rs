@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use leaselab::engine::provider::{Provider, ProviderStatus, StatusCheck};
 use leaselab::engine::store::{
-    inspect, ClaimOutcome, DbOrigin, FailOutcome, FinalizeOutcome, Lease, OutboxStatus,
+    inspect, ClaimOutcome, DbOrigin, FailOutcome, FinalizeOutcome, Lease, MessageRef, OutboxStatus,
     RetryPolicy, Store, StoreError, StoreShared,
 };
 
@@ -235,7 +235,7 @@ fn seeding_creates_each_payment_once_at_the_gateway() {
 #[test]
 fn naive_mark_writes_without_asking_who_owns_the_row() {
     let (_d, mut s, p) = fresh(2);
-    let loaded = s.load_pending().unwrap();
+    let loaded = s.load_pending(T0).unwrap();
     assert_eq!(loaded.len(), 2);
     let check = paid("PAY-001", &p);
     s.mark_processed(&loaded[0], &check, T0).unwrap();
@@ -490,5 +490,35 @@ fn a_heartbeat_after_the_lease_ran_out_does_not_revive_it() {
     assert_eq!(
         a.messages(0, 1).unwrap()[0].locked_until_ms,
         Some(T0 + LEASE)
+    );
+}
+
+#[test]
+fn batch_claims_and_the_naive_load_skip_backing_off_and_dead_lettered_rows() {
+    let (_d, mut s, _p) = fresh(3);
+    let policy = RetryPolicy::new(100, 100, 2).unwrap();
+    // PAY-001 backs off until T0 + 100; PAY-002 is dead-lettered.
+    let one = claimed(s.claim_id(1, "Worker-A", T0, LEASE).unwrap().0);
+    fail(&mut s, &one, T0, &policy);
+    for now in [T0, T0 + 100] {
+        let two = claimed(s.claim_id(2, "Worker-A", now, LEASE).unwrap().0);
+        fail(&mut s, &two, now, &policy);
+    }
+    assert_eq!(s.outbox_counts().unwrap().dead_lettered, 1);
+    let keys = |v: Vec<MessageRef>| v.into_iter().map(|m| m.key).collect::<Vec<_>>();
+    assert_eq!(keys(s.load_pending(T0 + 99).unwrap()), ["PAY-003"]);
+    assert_eq!(
+        keys(s.load_pending(T0 + 100).unwrap()),
+        ["PAY-001", "PAY-003"]
+    );
+    let (early, _) = s.claim_batch("Worker-B", T0 + 50, LEASE, 3).unwrap();
+    assert_eq!(
+        early.iter().map(|l| l.key.as_str()).collect::<Vec<_>>(),
+        ["PAY-003"]
+    );
+    let (later, _) = s.claim_batch("Worker-B", T0 + 100, LEASE, 3).unwrap();
+    assert_eq!(
+        later.iter().map(|l| l.key.as_str()).collect::<Vec<_>>(),
+        ["PAY-001"]
     );
 }

@@ -72,7 +72,11 @@ fn bad_lessons_are_refused_with_file_and_line() {
         ),
         (
             SMALL.replace("workers = 2", "workers = 2\nheartbeat = 1"),
-            "lessons/small.toml:7: unknown field `heartbeat`",
+            "lessons/small.toml:7: invalid type: integer `1`, expected a boolean",
+        ),
+        (
+            SMALL.replace("workers = 2", "workers = 2\npulse = true"),
+            "lessons/small.toml:7: unknown field `pulse`",
         ),
         (
             SMALL.replace("say = \"Worker-A finishes.\"", "say = \"Worker-A finishes."),

@@ -629,7 +629,7 @@ fn leasing_off_loads_every_pending_message_and_marks_it_unguarded() {
         return;
     };
     let held = claimed(store.claim_next("Worker-A", NOW, LEASE).unwrap().0);
-    let loaded = store.load_pending().unwrap();
+    let loaded = store.load_pending(NOW).unwrap();
     let ids: Vec<i64> = loaded.iter().map(|m| m.id).collect();
     assert_eq!(ids, [2, 3]);
     for msg in &loaded {

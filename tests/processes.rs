@@ -159,6 +159,8 @@ fn a_worker_killed_holding_a_lease_is_taken_over_after_expiry() {
             "3000",
             "--process-ms",
             "2900",
+            // A heartbeat would find the lease lost on waking and drop the message unfinalized.
+            "--no-heartbeat",
         ];
         let mut a = WorkerProcess::start(&db, "doomed", &slow);
         let claim = wait_for("doomed to claim", || {
@@ -280,7 +282,7 @@ fn a_worker_and_the_process_dashboards_refuse_bad_input_in_one_line() {
             "--workers does not apply to --watch",
         ),
         (
-            vec!["--processes", "--process-ms", "5000"],
+            vec!["--processes", "--process-ms", "5000", "--no-heartbeat"],
             "needs a longer --lease-ms",
         ),
         (

@@ -257,7 +257,7 @@ fn a_message_longer_than_the_stall_limit_is_not_a_stall() {
     assert_eq!(outcome.outbox.processed, 4);
 }
 
-/// A lease far shorter than the processing: idle workers take every message over mid-way
+/// A lease far shorter than the processing, with no heartbeat: idle workers take every message over mid-way
 /// and every finalize is rejected. The run ends with that cause instead of spinning forever.
 #[test]
 fn a_lease_that_never_outlives_the_processing_ends_the_run_with_the_cause() {
@@ -268,6 +268,11 @@ fn a_lease_that_never_outlives_the_processing_ends_the_run_with_the_cause() {
         lease_ms: 10,
         speed: 1.0,
         stall_after: std::time::Duration::from_secs(1),
+        // Heartbeats would keep the leases alive; this is the run without them.
+        reliability: leaselab::setup::Reliability {
+            heartbeats: false,
+            ..Default::default()
+        },
         ..RunOptions::default()
     };
     match run(Scenario::OutboxLeasing, &opts) {

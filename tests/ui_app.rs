@@ -485,3 +485,56 @@ fn a_lease_at_its_until_is_still_held_on_screen_as_in_sql() {
     leaselab::ui::draw(&mut t, &mut app).unwrap();
     assert!(t.backend().to_string().contains("expired"));
 }
+
+#[test]
+fn h_switches_heartbeats_and_the_workers_pane_shows_the_beat_s_age() {
+    let mut app = app(DashboardOptions::default());
+    assert!(app.engine.settings.heartbeats(), "on by default");
+    press(&mut app, 'h');
+    assert!(!app.engine.settings.heartbeats());
+    wait_for(&mut app, "the switch in the log", |a| {
+        a.log.contains("heartbeats switched OFF")
+    });
+    press(&mut app, 'h');
+    assert!(app.engine.settings.heartbeats());
+    press(&mut app, 'n'); // Worker-A claims PAY-001
+    app.engine.advance(500);
+    assert!(app.engine.heartbeat(0));
+    app.engine.advance(300);
+    wait_for(&mut app, "the heartbeat", |a| a.ledger.heartbeats == 1);
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 36)).unwrap();
+    leaselab::ui::draw(&mut t, &mut app).unwrap();
+    let screen = format!("{}", t.backend());
+    assert!(screen.contains("PAY-001 ♥300 ms ago"), "{screen}");
+}
+
+#[test]
+fn a_dead_letter_is_counted_and_d_redrives_it() {
+    use leaselab::engine::provider::ProviderFaults;
+    use leaselab::engine::store::RetryPolicy;
+    let mut app = app(DashboardOptions {
+        reliability: leaselab::setup::Reliability {
+            retry: RetryPolicy::new(100, 100, 1).unwrap(),
+            faults: ProviderFaults {
+                fail_always: ["PAY-001".to_string()].into(),
+                ..ProviderFaults::default()
+            },
+            ..Default::default()
+        },
+        ..DashboardOptions::default()
+    });
+    press(&mut app, 'n'); // Worker-A claims PAY-001
+    press(&mut app, 'n'); // Worker-B claims PAY-002
+    press(&mut app, 'n'); // Worker-A's provider call fails: its only attempt
+    wait_for(&mut app, "the dead letter", |a| {
+        a.snapshot().figures.dead_now == 1
+    });
+    assert_eq!(row_status(&app, 1).0, "DeadLettered");
+    assert!(app.log.contains("DEAD-LETTERED PAY-001 after 1 attempt ("));
+    press(&mut app, 'D');
+    wait_for(&mut app, "the redrive", |a| {
+        a.snapshot().figures.dead_now == 0
+    });
+    assert_eq!(row_status(&app, 1).0, "Pending");
+    assert_eq!(app.ledger.redriven, 1);
+}

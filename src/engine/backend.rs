@@ -100,8 +100,8 @@ pub trait Outbox: Send {
         check: &StatusCheck,
         now: i64,
     ) -> Result<(FinalizeOutcome, u64)>;
-    /// Leasing off: every Pending message.
-    fn load_pending(&self) -> Result<Vec<MessageRef>>;
+    /// Leasing off: every Pending message whose backoff is over at `now`.
+    fn load_pending(&self, now: i64) -> Result<Vec<MessageRef>>;
     /// Leasing off: write the answer and mark Processed, asking nobody.
     fn mark_processed(&mut self, msg: &MessageRef, check: &StatusCheck, now: i64) -> Result<u64>;
     /// [`Outbox::mark_processed`] with the worker's name on its event row.
@@ -172,8 +172,8 @@ impl Outbox for Store {
     ) -> Result<(FinalizeOutcome, u64)> {
         Store::finalize(self, lease, check, now)
     }
-    fn load_pending(&self) -> Result<Vec<MessageRef>> {
-        Store::load_pending(self)
+    fn load_pending(&self, now: i64) -> Result<Vec<MessageRef>> {
+        Store::load_pending(self, now)
     }
     fn mark_processed(&mut self, msg: &MessageRef, check: &StatusCheck, now: i64) -> Result<u64> {
         Store::mark_processed(self, msg, check, now)

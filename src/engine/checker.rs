@@ -50,6 +50,12 @@ pub struct HistoryCheck {
     pub non_owner_finalizes: Finding,
     /// The final database disagrees with the history.
     pub state_mismatches: Finding,
+    /// A result written while the message was dead-lettered (no redrive in between).
+    pub processed_after_dead_letter: Finding,
+    /// A heartbeat that extended a lease its worker no longer held.
+    pub heartbeats_without_lease: Finding,
+    /// Seeded messages dead-lettered at the end: kept for a redrive, so not lost.
+    pub dead_lettered: u64,
 }
 
 impl HistoryCheck {
@@ -66,6 +72,8 @@ impl HistoryCheck {
             &self.overlapping_leases,
             &self.non_owner_finalizes,
             &self.state_mismatches,
+            &self.processed_after_dead_letter,
+            &self.heartbeats_without_lease,
         ]
         .iter()
         .map(|f| f.count)
@@ -80,7 +88,9 @@ pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
     for id in seeded_ids {
         c.seeded += 1;
         let runs = ledger.messages.get(&id).map_or(0, |m| m.runs);
-        if runs == 0 {
+        if ledger.dead.contains(&id) {
+            c.dead_lettered += 1;
+        } else if runs == 0 {
             c.lost.add(format!("message {id}"));
         }
     }
@@ -98,8 +108,37 @@ pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
         steps.sort_by_key(|(seq, _)| *seq);
         let mut previous: Option<(std::sync::Arc<str>, i64)> = None;
         let mut newest: Option<i64> = None;
+        // The lease held now (owner and version), if any; a dead letter waiting for a redrive.
+        let mut held: Option<(std::sync::Arc<str>, i64)> = None;
+        let mut dead = false;
         for (_, step) in &steps {
             match step {
+                HistoryStep::Heartbeat {
+                    owner,
+                    version,
+                    until_ms,
+                    ..
+                } => {
+                    if held.as_ref() == Some(&(owner.clone(), *version)) {
+                        previous = Some((owner.clone(), *until_ms));
+                    } else {
+                        c.heartbeats_without_lease.add(format!(
+                            "{}: {owner} extended lease v{version}, which it no longer held",
+                            m.key
+                        ));
+                    }
+                }
+                HistoryStep::Released { .. } => {
+                    // Released by a failed attempt: the next claim may come at any time.
+                    previous = None;
+                    held = None;
+                }
+                HistoryStep::DeadLettered { .. } => {
+                    previous = None;
+                    held = None;
+                    dead = true;
+                }
+                HistoryStep::Redriven { .. } => dead = false,
                 HistoryStep::Claim {
                     owner,
                     version,
@@ -117,6 +156,7 @@ pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
                     }
                     previous = Some((owner.clone(), *until_ms));
                     newest = Some(*version);
+                    held = Some((owner.clone(), *version));
                 }
                 HistoryStep::Finalize { owner, version, .. } => {
                     if newest != Some(*version) {
@@ -128,10 +168,23 @@ pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
                     }
                     // Processed: a later claim of it would be an overlap of its own kind.
                     previous = Some((owner.clone(), i64::MAX));
+                    held = None;
+                    if dead {
+                        c.processed_after_dead_letter.add(format!(
+                            "{}: {owner} finalized it while it was dead-lettered",
+                            m.key
+                        ));
+                    }
                 }
-                HistoryStep::Call { .. }
-                | HistoryStep::Rejected { .. }
-                | HistoryStep::Mark { .. } => {}
+                HistoryStep::Mark { owner, .. } => {
+                    if dead {
+                        c.processed_after_dead_letter.add(format!(
+                            "{}: {owner} marked it while it was dead-lettered",
+                            m.key
+                        ));
+                    }
+                }
+                HistoryStep::Call { .. } | HistoryStep::Rejected { .. } => {}
             }
         }
     }
@@ -171,6 +224,14 @@ fn row_mismatches(ledger: &Ledger, row: &MessageRow) -> Vec<String> {
         _ => None,
     });
     let mut wrong = Vec::new();
+    let dead = ledger.dead.contains(&row.id);
+    if dead != (row.status == OutboxStatus::DeadLettered) {
+        wrong.push(format!(
+            "status {} but the history says {}dead-lettered",
+            row.status,
+            if dead { "" } else { "not " }
+        ));
+    }
     if (runs > 0) != (row.status == OutboxStatus::Processed) {
         wrong.push(format!("status {} after {runs} results", row.status));
     }
@@ -198,4 +259,129 @@ fn row_mismatches(ledger: &Ledger, row: &MessageRow) -> Vec<String> {
         ));
     }
     wrong
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::events::{Event, EventKind};
+    use crate::engine::provider::ProviderStatus;
+
+    /// A ledger of one seeded message fed these (actor, event) pairs in commit order.
+    fn history(events: Vec<(&str, EventKind)>) -> HistoryCheck {
+        let mut l = Ledger::new();
+        l.apply(&ev(0, "engine", EventKind::Seeded { messages: 1 }));
+        for (i, (actor, kind)) in events.into_iter().enumerate() {
+            l.apply(&ev(i as u64 + 1, actor, kind));
+        }
+        check(&l, &[])
+    }
+
+    fn ev(seq: u64, actor: &str, kind: EventKind) -> Event {
+        Event {
+            seq,
+            at_ms: seq as i64 * 1_000,
+            slot: None,
+            actor: actor.into(),
+            kind,
+        }
+    }
+
+    fn claimed(version: i64, at: i64) -> EventKind {
+        EventKind::Claimed {
+            id: 1,
+            key: "PAY-001".into(),
+            until_ms: at + 500,
+            version,
+            reclaim: version > 1,
+        }
+    }
+
+    fn dead(version: i64) -> EventKind {
+        EventKind::DeadLettered {
+            id: 1,
+            key: "PAY-001".into(),
+            version,
+            attempts: 1,
+            error: "rejected".into(),
+        }
+    }
+
+    fn finalized(version: i64) -> EventKind {
+        EventKind::Finalized {
+            id: 1,
+            key: "PAY-001".into(),
+            version,
+            status: ProviderStatus::Paid,
+        }
+    }
+
+    fn beat(version: i64) -> EventKind {
+        EventKind::Heartbeat {
+            id: 1,
+            key: "PAY-001".into(),
+            version,
+            until_ms: 99_000,
+        }
+    }
+
+    #[test]
+    fn a_dead_letter_is_not_lost_but_a_message_never_processed_is() {
+        let c = history(vec![("Worker-A", claimed(1, 1_000)), ("Worker-A", dead(1))]);
+        assert_eq!((c.lost.count, c.dead_lettered), (0, 1));
+        let c = history(vec![("Worker-A", claimed(1, 1_000))]);
+        assert_eq!((c.lost.count, c.dead_lettered), (1, 0));
+    }
+
+    #[test]
+    fn a_result_for_a_dead_letter_before_its_redrive_is_found() {
+        let c = history(vec![
+            ("Worker-A", claimed(1, 1_000)),
+            ("Worker-A", dead(1)),
+            ("Worker-A", finalized(1)),
+        ]);
+        assert_eq!(c.processed_after_dead_letter.count, 1);
+        let redriven = EventKind::Redriven {
+            key: Some("PAY-001".into()),
+            count: 1,
+        };
+        let c = history(vec![
+            ("Worker-A", claimed(1, 1_000)),
+            ("Worker-A", dead(1)),
+            ("engine", redriven),
+            ("Worker-B", claimed(2, 4_000)),
+            ("Worker-B", finalized(2)),
+        ]);
+        assert_eq!(c.processed_after_dead_letter.count, 0);
+        assert_eq!(
+            c.overlapping_leases.count, 0,
+            "a released lease is no overlap"
+        );
+        assert!(c.passed() || c.state_mismatches.count > 0);
+    }
+
+    #[test]
+    fn a_heartbeat_by_a_worker_that_lost_its_lease_is_found() {
+        let c = history(vec![
+            ("Worker-A", claimed(1, 1_000)),
+            ("Worker-B", claimed(2, 2_000)),
+            ("Worker-B", beat(2)),
+            ("Worker-A", beat(1)),
+        ]);
+        assert_eq!(c.heartbeats_without_lease.count, 1);
+        assert!(c.heartbeats_without_lease.examples[0].contains("Worker-A"));
+        let c = history(vec![("Worker-A", claimed(1, 1_000)), ("Worker-A", beat(1))]);
+        assert_eq!(c.heartbeats_without_lease.count, 0);
+    }
+
+    #[test]
+    fn a_heartbeat_moves_the_lease_end_a_reclaim_must_wait_for() {
+        // Worker-A's lease ran to 2_500, a beat moved it to 99_000: B's claim overlaps.
+        let c = history(vec![
+            ("Worker-A", claimed(1, 2_000)),
+            ("Worker-A", beat(1)),
+            ("Worker-B", claimed(2, 3_000)),
+        ]);
+        assert_eq!(c.overlapping_leases.count, 1);
+    }
 }

@@ -61,6 +61,45 @@ pub enum EventKind {
         key: String,
         version: i64,
     },
+    /// A heartbeat extended the held lease to `until_ms`.
+    Heartbeat {
+        id: i64,
+        key: String,
+        version: i64,
+        until_ms: i64,
+    },
+    /// A heartbeat changed no row: the lease was lost and the worker dropped the message.
+    LeaseLost {
+        id: i64,
+        key: String,
+        version: i64,
+    },
+    /// The provider failed this attempt: the message waits until `available_at_ms`.
+    AttemptFailed {
+        id: i64,
+        key: String,
+        version: i64,
+        attempt: i64,
+        available_at_ms: i64,
+        error: String,
+    },
+    /// The provider failed the message's last attempt: it is dead-lettered.
+    DeadLettered {
+        id: i64,
+        key: String,
+        version: i64,
+        attempts: i64,
+        error: String,
+    },
+    /// Dead letters were put back to Pending: the one of `key`, or all.
+    Redriven {
+        key: Option<String>,
+        count: u64,
+    },
+    /// Heartbeats were switched on or off for every worker.
+    HeartbeatsChanged {
+        on: bool,
+    },
     /// Leasing off: the result was written unconditionally.
     Marked {
         id: i64,
@@ -140,6 +179,44 @@ impl Event {
             EventKind::FinalizeRejected { key, version, .. } => {
                 format!("FINALIZE REJECTED {key}: lease v{version} lost, rolled back")
             }
+            EventKind::Heartbeat {
+                key,
+                version,
+                until_ms,
+                ..
+            } => format!(
+                "heartbeat {key} until {} (lease v{version})",
+                hms(*until_ms)
+            ),
+            EventKind::LeaseLost { key, version, .. } => {
+                format!("LEASE LOST {key} (lease v{version}): heartbeat changed no row, dropped")
+            }
+            EventKind::AttemptFailed {
+                key,
+                attempt,
+                available_at_ms,
+                error,
+                ..
+            } => format!(
+                "ATTEMPT {attempt} FAILED {key} ({error}); retry from {}",
+                hms(*available_at_ms)
+            ),
+            EventKind::DeadLettered {
+                key,
+                attempts,
+                error,
+                ..
+            } => format!(
+                "DEAD-LETTERED {key} after {attempts} attempt{} ({error})",
+                if *attempts == 1 { "" } else { "s" }
+            ),
+            EventKind::Redriven { key, count } => match key {
+                Some(k) => format!("redrove {k} ({count} dead letter)"),
+                None => format!("redrove {count} dead letters"),
+            },
+            EventKind::HeartbeatsChanged { on } => {
+                format!("heartbeats switched {}", if *on { "ON" } else { "OFF" })
+            }
             EventKind::Marked { key, status, .. } => {
                 format!("MARKED {key} {} without a lease", status.as_str())
             }
@@ -188,6 +265,10 @@ impl Event {
             | EventKind::ProviderCalled { id, key, .. }
             | EventKind::Finalized { id, key, .. }
             | EventKind::FinalizeRejected { id, key, .. }
+            | EventKind::Heartbeat { id, key, .. }
+            | EventKind::LeaseLost { id, key, .. }
+            | EventKind::AttemptFailed { id, key, .. }
+            | EventKind::DeadLettered { id, key, .. }
             | EventKind::Marked { id, key, .. }
             | EventKind::MessageAdded { id, key } => Some((*id, key)),
             _ => None,

@@ -45,6 +45,27 @@ pub enum HistoryStep {
         at_ms: i64,
         status: ProviderStatus,
     },
+    /// A failed attempt released the lease of `version`: back to Pending after a backoff.
+    Released {
+        owner: Arc<str>,
+        version: i64,
+        at_ms: i64,
+    },
+    /// The last attempt failed: the message is dead-lettered until a redrive.
+    DeadLettered {
+        owner: Arc<str>,
+        version: i64,
+        at_ms: i64,
+    },
+    /// A redrive put the dead letter back to Pending.
+    Redriven { owner: Arc<str>, at_ms: i64 },
+    /// A committed heartbeat: the lease of `version` now runs until `until_ms`.
+    Heartbeat {
+        owner: Arc<str>,
+        version: i64,
+        at_ms: i64,
+        until_ms: i64,
+    },
 }
 
 impl HistoryStep {
@@ -55,7 +76,11 @@ impl HistoryStep {
             | HistoryStep::Call { owner, .. }
             | HistoryStep::Finalize { owner, .. }
             | HistoryStep::Rejected { owner, .. }
-            | HistoryStep::Mark { owner, .. } => owner,
+            | HistoryStep::Mark { owner, .. }
+            | HistoryStep::Released { owner, .. }
+            | HistoryStep::DeadLettered { owner, .. }
+            | HistoryStep::Redriven { owner, .. }
+            | HistoryStep::Heartbeat { owner, .. } => owner,
         }
     }
 
@@ -66,7 +91,11 @@ impl HistoryStep {
             | HistoryStep::Call { at_ms, .. }
             | HistoryStep::Finalize { at_ms, .. }
             | HistoryStep::Rejected { at_ms, .. }
-            | HistoryStep::Mark { at_ms, .. } => *at_ms,
+            | HistoryStep::Mark { at_ms, .. }
+            | HistoryStep::Released { at_ms, .. }
+            | HistoryStep::DeadLettered { at_ms, .. }
+            | HistoryStep::Redriven { at_ms, .. }
+            | HistoryStep::Heartbeat { at_ms, .. } => *at_ms,
         }
     }
 }
@@ -126,7 +155,10 @@ impl MessageHistory {
                 }
                 HistoryStep::Call { .. }
                 | HistoryStep::Rejected { .. }
-                | HistoryStep::Mark { .. } => {}
+                | HistoryStep::Mark { .. }
+                | HistoryStep::Heartbeat { .. }
+                | HistoryStep::Redriven { .. } => {}
+                HistoryStep::Released { .. } | HistoryStep::DeadLettered { .. } => current = None,
             }
         }
         self.violations = bad;
@@ -150,6 +182,16 @@ pub struct Ledger {
     pub rejected_finalizes: u64,
     pub marked: u64,
     pub ownership_violations: u64,
+    /// Heartbeats that extended a lease, and those that found it lost.
+    pub heartbeats: u64,
+    pub leases_lost: u64,
+    /// Failed attempts that went back to Pending after a backoff.
+    pub retries: u64,
+    /// Messages dead-lettered (a redriven one that fails again counts again).
+    pub dead_letters: u64,
+    pub redriven: u64,
+    /// Messages dead-lettered now (not redriven since).
+    pub dead: BTreeSet<i64>,
     // Workers.
     pub crashes: u64,
     pub panics: u64,
@@ -239,6 +281,73 @@ impl Ledger {
                 };
                 m.record((ev.seq, step));
             }
+            EventKind::Heartbeat {
+                id,
+                key,
+                version,
+                until_ms,
+            } => {
+                self.heartbeats += 1;
+                let step = HistoryStep::Heartbeat {
+                    owner: actor.clone(),
+                    version: *version,
+                    at_ms: ev.at_ms,
+                    until_ms: *until_ms,
+                };
+                self.message(*id, key).record((ev.seq, step));
+            }
+            EventKind::LeaseLost { .. } => self.leases_lost += 1,
+            EventKind::AttemptFailed {
+                id, key, version, ..
+            } => {
+                self.retries += 1;
+                self.processing_attempts += 1;
+                self.message(*id, key).attempts += 1;
+                let step = HistoryStep::Released {
+                    owner: actor.clone(),
+                    version: *version,
+                    at_ms: ev.at_ms,
+                };
+                self.message(*id, key).record((ev.seq, step));
+                self.recount(*id);
+            }
+            EventKind::DeadLettered {
+                id, key, version, ..
+            } => {
+                self.dead_letters += 1;
+                self.processing_attempts += 1;
+                self.message(*id, key).attempts += 1;
+                self.dead.insert(*id);
+                let step = HistoryStep::DeadLettered {
+                    owner: actor.clone(),
+                    version: *version,
+                    at_ms: ev.at_ms,
+                };
+                self.message(*id, key).record((ev.seq, step));
+                self.recount(*id);
+            }
+            EventKind::Redriven { key, count } => {
+                self.redriven += count;
+                let ids: Vec<i64> = self
+                    .dead
+                    .iter()
+                    .copied()
+                    .filter(|id| {
+                        key.as_ref()
+                            .is_none_or(|k| self.messages.get(id).is_some_and(|m| &m.key == k))
+                    })
+                    .collect();
+                for id in ids {
+                    self.dead.remove(&id);
+                    if let Some(m) = self.messages.get_mut(&id) {
+                        let step = HistoryStep::Redriven {
+                            owner: actor.clone(),
+                            at_ms: ev.at_ms,
+                        };
+                        m.record((ev.seq, step));
+                    }
+                }
+            }
             EventKind::Marked { id, key, status } => {
                 self.marked += 1;
                 let step = HistoryStep::Mark {
@@ -265,6 +374,7 @@ impl Ledger {
             | EventKind::Resumed
             | EventKind::ClockMoved { .. }
             | EventKind::LeasingChanged { .. }
+            | EventKind::HeartbeatsChanged { .. }
             | EventKind::Note { .. } => {}
         }
     }
@@ -272,7 +382,23 @@ impl Ledger {
     /// A successful claim: its step in the message's history.
     fn claimed(&mut self, seq: u64, id: i64, key: &str, reclaim: bool, step: HistoryStep) {
         self.claims_ok += 1;
-        if reclaim {
+        let m = self.message(id, key);
+        // A claim after a failed attempt released the lease (or a redrive) is a retry, not
+        // the takeover of an expired lease.
+        let released = m
+            .steps
+            .iter()
+            .filter(|(s, _)| *s < seq)
+            .max_by_key(|(s, _)| *s)
+            .is_some_and(|(_, step)| {
+                matches!(
+                    step,
+                    HistoryStep::Released { .. }
+                        | HistoryStep::DeadLettered { .. }
+                        | HistoryStep::Redriven { .. }
+                )
+            });
+        if reclaim && !released {
             self.reclaims += 1;
         }
         let m = self.message(id, key);
@@ -337,7 +463,8 @@ impl Ledger {
     /// Each of `seeded` messages had its result written once: none lost, none twice. The
     /// one definition of "exactly once" for reports.
     pub fn exactly_once(&self, seeded: u64) -> bool {
-        self.unique == seeded && self.duplicated == 0
+        // A dead letter is not lost: the outbox still holds it for a redrive.
+        self.unique + self.dead.len() as u64 == seeded && self.duplicated == 0
     }
 
     /// Messages whose result was written more than once: the duplicates.

@@ -19,12 +19,13 @@ pub mod worker;
 pub mod worker_id;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::setup::Timing;
+use crate::setup::{Reliability, Timing};
 use backend::{Db, Outbox};
 use clock::{Clock, SCENARIO_START_MS};
 use db_lock::DbLock;
@@ -48,6 +49,8 @@ pub struct EngineConfig {
     pub db: Option<Db>,
     /// SQLite's `synchronous` for every connection of the engine.
     pub durability: Durability,
+    /// Heartbeats, retries and the dead letter.
+    pub reliability: Reliability,
 }
 
 impl Default for EngineConfig {
@@ -61,6 +64,7 @@ impl Default for EngineConfig {
             leasing: true,
             db: None,
             durability: Durability::Full,
+            reliability: Reliability::default(),
         }
     }
 }
@@ -123,6 +127,12 @@ impl Engine {
             _lock: lock,
             _tmp: tmp,
         };
+        engine
+            .settings
+            .apply(&engine.config.reliability, engine.config.lease_ms);
+        engine
+            .provider
+            .set_faults(engine.config.reliability.faults.clone());
         engine.seed()?;
         for slot in 0..engine.config.workers {
             let w = worker::spawn(engine.context(), slot, 1, paused);
@@ -243,10 +253,43 @@ impl Engine {
 
     /// Switch leasing; workers change at their next cycle.
     pub fn set_leasing(&self, on: bool) {
-        self.settings
-            .leasing
-            .store(on, std::sync::atomic::Ordering::SeqCst);
+        self.settings.leasing.store(on, Ordering::SeqCst);
         self.emit(EventKind::LeasingChanged { on });
+    }
+
+    /// Switch heartbeats for every worker; a worker processing a message beats from now on.
+    pub fn set_heartbeats(&self, on: bool) {
+        self.settings.heartbeats.store(on, Ordering::SeqCst);
+        self.emit(EventKind::HeartbeatsChanged { on });
+    }
+
+    /// Ask a worker to extend the lease it holds now (if heartbeats are on); its events are
+    /// out when this returns. False if it is gone.
+    pub fn heartbeat(&self, slot: usize) -> bool {
+        self.workers.get(slot).is_some_and(|w| {
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            w.is_alive()
+                && w.send(Control::Heartbeat(Some(tx)))
+                && rx.recv_timeout(STEP_TIMEOUT).is_ok()
+        })
+    }
+
+    /// Put dead letters back to Pending with fresh attempts: the one of `key`, or all.
+    /// Returns how many were redriven.
+    pub fn redrive(&mut self, key: Option<&str>) -> Result<u64, StoreError> {
+        let now = self.clock.now();
+        let (count, seq) = self.store.redrive(key, now)?;
+        let _ = self.events_tx.send(Event {
+            seq,
+            at_ms: now,
+            slot: None,
+            actor: ENGINE.to_string(),
+            kind: EventKind::Redriven {
+                key: key.map(str::to_string),
+                count,
+            },
+        });
+        Ok(count)
     }
 
     /// A new payment and its outbox row, in one transaction.

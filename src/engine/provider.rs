@@ -34,6 +34,20 @@ pub struct StatusCheck {
     pub transaction_id: Option<String>,
 }
 
+/// Failures the provider is told to serve (a lesson's or the command line's): the first N
+/// status checks of a key fail, or every one does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProviderFaults {
+    pub fail_first: BTreeMap<String, u64>,
+    pub fail_always: std::collections::BTreeSet<String>,
+}
+
+impl ProviderFaults {
+    pub fn is_empty(&self) -> bool {
+        self.fail_first.is_empty() && self.fail_always.is_empty()
+    }
+}
+
 #[derive(Debug, Default, Clone)]
 pub struct KeyCalls {
     pub creations: u64,
@@ -43,6 +57,8 @@ pub struct KeyCalls {
     /// idempotency record does not count.
     pub side_effects: u64,
     pub said_paid: bool,
+    /// Status checks that failed (a served fault).
+    pub failures: u64,
     /// The first answer for this key, replayed when the provider is idempotent.
     first: Option<StatusCheck>,
 }
@@ -56,6 +72,7 @@ struct Inner {
     side_effects: u64,
     creations: u64,
     creations_by_workers: u64,
+    failures: u64,
 }
 
 #[derive(Debug, Default)]
@@ -63,6 +80,8 @@ pub struct Provider {
     inner: Mutex<Inner>,
     /// Honour the payment's idempotency key; kept apart from `inner` so a reset keeps it.
     idempotent: AtomicBool,
+    /// Failures to serve; like the switch above, a reset keeps them.
+    faults: Mutex<ProviderFaults>,
 }
 
 thread_local! {
@@ -129,6 +148,68 @@ impl Provider {
 
     pub fn is_idempotent(&self) -> bool {
         self.idempotent.load(Ordering::SeqCst)
+    }
+
+    pub fn set_faults(&self, faults: ProviderFaults) {
+        *self.faults.lock().unwrap_or_else(|p| p.into_inner()) = faults;
+    }
+
+    pub fn faults(&self) -> ProviderFaults {
+        self.faults
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The status check as a worker meets it: a served fault fails the call (it counts as a
+    /// call, with no side effect), otherwise [`Provider::check_status`].
+    pub fn try_check_status(&self, key: &str) -> Result<StatusCheck, String> {
+        let failing = {
+            let faults = self.faults.lock().unwrap_or_else(|p| p.into_inner());
+            let always = faults.fail_always.contains(key);
+            let first = faults.fail_first.get(key).copied().unwrap_or(0);
+            let mut guard = self.lock();
+            let inner = &mut *guard;
+            let calls = inner.keys.entry(key.to_string()).or_default();
+            let fails = always || calls.failures < first;
+            if fails {
+                calls.status_checks += 1;
+                calls.failures += 1;
+                inner.status_checks += 1;
+                inner.failures += 1;
+            }
+            fails.then(|| {
+                if always {
+                    "provider rejects this payment".to_string()
+                } else {
+                    format!(
+                        "provider unavailable (failure {} of {first})",
+                        calls.failures
+                    )
+                }
+            })
+        };
+        match failing {
+            Some(error) => Err(error),
+            None => Ok(self.check_status(key)),
+        }
+    }
+
+    /// Stop serving failures for `key` (or for every key): the fault was fixed.
+    pub fn heal(&self, key: Option<&str>) {
+        let mut f = self.faults.lock().unwrap_or_else(|p| p.into_inner());
+        match key {
+            Some(k) => {
+                f.fail_first.remove(k);
+                f.fail_always.remove(k);
+            }
+            None => *f = ProviderFaults::default(),
+        }
+    }
+
+    /// Failed status checks, over every key.
+    pub fn failures_total(&self) -> u64 {
+        self.lock().failures
     }
 
     /// The status check a worker makes to reconcile a payment. Deterministic: a key whose
@@ -262,6 +343,36 @@ mod tests {
         assert_eq!(p.calls()["PAY-001"].status_checks, 2);
         assert!(p.check_status("PAY-003").transaction_id.is_none());
         assert_eq!(p.calls()["PAY-001"].side_effects, 2);
+    }
+
+    #[test]
+    fn a_fault_fails_the_first_calls_of_a_key_or_every_one() {
+        let p = Provider::new();
+        p.set_faults(ProviderFaults {
+            fail_first: [("PAY-001".to_string(), 2)].into(),
+            fail_always: ["PAY-002".to_string()].into(),
+        });
+        assert!(p.try_check_status("PAY-001").is_err());
+        assert!(p.try_check_status("PAY-001").is_err());
+        assert_eq!(
+            p.try_check_status("PAY-001").unwrap().status,
+            ProviderStatus::Paid
+        );
+        for _ in 0..5 {
+            assert!(p.try_check_status("PAY-002").is_err());
+        }
+        assert!(p.try_check_status("PAY-004").is_ok());
+        assert_eq!((p.failures_total(), p.status_checks_total()), (7, 9));
+        assert_eq!(
+            p.side_effects_total(),
+            2,
+            "a failed call has no side effect"
+        );
+        p.clear();
+        assert!(
+            p.try_check_status("PAY-001").is_err(),
+            "a reset serves them again"
+        );
     }
 
     #[test]

@@ -15,7 +15,9 @@ use super::backend::{Db, Outbox};
 use super::clock::Clock;
 use super::events::{Event, EventKind};
 use super::provider::{Provider, StatusCheck, WorkerThread};
-use super::store::{ClaimOutcome, FinalizeOutcome, Lease, MessageRef, StoreShared};
+use super::store::{
+    ClaimOutcome, FailOutcome, FinalizeOutcome, Lease, MessageRef, RetryPolicy, StoreShared,
+};
 use super::worker_id::WorkerId;
 
 pub use super::stepper::Stepper;
@@ -28,6 +30,13 @@ pub struct Settings {
     pub process_ms: AtomicI64,
     /// After an empty claim, wait this long (scenario time) before asking again.
     pub idle_ms: AtomicI64,
+    /// A worker processing a message extends its lease every `heartbeat_ms` while this is on.
+    pub heartbeats: AtomicBool,
+    pub heartbeat_ms: AtomicI64,
+    /// The retry policy, one number each so a change applies live.
+    pub backoff_ms: AtomicI64,
+    pub backoff_cap_ms: AtomicI64,
+    pub max_attempts: AtomicI64,
 }
 
 impl Settings {
@@ -37,7 +46,35 @@ impl Settings {
             lease_ms: AtomicI64::new(lease_ms),
             process_ms: AtomicI64::new(process_ms),
             idle_ms: AtomicI64::new(idle_ms),
+            heartbeats: AtomicBool::new(true),
+            heartbeat_ms: AtomicI64::new(default_heartbeat_ms(lease_ms)),
+            backoff_ms: AtomicI64::new(RetryPolicy::default().base_ms),
+            backoff_cap_ms: AtomicI64::new(RetryPolicy::default().cap_ms),
+            max_attempts: AtomicI64::new(RetryPolicy::default().max_attempts),
         }
+    }
+    /// Take over heartbeats and retries from a setup.
+    pub fn apply(&self, r: &crate::setup::Reliability, lease_ms: i64) {
+        self.heartbeats.store(r.heartbeats, Ordering::SeqCst);
+        self.heartbeat_ms
+            .store(r.heartbeat_for(lease_ms), Ordering::SeqCst);
+        self.backoff_ms.store(r.retry.base_ms, Ordering::SeqCst);
+        self.backoff_cap_ms.store(r.retry.cap_ms, Ordering::SeqCst);
+        self.max_attempts
+            .store(r.retry.max_attempts, Ordering::SeqCst);
+    }
+    pub fn retry(&self) -> RetryPolicy {
+        RetryPolicy {
+            base_ms: self.backoff_ms.load(Ordering::SeqCst),
+            cap_ms: self.backoff_cap_ms.load(Ordering::SeqCst),
+            max_attempts: self.max_attempts.load(Ordering::SeqCst).max(1),
+        }
+    }
+    pub fn heartbeats(&self) -> bool {
+        self.heartbeats.load(Ordering::SeqCst)
+    }
+    pub fn heartbeat_ms(&self) -> i64 {
+        self.heartbeat_ms.load(Ordering::SeqCst).max(1)
     }
     pub fn leasing(&self) -> bool {
         self.leasing.load(Ordering::SeqCst)
@@ -51,6 +88,23 @@ impl Settings {
     pub fn idle_ms(&self) -> i64 {
         self.idle_ms.load(Ordering::SeqCst)
     }
+}
+
+/// The heartbeat interval when none is set: a third of the lease, so two beats can be
+/// missed before the lease runs out.
+pub fn default_heartbeat_ms(lease_ms: i64) -> i64 {
+    (lease_ms / 3).max(1)
+}
+
+/// Refuse a heartbeat interval that cannot keep a lease alive.
+pub fn check_heartbeat(heartbeat_ms: i64, lease_ms: i64) -> Result<(), String> {
+    if heartbeat_ms < 1 || heartbeat_ms >= lease_ms {
+        return Err(format!(
+            "heartbeat interval {heartbeat_ms} ms must be at least 1 and shorter than the lease \
+             ({lease_ms} ms): a beat after the lease ran out cannot keep it"
+        ));
+    }
+    Ok(())
 }
 
 /// Everything a worker thread shares with the engine.
@@ -73,6 +127,8 @@ pub enum Control {
     Step(Option<Sender<()>>),
     /// While paused and holding nothing: try to claim this message.
     ClaimId(i64, Option<Sender<()>>),
+    /// If it holds a lease and heartbeats are on: extend the lease now.
+    Heartbeat(Option<Sender<()>>),
     /// Stop at once without finalizing; any lease held stays in the database.
     Crash,
     /// Panic inside the worker thread (to prove a panic is contained).
@@ -158,6 +214,8 @@ pub struct WorkerStatus {
     pub acts: u64,
     /// Its last claim found nothing claimable but this message under a live lease.
     pub blocked_on: Option<BlockedOn>,
+    /// The scenario time of its last heartbeat for the lease it holds (None: none yet).
+    pub last_beat_ms: Option<i64>,
 }
 
 /// The message a blocked claim waits for, its owner and when that lease runs out.
@@ -377,6 +435,8 @@ pub(super) struct Worker {
     blocked_on: Option<BlockedOn>,
     /// Work set up: the scenario time its processing is done and the provider answers.
     work_done_at: Option<i64>,
+    /// The scenario time the held lease was taken or last extended: heartbeats count from it.
+    beat_base: i64,
 }
 
 impl Worker {
@@ -400,6 +460,7 @@ impl Worker {
             wait_until: None,
             blocked_on: None,
             work_done_at: None,
+            beat_base: 0,
         }
     }
 
@@ -528,7 +589,8 @@ impl Worker {
                 rx.recv().ok().or(Some(Control::Shutdown))
             } else if let Some(due) = self.wait_until {
                 let command = |c: Result<Control, _>| Some(c.unwrap_or(Control::Shutdown));
-                match self.real_wait(due) {
+                let wake = self.next_beat().map_or(due, |beat| beat.min(due));
+                match self.real_wait(wake) {
                     Some(real) => crossbeam_channel::select! {
                         recv(rx) -> c => command(c),
                         recv(self.clock_moved) -> _ => None,
@@ -553,6 +615,19 @@ impl Worker {
                 continue;
             }
             if let Some(due) = self.wait_until {
+                if self
+                    .next_beat()
+                    .is_some_and(|beat| self.ctx.clock.now() >= beat)
+                {
+                    if let Err(e) = self.beat() {
+                        return Some(e);
+                    }
+                    if matches!(self.phase, Phase::Idle) {
+                        // The lease was lost: the message is dropped, nothing to wait for.
+                        self.set_wait(None);
+                        continue;
+                    }
+                }
                 if self.ctx.clock.now() < due {
                     continue;
                 }
@@ -564,6 +639,61 @@ impl Worker {
                 Err(e) => return Some(e),
             }
         }
+    }
+
+    /// When the held lease is due its next heartbeat; None when there is nothing to beat.
+    fn next_beat(&self) -> Option<i64> {
+        let s = &self.ctx.settings;
+        (matches!(self.phase, Phase::Holding(_)) && s.heartbeats() && s.leasing())
+            .then(|| self.beat_base + s.heartbeat_ms())
+    }
+
+    /// Extend the held lease. Zero rows changed means the lease is lost: the worker drops
+    /// the message without calling the provider or trying a finalize.
+    fn beat(&mut self) -> Result<(), String> {
+        let Phase::Holding(lease) = &self.phase else {
+            return Ok(());
+        };
+        let mut lease = lease.clone();
+        let now = self.ctx.clock.now();
+        let lease_ms = self.ctx.settings.lease_ms();
+        let (until, seq) = self
+            .store
+            .heartbeat(&lease, now, lease_ms)
+            .map_err(|e| e.to_string())?;
+        self.beat_base = now;
+        match until {
+            Some(until_ms) => {
+                lease.until_ms = until_ms;
+                self.emit_when(
+                    seq,
+                    now,
+                    EventKind::Heartbeat {
+                        id: lease.id,
+                        key: lease.key.clone(),
+                        version: lease.version,
+                        until_ms,
+                    },
+                );
+                self.phase = Phase::Holding(lease);
+                self.set_status(|s| s.last_beat_ms = Some(now));
+            }
+            None => {
+                self.emit_when(
+                    seq,
+                    now,
+                    EventKind::LeaseLost {
+                        id: lease.id,
+                        key: lease.key,
+                        version: lease.version,
+                    },
+                );
+                self.phase = Phase::Idle;
+                self.set_status(|s| s.last_beat_ms = None);
+            }
+        }
+        self.publish();
+        Ok(())
     }
 
     fn set_wait(&mut self, until: Option<i64>) {
@@ -645,6 +775,17 @@ impl Worker {
                     let _ = r.send(());
                 }
             }
+            Control::Heartbeat(reply) => {
+                if self.next_beat().is_some() {
+                    self.beat()?;
+                    if matches!(self.phase, Phase::Idle) {
+                        self.set_wait(None);
+                    }
+                }
+                if let Some(r) = reply {
+                    let _ = r.send(());
+                }
+            }
             Control::Crash => return Ok(Some(Exit::Crash)),
             Control::Panic => panic!("injected panic in {}", self.name),
             Control::CreatePayment(key, reply) => {
@@ -675,7 +816,7 @@ impl Worker {
         let acted = match phase {
             Phase::Idle if leasing => self.claim(None)?,
             Phase::Idle => self.load()?,
-            Phase::Holding(lease) => self.call_provider(lease),
+            Phase::Holding(lease) => self.call_provider(lease)?,
             Phase::Checked(lease, check) => self.finalize(lease, check)?,
             // Leasing came back on: drop the unowned snapshot at this cycle.
             Phase::Naive { .. } if leasing => Acted::Done,
@@ -704,16 +845,59 @@ impl Worker {
         Ok(acted)
     }
 
-    /// Leasing on, holding a lease: ask the provider for the payment's status.
-    fn call_provider(&mut self, lease: Lease) -> Acted {
-        let check = self.ctx.provider.check_status(&lease.key);
+    /// Leasing on, holding a lease: ask the provider for the payment's status. A failed
+    /// call is recorded on the row: back to Pending after a backoff, or dead-lettered.
+    fn call_provider(&mut self, lease: Lease) -> Result<Acted, String> {
+        let check = match self.ctx.provider.try_check_status(&lease.key) {
+            Ok(check) => check,
+            Err(error) => {
+                self.failed_attempt(lease, error)?;
+                return Ok(Acted::Done);
+            }
+        };
         self.emit(EventKind::ProviderCalled {
             id: lease.id,
             key: lease.key.clone(),
             status: check.status,
         });
         self.phase = Phase::Checked(lease, check);
-        Acted::Done
+        Ok(Acted::Done)
+    }
+
+    /// The provider failed: release the lease with a backoff, or dead-letter the message
+    /// when this was its last attempt. A lease lost meanwhile writes nothing.
+    fn failed_attempt(&mut self, lease: Lease, error: String) -> Result<(), String> {
+        let now = self.ctx.clock.now();
+        let policy = self.ctx.settings.retry();
+        let (outcome, seq) = self
+            .store
+            .fail_attempt(&lease, &error, now, &policy)
+            .map_err(|e| e.to_string())?;
+        let (id, key, version) = (lease.id, lease.key, lease.version);
+        let kind = match outcome {
+            FailOutcome::Retry {
+                attempt,
+                available_at_ms,
+            } => EventKind::AttemptFailed {
+                id,
+                key,
+                version,
+                attempt,
+                available_at_ms,
+                error,
+            },
+            FailOutcome::DeadLettered { attempts } => EventKind::DeadLettered {
+                id,
+                key,
+                version,
+                attempts,
+                error,
+            },
+            FailOutcome::LeaseLost => EventKind::LeaseLost { id, key, version },
+        };
+        self.emit_when(seq, now, kind);
+        self.phase = Phase::Idle;
+        Ok(())
     }
 
     /// Leasing on, the provider answered: the ownership-guarded finalize.
@@ -824,6 +1008,8 @@ impl Worker {
                     },
                 );
                 self.phase = Phase::Holding(lease);
+                self.beat_base = now;
+                self.set_status(|s| s.last_beat_ms = None);
                 Ok(Acted::Done)
             }
             ClaimOutcome::Empty => {
@@ -865,8 +1051,11 @@ impl Worker {
     fn load(&mut self) -> Result<Acted, String> {
         let now = self.ctx.clock.now();
         self.set_status(|s| s.state = WorkerState::Claiming);
-        let queue: VecDeque<MessageRef> =
-            self.store.load_pending().map_err(|e| e.to_string())?.into();
+        let queue: VecDeque<MessageRef> = self
+            .store
+            .load_pending(now)
+            .map_err(|e| e.to_string())?
+            .into();
         self.emit(EventKind::Loaded { count: queue.len() });
         if queue.is_empty() {
             return Ok(Acted::WaitUntil(now + self.ctx.settings.idle_ms()));

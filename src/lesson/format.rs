@@ -6,9 +6,10 @@ use std::ops::Range;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::engine::store::{OutboxStatus, PaymentStatus};
+use crate::engine::provider::ProviderFaults;
+use crate::engine::store::{OutboxStatus, PaymentStatus, RetryPolicy};
 use crate::engine::worker_id::WorkerId;
-use crate::setup::Timing;
+use crate::setup::{Reliability, Timing};
 
 /// The only format this build reads.
 pub const FORMAT_VERSION: i64 = 1;
@@ -24,6 +25,8 @@ pub struct Setup {
     /// The provider honours the payment's idempotency key: a repeated call returns the
     /// first result and causes no new side effect.
     pub idempotent_provider: bool,
+    /// Heartbeats, retries and the dead letter.
+    pub reliability: Reliability,
 }
 
 impl Default for Setup {
@@ -36,6 +39,7 @@ impl Default for Setup {
             process_ms: Timing::DASHBOARD.process_ms,
             leasing: true,
             idempotent_provider: false,
+            reliability: Reliability::default(),
         }
     }
 }
@@ -75,6 +79,16 @@ pub enum Action {
     Advance {
         ms: i64,
     },
+    /// The clock moves `ms` while every live worker works on what it holds: with
+    /// heartbeats on, each beats at its interval (in slot order, so replays agree).
+    Work {
+        ms: i64,
+    },
+    Heartbeats(bool),
+    /// Put a dead letter (or every one) back to Pending with fresh attempts.
+    Redrive(Option<MessageSel>),
+    /// The provider stops failing for a message (or for all): the fault was fixed.
+    Heal(Option<MessageSel>),
     Leasing(bool),
     /// Switch the provider's idempotency-key honouring on or off.
     Idempotency(bool),
@@ -102,6 +116,8 @@ pub enum Figure {
     Payment(MessageSel),
     /// Results written for the message (the processing ledger).
     Processed(MessageSel),
+    /// The outbox row's Attempts.
+    Attempts(MessageSel),
     /// A ledger counter by name (see [`LEDGER_FIGURES`]).
     Ledger(&'static str),
     /// Outbox rows with this status.
@@ -165,6 +181,19 @@ pub const LEDGER_FIGURES: &[(&str, &str)] = &[
     ("rejected", "finalizes rejected because the lease was lost"),
     ("violations", "ownership violations"),
     ("crashes", "worker crashes"),
+    ("heartbeats", "heartbeats that extended a lease"),
+    (
+        "lost",
+        "leases found lost by a heartbeat (the message was dropped)",
+    ),
+    (
+        "retries",
+        "failed attempts sent back to Pending after a backoff",
+    ),
+    (
+        "dead",
+        "messages dead-lettered after their last attempt failed",
+    ),
 ];
 
 #[derive(Deserialize)]
@@ -188,6 +217,14 @@ struct RawSetup {
     process_ms: Option<Spanned<i64>>,
     leasing: Option<bool>,
     idempotent_provider: Option<bool>,
+    heartbeat: Option<bool>,
+    heartbeat_ms: Option<Spanned<i64>>,
+    max_attempts: Option<Spanned<i64>>,
+    backoff_ms: Option<Spanned<i64>>,
+    backoff_cap_ms: Option<Spanned<i64>>,
+    /// Payment key -> how many of its first status checks fail.
+    fail_first: Option<std::collections::BTreeMap<String, Spanned<i64>>>,
+    fail_always: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -264,6 +301,24 @@ impl Parser<'_> {
         format!("{}:{}: {msg}", self.path, self.line_of(span.start))
     }
 
+    /// `max_attempts`, `backoff_ms` and `backoff_cap_ms` over the defaults.
+    fn retry(&self, s: &RawSetup) -> Result<RetryPolicy, String> {
+        let d = RetryPolicy::default();
+        let max = self.number(&s.max_attempts, "max_attempts", 1, 1_000)?;
+        let base = self.number(&s.backoff_ms, "backoff_ms", 0, 3_600_000)?;
+        let cap = self.number(&s.backoff_cap_ms, "backoff_cap_ms", 0, 3_600_000)?;
+        let base = base.unwrap_or(d.base_ms);
+        RetryPolicy::new(
+            base,
+            cap.unwrap_or(d.cap_ms.max(base)),
+            max.unwrap_or(d.max_attempts),
+        )
+        .map_err(|e| {
+            let span = s.backoff_cap_ms.as_ref().map_or(0..0, |v| v.span());
+            self.err(span, &e)
+        })
+    }
+
     fn number(
         &self,
         v: &Option<Spanned<i64>>,
@@ -298,7 +353,7 @@ impl Parser<'_> {
     /// The `[setup]` table, each number in its range, defaults for what it leaves out.
     fn setup(&self, s: &RawSetup) -> Result<Setup, String> {
         let d = Setup::default();
-        Ok(Setup {
+        let mut setup = Setup {
             workers: self
                 .number(&s.workers, "workers", 1, 26)?
                 .unwrap_or(d.workers as i64) as usize,
@@ -313,7 +368,49 @@ impl Parser<'_> {
                 .unwrap_or(d.process_ms),
             leasing: s.leasing.unwrap_or(d.leasing),
             idempotent_provider: s.idempotent_provider.unwrap_or(d.idempotent_provider),
-        })
+            reliability: Reliability {
+                heartbeats: s.heartbeat.unwrap_or(d.reliability.heartbeats),
+                heartbeat_ms: self.number(&s.heartbeat_ms, "heartbeat_ms", 1, 3_600_000)?,
+                retry: self.retry(s)?,
+                faults: ProviderFaults::default(),
+            },
+        };
+        if let Err(e) = setup.reliability.check(setup.lease_ms) {
+            let span = s.heartbeat_ms.as_ref().map_or(0..0, |v| v.span());
+            return Err(self.err(span, &e));
+        }
+        setup.reliability.faults = self.faults(s, setup.messages)?;
+        Ok(setup)
+    }
+
+    /// The provider failures a lesson asks for, each naming a seeded payment.
+    fn faults(&self, s: &RawSetup, messages: u64) -> Result<ProviderFaults, String> {
+        let key_of = |word: &str, span: Range<usize>| -> Result<String, String> {
+            let n = word
+                .strip_prefix("PAY-")
+                .and_then(|d| d.parse::<u64>().ok())
+                .filter(|n| (1..=messages).contains(n))
+                .ok_or_else(|| {
+                    self.err(
+                        span,
+                        &format!("'{word}' is not a seeded payment (PAY-001 to PAY-{messages:03})"),
+                    )
+                })?;
+            Ok(crate::engine::store::payment_key(n))
+        };
+        let mut faults = ProviderFaults::default();
+        for (key, n) in s.fail_first.iter().flatten() {
+            let n = self
+                .number(&Some(n.clone()), "fail_first", 0, 1_000_000)?
+                .unwrap_or(0);
+            faults.fail_first.insert(key_of(key, 0..0)?, n as u64);
+        }
+        for key in s.fail_always.iter().flatten() {
+            faults
+                .fail_always
+                .insert(key_of(key.get_ref(), key.span())?);
+        }
+        Ok(faults)
     }
 }
 
@@ -485,6 +582,38 @@ impl Ctx<'_> {
                 extra(2)?;
                 Action::Advance { ms }
             }
+            "work" => {
+                let w = words.get(1).copied();
+                let ms = self.count(&span, w.map(|w| w.trim_end_matches("ms")), "work")?;
+                extra(2)?;
+                Action::Work { ms }
+            }
+            "redrive" | "heal" => {
+                let which = match words.get(1).copied() {
+                    Some("all") => None,
+                    Some(w) => Some(self.message(&span, w)?),
+                    None => {
+                        return Err(self
+                            .p
+                            .err(span, &format!("{verb} takes a message or all")))
+                    }
+                };
+                extra(2)?;
+                if verb == "redrive" {
+                    Action::Redrive(which)
+                } else {
+                    Action::Heal(which)
+                }
+            }
+            "heartbeats" => {
+                let on = match words.get(1).copied() {
+                    Some("on") => true,
+                    Some("off") => false,
+                    _ => return Err(self.p.err(span, "heartbeats takes on or off")),
+                };
+                extra(2)?;
+                Action::Heartbeats(on)
+            }
             "leasing" => {
                 let on = self.on_off(&span, verb, words.get(1).copied())?;
                 extra(2)?;
@@ -510,7 +639,8 @@ impl Ctx<'_> {
                     span,
                     &format!(
                         "unknown action '{other}' (known: claim, act, crash, restart, pause, \
-                         resume, advance, leasing, idempotency, add-payment, run-until)"
+                         resume, advance, work, heartbeats, redrive, heal, leasing, idempotency, add-payment, \
+                         run-until)"
                     ),
                 ))
             }
@@ -625,14 +755,18 @@ impl Ctx<'_> {
                 Figure::Processed(msg),
                 self.count(span, value, "processed")?.to_string(),
             ),
+            Some("attempts") => (
+                Figure::Attempts(msg),
+                self.count(span, value, "attempts")?.to_string(),
+            ),
             Some(w) => {
                 return bad(&format!(
-                    "unknown message figure '{w}' (known: status, owner, lease, payment, processed)"
+                    "unknown message figure '{w}' (known: status, owner, lease, payment, processed, attempts)"
                 ))
             }
             None => {
                 return bad(
-                    "a message figure is missing (status, owner, lease, payment, processed)",
+                    "a message figure is missing (status, owner, lease, payment, processed, attempts)",
                 )
             }
         };
@@ -708,5 +842,21 @@ expect = ["PAY-001 owner Worker-A", "ledger claims 1", "provider PAY-001 calls 0
         assert!(parse("t", "t.toml", &bad)
             .unwrap_err()
             .starts_with("t.toml:7: unknown worker 'Worker-C'"));
+    }
+
+    #[test]
+    fn a_heartbeat_not_shorter_than_the_lease_is_refused_at_its_line() {
+        let bad = GOOD.replace("workers = 2", "lease_ms = 900\nheartbeat_ms = 900");
+        let e = parse("t", "t.toml", &bad).unwrap_err();
+        assert!(e.starts_with("t.toml:6: heartbeat interval 900 ms"), "{e}");
+        let ok = GOOD.replace("workers = 2", "heartbeat = false\nheartbeat_ms = 100");
+        let l = parse("t", "t.toml", &ok).unwrap();
+        assert!(!l.setup.reliability.heartbeats);
+        assert_eq!(l.setup.reliability.heartbeat_ms, Some(100));
+        let work = GOOD.replace("advance 100", "work 400");
+        assert_eq!(
+            parse("t", "t.toml", &work).unwrap().steps[0].actions[1],
+            Action::Work { ms: 400 }
+        );
     }
 }

@@ -74,6 +74,7 @@ pub fn engine_config(setup: &Setup) -> EngineConfig {
         process_ms: setup.process_ms,
         idle_ms: crate::setup::idle_ms(setup.process_ms),
         leasing: setup.leasing,
+        reliability: setup.reliability.clone(),
         ..EngineConfig::default()
     }
 }
@@ -124,6 +125,8 @@ impl LessonRunner {
             .settings
             .process_ms
             .store(setup.process_ms, std::sync::atomic::Ordering::SeqCst);
+        engine.settings.apply(&setup.reliability, setup.lease_ms);
+        engine.provider.set_faults(setup.reliability.faults.clone());
         self.done = 0;
         self.frozen.clear();
         self.reports.clear();
@@ -284,12 +287,52 @@ impl LessonRunner {
                 });
             }
             Action::Advance { ms } => engine.advance(*ms),
+            Action::Work { ms } => self.work(engine, *ms),
+            Action::Heartbeats(on) => engine.set_heartbeats(*on),
+            Action::Heal(which) => {
+                let key = which.as_ref().map(|m| m.key.as_str());
+                engine.provider.heal(key);
+                engine.emit(EventKind::Note {
+                    text: format!(
+                        "provider fixed for {}: its status checks answer again",
+                        key.unwrap_or("every payment")
+                    ),
+                });
+            }
+            Action::Redrive(which) => {
+                engine
+                    .redrive(which.as_ref().map(|m| m.key.as_str()))
+                    .map_err(|e| e.to_string())?;
+            }
             Action::Leasing(on) => engine.set_leasing(*on),
             Action::Idempotency(on) => set_idempotency(engine, *on),
             Action::AddPayment => engine.add_payment().map_err(|e| e.to_string())?,
             Action::RunUntil(c) => self.run_until(engine, *c)?,
         }
         Ok(())
+    }
+
+    /// Let `ms` of processing time pass: with heartbeats on the clock moves one interval at
+    /// a time and every live, unfrozen worker then beats, Worker-A first.
+    fn work(&self, engine: &Engine, ms: i64) {
+        let step = if engine.settings.heartbeats() {
+            engine.settings.heartbeat_ms()
+        } else {
+            ms.max(1)
+        };
+        let mut left = ms;
+        while left > 0 {
+            let slice = step.min(left);
+            engine.advance(slice);
+            left -= slice;
+            if engine.settings.heartbeats() {
+                for slot in 0..engine.workers().len() {
+                    if !self.frozen.contains(&slot) {
+                        engine.heartbeat(slot);
+                    }
+                }
+            }
+        }
     }
 
     /// Every live, unfrozen worker acts in turn (Worker-A first) until the condition holds.
@@ -371,6 +414,7 @@ fn figure(engine: &Engine, ledger: &Ledger, e: &Expect) -> Result<String, String
         Figure::Lease(m) => row(m.id)?.lease_version.to_string(),
         Figure::Payment(m) => row(m.id)?.payment_status.to_string(),
         Figure::Processed(m) => ledger.runs_of(m.id).to_string(),
+        Figure::Attempts(m) => row(m.id)?.attempts.to_string(),
         Figure::Ledger(name) => ledger_figure(ledger, name).to_string(),
         Figure::Outbox(status) => {
             let c = store.outbox_counts().map_err(|e| e.to_string())?;
@@ -416,6 +460,10 @@ fn ledger_figure(l: &Ledger, name: &str) -> u64 {
         "rejected" => l.rejected_finalizes,
         "violations" => l.ownership_violations,
         "crashes" => l.crashes,
+        "heartbeats" => l.heartbeats,
+        "lost" => l.leases_lost,
+        "retries" => l.retries,
+        "dead" => l.dead_letters,
         _ => 0,
     }
 }
@@ -491,7 +539,8 @@ impl Session {
             .unwrap_or_default();
         let l = &self.ledger;
         format!(
-            "{rows:?}\n{:?}\n{:?}\nclock {}\nledger {} {} {} {} {} {} {} {} {}\nworkers {:?}",
+            "{rows:?}\n{:?}\n{:?}\nclock {}\nledger {} {} {} {} {} {} {} {} {} {} {} {} {}\n\
+             workers {:?}",
             store.payments().unwrap_or_default(),
             self.engine
                 .provider
@@ -509,6 +558,10 @@ impl Session {
             l.processed_more_than_once(),
             l.rejected_finalizes,
             l.ownership_violations,
+            l.heartbeats,
+            l.leases_lost,
+            l.retries,
+            l.dead_letters,
             self.engine
                 .workers()
                 .iter()

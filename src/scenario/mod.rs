@@ -11,7 +11,7 @@ use crate::engine::store::{
 use crate::engine::worker::WorkerStatus;
 use crate::engine::worker_id::WorkerId;
 use crate::engine::{Engine, EngineConfig};
-use crate::setup::Timing;
+use crate::setup::{Reliability, Timing};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scenario {
@@ -269,6 +269,8 @@ pub struct RunOptions {
     pub interrupt: Option<crossbeam_channel::Receiver<i32>>,
     /// A fault a test injects once the engine is seeded, before the workers run.
     pub inject: Option<fn(&Engine)>,
+    /// Heartbeats, retries and the dead letter.
+    pub reliability: Reliability,
 }
 
 impl Default for RunOptions {
@@ -285,6 +287,7 @@ impl Default for RunOptions {
             stall_after: Duration::from_secs(60),
             interrupt: None,
             inject: None,
+            reliability: Reliability::default(),
         }
     }
 }
@@ -415,6 +418,7 @@ fn engine_config(scenario: Scenario, opts: &RunOptions) -> Result<(EngineConfig,
         leasing,
         db: opts.db.clone().map(crate::engine::backend::Db::from),
         durability: crate::engine::store::Durability::Full,
+        reliability: opts.reliability.clone(),
     };
     Ok((config, story))
 }

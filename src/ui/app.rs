@@ -87,6 +87,7 @@ impl App {
             leasing,
             db: opts.db.clone().map(Db::from),
             durability: Default::default(),
+            reliability: opts.reliability.clone(),
         };
         let engine = Engine::start(config, true).map_err(|e| e.to_string())?;
         engine.clock.set_speed(speed);
@@ -257,9 +258,11 @@ impl App {
             | Action::SelectWorker(_)
             | Action::Crash
             | Action::Restart => self.act_on_worker(action),
-            Action::AddPayment | Action::Reset | Action::ToggleLeasing => {
-                self.act_on_outbox(action)
-            }
+            Action::AddPayment
+            | Action::Reset
+            | Action::ToggleLeasing
+            | Action::ToggleHeartbeats
+            | Action::Redrive => self.act_on_outbox(action),
             Action::TogglePause
             | Action::Step
             | Action::StepBack
@@ -339,6 +342,27 @@ impl App {
                 self.after_engine_call();
             }
             Action::Reset => self.reset(),
+            Action::Redrive => {
+                match self.engine.redrive(None) {
+                    Ok(0) => self.ui.say("no dead letters to redrive"),
+                    Ok(n) => self.ui.say(format!("redrove {n} dead letters")),
+                    Err(e) => self.ui.say(format!("could not redrive: {e}")),
+                }
+                self.after_engine_call();
+            }
+            Action::ToggleHeartbeats => {
+                let on = !self.engine.settings.heartbeats();
+                self.engine.set_heartbeats(on);
+                self.ui.say(format!(
+                    "heartbeats {}",
+                    if on {
+                        format!("on: every {} ms", self.engine.settings.heartbeat_ms())
+                    } else {
+                        "off: a job longer than its lease will be taken over".into()
+                    }
+                ));
+                self.after_engine_call();
+            }
             _ => {
                 self.engine.set_leasing(!self.leasing());
                 self.after_engine_call();

@@ -22,7 +22,11 @@ pub enum Action {
     Faster,
     Slower,
     ToggleLeasing,
+    /// Switch lease heartbeats on or off for every worker.
+    ToggleHeartbeats,
     AddPayment,
+    /// Put every dead-lettered message back to Pending with fresh attempts.
+    Redrive,
     Reset,
     FocusNext,
     ScrollUp,
@@ -205,6 +209,14 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::ToggleLeasing,
     },
     Binding {
+        keys: &[Key::Char('h')],
+        label: "h",
+        hint: "",
+        help: "switch heartbeats on / off: a working worker extends its lease every interval",
+        section: Section::Outbox,
+        action: Action::ToggleHeartbeats,
+    },
+    Binding {
         keys: &[Key::Char('R')],
         label: "R",
         hint: "reset",
@@ -219,6 +231,14 @@ pub const BINDINGS: &[Binding] = &[
         help: "add a payment and its outbox row, in one transaction",
         section: Section::Outbox,
         action: Action::AddPayment,
+    },
+    Binding {
+        keys: &[Key::Char('D')],
+        label: "D",
+        hint: "",
+        help: "redrive: every dead-lettered message back to Pending with fresh attempts",
+        section: Section::Outbox,
+        action: Action::Redrive,
     },
     Binding {
         keys: &[Key::Char('+'), Key::Char('=')],

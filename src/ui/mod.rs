@@ -47,6 +47,8 @@ pub struct DashboardOptions {
     pub watch: bool,
     /// Start the workers as `leaselab worker` processes (`--processes`).
     pub processes: bool,
+    /// Heartbeats, retries and the dead letter.
+    pub reliability: crate::setup::Reliability,
 }
 
 impl Default for DashboardOptions {
@@ -63,6 +65,7 @@ impl Default for DashboardOptions {
             no_leasing: false,
             watch: false,
             processes: false,
+            reliability: Default::default(),
         }
     }
 }

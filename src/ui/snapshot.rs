@@ -112,6 +112,13 @@ pub struct LedgerFigures {
     pub provider_effects: u64,
     /// The provider answers a repeated check without a new side effect.
     pub provider_idempotent: bool,
+    /// Failed attempts retried after a backoff, messages dead-lettered, and dead letters
+    /// in the outbox now.
+    pub retries: u64,
+    pub dead_letters: u64,
+    pub dead_now: u64,
+    pub heartbeats: u64,
+    pub leases_lost: u64,
 }
 
 /// The next story step, for the status strip.

@@ -90,8 +90,8 @@ impl Outbox for PgOutbox {
         let s = self.pg_mut().finalize_stamped(lease, check, now)?;
         Ok((s.value, s.stamp))
     }
-    fn load_pending(&self) -> Result<Vec<MessageRef>> {
-        Ok(self.pg().load_pending()?)
+    fn load_pending(&self, now: i64) -> Result<Vec<MessageRef>> {
+        Ok(self.pg().load_pending(now)?)
     }
     fn mark_processed(&mut self, msg: &MessageRef, check: &StatusCheck, now: i64) -> Result<u64> {
         Ok(self.pg_mut().mark_processed_by("", msg, check, now)?)

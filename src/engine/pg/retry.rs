@@ -32,7 +32,7 @@ UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = $1,
  WHERE Id = $2 RETURNING LeaseVersion";
 
 const LOAD_PENDING_SQL: &str =
-    "SELECT Id, PaymentKey FROM OutboxMessages WHERE Status = 'Pending' ORDER BY CreatedAtUtc, Id";
+    "SELECT Id, PaymentKey FROM OutboxMessages WHERE Status = 'Pending' AND AvailableAtUtc <= $1 ORDER BY CreatedAtUtc, Id";
 
 impl PgStore {
     /// Extend `lease` to `now + lease_ms` (never shorter than it is). `None`: the lease is
@@ -149,10 +149,11 @@ impl PgStore {
             .and_then(|r| r.get(0)))
     }
 
-    /// Leasing off: every Pending message, as the naive worker loads them.
-    pub fn load_pending(&mut self) -> Result<Vec<MessageRef>> {
+    /// Leasing off: every Pending message whose backoff is over at `now`, as the naive
+    /// worker loads them.
+    pub fn load_pending(&mut self, now: i64) -> Result<Vec<MessageRef>> {
         let load = self.prepared(LOAD_PENDING_SQL)?;
-        let rows = self.client.query(&load, &[])?;
+        let rows = self.client.query(&load, &[&now])?;
         Ok(rows
             .iter()
             .map(|r| MessageRef {

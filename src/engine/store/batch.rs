@@ -20,11 +20,15 @@ impl Store {
     ) -> Result<(Vec<Lease>, u64)> {
         self.write(|tx, shared| {
             let mut candidates: Vec<(i64, i64)> = Vec::with_capacity(2 * k);
-            let mut pending = tx.prepare_cached(
-                "SELECT CreatedAtUtc, Id FROM OutboxMessages
-                  WHERE Status = 'Pending' ORDER BY CreatedAtUtc, Id LIMIT ?1",
-            )?;
-            let rows = pending.query_map([k as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            // Only rows whose backoff is over; a dead letter is never Pending.
+            let mut pending = tx.prepare_cached(concat!(
+                "SELECT CreatedAtUtc, Id FROM OutboxMessages WHERE ",
+                available!(),
+                " ORDER BY CreatedAtUtc, Id LIMIT :k"
+            ))?;
+            let rows = pending.query_map(named_params! {":now": now, ":k": k as i64}, |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
             for r in rows {
                 candidates.push(r?);
             }

@@ -1,6 +1,6 @@
 //! Leasing off: load every Pending message, then mark each Processed asking nobody.
 
-use rusqlite::params;
+use rusqlite::{named_params, params};
 
 use super::conn::End;
 use super::finalize::write_answer;
@@ -10,13 +10,16 @@ use super::{MessageRef, Result, Store};
 use crate::engine::provider::StatusCheck;
 
 impl Store {
-    /// Leasing off: every Pending message, as the naive worker loads them.
-    pub fn load_pending(&self) -> Result<Vec<MessageRef>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT Id, PaymentKey FROM OutboxMessages WHERE Status = 'Pending' ORDER BY CreatedAtUtc, Id",
-        )?;
+    /// Leasing off: every Pending message whose backoff is over at `now`, as the naive
+    /// worker loads them (a dead letter is not Pending, so it is never loaded).
+    pub fn load_pending(&self, now: i64) -> Result<Vec<MessageRef>> {
+        let mut stmt = self.conn.prepare_cached(concat!(
+            "SELECT Id, PaymentKey FROM OutboxMessages WHERE ",
+            available!(),
+            " ORDER BY CreatedAtUtc, Id"
+        ))?;
         let rows = stmt
-            .query_map([], |r| {
+            .query_map(named_params! {":now": now}, |r| {
                 Ok(MessageRef {
                     id: r.get(0)?,
                     key: r.get(1)?,

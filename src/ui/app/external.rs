@@ -189,6 +189,7 @@ impl App {
             leasing,
             db: opts.db.clone().map(Db::from),
             durability: Default::default(),
+            reliability: opts.reliability.clone(),
         };
         let engine = match mode {
             ExternalMode::Watch => {
@@ -234,6 +235,7 @@ impl App {
                     lease_ms: timing.lease_ms,
                     process_ms: timing.process_ms,
                     leasing,
+                    reliability: opts.reliability.clone(),
                 },
                 opts.workers,
             )?),

@@ -133,6 +133,16 @@ impl App {
                     HistoryStep::Mark { status, .. } => {
                         format!("MARKED {} without a lease", status.as_str())
                     }
+                    HistoryStep::Heartbeat {
+                        version, until_ms, ..
+                    } => format!("HEARTBEAT: lease v{version} until {}", hms(*until_ms)),
+                    HistoryStep::Released { version, .. } => {
+                        format!("ATTEMPT FAILED: lease v{version} released, retry after backoff")
+                    }
+                    HistoryStep::DeadLettered { version, .. } => {
+                        format!("DEAD-LETTERED after its last attempt (lease v{version})")
+                    }
+                    HistoryStep::Redriven { .. } => "REDRIVEN: back to Pending".to_string(),
                 };
                 (step.at_ms(), step.owner().to_string(), text)
             })
@@ -307,6 +317,11 @@ impl App {
                 None => p.side_effects_total(),
             },
             provider_idempotent: p.is_idempotent(),
+            retries: l.retries,
+            dead_letters: l.dead_letters,
+            dead_now: l.dead.len() as u64,
+            heartbeats: l.heartbeats,
+            leases_lost: l.leases_lost,
         }
     }
 

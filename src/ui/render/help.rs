@@ -40,7 +40,18 @@ fn help_lines(t: &Theme, in_lesson: bool, roomy: bool) -> Vec<Line<'static>> {
         for b in keys::help_entries().filter(|b| b.section == section) {
             // A lesson's step back shares the line of its step forward.
             let (label, help) = match b.action {
-                keys::Action::StepBack => continue,
+                keys::Action::StepBack | keys::Action::ToggleHeartbeats | keys::Action::Redrive => {
+                    continue
+                }
+                // Pairs share a line so the overlay still fits 80x24.
+                keys::Action::ToggleLeasing => (
+                    "l / h",
+                    "switch leasing / heartbeats on or off (at the next worker cycle)",
+                ),
+                keys::Action::AddPayment => (
+                    "p / D",
+                    "add a payment and its outbox row / redrive every dead letter",
+                ),
                 keys::Action::Step if in_lesson => (
                     "n / b",
                     "one lesson step forward / back (back reseeds and replays)",

@@ -80,7 +80,24 @@ fn figure_lines(l: &LedgerFigures, t: &Theme, width: usize, rows: usize) -> Vec<
         ("crashes", l.crashes, t.base),
         ("restarts", l.restarts, t.base),
     ];
-    let room = rows.saturating_sub(6);
+    // Retries, dead letters and heartbeats take a line each once they happened.
+    let mut news = Vec::new();
+    if l.retries + l.dead_letters > 0 {
+        news.push(Line::from(vec![
+            Span::raw(format!("retries {} · dead letters ", l.retries)),
+            styled(
+                format!("{} ({} now)", l.dead_letters, l.dead_now),
+                if l.dead_now > 0 { t.bad } else { t.base },
+            ),
+        ]));
+    }
+    if l.heartbeats + l.leases_lost > 0 {
+        news.push(Line::from(vec![
+            Span::raw(format!("heartbeats {} · leases lost ", l.heartbeats)),
+            styled(l.leases_lost.to_string(), bad_if(l.leases_lost)),
+        ]));
+    }
+    let room = rows.saturating_sub(6 + news.len());
     let short = room < extra.len();
     if short {
         // Attempts and provider checks share a line so the reclaims line fits too.
@@ -129,6 +146,7 @@ fn figure_lines(l: &LedgerFigures, t: &Theme, width: usize, rows: usize) -> Vec<
         }
         lines.push(figure(label, number, style, width));
     }
+    lines.extend(news);
     // Too few rows for a line each: how the story got here still shows, on one line.
     if short {
         lines.push(Line::from(vec![

@@ -124,10 +124,13 @@ impl View<'_> {
         if let Some(lease) = &s.lease {
             let left = lease.until_ms - self.now_ms;
             if !crashed {
-                let text = if wide {
-                    format!("{} {} left", lease.key, ms_label(left.max(0)))
-                } else {
-                    lease.key.clone()
+                let text = match (wide, s.last_beat_ms) {
+                    // The table shows the lease left; a beating worker shows its pulse.
+                    (true, Some(at)) => {
+                        format!("{} ♥{} ago", lease.key, ms_label((self.now_ms - at).max(0)))
+                    }
+                    (true, None) => format!("{} {} left", lease.key, ms_label(left.max(0))),
+                    (false, _) => lease.key.clone(),
                 };
                 return (text, t.base);
             }
