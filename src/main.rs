@@ -770,7 +770,7 @@ fn worker(cli: &Cli, name: &str) -> ExitCode {
         name: name.to_string(),
         lease_ms: timing.lease_ms,
         process_ms: timing.process_ms,
-        idle_ms: timing.idle_ms(),
+        idle_ms: leaselab::setup::MAX_IDLE_MS,
         leasing: !cli.no_leasing,
         messages,
         reliability,

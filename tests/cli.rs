@@ -825,7 +825,13 @@ fn a_column_dropped_under_the_run_ends_it_with_exit_three_and_the_workers_error(
 fn a_run_whose_lease_would_run_out_mid_message_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let o = leaselab(
-        &["run", "outbox-leasing", "--process-ms", "600000"],
+        &[
+            "run",
+            "outbox-leasing",
+            "--process-ms",
+            "600000",
+            "--no-heartbeat",
+        ],
         dir.path(),
     );
     assert_usage_error(&o, "--lease-ms");

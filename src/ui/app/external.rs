@@ -185,7 +185,7 @@ impl App {
                 .unwrap_or(Scenario::OutboxLeasing.default_messages()),
             lease_ms: timing.lease_ms,
             process_ms: timing.process_ms,
-            idle_ms: timing.idle_ms(),
+            idle_ms: crate::setup::MAX_IDLE_MS,
             leasing,
             db: opts.db.clone().map(Db::from),
             durability: Default::default(),

@@ -80,59 +80,17 @@ fn figure_lines(l: &LedgerFigures, t: &Theme, width: usize, rows: usize) -> Vec<
         ("crashes", l.crashes, t.base),
         ("restarts", l.restarts, t.base),
     ];
-    // Retries, dead letters and heartbeats take a line each once they happened.
-    let mut news = Vec::new();
-    if l.retries + l.dead_letters > 0 {
-        news.push(Line::from(vec![
-            Span::raw(format!("retries {} · dead letters ", l.retries)),
-            styled(
-                format!("{} ({} now)", l.dead_letters, l.dead_now),
-                if l.dead_now > 0 { t.bad } else { t.base },
-            ),
-        ]));
-    }
-    if l.heartbeats + l.leases_lost > 0 {
-        news.push(Line::from(vec![
-            Span::raw(format!("heartbeats {} · leases lost ", l.heartbeats)),
-            styled(l.leases_lost.to_string(), bad_if(l.leases_lost)),
-        ]));
-    }
+    let news = reliability_lines(l, t);
     let room = rows.saturating_sub(6 + news.len());
     let short = room < extra.len();
     if short {
         // Attempts and provider checks share a line so the reclaims line fits too.
         figures.drain(..2);
-        let provider = if l.provider_idempotent {
-            format!(
-                " · calls {} / effects {}",
-                l.provider_checks, l.provider_effects
-            )
-        } else {
-            format!(" · provider checks {}", l.provider_checks)
-        };
-        lines.push(Line::from(vec![
-            Span::raw(format!("attempts {}", l.processing_attempts)),
-            Span::raw(provider),
-        ]));
+        lines.push(attempts_line(l));
     }
     if rows < 6 {
         // A projector's 80x24: duplicates and rejections share a line, so the log gets rows.
-        lines.push(Line::from(vec![
-            Span::raw("ownership violations "),
-            styled(
-                l.ownership_violations.to_string(),
-                bad_if(l.ownership_violations),
-            ),
-        ]));
-        lines.push(Line::from(vec![
-            Span::raw("duplicates "),
-            styled(l.duplicates.to_string(), bad_if(l.duplicates)),
-            Span::raw(" · rejected "),
-            styled(
-                l.rejected_finalizes.to_string(),
-                bad_if(l.rejected_finalizes),
-            ),
-        ]));
+        lines.extend(paired_safety_lines(l, t));
         figures.clear();
     }
     figures.extend(extra.into_iter().take(if short { 0 } else { room }));
@@ -149,19 +107,87 @@ fn figure_lines(l: &LedgerFigures, t: &Theme, width: usize, rows: usize) -> Vec<
     lines.extend(news);
     // Too few rows for a line each: how the story got here still shows, on one line.
     if short {
-        lines.push(Line::from(vec![
-            Span::raw("reclaims "),
-            styled(
-                l.reclaims.to_string(),
-                if l.reclaims > 0 { t.warn } else { t.base },
-            ),
-            Span::raw(", crashes "),
-            Span::raw(l.crashes.to_string()),
-            Span::raw(", restarts "),
-            Span::raw(l.restarts.to_string()),
-        ]));
+        lines.push(story_line(l, t));
     }
     lines
+}
+
+/// Retries, dead letters and heartbeats: a line each once they happened.
+fn reliability_lines(l: &LedgerFigures, t: &Theme) -> Vec<Line<'static>> {
+    let mut news = Vec::new();
+    if l.retries + l.dead_letters > 0 {
+        news.push(Line::from(vec![
+            Span::raw(format!("retries {} · dead letters ", l.retries)),
+            styled(
+                format!("{} ({} now)", l.dead_letters, l.dead_now),
+                if l.dead_now > 0 { t.bad } else { t.base },
+            ),
+        ]));
+    }
+    if l.heartbeats + l.leases_lost > 0 {
+        news.push(Line::from(vec![
+            Span::raw(format!("heartbeats {} · leases lost ", l.heartbeats)),
+            styled(
+                l.leases_lost.to_string(),
+                if l.leases_lost > 0 { t.bad } else { t.base },
+            ),
+        ]));
+    }
+    news
+}
+
+/// Attempts and provider checks on one line.
+fn attempts_line(l: &LedgerFigures) -> Line<'static> {
+    let provider = if l.provider_idempotent {
+        format!(
+            " · calls {} / effects {}",
+            l.provider_checks, l.provider_effects
+        )
+    } else {
+        format!(" · provider checks {}", l.provider_checks)
+    };
+    Line::from(vec![
+        Span::raw(format!("attempts {}", l.processing_attempts)),
+        Span::raw(provider),
+    ])
+}
+
+/// Ownership violations on a line, duplicates and rejected finalizes paired on the next.
+fn paired_safety_lines(l: &LedgerFigures, t: &Theme) -> [Line<'static>; 2] {
+    let bad_if = |n: u64| if n > 0 { t.bad } else { t.base };
+    [
+        Line::from(vec![
+            Span::raw("ownership violations "),
+            styled(
+                l.ownership_violations.to_string(),
+                bad_if(l.ownership_violations),
+            ),
+        ]),
+        Line::from(vec![
+            Span::raw("duplicates "),
+            styled(l.duplicates.to_string(), bad_if(l.duplicates)),
+            Span::raw(" · rejected "),
+            styled(
+                l.rejected_finalizes.to_string(),
+                bad_if(l.rejected_finalizes),
+            ),
+        ]),
+    ]
+}
+
+/// Reclaims, crashes and restarts on one line.
+fn story_line(l: &LedgerFigures, t: &Theme) -> Line<'static> {
+    Line::from(vec![
+        Span::raw("reclaims "),
+        styled(
+            l.reclaims.to_string(),
+            if l.reclaims > 0 { t.warn } else { t.base },
+        ),
+        Span::raw(", crashes "),
+        Span::raw(l.crashes.to_string()),
+        Span::raw(", restarts "),
+        Span::raw(l.restarts.to_string()),
+    ])
 }
 
 /// A label on the left and its value on the right edge of a `width` wide line.

@@ -4,7 +4,8 @@
 use ratatui::layout::{Constraint, Margin, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{
-    Cell, HighlightSpacing, Row, Scrollbar, ScrollbarOrientation, ScrollbarState, Table, TableState,
+    Block, Cell, HighlightSpacing, Row, Scrollbar, ScrollbarOrientation, ScrollbarState, Table,
+    TableState,
 };
 use ratatui::Frame;
 
@@ -130,26 +131,7 @@ impl Columns {
 
 pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &Theme) {
     let db = &s.db;
-    let first = db.rows.first().map_or(0, |r| r.id);
-    let last = db.rows.last().map_or(0, |r| r.id);
-    let title = Line::from(vec![
-        styled(" Messages ", t.title),
-        Span::raw(format!("{first}-{last} of {} ", db.total)),
-    ]);
-    let counts = Line::from(vec![
-        Span::raw(" "),
-        styled(format!("{} pending", db.counts.pending), t.pending),
-        Span::raw(" · "),
-        styled(format!("{} processing", db.counts.processing), t.processing),
-        Span::raw(" · "),
-        styled(format!("{} processed", db.counts.processed), t.processed),
-        Span::raw(" "),
-    ]);
-    let mut block = pane("", t, ui.focus == Focus::Table).title(title);
-    block = match &db.error {
-        Some(e) => block.title_bottom(styled(format!(" SQLite read failed: {e} "), t.bad)),
-        None => block.title_bottom(counts),
-    };
+    let block = table_block(s, ui, t);
     let inner = block.inner(area);
     // The row cursor, once a row key placed it, takes a column of its own for its `▶`.
     let cursor = ui
@@ -168,6 +150,62 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
         STATUS_W
     };
     let cols = Columns::fit(inner.width.saturating_sub(cursor_w), db.total, status_w);
+    let rows = db
+        .rows
+        .iter()
+        .zip(&db.runs)
+        .map(|(r, runs)| row(r, *runs, s, t, &cols));
+    let spacing = if cursor_w > 0 {
+        HighlightSpacing::Always
+    } else {
+        HighlightSpacing::Never
+    };
+    let table = Table::new(rows, cols.widths())
+        .header(header_row(&cols, t))
+        .column_spacing(1)
+        .highlight_symbol("▶")
+        .highlight_spacing(spacing)
+        .row_highlight_style(t.selected)
+        .block(block);
+    let mut state = TableState::default().with_selected(cursor);
+    frame.render_stateful_widget(table, area, &mut state);
+    scrollbar(frame, area, db.total, ui.table_offset);
+}
+
+/// The pane: which rows it shows above, the outbox counts (or a failed read) below.
+fn table_block<'a>(s: &Snapshot, ui: &UiState, t: &Theme) -> Block<'a> {
+    let db = &s.db;
+    let first = db.rows.first().map_or(0, |r| r.id);
+    let last = db.rows.last().map_or(0, |r| r.id);
+    let title = Line::from(vec![
+        styled(" Messages ", t.title),
+        Span::raw(format!("{first}-{last} of {} ", db.total)),
+    ]);
+    let mut counts = vec![
+        Span::raw(" "),
+        styled(format!("{} pending", db.counts.pending), t.pending),
+        Span::raw(" · "),
+        styled(format!("{} processing", db.counts.processing), t.processing),
+        Span::raw(" · "),
+        styled(format!("{} processed", db.counts.processed), t.processed),
+    ];
+    if db.counts.dead_lettered > 0 {
+        counts.push(Span::raw(" · "));
+        counts.push(styled(
+            format!("{} dead-lettered", db.counts.dead_lettered),
+            t.bad,
+        ));
+    }
+    counts.push(Span::raw(" "));
+    let block = pane("", t, ui.focus == Focus::Table).title(title);
+    match &db.error {
+        Some(e) => block.title_bottom(styled(format!(" SQLite read failed: {e} "), t.bad)),
+        None => block.title_bottom(Line::from(counts)),
+    }
+}
+
+/// The column titles that fit: database columns, then the ledger's Runs set apart.
+fn header_row<'a>(cols: &Columns, t: &Theme) -> Row<'a> {
     let mut header = if cols.id > 0 { vec!["Id"] } else { vec![] };
     let lease = if cols.bar > 0 { "Lease left" } else { "Left" };
     header.extend(["Key", "Status", "LockedBy", lease]);
@@ -184,30 +222,15 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
             styled("Runs", t.dim),
         ])));
     }
-    let header = Row::new(header).style(t.table_header);
-    let rows = db
-        .rows
-        .iter()
-        .zip(&db.runs)
-        .map(|(r, runs)| row(r, *runs, s, t, &cols));
-    let spacing = if cursor_w > 0 {
-        HighlightSpacing::Always
-    } else {
-        HighlightSpacing::Never
-    };
-    let table = Table::new(rows, cols.widths())
-        .header(header)
-        .column_spacing(1)
-        .highlight_symbol("▶")
-        .highlight_spacing(spacing)
-        .row_highlight_style(t.selected)
-        .block(block);
-    let mut state = TableState::default().with_selected(cursor);
-    frame.render_stateful_widget(table, area, &mut state);
+    Row::new(header).style(t.table_header)
+}
+
+/// A scrollbar on the right edge when the outbox has more rows than the pane.
+fn scrollbar(frame: &mut Frame, area: Rect, total: u64, offset: u64) {
     let page = visible_rows(area) as u64;
-    if db.total > page {
-        let mut state = ScrollbarState::new(db.total.saturating_sub(page) as usize)
-            .position(ui.table_offset as usize);
+    if total > page {
+        let mut state =
+            ScrollbarState::new(total.saturating_sub(page) as usize).position(offset as usize);
         frame.render_stateful_widget(
             Scrollbar::new(ScrollbarOrientation::VerticalRight),
             area.inner(Margin::new(0, 1)),
