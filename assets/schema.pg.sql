@@ -47,23 +47,29 @@ CREATE INDEX IX_Outbox_Leased
 CREATE INDEX IX_Outbox_DeadLettered
     ON OutboxMessages (PaymentKey) WHERE Status = 'DeadLettered';
 
--- One row per claim, heartbeat, finalize, mark and failed attempt, written in the same transaction. Seq is taken under a
--- transaction-level advisory lock held until commit, so Seq order is commit order and a
--- reader that tails Seq never sees a gap fill in later.
+-- One row per seeding, added payment, claim, heartbeat, finalize, mark and failed attempt,
+-- written in the same transaction. Seq is taken under a transaction-level advisory lock held
+-- until commit, so Seq order is commit order and a reader that tails Seq never sees a gap
+-- fill in later. Emptying the outbox keeps Seq counting, so a tail follows a new seeding.
 CREATE TABLE LeaseEvents (
     Seq            BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     AtUtc          BIGINT NOT NULL,
     Worker         TEXT NOT NULL,
     Kind           TEXT NOT NULL
-                   CHECK (Kind IN ('Claimed', 'Heartbeat', 'Finalized', 'FinalizeRejected',
-                                   'Marked', 'Retry', 'DeadLettered')),
-    MessageId      BIGINT NOT NULL,
-    PaymentKey     TEXT NOT NULL,
-    LeaseVersion   BIGINT NOT NULL,
+                   CHECK (Kind IN ('Seeded', 'Added', 'Claimed', 'Heartbeat', 'Finalized',
+                                   'FinalizeRejected', 'Marked', 'Retry', 'DeadLettered')),
+    -- every row but a seeding's is about one message
+    MessageId      BIGINT,
+    PaymentKey     TEXT,
+    LeaseVersion   BIGINT,
     -- the lease's expiry, for a claim or a heartbeat
     LockedUntilUtc BIGINT,
     -- the provider's answer, for a committed finalize or an unguarded mark
     PaymentStatus  TEXT CHECK (PaymentStatus IN ('Paid', 'Failed')),
+    -- the number of payments seeded (Seeded), or the error of a failed attempt
+    Detail         TEXT,
+    CHECK ((Kind = 'Seeded') = (MessageId IS NULL)),
+    CHECK (Kind = 'Seeded' OR (PaymentKey IS NOT NULL AND LeaseVersion IS NOT NULL)),
     CHECK ((Kind IN ('Claimed', 'Heartbeat')) = (LockedUntilUtc IS NOT NULL)),
     CHECK ((Kind IN ('Finalized', 'Marked')) = (PaymentStatus IS NOT NULL))
 );

@@ -736,13 +736,8 @@ fn worker(cli: &Cli, name: &str) -> ExitCode {
         ));
     }
     let Some(db) = cli.db.clone() else {
-        return usage_error("`worker` needs --db PATH: the database it shares with the others");
+        return usage_error("`worker` needs --db PATH|URL: the database it shares with the others");
     };
-    if leaselab::engine::backend::Db::parse(&db).is_postgres() {
-        return usage_error(
-            "`worker` works on a SQLite file; PostgreSQL workers are not supported yet",
-        );
-    }
     if let Err(e) = worker_cmd::check_name(name) {
         return usage_error(e);
     }

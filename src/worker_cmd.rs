@@ -1,7 +1,8 @@
 //! `leaselab worker`: one worker as its own OS process, on the wall clock, sharing a
 //! database with other processes (and machines). It runs the same claim / provider /
 //! finalize cycle as a worker thread, because it is one: the engine's worker thread, started
-//! alone in this process, with its events printed instead of drawn.
+//! alone in this process, with its events printed instead of drawn. On PostgreSQL it joins
+//! without the engine's hold on the database, as on SQLite it takes no lock file.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,12 +13,13 @@ use crate::engine::backend::Db;
 use crate::engine::clock::{hms, Clock};
 use crate::engine::events::{Event, EventKind};
 use crate::engine::provider::Provider;
-use crate::engine::store::{DbOrigin, Durability, Store, StoreShared};
+use crate::engine::store::{DbOrigin, Durability, StoreShared};
 use crate::engine::worker::{self, Control, Settings, WorkerContext};
 
 /// How a worker process is set up.
 #[derive(Debug, Clone)]
 pub struct WorkerOptions {
+    /// A SQLite file, or a `postgres://` URL.
     pub db: PathBuf,
     pub name: String,
     pub lease_ms: i64,
@@ -83,30 +85,30 @@ pub fn run(
     let shared = Arc::new(StoreShared::new(Durability::Full));
     let clock = Arc::new(Clock::wall());
     let provider = Arc::new(Provider::new());
+    let db = Db::parse(&opts.db);
+    let (store, origin) = db
+        .join(shared.clone(), &provider, opts.messages, clock.now())
+        .map_err(|e| {
+            if e.is_bad_input() {
+                Failure::BadInput(e.to_string())
+            } else {
+                Failure::Runtime(e.to_string())
+            }
+        })?;
     provider.set_faults(opts.reliability.faults.clone());
-    let (store, origin) = Store::join(&opts.db, shared.clone(), |s| {
-        s.seed(&provider, opts.messages, clock.now())
-    })
-    .map_err(|e| {
-        if e.is_bad_input() {
-            Failure::BadInput(e.to_string())
-        } else {
-            Failure::Runtime(e.to_string())
-        }
-    })?;
     drop(store);
     line(&match origin {
         DbOrigin::Created => format!(
             "{} works on {} (created it with {} payments)",
             opts.name,
-            opts.db.display(),
+            db.shown(),
             opts.messages
         ),
-        DbOrigin::Reused => format!("{} works on {}", opts.name, opts.db.display()),
+        DbOrigin::Reused => format!("{} works on {}", opts.name, db.shown()),
     });
     let (events_tx, events) = crossbeam_channel::unbounded();
     let ctx = WorkerContext {
-        db: Db::Sqlite(opts.db.clone()),
+        db,
         shared,
         clock,
         provider,

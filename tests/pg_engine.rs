@@ -127,12 +127,18 @@ fn the_dashboard_on_postgres_shows_its_rows_and_a_reset_reseeds_them() {
     app.refresh(20, 10);
     let counts = &app.snapshot().db.counts;
     assert_eq!((counts.pending, counts.processed), (6, 0), "{counts:?}");
-    let events: i64 = db
+    let events: Vec<(String, Option<String>)> = db
         .client()
-        .query_one("SELECT COUNT(*) FROM LeaseEvents", &[])
+        .query("SELECT Kind, Detail FROM LeaseEvents", &[])
         .unwrap()
-        .get(0);
-    assert_eq!(events, 0, "a reset empties the events table too");
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(
+        events,
+        [("Seeded".to_string(), Some("6".to_string()))],
+        "a reset empties the events table too, then records the new seeding"
+    );
 }
 
 /// The soak at a CI-friendly size: faults from a fixed seed, every message once.

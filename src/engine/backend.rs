@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use super::provider::{Provider, StatusCheck};
 use super::store::{
-    ClaimOutcome, FailOutcome, FinalizeOutcome, Lease, MessageRef, MessageRow, OutboxCounts,
-    PaymentCounts, PaymentRow, Result, RetryPolicy, RowsPerKey, Store, StoreShared,
+    ClaimOutcome, DbOrigin, FailOutcome, FinalizeOutcome, Lease, MessageRef, MessageRow,
+    OutboxCounts, PaymentCounts, PaymentRow, Result, RetryPolicy, RowsPerKey, Store, StoreShared,
 };
 
 /// Where the outbox lives: a SQLite file, or a PostgreSQL database named by its URL.
@@ -55,6 +55,31 @@ impl Db {
         match self {
             Db::Sqlite(path) => Ok(Box::new(Store::open(path, shared)?)),
             Db::Postgres(url) => Ok(Box::new(super::pg::PgOutbox::open(url, shared)?)),
+        }
+    }
+
+    /// Join the database as a guest (a worker process, a watching dashboard): no hold on it,
+    /// since others share it. A missing or empty database is made with `messages` payments
+    /// at once, so that two guests starting together make it once; one that is not
+    /// leaselab's is refused untouched.
+    pub fn join(
+        &self,
+        shared: Arc<StoreShared>,
+        provider: &Provider,
+        messages: u64,
+        now: i64,
+    ) -> Result<(Box<dyn Outbox>, DbOrigin)> {
+        match self {
+            Db::Sqlite(path) => {
+                let (store, origin) =
+                    Store::join(path, shared, |s| s.seed(provider, messages, now))?;
+                Ok((Box::new(store), origin))
+            }
+            Db::Postgres(url) => {
+                let (store, origin) =
+                    super::pg::PgStore::join(url, shared, provider, messages, now)?;
+                Ok((Box::new(super::pg::PgOutbox::new(store)), origin))
+            }
         }
     }
 

@@ -3,14 +3,16 @@
 //! one kind of stream whoever did the work.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 
+use super::backend::Db;
 use super::clock::hms;
 use super::events::{Event, EventKind, ENGINE};
+use super::pg::PgStore;
 use super::provider::ProviderStatus;
 use super::store::{LeaseEventKind, LeaseEventRow, Store, StoreError};
 use super::worker_id::WorkerId;
@@ -79,80 +81,85 @@ impl Translator {
             actor: actor.clone(),
             kind,
         };
-        let id = row.id.unwrap_or(0);
-        let key = row.key.clone().unwrap_or_default();
-        let version = row.version.unwrap_or(0);
-        let status = match row.detail.as_deref() {
-            Some("Failed") => ProviderStatus::Failed,
-            _ => ProviderStatus::Paid,
-        };
-        let called = || {
-            event(EventKind::ProviderCalled {
+        row_events(row, event)
+    }
+}
+
+/// The events of one row, made by `event` (which adds the row's seq, time and actor).
+fn row_events(row: &LeaseEventRow, event: impl Fn(EventKind) -> Event) -> Vec<Event> {
+    let id = row.id.unwrap_or(0);
+    let key = row.key.clone().unwrap_or_default();
+    let version = row.version.unwrap_or(0);
+    let status = match row.detail.as_deref() {
+        Some("Failed") => ProviderStatus::Failed,
+        _ => ProviderStatus::Paid,
+    };
+    let called = || {
+        event(EventKind::ProviderCalled {
+            id,
+            key: key.clone(),
+            status,
+        })
+    };
+    match row.kind {
+        LeaseEventKind::Seeded => vec![event(EventKind::Seeded {
+            messages: row
+                .detail
+                .as_deref()
+                .and_then(|d| d.parse().ok())
+                .unwrap_or(0),
+        })],
+        LeaseEventKind::Added => vec![event(EventKind::MessageAdded { id, key })],
+        LeaseEventKind::Claimed => vec![event(EventKind::Claimed {
+            id,
+            key,
+            until_ms: row.until_ms.unwrap_or(row.at_ms),
+            version,
+            reclaim: version > 1,
+        })],
+        LeaseEventKind::Finalized => vec![
+            called(),
+            event(EventKind::Finalized {
+                id,
+                key: key.clone(),
+                version,
+                status,
+            }),
+        ],
+        LeaseEventKind::FinalizeRejected => vec![
+            called(),
+            event(EventKind::FinalizeRejected {
+                id,
+                key: key.clone(),
+                version,
+            }),
+        ],
+        LeaseEventKind::Marked => vec![
+            called(),
+            event(EventKind::Marked {
                 id,
                 key: key.clone(),
                 status,
-            })
-        };
-        match row.kind {
-            LeaseEventKind::Seeded => vec![event(EventKind::Seeded {
-                messages: row
-                    .detail
-                    .as_deref()
-                    .and_then(|d| d.parse().ok())
-                    .unwrap_or(0),
-            })],
-            LeaseEventKind::Added => vec![event(EventKind::MessageAdded { id, key })],
-            LeaseEventKind::Claimed => vec![event(EventKind::Claimed {
-                id,
-                key,
-                until_ms: row.until_ms.unwrap_or(row.at_ms),
-                version,
-                reclaim: version > 1,
-            })],
-            LeaseEventKind::Finalized => vec![
-                called(),
-                event(EventKind::Finalized {
-                    id,
-                    key: key.clone(),
-                    version,
-                    status,
-                }),
-            ],
-            LeaseEventKind::FinalizeRejected => vec![
-                called(),
-                event(EventKind::FinalizeRejected {
-                    id,
-                    key: key.clone(),
-                    version,
-                }),
-            ],
-            LeaseEventKind::Marked => vec![
-                called(),
-                event(EventKind::Marked {
-                    id,
-                    key: key.clone(),
-                    status,
-                }),
-            ],
-            LeaseEventKind::Heartbeat => vec![event(EventKind::Note {
+            }),
+        ],
+        LeaseEventKind::Heartbeat => vec![event(EventKind::Note {
+            text: format!(
+                "HEARTBEAT {key}: lease v{version} extended to {}",
+                hms(row.until_ms.unwrap_or(row.at_ms))
+            ),
+        })],
+        LeaseEventKind::Retry | LeaseEventKind::DeadLettered => {
+            let what = if row.kind == LeaseEventKind::Retry {
+                "FAILED ATTEMPT, retried later"
+            } else {
+                "DEAD-LETTERED"
+            };
+            vec![event(EventKind::Note {
                 text: format!(
-                    "HEARTBEAT {key}: lease v{version} extended to {}",
-                    hms(row.until_ms.unwrap_or(row.at_ms))
+                    "{what} {key}: {}",
+                    row.detail.as_deref().unwrap_or("no error recorded")
                 ),
-            })],
-            LeaseEventKind::Retry | LeaseEventKind::DeadLettered => {
-                let what = if row.kind == LeaseEventKind::Retry {
-                    "FAILED ATTEMPT, retried later"
-                } else {
-                    "DEAD-LETTERED"
-                };
-                vec![event(EventKind::Note {
-                    text: format!(
-                        "{what} {key}: {}",
-                        row.detail.as_deref().unwrap_or("no error recorded")
-                    ),
-                })]
-            }
+            })]
         }
     }
 }
@@ -168,6 +175,28 @@ pub fn read_all(path: &Path) -> Result<Vec<Event>, StoreError> {
         .collect())
 }
 
+/// Where a tail reads the table: a SQLite file (read-only) or a PostgreSQL connection.
+enum Source {
+    Sqlite(Store),
+    Postgres(Box<PgStore>),
+}
+
+impl Source {
+    fn open(db: &Db) -> Result<Source, StoreError> {
+        Ok(match db {
+            Db::Sqlite(path) => Source::Sqlite(Store::open_read_only(path)?),
+            Db::Postgres(url) => Source::Postgres(Box::new(PgStore::open_url(url)?)),
+        })
+    }
+
+    fn after(&mut self, seq: u64, limit: u64) -> Result<Vec<LeaseEventRow>, StoreError> {
+        match self {
+            Source::Sqlite(store) => store.events_after(seq, limit),
+            Source::Postgres(store) => Ok(store.all_events_after(seq, limit)?),
+        }
+    }
+}
+
 /// A thread that follows the events table of a database and sends its rows as events.
 pub struct Tail {
     stop: Option<Sender<()>>,
@@ -175,18 +204,15 @@ pub struct Tail {
 }
 
 impl Tail {
-    /// Start following `path` from its first row, looking again every `every` while
-    /// nothing is new. A read error is sent as a `Failed` event and ends the tail.
-    pub fn start(
-        path: PathBuf,
-        every: Duration,
-        events: Sender<Event>,
-    ) -> Result<Tail, StoreError> {
-        let store = Store::open_read_only(&path)?;
+    /// Start following the table of `db` from its first row, looking again every `every`
+    /// while nothing is new (one query per look, so the rate is bounded). A read error is
+    /// sent as a `Failed` event and ends the tail.
+    pub fn start(db: &Db, every: Duration, events: Sender<Event>) -> Result<Tail, StoreError> {
+        let mut store = Source::open(db)?;
         let (stop, stopped) = crossbeam_channel::bounded::<()>(1);
         let join = std::thread::Builder::new()
             .name("events-tail".into())
-            .spawn(move || follow(&store, every, &events, &stopped))
+            .spawn(move || follow(&mut store, every, &events, &stopped))
             .map_err(|e| StoreError::Io(format!("cannot start the events reader: {e}")))?;
         Ok(Tail {
             stop: Some(stop),
@@ -195,11 +221,11 @@ impl Tail {
     }
 }
 
-fn follow(store: &Store, every: Duration, events: &Sender<Event>, stopped: &Receiver<()>) {
+fn follow(store: &mut Source, every: Duration, events: &Sender<Event>, stopped: &Receiver<()>) {
     let mut translator = Translator::new();
     let mut last = 0;
     loop {
-        let rows = match store.events_after(last, TAIL_BATCH) {
+        let rows = match store.after(last, TAIL_BATCH) {
             Ok(rows) => rows,
             Err(e) => {
                 let _ = events.send(Event {

@@ -2,7 +2,7 @@
 //! this machine or others): it runs on the wall clock, the one time separate processes
 //! share, and learns what the workers did from the events table.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crossbeam_channel::Sender;
@@ -11,21 +11,23 @@ use super::backend::Db;
 use super::clock::{wall_now_ms, Clock};
 use super::events::Event;
 use super::provider::Provider;
-use super::store::{Durability, Store, StoreError, StoreShared};
+use super::store::{Durability, StoreError, StoreShared};
 use super::worker::Settings;
 use super::{Engine, EngineConfig};
 
 impl Engine {
-    /// Join the database at `path` as a guest: no lock (the workers and other watchers
-    /// share it), no worker threads, never emptied. A missing database is created with
-    /// `config.messages` payments.
-    pub fn guest(path: &Path, config: EngineConfig) -> Result<Engine, StoreError> {
+    /// Join the database `db` as a guest: no lock (the workers and other watchers share
+    /// it), no worker threads, never emptied. A missing (or, on PostgreSQL, empty) database
+    /// is created with `config.messages` payments.
+    pub fn guest(db: &Db, config: EngineConfig) -> Result<Engine, StoreError> {
         let shared = Arc::new(StoreShared::new(Durability::Full));
         let clock = Arc::new(Clock::wall());
         let provider = Arc::new(Provider::new());
-        let (store, origin) = Store::join(path, shared.clone(), |s| {
-            s.seed(&provider, config.messages, clock.now())
-        })?;
+        let (store, origin) = db.join(shared.clone(), &provider, config.messages, clock.now())?;
+        let db_path = match db {
+            Db::Sqlite(path) => path.clone(),
+            Db::Postgres(_) => PathBuf::from(db.shown()),
+        };
         let (events_tx, events_rx) = crossbeam_channel::unbounded();
         Ok(Engine {
             settings: Arc::new(Settings::new(
@@ -36,17 +38,17 @@ impl Engine {
             )),
             config: EngineConfig {
                 workers: 0,
-                db: Some(Db::Sqlite(path.to_path_buf())),
+                db: Some(db.clone()),
                 ..config
             },
-            db: Db::Sqlite(path.to_path_buf()),
-            db_path: path.to_path_buf(),
+            db: db.clone(),
+            db_path,
             origin,
             recovered: None,
             clock,
             provider,
             shared,
-            store: Box::new(store),
+            store,
             workers: Vec::new(),
             events_tx,
             events_rx,

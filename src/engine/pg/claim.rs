@@ -10,7 +10,7 @@ use crate::engine::store::{ClaimOutcome, FinalizeOutcome, Lease, StoreShared};
 
 /// Key of the advisory lock that orders `LeaseEvents` ("LSEV"): taken just before the event
 /// insert and held until commit, so the Seq it draws is in commit order.
-const EVENTS_LOCK: i64 = 0x4C53_4556;
+pub(super) const EVENTS_LOCK: i64 = 0x4C53_4556;
 
 /// The claim as one conditional update. The candidate is the older answer of two indexed
 /// questions (the oldest Pending message; the longest-expired lease), each skipping rows
@@ -272,8 +272,10 @@ pub(super) const WRITE_ANSWER_SQL: &str =
 /// lock is taken in the FROM, before the row and its identity value are made).
 const RECORD_SQL: &str = "
 INSERT INTO LeaseEvents
-       (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc, PaymentStatus)
-SELECT $1::bigint, $2::text, $3::text, $4::bigint, $5::text, $6::bigint, $7::bigint, $8::text
+       (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc, PaymentStatus,
+        Detail)
+SELECT $1::bigint, $2::text, $3::text, $4::bigint, $5::text, $6::bigint, $7::bigint, $8::text,
+       $10::text
   FROM (SELECT pg_advisory_xact_lock($9::bigint)) AS ordered
 RETURNING Seq";
 
@@ -287,6 +289,8 @@ pub(super) struct NewEvent<'a> {
     pub version: i64,
     pub until: Option<i64>,
     pub status: Option<&'a str>,
+    /// The error of a failed attempt.
+    pub detail: Option<&'a str>,
 }
 
 impl<'a> NewEvent<'a> {
@@ -301,6 +305,7 @@ impl<'a> NewEvent<'a> {
             version: lease.version,
             until: None,
             status: None,
+            detail: None,
         }
     }
 
@@ -345,6 +350,7 @@ impl Recorder {
                     &e.until,
                     &e.status,
                     &EVENTS_LOCK,
+                    &e.detail,
                 ],
             )?
             .get(0);

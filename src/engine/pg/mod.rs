@@ -10,6 +10,7 @@ mod claim;
 mod outbox;
 mod read;
 mod retry;
+mod seed;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -18,8 +19,7 @@ use std::sync::Arc;
 
 use postgres::{Client, Config, NoTls, Statement};
 
-use super::provider::Provider;
-use super::store::{amount_for, payment_key, DbOrigin, Durability, MessageRef, StoreShared};
+use super::store::{DbOrigin, Durability, StoreShared};
 
 pub use outbox::PgOutbox;
 pub use read::LeaseEventRow;
@@ -28,8 +28,9 @@ pub const SCHEMA_PG_SQL: &str = include_str!("../../../assets/schema.pg.sql");
 
 /// The version of `assets/schema.pg.sql` a database was made with (in `LeaselabMarker`).
 /// Version 2: `AvailableAtUtc`, `LastError`, `DeadLettered`, and the heartbeat, mark and
-/// failed-attempt event kinds.
-pub const SCHEMA_VERSION: i32 = 2;
+/// failed-attempt event kinds. Version 3: `Seeded` and `Added` events and their `Detail`, so
+/// that a dashboard following the table learns what was seeded.
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// Key of the advisory lock under which a database is identified and made ("LSLB"), so two
 /// workers that meet an empty database at once do not both create the schema.
@@ -199,12 +200,7 @@ impl PgStore {
         let origin = match identify(&mut tx, &self.shown)? {
             Identity::Ours => DbOrigin::Reused,
             Identity::Empty => {
-                // PostgreSQL's DDL is transactional: the schema and marker land whole or not.
-                tx.batch_execute(SCHEMA_PG_SQL)?;
-                tx.execute(
-                    "INSERT INTO LeaselabMarker (Application, SchemaVersion) VALUES ('leaselab', $1)",
-                    &[&SCHEMA_VERSION],
-                )?;
+                make_schema(&mut tx)?;
                 DbOrigin::Created
             }
         };
@@ -296,74 +292,17 @@ impl PgStore {
             holder.as_deref().unwrap_or("it just ended")
         )))
     }
+}
 
-    /// Remove every row and the events (the next seeding starts from id 1 again).
-    pub fn empty(&mut self) -> Result<()> {
-        self.client
-            .batch_execute("TRUNCATE LeaseEvents, OutboxMessages, Payments RESTART IDENTITY")?;
-        Ok(())
-    }
-
-    /// Create payments 1..=count with their outbox messages. Each payment is created at the
-    /// gateway once, then written together with its outbox row in one transaction (many
-    /// pairs share a transaction, sent as arrays in one statement each).
-    pub fn seed(&mut self, provider: &Provider, count: u64, now: i64) -> Result<()> {
-        const CHUNK: u64 = 2_000;
-        let mut n = 1;
-        while n <= count {
-            let end = (n + CHUNK - 1).min(count);
-            let keys: Vec<String> = (n..=end).map(payment_key).collect();
-            let amounts: Vec<i64> = (n..=end).map(amount_for).collect();
-            for key in &keys {
-                provider.create_payment(key);
-            }
-            let mut tx = self.client.transaction()?;
-            tx.execute(
-                "INSERT INTO Payments (IdempotencyKey, Amount, PaymentStatus, CreatedAtUtc)
-                 SELECT k, a, 'Pending', $3 FROM unnest($1::text[], $2::bigint[]) AS p (k, a)",
-                &[&keys, &amounts, &now],
-            )?;
-            // WITH ORDINALITY keeps the ids in payment order.
-            tx.execute(
-                "INSERT INTO OutboxMessages (PaymentKey, Status, CreatedAtUtc)
-                 SELECT k, 'Pending', $2 FROM unnest($1::text[]) WITH ORDINALITY AS p (k, i)
-                  ORDER BY i",
-                &[&keys, &now],
-            )?;
-            tx.commit()?;
-            n = end + 1;
-        }
-        Ok(())
-    }
-
-    /// Create one payment and its outbox message in one transaction.
-    pub fn add_payment(
-        &mut self,
-        provider: &Provider,
-        key: &str,
-        amount: i64,
-        now: i64,
-    ) -> Result<MessageRef> {
-        provider.create_payment(key);
-        let mut tx = self.client.transaction()?;
-        tx.execute(
-            "INSERT INTO Payments (IdempotencyKey, Amount, PaymentStatus, CreatedAtUtc)
-             VALUES ($1, $2, 'Pending', $3)",
-            &[&key, &amount, &now],
-        )?;
-        let id: i64 = tx
-            .query_one(
-                "INSERT INTO OutboxMessages (PaymentKey, Status, CreatedAtUtc)
-                 VALUES ($1, 'Pending', $2) RETURNING Id",
-                &[&key, &now],
-            )?
-            .get(0);
-        tx.commit()?;
-        Ok(MessageRef {
-            id,
-            key: key.to_string(),
-        })
-    }
+/// Make the schema and its marker. PostgreSQL's DDL is transactional: they land whole with
+/// the rest of `tx`, or not at all.
+fn make_schema(tx: &mut postgres::Transaction<'_>) -> Result<()> {
+    tx.batch_execute(SCHEMA_PG_SQL)?;
+    tx.execute(
+        "INSERT INTO LeaselabMarker (Application, SchemaVersion) VALUES ('leaselab', $1)",
+        &[&SCHEMA_VERSION],
+    )?;
+    Ok(())
 }
 
 /// Decide what the database holds, writing nothing.

@@ -1,7 +1,10 @@
 //! Reads of the PostgreSQL outbox: counts, table rows and the events table.
 
 use super::{PgError, PgStore, Result};
-use crate::engine::store::{MessageRow, OutboxCounts, PaymentCounts, PaymentRow, RowsPerKey};
+use crate::engine::store::{
+    LeaseEventKind, LeaseEventRow as StoreEventRow, MessageRow, OutboxCounts, PaymentCounts,
+    PaymentRow, RowsPerKey,
+};
 
 /// One row of `LeaseEvents`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,13 +152,15 @@ impl PgStore {
         Ok(self.message_count()? + 1)
     }
 
-    /// Up to `limit` events after `seq`, in commit order: a reader tails the table by
-    /// asking again with the last Seq it saw.
+    /// Up to `limit` events about leases (claims, heartbeats, results, failed attempts)
+    /// after `seq`, in commit order: a reader tails the table by asking again with the last
+    /// Seq it saw. Seedings and added payments are left out ([`PgStore::all_events_after`]).
     pub fn events_after(&mut self, seq: u64, limit: u64) -> Result<Vec<LeaseEventRow>> {
         let rows = self.client.query(
             "SELECT Seq, AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion,
                     LockedUntilUtc, PaymentStatus
-               FROM LeaseEvents WHERE Seq > $1 ORDER BY Seq LIMIT $2",
+               FROM LeaseEvents WHERE Seq > $1 AND Kind NOT IN ('Seeded', 'Added')
+              ORDER BY Seq LIMIT $2",
             &[&(seq as i64), &(limit as i64)],
         )?;
         Ok(rows
@@ -172,6 +177,38 @@ impl PgStore {
                 payment_status: r.get(8),
             })
             .collect())
+    }
+}
+
+impl PgStore {
+    /// Up to `limit` events of every kind after `seq`, in commit order, as the SQLite
+    /// table's rows read: `Detail` holds the provider's answer, the error of a failed
+    /// attempt, or the number seeded.
+    pub fn all_events_after(&mut self, seq: u64, limit: u64) -> Result<Vec<StoreEventRow>> {
+        let rows = self.client.query(
+            "SELECT Seq, AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion,
+                    LockedUntilUtc, COALESCE(PaymentStatus, Detail)
+               FROM LeaseEvents WHERE Seq > $1 ORDER BY Seq LIMIT $2",
+            &[&(seq as i64), &(limit as i64)],
+        )?;
+        rows.iter()
+            .map(|r| {
+                let kind: String = r.get(3);
+                Ok(StoreEventRow {
+                    seq: r.get::<_, i64>(0) as u64,
+                    at_ms: r.get(1),
+                    worker: r.get(2),
+                    kind: LeaseEventKind::parse(&kind).ok_or_else(|| {
+                        PgError::Foreign(format!("unknown LeaseEvents kind '{kind}'"))
+                    })?,
+                    id: r.get(4),
+                    key: r.get(5),
+                    version: r.get(6),
+                    until_ms: r.get(7),
+                    detail: r.get(8),
+                })
+            })
+            .collect()
     }
 }
 

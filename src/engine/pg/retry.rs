@@ -122,7 +122,11 @@ impl PgStore {
             OutboxStatus::DeadLettered => "DeadLettered",
             _ => "Retry",
         };
-        let (_, stamp) = rec.record(&mut tx, &NewEvent::of(lease, kind, now))?;
+        let event = NewEvent {
+            detail: Some(error),
+            ..NewEvent::of(lease, kind, now)
+        };
+        let (_, stamp) = rec.record(&mut tx, &event)?;
         tx.commit()?;
         Ok((outcome, stamp))
     }
@@ -188,6 +192,7 @@ impl PgStore {
             version,
             until: None,
             status: Some(check.status.as_str()),
+            detail: None,
         };
         let (_, stamp) = rec.record(&mut tx, &event)?;
         tx.commit()?;

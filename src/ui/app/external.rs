@@ -4,11 +4,11 @@
 //! turned into the same events that thread workers send, so the ledger, timeline, log and
 //! history check work unchanged. The clock is the wall clock: it cannot pause or jump.
 
-use crate::engine::backend::{Db, Outbox};
+use crate::engine::backend::Db;
 use crate::engine::events::{Event, EventKind};
 use crate::engine::events_table::{Tail, TAIL_EVERY};
 use crate::engine::ledger::{HistoryStep, Ledger};
-use crate::engine::store::{Lease, MessageRow, Store};
+use crate::engine::store::{Lease, MessageRow};
 use crate::engine::worker::{WorkerState, WorkerStatus};
 use crate::engine::worker_id::WorkerId;
 use crate::engine::{Engine, EngineConfig};
@@ -160,6 +160,51 @@ fn taken_by(ledger: &Ledger, lease: &Lease) -> Option<String> {
     })
 }
 
+/// What a worker's `--db` says for this database. A PostgreSQL URL is not repeated on
+/// screen (it may hold a password).
+fn opts_db_arg(db: &Db) -> String {
+    match db {
+        Db::Sqlite(path) => path.display().to_string(),
+        Db::Postgres(_) => "URL".to_string(),
+    }
+}
+
+/// What the engine of an external dashboard is given: no threads, the workers' settings.
+fn config_of(opts: &DashboardOptions, timing: &Timing) -> EngineConfig {
+    EngineConfig {
+        workers: 0,
+        messages: opts
+            .messages
+            .unwrap_or(Scenario::OutboxLeasing.default_messages()),
+        lease_ms: timing.lease_ms,
+        process_ms: timing.process_ms,
+        // Worker processes run on the wall clock: an idle one asks again every quarter second.
+        idle_ms: crate::setup::MAX_IDLE_MS,
+        leasing: !opts.no_leasing,
+        db: opts.db.clone().map(Db::from),
+        durability: Default::default(),
+        reliability: opts.reliability.clone(),
+    }
+}
+
+/// The engine of an external dashboard: a guest that only watches, or the holder of the
+/// database that its worker processes share, seeded on the wall clock.
+fn open_engine(mode: ExternalMode, config: EngineConfig) -> Result<Engine, String> {
+    match mode {
+        ExternalMode::Watch => {
+            let Some(db) = config.db.clone() else {
+                return Err("--watch needs --db PATH|URL: the database the workers use".into());
+            };
+            Engine::guest(&db, config).map_err(|e| e.to_string())
+        }
+        ExternalMode::Processes => {
+            let mut engine = Engine::start(config, true).map_err(|e| e.to_string())?;
+            engine.reseed_on_wall_clock().map_err(|e| e.to_string())?;
+            Ok(engine)
+        }
+    }
+}
+
 /// Which kind of outside workers a dashboard shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExternalMode {
@@ -178,60 +223,18 @@ impl App {
     ) -> Result<App, String> {
         let timing = Timing::DASHBOARD.resolve(opts.lease_ms, opts.process_ms, None);
         let leasing = !opts.no_leasing;
-        let config = EngineConfig {
-            workers: 0,
-            messages: opts
-                .messages
-                .unwrap_or(Scenario::OutboxLeasing.default_messages()),
-            lease_ms: timing.lease_ms,
-            process_ms: timing.process_ms,
-            idle_ms: crate::setup::MAX_IDLE_MS,
-            leasing,
-            db: opts.db.clone().map(Db::from),
-            durability: Default::default(),
-            reliability: opts.reliability.clone(),
-        };
-        let engine = match mode {
-            ExternalMode::Watch => {
-                let db = match opts.db.clone().map(Db::from) {
-                    Some(Db::Sqlite(path)) => path,
-                    Some(Db::Postgres(_)) => {
-                        return Err(
-                            "--watch follows a SQLite file; PostgreSQL is not watched yet".into(),
-                        )
-                    }
-                    None => {
-                        return Err("--watch needs --db PATH: the database the workers use".into())
-                    }
-                };
-                Engine::guest(&db, config).map_err(|e| e.to_string())?
-            }
-            ExternalMode::Processes
-                if matches!(opts.db.clone().map(Db::from), Some(Db::Postgres(_))) =>
-            {
-                return Err(
-                    "--processes works on a SQLite file; PostgreSQL is not supported yet".into(),
-                )
-            }
-            ExternalMode::Processes => {
-                let mut engine = Engine::start(config, true).map_err(|e| e.to_string())?;
-                engine.reseed_on_wall_clock().map_err(|e| e.to_string())?;
-                engine
-            }
-        };
-        let reader: Box<dyn Outbox> =
-            Box::new(Store::open_read_only(engine.db_path()).map_err(|e| e.to_string())?);
-        let tail = Tail::start(
-            engine.db_path().to_path_buf(),
-            TAIL_EVERY,
-            engine.events_sender(),
-        )
-        .map_err(|e| e.to_string())?;
+        let engine = open_engine(mode, config_of(&opts, &timing))?;
+        let reader = engine.db.open_reader().map_err(|e| e.to_string())?;
+        let tail = Tail::start(&engine.db, TAIL_EVERY, engine.events_sender())
+            .map_err(|e| e.to_string())?;
         let children = match mode {
             ExternalMode::Watch => None,
             ExternalMode::Processes => Some(WorkerProcesses::start(
                 ProcessSettings {
-                    db: engine.db_path().to_path_buf(),
+                    db: match &engine.db {
+                        Db::Sqlite(path) => path.clone(),
+                        Db::Postgres(url) => url.into(),
+                    },
                     lease_ms: timing.lease_ms,
                     process_ms: timing.process_ms,
                     leasing,
@@ -274,8 +277,8 @@ impl App {
         app.ui.say(match mode {
             ExternalMode::Watch => format!(
                 "watching {}: start workers with `leaselab worker --db {} --name NAME`",
-                app.engine.db_path().display(),
-                app.engine.db_path().display()
+                app.engine.db_shown(),
+                opts_db_arg(&app.engine.db)
             ),
             ExternalMode::Processes => {
                 "worker processes: c kills the selected one (SIGKILL), space stops it (SIGSTOP), r starts a new one"

@@ -1,0 +1,420 @@
+//! Worker processes on PostgreSQL: `leaselab worker --db postgres://...` joining a scratch
+//! database of `LEASELAB_PG_URL`'s server (made and seeded once when two start together,
+//! shared with an engine's threads, a foreign database refused), and the dashboards that
+//! follow them (`--watch`, `--processes`). Every wait polls the database or the app's own
+//! stream with a generous deadline; nothing sleeps to synchronise.
+
+mod pg_support;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use leaselab::engine::backend::{Db, Outbox};
+use leaselab::engine::checker::{self, HistoryCheck};
+use leaselab::engine::clock::wall_now_ms;
+use leaselab::engine::events_table::Translator;
+use leaselab::engine::ledger::Ledger;
+use leaselab::engine::pg::PgStore;
+use leaselab::engine::store::{LeaseEventKind, LeaseEventRow, OutboxStatus};
+use leaselab::engine::worker::WorkerState;
+use leaselab::engine::{Engine, EngineConfig};
+use leaselab::ui::app::{App, ExternalMode, WorkerView};
+use leaselab::ui::{DashboardOptions, Theme};
+use pg_support::{scratch, ScratchDb};
+
+const DEADLINE: Duration = Duration::from_secs(90);
+const POLL: Duration = Duration::from_millis(20);
+
+/// A `leaselab worker` child on a PostgreSQL URL, stopped with SIGTERM when dropped.
+struct WorkerProcess {
+    child: Option<Child>,
+    name: String,
+}
+
+impl WorkerProcess {
+    fn start(url: &str, name: &str, extra: &[&str]) -> WorkerProcess {
+        let child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+            .args(["worker", "--db", url, "--name", name])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start leaselab worker");
+        WorkerProcess {
+            child: Some(child),
+            name: name.to_string(),
+        }
+    }
+
+    /// SIGTERM, then its exit status and its stderr.
+    fn stop(mut self) -> (std::process::ExitStatus, String) {
+        let child = self.child.take().expect("running");
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        let out = child.wait_with_output().expect("wait for the worker");
+        (
+            out.status,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn kill(&mut self) {
+        let child = self.child.as_mut().expect("running");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Poll `what` until it returns Some, or fail after the deadline saying what was awaited.
+fn wait_for<T>(awaited: &str, mut what: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = what() {
+            return v;
+        }
+        assert!(start.elapsed() < DEADLINE, "gave up waiting for {awaited}");
+        std::thread::sleep(POLL);
+    }
+}
+
+fn events(db: &ScratchDb) -> Vec<LeaseEventRow> {
+    PgStore::open_url(&db.url)
+        .and_then(|mut s| s.all_events_after(0, 1_000_000))
+        .unwrap_or_default()
+}
+
+fn reader(db: &ScratchDb) -> Option<Box<dyn Outbox>> {
+    Db::Postgres(db.url.clone()).open_reader().ok()
+}
+
+fn drained(db: &ScratchDb) -> Option<()> {
+    let r = reader(db)?;
+    let c = r.outbox_counts().ok()?;
+    (r.message_count().ok()? > 0 && c.drained()).then_some(())
+}
+
+/// The history checker over the events table alone, against the final rows.
+fn history(db: &ScratchDb) -> (Ledger, HistoryCheck) {
+    let mut ledger = Ledger::new();
+    let mut t = Translator::new();
+    for row in events(db) {
+        for ev in t.events(&row) {
+            ledger.apply(&ev);
+        }
+    }
+    let rows = reader(db).unwrap().messages(0, 100_000).unwrap();
+    let check = checker::check(&ledger, &rows);
+    (ledger, check)
+}
+
+#[test]
+fn two_workers_starting_at_once_make_and_seed_an_empty_database_once() {
+    let Some(db) = scratch("twoworkers") else {
+        return;
+    };
+    let args = [
+        "--messages",
+        "30",
+        "--lease-ms",
+        "5000",
+        "--process-ms",
+        "20",
+    ];
+    let a = WorkerProcess::start(&db.url, "laptop-1", &args);
+    let b = WorkerProcess::start(&db.url, "laptop-2", &args);
+    wait_for("the outbox to drain", || drained(&db));
+    for w in [a, b] {
+        let name = w.name.clone();
+        let (status, stderr) = w.stop();
+        assert_eq!(status.code(), Some(143), "{name}: {stderr}");
+    }
+    let seeded: Vec<_> = events(&db)
+        .into_iter()
+        .filter(|r| r.kind == LeaseEventKind::Seeded)
+        .collect();
+    assert_eq!(seeded.len(), 1, "one seeding: {seeded:?}");
+    assert_eq!(seeded[0].detail.as_deref(), Some("30"));
+    assert_eq!(reader(&db).unwrap().message_count().unwrap(), 30);
+    let (ledger, check) = history(&db);
+    assert!(check.passed(), "{check:?}");
+    assert_eq!((check.seeded, check.processed), (30, 30));
+    assert_eq!(ledger.per_worker.values().sum::<u64>(), 30);
+}
+
+#[test]
+fn worker_processes_join_a_database_an_engine_holds_and_share_it_with_its_threads() {
+    let Some(db) = scratch("mixed") else { return };
+    let config = EngineConfig {
+        workers: 2,
+        messages: 120,
+        lease_ms: 5_000,
+        process_ms: 20,
+        idle_ms: 50,
+        db: Some(Db::Postgres(db.url.clone())),
+        ..EngineConfig::default()
+    };
+    // The engine holds the database (its one-engine lock) and seeds it; its threads wait.
+    let engine = Engine::start(config, true).unwrap();
+    engine.clock.set(wall_now_ms());
+    let procs: Vec<_> = ["proc-1", "proc-2"]
+        .iter()
+        .map(|n| WorkerProcess::start(&db.url, n, &["--lease-ms", "5000", "--process-ms", "100"]))
+        .collect();
+    // A worker that took the engine's lock would be refused here instead.
+    wait_for("both processes to claim", || {
+        let rows = events(&db);
+        procs
+            .iter()
+            .all(|p| rows.iter().any(|r| r.worker == p.name))
+            .then_some(())
+    });
+    engine.clock.set(wall_now_ms());
+    engine.clock.resume();
+    engine.resume_all();
+    wait_for("the outbox to drain", || drained(&db));
+    drop(engine);
+    for p in procs {
+        let name = p.name.clone();
+        let (status, stderr) = p.stop();
+        assert_eq!(status.code(), Some(143), "{name}: {stderr}");
+    }
+    let (ledger, check) = history(&db);
+    assert!(check.passed(), "{check:?}");
+    assert_eq!(check.processed, 120);
+    for name in ["Worker-A", "Worker-B", "proc-1", "proc-2"] {
+        assert!(
+            ledger.per_worker.get(name).copied().unwrap_or(0) > 0,
+            "{name} did no work: {:?}",
+            ledger.per_worker
+        );
+    }
+}
+
+#[test]
+fn a_worker_refuses_a_foreign_postgres_database_in_one_line_untouched() {
+    let Some(db) = scratch("foreign") else {
+        return;
+    };
+    db.client()
+        .batch_execute("CREATE TABLE notes (body text)")
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["worker", "--db", &db.url, "--name", "A"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("another application (notes)"), "{stderr}");
+    let tables: Vec<String> = db
+        .client()
+        .query(
+            "SELECT table_name::text FROM information_schema.tables
+              WHERE table_schema = 'public'",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(tables, ["notes"]);
+}
+
+/// Fold what arrived and take a frame until `view` of the worker `name` satisfies `done`.
+fn wait_for_worker(app: &mut App, name: &str, what: &str, done: impl Fn(&WorkerView) -> bool) {
+    wait_for(&format!("{name} to be {what}"), || {
+        app.absorb_events();
+        app.refresh(20, 10);
+        let found = app
+            .snapshot()
+            .workers
+            .iter()
+            .find(|w| w.status.name == name);
+        found.is_some_and(&done).then_some(())
+    });
+}
+
+/// Fold and take frames until the app's history check has a verdict.
+fn wait_for_verdict(app: &mut App) -> HistoryCheck {
+    let start = Instant::now();
+    loop {
+        app.absorb_events();
+        app.refresh(20, 10);
+        if let Some(h) = app.snapshot().history.clone() {
+            return h;
+        }
+        let db = &app.snapshot().db;
+        assert!(
+            start.elapsed() < DEADLINE,
+            "no history verdict: {:?} {:?} {:?}",
+            db.counts,
+            db.error,
+            app.snapshot().workers
+        );
+        std::thread::sleep(POLL);
+    }
+}
+
+fn watch_options(db: &ScratchDb, messages: u64) -> DashboardOptions {
+    DashboardOptions {
+        db: Some(db.url.clone().into()),
+        messages: Some(messages),
+        watch: true,
+        ..DashboardOptions::default()
+    }
+}
+
+#[test]
+fn watching_postgres_a_killed_worker_shows_and_its_lease_is_reclaimed_after_expiry() {
+    // A slow machine may let the worker finish before the kill lands: then start over.
+    for _ in 0..5 {
+        let Some(db) = scratch("watch") else { return };
+        let slow = [
+            "--messages",
+            "3",
+            "--lease-ms",
+            "2000",
+            "--process-ms",
+            "1900",
+        ];
+        let mut doomed = WorkerProcess::start(&db.url, "doomed", &slow);
+        // Whichever of the two comes first makes the database, with the same payments.
+        let mut app =
+            App::external(ExternalMode::Watch, watch_options(&db, 3), Theme::plain()).unwrap();
+        wait_for_worker(&mut app, "doomed", "holding a lease", |w| {
+            w.status.lease.is_some()
+        });
+        doomed.kill();
+        let rows = reader(&db).unwrap().messages(0, 10).unwrap();
+        let Some(held) = rows.iter().find(|r| r.status == OutboxStatus::Processing) else {
+            continue;
+        };
+        assert_eq!(held.locked_by.as_deref(), Some("doomed"));
+        wait_for_worker(
+            &mut app,
+            "doomed",
+            "shown dead after its lease ran out",
+            |w| w.status.state == WorkerState::Crashed && w.status.lease.is_some(),
+        );
+        let steady = WorkerProcess::start(
+            &db.url,
+            "steady",
+            &["--lease-ms", "2000", "--process-ms", "10"],
+        );
+        wait_for_worker(&mut app, "doomed", "taken over", |w| {
+            w.taken_by.as_deref() == Some("steady")
+        });
+        let history = wait_for_verdict(&mut app);
+        assert!(history.passed(), "{history:?}");
+        assert_eq!(app.ledger.reclaims, 1);
+        assert_eq!(app.ledger.finalized, 3);
+        let (status, stderr) = steady.stop();
+        assert_eq!(status.code(), Some(143), "{stderr}");
+        return;
+    }
+    panic!("the worker finished before the kill five times in a row");
+}
+
+/// The live (not zombie) children of `parent`, from /proc.
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // After the command name in parentheses: state, then the parent's pid.
+        let rest = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
+        let mut fields = rest.split_whitespace();
+        let (state, ppid) = (fields.next(), fields.next());
+        if ppid == Some(parent.to_string().as_str()) && state != Some("Z") {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// The dashboard in a pseudo-terminal (it needs one), its output read and dropped.
+fn dashboard_in_pty(args: &[&str]) -> (Box<dyn portable_pty::Child + Send + Sync>, u32) {
+    use portable_pty::{native_pty_system, CommandBuilder, PtySize};
+    let pty = native_pty_system()
+        .openpty(PtySize {
+            rows: 40,
+            cols: 120,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .expect("open a pty");
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_leaselab"));
+    cmd.args(args);
+    cmd.env("TERM", "xterm-256color");
+    let child = pty.slave.spawn_command(cmd).expect("spawn leaselab");
+    drop(pty.slave);
+    let pid = child.process_id().expect("child pid");
+    let mut reader = pty.master.try_clone_reader().expect("pty reader");
+    std::thread::spawn(move || {
+        let _master = pty.master;
+        let mut buf = [0u8; 8192];
+        while matches!(std::io::Read::read(&mut reader, &mut buf), Ok(n) if n > 0) {}
+    });
+    (child, pid)
+}
+
+#[test]
+fn the_processes_dashboard_on_postgres_starts_worker_children_that_drain_it_cleanly() {
+    let Some(db) = scratch("children") else {
+        return;
+    };
+    let (mut dashboard, pid) = dashboard_in_pty(&[
+        "--processes",
+        "--db",
+        &db.url,
+        "--workers",
+        "2",
+        "--messages",
+        "20",
+        "--lease-ms",
+        "5000",
+        "--process-ms",
+        "50",
+    ]);
+    let kids = wait_for("two worker processes", || {
+        let kids = children_of(pid);
+        (kids.len() == 2).then_some(kids)
+    });
+    wait_for("the outbox to drain", || drained(&db));
+    let (ledger, check) = history(&db);
+    assert!(check.passed(), "{check:?}");
+    assert_eq!((check.seeded, check.processed), (20, 20));
+    assert_eq!(ledger.finalized, 20);
+    // SIGTERM to the dashboard ends it and, with it, its worker processes.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    dashboard.wait().expect("the dashboard ends");
+    wait_for("every worker process gone", || {
+        kids.iter().all(|k| gone(*k)).then_some(())
+    });
+}
+
+/// A process that is gone: no /proc entry, or a zombie waiting for its reaper.
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => {
+            stat[stat.rfind(')').map_or(0, |i| i + 1)..]
+                .split_whitespace()
+                .next()
+                == Some("Z")
+        }
+    }
+}
