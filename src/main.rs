@@ -473,7 +473,11 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
         Err(e) if e.is_runtime() => return runtime_error(e),
         Err(e) => return usage_error(e),
     };
-    let report = Report::build(&outcome);
+    print_and_save(&Report::build(&outcome), &cli.report_dir, json)
+}
+
+/// Print a run's report, then save it: exit 0 when every check passed, 1 when one failed.
+fn print_and_save(report: &Report, report_dir: &std::path::Path, json: bool) -> ExitCode {
     let code = if report.passed {
         ExitCode::SUCCESS
     } else {
@@ -486,7 +490,7 @@ fn run(cli: &Cli, name: &str, json: bool) -> ExitCode {
     } else {
         out.print(&report.text);
     }
-    match report.save(&cli.report_dir) {
+    match report.save(report_dir) {
         Ok((txt, js)) if !json => {
             out.line(&format!("Report saved to {}", txt.display()));
             out.line(&format!("JSON saved to {}", js.display()));
