@@ -4,9 +4,12 @@
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leaselab::engine::store::{OutboxStatus, Store};
+use leaselab::engine::clock::wall_now_ms;
+use leaselab::engine::provider::Provider;
+use leaselab::engine::store::{ClaimOutcome, OutboxStatus, Store, StoreShared};
 use leaselab::engine::worker::WorkerState;
 use leaselab::ui::app::{App, ExternalMode, WorkerView};
 use leaselab::ui::{DashboardOptions, Theme};
@@ -115,4 +118,45 @@ fn a_killed_worker_shows_holding_its_lease_until_another_takes_it_over() {
         return;
     }
     panic!("the worker finished before the kill five times in a row");
+}
+
+#[test]
+fn the_verdict_waits_for_the_events_of_rows_already_processed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("class.db");
+    let opts = DashboardOptions {
+        db: Some(db.clone()),
+        messages: Some(3),
+        watch: true,
+        ..DashboardOptions::default()
+    };
+    let mut app = App::external(ExternalMode::Watch, opts, Theme::plain()).unwrap();
+    app.absorb_events();
+    app.refresh(20, 10);
+    // Another process drains the outbox in one go; its events reach the app only when the
+    // reader next tails the table, while the rows are read at once.
+    let provider = Provider::new();
+    let mut store = Store::open(&db, Arc::new(StoreShared::default())).unwrap();
+    let now = wall_now_ms();
+    for _ in 0..3 {
+        let ClaimOutcome::Claimed(lease) = store.claim_next("outsider", now, 60_000).unwrap().0
+        else {
+            panic!("nothing to claim");
+        };
+        let check = provider.check_status(&lease.key);
+        store.finalize(&lease, &check, now).unwrap();
+    }
+    let start = Instant::now();
+    let first = loop {
+        app.absorb_events();
+        app.refresh(20, 10);
+        if let Some(h) = app.snapshot().history.clone() {
+            break h;
+        }
+        assert!(start.elapsed() < DEADLINE, "no verdict");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // The first verdict is judged on the events of every processed row: nothing lost.
+    assert!(first.passed(), "{first:?}");
+    assert_eq!(first.processed, 3);
 }

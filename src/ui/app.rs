@@ -62,6 +62,8 @@ pub struct App {
     counts_at: Option<Instant>,
     /// What the ledger looked like when the history verdict was taken.
     history_key: (u64, u64, u64, i64, usize),
+    /// Since when the verdict waits for events that explain rows already read.
+    history_waits: Option<Instant>,
     /// Empty claims seen so far, and how many of them came while the outbox was drained.
     idle_polls: (u64, u64),
     /// This frame's data, filled by `refresh`.
@@ -116,6 +118,7 @@ impl App {
             next_slot: 0,
             counts_at: None,
             history_key: (0, 0, 0, 0, 0),
+            history_waits: None,
             idle_polls: (0, 0),
             snap: Snapshot::default(),
             engine,

@@ -269,6 +269,7 @@ impl App {
             next_slot: 0,
             counts_at: None,
             history_key: (0, 0, 0, 0, 0),
+            history_waits: None,
             idle_polls: (0, 0),
             snap: Snapshot::default(),
             engine,

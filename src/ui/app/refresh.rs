@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use crate::checks;
 use crate::engine::checker;
 use crate::engine::ledger::HistoryStep;
-use crate::engine::store::StoreError;
+use crate::engine::store::{OutboxStatus, StoreError};
 use crate::engine::worker::WorkerHandle;
 
 use super::super::render::timeline;
@@ -17,6 +17,11 @@ use super::{App, LessonMode};
 
 /// Outboxes up to this size have their status counts read every frame.
 const SMALL_OUTBOX: u64 = 10_000;
+
+/// How long the verdict waits at most for the events of rows already read as Processed: a
+/// row no event ever explains is judged after that (a state mismatch).
+const MAX_HISTORY_WAIT: Duration = Duration::from_secs(3);
+
 /// Processed rows kept above the work when the table follows it.
 const FOLLOW_ABOVE: u64 = 2;
 /// Larger ones at most this often: counting every status scans the whole table.
@@ -223,6 +228,17 @@ impl App {
             return;
         }
         if let Ok(rows) = self.reader.messages(0, self.snap.db.total) {
+            // A result can be committed before its event arrives (a channel, or a table a
+            // reader tails): wait a few frames for the events before judging the rows.
+            let processed = rows
+                .iter()
+                .filter(|r| r.status == OutboxStatus::Processed)
+                .count() as u64;
+            let since = *self.history_waits.get_or_insert_with(Instant::now);
+            if self.ledger.unique_processed() < processed && since.elapsed() < MAX_HISTORY_WAIT {
+                return;
+            }
+            self.history_waits = None;
             let h = checker::check(&self.ledger, &rows);
             self.snap.checks = checks::of_history(&h);
             self.log_verdict(&h);
