@@ -414,7 +414,14 @@ fn a_database_in_a_read_only_folder_is_refused_as_such() {
 #[test]
 fn every_built_in_lesson_passes_its_check() {
     let dir = tempfile::tempdir().unwrap();
-    for name in ["no-claim", "atomic-claim", "lease-expiry", "zombie-worker"] {
+    for name in [
+        "no-claim",
+        "atomic-claim",
+        "lease-expiry",
+        "zombie-worker",
+        "slow-job",
+        "poison-message",
+    ] {
         let o = leaselab(&["lesson", name, "--check"], dir.path());
         assert_eq!(
             o.status.code(),
@@ -483,7 +490,7 @@ fn a_bad_lesson_file_is_one_line_with_file_and_line_and_nothing_runs() {
 }
 
 #[test]
-fn lessons_lists_the_four_built_ins_in_order() {
+fn lessons_lists_the_built_ins_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let o = leaselab(&["lessons"], dir.path());
     assert_eq!(o.status.code(), Some(0));
@@ -493,7 +500,14 @@ fn lessons_lists_the_four_built_ins_in_order() {
         .collect();
     assert_eq!(
         names,
-        ["no-claim", "atomic-claim", "lease-expiry", "zombie-worker"]
+        [
+            "no-claim",
+            "atomic-claim",
+            "lease-expiry",
+            "zombie-worker",
+            "slow-job",
+            "poison-message"
+        ]
     );
 }
 

@@ -236,3 +236,47 @@ fn run_until_drained_gives_up_at_once_when_a_frozen_worker_holds_a_lease() {
     // PAY-001 stays Processing under the frozen Worker-A.
     assert_eq!(reports[1].checks[0].detail, "found Processing");
 }
+
+#[test]
+fn the_slow_job_lesson_checks_twice_without_heartbeats_and_once_with_them() {
+    let mut s = Session::start(lesson::built_in("slow-job").unwrap()).unwrap();
+    // Through both workers finishing PAY-001, heartbeats off.
+    for _ in 0..4 {
+        assert!(s.forward().passed());
+    }
+    assert_eq!(s.engine.provider.calls()["PAY-001"].status_checks, 2);
+    assert_eq!((s.ledger.heartbeats, s.ledger.rejected_finalizes), (0, 1));
+    // Through Worker-A finishing PAY-002 with heartbeats on.
+    for _ in 0..4 {
+        assert!(s.forward().passed());
+    }
+    assert_eq!(s.engine.provider.calls()["PAY-002"].status_checks, 1);
+    assert!(s.ledger.heartbeats >= 4, "{}", s.ledger.heartbeats);
+    while !s.runner.finished() {
+        assert!(s.forward().passed());
+    }
+    assert_eq!(s.ledger.leases_lost, 1);
+    assert_eq!(s.ledger.processed_more_than_once(), 0);
+    let rows = s.engine.store().messages(0, 3).unwrap();
+    let check = leaselab::engine::checker::check(&s.ledger, &rows);
+    assert!(check.passed(), "{check:?}");
+}
+
+#[test]
+fn the_poison_message_lesson_dead_letters_then_redrives() {
+    let mut s = Session::start(lesson::built_in("poison-message").unwrap()).unwrap();
+    for _ in 0..5 {
+        assert!(s.forward().passed());
+    }
+    let row = &s.engine.store().messages(0, 3).unwrap()[1];
+    assert_eq!((row.status.as_str(), row.attempts), ("DeadLettered", 3));
+    assert_eq!((s.ledger.retries, s.ledger.dead_letters), (4, 1));
+    while !s.runner.finished() {
+        assert!(s.forward().passed());
+    }
+    assert_eq!(s.ledger.redriven, 1);
+    let rows = s.engine.store().messages(0, 3).unwrap();
+    assert!(rows.iter().all(|r| r.status.as_str() == "Processed"));
+    let check = leaselab::engine::checker::check(&s.ledger, &rows);
+    assert!(check.passed(), "{check:?}");
+}

@@ -40,6 +40,16 @@ pub const BUILT_INS: &[BuiltIn] = &[
         path: "assets/lessons/zombie-worker.toml",
         text: include_str!("../../assets/lessons/zombie-worker.toml"),
     },
+    BuiltIn {
+        name: "slow-job",
+        path: "assets/lessons/slow-job.toml",
+        text: include_str!("../../assets/lessons/slow-job.toml"),
+    },
+    BuiltIn {
+        name: "poison-message",
+        path: "assets/lessons/poison-message.toml",
+        text: include_str!("../../assets/lessons/poison-message.toml"),
+    },
 ];
 
 /// The lesson `leaselab` opens with no arguments.
