@@ -217,9 +217,28 @@ impl Ledger {
 
     pub fn apply(&mut self, ev: &Event) {
         self.events_seen += 1;
-        let worker =
-            WorkerId::parse(&ev.actor).map_or_else(|| ev.actor.clone(), |id| id.base().to_string());
         let actor = self.name(&ev.actor);
+        match &ev.kind {
+            EventKind::Claimed { .. }
+            | EventKind::ProviderCalled { .. }
+            | EventKind::Finalized { .. }
+            | EventKind::FinalizeRejected { .. }
+            | EventKind::Heartbeat { .. } => self.apply_lease(ev, actor),
+            EventKind::AttemptFailed { .. }
+            | EventKind::DeadLettered { .. }
+            | EventKind::Redriven { .. } => self.apply_failure(ev, actor),
+            _ => self.apply_other(ev, actor),
+        }
+    }
+
+    /// The worker a result counts for: its base name, without the incarnation.
+    fn worker_of(actor: &str) -> String {
+        WorkerId::parse(actor).map_or_else(|| actor.to_string(), |id| id.base().to_string())
+    }
+
+    /// Claims, provider calls, finalizes and heartbeats: a lease's life.
+    fn apply_lease(&mut self, ev: &Event, actor: Arc<str>) {
+        let worker = Self::worker_of(&ev.actor);
         match &ev.kind {
             EventKind::Claimed {
                 id,
@@ -235,13 +254,6 @@ impl Ledger {
                     until_ms: *until_ms,
                 };
                 self.claimed(ev.seq, *id, key, *reclaim, step);
-            }
-            EventKind::ClaimEmpty => self.claims_empty += 1,
-            EventKind::ClaimBlocked { .. } => self.claims_blocked += 1,
-            EventKind::Loaded { count } => {
-                self.loads += 1;
-                self.loaded_rows += *count as u64;
-                *self.loaded_by_worker.entry(worker).or_default() += *count as u64;
             }
             EventKind::ProviderCalled { id, key, status } => {
                 self.processing_attempts += 1;
@@ -296,7 +308,13 @@ impl Ledger {
                 };
                 self.message(*id, key).record((ev.seq, step));
             }
-            EventKind::LeaseLost { .. } => self.leases_lost += 1,
+            _ => {}
+        }
+    }
+
+    /// Failed attempts, dead letters and redrives.
+    fn apply_failure(&mut self, ev: &Event, actor: Arc<str>) {
+        match &ev.kind {
             EventKind::AttemptFailed {
                 id, key, version, ..
             } => {
@@ -348,6 +366,22 @@ impl Ledger {
                     }
                 }
             }
+            _ => {}
+        }
+    }
+
+    /// Everything else: empty and blocked claims, loads, marks, crashes, the outbox's size.
+    fn apply_other(&mut self, ev: &Event, actor: Arc<str>) {
+        let worker = Self::worker_of(&ev.actor);
+        match &ev.kind {
+            EventKind::ClaimEmpty => self.claims_empty += 1,
+            EventKind::ClaimBlocked { .. } => self.claims_blocked += 1,
+            EventKind::LeaseLost { .. } => self.leases_lost += 1,
+            EventKind::Loaded { count } => {
+                self.loads += 1;
+                self.loaded_rows += *count as u64;
+                *self.loaded_by_worker.entry(worker).or_default() += *count as u64;
+            }
             EventKind::Marked { id, key, status } => {
                 self.marked += 1;
                 let step = HistoryStep::Mark {
@@ -370,12 +404,7 @@ impl Ledger {
                 self.message(*id, key);
             }
             EventKind::Seeded { messages } => self.seeded_upto = *messages as i64,
-            EventKind::Paused
-            | EventKind::Resumed
-            | EventKind::ClockMoved { .. }
-            | EventKind::LeasingChanged { .. }
-            | EventKind::HeartbeatsChanged { .. }
-            | EventKind::Note { .. } => {}
+            _ => {}
         }
     }
 

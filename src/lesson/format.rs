@@ -548,90 +548,31 @@ impl Ctx<'_> {
     fn action(&self, a: &Spanned<String>) -> Result<Action, String> {
         let span = a.span();
         let words: Vec<&str> = a.get_ref().split_whitespace().collect();
-        let extra = |n: usize| -> Result<(), String> {
-            match words.get(n) {
-                Some(w) => Err(self.p.err(
-                    span.clone(),
-                    &format!("unexpected '{w}' in '{}'", a.get_ref().trim()),
-                )),
-                None => Ok(()),
-            }
-        };
         let verb = words.first().copied().unwrap_or("");
-        let action = match verb {
+        let (action, used) = match verb {
             "claim" => {
                 let slot = self.worker(&span, words.get(1).copied())?;
                 let message = words.get(2).map(|w| self.message(&span, w)).transpose()?;
-                extra(3)?;
-                Action::Claim { slot, message }
+                (Action::Claim { slot, message }, 3)
             }
             "act" | "crash" | "restart" | "pause" | "resume" => {
-                let slot = self.worker(&span, words.get(1).copied())?;
-                extra(2)?;
-                match verb {
-                    "act" => Action::Act { slot },
-                    "crash" => Action::Crash { slot },
-                    "restart" => Action::Restart { slot },
-                    "pause" => Action::Pause { slot },
-                    _ => Action::Resume { slot },
-                }
+                (self.worker_action(&span, verb, words.get(1).copied())?, 2)
             }
-            "advance" => {
-                let w = words.get(1).copied();
-                let ms = self.count(&span, w.map(|w| w.trim_end_matches("ms")), "advance")?;
-                extra(2)?;
-                Action::Advance { ms }
-            }
-            "work" => {
-                let w = words.get(1).copied();
-                let ms = self.count(&span, w.map(|w| w.trim_end_matches("ms")), "work")?;
-                extra(2)?;
-                Action::Work { ms }
-            }
-            "redrive" | "heal" => {
-                let which = match words.get(1).copied() {
-                    Some("all") => None,
-                    Some(w) => Some(self.message(&span, w)?),
-                    None => {
-                        return Err(self
-                            .p
-                            .err(span, &format!("{verb} takes a message or all")))
-                    }
-                };
-                extra(2)?;
-                if verb == "redrive" {
-                    Action::Redrive(which)
-                } else {
-                    Action::Heal(which)
-                }
-            }
-            "heartbeats" => {
-                let on = match words.get(1).copied() {
-                    Some("on") => true,
-                    Some("off") => false,
-                    _ => return Err(self.p.err(span, "heartbeats takes on or off")),
-                };
-                extra(2)?;
-                Action::Heartbeats(on)
-            }
-            "leasing" => {
+            "advance" | "work" => (self.clock_action(&span, verb, words.get(1).copied())?, 2),
+            "redrive" | "heal" => (self.message_action(&span, verb, words.get(1).copied())?, 2),
+            "heartbeats" | "leasing" | "idempotency" => {
                 let on = self.on_off(&span, verb, words.get(1).copied())?;
-                extra(2)?;
-                Action::Leasing(on)
+                let action = match verb {
+                    "heartbeats" => Action::Heartbeats(on),
+                    "leasing" => Action::Leasing(on),
+                    _ => Action::Idempotency(on),
+                };
+                (action, 2)
             }
-            "idempotency" => {
-                let on = self.on_off(&span, verb, words.get(1).copied())?;
-                extra(2)?;
-                Action::Idempotency(on)
-            }
-            "add-payment" => {
-                extra(1)?;
-                Action::AddPayment
-            }
+            "add-payment" => (Action::AddPayment, 1),
             "run-until" => {
                 let c = self.condition(&span, words.get(1).copied())?;
-                extra(2)?;
-                Action::RunUntil(c)
+                (Action::RunUntil(c), 2)
             }
             "" => return Err(self.p.err(span, "an empty action")),
             other => {
@@ -645,7 +586,68 @@ impl Ctx<'_> {
                 ))
             }
         };
-        Ok(action)
+        match words.get(used) {
+            Some(w) => Err(self.p.err(
+                span,
+                &format!("unexpected '{w}' in '{}'", a.get_ref().trim()),
+            )),
+            None => Ok(action),
+        }
+    }
+
+    /// `act W`, `crash W`, `restart W`, `pause W`, `resume W`.
+    fn worker_action(
+        &self,
+        span: &Range<usize>,
+        verb: &str,
+        word: Option<&str>,
+    ) -> Result<Action, String> {
+        let slot = self.worker(span, word)?;
+        Ok(match verb {
+            "act" => Action::Act { slot },
+            "crash" => Action::Crash { slot },
+            "restart" => Action::Restart { slot },
+            "pause" => Action::Pause { slot },
+            _ => Action::Resume { slot },
+        })
+    }
+
+    /// `advance MS` and `work MS` (an `ms` suffix is allowed).
+    fn clock_action(
+        &self,
+        span: &Range<usize>,
+        verb: &str,
+        word: Option<&str>,
+    ) -> Result<Action, String> {
+        let ms = self.count(span, word.map(|w| w.trim_end_matches("ms")), verb)?;
+        Ok(if verb == "advance" {
+            Action::Advance { ms }
+        } else {
+            Action::Work { ms }
+        })
+    }
+
+    /// `redrive PAY-002|all` and `heal PAY-002|all`.
+    fn message_action(
+        &self,
+        span: &Range<usize>,
+        verb: &str,
+        word: Option<&str>,
+    ) -> Result<Action, String> {
+        let which = match word {
+            Some("all") => None,
+            Some(w) => Some(self.message(span, w)?),
+            None => {
+                return Err(self
+                    .p
+                    .err(span.clone(), &format!("{verb} takes a message or all")))
+            }
+        };
+        Ok(if verb == "redrive" {
+            Action::Redrive(which)
+        } else {
+            Action::Heal(which)
+        })
     }
 
     fn expect(&self, e: &Spanned<String>) -> Result<Expect, String> {
