@@ -421,6 +421,7 @@ fn every_built_in_lesson_passes_its_check() {
         "zombie-worker",
         "slow-job",
         "poison-message",
+        "one-writer",
     ] {
         let o = leaselab(&["lesson", name, "--check"], dir.path());
         assert_eq!(
@@ -506,7 +507,8 @@ fn lessons_lists_the_built_ins_in_order() {
             "lease-expiry",
             "zombie-worker",
             "slow-job",
-            "poison-message"
+            "poison-message",
+            "one-writer"
         ]
     );
 }
@@ -837,9 +839,17 @@ fn a_column_dropped_under_the_run_ends_it_with_exit_three_and_the_workers_error(
 
 #[test]
 fn a_run_whose_lease_would_run_out_mid_message_is_refused() {
+    // Without heartbeats nothing extends the lease: the run is refused before it starts.
+    // (With heartbeats, the default, a job longer than the lease is kept alive.)
     let dir = tempfile::tempdir().unwrap();
     let o = leaselab(
-        &["run", "outbox-leasing", "--process-ms", "600000"],
+        &[
+            "run",
+            "outbox-leasing",
+            "--process-ms",
+            "600000",
+            "--no-heartbeat",
+        ],
         dir.path(),
     );
     assert_usage_error(&o, "--lease-ms");

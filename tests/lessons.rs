@@ -87,6 +87,22 @@ fn bad_lessons_are_refused_with_file_and_line() {
             "lessons/small.toml:14: a step has no say",
         ),
         (
+            SMALL.replace("claim Worker-A PAY-001", "workers 0"),
+            "lessons/small.toml:10: workers 0 is outside 1-26",
+        ),
+        (
+            SMALL.replace("claim Worker-A PAY-001", "batch 101"),
+            "lessons/small.toml:10: batch 101 is outside 1-100",
+        ),
+        (
+            SMALL.replace("workers = 2", "workers = 2\nbatch = 0"),
+            "lessons/small.toml:7: batch = 0 is outside 1-100",
+        ),
+        (
+            SMALL.replace("claim Worker-A PAY-001", "add-payment 0"),
+            "lessons/small.toml:10: add-payment 0 is outside 1-1000",
+        ),
+        (
             SMALL.replace("format_version = 1", "format_version = 2"),
             "lessons/small.toml:1: format_version 2 is not supported",
         ),
@@ -279,4 +295,29 @@ fn the_poison_message_lesson_dead_letters_then_redrives() {
     assert!(rows.iter().all(|r| r.status.as_str() == "Processed"));
     let check = leaselab::engine::checker::check(&s.ledger, &rows);
     assert!(check.passed(), "{check:?}");
+}
+
+#[test]
+fn the_one_writer_lesson_adds_workers_and_batches_claims() {
+    let mut s = Session::start(lesson::built_in("one-writer").unwrap()).unwrap();
+    assert!(s.forward().passed());
+    assert_eq!(s.ledger.claim_transactions, 8);
+    assert!(s.forward().passed());
+    assert_eq!(s.engine.workers().len(), 4);
+    assert_eq!(s.ledger.claim_transactions, 16);
+    assert!(s.forward().passed());
+    // Eight more messages in four claim transactions of two.
+    assert_eq!(s.ledger.claim_transactions, 20);
+    assert_eq!(s.ledger.claims_ok, 24);
+    assert!(s.forward().passed());
+    assert_eq!(
+        (s.engine.workers().len(), s.engine.settings.batch()),
+        (2, 1)
+    );
+    let rows = s.engine.store().messages(0, 24).unwrap();
+    let check = leaselab::engine::checker::check(&s.ledger, &rows);
+    assert!(check.passed(), "{check:?}");
+    // Stepping back to the start brings the setup's single worker back.
+    s.goto(0).unwrap();
+    assert_eq!(s.engine.workers().len(), 1);
 }

@@ -173,6 +173,10 @@ pub struct Ledger {
     pub claims_empty: u64,
     pub claims_blocked: u64,
     pub reclaims: u64,
+    /// Claim transactions that took something: a batch claim of several messages is one.
+    pub claim_transactions: u64,
+    /// Each worker's last claim stamp: a batch's claims share one.
+    last_claim_seq: HashMap<Arc<str>, u64>,
     /// Leasing off: bulk loads of every Pending row.
     pub loads: u64,
     pub loaded_rows: u64,
@@ -253,6 +257,9 @@ impl Ledger {
                     at_ms: ev.at_ms,
                     until_ms: *until_ms,
                 };
+                if self.last_claim_seq.insert(actor.clone(), ev.seq) != Some(ev.seq) {
+                    self.claim_transactions += 1;
+                }
                 self.claimed(ev.seq, *id, key, *reclaim, step);
             }
             EventKind::ProviderCalled { id, key, status } => {
@@ -477,6 +484,22 @@ impl Ledger {
             let after = m.count_violations() as u64;
             self.ownership_violations = self.ownership_violations + after - before;
         }
+    }
+
+    /// Write transactions the workers committed, each a turn at SQLite's one writer: claims
+    /// (a batch is one, an empty claim too), finalizes (rejected ones included), marks,
+    /// heartbeats (lost ones included) and failed attempts.
+    pub fn writes(&self) -> u64 {
+        self.claim_transactions
+            + self.claims_empty
+            + self.claims_blocked
+            + self.finalized
+            + self.rejected_finalizes
+            + self.marked
+            + self.heartbeats
+            + self.leases_lost
+            + self.retries
+            + self.dead_letters
     }
 
     /// Results written, in total (finalized + marked).

@@ -50,6 +50,11 @@ pub const BUILT_INS: &[BuiltIn] = &[
         path: "assets/lessons/poison-message.toml",
         text: include_str!("../../assets/lessons/poison-message.toml"),
     },
+    BuiltIn {
+        name: "one-writer",
+        path: "assets/lessons/one-writer.toml",
+        text: include_str!("../../assets/lessons/one-writer.toml"),
+    },
 ];
 
 /// The lesson `leaselab` opens with no arguments.

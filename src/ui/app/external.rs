@@ -267,6 +267,7 @@ impl App {
             counts_at: None,
             history_key: (0, 0, 0, 0, 0),
             idle_polls: (0, 0),
+            throughput: Default::default(),
             snap: Snapshot::default(),
             engine,
         };
