@@ -661,6 +661,14 @@ impl Worker {
             .then(|| self.beat_base + s.heartbeat_ms())
     }
 
+    /// A heartbeat when one can be given (heartbeats on, a lease held), whatever its time.
+    pub(super) fn beat_now(&mut self) -> Result<(), String> {
+        if self.next_beat().is_some() {
+            self.beat()?;
+        }
+        Ok(())
+    }
+
     /// Extend the held lease. Zero rows changed means the lease is lost: the worker drops
     /// the message without calling the provider or trying a finalize.
     fn beat(&mut self) -> Result<(), String> {
