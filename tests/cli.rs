@@ -982,9 +982,45 @@ fn a_heartbeat_that_cannot_keep_the_lease_and_zero_attempts_are_refused_in_one_l
             vec!["lesson", "slow-job", "--heartbeat-ms", "100"],
             "[setup]",
         ),
+        // The dashboard (its lease is 3000 ms) and a worker process refuse them too.
+        (vec!["--heartbeat-ms", "3000"], "heartbeat interval 3000 ms"),
+        (
+            vec!["--max-attempts", "0"],
+            "max attempts must be at least 1",
+        ),
+        (
+            vec![
+                "worker",
+                "--db",
+                "w.db",
+                "--name",
+                "w",
+                "--lease-ms",
+                "500",
+                "--heartbeat-ms",
+                "600",
+            ],
+            "heartbeat interval 600 ms",
+        ),
+        (
+            vec![
+                "worker",
+                "--db",
+                "w.db",
+                "--name",
+                "w",
+                "--max-attempts",
+                "0",
+            ],
+            "max attempts must be at least 1",
+        ),
     ] {
         let o = leaselab(&args, dir.path());
         assert_usage_error(&o, needle);
     }
     assert!(!dir.path().join("reports").exists());
+    assert!(
+        !dir.path().join("w.db").exists(),
+        "a refused worker opened its database"
+    );
 }

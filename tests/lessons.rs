@@ -103,6 +103,14 @@ fn bad_lessons_are_refused_with_file_and_line() {
             "lessons/small.toml:10: add-payment 0 is outside 1-1000",
         ),
         (
+            SMALL.replace("workers = 2", "workers = 2\nlease_ms = 900\nheartbeat_ms = 900"),
+            "lessons/small.toml:8: heartbeat interval 900 ms must be at least 1 and shorter than the lease",
+        ),
+        (
+            SMALL.replace("workers = 2", "workers = 2\nmax_attempts = 0"),
+            "lessons/small.toml:7: max_attempts = 0 is outside 1-1000",
+        ),
+        (
             SMALL.replace("format_version = 1", "format_version = 2"),
             "lessons/small.toml:1: format_version 2 is not supported",
         ),
