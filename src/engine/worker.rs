@@ -836,7 +836,10 @@ impl Worker {
         let phase = std::mem::replace(&mut self.phase, Phase::Idle);
         let acted = match phase {
             Phase::Idle if leasing => match self.batched.pop_front() {
-                Some(lease) => self.hold(lease),
+                Some(lease) => {
+                    let now = self.ctx.clock.now();
+                    self.hold(lease, now)
+                }
                 None => self.claim(None)?,
             },
             Phase::Idle => {
@@ -864,7 +867,13 @@ impl Worker {
         let starts_work = matches!(self.phase, Phase::Holding(_))
             || matches!(self.phase, Phase::Naive { current: None, .. });
         if process_ms > 0 && starts_work {
-            let done_at = self.ctx.clock.now() + process_ms;
+            // Work on a claimed message starts at the claim's time: whoever heard of the
+            // claim may have moved the clock since, and must not push the work's end out.
+            let started = match self.phase {
+                Phase::Holding(_) => self.beat_base,
+                _ => self.ctx.clock.now(),
+            };
+            let done_at = started + process_ms;
             self.work_done_at = Some(done_at);
             if !stepping {
                 return Ok(Acted::WaitUntil(done_at));
@@ -1026,8 +1035,15 @@ impl Worker {
         self.blocked_on = None;
         match outcome {
             ClaimOutcome::Claimed(lease) => {
+                // Held before anyone hears of it: heartbeats count from the claim's time,
+                // whatever the clock does once the event is out.
+                let events: Vec<Lease> = std::iter::once(&lease)
+                    .chain(&self.batched)
+                    .cloned()
+                    .collect();
+                let acted = self.hold(lease, now);
                 // One transaction, one stamp: the whole batch was claimed at once.
-                for l in std::iter::once(&lease).chain(&self.batched) {
+                for l in &events {
                     self.emit_when(
                         seq,
                         now,
@@ -1040,7 +1056,7 @@ impl Worker {
                         },
                     );
                 }
-                Ok(self.hold(lease))
+                Ok(acted)
             }
             ClaimOutcome::Empty => {
                 self.emit_at(seq, EventKind::ClaimEmpty);
@@ -1095,10 +1111,10 @@ impl Worker {
         Ok((outcome, seq))
     }
 
-    /// Start on a leased message: heartbeats count from now.
-    fn hold(&mut self, lease: Lease) -> Acted {
+    /// Start on a leased message: heartbeats count from `since`.
+    fn hold(&mut self, lease: Lease, since: i64) -> Acted {
         self.phase = Phase::Holding(lease);
-        self.beat_base = self.ctx.clock.now();
+        self.beat_base = since;
         self.set_status(|s| s.last_beat_ms = None);
         Acted::Done
     }
