@@ -309,6 +309,8 @@ fn a_stopped_worker_wakes_to_a_refused_finalize() {
     for _ in 0..5 {
         let dir = tempfile::tempdir().unwrap();
         let db = db_in(&dir);
+        // Without heartbeats: with them, the woken zombie's overdue beat would find its
+        // lease lost and drop the job before any finalize (tests/heartbeats.rs).
         let slow = [
             "--messages",
             "1",
@@ -316,6 +318,7 @@ fn a_stopped_worker_wakes_to_a_refused_finalize() {
             "3000",
             "--process-ms",
             "2900",
+            "--no-heartbeat",
         ];
         let zombie = WorkerProcess::start(&db, "zombie", &slow);
         let zombie_pid = zombie.child.as_ref().unwrap().id() as libc::pid_t;
