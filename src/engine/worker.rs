@@ -1034,30 +1034,7 @@ impl Worker {
         };
         self.blocked_on = None;
         match outcome {
-            ClaimOutcome::Claimed(lease) => {
-                // Held before anyone hears of it: heartbeats count from the claim's time,
-                // whatever the clock does once the event is out.
-                let events: Vec<Lease> = std::iter::once(&lease)
-                    .chain(&self.batched)
-                    .cloned()
-                    .collect();
-                let acted = self.hold(lease, now);
-                // One transaction, one stamp: the whole batch was claimed at once.
-                for l in &events {
-                    self.emit_when(
-                        seq,
-                        now,
-                        EventKind::Claimed {
-                            id: l.id,
-                            key: l.key.clone(),
-                            until_ms: l.until_ms,
-                            version: l.version,
-                            reclaim: l.version > 1,
-                        },
-                    );
-                }
-                Ok(acted)
-            }
+            ClaimOutcome::Claimed(lease) => Ok(self.claimed(lease, seq, now)),
             ClaimOutcome::Empty => {
                 self.emit_at(seq, EventKind::ClaimEmpty);
                 Ok(Acted::WaitUntil(now + self.ctx.settings.idle_ms()))
@@ -1092,6 +1069,32 @@ impl Worker {
                 Ok(Acted::WaitUntil(idle.min(now + left_ms + 1)))
             }
         }
+    }
+
+    /// A claim took `lease` (and the rest of a batch): hold it, then tell everyone.
+    fn claimed(&mut self, lease: Lease, seq: u64, now: i64) -> Acted {
+        // Held before anyone hears of it: heartbeats count from the claim's time,
+        // whatever the clock does once the event is out.
+        let events: Vec<Lease> = std::iter::once(&lease)
+            .chain(&self.batched)
+            .cloned()
+            .collect();
+        let acted = self.hold(lease, now);
+        // One transaction, one stamp: the whole batch was claimed at once.
+        for l in &events {
+            self.emit_when(
+                seq,
+                now,
+                EventKind::Claimed {
+                    id: l.id,
+                    key: l.key.clone(),
+                    until_ms: l.until_ms,
+                    version: l.version,
+                    reclaim: l.version > 1,
+                },
+            );
+        }
+        acted
     }
 
     /// Claim up to `k` messages in one transaction: the first is held, the rest wait in
