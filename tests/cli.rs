@@ -414,7 +414,15 @@ fn a_database_in_a_read_only_folder_is_refused_as_such() {
 #[test]
 fn every_built_in_lesson_passes_its_check() {
     let dir = tempfile::tempdir().unwrap();
-    for name in ["no-claim", "atomic-claim", "lease-expiry", "zombie-worker"] {
+    for name in [
+        "no-claim",
+        "atomic-claim",
+        "lease-expiry",
+        "zombie-worker",
+        "slow-job",
+        "poison-message",
+        "one-writer",
+    ] {
         let o = leaselab(&["lesson", name, "--check"], dir.path());
         assert_eq!(
             o.status.code(),
@@ -483,7 +491,7 @@ fn a_bad_lesson_file_is_one_line_with_file_and_line_and_nothing_runs() {
 }
 
 #[test]
-fn lessons_lists_the_four_built_ins_in_order() {
+fn lessons_lists_the_built_ins_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let o = leaselab(&["lessons"], dir.path());
     assert_eq!(o.status.code(), Some(0));
@@ -493,7 +501,15 @@ fn lessons_lists_the_four_built_ins_in_order() {
         .collect();
     assert_eq!(
         names,
-        ["no-claim", "atomic-claim", "lease-expiry", "zombie-worker"]
+        [
+            "no-claim",
+            "atomic-claim",
+            "lease-expiry",
+            "zombie-worker",
+            "slow-job",
+            "poison-message",
+            "one-writer"
+        ]
     );
 }
 
@@ -823,6 +839,8 @@ fn a_column_dropped_under_the_run_ends_it_with_exit_three_and_the_workers_error(
 
 #[test]
 fn a_run_whose_lease_would_run_out_mid_message_is_refused() {
+    // Without heartbeats nothing extends the lease: the run is refused before it starts.
+    // (With heartbeats, the default, a job longer than the lease is kept alive.)
     let dir = tempfile::tempdir().unwrap();
     let o = leaselab(
         &[
@@ -964,9 +982,45 @@ fn a_heartbeat_that_cannot_keep_the_lease_and_zero_attempts_are_refused_in_one_l
             vec!["lesson", "slow-job", "--heartbeat-ms", "100"],
             "[setup]",
         ),
+        // The dashboard (its lease is 3000 ms) and a worker process refuse them too.
+        (vec!["--heartbeat-ms", "3000"], "heartbeat interval 3000 ms"),
+        (
+            vec!["--max-attempts", "0"],
+            "max attempts must be at least 1",
+        ),
+        (
+            vec![
+                "worker",
+                "--db",
+                "w.db",
+                "--name",
+                "w",
+                "--lease-ms",
+                "500",
+                "--heartbeat-ms",
+                "600",
+            ],
+            "heartbeat interval 600 ms",
+        ),
+        (
+            vec![
+                "worker",
+                "--db",
+                "w.db",
+                "--name",
+                "w",
+                "--max-attempts",
+                "0",
+            ],
+            "max attempts must be at least 1",
+        ),
     ] {
         let o = leaselab(&args, dir.path());
         assert_usage_error(&o, needle);
     }
     assert!(!dir.path().join("reports").exists());
+    assert!(
+        !dir.path().join("w.db").exists(),
+        "a refused worker opened its database"
+    );
 }

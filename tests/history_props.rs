@@ -1,6 +1,9 @@
 //! Random schedules over real SQLite, driven from one thread so that every case is
 //! deterministic: N workers (each with its own connection) claim, call the provider,
-//! finalize, crash, restart, pause, resume, and the clock jumps. Afterwards the history
+//! finalize, crash, restart, pause, resume, and the clock jumps; heartbeats go on and off
+//! and beat at the case's interval while the clock moves; the provider fails some
+//! payments for their first calls and others always (retries with backoff, dead letters),
+//! dead letters are redriven, and workers claim in batches. Afterwards the history
 //! checker must find nothing wrong with leasing on, and must find duplicates with it off.
 //! The leasing-off search runs from a fixed seed and its schedule is minimised to a fixpoint,
 //! so it finds the same smallest schedule on every run.
@@ -13,17 +16,18 @@
 #[allow(dead_code)]
 mod pg_support;
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crossbeam_channel::Receiver;
 use leaselab::engine::backend::{Db, Outbox};
 use leaselab::engine::checker::{self, HistoryCheck};
 use leaselab::engine::clock::{Clock, SCENARIO_START_MS};
-use leaselab::engine::events::Event;
+use leaselab::engine::events::{Event, EventKind, ENGINE};
 use leaselab::engine::ledger::Ledger;
 use leaselab::engine::pg::PgOutbox;
-use leaselab::engine::provider::Provider;
-use leaselab::engine::store::{Durability, Store, StoreShared};
+use leaselab::engine::provider::{Provider, ProviderFaults};
+use leaselab::engine::store::{payment_key, Durability, Store, StoreShared};
 use leaselab::engine::worker::{NextAction, Settings, Stepper, WorkerContext};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner};
@@ -40,6 +44,28 @@ enum Op {
     Resume(usize),
     /// Jump the scenario clock forward (ms).
     Advance(i64),
+    /// Move the clock (ms) one heartbeat interval at a time; after each, every unpaused
+    /// worker holding a lease beats (when heartbeats are on).
+    Work(i64),
+    Heartbeats(bool),
+    /// Every dead letter back to Pending with fresh attempts.
+    Redrive,
+    /// Messages per claim transaction from the next claim on.
+    Batch(usize),
+}
+
+/// Heartbeats, provider failures and retries for one case.
+#[derive(Debug, Clone)]
+struct Reliability {
+    heartbeats: bool,
+    /// A fraction of the lease, in percent (1-90).
+    heartbeat_pct: i64,
+    /// Per message: how many of its first provider calls fail (0 for most).
+    fail_first: Vec<u64>,
+    /// Messages whose provider calls always fail (poison), by index.
+    fail_always: Vec<bool>,
+    max_attempts: i64,
+    backoff_ms: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -48,6 +74,59 @@ struct Case {
     messages: u64,
     lease_ms: i64,
     ops: Vec<Op>,
+    rel: Reliability,
+}
+
+impl Reliability {
+    /// Nothing fails and nobody beats: the schedules as they were before heartbeats.
+    fn plain() -> Reliability {
+        Reliability {
+            heartbeats: false,
+            heartbeat_pct: 33,
+            fail_first: Vec::new(),
+            fail_always: Vec::new(),
+            max_attempts: 5,
+            backoff_ms: 100,
+        }
+    }
+
+    fn faults(&self) -> ProviderFaults {
+        let mut f = ProviderFaults::default();
+        for (i, n) in self.fail_first.iter().enumerate() {
+            if *n > 0 {
+                f.fail_first.insert(payment_key(i as u64 + 1), *n);
+            }
+        }
+        for (i, always) in self.fail_always.iter().enumerate() {
+            if *always {
+                f.fail_always.insert(payment_key(i as u64 + 1));
+            }
+        }
+        f
+    }
+}
+
+fn reliability() -> impl Strategy<Value = Reliability> {
+    (
+        any::<bool>(),
+        1i64..=90,
+        prop::collection::vec(prop_oneof![6 => Just(0u64), 1 => 1u64..=3], 6),
+        prop::collection::vec(prop::bool::weighted(0.15), 6),
+        1i64..=4,
+        0i64..=300,
+    )
+        .prop_map(
+            |(heartbeats, heartbeat_pct, fail_first, fail_always, max_attempts, backoff_ms)| {
+                Reliability {
+                    heartbeats,
+                    heartbeat_pct,
+                    fail_first,
+                    fail_always,
+                    max_attempts,
+                    backoff_ms,
+                }
+            },
+        )
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -59,6 +138,10 @@ fn op() -> impl Strategy<Value = Op> {
         1 => w.clone().prop_map(Op::Pause),
         1 => w.prop_map(Op::Resume),
         2 => (1i64..1_500).prop_map(Op::Advance),
+        2 => (1i64..1_500).prop_map(Op::Work),
+        1 => any::<bool>().prop_map(Op::Heartbeats),
+        1 => Just(Op::Redrive),
+        1 => (1usize..=3).prop_map(Op::Batch),
     ]
 }
 
@@ -68,12 +151,14 @@ fn case() -> impl Strategy<Value = Case> {
         1u64..=6,
         100i64..=1_000,
         prop::collection::vec(op(), 0..80),
+        reliability(),
     )
-        .prop_map(|(workers, messages, lease_ms, ops)| Case {
+        .prop_map(|(workers, messages, lease_ms, ops, rel)| Case {
             workers,
             messages,
             lease_ms,
             ops,
+            rel,
         })
 }
 
@@ -113,6 +198,7 @@ impl World {
         store
             .seed(&provider, case.messages, SCENARIO_START_MS)
             .unwrap();
+        provider.set_faults(case.rel.faults());
         let (tx, events) = crossbeam_channel::unbounded();
         let mut ledger = Ledger::new();
         ledger.seeded_upto = case.messages as i64;
@@ -124,6 +210,16 @@ impl World {
             settings: Arc::new(Settings::new(leasing, case.lease_ms, 0, 1)),
             events: tx,
         };
+        let s = &ctx.settings;
+        s.heartbeats.store(case.rel.heartbeats, Ordering::SeqCst);
+        let beat = (case.lease_ms * case.rel.heartbeat_pct / 100).clamp(1, case.lease_ms - 1);
+        s.heartbeat_ms.store(beat, Ordering::SeqCst);
+        s.max_attempts
+            .store(case.rel.max_attempts, Ordering::SeqCst);
+        s.backoff_ms.store(case.rel.backoff_ms, Ordering::SeqCst);
+        // Capped at the lease, so a drain that moves the clock a lease at a time retries.
+        s.backoff_cap_ms
+            .store(case.rel.backoff_ms.max(case.lease_ms), Ordering::SeqCst);
         let slots = (0..case.workers)
             .map(|slot| Slot {
                 worker: Some(Stepper::new(ctx.clone(), slot, 1).unwrap()),
@@ -160,10 +256,51 @@ impl World {
             Op::Advance(ms) => {
                 self.ctx.clock.advance(ms);
             }
+            Op::Work(ms) => self.work(ms)?,
+            Op::Heartbeats(on) => self.ctx.settings.heartbeats.store(on, Ordering::SeqCst),
+            Op::Redrive => self.redrive()?,
+            Op::Batch(k) => self.ctx.settings.batch.store(k as i64, Ordering::SeqCst),
         }
         while let Ok(e) = self.events.try_recv() {
             self.ledger.apply(&e);
         }
+        Ok(())
+    }
+
+    /// The clock moves `ms`, a heartbeat interval at a time, and every unpaused worker
+    /// holding a lease beats after each slice (Worker-A first).
+    fn work(&mut self, ms: i64) -> Result<(), String> {
+        let slice = self.ctx.settings.heartbeat_ms();
+        let mut left = ms;
+        while left > 0 {
+            let step = slice.min(left);
+            self.ctx.clock.advance(step);
+            left -= step;
+            for s in self.slots.iter_mut().filter(|s| !s.paused) {
+                if let Some(w) = s.worker.as_mut() {
+                    w.heartbeat()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every dead letter back to Pending, told to the ledger as the engine tells it.
+    fn redrive(&mut self) -> Result<(), String> {
+        let mut store = self
+            .ctx
+            .db
+            .open(self.ctx.shared.clone())
+            .map_err(|e| e.to_string())?;
+        let now = self.ctx.clock.now();
+        let (count, seq) = store.redrive(None, now).map_err(|e| e.to_string())?;
+        let _ = self.ctx.events.send(Event {
+            seq,
+            at_ms: now,
+            slot: None,
+            actor: ENGINE.to_string(),
+            kind: EventKind::Redriven { key: None, count },
+        });
         Ok(())
     }
 
@@ -187,7 +324,9 @@ impl World {
         }
         let lease = self.ctx.settings.lease_ms();
         let store = self.ctx.db.open(Arc::new(StoreShared::default())).unwrap();
-        for _round in 0..(messages as usize * 4 + 20) {
+        // Every failed attempt needs a round of its own: room for each message's last one.
+        let attempts = self.ctx.settings.retry().max_attempts as usize;
+        for _round in 0..(messages as usize * (attempts + 4) + 20) {
             self.apply(&Op::Advance(lease + 1))?;
             for i in 0..self.slots.len() {
                 // Work this worker until it has nothing in hand.
@@ -214,13 +353,47 @@ impl World {
     }
 }
 
+/// What a clean case exercised, so a test can tell that its schedules reach each feature.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Seen {
+    heartbeats: u64,
+    leases_lost: u64,
+    retries: u64,
+    dead_letters: u64,
+    redriven: u64,
+    /// Claims beyond one per claim transaction: messages taken by batch claims.
+    batched: u64,
+}
+
+impl Seen {
+    fn of(l: &Ledger) -> Seen {
+        Seen {
+            heartbeats: l.heartbeats,
+            leases_lost: l.leases_lost,
+            retries: l.retries,
+            dead_letters: l.dead_letters,
+            redriven: l.redriven,
+            batched: l.claims_ok - l.claim_transactions,
+        }
+    }
+
+    fn add(&mut self, o: Seen) {
+        self.heartbeats += o.heartbeats;
+        self.leases_lost += o.leases_lost;
+        self.retries += o.retries;
+        self.dead_letters += o.dead_letters;
+        self.redriven += o.redriven;
+        self.batched += o.batched;
+    }
+}
+
 /// Run a case; Err describes what the checker found.
-fn run_case(case: &Case, leasing: bool) -> Result<(), String> {
+fn run_case(case: &Case, leasing: bool) -> Result<Seen, String> {
     run_case_on(case, leasing, None)
 }
 
 /// Run a case on SQLite, or on the PostgreSQL database at `pg`.
-fn run_case_on(case: &Case, leasing: bool, pg: Option<&str>) -> Result<(), String> {
+fn run_case_on(case: &Case, leasing: bool, pg: Option<&str>) -> Result<Seen, String> {
     let mut world = World::new(case, leasing, pg);
     for op in &case.ops {
         world.apply(op)?;
@@ -228,7 +401,7 @@ fn run_case_on(case: &Case, leasing: bool, pg: Option<&str>) -> Result<(), Strin
     world.drain(case.messages)?;
     let h = world.history();
     if h.passed() && world.ledger.ownership_violations == 0 {
-        Ok(())
+        Ok(Seen::of(&world.ledger))
     } else {
         let bad: Vec<String> = leaselab::checks::of_history(&h)
             .into_iter()
@@ -252,12 +425,28 @@ fn with_leasing_every_schedule_keeps_the_history_clean() {
         cases: cases(),
         ..Config::default()
     });
+    let seen = std::sync::Mutex::new(Seen::default());
     let result = runner.run(&case(), |c| {
-        run_case(&c, true).map_err(TestCaseError::fail)?;
+        let s = run_case(&c, true).map_err(TestCaseError::fail)?;
+        seen.lock().unwrap().add(s);
         Ok(())
     });
     if let Err(e) = result {
         panic!("{e}");
+    }
+    // The schedules reached every feature they are meant to exercise.
+    let seen = seen.into_inner().unwrap();
+    println!("leasing on, over {} cases: {seen:?}", cases());
+    if cases() >= 200 {
+        let each = [
+            seen.heartbeats,
+            seen.leases_lost,
+            seen.retries,
+            seen.dead_letters,
+            seen.redriven,
+            seen.batched,
+        ];
+        assert!(each.iter().all(|n| *n > 0), "{seen:?}");
     }
 }
 
@@ -360,6 +549,7 @@ fn every_schedule_of_up_to_two_ops_for_two_workers() {
                 messages,
                 lease_ms,
                 ops: ops.clone(),
+                rel: Reliability::plain(),
             };
             if let Err(e) = run_case(&case, true) {
                 panic!("leasing on, {case:?}: {e}");
@@ -406,6 +596,7 @@ fn a_known_interleaving_without_leasing_processes_one_message_twice() {
         lease_ms: 500,
         // Both load the pending row before either marks it.
         ops: vec![Op::Act(0), Op::Act(1)],
+        rel: Reliability::plain(),
     };
     let err = run_case(&case, false).unwrap_err();
     assert!(err.contains("PAY-001 x2"), "{err}");
@@ -448,6 +639,7 @@ fn on_postgres_too_the_known_interleaving_without_leasing_is_caught() {
         messages: 1,
         lease_ms: 500,
         ops: vec![Op::Act(0), Op::Act(1)],
+        rel: Reliability::plain(),
     };
     let err = run_case_on(&case, false, Some(&db.url)).unwrap_err();
     assert!(err.contains("PAY-001 x2"), "{err}");

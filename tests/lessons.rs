@@ -87,6 +87,30 @@ fn bad_lessons_are_refused_with_file_and_line() {
             "lessons/small.toml:14: a step has no say",
         ),
         (
+            SMALL.replace("claim Worker-A PAY-001", "workers 0"),
+            "lessons/small.toml:10: workers 0 is outside 1-26",
+        ),
+        (
+            SMALL.replace("claim Worker-A PAY-001", "batch 101"),
+            "lessons/small.toml:10: batch 101 is outside 1-100",
+        ),
+        (
+            SMALL.replace("workers = 2", "workers = 2\nbatch = 0"),
+            "lessons/small.toml:7: batch = 0 is outside 1-100",
+        ),
+        (
+            SMALL.replace("claim Worker-A PAY-001", "add-payment 0"),
+            "lessons/small.toml:10: add-payment 0 is outside 1-1000",
+        ),
+        (
+            SMALL.replace("workers = 2", "workers = 2\nlease_ms = 900\nheartbeat_ms = 900"),
+            "lessons/small.toml:8: heartbeat interval 900 ms must be at least 1 and shorter than the lease",
+        ),
+        (
+            SMALL.replace("workers = 2", "workers = 2\nmax_attempts = 0"),
+            "lessons/small.toml:7: max_attempts = 0 is outside 1-1000",
+        ),
+        (
             SMALL.replace("format_version = 1", "format_version = 2"),
             "lessons/small.toml:1: format_version 2 is not supported",
         ),
@@ -235,4 +259,73 @@ fn run_until_drained_gives_up_at_once_when_a_frozen_worker_holds_a_lease() {
     );
     // PAY-001 stays Processing under the frozen Worker-A.
     assert_eq!(reports[1].checks[0].detail, "found Processing");
+}
+
+#[test]
+fn the_slow_job_lesson_checks_twice_without_heartbeats_and_once_with_them() {
+    let mut s = Session::start(lesson::built_in("slow-job").unwrap()).unwrap();
+    // Through both workers finishing PAY-001, heartbeats off.
+    for _ in 0..4 {
+        assert!(s.forward().passed());
+    }
+    assert_eq!(s.engine.provider.calls()["PAY-001"].status_checks, 2);
+    assert_eq!((s.ledger.heartbeats, s.ledger.rejected_finalizes), (0, 1));
+    // Through Worker-A finishing PAY-002 with heartbeats on.
+    for _ in 0..4 {
+        assert!(s.forward().passed());
+    }
+    assert_eq!(s.engine.provider.calls()["PAY-002"].status_checks, 1);
+    assert!(s.ledger.heartbeats >= 4, "{}", s.ledger.heartbeats);
+    while !s.runner.finished() {
+        assert!(s.forward().passed());
+    }
+    assert_eq!(s.ledger.leases_lost, 1);
+    assert_eq!(s.ledger.processed_more_than_once(), 0);
+    let rows = s.engine.store().messages(0, 3).unwrap();
+    let check = leaselab::engine::checker::check(&s.ledger, &rows);
+    assert!(check.passed(), "{check:?}");
+}
+
+#[test]
+fn the_poison_message_lesson_dead_letters_then_redrives() {
+    let mut s = Session::start(lesson::built_in("poison-message").unwrap()).unwrap();
+    for _ in 0..5 {
+        assert!(s.forward().passed());
+    }
+    let row = &s.engine.store().messages(0, 3).unwrap()[1];
+    assert_eq!((row.status.as_str(), row.attempts), ("DeadLettered", 3));
+    assert_eq!((s.ledger.retries, s.ledger.dead_letters), (4, 1));
+    while !s.runner.finished() {
+        assert!(s.forward().passed());
+    }
+    assert_eq!(s.ledger.redriven, 1);
+    let rows = s.engine.store().messages(0, 3).unwrap();
+    assert!(rows.iter().all(|r| r.status.as_str() == "Processed"));
+    let check = leaselab::engine::checker::check(&s.ledger, &rows);
+    assert!(check.passed(), "{check:?}");
+}
+
+#[test]
+fn the_one_writer_lesson_adds_workers_and_batches_claims() {
+    let mut s = Session::start(lesson::built_in("one-writer").unwrap()).unwrap();
+    assert!(s.forward().passed());
+    assert_eq!(s.ledger.claim_transactions, 8);
+    assert!(s.forward().passed());
+    assert_eq!(s.engine.workers().len(), 4);
+    assert_eq!(s.ledger.claim_transactions, 16);
+    assert!(s.forward().passed());
+    // Eight more messages in four claim transactions of two.
+    assert_eq!(s.ledger.claim_transactions, 20);
+    assert_eq!(s.ledger.claims_ok, 24);
+    assert!(s.forward().passed());
+    assert_eq!(
+        (s.engine.workers().len(), s.engine.settings.batch()),
+        (2, 1)
+    );
+    let rows = s.engine.store().messages(0, 24).unwrap();
+    let check = leaselab::engine::checker::check(&s.ledger, &rows);
+    assert!(check.passed(), "{check:?}");
+    // Stepping back to the start brings the setup's single worker back.
+    s.goto(0).unwrap();
+    assert_eq!(s.engine.workers().len(), 1);
 }

@@ -159,7 +159,7 @@ fn a_worker_killed_holding_a_lease_is_taken_over_after_expiry() {
             "3000",
             "--process-ms",
             "2900",
-            // A heartbeat would find the lease lost on waking and drop the message unfinalized.
+            // Heartbeats off: the lease ends 3000 ms after the claim, as the test expects.
             "--no-heartbeat",
         ];
         let mut a = WorkerProcess::start(&db, "doomed", &slow);
@@ -309,6 +309,8 @@ fn a_stopped_worker_wakes_to_a_refused_finalize() {
     for _ in 0..5 {
         let dir = tempfile::tempdir().unwrap();
         let db = db_in(&dir);
+        // Without heartbeats: with them, the woken zombie's overdue beat would find its
+        // lease lost and drop the job before any finalize (tests/heartbeats.rs).
         let slow = [
             "--messages",
             "1",
@@ -316,7 +318,6 @@ fn a_stopped_worker_wakes_to_a_refused_finalize() {
             "3000",
             "--process-ms",
             "2900",
-            // A heartbeat would find the lease lost on waking and drop the message unfinalized.
             "--no-heartbeat",
         ];
         let zombie = WorkerProcess::start(&db, "zombie", &slow);

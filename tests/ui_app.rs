@@ -538,3 +538,35 @@ fn a_dead_letter_is_counted_and_d_redrives_it() {
     assert_eq!(row_status(&app, 1).0, "Pending");
     assert_eq!(app.ledger.redriven, 1);
 }
+
+#[test]
+fn w_adds_a_worker_that_works_and_shift_w_stops_the_last_one() {
+    let mut app = app(DashboardOptions {
+        messages: Some(12),
+        process_ms: Some(0),
+        ..DashboardOptions::default()
+    });
+    assert_eq!(app.engine.workers().len(), 2);
+    assert!(app.snapshot().throughput.is_none());
+    press(&mut app, 'w');
+    assert_eq!(app.engine.workers().len(), 3);
+    assert!(app.ui.notice.as_deref().unwrap_or("").contains("3 workers"));
+    app.refresh(20, 10);
+    let strip = app.snapshot().throughput.clone().expect("the strip shows");
+    assert_eq!((strip.workers, strip.batch, strip.minute.len()), (3, 1, 60));
+    // The new Worker-C claims like the others once the workers run.
+    press(&mut app, ' ');
+    wait_for(&mut app, "the outbox to drain", |a| a.drained());
+    press(&mut app, ' ');
+    assert_eq!(app.ledger.unique_processed(), 12);
+    assert_eq!(app.ledger.processed_more_than_once(), 0);
+    for _ in 0..3 {
+        press(&mut app, 'W');
+    }
+    assert_eq!(app.engine.workers().len(), 1);
+    assert_eq!(
+        app.ui.notice.as_deref(),
+        Some("one worker is the fewest"),
+        "W never stops the last worker"
+    );
+}

@@ -40,7 +40,18 @@ fn step_until_drained(app: &mut App) {
 fn every_footer_binding_is_visible_at_80x24_in_free_play_and_in_a_lesson() {
     let mut free = app(DashboardOptions::default());
     let mut lesson = lesson_app("atomic-claim");
-    for (name, app) in [("free play", &mut free), ("lesson", &mut lesson)] {
+    // The throughput strip shares the status line: it must not push a binding out.
+    let mut writer = lesson_app("one-writer");
+    press(&mut writer, 'n');
+    press(&mut writer, 'n');
+    press(&mut writer, 'w');
+    assert_eq!(writer.engine.workers().len(), 5);
+    assert!(frame_lines(&mut writer, 80, 24)[1].contains("msg/s w5 b1"));
+    for (name, app) in [
+        ("free play", &mut free),
+        ("lesson", &mut lesson),
+        ("one-writer", &mut writer),
+    ] {
         let lines = frame_lines(app, 80, 24);
         let foot = footer(&lines);
         for b in keys::footer_entries() {

@@ -108,6 +108,22 @@ pub trait Outbox: Send {
     /// Claim the oldest claimable message: available Pending, or Processing with an
     /// expired lease.
     fn claim_next(&mut self, worker: &str, now: i64, lease_ms: i64) -> Result<(ClaimOutcome, u64)>;
+    /// Claim up to `k` claimable messages, oldest first, in one transaction when the
+    /// backend has a batch claim. The default takes one with [`Outbox::claim_next`].
+    fn claim_batch(
+        &mut self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+        k: usize,
+    ) -> Result<(Vec<Lease>, u64)> {
+        let _ = k;
+        let (outcome, seq) = self.claim_next(worker, now, lease_ms)?;
+        Ok(match outcome {
+            ClaimOutcome::Claimed(lease) => (vec![lease], seq),
+            _ => (Vec::new(), seq),
+        })
+    }
     /// Claim one message; `Blocked` with owner and time left while another lease holds it.
     /// After an empty claim: the soonest-ending live lease another worker holds, if any.
     fn blocked_by(&self, worker: &str, now: i64) -> Result<Option<ClaimOutcome>>;
@@ -174,6 +190,15 @@ pub trait Outbox: Send {
 }
 
 impl Outbox for Store {
+    fn claim_batch(
+        &mut self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+        k: usize,
+    ) -> Result<(Vec<Lease>, u64)> {
+        Store::claim_batch(self, worker, now, lease_ms, k)
+    }
     fn claim_next(&mut self, worker: &str, now: i64, lease_ms: i64) -> Result<(ClaimOutcome, u64)> {
         Store::claim_next(self, worker, now, lease_ms)
     }

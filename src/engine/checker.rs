@@ -3,6 +3,8 @@
 //! promises. In the spirit of the queue checkers of Jepsen: lost, duplicated, unexpected,
 //! plus the lease rules this lab teaches.
 
+use std::sync::Arc;
+
 use super::ledger::{HistoryStep, Ledger};
 use super::store::{MessageRow, OutboxStatus};
 
@@ -84,16 +86,7 @@ impl HistoryCheck {
 /// Check a run's history against the final rows (all of them, in id order).
 pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
     let mut c = HistoryCheck::default();
-    let seeded_ids = (1..=ledger.seeded_upto).chain(ledger.added.iter().copied());
-    for id in seeded_ids {
-        c.seeded += 1;
-        let runs = ledger.messages.get(&id).map_or(0, |m| m.runs);
-        if ledger.dead.contains(&id) {
-            c.dead_lettered += 1;
-        } else if runs == 0 {
-            c.lost.add(format!("message {id}"));
-        }
-    }
+    count_seeded(&mut c, ledger);
     for (id, m) in &ledger.messages {
         if m.runs > 0 {
             c.processed += 1;
@@ -106,89 +99,31 @@ pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
         }
         let mut steps = m.steps.clone();
         steps.sort_by_key(|(seq, _)| *seq);
-        let mut previous: Option<(std::sync::Arc<str>, i64)> = None;
-        let mut newest: Option<i64> = None;
-        // The lease held now (owner and version), if any; a dead letter waiting for a redrive.
-        let mut held: Option<(std::sync::Arc<str>, i64)> = None;
-        let mut dead = false;
+        let mut walk = Walk::default();
         for (_, step) in &steps {
-            match step {
-                HistoryStep::Heartbeat {
-                    owner,
-                    version,
-                    until_ms,
-                    ..
-                } => {
-                    if held.as_ref() == Some(&(owner.clone(), *version)) {
-                        previous = Some((owner.clone(), *until_ms));
-                    } else {
-                        c.heartbeats_without_lease.add(format!(
-                            "{}: {owner} extended lease v{version}, which it no longer held",
-                            m.key
-                        ));
-                    }
-                }
-                HistoryStep::Released { .. } => {
-                    // Released by a failed attempt: the next claim may come at any time.
-                    previous = None;
-                    held = None;
-                }
-                HistoryStep::DeadLettered { .. } => {
-                    previous = None;
-                    held = None;
-                    dead = true;
-                }
-                HistoryStep::Redriven { .. } => dead = false,
-                HistoryStep::Claim {
-                    owner,
-                    version,
-                    at_ms,
-                    until_ms,
-                } => {
-                    // A reclaim is only allowed once the previous lease has run out.
-                    if let Some((prev_owner, prev_until)) = &previous {
-                        if *at_ms <= *prev_until {
-                            c.overlapping_leases.add(format!(
-                                "{}: {owner} claimed at {at_ms} while {prev_owner} held it until {prev_until}",
-                                m.key
-                            ));
-                        }
-                    }
-                    previous = Some((owner.clone(), *until_ms));
-                    newest = Some(*version);
-                    held = Some((owner.clone(), *version));
-                }
-                HistoryStep::Finalize { owner, version, .. } => {
-                    if newest != Some(*version) {
-                        c.non_owner_finalizes.add(format!(
-                            "{}: {owner} finalized with lease v{version}, newest was v{}",
-                            m.key,
-                            newest.unwrap_or(0)
-                        ));
-                    }
-                    // Processed: a later claim of it would be an overlap of its own kind.
-                    previous = Some((owner.clone(), i64::MAX));
-                    held = None;
-                    if dead {
-                        c.processed_after_dead_letter.add(format!(
-                            "{}: {owner} finalized it while it was dead-lettered",
-                            m.key
-                        ));
-                    }
-                }
-                HistoryStep::Mark { owner, .. } => {
-                    if dead {
-                        c.processed_after_dead_letter.add(format!(
-                            "{}: {owner} marked it while it was dead-lettered",
-                            m.key
-                        ));
-                    }
-                }
-                HistoryStep::Call { .. } | HistoryStep::Rejected { .. } => {}
-            }
+            walk.step(&mut c, &m.key, step);
         }
     }
-    // A row someone deleted disagrees with a history that seeded it.
+    compare_rows(&mut c, ledger, rows);
+    c
+}
+
+/// Every seeded message is processed or waits in the dead letter; otherwise it is lost.
+fn count_seeded(c: &mut HistoryCheck, ledger: &Ledger) {
+    let seeded_ids = (1..=ledger.seeded_upto).chain(ledger.added.iter().copied());
+    for id in seeded_ids {
+        c.seeded += 1;
+        let runs = ledger.messages.get(&id).map_or(0, |m| m.runs);
+        if ledger.dead.contains(&id) {
+            c.dead_lettered += 1;
+        } else if runs == 0 {
+            c.lost.add(format!("message {id}"));
+        }
+    }
+}
+
+/// A row someone deleted, or one that disagrees with its history.
+fn compare_rows(c: &mut HistoryCheck, ledger: &Ledger, rows: &[MessageRow]) {
     let seeded_ids = (1..=ledger.seeded_upto).chain(ledger.added.iter().copied());
     for id in seeded_ids {
         if rows.binary_search_by_key(&id, |r| r.id).is_err() {
@@ -204,7 +139,103 @@ pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
                 .add(format!("{}: {}", row.key, wrong.join(", ")));
         }
     }
-    c
+}
+
+/// What a walk through one message's history carries from step to step.
+#[derive(Default)]
+struct Walk {
+    /// The newest lease's owner and end (`i64::MAX` once processed).
+    previous: Option<(Arc<str>, i64)>,
+    /// The newest lease version claimed.
+    newest: Option<i64>,
+    /// The lease held now (owner and version), if any.
+    held: Option<(Arc<str>, i64)>,
+    /// A dead letter waiting for a redrive.
+    dead: bool,
+}
+
+impl Walk {
+    fn step(&mut self, c: &mut HistoryCheck, key: &str, step: &HistoryStep) {
+        match step {
+            HistoryStep::Heartbeat {
+                owner,
+                version,
+                until_ms,
+                ..
+            } => {
+                if self.held.as_ref() == Some(&(owner.clone(), *version)) {
+                    self.previous = Some((owner.clone(), *until_ms));
+                } else {
+                    c.heartbeats_without_lease.add(format!(
+                        "{key}: {owner} extended lease v{version}, which it no longer held"
+                    ));
+                }
+            }
+            // Released by a failed attempt: the next claim may come at any time.
+            HistoryStep::Released { .. } => self.release(false),
+            HistoryStep::DeadLettered { .. } => self.release(true),
+            HistoryStep::Redriven { .. } => self.dead = false,
+            HistoryStep::Claim {
+                owner,
+                version,
+                at_ms,
+                until_ms,
+            } => self.claim(c, key, owner, *version, (*at_ms, *until_ms)),
+            HistoryStep::Finalize { owner, version, .. } => self.finalize(c, key, owner, *version),
+            HistoryStep::Mark { owner, .. } => {
+                if self.dead {
+                    c.processed_after_dead_letter.add(format!(
+                        "{key}: {owner} marked it while it was dead-lettered"
+                    ));
+                }
+            }
+            HistoryStep::Call { .. } | HistoryStep::Rejected { .. } => {}
+        }
+    }
+
+    fn release(&mut self, dead: bool) {
+        self.previous = None;
+        self.held = None;
+        self.dead |= dead;
+    }
+
+    /// A reclaim is only allowed once the previous lease has run out.
+    fn claim(
+        &mut self,
+        c: &mut HistoryCheck,
+        key: &str,
+        owner: &Arc<str>,
+        version: i64,
+        (at_ms, until_ms): (i64, i64),
+    ) {
+        if let Some((prev_owner, prev_until)) = &self.previous {
+            if at_ms <= *prev_until {
+                c.overlapping_leases.add(format!(
+                    "{key}: {owner} claimed at {at_ms} while {prev_owner} held it until {prev_until}"
+                ));
+            }
+        }
+        self.previous = Some((owner.clone(), until_ms));
+        self.newest = Some(version);
+        self.held = Some((owner.clone(), version));
+    }
+
+    fn finalize(&mut self, c: &mut HistoryCheck, key: &str, owner: &Arc<str>, version: i64) {
+        if self.newest != Some(version) {
+            c.non_owner_finalizes.add(format!(
+                "{key}: {owner} finalized with lease v{version}, newest was v{}",
+                self.newest.unwrap_or(0)
+            ));
+        }
+        // Processed: a later claim of it would be an overlap of its own kind.
+        self.previous = Some((owner.clone(), i64::MAX));
+        self.held = None;
+        if self.dead {
+            c.processed_after_dead_letter.add(format!(
+                "{key}: {owner} finalized it while it was dead-lettered"
+            ));
+        }
+    }
 }
 
 /// How one final row disagrees with its history (empty when it agrees).

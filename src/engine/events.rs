@@ -146,6 +146,14 @@ pub enum EventKind {
 impl Event {
     /// `CLAIMED PAY-003 until 09:00:01.500` and friends: one line for logs and reports.
     pub fn describe(&self) -> String {
+        self.describe_work()
+            .or_else(|| self.describe_failure())
+            .or_else(|| self.describe_control())
+            .unwrap_or_default()
+    }
+
+    /// Claims, provider calls, finalizes and heartbeats.
+    fn describe_work(&self) -> Option<String> {
         use super::clock::hms;
         match &self.kind {
             EventKind::Claimed {
@@ -154,73 +162,81 @@ impl Event {
                 version,
                 reclaim,
                 ..
-            } => format!(
+            } => Some(format!(
                 "{} {key} until {} (lease v{version})",
                 if *reclaim { "RECLAIMED" } else { "CLAIMED" },
                 hms(*until_ms)
-            ),
-            EventKind::ClaimEmpty => "claim: nothing claimable".into(),
+            )),
+            EventKind::ClaimEmpty => Some("claim: nothing claimable".into()),
             EventKind::ClaimBlocked {
                 key,
                 owner,
                 left_ms,
                 ..
-            } => format!("BLOCKED on {key} by {owner}, {left_ms} ms left"),
-            EventKind::Loaded { count } => format!("LOADED {count} pending (no claim)"),
+            } => Some(format!("BLOCKED on {key} by {owner}, {left_ms} ms left")),
+            EventKind::Loaded { count } => Some(format!("LOADED {count} pending (no claim)")),
             EventKind::ProviderCalled { key, status, .. } => {
-                format!("status check {key} -> {}", status.as_str())
+                Some(format!("status check {key} -> {}", status.as_str()))
             }
             EventKind::Finalized {
                 key,
                 version,
                 status,
                 ..
-            } => format!("FINALIZED {key} {} (lease v{version})", status.as_str()),
-            EventKind::FinalizeRejected { key, version, .. } => {
-                format!("FINALIZE REJECTED {key}: lease v{version} lost, rolled back")
-            }
+            } => Some(format!(
+                "FINALIZED {key} {} (lease v{version})",
+                status.as_str()
+            )),
+            EventKind::FinalizeRejected { key, version, .. } => Some(format!(
+                "FINALIZE REJECTED {key}: lease v{version} lost, rolled back"
+            )),
             EventKind::Heartbeat {
                 key,
                 version,
                 until_ms,
                 ..
-            } => format!(
+            } => Some(format!(
                 "heartbeat {key} until {} (lease v{version})",
                 hms(*until_ms)
-            ),
-            EventKind::LeaseLost { key, version, .. } => {
-                format!("LEASE LOST {key} (lease v{version}): heartbeat changed no row, dropped")
+            )),
+            EventKind::LeaseLost { key, version, .. } => Some(format!(
+                "LEASE LOST {key} (lease v{version}): heartbeat changed no row, dropped"
+            )),
+            EventKind::Marked { key, status, .. } => {
+                Some(format!("MARKED {key} {} without a lease", status.as_str()))
             }
+            _ => None,
+        }
+    }
+
+    /// Failed attempts, dead letters, redrives, crashes.
+    fn describe_failure(&self) -> Option<String> {
+        use super::clock::hms;
+        match &self.kind {
             EventKind::AttemptFailed {
                 key,
                 attempt,
                 available_at_ms,
                 error,
                 ..
-            } => format!(
+            } => Some(format!(
                 "ATTEMPT {attempt} FAILED {key} ({error}); retry from {}",
                 hms(*available_at_ms)
-            ),
+            )),
             EventKind::DeadLettered {
                 key,
                 attempts,
                 error,
                 ..
-            } => format!(
+            } => Some(format!(
                 "DEAD-LETTERED {key} after {attempts} attempt{} ({error})",
                 if *attempts == 1 { "" } else { "s" }
-            ),
-            EventKind::Redriven { key, count } => match key {
+            )),
+            EventKind::Redriven { key, count } => Some(match key {
                 Some(k) => format!("redrove {k} ({count} dead letter)"),
                 None => format!("redrove {count} dead letters"),
-            },
-            EventKind::HeartbeatsChanged { on } => {
-                format!("heartbeats switched {}", if *on { "ON" } else { "OFF" })
-            }
-            EventKind::Marked { key, status, .. } => {
-                format!("MARKED {key} {} without a lease", status.as_str())
-            }
-            EventKind::Crashed { holding, panic } => {
+            }),
+            EventKind::Crashed { holding, panic } => Some({
                 let what = match panic {
                     Some(p) => format!("PANICKED ({p})"),
                     None => "CRASHED".to_string(),
@@ -231,29 +247,45 @@ impl Event {
                     }
                     None => format!("{what} holding nothing"),
                 }
-            }
-            EventKind::Restarted { previous } => format!("RESTARTED (replaces {previous})"),
-            EventKind::Paused => "paused".into(),
-            EventKind::Resumed => "resumed".into(),
-            EventKind::Failed { error } => format!("FAILED: {error}"),
-            EventKind::ClockMoved { from_ms, to_ms } => {
-                format!("clock advanced {} ms to {}", to_ms - from_ms, hms(*to_ms))
-            }
-            EventKind::LeasingChanged { on } => {
-                format!("leasing switched {}", if *on { "ON" } else { "OFF" })
-            }
+            }),
+            EventKind::Restarted { previous } => Some(format!("RESTARTED (replaces {previous})")),
+            EventKind::Failed { error } => Some(format!("FAILED: {error}")),
+            _ => None,
+        }
+    }
+
+    /// The clock, switches, seeding and notes.
+    fn describe_control(&self) -> Option<String> {
+        use super::clock::hms;
+        match &self.kind {
+            EventKind::HeartbeatsChanged { on } => Some(format!(
+                "heartbeats switched {}",
+                if *on { "ON" } else { "OFF" }
+            )),
+            EventKind::Paused => Some("paused".into()),
+            EventKind::Resumed => Some("resumed".into()),
+            EventKind::ClockMoved { from_ms, to_ms } => Some(format!(
+                "clock advanced {} ms to {}",
+                to_ms - from_ms,
+                hms(*to_ms)
+            )),
+            EventKind::LeasingChanged { on } => Some(format!(
+                "leasing switched {}",
+                if *on { "ON" } else { "OFF" }
+            )),
             EventKind::MessageAdded { key, .. } => {
-                format!("added payment {key} with its outbox row")
+                Some(format!("added payment {key} with its outbox row"))
             }
-            EventKind::Seeded { messages } => {
+            EventKind::Seeded { messages } => Some({
                 let noun = if *messages == 1 {
                     "payment"
                 } else {
                     "payments"
                 };
                 format!("seeded {messages} {noun} + outbox rows")
-            }
-            EventKind::Note { text } => text.clone(),
+            }),
+            EventKind::Note { text } => Some(text.clone()),
+            _ => None,
         }
     }
 

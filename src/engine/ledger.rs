@@ -173,6 +173,10 @@ pub struct Ledger {
     pub claims_empty: u64,
     pub claims_blocked: u64,
     pub reclaims: u64,
+    /// Claim transactions that took something: a batch claim of several messages is one.
+    pub claim_transactions: u64,
+    /// Each worker's last claim stamp: a batch's claims share one.
+    last_claim_seq: HashMap<Arc<str>, u64>,
     /// Leasing off: bulk loads of every Pending row.
     pub loads: u64,
     pub loaded_rows: u64,
@@ -217,9 +221,28 @@ impl Ledger {
 
     pub fn apply(&mut self, ev: &Event) {
         self.events_seen += 1;
-        let worker =
-            WorkerId::parse(&ev.actor).map_or_else(|| ev.actor.clone(), |id| id.base().to_string());
         let actor = self.name(&ev.actor);
+        match &ev.kind {
+            EventKind::Claimed { .. }
+            | EventKind::ProviderCalled { .. }
+            | EventKind::Finalized { .. }
+            | EventKind::FinalizeRejected { .. }
+            | EventKind::Heartbeat { .. } => self.apply_lease(ev, actor),
+            EventKind::AttemptFailed { .. }
+            | EventKind::DeadLettered { .. }
+            | EventKind::Redriven { .. } => self.apply_failure(ev, actor),
+            _ => self.apply_other(ev, actor),
+        }
+    }
+
+    /// The worker a result counts for: its base name, without the incarnation.
+    fn worker_of(actor: &str) -> String {
+        WorkerId::parse(actor).map_or_else(|| actor.to_string(), |id| id.base().to_string())
+    }
+
+    /// Claims, provider calls, finalizes and heartbeats: a lease's life.
+    fn apply_lease(&mut self, ev: &Event, actor: Arc<str>) {
+        let worker = Self::worker_of(&ev.actor);
         match &ev.kind {
             EventKind::Claimed {
                 id,
@@ -234,14 +257,10 @@ impl Ledger {
                     at_ms: ev.at_ms,
                     until_ms: *until_ms,
                 };
+                if self.last_claim_seq.insert(actor.clone(), ev.seq) != Some(ev.seq) {
+                    self.claim_transactions += 1;
+                }
                 self.claimed(ev.seq, *id, key, *reclaim, step);
-            }
-            EventKind::ClaimEmpty => self.claims_empty += 1,
-            EventKind::ClaimBlocked { .. } => self.claims_blocked += 1,
-            EventKind::Loaded { count } => {
-                self.loads += 1;
-                self.loaded_rows += *count as u64;
-                *self.loaded_by_worker.entry(worker).or_default() += *count as u64;
             }
             EventKind::ProviderCalled { id, key, status } => {
                 self.processing_attempts += 1;
@@ -296,7 +315,13 @@ impl Ledger {
                 };
                 self.message(*id, key).record((ev.seq, step));
             }
-            EventKind::LeaseLost { .. } => self.leases_lost += 1,
+            _ => {}
+        }
+    }
+
+    /// Failed attempts, dead letters and redrives.
+    fn apply_failure(&mut self, ev: &Event, actor: Arc<str>) {
+        match &ev.kind {
             EventKind::AttemptFailed {
                 id, key, version, ..
             } => {
@@ -348,6 +373,22 @@ impl Ledger {
                     }
                 }
             }
+            _ => {}
+        }
+    }
+
+    /// Everything else: empty and blocked claims, loads, marks, crashes, the outbox's size.
+    fn apply_other(&mut self, ev: &Event, actor: Arc<str>) {
+        let worker = Self::worker_of(&ev.actor);
+        match &ev.kind {
+            EventKind::ClaimEmpty => self.claims_empty += 1,
+            EventKind::ClaimBlocked { .. } => self.claims_blocked += 1,
+            EventKind::LeaseLost { .. } => self.leases_lost += 1,
+            EventKind::Loaded { count } => {
+                self.loads += 1;
+                self.loaded_rows += *count as u64;
+                *self.loaded_by_worker.entry(worker).or_default() += *count as u64;
+            }
             EventKind::Marked { id, key, status } => {
                 self.marked += 1;
                 let step = HistoryStep::Mark {
@@ -370,12 +411,7 @@ impl Ledger {
                 self.message(*id, key);
             }
             EventKind::Seeded { messages } => self.seeded_upto = *messages as i64,
-            EventKind::Paused
-            | EventKind::Resumed
-            | EventKind::ClockMoved { .. }
-            | EventKind::LeasingChanged { .. }
-            | EventKind::HeartbeatsChanged { .. }
-            | EventKind::Note { .. } => {}
+            _ => {}
         }
     }
 
@@ -448,6 +484,22 @@ impl Ledger {
             let after = m.count_violations() as u64;
             self.ownership_violations = self.ownership_violations + after - before;
         }
+    }
+
+    /// Write transactions the workers committed, each a turn at SQLite's one writer: claims
+    /// (a batch is one, an empty claim too), finalizes (rejected ones included), marks,
+    /// heartbeats (lost ones included) and failed attempts.
+    pub fn writes(&self) -> u64 {
+        self.claim_transactions
+            + self.claims_empty
+            + self.claims_blocked
+            + self.finalized
+            + self.rejected_finalizes
+            + self.marked
+            + self.heartbeats
+            + self.leases_lost
+            + self.retries
+            + self.dead_letters
     }
 
     /// Results written, in total (finalized + marked).

@@ -34,6 +34,9 @@ use provider::Provider;
 use store::{DbOrigin, Durability, Store, StoreError, StoreShared};
 use worker::{Control, Settings, WorkerContext, WorkerHandle, WorkerState};
 
+/// The most workers an engine runs (Worker-A to Worker-Z).
+pub const MAX_WORKERS: usize = 26;
+
 /// How an engine is set up.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -230,6 +233,44 @@ impl Engine {
             slot: Some(slot),
             actor: name,
             kind: EventKind::Restarted { previous },
+        });
+    }
+
+    /// Grow or shrink the crew while it runs: new slots start as first incarnations (paused
+    /// or not), the last ones stop between actions. A lease a stopped worker held stays
+    /// until it runs out, as after a crash. Keeps 1 to [`MAX_WORKERS`].
+    pub fn set_workers(&mut self, n: usize, paused: bool) -> usize {
+        let n = n.clamp(1, MAX_WORKERS);
+        while self.workers.len() < n {
+            let w = worker::spawn(self.context(), self.workers.len(), 1, paused);
+            self.emit(EventKind::Note {
+                text: format!("{} joined: {} workers", w.name, self.workers.len() + 1),
+            });
+            self.workers.push(w);
+        }
+        while self.workers.len() > n {
+            let mut w = self.workers.pop().expect("more than n workers");
+            w.send(Control::Shutdown);
+            w.join();
+            self.emit(EventKind::Note {
+                text: format!("{} stopped: {} workers", w.name, self.workers.len()),
+            });
+        }
+        self.config.workers = n;
+        n
+    }
+
+    /// Messages each worker claims per transaction from its next claim on (1 to
+    /// [`worker::MAX_BATCH`]).
+    pub fn set_batch(&self, k: usize) {
+        let k = k.clamp(1, worker::MAX_BATCH);
+        self.settings.batch.store(k as i64, Ordering::SeqCst);
+        self.emit(EventKind::Note {
+            text: if k == 1 {
+                "batch claims off: one message per claim transaction".to_string()
+            } else {
+                format!("batch claims: up to {k} messages per claim transaction")
+            },
         });
     }
 

@@ -35,6 +35,12 @@ impl Stepper {
         self.worker.act(true).map(|_| ())
     }
 
+    /// Extend the held lease now, if heartbeats are on and it holds one; a lease found
+    /// lost drops the message, as a running worker's beat does.
+    pub fn heartbeat(&mut self) -> Result<(), String> {
+        self.worker.beat_now()
+    }
+
     pub fn next(&self) -> NextAction {
         self.worker.next()
     }

@@ -37,6 +37,9 @@ pub struct Settings {
     pub backoff_ms: AtomicI64,
     pub backoff_cap_ms: AtomicI64,
     pub max_attempts: AtomicI64,
+    /// Messages a worker claims per transaction (1: one at a time). The rest of a batch
+    /// waits, leased, until the worker is done with the one before.
+    pub batch: AtomicI64,
 }
 
 impl Settings {
@@ -51,6 +54,7 @@ impl Settings {
             backoff_ms: AtomicI64::new(RetryPolicy::default().base_ms),
             backoff_cap_ms: AtomicI64::new(RetryPolicy::default().cap_ms),
             max_attempts: AtomicI64::new(RetryPolicy::default().max_attempts),
+            batch: AtomicI64::new(1),
         }
     }
     /// Take over heartbeats and retries from a setup.
@@ -88,7 +92,13 @@ impl Settings {
     pub fn idle_ms(&self) -> i64 {
         self.idle_ms.load(Ordering::SeqCst)
     }
+    pub fn batch(&self) -> usize {
+        self.batch.load(Ordering::SeqCst).clamp(1, MAX_BATCH as i64) as usize
+    }
 }
+
+/// The most messages one batch claim takes.
+pub const MAX_BATCH: usize = 100;
 
 /// The heartbeat interval when none is set: a third of the lease, so two beats can be
 /// missed before the lease runs out.
@@ -437,6 +447,8 @@ pub(super) struct Worker {
     work_done_at: Option<i64>,
     /// The scenario time the held lease was taken or last extended: heartbeats count from it.
     beat_base: i64,
+    /// The rest of a batch claim, leased, in claim order: taken one by one after the held one.
+    batched: VecDeque<Lease>,
 }
 
 impl Worker {
@@ -461,6 +473,7 @@ impl Worker {
             blocked_on: None,
             work_done_at: None,
             beat_base: 0,
+            batched: VecDeque::new(),
         }
     }
 
@@ -534,14 +547,14 @@ impl Worker {
                 WorkerState::Processing,
                 Some(l.clone()),
                 None,
-                0,
+                self.batched.len(),
                 NextAction::CallProvider(l.key.clone()),
             ),
             Phase::Checked(l, _) => (
                 WorkerState::Finalizing,
                 Some(l.clone()),
                 None,
-                0,
+                self.batched.len(),
                 NextAction::Finalize(l.key.clone()),
             ),
             Phase::Naive { queue, current } => match current {
@@ -646,6 +659,14 @@ impl Worker {
         let s = &self.ctx.settings;
         (matches!(self.phase, Phase::Holding(_)) && s.heartbeats() && s.leasing())
             .then(|| self.beat_base + s.heartbeat_ms())
+    }
+
+    /// A heartbeat when one can be given (heartbeats on, a lease held), whatever its time.
+    pub(super) fn beat_now(&mut self) -> Result<(), String> {
+        if self.next_beat().is_some() {
+            self.beat()?;
+        }
+        Ok(())
     }
 
     /// Extend the held lease. Zero rows changed means the lease is lost: the worker drops
@@ -814,8 +835,18 @@ impl Worker {
         }
         let phase = std::mem::replace(&mut self.phase, Phase::Idle);
         let acted = match phase {
-            Phase::Idle if leasing => self.claim(None)?,
-            Phase::Idle => self.load()?,
+            Phase::Idle if leasing => match self.batched.pop_front() {
+                Some(lease) => {
+                    let now = self.ctx.clock.now();
+                    self.hold(lease, now)
+                }
+                None => self.claim(None)?,
+            },
+            Phase::Idle => {
+                // Leasing went off: the rest of a batch is left to expire.
+                self.batched.clear();
+                self.load()?
+            }
             Phase::Holding(lease) => self.call_provider(lease)?,
             Phase::Checked(lease, check) => self.finalize(lease, check)?,
             // Leasing came back on: drop the unowned snapshot at this cycle.
@@ -836,7 +867,13 @@ impl Worker {
         let starts_work = matches!(self.phase, Phase::Holding(_))
             || matches!(self.phase, Phase::Naive { current: None, .. });
         if process_ms > 0 && starts_work {
-            let done_at = self.ctx.clock.now() + process_ms;
+            // Work on a claimed message starts at the claim's time: whoever heard of the
+            // claim may have moved the clock since, and must not push the work's end out.
+            let started = match self.phase {
+                Phase::Holding(_) => self.beat_base,
+                _ => self.ctx.clock.now(),
+            };
+            let done_at = started + process_ms;
             self.work_done_at = Some(done_at);
             if !stepping {
                 return Ok(Acted::WaitUntil(done_at));
@@ -979,8 +1016,10 @@ impl Worker {
         let now = self.ctx.clock.now();
         let lease_ms = self.ctx.settings.lease_ms();
         self.set_status(|s| s.state = WorkerState::Claiming);
+        let batch = self.ctx.settings.batch();
         let (outcome, seq) = match id {
             Some(id) => self.store.claim_id(id, &self.name, now, lease_ms),
+            None if batch > 1 => self.claim_batch(now, lease_ms, batch),
             None => self.store.claim_next(&self.name, now, lease_ms),
         }
         .map_err(|e| e.to_string())?;
@@ -995,23 +1034,7 @@ impl Worker {
         };
         self.blocked_on = None;
         match outcome {
-            ClaimOutcome::Claimed(lease) => {
-                self.emit_when(
-                    seq,
-                    now,
-                    EventKind::Claimed {
-                        id: lease.id,
-                        key: lease.key.clone(),
-                        until_ms: lease.until_ms,
-                        version: lease.version,
-                        reclaim: lease.version > 1,
-                    },
-                );
-                self.phase = Phase::Holding(lease);
-                self.beat_base = now;
-                self.set_status(|s| s.last_beat_ms = None);
-                Ok(Acted::Done)
-            }
+            ClaimOutcome::Claimed(lease) => Ok(self.claimed(lease, seq, now)),
             ClaimOutcome::Empty => {
                 self.emit_at(seq, EventKind::ClaimEmpty);
                 Ok(Acted::WaitUntil(now + self.ctx.settings.idle_ms()))
@@ -1046,6 +1069,57 @@ impl Worker {
                 Ok(Acted::WaitUntil(idle.min(now + left_ms + 1)))
             }
         }
+    }
+
+    /// A claim took `lease` (and the rest of a batch): hold it, then tell everyone.
+    fn claimed(&mut self, lease: Lease, seq: u64, now: i64) -> Acted {
+        // Held before anyone hears of it: heartbeats count from the claim's time,
+        // whatever the clock does once the event is out.
+        let events: Vec<Lease> = std::iter::once(&lease)
+            .chain(&self.batched)
+            .cloned()
+            .collect();
+        let acted = self.hold(lease, now);
+        // One transaction, one stamp: the whole batch was claimed at once.
+        for l in &events {
+            self.emit_when(
+                seq,
+                now,
+                EventKind::Claimed {
+                    id: l.id,
+                    key: l.key.clone(),
+                    until_ms: l.until_ms,
+                    version: l.version,
+                    reclaim: l.version > 1,
+                },
+            );
+        }
+        acted
+    }
+
+    /// Claim up to `k` messages in one transaction: the first is held, the rest wait in
+    /// `batched`. Nothing claimed reads as an empty claim.
+    fn claim_batch(
+        &mut self,
+        now: i64,
+        lease_ms: i64,
+        k: usize,
+    ) -> super::store::Result<(ClaimOutcome, u64)> {
+        let (leases, seq) = self.store.claim_batch(&self.name, now, lease_ms, k)?;
+        let mut leases = VecDeque::from(leases);
+        let outcome = leases
+            .pop_front()
+            .map_or(ClaimOutcome::Empty, ClaimOutcome::Claimed);
+        self.batched = leases;
+        Ok((outcome, seq))
+    }
+
+    /// Start on a leased message: heartbeats count from `since`.
+    fn hold(&mut self, lease: Lease, since: i64) -> Acted {
+        self.phase = Phase::Holding(lease);
+        self.beat_base = since;
+        self.set_status(|s| s.last_beat_ms = None);
+        Acted::Done
     }
 
     fn load(&mut self) -> Result<Acted, String> {

@@ -8,7 +8,9 @@ use toml::Spanned;
 
 use crate::engine::provider::ProviderFaults;
 use crate::engine::store::{OutboxStatus, PaymentStatus, RetryPolicy};
+use crate::engine::worker::MAX_BATCH;
 use crate::engine::worker_id::WorkerId;
+use crate::engine::MAX_WORKERS;
 use crate::setup::{Reliability, Timing};
 
 /// The only format this build reads.
@@ -27,6 +29,8 @@ pub struct Setup {
     pub idempotent_provider: bool,
     /// Heartbeats, retries and the dead letter.
     pub reliability: Reliability,
+    /// Messages a worker claims per transaction (1: one at a time).
+    pub batch: usize,
 }
 
 impl Default for Setup {
@@ -40,6 +44,7 @@ impl Default for Setup {
             leasing: true,
             idempotent_provider: false,
             reliability: Reliability::default(),
+            batch: 1,
         }
     }
 }
@@ -90,9 +95,14 @@ pub enum Action {
     /// The provider stops failing for a message (or for all): the fault was fixed.
     Heal(Option<MessageSel>),
     Leasing(bool),
+    /// Grow or shrink the crew to this many workers (new ones start paused, like all).
+    Workers(usize),
+    /// Messages each worker claims per transaction from its next claim on.
+    Batch(usize),
     /// Switch the provider's idempotency-key honouring on or off.
     Idempotency(bool),
-    AddPayment,
+    /// Add this many payments, each with its outbox row (`add-payment` alone adds one).
+    AddPayment(u64),
     /// Every live, unpaused worker acts in turn until the condition holds.
     RunUntil(Condition),
 }
@@ -194,6 +204,14 @@ pub const LEDGER_FIGURES: &[(&str, &str)] = &[
         "dead",
         "messages dead-lettered after their last attempt failed",
     ),
+    (
+        "transactions",
+        "claim transactions that took something (a batch claim is one)",
+    ),
+    (
+        "writes",
+        "write transactions by workers: claims, finalizes, heartbeats, failed attempts",
+    ),
 ];
 
 #[derive(Deserialize)]
@@ -225,6 +243,7 @@ struct RawSetup {
     /// Payment key -> how many of its first status checks fail.
     fail_first: Option<std::collections::BTreeMap<String, Spanned<i64>>>,
     fail_always: Option<Vec<Spanned<String>>>,
+    batch: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -256,12 +275,16 @@ pub fn parse(name: &str, path: &str, text: &str) -> Result<Lesson, String> {
         return Err(p.err(text.len()..text.len(), "the lesson has no [[step]]"));
     }
     // Messages a step may name: the seeded ones and every payment the lesson adds.
-    let added = raw
+    let added: u64 = raw
         .step
         .iter()
         .flat_map(|s| &s.get_ref().actions)
-        .filter(|a| a.get_ref().trim() == "add-payment")
-        .count() as u64;
+        .filter_map(|a| {
+            let mut words = a.get_ref().split_whitespace();
+            (words.next() == Some("add-payment"))
+                .then(|| words.next().and_then(|n| n.parse().ok()).unwrap_or(1))
+        })
+        .sum();
     let ctx = Ctx {
         p: &p,
         workers: setup.workers,
@@ -374,6 +397,9 @@ impl Parser<'_> {
                 retry: self.retry(s)?,
                 faults: ProviderFaults::default(),
             },
+            batch: self
+                .number(&s.batch, "batch", 1, MAX_BATCH as i64)?
+                .unwrap_or(d.batch as i64) as usize,
         };
         if let Err(e) = setup.reliability.check(setup.lease_ms) {
             let span = s.heartbeat_ms.as_ref().map_or(0..0, |v| v.span());
@@ -548,90 +574,60 @@ impl Ctx<'_> {
     fn action(&self, a: &Spanned<String>) -> Result<Action, String> {
         let span = a.span();
         let words: Vec<&str> = a.get_ref().split_whitespace().collect();
-        let extra = |n: usize| -> Result<(), String> {
-            match words.get(n) {
-                Some(w) => Err(self.p.err(
-                    span.clone(),
-                    &format!("unexpected '{w}' in '{}'", a.get_ref().trim()),
-                )),
-                None => Ok(()),
-            }
-        };
         let verb = words.first().copied().unwrap_or("");
-        let action = match verb {
+        let (action, used) = match verb {
             "claim" => {
                 let slot = self.worker(&span, words.get(1).copied())?;
                 let message = words.get(2).map(|w| self.message(&span, w)).transpose()?;
-                extra(3)?;
-                Action::Claim { slot, message }
+                (Action::Claim { slot, message }, 3)
             }
             "act" | "crash" | "restart" | "pause" | "resume" => {
-                let slot = self.worker(&span, words.get(1).copied())?;
-                extra(2)?;
-                match verb {
-                    "act" => Action::Act { slot },
-                    "crash" => Action::Crash { slot },
-                    "restart" => Action::Restart { slot },
-                    "pause" => Action::Pause { slot },
-                    _ => Action::Resume { slot },
-                }
+                (self.worker_action(&span, verb, words.get(1).copied())?, 2)
             }
-            "advance" => {
-                let w = words.get(1).copied();
-                let ms = self.count(&span, w.map(|w| w.trim_end_matches("ms")), "advance")?;
-                extra(2)?;
-                Action::Advance { ms }
-            }
-            "work" => {
-                let w = words.get(1).copied();
-                let ms = self.count(&span, w.map(|w| w.trim_end_matches("ms")), "work")?;
-                extra(2)?;
-                Action::Work { ms }
-            }
-            "redrive" | "heal" => {
-                let which = match words.get(1).copied() {
-                    Some("all") => None,
-                    Some(w) => Some(self.message(&span, w)?),
-                    None => {
-                        return Err(self
-                            .p
-                            .err(span, &format!("{verb} takes a message or all")))
-                    }
+            "advance" | "work" => (self.clock_action(&span, verb, words.get(1).copied())?, 2),
+            "redrive" | "heal" => (self.message_action(&span, verb, words.get(1).copied())?, 2),
+            "heartbeats" | "leasing" | "idempotency" => {
+                let on = self.on_off(&span, verb, words.get(1).copied())?;
+                let action = match verb {
+                    "heartbeats" => Action::Heartbeats(on),
+                    "leasing" => Action::Leasing(on),
+                    _ => Action::Idempotency(on),
                 };
-                extra(2)?;
-                if verb == "redrive" {
-                    Action::Redrive(which)
+                (action, 2)
+            }
+            "workers" | "batch" => {
+                let (max, what) = match verb {
+                    "workers" => (MAX_WORKERS, "workers"),
+                    _ => (MAX_BATCH, "batch"),
+                };
+                let n = self.count(&span, words.get(1).copied(), what)?;
+                if !(1..=max as i64).contains(&n) {
+                    return Err(self.p.err(span, &format!("{what} {n} is outside 1-{max}")));
+                }
+                let n = n as usize;
+                let action = if verb == "workers" {
+                    Action::Workers(n)
                 } else {
-                    Action::Heal(which)
-                }
-            }
-            "heartbeats" => {
-                let on = match words.get(1).copied() {
-                    Some("on") => true,
-                    Some("off") => false,
-                    _ => return Err(self.p.err(span, "heartbeats takes on or off")),
+                    Action::Batch(n)
                 };
-                extra(2)?;
-                Action::Heartbeats(on)
-            }
-            "leasing" => {
-                let on = self.on_off(&span, verb, words.get(1).copied())?;
-                extra(2)?;
-                Action::Leasing(on)
-            }
-            "idempotency" => {
-                let on = self.on_off(&span, verb, words.get(1).copied())?;
-                extra(2)?;
-                Action::Idempotency(on)
+                (action, 2)
             }
             "add-payment" => {
-                extra(1)?;
-                Action::AddPayment
+                let n = match words.get(1) {
+                    Some(w) => match self.count(&span, Some(w), "add-payment")? {
+                        n @ 1..=1_000 => n,
+                        n => {
+                            let msg = format!("add-payment {n} is outside 1-1000");
+                            return Err(self.p.err(span, &msg));
+                        }
+                    },
+                    None => 1,
+                };
+                (Action::AddPayment(n as u64), 2)
             }
             "run-until" => {
                 let c = self.condition(&span, words.get(1).copied())?;
-                extra(2)?;
-                Action::RunUntil(c)
+                (Action::RunUntil(c), 2)
             }
             "" => return Err(self.p.err(span, "an empty action")),
             other => {
@@ -639,13 +635,74 @@ impl Ctx<'_> {
                     span,
                     &format!(
                         "unknown action '{other}' (known: claim, act, crash, restart, pause, \
-                         resume, advance, work, heartbeats, redrive, heal, leasing, idempotency, add-payment, \
-                         run-until)"
+                         resume, advance, work, heartbeats, redrive, heal, leasing, idempotency, workers, \
+                         batch, add-payment, run-until)"
                     ),
                 ))
             }
         };
-        Ok(action)
+        match words.get(used) {
+            Some(w) => Err(self.p.err(
+                span,
+                &format!("unexpected '{w}' in '{}'", a.get_ref().trim()),
+            )),
+            None => Ok(action),
+        }
+    }
+
+    /// `act W`, `crash W`, `restart W`, `pause W`, `resume W`.
+    fn worker_action(
+        &self,
+        span: &Range<usize>,
+        verb: &str,
+        word: Option<&str>,
+    ) -> Result<Action, String> {
+        let slot = self.worker(span, word)?;
+        Ok(match verb {
+            "act" => Action::Act { slot },
+            "crash" => Action::Crash { slot },
+            "restart" => Action::Restart { slot },
+            "pause" => Action::Pause { slot },
+            _ => Action::Resume { slot },
+        })
+    }
+
+    /// `advance MS` and `work MS` (an `ms` suffix is allowed).
+    fn clock_action(
+        &self,
+        span: &Range<usize>,
+        verb: &str,
+        word: Option<&str>,
+    ) -> Result<Action, String> {
+        let ms = self.count(span, word.map(|w| w.trim_end_matches("ms")), verb)?;
+        Ok(if verb == "advance" {
+            Action::Advance { ms }
+        } else {
+            Action::Work { ms }
+        })
+    }
+
+    /// `redrive PAY-002|all` and `heal PAY-002|all`.
+    fn message_action(
+        &self,
+        span: &Range<usize>,
+        verb: &str,
+        word: Option<&str>,
+    ) -> Result<Action, String> {
+        let which = match word {
+            Some("all") => None,
+            Some(w) => Some(self.message(span, w)?),
+            None => {
+                return Err(self
+                    .p
+                    .err(span.clone(), &format!("{verb} takes a message or all")))
+            }
+        };
+        Ok(if verb == "redrive" {
+            Action::Redrive(which)
+        } else {
+            Action::Heal(which)
+        })
     }
 
     fn expect(&self, e: &Spanned<String>) -> Result<Expect, String> {

@@ -40,6 +40,21 @@ pub const BUILT_INS: &[BuiltIn] = &[
         path: "assets/lessons/zombie-worker.toml",
         text: include_str!("../../assets/lessons/zombie-worker.toml"),
     },
+    BuiltIn {
+        name: "slow-job",
+        path: "assets/lessons/slow-job.toml",
+        text: include_str!("../../assets/lessons/slow-job.toml"),
+    },
+    BuiltIn {
+        name: "poison-message",
+        path: "assets/lessons/poison-message.toml",
+        text: include_str!("../../assets/lessons/poison-message.toml"),
+    },
+    BuiltIn {
+        name: "one-writer",
+        path: "assets/lessons/one-writer.toml",
+        text: include_str!("../../assets/lessons/one-writer.toml"),
+    },
 ];
 
 /// The lesson `leaselab` opens with no arguments.

@@ -127,6 +127,10 @@ impl LessonRunner {
             .store(setup.process_ms, std::sync::atomic::Ordering::SeqCst);
         engine.settings.apply(&setup.reliability, setup.lease_ms);
         engine.provider.set_faults(setup.reliability.faults.clone());
+        engine
+            .settings
+            .batch
+            .store(setup.batch as i64, std::sync::atomic::Ordering::SeqCst);
         self.done = 0;
         self.frozen.clear();
         self.reports.clear();
@@ -135,6 +139,7 @@ impl LessonRunner {
     /// Back to the lesson's first state: a fresh outbox, fresh workers, the clock rewound.
     pub fn reseed(&mut self, engine: &mut Engine) -> Result<(), String> {
         engine.clock.pause();
+        engine.config.workers = self.lesson.setup.workers;
         engine
             .reset(self.lesson.setup.messages, true)
             .map_err(|e| e.to_string())?;
@@ -306,7 +311,16 @@ impl LessonRunner {
             }
             Action::Leasing(on) => engine.set_leasing(*on),
             Action::Idempotency(on) => set_idempotency(engine, *on),
-            Action::AddPayment => engine.add_payment().map_err(|e| e.to_string())?,
+            Action::Workers(n) => {
+                engine.set_workers(*n, true);
+                self.frozen.retain(|slot| slot < n);
+            }
+            Action::Batch(k) => engine.set_batch(*k),
+            Action::AddPayment(n) => {
+                for _ in 0..*n {
+                    engine.add_payment().map_err(|e| e.to_string())?;
+                }
+            }
             Action::RunUntil(c) => self.run_until(engine, *c)?,
         }
         Ok(())
@@ -464,6 +478,8 @@ fn ledger_figure(l: &Ledger, name: &str) -> u64 {
         "lost" => l.leases_lost,
         "retries" => l.retries,
         "dead" => l.dead_letters,
+        "transactions" => l.claim_transactions,
+        "writes" => l.writes(),
         _ => 0,
     }
 }

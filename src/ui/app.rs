@@ -66,6 +66,8 @@ pub struct App {
     history_waits: Option<Instant>,
     /// Empty claims seen so far, and how many of them came while the outbox was drained.
     idle_polls: (u64, u64),
+    /// Results written per wall-clock second, for the throughput strip.
+    throughput: super::throughput::Throughput,
     /// This frame's data, filled by `refresh`.
     snap: Snapshot,
 }
@@ -120,6 +122,7 @@ impl App {
             history_key: (0, 0, 0, 0, 0),
             history_waits: None,
             idle_polls: (0, 0),
+            throughput: Default::default(),
             snap: Snapshot::default(),
             engine,
         };
@@ -261,6 +264,7 @@ impl App {
             | Action::SelectWorker(_)
             | Action::Crash
             | Action::Restart => self.act_on_worker(action),
+            Action::AddWorker | Action::RemoveWorker => self.change_crew(action),
             Action::AddPayment
             | Action::Reset
             | Action::ToggleLeasing
@@ -333,6 +337,30 @@ impl App {
                 self.after_engine_call();
             }
         }
+    }
+
+    /// `w` and `W`: one worker thread more or fewer, and the throughput strip to watch.
+    fn change_crew(&mut self, action: Action) {
+        if self.external.is_some() {
+            return self
+                .ui
+                .say("w and W add and stop worker threads; these workers are processes");
+        }
+        let n = self.engine.workers().len();
+        let want = if action == Action::AddWorker {
+            n + 1
+        } else {
+            n.saturating_sub(1)
+        };
+        let got = self.engine.set_workers(want, self.paused);
+        self.ui.throughput = true;
+        self.ui.selected = self.ui.selected.min(got - 1);
+        self.ui.say(match (got == n, action == Action::AddWorker) {
+            (true, true) => format!("{got} workers is the most"),
+            (true, false) => "one worker is the fewest".to_string(),
+            _ => format!("{got} workers; the strip shows messages per second"),
+        });
+        self.after_engine_call();
     }
 
     /// Adding a payment, reseeding, switching leasing.

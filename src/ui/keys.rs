@@ -17,6 +17,10 @@ pub enum Action {
     SelectWorker(usize),
     Crash,
     Restart,
+    /// Start one more worker thread.
+    AddWorker,
+    /// Stop the last worker thread.
+    RemoveWorker,
     AdvanceStep,
     AdvanceLease,
     Faster,
@@ -185,6 +189,22 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::Restart,
     },
     Binding {
+        keys: &[Key::Char('w')],
+        label: "w / W",
+        hint: "",
+        help: "add a worker thread / stop the last one (the strip shows msg/s)",
+        section: Section::Workers,
+        action: Action::AddWorker,
+    },
+    Binding {
+        keys: &[Key::Char('W')],
+        label: "W",
+        hint: "",
+        help: "stop the last worker; a lease it held runs out",
+        section: Section::Workers,
+        action: Action::RemoveWorker,
+    },
+    Binding {
         keys: &[Key::Char('a')],
         label: "a",
         hint: "advance",
@@ -350,6 +370,7 @@ fn is_second_half(a: Action) -> bool {
             | Action::PrevWorker
             | Action::SelectWorker(_)
             | Action::Slower
+            | Action::RemoveWorker
     )
 }
 

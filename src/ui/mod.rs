@@ -12,6 +12,7 @@ pub mod render;
 pub mod snapshot;
 pub mod state;
 pub mod theme;
+pub mod throughput;
 pub mod timeline;
 
 use std::io::IsTerminal;

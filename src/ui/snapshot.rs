@@ -41,6 +41,20 @@ pub struct Snapshot {
     pub lanes: Vec<Lane>,
     /// The overlay of one message's own history, while it is open.
     pub message_history: Option<MessageHistoryView>,
+    /// The throughput strip, once the crew or the batch size has been changed.
+    pub throughput: Option<ThroughputView>,
+}
+
+/// Messages per second and the workers behind them.
+#[derive(Debug, Clone, Default)]
+pub struct ThroughputView {
+    /// Results written in the last whole second.
+    pub rate: u64,
+    /// The last minute, a count per second, oldest first.
+    pub minute: Vec<u64>,
+    pub workers: usize,
+    /// Messages per claim transaction.
+    pub batch: usize,
 }
 
 /// One message's history as the ledger folded it, in SQLite's commit order.

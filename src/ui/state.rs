@@ -36,6 +36,9 @@ pub struct UiState {
     pub too_small: bool,
     /// Feedback on the last key press, shown in the status strip.
     pub notice: Option<String>,
+    /// Show the throughput strip (on once workers are added or removed, or a lesson
+    /// changes the crew or the batch size).
+    pub throughput: bool,
 }
 
 impl Default for UiState {
@@ -55,6 +58,7 @@ impl Default for UiState {
             quit: false,
             too_small: false,
             notice: None,
+            throughput: false,
         }
     }
 }

@@ -1,9 +1,9 @@
-//! The bench's batches: several claims or finalizes in one transaction. SQL, so it lives
-//! here; only `leaselab bench` calls it.
+//! Batches: several claims or finalizes in one transaction. SQL, so it lives here. The
+//! bench calls both; workers with a batch size above one call the batch claim.
 
 use rusqlite::{named_params, params};
 
-use super::claim::take_lease;
+use super::claim::{record_claim, take_lease};
 use super::conn::End;
 use super::finalize::{write_answer, GUARDED_FINALIZE_SQL};
 use super::{FinalizeOutcome, Lease, Result, Store};
@@ -48,6 +48,7 @@ impl Store {
             let mut leases = Vec::with_capacity(k);
             for (_, id) in candidates.into_iter().take(k) {
                 if let Some(lease) = take_lease(tx, id, worker, now, lease_ms)? {
+                    record_claim(tx, &lease, now)?;
                     leases.push(lease);
                 }
             }

@@ -213,7 +213,7 @@ pub(super) fn take_lease(
 }
 
 /// The `LeaseEvents` row of a successful claim, in the claim's transaction.
-fn record_claim(tx: &rusqlite::Transaction<'_>, lease: &Lease, now: i64) -> Result<()> {
+pub(super) fn record_claim(tx: &rusqlite::Transaction<'_>, lease: &Lease, now: i64) -> Result<()> {
     record(
         tx,
         &NewEvent {

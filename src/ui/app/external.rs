@@ -271,6 +271,7 @@ impl App {
             history_key: (0, 0, 0, 0, 0),
             history_waits: None,
             idle_polls: (0, 0),
+            throughput: Default::default(),
             snap: Snapshot::default(),
             engine,
         };

@@ -59,6 +59,14 @@ impl App {
             ..opts
         };
         let mut app = App::new(opts, theme)?;
+        // A lesson that changes the crew or the batch size is about throughput: show it.
+        app.ui.throughput = setup.batch > 1
+            || lesson.steps.iter().flat_map(|s| &s.actions).any(|a| {
+                matches!(
+                    a,
+                    crate::lesson::Action::Workers(_) | crate::lesson::Action::Batch(_)
+                )
+            });
         let mut runner = LessonRunner::new(lesson);
         runner.prepare(&app.engine);
         app.absorb_events();

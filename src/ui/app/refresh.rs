@@ -11,7 +11,8 @@ use crate::engine::worker::WorkerHandle;
 
 use super::super::render::timeline;
 use super::super::snapshot::{
-    DbView, LedgerFigures, LessonView, LogView, MessageHistoryView, StoryView, WorkerView,
+    DbView, LedgerFigures, LessonView, LogView, MessageHistoryView, StoryView, ThroughputView,
+    WorkerView,
 };
 use super::{App, LessonMode};
 
@@ -100,6 +101,22 @@ impl App {
             }
         }
         self.snap.message_history = self.ui.history.map(|id| self.message_history(id));
+        self.snap.throughput = self.throughput_view();
+    }
+
+    /// The throughput strip's figures, when it is on; sampled every frame while it is.
+    fn throughput_view(&mut self) -> Option<ThroughputView> {
+        if !self.ui.throughput {
+            return None;
+        }
+        let written = self.ledger.results_written();
+        self.throughput.sample(Instant::now(), written);
+        Some(ThroughputView {
+            rate: self.throughput.rate(),
+            minute: self.throughput.minute(),
+            workers: self.worker_count(),
+            batch: self.engine.settings.batch(),
+        })
     }
 
     /// One message's steps from the ledger, oldest commit first, each in the log's words.

@@ -40,9 +40,14 @@ fn help_lines(t: &Theme, in_lesson: bool, roomy: bool) -> Vec<Line<'static>> {
         for b in keys::help_entries().filter(|b| b.section == section) {
             // A lesson's step back shares the line of its step forward.
             let (label, help) = match b.action {
-                keys::Action::StepBack | keys::Action::ToggleHeartbeats | keys::Action::Redrive => {
-                    continue
-                }
+                keys::Action::StepBack
+                | keys::Action::ToggleHeartbeats
+                | keys::Action::Redrive
+                | keys::Action::Restart => continue,
+                keys::Action::Crash => (
+                    "c / r",
+                    "crash the selected worker (its lease stays) / restart it as #2",
+                ),
                 // Pairs share a line so the overlay still fits 80x24.
                 keys::Action::ToggleLeasing => (
                     "l / h",

@@ -30,6 +30,7 @@ pub mod ledger;
 pub mod log;
 pub mod narration;
 pub mod table;
+pub mod throughput;
 pub mod timeline;
 pub mod too_small;
 pub mod workers;
@@ -151,7 +152,23 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, ui: &UiState, t: &Theme) {
     let mut a = Areas::compute(area, s.workers.len(), s.db.total);
     let narration = s.lesson.as_ref().map(|l| narration::carve(&mut a, l, t));
     header::render(frame, a.header, s, t);
-    header::render_strip(frame, a.strip, s, ui, t);
+    match &s.throughput {
+        Some(v) => {
+            let w = throughput::width(a.strip.width).min(a.strip.width);
+            let text = Rect {
+                width: a.strip.width - w,
+                ..a.strip
+            };
+            header::render_strip(frame, text, s, ui, t);
+            let strip = Rect {
+                x: text.x + text.width,
+                width: w,
+                ..a.strip
+            };
+            throughput::render(frame, strip, v, t);
+        }
+        None => header::render_strip(frame, a.strip, s, ui, t),
+    }
     table::render(frame, a.table, s, ui, t);
     workers::render(frame, a.workers, s, ui, t);
     ledger::render(frame, a.ledger, s, t);
