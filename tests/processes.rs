@@ -2,9 +2,10 @@
 //! stopped by SIGTERM or killed by SIGKILL. Every wait polls the database (its events table
 //! and its rows) with a generous deadline; nothing sleeps to synchronise.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use leaselab::engine::checker::{self, HistoryCheck};
 use leaselab::engine::clock::wall_now_ms;
@@ -12,75 +13,7 @@ use leaselab::engine::events_table;
 use leaselab::engine::ledger::Ledger;
 use leaselab::engine::store::{LeaseEventKind, LeaseEventRow, OutboxStatus, Store};
 use leaselab::engine::{Engine, EngineConfig};
-
-const DEADLINE: Duration = Duration::from_secs(90);
-const POLL: Duration = Duration::from_millis(20);
-
-/// A `leaselab worker` child, stopped with SIGTERM (and reaped) when dropped.
-struct WorkerProcess {
-    child: Option<Child>,
-    name: String,
-}
-
-impl WorkerProcess {
-    fn start(db: &Path, name: &str, extra: &[&str]) -> WorkerProcess {
-        let child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-            .args(["worker", "--db"])
-            .arg(db)
-            .args(["--name", name])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start leaselab worker");
-        WorkerProcess {
-            child: Some(child),
-            name: name.to_string(),
-        }
-    }
-
-    /// SIGTERM, then its exit status and its stderr.
-    fn stop(mut self) -> (std::process::ExitStatus, String) {
-        let child = self.child.take().expect("running");
-        assert_eq!(
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
-            0
-        );
-        let out = child.wait_with_output().expect("wait for the worker");
-        (
-            out.status,
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    fn kill(&mut self) {
-        let child = self.child.as_mut().expect("running");
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
-}
-
-impl Drop for WorkerProcess {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-            let _ = child.wait();
-        }
-    }
-}
-
-/// Poll `what` until it returns Some, or fail after the deadline saying what was awaited.
-fn wait_for<T>(awaited: &str, mut what: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = what() {
-            return v;
-        }
-        assert!(start.elapsed() < DEADLINE, "gave up waiting for {awaited}");
-        std::thread::sleep(POLL);
-    }
-}
+use support::processes::{wait_for, WorkerProcess};
 
 fn events(db: &Path) -> Vec<LeaseEventRow> {
     if !db.exists() {

@@ -3,6 +3,8 @@
 //! keys and drawn into a `TestBackend`. Every wait is on output, with a deadline.
 #![allow(dead_code)]
 
+pub mod processes;
+
 use std::io::{Read, Write};
 use std::num::NonZeroU16;
 use std::path::Path;
