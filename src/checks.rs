@@ -273,8 +273,10 @@ pub const CHECKS: &[CheckDef] = &[
                     format!("all {} seeded messages processed", h.seeded)
                 } else {
                     format!(
-                        "all {} seeded messages processed or dead-lettered ({} dead letters)",
-                        h.seeded, h.dead_lettered
+                        "all {} seeded messages processed or dead-lettered ({} dead letter{})",
+                        h.seeded,
+                        h.dead_lettered,
+                        if h.dead_lettered == 1 { "" } else { "s" }
                     )
                 })
             },
