@@ -295,6 +295,32 @@ fn measured(
     Ok(run)
 }
 
+/// Release the workers waiting at `barrier`, then join them: each one's count and the
+/// seconds from the release to the last one's end.
+fn start_and_join(
+    barrier: &Barrier,
+    handles: Vec<std::thread::JoinHandle<Result<u64, String>>>,
+) -> Result<(Vec<u64>, f64), String> {
+    barrier.wait();
+    let start = Instant::now();
+    let mut per_worker = Vec::with_capacity(handles.len());
+    for h in handles {
+        per_worker.push(
+            h.join()
+                .map_err(|_| "a bench worker panicked".to_string())??,
+        );
+    }
+    Ok((per_worker, start.elapsed().as_secs_f64()))
+}
+
+/// Exactly once, as the provider saw it: one status check per key, every row Processed.
+fn each_once(provider: &Provider, processed: u64, messages: u64) -> bool {
+    let calls = provider.calls();
+    processed == messages
+        && calls.len() as u64 == messages
+        && calls.values().all(|c| c.status_checks == 1)
+}
+
 /// One measured run on a freshly seeded database.
 pub fn measure(
     dir: &Path,
@@ -323,22 +349,9 @@ pub fn measure(
             })
         })
         .collect();
-    barrier.wait();
-    let start = Instant::now();
-    let mut per_worker = Vec::with_capacity(workers);
-    for h in handles {
-        per_worker.push(
-            h.join()
-                .map_err(|_| "a bench worker panicked".to_string())??,
-        );
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    // Exactly once, as the provider saw it: one status check per key, every row Processed.
-    let calls = provider.calls();
+    let (per_worker, seconds) = start_and_join(&barrier, handles)?;
     let counts = store.outbox_counts().map_err(|e| e.to_string())?;
-    let exactly_once = counts.processed == messages
-        && calls.len() as u64 == messages
-        && calls.values().all(|c| c.status_checks == 1);
+    let exactly_once = each_once(&provider, counts.processed, messages);
     let msgs_per_s = messages as f64 / seconds;
     Ok(BenchRun {
         mode,

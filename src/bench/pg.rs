@@ -4,11 +4,10 @@
 
 use std::path::Path;
 use std::sync::{Arc, Barrier};
-use std::time::Instant;
 
 use serde::Serialize;
 
-use super::{measure, Mode, BENCH_LEASE_MS};
+use super::{each_once, measure, start_and_join, Mode, BENCH_LEASE_MS};
 use crate::engine::backend::{Db, Outbox};
 use crate::engine::clock::SCENARIO_START_MS;
 use crate::engine::pg::PgOutbox;
@@ -194,21 +193,9 @@ pub fn measure_pg(
             })
         })
         .collect();
-    barrier.wait();
-    let start = Instant::now();
-    let mut per_worker = Vec::with_capacity(workers);
-    for h in handles {
-        per_worker.push(
-            h.join()
-                .map_err(|_| "a bench worker panicked".to_string())??,
-        );
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    let calls = provider.calls();
+    let (per_worker, seconds) = start_and_join(&barrier, handles)?;
     let counts = store.outbox_counts().map_err(|e| e.to_string())?;
-    let exactly_once = counts.processed == messages
-        && calls.len() as u64 == messages
-        && calls.values().all(|c| c.status_checks == 1);
+    let exactly_once = each_once(&provider, counts.processed, messages);
     Ok(PgRun {
         msgs_per_s: messages as f64 / seconds,
         per_worker,
