@@ -256,9 +256,62 @@ struct RawStep {
     expect: Vec<Spanned<String>>,
 }
 
+/// Longest a `work` or `advance` step may move the clock: one day, in milliseconds.
+pub const MAX_CLOCK_MS: i64 = 86_400_000;
+/// Most heartbeat intervals one `work` step may cover: each is a round of heartbeats.
+pub const MAX_WORK_BEATS: i64 = 1_000;
+/// Most payments one `add-payment N` adds.
+pub const MAX_ADD_PAYMENT: i64 = 1_000;
+/// Most payments a lesson may have in all: its seeded ones and every one it adds.
+pub const MAX_LESSON_MESSAGES: u64 = 10_000;
+/// The largest figure an `expect` may state.
+pub const MAX_EXPECTED: i64 = 1_000_000_000;
+
+/// Where each line of a text starts, so a byte offset's line is a binary search, not a
+/// scan from the top (a lesson names the line of every step and expectation).
+struct LineIndex {
+    starts: Vec<usize>,
+    /// Line starts compared so far (the tests hold the parse to a bound on them).
+    #[cfg(test)]
+    probes: std::cell::Cell<usize>,
+}
+
+impl LineIndex {
+    fn new(text: &str) -> LineIndex {
+        let starts = std::iter::once(0)
+            .chain(
+                text.bytes()
+                    .enumerate()
+                    .filter(|(_, b)| *b == b'\n')
+                    .map(|(i, _)| i + 1),
+            )
+            .collect();
+        LineIndex {
+            starts,
+            #[cfg(test)]
+            probes: std::cell::Cell::new(0),
+        }
+    }
+
+    /// The 1-based line holding byte `offset` (the last line for an offset past the end).
+    fn line_of(&self, offset: usize) -> usize {
+        self.starts
+            .partition_point(|s| {
+                #[cfg(test)]
+                self.probes.set(self.probes.get() + 1);
+                *s <= offset
+            })
+            .max(1)
+    }
+}
+
 /// Read a lesson. `name` is how it is called; `path` names the file in errors.
 pub fn parse(name: &str, path: &str, text: &str) -> Result<Lesson, String> {
-    let p = Parser { path, text };
+    parse_with(&Parser::new(path, text), name)
+}
+
+fn parse_with(p: &Parser, name: &str) -> Result<Lesson, String> {
+    let (path, text) = (p.path, p.text);
     let raw: RawLesson = toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| p.line_of(s.start)).unwrap_or(1);
         let msg = e.message().trim().replace('\n', " ");
@@ -274,21 +327,11 @@ pub fn parse(name: &str, path: &str, text: &str) -> Result<Lesson, String> {
     if raw.step.is_empty() {
         return Err(p.err(text.len()..text.len(), "the lesson has no [[step]]"));
     }
-    // Messages a step may name: the seeded ones and every payment the lesson adds.
-    let added: u64 = raw
-        .step
-        .iter()
-        .flat_map(|s| &s.get_ref().actions)
-        .filter_map(|a| {
-            let mut words = a.get_ref().split_whitespace();
-            (words.next() == Some("add-payment"))
-                .then(|| words.next().and_then(|n| n.parse().ok()).unwrap_or(1))
-        })
-        .sum();
     let ctx = Ctx {
-        p: &p,
+        p,
         workers: setup.workers,
-        messages: setup.messages + added,
+        messages: p.lesson_messages(&raw.step, setup.messages)?,
+        beat_ms: setup.reliability.heartbeat_for(setup.lease_ms).max(1),
     };
     let steps = raw
         .step
@@ -308,16 +351,48 @@ pub fn parse(name: &str, path: &str, text: &str) -> Result<Lesson, String> {
 struct Parser<'a> {
     path: &'a str,
     text: &'a str,
+    lines: LineIndex,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
+    fn new(path: &'a str, text: &'a str) -> Parser<'a> {
+        Parser {
+            path,
+            text,
+            lines: LineIndex::new(text),
+        }
+    }
+
     fn line_of(&self, offset: usize) -> usize {
-        let end = offset.min(self.text.len());
-        self.text.as_bytes()[..end]
-            .iter()
-            .filter(|b| **b == b'\n')
-            .count()
-            + 1
+        self.lines.line_of(offset)
+    }
+
+    /// Messages a step may name: the seeded ones and every payment the lesson adds, at most
+    /// [`MAX_LESSON_MESSAGES`]. A bad `add-payment` count is refused later, at its line.
+    fn lesson_messages(&self, steps: &[Spanned<RawStep>], seeded: u64) -> Result<u64, String> {
+        let mut total = seeded;
+        for a in steps.iter().flat_map(|s| &s.get_ref().actions) {
+            let mut words = a.get_ref().split_whitespace();
+            if words.next() != Some("add-payment") {
+                continue;
+            }
+            let n = match words.next().map(str::parse::<u64>) {
+                None => 1,
+                Some(Ok(n)) if (1..=MAX_ADD_PAYMENT as u64).contains(&n) => n,
+                Some(_) => continue,
+            };
+            total += n;
+            if total > MAX_LESSON_MESSAGES {
+                return Err(self.err(
+                    a.span(),
+                    &format!(
+                        "add-payment {n} brings the lesson to {total} payments, more than \
+                         {MAX_LESSON_MESSAGES}"
+                    ),
+                ));
+            }
+        }
+        Ok(total)
     }
 
     fn err(&self, span: Range<usize>, msg: &str) -> String {
@@ -444,6 +519,8 @@ struct Ctx<'a> {
     p: &'a Parser<'a>,
     workers: usize,
     messages: u64,
+    /// The heartbeat interval a `work` step moves the clock by.
+    beat_ms: i64,
 }
 
 impl Ctx<'_> {
@@ -540,14 +617,37 @@ impl Ctx<'_> {
             })
     }
 
+    /// A whole number from 0 to [`MAX_EXPECTED`].
     fn count(&self, span: &Range<usize>, word: Option<&str>, what: &str) -> Result<i64, String> {
+        self.bounded(span, word, what, 0, MAX_EXPECTED)
+    }
+
+    /// A whole number from `min` to `max`, written in digits alone.
+    fn bounded(
+        &self,
+        span: &Range<usize>,
+        word: Option<&str>,
+        what: &str,
+        min: i64,
+        max: i64,
+    ) -> Result<i64, String> {
         let word = word.ok_or_else(|| self.p.err(span.clone(), &format!("{what} is missing")))?;
-        word.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
-            self.p.err(
-                span.clone(),
-                &format!("bad number '{word}' for {what} (a whole number, 0 or more)"),
-            )
-        })
+        let n = word
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| word.parse::<i64>().ok())
+            .flatten()
+            .ok_or_else(|| {
+                self.p.err(
+                    span.clone(),
+                    &format!("bad number '{word}' for {what} (a whole number, {min}-{max})"),
+                )
+            })?;
+        if !(min..=max).contains(&n) {
+            let msg = format!("{what} {n} is outside {min}-{max}");
+            return Err(self.p.err(span.clone(), &msg));
+        }
+        Ok(n)
     }
 
     fn on_off(&self, span: &Range<usize>, verb: &str, word: Option<&str>) -> Result<bool, String> {
@@ -600,11 +700,7 @@ impl Ctx<'_> {
                     "workers" => (MAX_WORKERS, "workers"),
                     _ => (MAX_BATCH, "batch"),
                 };
-                let n = self.count(&span, words.get(1).copied(), what)?;
-                if !(1..=max as i64).contains(&n) {
-                    return Err(self.p.err(span, &format!("{what} {n} is outside 1-{max}")));
-                }
-                let n = n as usize;
+                let n = self.bounded(&span, words.get(1).copied(), what, 1, max as i64)? as usize;
                 let action = if verb == "workers" {
                     Action::Workers(n)
                 } else {
@@ -614,13 +710,7 @@ impl Ctx<'_> {
             }
             "add-payment" => {
                 let n = match words.get(1) {
-                    Some(w) => match self.count(&span, Some(w), "add-payment")? {
-                        n @ 1..=1_000 => n,
-                        n => {
-                            let msg = format!("add-payment {n} is outside 1-1000");
-                            return Err(self.p.err(span, &msg));
-                        }
-                    },
+                    Some(w) => self.bounded(&span, Some(w), "add-payment", 1, MAX_ADD_PAYMENT)?,
                     None => 1,
                 };
                 (Action::AddPayment(n as u64), 2)
@@ -674,12 +764,29 @@ impl Ctx<'_> {
         verb: &str,
         word: Option<&str>,
     ) -> Result<Action, String> {
-        let ms = self.count(span, word.map(|w| w.trim_end_matches("ms")), verb)?;
-        Ok(if verb == "advance" {
-            Action::Advance { ms }
-        } else {
-            Action::Work { ms }
-        })
+        let ms = self.bounded(
+            span,
+            word.map(|w| w.strip_suffix("ms").unwrap_or(w)),
+            verb,
+            0,
+            MAX_CLOCK_MS,
+        )?;
+        if verb == "advance" {
+            return Ok(Action::Advance { ms });
+        }
+        // Each interval is a round of heartbeats: a short interval makes a long step slow.
+        let beats = (ms + self.beat_ms - 1) / self.beat_ms;
+        if beats > MAX_WORK_BEATS {
+            return Err(self.p.err(
+                span.clone(),
+                &format!(
+                    "work {ms} is {beats} heartbeat intervals of {} ms, more than \
+                     {MAX_WORK_BEATS} in one step",
+                    self.beat_ms
+                ),
+            ));
+        }
+        Ok(Action::Work { ms })
     }
 
     /// `redrive PAY-002|all` and `heal PAY-002|all`.
@@ -853,6 +960,99 @@ do = ["claim Worker-A PAY-001", "advance 100"]
 say = "x"
 expect = ["PAY-001 owner Worker-A", "ledger claims 1", "provider PAY-001 calls 0"]
 "#;
+
+    /// A lesson of `steps` steps, each with one action and two expectations.
+    fn many_steps(steps: usize) -> String {
+        let step = "[[step]]\ndo = [\"advance 1\"]\nsay = \"x\"\nexpect = [\"ledger claims 0\", \"PAY-001 lease 0\"]\n";
+        format!("format_version = 1\ntitle = \"t\"\n{}", step.repeat(steps))
+    }
+
+    #[test]
+    fn the_lines_of_a_long_lesson_are_found_without_rescanning_it() {
+        for steps in [1_000, 20_000] {
+            let text = many_steps(steps);
+            let p = Parser::new("t.toml", &text);
+            let l = parse_with(&p, "t").unwrap();
+            assert_eq!(l.steps.len(), steps);
+            assert_eq!(l.steps[steps - 1].expects[1].line, 2 + 4 * steps);
+            // Each expectation's line is a binary search over the line starts: about
+            // log2(lines) comparisons, where a scan from the top would touch every byte
+            // before it (the work growing with the square of the steps).
+            let lookups = 2 * steps;
+            let per_lookup = p.lines.probes.get() / lookups;
+            assert!(per_lookup <= 20, "{per_lookup} comparisons per line lookup");
+        }
+    }
+
+    #[test]
+    fn every_amount_has_a_maximum_refused_at_its_line() {
+        for (action, says) in [
+            (
+                "work 9223372036854775807",
+                "work 9223372036854775807 is outside 0-86400000",
+            ),
+            (
+                "work 1000001",
+                "work 1000001 is 1001 heartbeat intervals of 1000 ms, more than 1000 in one step",
+            ),
+            ("advance 86400001", "advance 86400001 is outside 0-86400000"),
+            (
+                "advance 18446744073709551616",
+                "bad number '18446744073709551616' for advance",
+            ),
+            ("add-payment 1001", "add-payment 1001 is outside 1-1000"),
+            ("add-payment 0", "add-payment 0 is outside 1-1000"),
+            ("workers 27", "workers 27 is outside 1-26"),
+            ("batch 101", "batch 101 is outside 1-100"),
+            ("advance +5", "bad number '+5' for advance"),
+        ] {
+            let bad = GOOD.replace("advance 100", action);
+            let e = parse("t", "t.toml", &bad).unwrap_err();
+            assert!(e.starts_with(&format!("t.toml:7: {says}")), "{action}: {e}");
+        }
+        // At the maximum the amounts are taken.
+        let ok = GOOD.replace("advance 100", "advance 86400000\", \"work 1000000");
+        assert!(parse("t", "t.toml", &ok).is_ok());
+        let bad = GOOD.replace("ledger claims 1", "ledger claims 1000000001");
+        let e = parse("t", "t.toml", &bad).unwrap_err();
+        assert!(
+            e.starts_with("t.toml:9: claims 1000000001 is outside 0-1000000000"),
+            "{e}"
+        );
+        // A shorter heartbeat interval makes fewer milliseconds one step's most.
+        let short = GOOD
+            .replace("workers = 2", "lease_ms = 30")
+            .replace("advance 100", "work 10001");
+        let e = parse("t", "t.toml", &short).unwrap_err();
+        assert!(
+            e.starts_with("t.toml:7: work 10001 is 1001 heartbeat intervals of 10 ms"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_payments_a_lesson_adds_are_capped_in_all() {
+        let adds = vec!["\"add-payment 1000\""; 9].join(", ") + ", \"add-payment 994\"";
+        let ok = GOOD.replace("\"advance 100\"", &adds);
+        assert_eq!(
+            parse("t", "t.toml", &ok).unwrap().steps[0].actions.len(),
+            11
+        );
+        // The seeded 6 and ten thousand added pass the most a lesson may hold.
+        let adds = vec!["\"add-payment 1000\""; 10].join(", ");
+        let e = parse("t", "t.toml", &GOOD.replace("\"advance 100\"", &adds)).unwrap_err();
+        assert_eq!(
+            e,
+            "t.toml:7: add-payment 1000 brings the lesson to 10006 payments, more than 10000"
+        );
+        // Counts that would overflow a sum are refused one by one, never added.
+        let huge = vec!["\"add-payment 18446744073709551615\""; 2].join(", ");
+        let e = parse("t", "t.toml", &GOOD.replace("\"advance 100\"", &huge)).unwrap_err();
+        assert!(
+            e.starts_with("t.toml:7: bad number '18446744073709551615' for add-payment"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn reads_actions_and_expectations() {

@@ -67,6 +67,9 @@ pub fn built_in(name: &str) -> Option<Lesson> {
     Some(parse(b.name, b.path, b.text).unwrap_or_else(|e| panic!("{e}")))
 }
 
+/// The largest lesson file leaselab reads, in bytes (the built-ins are under 4 KiB).
+pub const MAX_LESSON_BYTES: u64 = 1024 * 1024;
+
 /// A built-in name or a path to a lesson file. The error is one line: `FILE:LINE: what`
 /// for a bad file, or what was not found.
 pub fn load(name_or_path: &str) -> Result<Lesson, String> {
@@ -81,11 +84,46 @@ pub fn load(name_or_path: &str) -> Result<Lesson, String> {
             names.join(", ")
         ));
     }
-    let text = std::fs::read_to_string(path)
+    let text = read_lesson_file(path)
         .map_err(|e| format!("{name_or_path}: cannot read the lesson: {e}"))?;
     let name = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| name_or_path.to_string());
     parse(&name, name_or_path, &text)
+}
+
+/// The text of a lesson file: a regular file (a symlink is followed) of at most
+/// [`MAX_LESSON_BYTES`]. A fifo, a device or a folder is refused without waiting on it.
+fn read_lesson_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Opened without blocking, so a fifo with no writer cannot hold the open; what the
+    // descriptor is, is then asked of the descriptor itself, not of the name.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file (a lesson is a TOML file)".into());
+    }
+    if meta.len() > MAX_LESSON_BYTES {
+        return Err(format!(
+            "{} bytes, more than the {MAX_LESSON_BYTES} a lesson may hold",
+            meta.len()
+        ));
+    }
+    let mut bytes = Vec::new();
+    // A file that grows while it is read still stops at the limit.
+    file.take(MAX_LESSON_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_LESSON_BYTES {
+        return Err(format!(
+            "more than the {MAX_LESSON_BYTES} bytes a lesson may hold"
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())
 }

@@ -35,6 +35,47 @@ pub fn leaselab(args: &[&str], cwd: &Path) -> Output {
         .expect("run leaselab")
 }
 
+/// Run the real binary like [`leaselab`], but kill it and fail if it has not ended by the
+/// deadline: for input that once made it block or read forever. Its output goes to files,
+/// so however much it writes it never waits on a reader.
+pub fn leaselab_bounded(args: &[&str], cwd: &Path) -> Output {
+    use std::io::Seek;
+    let mut out = tempfile::tempfile().expect("a file for stdout");
+    let mut err = tempfile::tempfile().expect("a file for stderr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(err.try_clone().unwrap())
+        .spawn()
+        .expect("run leaselab");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for leaselab") {
+            break status;
+        }
+        if start.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("leaselab {args:?} was still running after {DEADLINE:?}; killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut read = |f: &mut std::fs::File| {
+        let mut bytes = Vec::new();
+        f.rewind().unwrap();
+        f.read_to_end(&mut bytes).unwrap();
+        bytes
+    };
+    Output {
+        status,
+        stdout: read(&mut out),
+        stderr: read(&mut err),
+    }
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
