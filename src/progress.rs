@@ -47,6 +47,8 @@ impl Drop for Progress {
 /// terminal, the step's name on a line of its own otherwise.
 pub struct Steps {
     spinner: Option<ProgressBar>,
+    /// A step's line could not be written to stderr (a full disk, not a closed pipe).
+    failed: std::sync::atomic::AtomicBool,
 }
 
 impl Steps {
@@ -60,7 +62,10 @@ impl Steps {
             s.enable_steady_tick(Duration::from_millis(200));
             s
         });
-        Steps { spinner }
+        Steps {
+            spinner,
+            failed: std::sync::atomic::AtomicBool::new(false),
+        }
     }
 
     pub fn step(&self, name: &str) {
@@ -69,8 +74,21 @@ impl Steps {
                 s.println(format!("bench: {name}..."));
                 s.set_message(name.to_string());
             }
-            None => eprintln!("bench: {name}..."),
+            None => {
+                use std::io::Write;
+                let mut err = std::io::stderr().lock();
+                let written = writeln!(err, "bench: {name}...").and_then(|()| err.flush());
+                if written.is_err_and(|e| e.kind() != std::io::ErrorKind::BrokenPipe) {
+                    self.failed
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
         }
+    }
+
+    /// Whether a step's line could not be written (for any reason but a closed pipe).
+    pub fn write_failed(&self) -> bool {
+        self.failed.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 

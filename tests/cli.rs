@@ -295,9 +295,12 @@ fn bench_json_prints_the_documented_shape() {
 fn a_worker_list_is_only_for_bench() {
     let dir = tempfile::tempdir().unwrap();
     let o = leaselab(&["run", "outbox-leasing", "--workers", "1,2"], dir.path());
-    assert_usage_error(&o, "a list is for `bench`");
+    assert_usage_error(&o, "--workers: '1,2' is not a whole number in 1-64");
     let o = leaselab(&["bench", "--workers", "1,0"], dir.path());
-    assert_usage_error(&o, "0 is not in 1..=64");
+    assert_usage_error(
+        &o,
+        "--workers: '1,0' is not a whole number in 1-64, or a list of them",
+    );
     let o = leaselab(&["bench", "--sync", "sometimes"], dir.path());
     assert_usage_error(&o, "sometimes");
 }
@@ -955,7 +958,7 @@ fn a_heartbeat_that_cannot_keep_the_lease_and_zero_attempts_are_refused_in_one_l
         ),
         (
             vec!["run", "outbox-leasing", "--max-attempts", "0"],
-            "max attempts must be at least 1",
+            "--max-attempts: '0' is not a whole number in 1-1000",
         ),
         (
             vec![
@@ -986,7 +989,7 @@ fn a_heartbeat_that_cannot_keep_the_lease_and_zero_attempts_are_refused_in_one_l
         (vec!["--heartbeat-ms", "3000"], "heartbeat interval 3000 ms"),
         (
             vec!["--max-attempts", "0"],
-            "max attempts must be at least 1",
+            "--max-attempts: '0' is not a whole number in 1-1000",
         ),
         (
             vec![
@@ -1012,7 +1015,7 @@ fn a_heartbeat_that_cannot_keep_the_lease_and_zero_attempts_are_refused_in_one_l
                 "--max-attempts",
                 "0",
             ],
-            "max attempts must be at least 1",
+            "--max-attempts: '0' is not a whole number in 1-1000",
         ),
     ] {
         let o = leaselab(&args, dir.path());
@@ -1023,4 +1026,136 @@ fn a_heartbeat_that_cannot_keep_the_lease_and_zero_attempts_are_refused_in_one_l
         !dir.path().join("w.db").exists(),
         "a refused worker opened its database"
     );
+}
+
+#[test]
+fn help_version_and_a_run_to_full_outputs_exit_three_without_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["--help"][..],
+        &["--version"],
+        &["run", "--help"],
+        &["run", "outbox-leasing"],
+        &["bench", "--messages", "no"],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+            .args(args)
+            .current_dir(dir.path())
+            .stdout(dev_full())
+            .stderr(dev_full())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(3), "{args:?}");
+    }
+}
+
+#[test]
+fn each_command_takes_and_lists_only_its_own_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, needle) in [
+        (
+            &["bench", "--seed", "3"][..],
+            "--seed does not apply to `bench`",
+        ),
+        (
+            &["bench", "--no-leasing"],
+            "--no-leasing does not apply to `bench`",
+        ),
+        (
+            &["bench", "--scenario", "soak"],
+            "--scenario does not apply to `bench`",
+        ),
+        (
+            &["lesson", "slow-job", "--workers", "3"],
+            "--workers does not apply to a lesson",
+        ),
+        (
+            &["worker", "--db", "w.db", "--name", "w", "--seed", "1"],
+            "--seed does not apply to `worker`",
+        ),
+        (&["--seed", "1"], "--seed does not apply to the dashboard"),
+    ] {
+        assert_usage_error(&leaselab(args, dir.path()), needle);
+    }
+    let help = |args: &[&str]| stdout(&leaselab(args, dir.path()));
+    let lesson = help(&["lesson", "--help"]);
+    for absent in ["--workers", "--scenario", "--lease-ms", "--seed"] {
+        assert!(
+            !lesson.contains(absent),
+            "lesson --help lists {absent}:\n{lesson}"
+        );
+    }
+    let bench = help(&["bench", "--help"]);
+    for absent in [
+        "--seed",
+        "--fail-always",
+        "--lease-ms",
+        "--process-ms",
+        "--no-leasing",
+        "--speed",
+        "--scenario",
+    ] {
+        assert!(
+            !bench.contains(absent),
+            "bench --help lists {absent}:\n{bench}"
+        );
+    }
+    assert!(help(&["run", "--help"]).contains("--seed"));
+    assert!(
+        !dir.path().join("w.db").exists(),
+        "a refused worker opened its database"
+    );
+}
+
+#[test]
+fn every_bad_number_is_refused_the_same_way_naming_its_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, needle) in [
+        (
+            &["run", "soak", "--seed", "-1"][..],
+            "--seed: '-1' is not a whole number",
+        ),
+        (
+            &["run", "soak", "--workers", " 3"],
+            "--workers: ' 3' is not a whole number in 1-64",
+        ),
+        (
+            &["run", "soak", "--workers", "3 "],
+            "--workers: '3 ' is not a whole number in 1-64",
+        ),
+        (
+            &["run", "soak", "--max-attempts", "-1"],
+            "--max-attempts: '-1' is not a whole number in 1-1000",
+        ),
+        (
+            &["run", "soak", "--messages", "1e3"],
+            "--messages: '1e3' is not a whole number",
+        ),
+        (
+            &["run", "soak", "--backoff-ms", "9223372036854775807"],
+            "--backoff-ms: '9223372036854775807' is not a whole number in 0-3600000",
+        ),
+        (
+            &["run", "soak", "--lease-ms", "99999999999999999999"],
+            "--lease-ms: '99999999999999999999' is not a whole number",
+        ),
+        (
+            &[
+                "worker",
+                "--db",
+                "w.db",
+                "--name",
+                "w",
+                "--process-ms",
+                "+5",
+            ],
+            "--process-ms: '+5' is not a whole number",
+        ),
+        (
+            &["--speed", "nan"],
+            "--speed: 'nan' is not a number in 0.05-1000",
+        ),
+    ] {
+        assert_usage_error(&leaselab(args, dir.path()), needle);
+    }
 }

@@ -1032,21 +1032,21 @@ expect = ["PAY-001 owner Worker-A", "ledger claims 1", "provider PAY-001 calls 0
 
     #[test]
     fn the_payments_a_lesson_adds_are_capped_in_all() {
-        let adds = vec!["\"add-payment 1000\""; 9].join(", ") + ", \"add-payment 994\"";
+        let adds = ["\"add-payment 1000\""; 9].join(", ") + ", \"add-payment 994\"";
         let ok = GOOD.replace("\"advance 100\"", &adds);
         assert_eq!(
             parse("t", "t.toml", &ok).unwrap().steps[0].actions.len(),
             11
         );
         // The seeded 6 and ten thousand added pass the most a lesson may hold.
-        let adds = vec!["\"add-payment 1000\""; 10].join(", ");
+        let adds = ["\"add-payment 1000\""; 10].join(", ");
         let e = parse("t", "t.toml", &GOOD.replace("\"advance 100\"", &adds)).unwrap_err();
         assert_eq!(
             e,
             "t.toml:7: add-payment 1000 brings the lesson to 10006 payments, more than 10000"
         );
         // Counts that would overflow a sum are refused one by one, never added.
-        let huge = vec!["\"add-payment 18446744073709551615\""; 2].join(", ");
+        let huge = ["\"add-payment 18446744073709551615\""; 2].join(", ");
         let e = parse("t", "t.toml", &GOOD.replace("\"advance 100\"", &huge)).unwrap_err();
         assert!(
             e.starts_with("t.toml:7: bad number '18446744073709551615' for add-payment"),

@@ -63,7 +63,7 @@ pub fn leaselab_bounded(args: &[&str], cwd: &Path) -> Output {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let mut read = |f: &mut std::fs::File| {
+    let read = |f: &mut std::fs::File| {
         let mut bytes = Vec::new();
         f.rewind().unwrap();
         f.read_to_end(&mut bytes).unwrap();

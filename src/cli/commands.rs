@@ -1,0 +1,166 @@
+//! Each command's own arguments: a command takes and lists only the flags it acts on.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use super::args::{OutboxArgs, ReliabilityArgs, ThreadArgs, TimingArgs};
+use super::numbers;
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a scenario headless: print the report, save it, exit 0 only if every check passes.
+    Run(RunArgs),
+    /// List the scenarios.
+    List,
+    /// Open a lesson in the dashboard, paused, with narration; --check runs it headless.
+    Lesson(LessonArgs),
+    /// List the built-in lessons.
+    Lessons,
+    /// One worker as its own process on the real clock, sharing --db with other workers
+    /// (processes, on this machine or others); creates and seeds --db when it is missing.
+    Worker(WorkerArgs),
+    /// Measure claim throughput against the database's own ceiling (see README, Performance).
+    Bench(BenchArgs),
+}
+
+/// The dashboard's flags, given with no command.
+#[derive(Args, Debug, Clone, Default)]
+pub struct DashboardArgs {
+    /// The scenario to open (see `leaselab list`).
+    #[arg(long = "scenario", value_name = "NAME")]
+    pub open_scenario: Option<String>,
+    #[command(flatten)]
+    pub threads: ThreadArgs,
+    #[command(flatten)]
+    pub outbox: OutboxArgs,
+    #[command(flatten)]
+    pub timing: TimingArgs,
+    #[command(flatten)]
+    pub reliability: ReliabilityArgs,
+    /// Keep the database in this file (created, or an earlier leaselab database reused), or
+    /// use a PostgreSQL database: postgres://USER@HOST/DB (emptied and reseeded).
+    #[arg(long, value_name = "PATH|URL")]
+    pub db: Option<PathBuf>,
+    /// Show --db PATH while `leaselab worker` processes started elsewhere use it (created
+    /// and seeded when missing, never emptied).
+    #[arg(
+        long,
+        conflicts_with_all = ["processes", "open_scenario", "speed", "workers", "no_leasing"]
+    )]
+    pub watch: bool,
+    /// Start the workers as `leaselab worker` processes on the wall clock; c is SIGKILL,
+    /// space SIGSTOP / SIGCONT, r a new process.
+    #[arg(long, conflicts_with_all = ["open_scenario", "speed"])]
+    pub processes: bool,
+}
+
+impl DashboardArgs {
+    /// Whether the command line sets up an outbox (free play) rather than opening the
+    /// default lesson, which takes only --db and --speed.
+    pub fn sets_up_an_outbox(&self) -> bool {
+        self.open_scenario.is_some()
+            || self.threads.workers.is_some()
+            || self.outbox.messages.is_some()
+            || self.outbox.no_leasing
+            || self.timing.lease_ms.is_some()
+            || self.timing.process_ms.is_some()
+            || self.reliability.any()
+            || self.watch
+            || self.processes
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// One of: competing-no-claim, outbox-leasing, lease-expiry, soak.
+    pub scenario: String,
+    /// Print the JSON report on stdout instead of the text report.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub threads: ThreadArgs,
+    #[command(flatten)]
+    pub outbox: OutboxArgs,
+    #[command(flatten)]
+    pub timing: TimingArgs,
+    #[command(flatten)]
+    pub reliability: ReliabilityArgs,
+    /// Keep the database in this file (created, or an earlier leaselab database reused), or
+    /// use a PostgreSQL database: postgres://USER@HOST/DB (emptied and reseeded).
+    #[arg(long, value_name = "PATH|URL")]
+    pub db: Option<PathBuf>,
+    /// Where the reports are saved.
+    #[arg(long = "report-dir", value_name = "DIR", default_value = "reports")]
+    pub report_dir: PathBuf,
+    /// The seed of the soak's random fault schedule (printed in the report).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<0, { i64::MAX }>)]
+    pub seed: Option<i64>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct LessonArgs {
+    /// A built-in lesson (see `leaselab lessons`) or the path of a lesson file.
+    pub lesson: String,
+    /// Run every step and check every expectation; exit 0 only when all hold.
+    #[arg(long)]
+    pub check: bool,
+    /// Keep the lesson's database in this file, or use a PostgreSQL database.
+    #[arg(long, value_name = "PATH|URL")]
+    pub db: Option<PathBuf>,
+    /// Free play's clock speed: scenario seconds per wall second (0.05-1000).
+    #[arg(long, value_name = "X", allow_negative_numbers = true, value_parser = numbers::speed)]
+    pub speed: Option<f64>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct WorkerArgs {
+    /// The worker's name, as the table and the events show it (Worker-A, laptop-3, ...).
+    #[arg(long, value_name = "NAME")]
+    pub name: String,
+    /// The database it shares with the other workers: a file or a postgres:// URL.
+    #[arg(long, value_name = "PATH|URL")]
+    pub db: Option<PathBuf>,
+    #[command(flatten)]
+    pub outbox: OutboxArgs,
+    #[command(flatten)]
+    pub timing: TimingArgs,
+    #[command(flatten)]
+    pub reliability: ReliabilityArgs,
+}
+
+/// Most messages the bench claims in one run.
+pub const MAX_BENCH_MESSAGES: i64 = 1_000_000;
+
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// SQLite's synchronous setting for the bench: full or normal.
+    #[arg(long, value_name = "full|normal", value_enum, default_value_t = Sync::Normal)]
+    pub sync: Sync,
+    /// Messages claimed per transaction in the batch runs (1-1000).
+    #[arg(long, value_name = "K", default_value_t = 16, allow_negative_numbers = true, value_parser = numbers::whole::<1, 1000>)]
+    pub batch: i64,
+    /// Also compare the per-message cost at 1,000 messages and at this many
+    /// (1000-10000000).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<1_000, 10_000_000>)]
+    pub scale: Option<i64>,
+    /// Print the JSON result on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Worker counts to measure, each 1-64 (default 1,2,4,8).
+    #[arg(long, value_name = "N,N,...", allow_negative_numbers = true, value_parser = numbers::worker_list)]
+    pub workers: Option<numbers::WorkerList>,
+    /// Messages per run (1-1000000; default 100000).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<1, MAX_BENCH_MESSAGES>)]
+    pub messages: Option<i64>,
+    /// Also measure a PostgreSQL database beside SQLite: postgres://USER@HOST/DB.
+    #[arg(long, value_name = "URL")]
+    pub db: Option<PathBuf>,
+}
+
+/// `bench --sync`: SQLite's synchronous setting for the bench's connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Sync {
+    Full,
+    Normal,
+}
