@@ -1074,6 +1074,14 @@ fn each_command_takes_and_lists_only_its_own_flags() {
             "--seed does not apply to `worker`",
         ),
         (&["--seed", "1"], "--seed does not apply to the dashboard"),
+        (
+            &["--workers", "3", "run", "soak"],
+            "--workers goes after the command: leaselab run",
+        ),
+        (
+            &["--db", "x.db", "lessons"],
+            "--db is for the dashboard; `lessons` takes its own flags",
+        ),
     ] {
         assert_usage_error(&leaselab(args, dir.path()), needle);
     }

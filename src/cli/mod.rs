@@ -103,8 +103,35 @@ fn usage_line(e: &clap::Error) -> String {
             let prior = context(e, ContextKind::PriorArg).unwrap_or_default();
             conflict(flag_of(arg), flag_of(&prior))
         }
-        _ => first_paragraph(e),
+        _ => subcommand_conflict(&first_paragraph(e)).unwrap_or_else(|| first_paragraph(e)),
     }
+}
+
+/// clap's "the subcommand 'list' cannot be used with: --watch --db <PATH|URL>", said as
+/// the other conflicts are: which flag is for the dashboard.
+fn subcommand_conflict(text: &str) -> Option<String> {
+    let rest = text.strip_prefix("the subcommand '")?;
+    let (sub, flags) = rest.split_once('\'')?;
+    let flags = flags
+        .split_once("cannot be used with")?
+        .1
+        .replace([':', '\''], " ");
+    let flags = flags.as_str();
+    let flag = flags
+        .split_whitespace()
+        .find(|f| *f == "--watch" || *f == "--processes")
+        .or_else(|| flags.split_whitespace().find(|f| f.starts_with("--")))?;
+    let root = Cli::command();
+    let takes_it = root.find_subcommand(sub).is_some_and(|c| {
+        c.get_arguments()
+            .any(|a| a.get_long() == flag.strip_prefix("--"))
+    });
+    if takes_it {
+        return Some(format!(
+            "{flag} goes after the command: leaselab {sub} ... {flag}"
+        ));
+    }
+    Some(conflict(flag, sub))
 }
 
 /// clap's explanation, which runs over several lines: its first paragraph, on one line.
