@@ -332,6 +332,17 @@ pub const CHECKS: &[CheckDef] = &[
         },
     },
     CheckDef {
+        name: "history: one side effect per payment at the provider",
+        applies: AppliesTo::Safety,
+        judge: Judge::History {
+            passed: |h| h.duplicate_side_effects.count == 0,
+            detail: |h| {
+                h.duplicate_side_effects
+                    .detail("the provider did the work of each payment at most once")
+            },
+        },
+    },
+    CheckDef {
         name: "history: heartbeats only by the lease holder",
         applies: AppliesTo::Safety,
         judge: Judge::History {
@@ -416,6 +427,11 @@ pub(crate) fn loaded_detail(o: &RunOutcome) -> String {
 }
 
 impl CheckDef {
+    /// Whether this check is about the story a scenario tells, not about safety.
+    fn is_story(&self) -> bool {
+        self.applies == AppliesTo::Story
+    }
+
     /// Whether this check judges the history checker's findings alone.
     pub fn of_history(&self) -> bool {
         matches!(self.judge, Judge::History { .. })
@@ -436,6 +452,11 @@ impl CheckDef {
 
 /// The checks of a run, read from [`CHECKS`]. With leasing on they assert safety; for the
 /// BEFORE story they assert that the problem was reproduced.
+/// Whether the check named `name` is about a scenario's story rather than safety.
+pub fn is_story(name: &str) -> bool {
+    CHECKS.iter().any(|d| d.name == name && d.is_story())
+}
+
 pub fn of_run(o: &RunOutcome) -> Vec<Check> {
     CHECKS
         .iter()
@@ -487,6 +508,7 @@ mod tests {
             non_owner_finalizes: one.clone(),
             processed_after_dead_letter: one.clone(),
             heartbeats_without_lease: one.clone(),
+            duplicate_side_effects: one.clone(),
             state_mismatches: one,
             ..HistoryCheck::default()
         };

@@ -26,7 +26,8 @@ pub struct Report {
     pub text: String,
 }
 
-fn verdict(o: &RunOutcome, passed: bool) -> String {
+fn verdict(o: &RunOutcome, checks: &[Check]) -> String {
+    let passed = checks.iter().all(|c| c.passed);
     let dup = o.ledger.processed_more_than_once();
     match (o.scenario, passed) {
         (Scenario::CompetingNoClaim, true) => format!(
@@ -37,8 +38,11 @@ fn verdict(o: &RunOutcome, passed: bool) -> String {
             "NOT REPRODUCED: the race did not produce the expected duplicates".to_string()
         }
         (_, true) => format!(
-            "ONE OWNER AT A TIME: {} messages processed once each{}{}",
-            o.ledger.unique_processed(),
+            "ONE OWNER AT A TIME: {}{}{}",
+            match o.ledger.unique_processed() {
+                1 => "1 message processed once".to_string(),
+                n => format!("{n} messages processed once each"),
+            },
             match o.ledger.dead.len() {
                 0 => String::new(),
                 n => format!(", {n} dead-lettered"),
@@ -52,7 +56,31 @@ fn verdict(o: &RunOutcome, passed: bool) -> String {
         (_, false) if !o.leasing => format!(
             "LEASING OFF: {dup} messages were processed more than once"
         ),
-        (_, false) => "A SAFETY CHECK FAILED: see the checks above".to_string(),
+        (_, false) => failed_verdict(checks),
+    }
+}
+
+/// Which checks failed, in their own names: a story that did not play out as told is not
+/// a safety failure, and says so.
+fn failed_verdict(checks: &[Check]) -> String {
+    let failed: Vec<&Check> = checks.iter().filter(|c| !c.passed).collect();
+    let (story, safety): (Vec<&Check>, Vec<&Check>) = failed
+        .iter()
+        .partition(|c| crate::checks::is_story(&c.name));
+    let names = |cs: &[&Check]| {
+        cs.iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    if safety.is_empty() {
+        format!(
+            "THE STORY DID NOT PLAY OUT AS TOLD (every safety check passed): {}",
+            names(&story)
+        )
+    } else {
+        let noun = if safety.len() == 1 { "CHECK" } else { "CHECKS" };
+        format!("{} SAFETY {noun} FAILED: {}", safety.len(), names(&safety))
     }
 }
 
@@ -60,7 +88,7 @@ impl Report {
     pub fn build(o: &RunOutcome) -> Report {
         let checks = crate::checks::of_run(o);
         let passed = checks.iter().all(|c| c.passed);
-        let verdict = verdict(o, passed);
+        let verdict = verdict(o, &checks);
         let json = to_json(o, &checks, passed, &verdict);
         let text = to_text(o, &checks, passed, &verdict);
         Report {
@@ -237,6 +265,7 @@ fn to_json(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Val
         "processed_more_than_once": l.processed_more_than_once(),
         "runs_histogram": l.runs_histogram().iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
         "provider_status_checks": o.provider_status_checks,
+        "provider_idempotent": o.provider_idempotent,
         "gateway_creation_calls": o.gateway_creation_calls,
         "payment_creation_calls_in_workers": o.creations_by_workers,
         "ownership_violations": if o.leasing { json!(l.ownership_violations) } else { Value::Null },
@@ -353,6 +382,12 @@ fn text_header(t: &mut String, o: &RunOutcome) {
         let _ = writeln!(
             t,
             "seed       {seed} (repeat the fault schedule with --seed {seed})"
+        );
+    }
+    if o.provider_idempotent {
+        let _ = writeln!(
+            t,
+            "provider   idempotent: a repeated status check is answered from the first, with no new side effect"
         );
     }
     if let Some(f) = &o.faults {

@@ -327,3 +327,93 @@ fn the_dashboards_history_checks_are_the_reports_own() {
         );
     }
 }
+
+/// A message waiting out its backoff is progress, not a stall: a poison message ends in
+/// the dead letter and a flaky one is retried until it passes, and the run passes.
+#[test]
+fn retries_and_dead_letters_drain_a_headless_run() {
+    use leaselab::engine::provider::ProviderFaults;
+    use leaselab::setup::Reliability;
+    let faults = |fail_first: &[(&str, u64)], fail_always: &[&str]| Reliability {
+        faults: ProviderFaults {
+            fail_first: fail_first
+                .iter()
+                .map(|(k, n)| (k.to_string(), *n))
+                .collect(),
+            fail_always: fail_always.iter().map(|k| k.to_string()).collect(),
+        },
+        ..Reliability::default()
+    };
+    for (scenario, messages, reliability, dead) in [
+        (Scenario::OutboxLeasing, None, faults(&[], &["PAY-005"]), 1),
+        (
+            Scenario::OutboxLeasing,
+            None,
+            faults(&[("PAY-002", 4)], &[]),
+            0,
+        ),
+        (Scenario::Soak, Some(50), faults(&[], &["PAY-002"]), 1),
+    ] {
+        for seed in [1, 7, 42] {
+            let opts = RunOptions {
+                messages,
+                seed: Some(seed),
+                reliability: reliability.clone(),
+                ..RunOptions::default()
+            };
+            let (j, r) = report(scenario, opts);
+            assert!(r.passed, "{scenario:?} seed {seed}:\n{}", r.text);
+            assert_eq!(n(&j, "outbox.dead_lettered"), dead, "{}", r.text);
+            assert_eq!(n(&j, "outbox.pending"), 0, "{}", r.text);
+        }
+    }
+}
+
+/// A story check that fails is named as one, not as a safety failure; and a claim after a
+/// failed attempt is a retry, not the takeover of an expired lease.
+#[test]
+fn a_failed_story_check_is_not_called_a_safety_failure_and_a_retry_is_no_reclaim() {
+    use leaselab::engine::provider::ProviderFaults;
+    use leaselab::setup::Reliability;
+    let opts = RunOptions {
+        reliability: Reliability {
+            faults: ProviderFaults {
+                fail_first: [("PAY-001".to_string(), 1)].into_iter().collect(),
+                ..ProviderFaults::default()
+            },
+            ..Reliability::default()
+        },
+        ..RunOptions::default()
+    };
+    let (j, r) = report(Scenario::LeaseExpiry, opts);
+    assert!(!r.passed);
+    assert!(
+        r.verdict
+            .starts_with("THE STORY DID NOT PLAY OUT AS TOLD (every safety check passed)"),
+        "{}",
+        r.verdict
+    );
+    assert!(r
+        .verdict
+        .contains("lease-expiry: reclaimed message processed once"));
+    assert!(!r.verdict.contains("SAFETY CHECK FAILED"), "{}", r.verdict);
+    // v2 took over Worker-A's expired lease; v3 came after v2's failed attempt.
+    assert!(
+        r.text
+            .contains("RECLAIMED PAY-001 until 09:00:01.100 (lease v2)"),
+        "{}",
+        r.text
+    );
+    assert!(
+        r.text
+            .contains("CLAIMED PAY-001 until 09:00:01.601 (lease v3)"),
+        "{}",
+        r.text
+    );
+    assert!(
+        !r.text.contains("RECLAIMED PAY-001 until 09:00:01.601"),
+        "{}",
+        r.text
+    );
+    assert_eq!(n(&j, "reclaims"), 1);
+}

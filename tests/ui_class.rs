@@ -5,7 +5,7 @@
 
 use crossterm::event::KeyCode;
 use leaselab::scenario::Scenario;
-use leaselab::ui::{keys, App, DashboardOptions};
+use leaselab::ui::{keys, App, DashboardOptions, Theme};
 
 mod support;
 
@@ -116,7 +116,9 @@ fn a_drained_run_shows_its_verdict_and_each_failed_check() {
     let lines = frame_lines(&mut app, 120, 36);
     let all = lines.join("\n");
     assert!(lines[1].contains("VERDICT ✗"), "{}", lines[1]);
-    assert!(lines[1].contains("nothing duplicated"), "{}", lines[1]);
+    // The verdict names what was found, not the rule it broke ("nothing duplicated").
+    assert!(lines[1].contains(" duplicated · "), "{}", lines[1]);
+    assert!(!lines[1].contains("nothing duplicated"), "{}", lines[1]);
     assert!(all.contains("✗ history: nothing duplicated:"), "{all}");
 
     let mut app = self::app(DashboardOptions::default());
@@ -423,4 +425,52 @@ fn at_80x24_the_log_has_room_the_legend_keeps_whole_words_and_dead_letters_fit()
         "{all}"
     );
     assert!(lines.iter().any(|l| l.contains("Ver")), "{all}");
+}
+
+#[test]
+fn a_payment_done_twice_at_the_provider_fails_the_verdict_though_the_outbox_is_clean() {
+    // Heartbeats off, no idempotency: Worker-A's lease runs out while it works, Worker-B
+    // takes over, and both call the provider. The fencing token keeps the row right
+    // (Worker-A's finalize is rejected), but the payment was done twice.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("twice.toml");
+    std::fs::write(
+        &path,
+        r#"format_version = 1
+title = "Twice at the provider"
+summary = "A lease that runs out mid-job."
+
+[setup]
+workers = 2
+messages = 1
+lease_ms = 3000
+heartbeat = false
+leasing = true
+
+[[step]]
+do = ["claim Worker-A PAY-001", "work 4000", "claim Worker-B PAY-001"]
+say = "Worker-B takes over a job Worker-A is still doing."
+expect = ["PAY-001 owner Worker-B"]
+
+[[step]]
+do = ["act Worker-A", "act Worker-A", "act Worker-B", "act Worker-B"]
+say = "Both call the provider; one finalize is rejected."
+expect = ["provider PAY-001 calls 2", "PAY-001 processed 1"]
+"#,
+    )
+    .unwrap();
+    let lesson = leaselab::lesson::load(path.to_str().unwrap()).unwrap();
+    let mut app = App::for_lesson(lesson, DashboardOptions::default(), Theme::plain()).unwrap();
+    press(&mut app, 'n');
+    press(&mut app, 'n');
+    app.refresh(20, 10);
+    assert!(app.drained());
+    let lines = frame_lines(&mut app, 120, 60);
+    let all = lines.join("\n");
+    assert!(
+        all.contains("VERDICT ✗ 1 problem: 1 paid twice at the provider"),
+        "{all}"
+    );
+    assert!(all.contains("PAY-001: 2 side effects"), "{all}");
+    assert!(!all.contains("history check clean"), "{all}");
 }

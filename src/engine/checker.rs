@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use super::ledger::{HistoryStep, Ledger};
+use super::provider::KeyCalls;
 use super::store::{MessageRow, OutboxStatus};
 
 /// At most this many example ids are kept per finding.
@@ -56,6 +57,9 @@ pub struct HistoryCheck {
     pub processed_after_dead_letter: Finding,
     /// A heartbeat that extended a lease its worker no longer held.
     pub heartbeats_without_lease: Finding,
+    /// A payment the provider did work for more than once (a crash after the call, with no
+    /// idempotency): the outbox may be clean while the world saw the payment twice.
+    pub duplicate_side_effects: Finding,
     /// Seeded messages dead-lettered at the end: kept for a redrive, so not lost.
     pub dead_lettered: u64,
 }
@@ -76,10 +80,50 @@ impl HistoryCheck {
             &self.state_mismatches,
             &self.processed_after_dead_letter,
             &self.heartbeats_without_lease,
+            &self.duplicate_side_effects,
         ]
         .iter()
         .map(|f| f.count)
         .sum()
+    }
+
+    /// Each finding there is, in a few words with its count: `6 duplicated`.
+    pub fn findings(&self) -> Vec<String> {
+        [
+            (&self.lost, "lost"),
+            (&self.duplicated, "duplicated"),
+            (&self.unexpected, "unexpected"),
+            (&self.overlapping_leases, "with overlapping leases"),
+            (&self.non_owner_finalizes, "finalized by a non-owner"),
+            (&self.state_mismatches, "rows unlike their history"),
+            (
+                &self.processed_after_dead_letter,
+                "processed while dead-lettered",
+            ),
+            (
+                &self.heartbeats_without_lease,
+                "heartbeats without the lease",
+            ),
+            (&self.duplicate_side_effects, "paid twice at the provider"),
+        ]
+        .iter()
+        .filter(|(f, _)| f.count > 0)
+        .map(|(f, what)| format!("{} {what}", f.count))
+        .collect()
+    }
+
+    /// Add what the provider counted: every key it did work for more than once is a
+    /// duplicate side effect (`PAY-001: 2 side effects`).
+    pub fn count_side_effects<'a>(
+        &mut self,
+        calls: impl IntoIterator<Item = (&'a String, &'a KeyCalls)>,
+    ) {
+        for (key, c) in calls {
+            if c.side_effects > 1 {
+                self.duplicate_side_effects
+                    .add(format!("{key}: {} side effects", c.side_effects));
+            }
+        }
     }
 }
 

@@ -136,6 +136,11 @@ impl Clock {
         let mut s = self.lock();
         let from = s.now();
         s.base_ms = from + ms.max(0) as f64;
+        // A running clock goes on from the new time: the wall time since the last resume
+        // is in `from` already and must not count a second time.
+        if s.anchor.is_some() {
+            s.anchor = Some(Instant::now());
+        }
         let to = s.base_ms;
         drop(s);
         self.moved_now();
@@ -243,6 +248,24 @@ mod tests {
         let waiter = std::thread::spawn(move || c2.wait_until(target, Duration::from_secs(30)));
         c.advance(100);
         assert!(waiter.join().unwrap());
+    }
+
+    #[test]
+    fn a_jump_while_running_moves_the_clock_by_exactly_its_amount() {
+        let clock = Clock::frozen_at(0);
+        clock.set_speed(1000.0);
+        clock.resume();
+        // 1000 scenario seconds (about one wall second) pass before the jump.
+        assert!(clock.wait_until(1_000_000, Duration::from_secs(60)));
+        let (from, to) = clock.advance(250);
+        clock.pause();
+        assert_eq!(to - from, 250);
+        let after = clock.now();
+        // Counting the time since the resume twice would put the clock 1000 s further.
+        assert!(
+            after - to < 500_000,
+            "jumped 250 ms to {to}, yet the clock reads {after}"
+        );
     }
 
     #[test]

@@ -74,6 +74,14 @@ pub enum EventKind {
         key: String,
         version: i64,
     },
+    /// The provider failed this attempt, and by then the lease was lost: the failure was
+    /// not written (the message belongs to someone else), but the attempt happened.
+    AttemptLost {
+        id: i64,
+        key: String,
+        version: i64,
+        error: String,
+    },
     /// The provider failed this attempt: the message waits until `available_at_ms`.
     AttemptFailed {
         id: i64,
@@ -213,6 +221,14 @@ impl Event {
     fn describe_failure(&self) -> Option<String> {
         use super::clock::hms;
         match &self.kind {
+            EventKind::AttemptLost {
+                key,
+                version,
+                error,
+                ..
+            } => Some(format!(
+                "ATTEMPT FAILED {key} ({error}); lease v{version} lost meanwhile, nothing written"
+            )),
             EventKind::AttemptFailed {
                 key,
                 attempt,
@@ -300,6 +316,7 @@ impl Event {
             | EventKind::Heartbeat { id, key, .. }
             | EventKind::LeaseLost { id, key, .. }
             | EventKind::AttemptFailed { id, key, .. }
+            | EventKind::AttemptLost { id, key, .. }
             | EventKind::DeadLettered { id, key, .. }
             | EventKind::Marked { id, key, .. }
             | EventKind::MessageAdded { id, key } => Some((*id, key)),

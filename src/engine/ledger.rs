@@ -384,6 +384,12 @@ impl Ledger {
             EventKind::ClaimEmpty => self.claims_empty += 1,
             EventKind::ClaimBlocked { .. } => self.claims_blocked += 1,
             EventKind::LeaseLost { .. } => self.leases_lost += 1,
+            // The provider was called (and failed) before the loss was found: an attempt.
+            EventKind::AttemptLost { id, key, .. } => {
+                self.leases_lost += 1;
+                self.processing_attempts += 1;
+                self.message(*id, key).attempts += 1;
+            }
             EventKind::Loaded { count } => {
                 self.loads += 1;
                 self.loaded_rows += *count as u64;
@@ -415,26 +421,40 @@ impl Ledger {
         }
     }
 
+    /// Whether a claim of message `id` committed at `seq` found its lease released before
+    /// it (a failed attempt, a dead letter, a redrive): then it is a retry, not the takeover
+    /// of an expired lease, whatever its version.
+    pub fn follows_a_release(&self, id: i64, seq: u64) -> bool {
+        self.messages.get(&id).is_some_and(|m| {
+            m.steps
+                .iter()
+                .filter(|(s, _)| *s < seq)
+                .max_by_key(|(s, _)| *s)
+                .is_some_and(|(_, step)| {
+                    matches!(
+                        step,
+                        HistoryStep::Released { .. }
+                            | HistoryStep::DeadLettered { .. }
+                            | HistoryStep::Redriven { .. }
+                    )
+                })
+        })
+    }
+
+    /// A claim event as it should read: `reclaim` only when it took over a lease, not when
+    /// it retried a message a failed attempt put back to Pending.
+    pub fn settle_claim(&self, ev: &mut Event) {
+        if let EventKind::Claimed { id, reclaim, .. } = &mut ev.kind {
+            if *reclaim && self.follows_a_release(*id, ev.seq) {
+                *reclaim = false;
+            }
+        }
+    }
+
     /// A successful claim: its step in the message's history.
     fn claimed(&mut self, seq: u64, id: i64, key: &str, reclaim: bool, step: HistoryStep) {
         self.claims_ok += 1;
-        let m = self.message(id, key);
-        // A claim after a failed attempt released the lease (or a redrive) is a retry, not
-        // the takeover of an expired lease.
-        let released = m
-            .steps
-            .iter()
-            .filter(|(s, _)| *s < seq)
-            .max_by_key(|(s, _)| *s)
-            .is_some_and(|(_, step)| {
-                matches!(
-                    step,
-                    HistoryStep::Released { .. }
-                        | HistoryStep::DeadLettered { .. }
-                        | HistoryStep::Redriven { .. }
-                )
-            });
-        if reclaim && !released {
+        if reclaim && !self.follows_a_release(id, seq) {
             self.reclaims += 1;
         }
         let m = self.message(id, key);

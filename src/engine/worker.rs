@@ -930,7 +930,12 @@ impl Worker {
                 attempts,
                 error,
             },
-            FailOutcome::LeaseLost => EventKind::LeaseLost { id, key, version },
+            FailOutcome::LeaseLost => EventKind::AttemptLost {
+                id,
+                key,
+                version,
+                error,
+            },
         };
         self.emit_when(seq, now, kind);
         self.phase = Phase::Idle;

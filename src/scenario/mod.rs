@@ -324,6 +324,9 @@ pub struct RunOutcome {
     pub max_rows_per_key: RowsPerKey,
     pub orphans: u64,
     pub provider_status_checks: u64,
+    /// The provider answered a repeated status check from its first answer, with no new
+    /// side effect (the soak: its pauses and clock jumps let a lease run out mid-call).
+    pub provider_idempotent: bool,
     pub gateway_creation_calls: u64,
     pub creations_by_workers: u64,
     pub max_creations_per_key: u64,
@@ -445,6 +448,12 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
     if let Some(inject) = opts.inject {
         inject(&engine);
     }
+    // A paused worker (or a clock jump) can let a lease run out between the provider's
+    // answer and the finalize: the row stays right, but only an idempotent provider keeps
+    // the payment from being done twice. The soak runs with one, and says so.
+    if scenario == Scenario::Soak {
+        engine.provider.set_idempotent(true);
+    }
     engine.resume_all();
     let (soak_seed, faults) = if scenario == Scenario::Soak {
         let seed = opts.seed.unwrap_or_else(soak::seed_from_clock);
@@ -563,9 +572,10 @@ fn capture(engine: &Engine, ran: Ran, opts: &RunOptions) -> Result<RunOutcome, R
     let story_proof = story.then(|| StoryProof::from_events(&events.kept, &ledger));
     let store = engine.store();
     let all_rows = store.messages(0, store.message_count()?)?;
-    let history = checker::check(&ledger, &all_rows);
+    let mut history = checker::check(&ledger, &all_rows);
     let payment_rows = store.payments()?;
     let calls = engine.provider.calls();
+    history.count_side_effects(&calls);
     let txids_not_issued = payment_rows
         .iter()
         .filter_map(|p| p.transaction_id.as_deref())
@@ -598,6 +608,7 @@ fn capture(engine: &Engine, ran: Ran, opts: &RunOptions) -> Result<RunOutcome, R
         history,
         payment_rows,
         provider_status_checks: engine.provider.status_checks_total(),
+        provider_idempotent: engine.provider.is_idempotent(),
         gateway_creation_calls: engine.provider.creations_total(),
         creations_by_workers: engine.provider.creations_by_workers(),
         max_creations_per_key: calls.values().map(|c| c.creations).max().unwrap_or(0),
@@ -638,7 +649,12 @@ pub(crate) struct Timeline {
 }
 
 /// Take one event into the run's history; a worker that failed ends the run with its error.
-pub(crate) fn absorb(e: Event, ledger: &mut Ledger, events: &mut Timeline) -> Result<(), RunError> {
+pub(crate) fn absorb(
+    mut e: Event,
+    ledger: &mut Ledger,
+    events: &mut Timeline,
+) -> Result<(), RunError> {
+    ledger.settle_claim(&mut e);
     let failed = match &e.kind {
         EventKind::Failed { error } => Some(format!("{} stopped: {error}", e.actor)),
         _ => None,
@@ -679,9 +695,9 @@ pub(crate) fn drain_outbox(
     let leasing = engine.settings.leasing();
     let mut jumps = (0u64, 0i64);
     let mut quiet_since = Instant::now();
-    // Outbox counts at the last jump that found every worker waiting, and how many jumps in
-    // a row found the same counts (changed nothing).
-    let mut at_last_jump: (Option<OutboxCounts>, u32) = (None, 0);
+    // Outbox counts and claims at the last jump that found every worker waiting, and how
+    // many jumps in a row found them the same (changed nothing).
+    let mut at_last_jump: (Option<(OutboxCounts, u64)>, u32) = (None, 0);
     let mut next_look = Instant::now();
     let mut acts_seen = 0;
     let mut results = ResultWatch::new(engine, ledger);
@@ -723,7 +739,8 @@ pub(crate) fn drain_outbox(
             .map(|w| w.status())
             .collect();
         if all_wait_for_the_clock(engine, &statuses, &counts) && engine.events().is_empty() {
-            jump_past_leases(engine, counts, &mut at_last_jump, &mut jumps)?;
+            let state = (counts, ledger.claims_ok);
+            jump_past_leases(engine, state, &mut at_last_jump, &mut jumps)?;
             continue;
         }
         let acts: u64 = statuses.iter().map(|s| s.acts).sum();
@@ -817,27 +834,29 @@ fn all_wait_for_the_clock(
             .all(|s| !s.paused && s.waiting_until.is_some_and(|t| t > now))
 }
 
-/// Every worker waits for a frozen clock: only leases of crashed owners remain, so let them
-/// expire. Three jumps in a row that change nothing mean nothing is left to claim.
+/// Every worker waits for a frozen clock: only leases of crashed owners, or messages
+/// waiting out a retry's backoff, remain, so let them come due. Three jumps in a row that
+/// change nothing (no count moved and no message was claimed) mean nothing is left to claim.
 fn jump_past_leases(
     engine: &Engine,
-    counts: OutboxCounts,
-    at_last_jump: &mut (Option<OutboxCounts>, u32),
+    state: (OutboxCounts, u64),
+    at_last_jump: &mut (Option<(OutboxCounts, u64)>, u32),
     jumps: &mut (u64, i64),
 ) -> Result<(), RunError> {
-    if at_last_jump.0.as_ref() == Some(&counts) {
+    if at_last_jump.0.as_ref() == Some(&state) {
         at_last_jump.1 += 1;
     } else {
         at_last_jump.1 = 0;
     }
     if at_last_jump.1 >= 3 {
+        let counts = &state.0;
         return Err(RunError::Runtime(format!(
             "the outbox stopped draining: {} Pending and {} Processing left, yet every \
              worker finds nothing to claim",
             counts.pending, counts.processing
         )));
     }
-    at_last_jump.0 = Some(counts);
+    at_last_jump.0 = Some(state);
     let lease = engine.settings.lease_ms();
     engine.advance(lease + 1);
     jumps.0 += 1;

@@ -9,7 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent};
 
 use crate::engine::backend::{Db, Outbox};
 use crate::engine::clock::hms;
-use crate::engine::events::Event;
+use crate::engine::events::{Event, EventKind};
 use crate::engine::ledger::Ledger;
 use crate::engine::{Engine, EngineConfig};
 use crate::scenario::{lease_expiry_story, Scenario, StoryStep};
@@ -187,7 +187,16 @@ impl App {
     }
 
     pub fn apply_event(&mut self, ev: &Event) {
-        if matches!(ev.kind, crate::engine::events::EventKind::Seeded { .. }) {
+        let settled;
+        let ev = if matches!(ev.kind, EventKind::Claimed { reclaim: true, .. }) {
+            let mut e = ev.clone();
+            self.ledger.settle_claim(&mut e);
+            settled = e;
+            &settled
+        } else {
+            ev
+        };
+        if matches!(ev.kind, EventKind::Seeded { .. }) {
             // A reseed starts a new story: the old ledger describes rows that are gone.
             self.ledger = Ledger::new();
         }

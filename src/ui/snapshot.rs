@@ -183,13 +183,9 @@ pub fn verdict_line(h: &HistoryCheck, checks: &[Check]) -> String {
             h.processed
         )
     } else {
-        let failed: Vec<&str> = checks
-            .iter()
-            .filter(|c| !c.passed)
-            .map(|c| c.name.trim_start_matches("history: "))
-            .collect();
+        // What was found, not the names of the rules it broke ("nothing duplicated").
         let n = h.problems();
         let noun = if n == 1 { "problem" } else { "problems" };
-        format!("VERDICT ✗ {n} {noun}: {}", failed.join(" · "))
+        format!("VERDICT ✗ {n} {noun}: {}", h.findings().join(" · "))
     }
 }

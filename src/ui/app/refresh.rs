@@ -134,13 +134,17 @@ impl App {
         steps.sort_by_key(|(seq, _)| *seq);
         let lines = steps
             .into_iter()
-            .map(|(_, step)| {
+            .map(|(seq, step)| {
                 let text = match step {
                     HistoryStep::Claim {
                         version, until_ms, ..
                     } => format!(
                         "{} until {} (lease v{version})",
-                        if *version > 1 { "RECLAIMED" } else { "CLAIMED" },
+                        if *version > 1 && !self.ledger.follows_a_release(id, *seq) {
+                            "RECLAIMED"
+                        } else {
+                            "CLAIMED"
+                        },
                         hms(*until_ms)
                     ),
                     HistoryStep::Call { status, .. } => {
@@ -256,7 +260,11 @@ impl App {
                 return;
             }
             self.history_waits = None;
-            let h = checker::check(&self.ledger, &rows);
+            let mut h = checker::check(&self.ledger, &rows);
+            // Worker processes each have a provider of their own, out of this one's sight.
+            if self.external.is_none() {
+                h.count_side_effects(&self.engine.provider.calls());
+            }
             self.snap.checks = checks::of_history(&h);
             self.log_verdict(&h);
             self.snap.history = Some(h);

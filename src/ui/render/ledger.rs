@@ -26,6 +26,7 @@ fn verdict_title(s: &Snapshot, t: &Theme) -> Line<'static> {
     let (verdict, style) = match &s.history {
         None => ("after the drain".to_string(), t.dim),
         Some(_) if all_passed(&s.checks) => ("clean".to_string(), t.good),
+        Some(h) if h.problems() == 1 => ("1 problem".to_string(), t.bad),
         Some(h) => (format!("{} problems", h.problems()), t.bad),
     };
     Line::from(vec![

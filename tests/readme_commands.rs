@@ -1,0 +1,144 @@
+//! Every `leaselab run` and `leaselab lesson` line in the README's code blocks runs and
+//! exits as the README says: 1 where its comment says the checks fail, 0 otherwise. A
+//! lesson the README opens in the dashboard is checked headless (`--check`), and the
+//! README's own lesson file stands in for `my-lesson.toml`.
+
+use std::path::Path;
+
+mod support;
+
+use support::{leaselab, stderr, stdout};
+
+/// The most messages a README line is run with here: the figures are the README's, the
+/// size is cut so the test suite stays quick in a debug build.
+const MOST_MESSAGES: u64 = 2_000;
+
+/// The lines of every fenced code block, with the block's first line.
+fn code_blocks(readme: &str) -> Vec<Vec<String>> {
+    let mut blocks = Vec::new();
+    let mut current: Option<Vec<String>> = None;
+    for line in readme.lines() {
+        if line.trim_start().starts_with("```") {
+            match current.take() {
+                Some(b) => blocks.push(b),
+                None => current = Some(Vec::new()),
+            }
+        } else if let Some(b) = current.as_mut() {
+            b.push(line.to_string());
+        }
+    }
+    blocks
+}
+
+/// A README command: its words (quotes removed) and its comment.
+struct Line {
+    words: Vec<String>,
+    comment: String,
+}
+
+fn commands(readme: &str) -> Vec<Line> {
+    code_blocks(readme)
+        .into_iter()
+        .flatten()
+        .filter_map(|l| {
+            let (cmd, comment) = l.split_once('#').unwrap_or((&l, ""));
+            let words: Vec<String> = cmd
+                .split_whitespace()
+                .map(|w| w.trim_matches('"').to_string())
+                .collect();
+            let is_ours = words.first().is_some_and(|w| w == "leaselab")
+                && words.get(1).is_some_and(|w| w == "run" || w == "lesson");
+            is_ours.then(|| Line {
+                words: words[1..].to_vec(),
+                comment: comment.trim().to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The README's example lesson file: the code block that starts a TOML lesson.
+fn example_lesson(readme: &str) -> String {
+    code_blocks(readme)
+        .into_iter()
+        .find(|b| b.iter().any(|l| l.starts_with("format_version")))
+        .expect("the README shows a lesson file")
+        .join("\n")
+}
+
+/// The words to run, or None when the line needs what this machine lacks (PostgreSQL).
+fn runnable(words: &[String], pg: Option<&str>) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut it = words.iter().peekable();
+    while let Some(w) = it.next() {
+        if w == "$LEASELAB_PG_URL" {
+            out.push(pg?.to_string());
+        } else if w == "--messages" {
+            let n: u64 = it.next().expect("a number").parse().expect("a number");
+            out.push(w.clone());
+            out.push(n.min(MOST_MESSAGES).to_string());
+        } else {
+            out.push(w.clone());
+        }
+    }
+    // A lesson opened in the dashboard is checked headless instead.
+    if out[0] == "lesson" && !out.iter().any(|w| w == "--check") {
+        out.push("--check".into());
+    }
+    Some(out)
+}
+
+#[test]
+fn every_run_and_lesson_line_in_the_readme_exits_as_the_readme_says() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("my-lesson.toml"), example_lesson(&readme)).unwrap();
+    let pg = std::env::var("LEASELAB_PG_URL").ok();
+    let lines = commands(&readme);
+    assert!(
+        lines.len() >= 10,
+        "found only {} command lines",
+        lines.len()
+    );
+    let mut ran = 0;
+    for line in &lines {
+        let Some(words) = runnable(&line.words, pg.as_deref()) else {
+            continue;
+        };
+        let args: Vec<&str> = words.iter().map(String::as_str).collect();
+        let o = leaselab(&args, dir.path());
+        let want = if line.comment.contains("checks fail") {
+            1
+        } else {
+            0
+        };
+        assert_eq!(
+            o.status.code(),
+            Some(want),
+            "leaselab {} (README: {:?})\nstdout:\n{}\nstderr:\n{}",
+            args.join(" "),
+            line.comment,
+            stdout(&o),
+            stderr(&o)
+        );
+        ran += 1;
+    }
+    assert!(ran >= 10, "ran only {ran} README lines");
+}
+
+#[test]
+fn the_readme_lines_include_the_retry_and_dead_letter_examples() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let lines: Vec<String> = commands(&readme)
+        .iter()
+        .map(|l| l.words.join(" "))
+        .collect();
+    for want in [
+        "run outbox-leasing --fail-always PAY-005",
+        "run outbox-leasing --fail-first PAY-002=4",
+        "lesson zombie-worker --check",
+    ] {
+        assert!(lines.iter().any(|l| l == want), "{want} not in {lines:?}");
+    }
+}
