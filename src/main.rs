@@ -56,7 +56,12 @@ fn main() -> ExitCode {
             out.finish(ExitCode::SUCCESS)
         }
         Some(Command::Run(a)) => run(a),
-        Some(Command::Lessons) => {
+        Some(Command::Lessons(a)) if a.reference => {
+            let mut out = Out::new();
+            out.print(&leaselab::lesson::reference::reference());
+            out.finish(ExitCode::SUCCESS)
+        }
+        Some(Command::Lessons(_)) => {
             let mut out = Out::new();
             for (i, b) in leaselab::lesson::BUILT_INS.iter().enumerate() {
                 let l = leaselab::lesson::built_in(b.name).expect("built-in lessons parse");
@@ -71,6 +76,7 @@ fn main() -> ExitCode {
         None if !cli.dashboard.sets_up_an_outbox() => lesson_command(&LessonArgs {
             lesson: leaselab::lesson::DEFAULT_LESSON.to_string(),
             check: false,
+            print: false,
             db: cli.dashboard.db.clone(),
             speed: cli.dashboard.threads.speed,
         }),
@@ -197,6 +203,17 @@ fn dashboard(d: &DashboardArgs) -> ExitCode {
 }
 
 fn lesson_command(a: &LessonArgs) -> ExitCode {
+    if a.print {
+        let Some(text) = leaselab::lesson::built_in_text(&a.lesson) else {
+            return usage_error(format!(
+                "--print writes a built-in lesson; '{}' is not one (see leaselab lessons)",
+                a.lesson
+            ));
+        };
+        let mut out = Out::new();
+        out.print(text);
+        return out.finish(ExitCode::SUCCESS);
+    }
     let lesson = match leaselab::lesson::load(&a.lesson) {
         Ok(l) => l,
         // A bad lesson file is reported as FILE:LINE: what, alone on its line.
@@ -210,7 +227,9 @@ fn lesson_command(a: &LessonArgs) -> ExitCode {
     let mut out = Out::new();
     out.line(&format!(
         "lesson {} ({}): {}",
-        lesson.name, lesson.path, lesson.title
+        lesson.name,
+        leaselab::lesson::source(&lesson),
+        lesson.title
     ));
     let reports = match leaselab::lesson::runner::check_lesson_in(lesson, a.db.clone()) {
         Ok(r) => r,

@@ -42,6 +42,8 @@ fn commands(readme: &str) -> Vec<Line> {
         .flatten()
         .filter_map(|l| {
             let (cmd, comment) = l.split_once('#').unwrap_or((&l, ""));
+            // What a shell redirects is not an argument.
+            let cmd = cmd.split_once('>').map_or(cmd, |(c, _)| c);
             let words: Vec<String> = cmd
                 .split_whitespace()
                 .map(|w| w.trim_matches('"').to_string())
@@ -81,7 +83,8 @@ fn runnable(words: &[String], pg: Option<&str>) -> Option<Vec<String>> {
         }
     }
     // A lesson opened in the dashboard is checked headless instead.
-    if out[0] == "lesson" && !out.iter().any(|w| w == "--check") {
+    let headless = ["--check", "--print"];
+    if out[0] == "lesson" && !out.iter().any(|w| headless.contains(&w.as_str())) {
         out.push("--check".into());
     }
     Some(out)

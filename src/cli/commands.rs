@@ -15,8 +15,8 @@ pub enum Command {
     List,
     /// Open a lesson in the dashboard, paused, with narration; --check runs it headless.
     Lesson(LessonArgs),
-    /// List the built-in lessons.
-    Lessons,
+    /// List the built-in lessons; --reference prints the lesson file reference.
+    Lessons(LessonsArgs),
     /// One worker as its own process on the real clock, sharing --db with other workers
     /// (processes, on this machine or others); creates and seeds --db when it is missing.
     Worker(WorkerArgs),
@@ -103,14 +103,25 @@ pub struct LessonArgs {
     /// A built-in lesson (see `leaselab lessons`) or the path of a lesson file.
     pub lesson: String,
     /// Run every step and check every expectation; exit 0 only when all hold.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "print")]
     pub check: bool,
+    /// Write a built-in lesson's file to standard output, to start a lesson of your own.
+    #[arg(long)]
+    pub print: bool,
     /// Keep the lesson's database in this file, or use a PostgreSQL database.
     #[arg(long, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
     /// Free play's clock speed: scenario seconds per wall second (0.05-1000).
     #[arg(long, value_name = "X", allow_negative_numbers = true, value_parser = numbers::speed)]
     pub speed: Option<f64>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct LessonsArgs {
+    /// Print the reference for lesson authors (Markdown): every setup key, action and
+    /// expectation, with an example each.
+    #[arg(long)]
+    pub reference: bool,
 }
 
 #[derive(Args, Debug, Clone)]

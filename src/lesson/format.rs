@@ -235,7 +235,8 @@ struct RawSetup {
     process_ms: Option<Spanned<i64>>,
     leasing: Option<bool>,
     idempotent_provider: Option<bool>,
-    heartbeat: Option<bool>,
+    #[serde(alias = "heartbeat")]
+    heartbeats: Option<bool>,
     heartbeat_ms: Option<Spanned<i64>>,
     max_attempts: Option<Spanned<i64>>,
     backoff_ms: Option<Spanned<i64>>,
@@ -333,11 +334,18 @@ fn parse_with(p: &Parser, name: &str) -> Result<Lesson, String> {
         messages: p.lesson_messages(&raw.step, setup.messages)?,
         beat_ms: setup.reliability.heartbeat_for(setup.lease_ms).max(1),
     };
-    let steps = raw
-        .step
-        .into_iter()
-        .map(|s| ctx.step(s))
-        .collect::<Result<Vec<_>, _>>()?;
+    // Every mistake in the steps is reported in one run, each on its own line.
+    let mut steps = Vec::new();
+    let mut errors = Vec::new();
+    for s in raw.step {
+        match ctx.step(s) {
+            Ok(step) => steps.push(step),
+            Err(e) => errors.extend(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(many_errors(errors));
+    }
     Ok(Lesson {
         name: name.to_string(),
         path: path.to_string(),
@@ -346,6 +354,21 @@ fn parse_with(p: &Parser, name: &str) -> Result<Lesson, String> {
         setup,
         steps,
     })
+}
+
+/// Most mistakes one run reports; the rest are counted.
+pub const MAX_REPORTED_ERRORS: usize = 20;
+
+/// Mistakes, one per line, at most [`MAX_REPORTED_ERRORS`] of them.
+fn many_errors(errors: Vec<String>) -> String {
+    let mut lines: Vec<String> = errors.iter().take(MAX_REPORTED_ERRORS).cloned().collect();
+    if errors.len() > MAX_REPORTED_ERRORS {
+        lines.push(format!(
+            "... and {} more mistakes",
+            errors.len() - MAX_REPORTED_ERRORS
+        ));
+    }
+    lines.join("\n")
 }
 
 struct Parser<'a> {
@@ -467,7 +490,7 @@ impl<'a> Parser<'a> {
             leasing: s.leasing.unwrap_or(d.leasing),
             idempotent_provider: s.idempotent_provider.unwrap_or(d.idempotent_provider),
             reliability: Reliability {
-                heartbeats: s.heartbeat.unwrap_or(d.reliability.heartbeats),
+                heartbeats: s.heartbeats.unwrap_or(d.reliability.heartbeats),
                 heartbeat_ms: self.number(&s.heartbeat_ms, "heartbeat_ms", 1, 3_600_000)?,
                 retry: self.retry(s)?,
                 faults: ProviderFaults::default(),
@@ -524,24 +547,34 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn step(&self, raw_step: Spanned<RawStep>) -> Result<Step, String> {
+    /// A step, or every mistake in it (its say, each action, each expectation).
+    fn step(&self, raw_step: Spanned<RawStep>) -> Result<Step, Vec<String>> {
         let step_span = raw_step.span();
         let raw_step = raw_step.into_inner();
-        let say = raw_step
-            .say
-            .filter(|s| !s.trim().is_empty())
-            .ok_or_else(|| self.p.err(step_span, "a step has no say"))?;
+        let mut errors = Vec::new();
+        let say = raw_step.say.filter(|s| !s.trim().is_empty());
+        if say.is_none() {
+            errors.push(self.p.err(step_span, "a step has no say"));
+        }
         let mut actions = Vec::new();
         let mut actions_text = Vec::new();
         for a in &raw_step.actions {
-            actions.push(self.action(a)?);
+            match self.action(a) {
+                Ok(action) => actions.push(action),
+                Err(e) => errors.push(e),
+            }
             actions_text.push(a.get_ref().trim().to_string());
         }
-        let expects = raw_step
-            .expect
-            .iter()
-            .map(|e| self.expect(e))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut expects = Vec::new();
+        for e in &raw_step.expect {
+            match self.expect(e) {
+                Ok(x) => expects.push(x),
+                Err(e) => errors.push(e),
+            }
+        }
+        let Some(say) = say.filter(|_| errors.is_empty()) else {
+            return Err(errors);
+        };
         Ok(Step {
             actions_text,
             actions,
@@ -552,8 +585,10 @@ impl Ctx<'_> {
 
     fn worker(&self, span: &Range<usize>, word: Option<&str>) -> Result<usize, String> {
         let word = word.ok_or_else(|| self.p.err(span.clone(), "a worker is missing"))?;
+        // `Worker-A#2` (a restart) is the same worker as `Worker-A`.
+        let base = WorkerId::parse(word).map(WorkerId::base);
         (0..self.workers)
-            .find(|slot| WorkerId::first(*slot).to_string() == word)
+            .find(|slot| base == Some(WorkerId::first(*slot)))
             .ok_or_else(|| {
                 let known: Vec<String> = (0..self.workers)
                     .map(|s| WorkerId::first(s).to_string())
@@ -686,10 +721,10 @@ impl Ctx<'_> {
             }
             "advance" | "work" => (self.clock_action(&span, verb, words.get(1).copied())?, 2),
             "redrive" | "heal" => (self.message_action(&span, verb, words.get(1).copied())?, 2),
-            "heartbeats" | "leasing" | "idempotency" => {
+            "heartbeats" | "heartbeat" | "leasing" | "idempotency" => {
                 let on = self.on_off(&span, verb, words.get(1).copied())?;
                 let action = match verb {
-                    "heartbeats" => Action::Heartbeats(on),
+                    "heartbeats" | "heartbeat" => Action::Heartbeats(on),
                     "leasing" => Action::Leasing(on),
                     _ => Action::Idempotency(on),
                 };
@@ -724,9 +759,8 @@ impl Ctx<'_> {
                 return Err(self.p.err(
                     span,
                     &format!(
-                        "unknown action '{other}' (known: claim, act, crash, restart, pause, \
-                         resume, advance, work, heartbeats, redrive, heal, leasing, idempotency, workers, \
-                         batch, add-payment, run-until)"
+                        "unknown action '{other}' (known: {})",
+                        super::reference::action_verbs().join(", ")
                     ),
                 ))
             }
@@ -905,9 +939,7 @@ impl Ctx<'_> {
             Some("owner") => {
                 let w = value.ok_or_else(|| self.p.err(span.clone(), "the owner is missing"))?;
                 if w != "none" {
-                    let base = WorkerId::parse(w)
-                        .map_or_else(|| w.to_string(), |id| id.base().to_string());
-                    self.worker(span, Some(&base))?;
+                    self.worker(span, Some(w))?;
                 }
                 (Figure::Owner(msg), w.to_string())
             }

@@ -4,6 +4,7 @@
 //! headless, so a lesson's narration is proven true in CI.
 
 pub mod format;
+pub mod reference;
 pub mod runner;
 
 use std::path::Path;
@@ -67,6 +68,23 @@ pub fn built_in(name: &str) -> Option<Lesson> {
     Some(parse(b.name, b.path, b.text).unwrap_or_else(|e| panic!("{e}")))
 }
 
+/// A built-in lesson's file, as shipped: what `lesson NAME --print` writes.
+pub fn built_in_text(name: &str) -> Option<&'static str> {
+    BUILT_INS.iter().find(|b| b.name == name).map(|b| b.text)
+}
+
+/// Where a lesson came from, as a user can find it: `built in`, or the file's path.
+pub fn source(lesson: &Lesson) -> String {
+    let built_in = BUILT_INS
+        .iter()
+        .any(|b| b.name == lesson.name && b.path == lesson.path);
+    if built_in {
+        "built in".to_string()
+    } else {
+        lesson.path.clone()
+    }
+}
+
 /// The largest lesson file leaselab reads, in bytes (the built-ins are under 4 KiB).
 pub const MAX_LESSON_BYTES: u64 = 1024 * 1024;
 
@@ -77,6 +95,11 @@ pub fn load(name_or_path: &str) -> Result<Lesson, String> {
         return Ok(l);
     }
     let path = Path::new(name_or_path);
+    // A name with a folder or an extension is a file the user meant, not a lesson name.
+    let looks_like_a_file = name_or_path.contains('/') || name_or_path.ends_with(".toml");
+    if looks_like_a_file && !path.exists() {
+        return Err(format!("{name_or_path}: no such file"));
+    }
     if !path.exists() {
         let names: Vec<&str> = BUILT_INS.iter().map(|b| b.name).collect();
         return Err(format!(
