@@ -46,7 +46,8 @@ fn every_footer_binding_is_visible_at_80x24_in_free_play_and_in_a_lesson() {
     press(&mut writer, 'n');
     press(&mut writer, 'w');
     assert_eq!(writer.engine.workers().len(), 5);
-    assert!(frame_lines(&mut writer, 80, 24)[1].contains("msg/s w5 b1"));
+    // Paused, a step moves no wall time: the strip shows no rate.
+    assert!(frame_lines(&mut writer, 80, 24)[1].contains("paused w5 b1"));
     for (name, app) in [
         ("free play", &mut free),
         ("lesson", &mut lesson),
@@ -473,4 +474,133 @@ expect = ["provider PAY-001 calls 2", "PAY-001 processed 1"]
     );
     assert!(all.contains("PAY-001: 2 side effects"), "{all}");
     assert!(!all.contains("history check clean"), "{all}");
+}
+
+/// The help at 80x24, scrolled from its top to its end: every line it holds.
+fn whole_help(app: &mut App) -> String {
+    let mut seen = String::new();
+    for _ in 0..40 {
+        seen.push_str(&frame_lines(app, 80, 24).join("\n"));
+        key(app, KeyCode::Down);
+    }
+    seen
+}
+
+#[test]
+fn help_is_modal_and_scrolls_to_every_key_at_80x24() {
+    let mut app = lesson_app("lease-expiry");
+    let done = |app: &App| app.lesson.as_ref().unwrap().runner.done;
+    press(&mut app, '?');
+    let first = frame_lines(&mut app, 80, 24).join("\n");
+    assert!(
+        first.contains("scroll"),
+        "a help longer than the screen says it scrolls:\n{first}"
+    );
+    // Keys behind the help do nothing: no lesson step, no cursor, no crash.
+    for c in ['n', 'j', 'c', 'a', ' ', 'p'] {
+        press(&mut app, c);
+    }
+    assert_eq!(done(&app), 0, "a step was taken behind the help");
+    assert!(app.ui.help, "the help closed on a key that is not its own");
+    assert!(app.ui.table_cursor.is_none());
+    let all = whole_help(&mut app);
+    // The legend after Home/End and every binding's key are reachable.
+    for needle in [
+        "Home/End",
+        "↻ restarted",
+        "loaded rows.",
+        "l / h",
+        "p / D",
+        "w / W",
+        "c / r",
+        "n / b",
+    ] {
+        assert!(all.contains(needle), "{needle} is not in the help:\n{all}");
+    }
+    // `?` closes it, and keys act again.
+    press(&mut app, '?');
+    assert!(!app.ui.help);
+    press(&mut app, 'n');
+    assert_eq!(done(&app), 1);
+}
+
+fn lesson_from(text: &str) -> App {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.toml");
+    std::fs::write(&path, text).unwrap();
+    let lesson = leaselab::lesson::load(path.to_str().unwrap()).unwrap();
+    App::for_lesson(lesson, DashboardOptions::default(), Theme::plain()).unwrap()
+}
+
+#[test]
+fn a_worker_line_says_what_is_true_now_not_what_was() {
+    let mut app = lesson_from(
+        r#"format_version = 1
+title = "stale"
+[setup]
+workers = 3
+messages = 2
+[[step]]
+do = ["claim Worker-A PAY-001", "claim Worker-B PAY-001"]
+say = "Worker-B is blocked by Worker-A's lease."
+expect = ["ledger blocked 1"]
+[[step]]
+do = ["act Worker-A", "act Worker-A"]
+say = "Worker-A finalized: nothing blocks Worker-B any more."
+expect = ["PAY-001 status Processed"]
+[[step]]
+do = ["claim Worker-C PAY-002", "crash Worker-C", "advance 3100", "claim Worker-A PAY-002"]
+say = "Worker-C crashed holding PAY-002; Worker-A took it over."
+expect = ["PAY-002 owner Worker-A"]
+"#,
+    );
+    press(&mut app, 'n');
+    let line = |app: &mut App, who: &str, w: u16, h: u16| {
+        frame_lines(app, w, h)
+            .into_iter()
+            .filter_map(|l| l.find(who).map(|at| l[at..].to_string()))
+            .find(|l| {
+                ["BLOCKED", "idle", "CRASHED", "paused"]
+                    .iter()
+                    .any(|s| l.contains(s))
+            })
+            .unwrap_or_default()
+    };
+    assert!(line(&mut app, "Worker-B", 120, 40).contains("BLOCKED"));
+    press(&mut app, 'n');
+    let b = line(&mut app, "Worker-B", 120, 40);
+    assert!(!b.contains("BLOCKED") && !b.contains("PAY-001"), "{b}");
+    press(&mut app, 'n');
+    let c = line(&mut app, "Worker-C", 120, 40);
+    assert!(
+        c.contains("CRASHED") && c.contains("taken by Worker-A"),
+        "{c}"
+    );
+    let c = line(&mut app, "Worker-C", 80, 24);
+    assert!(
+        c.contains("CRASHED") && c.contains('→') && !c.contains("PAY-002"),
+        "{c}"
+    );
+}
+
+#[test]
+fn the_header_says_whether_heartbeats_are_on_and_the_strip_cuts_no_word() {
+    let mut app = app(DashboardOptions::default());
+    let wide = frame_lines(&mut app, 120, 40);
+    assert!(wide[0].contains("heartbeats on"), "{}", wide[0]);
+    // The paused strip names the next mover in whole words, whatever gives way.
+    for width in [80, 100] {
+        let strip = frame_lines(&mut app, width, 24)[1].trim_end().to_string();
+        assert!(strip.contains("next: Worker-"), "{width}: {strip}");
+        let last = strip.split_whitespace().last().unwrap();
+        assert!(
+            ["runs", "steps", "slows", "message"].contains(&last) || last.ends_with('…'),
+            "{width}: a word is cut: {strip}"
+        );
+    }
+    press(&mut app, 'h');
+    let wide = frame_lines(&mut app, 120, 40);
+    assert!(wide[0].contains("heartbeats OFF"), "{}", wide[0]);
+    let narrow = frame_lines(&mut app, 80, 24);
+    assert!(narrow[0].contains("♥OFF"), "{}", narrow[0]);
 }

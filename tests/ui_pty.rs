@@ -103,7 +103,7 @@ fn dashboard_runs_resets_crashes_switches_leasing_and_quits_cleanly() {
     });
     d.wait_for("Worker-A's lease to pass to Worker-B", |s| {
         selected_worker(s)
-            .is_some_and(|l| l.contains("Worker-A") && l.contains("PAY-001 → Worker-B"))
+            .is_some_and(|l| l.contains("Worker-A") && l.contains("taken by Worker-B"))
     });
     d.wait_for_text("RECLAIMED PAY-001");
 

@@ -244,12 +244,36 @@ impl App {
             self.ui.history = None;
             return;
         }
+        if self.ui.help {
+            return self.key_under_help(&key);
+        }
         match keys::action_for(&key) {
             // On the too-small screen nothing else can be seen happening, so only quit acts.
             Some(Action::Quit) => self.act(Action::Quit),
             Some(action) if !self.ui.too_small => self.act(action),
             _ => {}
         }
+    }
+
+    /// While the help is open only its own keys act: it scrolls, `?` closes it, `q` quits.
+    /// Nothing happens behind it.
+    fn key_under_help(&mut self, key: &KeyEvent) {
+        let lines = super::render::help::line_count(self.lesson.is_some()) as i64;
+        let shown = i64::from(self.ui.height.saturating_sub(2)).max(1);
+        let most = (lines - shown).max(0);
+        let by = match keys::action_for(key) {
+            Some(Action::Quit) => return self.act(Action::Quit),
+            Some(Action::Help) => return self.ui.help = false,
+            Some(Action::ScrollUp) => -1,
+            Some(Action::ScrollDown) => 1,
+            Some(Action::PageUp) => -shown,
+            Some(Action::PageDown) => shown,
+            Some(Action::Top) => -lines,
+            Some(Action::Bottom) => lines,
+            _ => return,
+        };
+        let at = (i64::from(self.ui.help_offset) + by).clamp(0, most);
+        self.ui.help_offset = at as u16;
     }
 
     pub fn act(&mut self, action: Action) {
@@ -294,7 +318,11 @@ impl App {
         let page = self.ui.page() as i64;
         let by = match action {
             Action::Quit => return self.ui.quit = true,
-            Action::Help => return self.ui.help = !self.ui.help,
+            Action::Help => {
+                self.ui.help = !self.ui.help;
+                self.ui.help_offset = 0;
+                return;
+            }
             Action::FocusNext => return self.ui.toggle_focus(),
             Action::History => return self.open_history(),
             Action::ScrollUp => -1,

@@ -173,6 +173,7 @@ pub fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(),
     let area = Rect::new(0, 0, size.width, size.height);
     app.ui.too_small = render::too_small(area);
     app.ui.width = area.width;
+    app.ui.height = area.height;
     let messages = app.snapshot().db.total;
     let (rows, log_rows) = render::capacity(area, app.worker_count(), messages);
     app.refresh(rows, log_rows);

@@ -17,6 +17,8 @@ pub struct Snapshot {
     pub speed: f64,
     pub paused: bool,
     pub leasing: bool,
+    /// Working workers extend their leases (what `h` switches).
+    pub heartbeats: bool,
     pub lease_ms: i64,
     pub process_ms: i64,
     /// The database file, unless it is a temporary one.

@@ -28,9 +28,12 @@ pub struct UiState {
     /// Rows the table and the log showed in the last frame (a page for PgUp/PgDn).
     pub table_page: u16,
     pub log_page: u16,
-    /// Width of the last frame; 0 before the first.
+    /// Width and height of the last frame; 0 before the first.
     pub width: u16,
+    pub height: u16,
     pub help: bool,
+    /// Help lines scrolled past (the help scrolls when the terminal is short).
+    pub help_offset: u16,
     pub quit: bool,
     /// The last frame was the "terminal too small" screen.
     pub too_small: bool,
@@ -54,7 +57,9 @@ impl Default for UiState {
             table_page: 10,
             log_page: 5,
             width: 0,
+            height: 0,
             help: false,
+            help_offset: 0,
             quit: false,
             too_small: false,
             notice: None,

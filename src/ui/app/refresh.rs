@@ -43,6 +43,7 @@ impl App {
         self.snap.speed = self.speed;
         self.snap.paused = self.paused;
         self.snap.leasing = s.leasing();
+        self.snap.heartbeats = s.heartbeats();
         self.snap.lease_ms = s.lease_ms();
         self.snap.process_ms = s.process_ms();
         self.snap.db_file = (!self.engine.is_temporary()).then(|| self.engine.db_shown());
@@ -284,8 +285,35 @@ impl App {
         }
     }
 
+    /// Whether the lease a worker was blocked by still holds its message, as far as the
+    /// events tell: the message's newest step is its owner's claim, call or heartbeat.
+    fn still_blocked(&self, b: &crate::engine::worker::BlockedOn) -> bool {
+        let Some(m) = self.ledger.messages.get(&b.id) else {
+            return true;
+        };
+        match m.steps.iter().max_by_key(|(seq, _)| *seq).map(|(_, s)| s) {
+            Some(
+                HistoryStep::Claim { owner, .. }
+                | HistoryStep::Call { owner, .. }
+                | HistoryStep::Heartbeat { owner, .. },
+            ) => **owner == *b.owner,
+            Some(_) => false,
+            None => true,
+        }
+    }
+
     fn worker_view(&self, w: &WorkerHandle) -> WorkerView {
-        let status = w.status();
+        let mut status = w.status();
+        // A block is news only while the blocking lease still holds its message: once it
+        // is finalized or taken over, the worker's line must not say BLOCKED any more.
+        if let Some(b) = &status.blocked_on {
+            if !self.still_blocked(b) {
+                status.blocked_on = None;
+                if status.state == crate::engine::worker::WorkerState::Blocked {
+                    status.state = crate::engine::worker::WorkerState::Idle;
+                }
+            }
+        }
         let done = self
             .ledger
             .per_worker

@@ -54,6 +54,17 @@ fn header_spans(s: &Snapshot, t: &Theme, compact: bool) -> Vec<Span<'static>> {
         spans.push(styled(" LEASING OFF ", t.leasing_off));
     }
     spans.push(Span::raw(format!("{gap}lease {} ms{gap}", s.lease_ms)));
+    // Heartbeats matter only to a lease: said beside it, whether they are on.
+    if s.leasing {
+        let beats = match (compact, s.heartbeats) {
+            (false, true) => "heartbeats on",
+            (false, false) => "heartbeats OFF",
+            (true, true) => "♥on",
+            (true, false) => "♥OFF",
+        };
+        spans.push(styled(beats, if s.heartbeats { t.base } else { t.warn }));
+        spans.push(Span::raw(gap));
+    }
     let (label, name) = s.setting.clone();
     if !compact {
         spans.push(Span::raw(label));
@@ -112,14 +123,15 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
         ));
     } else if s.paused {
         spans.push(styled(" PAUSED ", t.paused));
-        spans.push(Span::raw(" space runs · n steps · - slows · "));
+        // What moves next comes before the keys: on a narrow screen the keys give way.
         match s.next_mover.and_then(|slot| s.workers.get(slot)) {
             Some(w) => spans.push(styled(
-                format!("next: {} will {}", w.status.name, w.status.next.describe()),
+                format!(" next: {} will {}", w.status.name, w.status.next.describe()),
                 t.next_mover,
             )),
-            None => spans.push(styled("no worker can move: r restarts one", t.warn)),
+            None => spans.push(styled(" no worker can move: r restarts one", t.warn)),
         }
+        spans.push(Span::raw(" · space runs · n steps · - slows"));
     }
     if spans.is_empty() {
         // Nothing else to say: explain what is happening and where to start.
@@ -135,6 +147,53 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
             ));
         }
     }
-    // A line too long for the terminal is clipped at the right edge.
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    frame.render_widget(Paragraph::new(Line::from(fit(spans, area.width))), area);
+}
+
+/// The strip's spans cut to `width` without cutting words: the hints between ` · ` go
+/// from the end first, and a span still too long ends in `…` at a word's end.
+fn fit(spans: Vec<Span<'static>>, width: u16) -> Vec<Span<'static>> {
+    let width = width as usize;
+    let mut out: Vec<Span<'static>> = Vec::new();
+    let mut used = 0;
+    for span in spans {
+        let w = span.width();
+        if used + w <= width {
+            used += w;
+            out.push(span);
+            continue;
+        }
+        let room = width.saturating_sub(used);
+        if let Some(cut) = shorten(&span.content, room) {
+            out.push(Span::styled(cut, span.style));
+        }
+        break;
+    }
+    out
+}
+
+/// The longest start of `text` that fits `room`: whole ` · `-separated hints if any fit,
+/// otherwise whole words and `…`. None when not even one word fits.
+fn shorten(text: &str, room: usize) -> Option<String> {
+    let width = |s: &str| Span::raw(s.to_string()).width();
+    let parts: Vec<&str> = text.split(" · ").collect();
+    for n in (1..parts.len()).rev() {
+        let head = parts[..n].join(" · ");
+        if width(&head) <= room {
+            return Some(head);
+        }
+    }
+    let mut head = String::new();
+    for word in text.split(' ') {
+        let next = if head.is_empty() {
+            word.to_string()
+        } else {
+            format!("{head} {word}")
+        };
+        if width(&next) + 1 > room {
+            break;
+        }
+        head = next;
+    }
+    (!head.trim().is_empty()).then(|| format!("{head}…"))
 }

@@ -8,32 +8,48 @@ use ratatui::Frame;
 use super::{pane, styled};
 use crate::ui::keys::{self, Section};
 use crate::ui::snapshot::Snapshot;
+use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
 
 const LABEL_W: usize = 10;
 
-pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
-    let in_lesson = s.lesson.is_some();
-    let mut lines = help_lines(t, in_lesson, true);
-    if lines.len() as u16 + 2 > area.height {
-        // A short terminal: drop the spacing and the footnote rather than bindings.
-        lines = help_lines(t, in_lesson, false);
-    }
+pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &Theme) {
+    let lines = help_lines(t, s.lesson.is_some());
+    let total = lines.len() as u16;
     let width = lines.iter().map(|l| l.width()).max().unwrap_or(40) as u16 + 4;
-    let height = lines.len() as u16 + 2;
+    let height = (total + 2).min(area.height);
+    let shown = height.saturating_sub(2);
+    let offset = ui.help_offset.min(total.saturating_sub(shown));
     let popup = area.centered(
         Constraint::Length(width.min(area.width)),
-        Constraint::Length(height.min(area.height)),
+        Constraint::Length(height),
     );
     frame.render_widget(Clear, popup);
-    let block = pane(" Keys (? or Esc closes; Esc never quits) ", t, true);
-    frame.render_widget(Paragraph::new(lines).block(block), popup);
+    let title = if shown < total {
+        format!(
+            " Keys {}-{} of {total} · ↑/↓ PgUp/PgDn scroll · ? or Esc closes ",
+            offset + 1,
+            offset + shown
+        )
+    } else {
+        " Keys (? or Esc closes; Esc never quits) ".to_string()
+    };
+    let block = pane(title, t, true);
+    frame.render_widget(
+        Paragraph::new(lines).block(block).scroll((offset, 0)),
+        popup,
+    );
 }
 
-fn help_lines(t: &Theme, in_lesson: bool, roomy: bool) -> Vec<Line<'static>> {
+/// Lines the help holds, so a key can scroll it no further than its end.
+pub fn line_count(in_lesson: bool) -> usize {
+    help_lines(&Theme::plain(), in_lesson).len()
+}
+
+fn help_lines(t: &Theme, in_lesson: bool) -> Vec<Line<'static>> {
     let mut lines: Vec<Line> = Vec::new();
     for section in Section::ALL {
-        if roomy && !lines.is_empty() {
+        if !lines.is_empty() {
             lines.push(Line::raw(""));
         }
         lines.push(Line::from(styled(section.title(), t.title)));
@@ -70,16 +86,18 @@ fn help_lines(t: &Theme, in_lesson: bool, roomy: bool) -> Vec<Line<'static>> {
             ]));
         }
     }
-    if roomy {
-        lines.push(Line::raw(""));
-        for text in [
-            "The table is read from SQLite (read-only); ledgers, timeline and events come from the workers' events.",
-            "Ver: the row's lease version in SQLite. ┊Runs: times the event ledger saw it processed (not in SQLite).",
-            "Timeline: ━ lease ┄ no lease ░ dead lease ✗ crash ! blocked ✓ done × rejected L loaded ↻ restarted.",
-            "Workers: `PAY-002 no lease +N`: a worker without leases holds N more loaded rows.",
-        ] {
-            lines.push(Line::from(styled(text, t.dim)));
-        }
+    lines.push(Line::raw(""));
+    for text in [
+        "The table is read from SQLite (read-only); ledgers, timeline and events",
+        "come from the workers' events.",
+        "Ver: the row's lease version in SQLite. ┊Runs: times the event ledger saw",
+        "it processed (not in SQLite).",
+        "Timeline: ━ lease ┄ no lease ░ dead lease ✗ crash ! blocked ✓ done",
+        "× rejected L loaded ↻ restarted.",
+        "Workers: `PAY-002 no lease +N`: a worker without leases holds N more",
+        "loaded rows.",
+    ] {
+        lines.push(Line::from(styled(text, t.dim)));
     }
     lines
 }

@@ -165,7 +165,7 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, ui: &UiState, t: &Theme) {
                 width: w,
                 ..a.strip
             };
-            throughput::render(frame, strip, v, t);
+            throughput::render(frame, strip, v, s.paused, t);
         }
         None => header::render_strip(frame, a.strip, s, ui, t),
     }
@@ -186,7 +186,7 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, ui: &UiState, t: &Theme) {
         history::render(frame, area, h, t);
     }
     if ui.help {
-        help::render(frame, area, s, t);
+        help::render(frame, area, s, ui, t);
     }
 }
 

@@ -15,8 +15,13 @@ pub fn width(screen: u16) -> u16 {
     (screen / 3).clamp(20, 40)
 }
 
-pub fn render(frame: &mut Frame, area: Rect, v: &ThroughputView, t: &Theme) {
-    let label = format!(" {} msg/s ", v.rate);
+pub fn render(frame: &mut Frame, area: Rect, v: &ThroughputView, paused: bool, t: &Theme) {
+    // Paused, a step moves no wall time: a rate would mean nothing.
+    let label = if paused {
+        " paused ".to_string()
+    } else {
+        format!(" {} msg/s ", v.rate)
+    };
     let line = Line::from(vec![
         styled(label, t.title),
         Span::raw(format!("w{} b{} ", v.workers, v.batch)),

@@ -98,7 +98,7 @@ impl View<'_> {
             format!("{}", w.done)
         };
         let owns_w = width.saturating_sub(24 + done.len() + 1);
-        let (owns, owns_style) = self.owns(w);
+        let (owns, owns_style) = self.owns(w, owns_w);
         let name_style = if selected { t.selected } else { t.header };
         Line::from(vec![
             styled(if selected { "▶" } else { " " }, t.selected),
@@ -117,7 +117,7 @@ impl View<'_> {
     }
 
     /// What the worker owns, or works on without owning, or left behind when it crashed.
-    fn owns(&self, w: &WorkerView) -> (String, ratatui::style::Style) {
+    fn owns(&self, w: &WorkerView, room: usize) -> (String, ratatui::style::Style) {
         let (t, wide) = (self.t, self.wide);
         let s = &w.status;
         let crashed = matches!(s.state, WorkerState::Crashed);
@@ -134,9 +134,22 @@ impl View<'_> {
                 };
                 return (text, t.base);
             }
+            // What is true now: a lease another worker has taken is no longer held.
             let text = match (wide, w.taken_by.clone(), lease.is_live(self.now_ms)) {
+                (_, Some(by), _) => {
+                    let short = by.strip_prefix("Worker-").unwrap_or(&by).to_string();
+                    let key = &lease.key;
+                    [
+                        format!("{key} lease taken by {by}"),
+                        format!("{key} taken by {by}"),
+                        format!("taken by {by}"),
+                        format!("→ {by}"),
+                    ]
+                    .into_iter()
+                    .find(|c| c.chars().count() <= room)
+                    .unwrap_or(format!("→{short}"))
+                }
                 (false, _, _) => lease.key.clone(),
-                (true, Some(by), _) => format!("{} → {by}", lease.key),
                 (true, None, true) => format!("held {} {}", lease.key, ms_label(left)),
                 (true, None, false) => format!("held {} expired", lease.key),
             };
