@@ -8,6 +8,12 @@ CREATE TABLE IF NOT EXISTS Payments (
     CreatedAtUtc   INTEGER NOT NULL
 ) WITHOUT ROWID;
 
+-- Every seeding of the outbox, never emptied: its numbers never repeat in one database.
+CREATE TABLE IF NOT EXISTS Seedings (
+    Seeding        INTEGER PRIMARY KEY,
+    AtUtc          INTEGER NOT NULL
+);
+
 CREATE TABLE IF NOT EXISTS OutboxMessages (
     Id             INTEGER PRIMARY KEY,
     PaymentKey     TEXT NOT NULL UNIQUE REFERENCES Payments (IdempotencyKey),
@@ -17,6 +23,9 @@ CREATE TABLE IF NOT EXISTS OutboxMessages (
     LockedUntilUtc INTEGER,
     -- fencing token: +1 on every successful claim
     LeaseVersion   INTEGER NOT NULL DEFAULT 0,
+    -- the seeding that made the row: a lease fences on it and on LeaseVersion, so a lease
+    -- taken before a reseed never matches a row after it
+    Seeding        INTEGER NOT NULL DEFAULT 0,
     Attempts       INTEGER NOT NULL DEFAULT 0,
     -- a Pending message is not claimed before this time (the backoff after a failed attempt)
     AvailableAtUtc INTEGER NOT NULL DEFAULT 0,
@@ -49,7 +58,8 @@ CREATE TABLE IF NOT EXISTS LeaseEvents (
     Worker         TEXT NOT NULL,
     Kind           TEXT NOT NULL
                    CHECK (Kind IN ('Seeded', 'Added', 'Claimed', 'Heartbeat', 'Finalized',
-                                   'FinalizeRejected', 'Marked', 'Retry', 'DeadLettered')),
+                                   'FinalizeRejected', 'Marked', 'Retry', 'DeadLettered',
+                                   'LeaseLost')),
     MessageId      INTEGER,
     PaymentKey     TEXT,
     LeaseVersion   INTEGER,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crossbeam_channel::{select, Receiver};
 
-use crate::engine::backend::Db;
+use crate::engine::backend::{Db, Outbox};
 use crate::engine::clock::{hms, Clock};
 use crate::engine::events::{Event, EventKind};
 use crate::engine::provider::Provider;
@@ -95,6 +95,9 @@ pub fn run(
                 Failure::Runtime(e.to_string())
             }
         })?;
+    if let Some(why) = owner_off_the_wall_clock(store.as_ref(), clock.now(), &db) {
+        return Err(Failure::BadInput(why));
+    }
     provider.set_faults(opts.reliability.faults.clone());
     drop(store);
     line(&match origin {
@@ -139,6 +142,27 @@ pub fn run(
             },
         }
     }
+}
+
+/// How far a seeding's time may be from the wall clock and still be on it: a wall-clock
+/// owner seeded a moment ago, a scenario-clock one at 2026-01-15 09:00 plus a few minutes.
+const WALL_CLOCK_SLACK_MS: i64 = 3_600_000;
+
+/// Why a worker process must not join: an owner runs on the database now, on the scenario
+/// clock (a `run`, free play, a lesson). Its leases are not in wall-clock time: this
+/// worker would read every live lease as long expired and take it over.
+fn owner_off_the_wall_clock(store: &dyn Outbox, now: i64, db: &Db) -> Option<String> {
+    let owner = store.owner().ok()??;
+    let seeded = store.seeded_at().ok()??;
+    ((seeded - now).abs() > WALL_CLOCK_SLACK_MS).then(|| {
+        format!(
+            "{} is in use by {owner}, which runs on the scenario clock (seeded at {}): its \
+             leases are not in wall-clock time and a worker process would take them over; \
+             let it end, or start worker processes with `leaselab --processes`",
+            db.shown(),
+            crate::engine::clock::iso(seeded)
+        )
+    })
 }
 
 /// The error that stopped the worker thread, if this event says it stopped.

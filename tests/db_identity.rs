@@ -135,12 +135,17 @@ fn a_leaselab_database_whose_schema_or_marker_was_changed_is_refused_untouched()
         (
             "version1.db",
             "PRAGMA user_version = 1;",
-            "earlier leaselab (schema version 1, without retries, dead letters or the LeaseEvents table; this leaselab needs version 3)",
+            "earlier leaselab (schema version 1, without retries, dead letters or the LeaseEvents table; this leaselab needs version 4)",
         ),
         (
             "version2.db",
             "PRAGMA user_version = 2;",
-            "earlier leaselab (schema version 2, without the LeaseEvents table; this leaselab needs version 3)",
+            "earlier leaselab (schema version 2, without the LeaseEvents table; this leaselab needs version 4)",
+        ),
+        (
+            "version3.db",
+            "PRAGMA user_version = 3;",
+            "earlier leaselab (schema version 3, without the seeding a lease fences on; this leaselab needs version 4)",
         ),
         (
             "future.db",

@@ -522,3 +522,53 @@ fn batch_claims_and_the_naive_load_skip_backing_off_and_dead_lettered_rows() {
         ["PAY-001"]
     );
 }
+
+/// A lease taken before a reseed never matches a row after it, though the new row has the
+/// same id, the same owner and, after one claim, the same LeaseVersion.
+#[test]
+fn a_lease_from_before_a_reseed_fences_nothing_after_it() {
+    let (d, mut engine, provider) = fresh(1);
+    let mut stale_process = second_connection(&d);
+    let stale = claimed(stale_process.claim_next("Worker-B", T0, LEASE).unwrap().0);
+    engine.empty().unwrap();
+    engine.seed(&provider, 1, T0).unwrap();
+    let live = claimed(engine.claim_next("Worker-B", T0, LEASE).unwrap().0);
+    assert_eq!(
+        (stale.id, stale.version, &stale.owner),
+        (live.id, live.version, &live.owner),
+        "the reseed gave the new row the old lease's id, version and owner"
+    );
+    assert_ne!(stale.seeding, live.seeding);
+    let check = StatusCheck {
+        status: ProviderStatus::Paid,
+        transaction_id: Some("TX-PAY-001-1".into()),
+    };
+    assert_eq!(
+        stale_process.heartbeat(&stale, T0 + 1, LEASE).unwrap().0,
+        None
+    );
+    let policy = RetryPolicy::default();
+    assert_eq!(
+        stale_process
+            .fail_attempt(&stale, "late", T0 + 1, &policy)
+            .unwrap()
+            .0,
+        FailOutcome::LeaseLost
+    );
+    assert_eq!(
+        stale_process.finalize(&stale, &check, T0 + 1).unwrap().0,
+        FinalizeOutcome::Rejected,
+        "the stale owner's result was committed to the new seeding's row"
+    );
+    assert_eq!(
+        stale_process
+            .finalize_batch(&[(stale.clone(), check.clone())], T0 + 1)
+            .unwrap()
+            .0,
+        [FinalizeOutcome::Rejected]
+    );
+    assert_eq!(
+        engine.finalize(&live, &check, T0 + 2).unwrap().0,
+        FinalizeOutcome::Committed
+    );
+}

@@ -101,8 +101,10 @@ fn worker_processes_join_a_database_an_engine_holds_and_share_it_with_its_thread
         ..EngineConfig::default()
     };
     // The engine holds the database (its one-engine lock) and seeds it; its threads wait.
-    let engine = Engine::start(config, true).unwrap();
-    engine.clock.set(wall_now_ms());
+    let mut engine = Engine::start(config, true).unwrap();
+    // Seeded again on the wall clock, as `--processes` does: worker processes refuse an
+    // owner whose rows are on the scenario clock.
+    engine.reseed_on_wall_clock().unwrap();
     let procs: Vec<_> = ["proc-1", "proc-2"]
         .iter()
         .map(|n| WorkerProcess::start(&db.url, n, &["--lease-ms", "5000", "--process-ms", "100"]))

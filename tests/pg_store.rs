@@ -685,3 +685,37 @@ fn through_the_outbox_interface_writes_are_stamped_from_the_engines_counter() {
     assert_eq!(reader.next_payment_number().unwrap(), 3);
     assert!(reader.schema().unwrap()[0].starts_with("CREATE TABLE LeaselabMarker"));
 }
+
+/// A lease taken before a reseed never matches a row after it, though `TRUNCATE ...
+/// RESTART IDENTITY` gives the new row the same id and, after one claim, the same version.
+#[test]
+fn a_lease_from_before_a_reseed_fences_nothing_after_it() {
+    let Some((db, mut engine)) = seeded("reseed_fence", 1) else {
+        return;
+    };
+    let (mut stale_process, _) = PgStore::create(&db.config).expect("second connection");
+    let stale = claimed(stale_process.claim_next("Worker-B", 0, 500).unwrap().0);
+    engine.empty().unwrap();
+    engine.seed(&Provider::new(), 1, 0).unwrap();
+    let live = claimed(engine.claim_next("Worker-B", 0, 500).unwrap().0);
+    assert_eq!((stale.id, stale.version), (live.id, live.version));
+    assert_ne!(stale.seeding, live.seeding);
+    assert_eq!(stale_process.heartbeat(&stale, 1, 500).unwrap().0, None);
+    let policy = leaselab::engine::store::RetryPolicy::default();
+    assert_eq!(
+        stale_process
+            .fail_attempt(&stale, "late", 1, &policy)
+            .unwrap()
+            .0,
+        leaselab::engine::store::FailOutcome::LeaseLost
+    );
+    assert_eq!(
+        stale_process.finalize(&stale, &paid(), 1).unwrap().0,
+        FinalizeOutcome::Rejected,
+        "the stale owner's result was committed to the new seeding's row"
+    );
+    assert_eq!(
+        engine.finalize(&live, &paid(), 2).unwrap().0,
+        FinalizeOutcome::Committed
+    );
+}

@@ -156,8 +156,10 @@ fn thread_workers_and_process_workers_share_one_outbox_cleanly() {
         ..EngineConfig::default()
     };
     // The engine owns and seeds the database; its threads wait, paused.
-    let engine = Engine::start(config, true).unwrap();
-    engine.clock.set(wall_now_ms());
+    let mut engine = Engine::start(config, true).unwrap();
+    // Seeded again on the wall clock, as `--processes` does: worker processes refuse an
+    // owner whose rows are on the scenario clock.
+    engine.reseed_on_wall_clock().unwrap();
     let procs: Vec<_> = ["proc-1", "proc-2"]
         .iter()
         .map(|n| WorkerProcess::start(&db, n, &["--lease-ms", "5000", "--process-ms", "100"]))
@@ -303,4 +305,42 @@ fn a_stopped_worker_wakes_to_a_refused_finalize() {
         return;
     }
     panic!("the first worker finished before SIGSTOP five times in a row");
+}
+
+/// A worker process refuses a database whose owner runs on the scenario clock (its leases
+/// would all look long expired), and joins one whose owner runs on the wall clock.
+#[test]
+fn a_worker_refuses_an_owner_on_the_scenario_clock_and_joins_one_on_the_wall_clock() {
+    use leaselab::engine::backend::Db;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("owned.db");
+    let config = EngineConfig {
+        workers: 0,
+        db: Some(Db::Sqlite(db.clone())),
+        ..EngineConfig::default()
+    };
+    let mut owner = Engine::start(config, true).expect("an owner on the scenario clock, seeded");
+    let out = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["worker", "--db"])
+        .arg(&db)
+        .args(["--name", "laptop-1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("runs on the scenario clock"), "{err}");
+    assert!(err.contains("2026-01-15T09:00:00.000Z"), "{err}");
+    let untouched = owner.store().outbox_counts().unwrap();
+    assert_eq!(untouched.pending, 6, "the refused worker claimed something");
+
+    // The same owner on the wall clock (as `--processes` runs) takes worker processes.
+    owner.reseed_on_wall_clock().unwrap();
+    let worker = WorkerProcess::start(&db, "laptop-1", &["--process-ms", "0"]);
+    wait_for("laptop-1 to finish a payment", || {
+        let rows = owner.store().messages(0, 6).ok()?;
+        rows.iter().any(|r| r.status == "Processed").then_some(())
+    });
+    let (status, err) = worker.stop();
+    assert_eq!(status.code(), Some(143), "{err}");
 }

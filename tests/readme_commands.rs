@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+#[allow(dead_code)]
+mod pg_support;
 mod support;
 
 use support::{leaselab, stderr, stdout};
@@ -96,7 +98,9 @@ fn every_run_and_lesson_line_in_the_readme_exits_as_the_readme_says() {
         .expect("README.md");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("my-lesson.toml"), example_lesson(&readme)).unwrap();
-    let pg = std::env::var("LEASELAB_PG_URL").ok();
+    // `$LEASELAB_PG_URL` stands for a database made for this test and dropped after it.
+    let scratch = pg_support::scratch("readme");
+    let pg = scratch.as_ref().map(|db| db.url.clone());
     let lines = commands(&readme);
     assert!(
         lines.len() >= 10,

@@ -181,6 +181,10 @@ pub trait Outbox: Send {
     fn outbox_counts(&self) -> Result<OutboxCounts>;
     fn payment_counts(&self) -> Result<PaymentCounts>;
     fn message_count(&self) -> Result<u64>;
+    /// When the newest seeding was made, on its maker's clock (None: never seeded).
+    fn seeded_at(&self) -> Result<Option<i64>>;
+    /// The leaselab that owns the database right now (a run or a dashboard), if any.
+    fn owner(&self) -> Result<Option<String>>;
     fn messages(&self, offset: u64, limit: u64) -> Result<Vec<MessageRow>>;
     fn payments(&self) -> Result<Vec<PaymentRow>>;
     fn max_rows_per_key(&self) -> Result<RowsPerKey>;
@@ -278,6 +282,12 @@ impl Outbox for Store {
     }
     fn message_count(&self) -> Result<u64> {
         Store::message_count(self)
+    }
+    fn seeded_at(&self) -> Result<Option<i64>> {
+        Store::seeded_at(self)
+    }
+    fn owner(&self) -> Result<Option<String>> {
+        Ok(super::db_lock::DbLock::holder(self.path()))
     }
     fn messages(&self, offset: u64, limit: u64) -> Result<Vec<MessageRow>> {
         Store::messages(self, offset, limit)

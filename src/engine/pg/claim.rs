@@ -34,13 +34,14 @@ UPDATE OutboxMessages o
  WHERE o.Id = candidate.Id
    AND ((o.Status = 'Pending' AND o.AvailableAtUtc <= $2)
         OR (o.Status = 'Processing' AND o.LockedUntilUtc < $2))
-RETURNING o.Id, o.PaymentKey, o.LeaseVersion";
+RETURNING o.Id, o.PaymentKey, o.LeaseVersion, o.Seeding";
 
 /// The ownership guard of a finalize: only the holder of this very lease may finish it.
 const GUARDED_FINALIZE_SQL: &str = "
 UPDATE OutboxMessages
    SET Status = 'Processed', ProcessedAtUtc = $1, LockedUntilUtc = NULL
- WHERE Id = $2 AND Status = 'Processing' AND LockedBy = $3 AND LeaseVersion = $4";
+ WHERE Id = $2 AND Status = 'Processing' AND LockedBy = $3 AND LeaseVersion = $4
+   AND Seeding = $5";
 
 /// A write's outcome, the `LeaseEvents` Seq it wrote (if any), and the engine stamp it drew
 /// while its locks were held, so stamps order each message's history as PostgreSQL
@@ -115,6 +116,7 @@ impl PgStore {
             owner: worker.to_string(),
             until_ms: until,
             version: row.get(2),
+            seeding: row.get(3),
         };
         let (seq, stamp) = rec.record(&mut tx, &NewEvent::claim(&lease, now))?;
         tx.commit()?;
@@ -170,10 +172,10 @@ impl PgStore {
                 return Ok(Stamped::unrecorded(blocked, &shared));
             }
         }
-        let version: Option<i64> = tx
+        let taken: Option<(i64, i64)> = tx
             .query_opt(&take, &[&worker, &until, &id, &now])?
-            .map(|r| r.get(0));
-        let Some(version) = version else {
+            .map(|r| (r.get(0), r.get(1)));
+        let Some((version, seeding)) = taken else {
             tx.commit()?;
             return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &shared));
         };
@@ -183,6 +185,7 @@ impl PgStore {
             owner: worker.to_string(),
             until_ms: until,
             version,
+            seeding,
         };
         let (seq, stamp) = rec.record(&mut tx, &NewEvent::claim(&lease, now))?;
         tx.commit()?;
@@ -219,7 +222,16 @@ impl PgStore {
         let rec = self.recorder()?;
         let mut tx = self.client.transaction()?;
         // The guard first: when it changes no row, the payment is never touched.
-        let changed = tx.execute(&guard, &[&now, &lease.id, &lease.owner, &lease.version])?;
+        let changed = tx.execute(
+            &guard,
+            &[
+                &now,
+                &lease.id,
+                &lease.owner,
+                &lease.version,
+                &lease.seeding,
+            ],
+        )?;
         if changed == 1 {
             tx.execute(
                 &answer,
@@ -257,7 +269,7 @@ UPDATE OutboxMessages
  WHERE Id = $3
    AND ((Status = 'Pending' AND AvailableAtUtc <= $4)
         OR (Status = 'Processing' AND LockedUntilUtc < $4))
-RETURNING LeaseVersion";
+RETURNING LeaseVersion, Seeding";
 
 /// Who holds one message, as a claim by id reads it. FOR UPDATE: the row cannot change
 /// between this look and the update after it.

@@ -30,7 +30,7 @@ pub const SCHEMA_PG_SQL: &str = include_str!("../../../assets/schema.pg.sql");
 /// Version 2: `AvailableAtUtc`, `LastError`, `DeadLettered`, and the heartbeat, mark and
 /// failed-attempt event kinds. Version 3: `Seeded` and `Added` events and their `Detail`, so
 /// that a dashboard following the table learns what was seeded.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// Key of the advisory lock under which a database is identified and made ("LSLB"), so two
 /// workers that meet an empty database at once do not both create the schema.
@@ -41,11 +41,12 @@ const MAKE_LOCK: i64 = 0x4C53_4C42;
 const OWNER_LOCK: i64 = 0x4C53_4C4F;
 
 /// The tables of a leaselab database, as PostgreSQL names them (unquoted names fold).
-const TABLES: [&str; 4] = [
+const TABLES: [&str; 5] = [
     "leaseevents",
     "leaselabmarker",
     "outboxmessages",
     "payments",
+    "seedings",
 ];
 
 #[derive(Debug)]
@@ -259,6 +260,24 @@ impl PgStore {
         &self.shown
     }
 
+    /// The leaselab that holds this database (its owner: a run or a dashboard), if any.
+    pub fn owner(&mut self) -> Result<Option<String>> {
+        Ok(self
+            .client
+            .query_opt(
+                &format!(
+                    "SELECT a.application_name || ', connected since '
+                            || to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || 'Z'
+                       FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                      WHERE l.locktype = 'advisory' AND l.granted AND l.objid = {OWNER_LOCK}
+                        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                      LIMIT 1"
+                ),
+                &[],
+            )?
+            .map(|r| r.get(0)))
+    }
+
     /// Hold the database for this connection's life: a second engine on it is refused in
     /// one line naming this one, before it writes anything.
     pub fn hold(&mut self) -> Result<()> {
@@ -272,20 +291,7 @@ impl PgStore {
         if got {
             return Ok(());
         }
-        let holder: Option<String> = self
-            .client
-            .query_opt(
-                &format!(
-                    "SELECT a.application_name || ', connected since '
-                            || to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || 'Z'
-                       FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-                      WHERE l.locktype = 'advisory' AND l.granted AND l.objid = {OWNER_LOCK}
-                        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                      LIMIT 1"
-                ),
-                &[],
-            )?
-            .map(|r| r.get(0));
+        let holder = self.owner()?;
         Err(PgError::InUse(format!(
             "{} is in use by another leaselab ({}); wait for it to end or choose another --db",
             self.shown,

@@ -147,6 +147,12 @@ impl Outbox for PgOutbox {
     fn message_count(&self) -> Result<u64> {
         Ok(self.pg().message_count()?)
     }
+    fn seeded_at(&self) -> Result<Option<i64>> {
+        Ok(self.pg().seeded_at()?)
+    }
+    fn owner(&self) -> Result<Option<String>> {
+        Ok(self.pg().owner()?)
+    }
     fn messages(&self, offset: u64, limit: u64) -> Result<Vec<MessageRow>> {
         Ok(self.pg().messages(offset, limit)?)
     }

@@ -65,6 +65,14 @@ impl PgStore {
 
     /// Rows in the outbox. Counted, not taken from the highest id: an identity value drawn
     /// by a rolled-back insert leaves a gap.
+    /// When the newest seeding was made, on its maker's clock.
+    pub fn seeded_at(&mut self) -> Result<Option<i64>> {
+        Ok(self
+            .client
+            .query_one("SELECT MAX(AtUtc) FROM Seedings WHERE Seeding = (SELECT MAX(Seeding) FROM Seedings)", &[])?
+            .get(0))
+    }
+
     pub fn message_count(&mut self) -> Result<u64> {
         let n: i64 = self
             .client

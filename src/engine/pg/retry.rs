@@ -11,19 +11,21 @@ use crate::engine::store::{FailOutcome, Lease, MessageRef, OutboxStatus, RetryPo
 const HEARTBEAT_SQL: &str = "
 UPDATE OutboxMessages SET LockedUntilUtc = GREATEST(LockedUntilUtc, $1)
  WHERE Id = $2 AND Status = 'Processing' AND LockedBy = $3 AND LeaseVersion = $4
-   AND LockedUntilUtc >= $5
+   AND LockedUntilUtc >= $5 AND Seeding = $6
 RETURNING LockedUntilUtc";
 
 /// The attempts of a message this worker still holds, locked until the release below.
 const HELD_ATTEMPTS_SQL: &str = "
 SELECT Attempts FROM OutboxMessages
  WHERE Id = $1 AND Status = 'Processing' AND LockedBy = $2 AND LeaseVersion = $3
+   AND Seeding = $4
    FOR UPDATE";
 
 const RELEASE_SQL: &str = "
 UPDATE OutboxMessages
    SET Status = $1, LockedBy = NULL, LockedUntilUtc = NULL, AvailableAtUtc = $2, LastError = $3
- WHERE Id = $4 AND Status = 'Processing' AND LockedBy = $5 AND LeaseVersion = $6";
+ WHERE Id = $4 AND Status = 'Processing' AND LockedBy = $5 AND LeaseVersion = $6
+   AND Seeding = $7";
 
 /// Leasing off: Processed, asking nobody.
 const MARK_SQL: &str = "
@@ -54,6 +56,7 @@ impl PgStore {
                     &lease.owner,
                     &lease.version,
                     &now,
+                    &lease.seeding,
                 ],
             )?
             .map(|r| r.get(0));
@@ -87,7 +90,10 @@ impl PgStore {
         let rec = self.recorder()?;
         let mut tx = self.client.transaction()?;
         let attempts: Option<i64> = tx
-            .query_opt(&held, &[&lease.id, &lease.owner, &lease.version])?
+            .query_opt(
+                &held,
+                &[&lease.id, &lease.owner, &lease.version, &lease.seeding],
+            )?
             .map(|r| r.get(0));
         let Some(attempts) = attempts else {
             tx.rollback()?;
@@ -116,6 +122,7 @@ impl PgStore {
                 &lease.id,
                 &lease.owner,
                 &lease.version,
+                &lease.seeding,
             ],
         )?;
         let kind = match status {

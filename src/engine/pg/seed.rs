@@ -104,8 +104,9 @@ impl PgStore {
         )?;
         let id: i64 = tx
             .query_one(
-                "INSERT INTO OutboxMessages (PaymentKey, Status, CreatedAtUtc)
-                 VALUES ($1, 'Pending', $2) RETURNING Id",
+                "INSERT INTO OutboxMessages (PaymentKey, Status, CreatedAtUtc, Seeding)
+                 VALUES ($1, 'Pending', $2, (SELECT COALESCE(MAX(Seeding), 0) FROM Seedings))
+                 RETURNING Id",
                 &[&key, &now],
             )?
             .get(0);
@@ -143,6 +144,14 @@ fn seed_range(
     for key in &keys {
         provider.create_payment(key);
     }
+    if from == 1 {
+        // A new seeding, numbered after every earlier one (`Seedings` is never emptied).
+        tx.execute(
+            "INSERT INTO Seedings (Seeding, AtUtc)
+             VALUES ((SELECT COALESCE(MAX(Seeding), 0) + 1 FROM Seedings), $1)",
+            &[&now],
+        )?;
+    }
     tx.execute(
         "INSERT INTO Payments (IdempotencyKey, Amount, PaymentStatus, CreatedAtUtc)
          SELECT k, a, 'Pending', $3 FROM unnest($1::text[], $2::bigint[]) AS p (k, a)",
@@ -150,8 +159,9 @@ fn seed_range(
     )?;
     // WITH ORDINALITY keeps the ids in payment order.
     tx.execute(
-        "INSERT INTO OutboxMessages (PaymentKey, Status, CreatedAtUtc)
-         SELECT k, 'Pending', $2 FROM unnest($1::text[]) WITH ORDINALITY AS p (k, i)
+        "INSERT INTO OutboxMessages (PaymentKey, Status, CreatedAtUtc, Seeding)
+         SELECT k, 'Pending', $2, (SELECT COALESCE(MAX(Seeding), 0) FROM Seedings)
+           FROM unnest($1::text[]) WITH ORDINALITY AS p (k, i)
           ORDER BY i",
         &[&keys, &now],
     )?;

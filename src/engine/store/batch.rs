@@ -67,7 +67,14 @@ impl Store {
             let mut outcomes = Vec::with_capacity(results.len());
             let mut guard = tx.prepare_cached(GUARDED_FINALIZE_SQL)?;
             for (lease, check) in results {
-                if guard.execute(params![now, lease.id, lease.owner, lease.version])? == 1 {
+                if guard.execute(params![
+                    now,
+                    lease.id,
+                    lease.owner,
+                    lease.version,
+                    lease.seeding
+                ])? == 1
+                {
                     write_answer(tx, &lease.key, check)?;
                     outcomes.push(FinalizeOutcome::Committed);
                 } else {

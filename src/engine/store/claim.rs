@@ -32,7 +32,7 @@ UPDATE OutboxMessages
    AND ",
     claimable!(),
     "
-RETURNING Id, PaymentKey, LeaseVersion"
+RETURNING Id, PaymentKey, LeaseVersion, Seeding"
 );
 
 /// The conditional update of one chosen message.
@@ -42,7 +42,7 @@ const TAKE_LEASE_SQL: &str = concat!(
             LeaseVersion = LeaseVersion + 1, Attempts = Attempts + 1
       WHERE Id = :id AND ",
     claimable!(),
-    " RETURNING PaymentKey, LeaseVersion"
+    " RETURNING PaymentKey, LeaseVersion, Seeding"
 );
 
 /// The live lease of another worker that runs out first: what an empty claim waits for.
@@ -82,6 +82,7 @@ impl Store {
                             owner: worker.to_string(),
                             until_ms: until,
                             version: r.get(2)?,
+                            seeding: r.get(3)?,
                         })
                     },
                 )
@@ -196,19 +197,20 @@ pub(super) fn take_lease(
     lease_ms: i64,
 ) -> Result<Option<Lease>> {
     let until = now + lease_ms;
-    let row: Option<(String, i64)> = tx
+    let row: Option<(String, i64, i64)> = tx
         .prepare_cached(TAKE_LEASE_SQL)?
         .query_row(
             named_params! {":worker": worker, ":until": until, ":id": id, ":now": now},
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .optional()?;
-    Ok(row.map(|(key, version)| Lease {
+    Ok(row.map(|(key, version, seeding)| Lease {
         id,
         key,
         owner: worker.to_string(),
         until_ms: until,
         version,
+        seeding,
     }))
 }
 

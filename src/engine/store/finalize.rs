@@ -14,7 +14,8 @@ pub(super) const WRITE_ANSWER_SQL: &str =
 /// Processed, only while this worker still holds this lease (the fencing token included).
 pub(super) const GUARDED_FINALIZE_SQL: &str = "UPDATE OutboxMessages
     SET Status = 'Processed', ProcessedAtUtc = ?1, LockedUntilUtc = NULL
-  WHERE Id = ?2 AND Status = 'Processing' AND LockedBy = ?3 AND LeaseVersion = ?4";
+  WHERE Id = ?2 AND Status = 'Processing' AND LockedBy = ?3 AND LeaseVersion = ?4
+    AND Seeding = ?5";
 
 /// Write the provider's answer onto the payment of `key`.
 pub(super) fn write_answer(
@@ -46,7 +47,8 @@ impl Store {
                 now,
                 lease.id,
                 lease.owner,
-                lease.version
+                lease.version,
+                lease.seeding
             ])?;
             let about = |kind| NewEvent {
                 version: Some(lease.version),

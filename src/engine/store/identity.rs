@@ -165,10 +165,10 @@ fn marker_and_schema(conn: &Connection, shown: &str) -> Result<Identity> {
     }
     let ours = app_id == APPLICATION_ID;
     if ours && (1..SCHEMA_VERSION).contains(&version) {
-        let lacks = if version == 1 {
-            "without retries, dead letters or the LeaseEvents table"
-        } else {
-            "without the LeaseEvents table"
+        let lacks = match version {
+            1 => "without retries, dead letters or the LeaseEvents table",
+            2 => "without the LeaseEvents table",
+            _ => "without the seeding a lease fences on",
         };
         return Err(StoreError::Foreign(format!(
             "{shown} was made by an earlier leaselab (schema version {version}, {lacks}; this leaselab needs version {SCHEMA_VERSION}); refusing to touch it: remove it or pass another --db"

@@ -62,7 +62,7 @@ pub const SCHEMA_SQL: &str = include_str!("../../../assets/schema.sql");
 /// files from another application's before anything is written.
 pub const APPLICATION_ID: i32 = 0x4C53_4C42;
 /// `PRAGMA user_version`: the version of `assets/schema.sql` a database was made with.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 /// The longest absolute database path SQLite opens: its 512-byte path buffer must also
 /// hold the `-journal` name.
 pub const MAX_PATH_BYTES: usize = 504;
@@ -194,6 +194,9 @@ pub struct Lease {
     pub until_ms: i64,
     /// The fencing token this claim produced.
     pub version: i64,
+    /// The seeding of the row it was taken on: fenced on with `version`, so a lease from
+    /// before a reseed never matches a row after it (versions start again per seeding).
+    pub seeding: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -73,17 +73,19 @@ pub enum FailOutcome {
 const HEARTBEAT_SQL: &str = "UPDATE OutboxMessages
     SET LockedUntilUtc = MAX(LockedUntilUtc, :until)
   WHERE Id = :id AND Status = 'Processing' AND LockedBy = :worker
-    AND LeaseVersion = :version AND LockedUntilUtc >= :now
+    AND LeaseVersion = :version AND Seeding = :seeding AND LockedUntilUtc >= :now
 RETURNING LockedUntilUtc";
 
 /// The attempts of a message this worker still holds.
 const HELD_ATTEMPTS_SQL: &str = "SELECT Attempts FROM OutboxMessages
-  WHERE Id = :id AND Status = 'Processing' AND LockedBy = :worker AND LeaseVersion = :version";
+  WHERE Id = :id AND Status = 'Processing' AND LockedBy = :worker AND LeaseVersion = :version
+    AND Seeding = :seeding";
 
 const RELEASE_SQL: &str = "UPDATE OutboxMessages
     SET Status = :status, LockedBy = NULL, LockedUntilUtc = NULL,
         AvailableAtUtc = :available, LastError = :error
-  WHERE Id = :id AND Status = 'Processing' AND LockedBy = :worker AND LeaseVersion = :version";
+  WHERE Id = :id AND Status = 'Processing' AND LockedBy = :worker AND LeaseVersion = :version
+    AND Seeding = :seeding";
 
 const REDRIVE_ALL_SQL: &str = "UPDATE OutboxMessages
     SET Status = 'Pending', Attempts = 0, AvailableAtUtc = :now
@@ -108,7 +110,7 @@ impl Store {
                 .query_row(
                     named_params! {
                         ":until": now + lease_ms, ":id": lease.id, ":worker": lease.owner,
-                        ":version": lease.version, ":now": now,
+                        ":version": lease.version, ":seeding": lease.seeding, ":now": now,
                     },
                     |r| r.get(0),
                 )
@@ -145,6 +147,7 @@ impl Store {
         self.write(|tx, shared| {
             let held = named_params! {
                 ":id": lease.id, ":worker": lease.owner, ":version": lease.version,
+                ":seeding": lease.seeding,
             };
             let attempts: Option<i64> = tx
                 .prepare_cached(HELD_ATTEMPTS_SQL)?
@@ -173,6 +176,7 @@ impl Store {
             tx.prepare_cached(RELEASE_SQL)?.execute(named_params! {
                 ":status": status, ":available": available, ":error": error,
                 ":id": lease.id, ":worker": lease.owner, ":version": lease.version,
+                ":seeding": lease.seeding,
             })?;
             let kind = match outcome {
                 FailOutcome::DeadLettered { .. } => LeaseEventKind::DeadLettered,

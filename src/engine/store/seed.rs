@@ -32,8 +32,14 @@ pub fn payment_key(n: u64) -> String {
 const INSERT_PAYMENT_SQL: &str =
     "INSERT INTO Payments (IdempotencyKey, Amount, PaymentStatus, CreatedAtUtc)
      VALUES (?1, ?2, 'Pending', ?3)";
+/// A message of the newest seeding.
 const INSERT_MESSAGE_SQL: &str =
-    "INSERT INTO OutboxMessages (PaymentKey, Status, CreatedAtUtc) VALUES (?1, 'Pending', ?2)";
+    "INSERT INTO OutboxMessages (PaymentKey, Status, CreatedAtUtc, Seeding)
+     VALUES (?1, 'Pending', ?2, (SELECT COALESCE(MAX(Seeding), 0) FROM Seedings))";
+
+/// A new seeding, numbered after every earlier one (`Seedings` is never emptied).
+const NEW_SEEDING_SQL: &str = "INSERT INTO Seedings (Seeding, AtUtc)
+     VALUES ((SELECT COALESCE(MAX(Seeding), 0) + 1 FROM Seedings), ?1)";
 
 impl Store {
     /// Remove every row (the next seeding starts from an empty outbox).
@@ -55,6 +61,9 @@ impl Store {
         while n <= count {
             let end = (n + CHUNK - 1).min(count);
             self.write(|tx, _| {
+                if n == 1 {
+                    tx.prepare_cached(NEW_SEEDING_SQL)?.execute([now])?;
+                }
                 let mut pay = tx.prepare_cached(INSERT_PAYMENT_SQL)?;
                 let mut out = tx.prepare_cached(INSERT_MESSAGE_SQL)?;
                 for i in n..=end {

@@ -1,6 +1,6 @@
 //! Read queries: counts, rows, the schema and the checker's questions.
 
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 
 use super::{MessageRow, OutboxCounts, PaymentCounts, PaymentRow, Result, RowsPerKey, Store};
 
@@ -49,6 +49,18 @@ impl Store {
 
     /// Rows in the outbox. Ids are dense from 1 (rows are only ever deleted all together),
     /// so the highest id is the count, found without reading the rows.
+    /// When the newest seeding was made, on its maker's clock.
+    pub fn seeded_at(&self) -> Result<Option<i64>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT AtUtc FROM Seedings ORDER BY Seeding DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
     pub fn message_count(&self) -> Result<u64> {
         let n: i64 = self
             .conn

@@ -65,6 +65,8 @@ impl External {
                     owner: ev.actor.clone(),
                     until_ms: *until_ms,
                     version: *version,
+                    // Shown, never written with: the watcher takes no lease.
+                    seeding: 0,
                 })
             }
             EventKind::Finalized { id, .. }
