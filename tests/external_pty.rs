@@ -260,3 +260,37 @@ fn processes_die_with_a_dashboard_killed_without_warning() {
         kids.iter().all(|p| gone(*p))
     });
 }
+
+/// The figure on the ledger line that starts with `label`, as drawn.
+fn ledger_figure(screen: &str, label: &str) -> Option<String> {
+    screen
+        .lines()
+        .filter_map(|l| {
+            l.split('│')
+                .find(|cell| cell.trim_start().starts_with(label))
+        })
+        .map(|cell| cell.split_whitespace().last().unwrap_or("").to_string())
+        .next()
+}
+
+#[test]
+fn processes_log_an_added_payment_once_and_count_a_killed_process_as_a_crash() {
+    let (mut d, _kids) = open_processes();
+    d.press("p");
+    d.wait_for_text("added payment PAY-007");
+    // The dashboard's own write comes back through the events table: one line, not two.
+    let added = d.screen().matches("added payment PAY-007").count();
+    assert_eq!(added, 1, "{}", d.screen());
+    d.press("c");
+    d.wait_for_text("killed with SIGKILL");
+    let deadline = Instant::now() + DEADLINE;
+    while ledger_figure(&d.screen(), "crashes").as_deref() != Some("1") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match d.output.recv_timeout(left) {
+            Ok(bytes) => d.parser.process(&bytes),
+            Err(e) => panic!("{e:?}: the kill is not counted as a crash:\n{}", d.screen()),
+        }
+    }
+    d.press("q");
+    assert!(d.wait_for_exit().success());
+}

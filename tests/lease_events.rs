@@ -139,7 +139,7 @@ fn a_rejected_finalize_writes_its_row_and_nothing_else() {
 }
 
 #[test]
-fn heartbeats_failed_attempts_and_dead_letters_write_rows_and_a_lost_lease_writes_none() {
+fn heartbeats_failed_attempts_dead_letters_and_a_lost_lease_write_rows() {
     let (_d, mut s) = fresh(1);
     let policy = RetryPolicy::new(10, 10, 2).unwrap();
     let first = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
@@ -149,7 +149,8 @@ fn heartbeats_failed_attempts_and_dead_letters_write_rows_and_a_lost_lease_write
     );
     s.fail_attempt(&first, "timeout", T0 + 200, &policy)
         .unwrap();
-    // The lease is gone now: neither a heartbeat nor a failure of it writes a row.
+    // The lease is gone now: a heartbeat finds it lost and says so in a row (a watcher
+    // sees the worker drop the message); a failure reported late writes nothing.
     assert_eq!(s.heartbeat(&first, T0 + 201, LEASE).unwrap().0, None);
     let before = kinds(&s).len();
     s.fail_attempt(&first, "late", T0 + 202, &policy).unwrap();
@@ -164,13 +165,19 @@ fn heartbeats_failed_attempts_and_dead_letters_write_rows_and_a_lost_lease_write
             LeaseEventKind::Claimed,
             LeaseEventKind::Heartbeat,
             LeaseEventKind::Retry,
+            LeaseEventKind::LeaseLost,
             LeaseEventKind::Claimed,
             LeaseEventKind::DeadLettered,
         ]
     );
     let rows = s.all_events().unwrap();
     assert_eq!(rows[2].until_ms, Some(T0 + 100 + LEASE));
-    assert_eq!(rows[5].detail.as_deref(), Some("timeout again"));
+    assert_eq!(
+        (rows[4].worker.as_str(), rows[4].version),
+        ("Worker-A", Some(1))
+    );
+    assert_eq!(rows[4].until_ms, None);
+    assert_eq!(rows[6].detail.as_deref(), Some("timeout again"));
 }
 
 #[test]

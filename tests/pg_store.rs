@@ -548,7 +548,17 @@ fn a_heartbeat_extends_only_the_holders_live_lease_and_never_shortens_it() {
     assert_eq!(store.heartbeat(&a, late, LEASE).unwrap().0, None, "expired");
     let row = &store.messages(0, 1).unwrap()[0];
     assert_eq!(row.locked_until_ms, Some(NOW + 100 + LEASE));
-    assert_eq!(kinds(&mut store), ["Claimed", "Heartbeat", "Heartbeat"]);
+    // Each heartbeat that found its lease gone wrote a LeaseLost row for a watcher.
+    assert_eq!(
+        kinds(&mut store),
+        [
+            "Claimed",
+            "Heartbeat",
+            "Heartbeat",
+            "LeaseLost",
+            "LeaseLost"
+        ]
+    );
 }
 
 #[test]

@@ -160,3 +160,68 @@ fn the_verdict_waits_for_the_events_of_rows_already_processed() {
     assert!(first.passed(), "{first:?}");
     assert_eq!(first.processed, 3);
 }
+
+/// A worker that wakes after its lease ran out and was taken over finds it lost: the
+/// watcher shows the loss from the events table, counts it, ends the sleeper's lease bar at
+/// its expiry (not at the takeover or now), and shows crashes it cannot know as `-`.
+#[test]
+fn a_watcher_sees_a_lost_lease_and_draws_no_lease_past_its_expiry() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("class.db");
+    let opts = DashboardOptions {
+        db: Some(db.clone()),
+        messages: Some(1),
+        watch: true,
+        ..DashboardOptions::default()
+    };
+    let mut app = App::external(ExternalMode::Watch, opts, Theme::plain()).unwrap();
+    let mut store = Store::open(&db, Arc::new(StoreShared::default())).unwrap();
+    let t0 = wall_now_ms() - 10_000;
+    let ClaimOutcome::Claimed(sleepy) = store.claim_next("sleepy", t0, 1_000).unwrap().0 else {
+        panic!("nothing to claim");
+    };
+    let ClaimOutcome::Claimed(_) = store.claim_next("waker", t0 + 2_000, 60_000).unwrap().0 else {
+        panic!("the expired lease was not taken over");
+    };
+    // sleepy wakes from its SIGSTOP and beats: no row changes, a LeaseLost row says so.
+    assert_eq!(store.heartbeat(&sleepy, t0 + 3_000, 1_000).unwrap().0, None);
+    let start = Instant::now();
+    let text = loop {
+        app.absorb_events();
+        let lines = frame_text(&mut app);
+        if app.ledger.leases_lost == 1 && lines.contains("LEASE LOST PAY-001") {
+            break lines;
+        }
+        assert!(start.elapsed() < DEADLINE, "no lost lease seen:\n{lines}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        text.contains("LEASE LOST PAY-001: sleepy woke after its lease ran out"),
+        "{text}"
+    );
+    // The sleeper's lease bar ends at its expiry, and so is not drawn beside the waker's.
+    let lane = app
+        .timeline
+        .lanes
+        .iter()
+        .find(|l| l.segments.iter().any(|s| s.from_ms == t0))
+        .expect("sleepy's lane");
+    let bar = lane.segments.iter().find(|s| s.from_ms == t0).unwrap();
+    assert_eq!(bar.to_ms, Some(t0 + 1_000), "{bar:?}");
+    // A watcher cannot see crashes, empty or blocked claims: `-`, never a false 0.
+    assert!(text.contains("blocked -"), "{text}");
+}
+
+fn frame_text(app: &mut App) -> String {
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
+    leaselab::ui::draw(&mut t, app).unwrap();
+    let buf = t.backend().buffer();
+    (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

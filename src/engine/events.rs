@@ -208,7 +208,8 @@ impl Event {
                 hms(*until_ms)
             )),
             EventKind::LeaseLost { key, version, .. } => Some(format!(
-                "LEASE LOST {key} (lease v{version}): heartbeat changed no row, dropped"
+                "LEASE LOST {key}: {} woke after its lease ran out (lease v{version}), dropped it",
+                self.actor
             )),
             EventKind::Marked { key, status, .. } => {
                 Some(format!("MARKED {key} {} without a lease", status.as_str()))

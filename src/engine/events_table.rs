@@ -10,7 +10,6 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 
 use super::backend::Db;
-use super::clock::hms;
 use super::events::{Event, EventKind, ENGINE};
 use super::pg::PgStore;
 use super::provider::ProviderStatus;
@@ -142,12 +141,13 @@ fn row_events(row: &LeaseEventRow, event: impl Fn(EventKind) -> Event) -> Vec<Ev
                 status,
             }),
         ],
-        LeaseEventKind::Heartbeat => vec![event(EventKind::Note {
-            text: format!(
-                "HEARTBEAT {key}: lease v{version} extended to {}",
-                hms(row.until_ms.unwrap_or(row.at_ms))
-            ),
+        LeaseEventKind::Heartbeat => vec![event(EventKind::Heartbeat {
+            id,
+            key,
+            version,
+            until_ms: row.until_ms.unwrap_or(row.at_ms),
         })],
+        LeaseEventKind::LeaseLost => vec![event(EventKind::LeaseLost { id, key, version })],
         LeaseEventKind::Retry | LeaseEventKind::DeadLettered => {
             let what = if row.kind == LeaseEventKind::Retry {
                 "FAILED ATTEMPT, retried later"

@@ -52,6 +52,8 @@ impl Engine {
             workers: Vec::new(),
             events_tx,
             events_rx,
+            // Whatever a guest writes, its tail of the events table reads back.
+            table_events: true,
             _lock: None,
             _tmp: None,
         })

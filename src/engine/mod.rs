@@ -88,6 +88,9 @@ pub struct Engine {
     workers: Vec<WorkerHandle>,
     events_tx: Sender<Event>,
     events_rx: Receiver<Event>,
+    /// A reader of the `LeaseEvents` table sends the events of this engine's own writes
+    /// (seeding, an added payment): the engine does not send them a second time.
+    table_events: bool,
     /// This process's claim on a kept database, released after the connections close.
     _lock: Option<DbLock>,
     /// Dropped last: removes the temporary database folder.
@@ -127,6 +130,7 @@ impl Engine {
             workers: Vec::new(),
             events_tx,
             events_rx,
+            table_events: false,
             _lock: lock,
             _tmp: tmp,
         };
@@ -148,9 +152,11 @@ impl Engine {
         self.store.empty()?;
         self.store
             .seed(&self.provider, self.config.messages, self.clock.now())?;
-        self.emit(EventKind::Seeded {
-            messages: self.config.messages,
-        });
+        if !self.table_events {
+            self.emit(EventKind::Seeded {
+                messages: self.config.messages,
+            });
+        }
         Ok(())
     }
 
@@ -163,6 +169,12 @@ impl Engine {
             settings: self.settings.clone(),
             events: self.events_tx.clone(),
         }
+    }
+
+    /// From now on a reader of the `LeaseEvents` table brings the events of this engine's
+    /// seedings and added payments: they are not sent here as well.
+    pub fn events_from_table(&mut self) {
+        self.table_events = true;
     }
 
     /// Emit an event on behalf of the engine itself.
@@ -340,10 +352,12 @@ impl Engine {
         let msg =
             self.store
                 .add_payment(&self.provider, &key, store::amount_for(n), self.clock.now())?;
-        self.emit(EventKind::MessageAdded {
-            id: msg.id,
-            key: msg.key,
-        });
+        if !self.table_events {
+            self.emit(EventKind::MessageAdded {
+                id: msg.id,
+                key: msg.key,
+            });
+        }
         Ok(())
     }
 

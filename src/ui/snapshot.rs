@@ -135,6 +135,19 @@ pub struct LedgerFigures {
     pub dead_now: u64,
     pub heartbeats: u64,
     pub leases_lost: u64,
+    /// Figures this dashboard cannot know, shown as `-` rather than a false 0.
+    pub unknown: Unknown,
+}
+
+/// What a dashboard of worker processes cannot count: the events table holds no empty or
+/// blocked claims, and a watcher learns of a crash or a restart only from a worker's
+/// silence or a new name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Unknown {
+    /// Empty and blocked claims (and idle polls).
+    pub claims: bool,
+    /// Crashes and restarts.
+    pub crashes: bool,
 }
 
 /// The next story step, for the status strip.

@@ -28,6 +28,8 @@ pub struct Segment {
     pub from_ms: i64,
     /// None while it lasts.
     pub to_ms: Option<i64>,
+    /// A lease's expiry, moved on by heartbeats: a lease still open is drawn no further.
+    pub until_ms: Option<i64>,
     /// How it ended, drawn just after it.
     pub end: Option<MarkKind>,
 }
@@ -88,20 +90,41 @@ impl Lane {
         self.marks.push_back(Mark { at_ms, kind });
     }
 
-    /// End the running segment, if any; true when there was one.
+    /// End the running segment, if any; true when there was one. A lease that ran out
+    /// before `at_ms` ends at its expiry, and `end` is marked apart at `at_ms`.
     fn close(&mut self, at_ms: i64, end: Option<MarkKind>) -> bool {
-        match self.segments.back_mut() {
+        let expired = match self.segments.back_mut() {
             Some(s) if s.to_ms.is_none() => {
-                s.to_ms = Some(at_ms.max(s.from_ms));
-                s.end = end;
-                true
+                let expired = s.until_ms.filter(|u| *u < at_ms);
+                s.to_ms = Some(expired.unwrap_or(at_ms).max(s.from_ms));
+                s.end = if expired.is_some() { None } else { end };
+                expired.is_some()
             }
-            _ => false,
+            _ => return false,
+        };
+        if let (true, Some(end)) = (expired, end) {
+            self.mark(at_ms, end);
         }
+        true
     }
 
     fn current(&self) -> Option<&Segment> {
         self.segments.back().filter(|s| s.to_ms.is_none())
+    }
+
+    /// The running lease on message `id`, if this lane holds one.
+    fn lease_on(&mut self, id: i64) -> Option<&mut Segment> {
+        self.segments
+            .back_mut()
+            .filter(|s| s.to_ms.is_none() && s.kind == SegmentKind::Lease && s.id == id)
+    }
+
+    /// End the running lease on `id`, if this lane holds one (at its expiry if that came
+    /// before `at_ms`).
+    fn end_lease(&mut self, id: i64, at_ms: i64) {
+        if self.lease_on(id).is_some() {
+            self.close(at_ms, None);
+        }
     }
 
     /// A copy of what happened from `ms` on: stretches still running or ending after it.
@@ -148,9 +171,19 @@ impl Timeline {
         }
         let Some(slot) = ev.slot else { return };
         let at = ev.at_ms;
+        if let EventKind::Claimed { id, .. } = &ev.kind {
+            // A takeover: the lease it replaces ended (at its expiry) in whatever lane.
+            for (i, other) in self.lanes.iter_mut().enumerate() {
+                if i != slot {
+                    other.end_lease(*id, at);
+                }
+            }
+        }
         let lane = self.lane(slot);
         match &ev.kind {
-            EventKind::Claimed { id, key, .. } => {
+            EventKind::Claimed {
+                id, key, until_ms, ..
+            } => {
                 lane.unowned_since = None;
                 lane.close(at, None);
                 lane.open(Segment {
@@ -159,9 +192,16 @@ impl Timeline {
                     kind: SegmentKind::Lease,
                     from_ms: at,
                     to_ms: None,
+                    until_ms: Some(*until_ms),
                     end: None,
                 });
             }
+            EventKind::Heartbeat { id, until_ms, .. } => {
+                if let Some(seg) = lane.lease_on(*id) {
+                    seg.until_ms = Some(seg.until_ms.unwrap_or(*until_ms).max(*until_ms));
+                }
+            }
+            EventKind::LeaseLost { id, .. } => lane.end_lease(*id, at),
             EventKind::ProviderCalled { id, key, .. } => {
                 let owned = lane
                     .current()
@@ -175,6 +215,7 @@ impl Timeline {
                         kind: SegmentKind::Unowned,
                         from_ms,
                         to_ms: None,
+                        until_ms: None,
                         end: None,
                     });
                 }
@@ -183,7 +224,10 @@ impl Timeline {
                 lane.close(at, Some(MarkKind::Finalized));
             }
             EventKind::FinalizeRejected { .. } => {
-                lane.close(at, Some(MarkKind::Rejected));
+                // A lease taken over ended before: the refusal is a mark of its own.
+                if !lane.close(at, Some(MarkKind::Rejected)) {
+                    lane.mark(at, MarkKind::Rejected);
+                }
             }
             EventKind::Marked { .. } => {
                 let closed = lane.close(at, Some(MarkKind::Marked));
@@ -197,13 +241,14 @@ impl Timeline {
                 if !lane.close(at, Some(MarkKind::Crashed)) {
                     lane.mark(at, MarkKind::Crashed);
                 }
-                if let Some((id, key, until)) = holding {
+                if let Some((id, key, until)) = holding.as_ref().filter(|h| h.2 > at) {
                     lane.open(Segment {
                         id: *id,
                         key: Arc::from(key.as_str()),
                         kind: SegmentKind::DeadLease,
                         from_ms: at,
                         to_ms: Some((*until).max(at)),
+                        until_ms: None,
                         end: None,
                     });
                 }

@@ -38,7 +38,7 @@ const LOAD_PENDING_SQL: &str =
 
 impl PgStore {
     /// Extend `lease` to `now + lease_ms` (never shorter than it is). `None`: the lease is
-    /// lost. Returns the new expiry and the write's stamp.
+    /// lost (a `LeaseLost` row says so). Returns the new expiry and the write's stamp.
     pub fn heartbeat(
         &mut self,
         lease: &Lease,
@@ -60,16 +60,17 @@ impl PgStore {
                 ],
             )?
             .map(|r| r.get(0));
-        let stamp = match until {
-            Some(until) => {
-                let event = NewEvent {
-                    until: Some(until),
-                    ..NewEvent::of(lease, "Heartbeat", now)
-                };
-                rec.record(&mut tx, &event)?.1
-            }
-            None => rec.shared.next_seq(),
+        // A lost lease is written too, so a watcher sees the worker drop the message.
+        let kind = if until.is_some() {
+            "Heartbeat"
+        } else {
+            "LeaseLost"
         };
+        let event = NewEvent {
+            until,
+            ..NewEvent::of(lease, kind, now)
+        };
+        let stamp = rec.record(&mut tx, &event)?.1;
         tx.commit()?;
         Ok((until, stamp))
     }

@@ -17,6 +17,8 @@ pub enum LeaseEventKind {
     Marked,
     Retry,
     DeadLettered,
+    /// A heartbeat changed no row: the worker's lease had run out, and it dropped the message.
+    LeaseLost,
 }
 
 impl LeaseEventKind {
@@ -31,6 +33,7 @@ impl LeaseEventKind {
             LeaseEventKind::Marked => "Marked",
             LeaseEventKind::Retry => "Retry",
             LeaseEventKind::DeadLettered => "DeadLettered",
+            LeaseEventKind::LeaseLost => "LeaseLost",
         }
     }
 
@@ -46,6 +49,7 @@ impl LeaseEventKind {
             Marked,
             Retry,
             DeadLettered,
+            LeaseLost,
         ]
         .into_iter()
         .find(|k| k.as_str() == text)

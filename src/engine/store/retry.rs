@@ -97,7 +97,8 @@ const REDRIVE_KEY_SQL: &str = "UPDATE OutboxMessages
 
 impl Store {
     /// Extend `lease` to `now + lease_ms` (never shorter than it is). `None`: zero rows
-    /// changed, the lease is lost and the worker must stop this message.
+    /// changed, the lease is lost and the worker must stop this message; a `LeaseLost` row
+    /// says so.
     pub fn heartbeat(
         &mut self,
         lease: &Lease,
@@ -115,22 +116,19 @@ impl Store {
                     |r| r.get(0),
                 )
                 .optional()?;
-            if let Some(until) = until {
-                record(
-                    tx,
-                    &NewEvent {
-                        version: Some(lease.version),
-                        until_ms: Some(until),
-                        ..NewEvent::about(
-                            LeaseEventKind::Heartbeat,
-                            now,
-                            &lease.owner,
-                            lease.id,
-                            &lease.key,
-                        )
-                    },
-                )?;
-            }
+            // A lost lease is written too, so a watcher sees the worker drop the message.
+            let kind = match until {
+                Some(_) => LeaseEventKind::Heartbeat,
+                None => LeaseEventKind::LeaseLost,
+            };
+            record(
+                tx,
+                &NewEvent {
+                    version: Some(lease.version),
+                    until_ms: until,
+                    ..NewEvent::about(kind, now, &lease.owner, lease.id, &lease.key)
+                },
+            )?;
             Ok(((until, shared.next_seq()), End::Commit))
         })
     }

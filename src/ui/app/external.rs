@@ -4,7 +4,9 @@
 //! turned into the same events that thread workers send, so the ledger, timeline, log and
 //! history check work unchanged. The clock is the wall clock: it cannot pause or jump.
 
-use crate::engine::backend::Db;
+use std::collections::HashSet;
+
+use crate::engine::backend::{Db, Outbox};
 use crate::engine::events::{Event, EventKind};
 use crate::engine::events_table::{Tail, TAIL_EVERY};
 use crate::engine::ledger::{HistoryStep, Ledger};
@@ -30,11 +32,14 @@ pub struct External {
     _tail: Tail,
     /// By slot: the newest name seen there (`Worker-A#2`, `laptop-3`).
     names: Vec<String>,
-    /// By slot: the lease of its last claim, until a result for that message is written.
+    /// By slot: the lease of its last claim, until a result for that message is written or
+    /// the worker finds the lease lost.
     holding: Vec<Option<Lease>>,
     /// What the newest claim or unguarded mark says about the workers' settings.
     pub(super) seen_lease_ms: Option<i64>,
     pub(super) seen_leasing: Option<bool>,
+    /// Worker processes of this dashboard already counted as crashed, by name.
+    reaped: HashSet<String>,
 }
 
 impl External {
@@ -71,6 +76,7 @@ impl External {
             }
             EventKind::Finalized { id, .. }
             | EventKind::FinalizeRejected { id, .. }
+            | EventKind::LeaseLost { id, .. }
             | EventKind::Marked { id, .. } => {
                 if matches!(ev.kind, EventKind::Marked { .. }) {
                     self.seen_leasing = Some(false);
@@ -81,6 +87,39 @@ impl External {
             }
             _ => {}
         }
+    }
+
+    /// Worker processes of this dashboard found gone since the last look (killed, or ended
+    /// on their own): each becomes one crash, holding the lease it held (`row_of` gives its
+    /// expiry now).
+    pub(super) fn reap(&mut self, row_of: impl Fn(i64) -> Option<MessageRow>) -> Vec<Gone> {
+        let Some(c) = self.children.as_mut() else {
+            return Vec::new();
+        };
+        let mut gone = Vec::new();
+        for slot in 0..c.len() {
+            let name = c.name(slot).unwrap_or_default().to_string();
+            if c.state(slot) != ProcessState::Gone || !self.reaped.insert(name.clone()) {
+                continue;
+            }
+            let holding = self
+                .holding
+                .get(slot)
+                .cloned()
+                .flatten()
+                .filter(|l| l.owner == name)
+                .and_then(|l| {
+                    let row = row_of(l.id)?;
+                    (row.locked_by.as_deref() == Some(name.as_str()))
+                        .then(|| (l.id, l.key, row.locked_until_ms.unwrap_or(l.until_ms)))
+                });
+            gone.push(Gone {
+                slot,
+                name,
+                holding,
+            });
+        }
+        gone
     }
 
     pub(super) fn count(&self) -> usize {
@@ -151,6 +190,14 @@ impl External {
     }
 }
 
+/// A worker process found gone: the crash the dashboard reports for it.
+pub(super) struct Gone {
+    slot: usize,
+    name: String,
+    /// The message whose lease it left in the database, and that lease's expiry.
+    holding: Option<(i64, String, i64)>,
+}
+
 /// Who claimed the message of `lease` after it, if anyone.
 fn taken_by(ledger: &Ledger, lease: &Lease) -> Option<String> {
     let m = ledger.messages.get(&lease.id)?;
@@ -160,6 +207,17 @@ fn taken_by(ledger: &Ledger, lease: &Lease) -> Option<String> {
         }
         _ => None,
     })
+}
+
+/// The outbox row of message `id`, read through the dashboard's reader. Ids are dense
+/// from 1, so a message's row is at offset id - 1.
+pub(super) fn row_at(reader: &dyn Outbox, id: i64) -> Option<MessageRow> {
+    let offset = u64::try_from(id - 1).ok()?;
+    reader
+        .messages(offset, 1)
+        .ok()?
+        .into_iter()
+        .find(|r| r.id == id)
 }
 
 /// What a worker's `--db` says for this database. A PostgreSQL URL is not repeated on
@@ -201,6 +259,8 @@ fn open_engine(mode: ExternalMode, config: EngineConfig) -> Result<Engine, Strin
         }
         ExternalMode::Processes => {
             let mut engine = Engine::start(config, true).map_err(|e| e.to_string())?;
+            // The dashboard's tail reads its seeding and added payments back from the table.
+            engine.events_from_table();
             engine.reseed_on_wall_clock().map_err(|e| e.to_string())?;
             Ok(engine)
         }
@@ -254,6 +314,7 @@ impl App {
                 holding: Vec::new(),
                 seen_lease_ms: None,
                 seen_leasing: None,
+                reaped: HashSet::new(),
             }),
             reader,
             events: engine.events().clone(),
@@ -292,6 +353,50 @@ impl App {
         Ok(app)
     }
 
+    /// Count each worker process found gone as a crash: its event goes through the
+    /// ledger, the timeline and the log like a worker thread's.
+    pub(super) fn reap_processes(&mut self) {
+        let Some(x) = &mut self.external else {
+            return;
+        };
+        let reader = &self.reader;
+        let gone = x.reap(|id| row_at(reader.as_ref(), id));
+        for g in gone {
+            let ev = Event {
+                seq: self.engine.shared.next_seq(),
+                at_ms: self.engine.clock.now(),
+                slot: Some(g.slot),
+                actor: g.name,
+                kind: EventKind::Crashed {
+                    holding: g.holding,
+                    panic: None,
+                },
+            };
+            self.apply_event(&ev);
+        }
+    }
+
+    /// Start a new process in `slot` (after `previous`): a restart, as the ledger counts it.
+    fn restart_process(&mut self, slot: usize, previous: String) -> String {
+        let Some(c) = self.external.as_mut().and_then(|x| x.children.as_mut()) else {
+            return String::new();
+        };
+        match c.restart(slot) {
+            Ok(name) => {
+                let ev = Event {
+                    seq: self.engine.shared.next_seq(),
+                    at_ms: self.engine.clock.now(),
+                    slot: Some(slot),
+                    actor: name.clone(),
+                    kind: EventKind::Restarted { previous },
+                };
+                self.apply_event(&ev);
+                format!("{name} started as a new process")
+            }
+            Err(e) => e,
+        }
+    }
+
     /// How many workers the panels show.
     pub fn worker_count(&self) -> usize {
         match &self.external {
@@ -320,19 +425,19 @@ impl App {
                 if c.kill(slot) {
                     self.log
                         .note(self.engine.clock.now(), format!("SIGKILL sent to {name}"));
+                    self.reap_processes();
                     format!("{name} killed with SIGKILL; its lease stays until it runs out")
                 } else {
                     format!("{name} is already gone: r starts a new process")
                 }
             }
-            (Some(c), Action::Restart) => match c.restart(slot) {
-                Ok(name) => {
-                    self.log
-                        .note(self.engine.clock.now(), format!("STARTED process {name}"));
-                    format!("{name} started as a new process")
-                }
-                Err(e) => e,
-            },
+            (Some(c), Action::Restart) => {
+                let previous = c.name(slot).unwrap_or_default().to_string();
+                // A live one is killed first: that is a crash, counted as one.
+                c.kill(slot);
+                self.reap_processes();
+                self.restart_process(slot, previous)
+            }
             (Some(c), Action::TogglePause) => {
                 let name = c.name(slot).unwrap_or_default().to_string();
                 let stop = !c.is_stopped(slot);

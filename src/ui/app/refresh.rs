@@ -12,7 +12,7 @@ use crate::engine::worker::WorkerHandle;
 use super::super::render::timeline;
 use super::super::snapshot::{
     DbView, LedgerFigures, LessonView, LogView, MessageHistoryView, StoryView, ThroughputView,
-    WorkerView,
+    Unknown, WorkerView,
 };
 use super::{App, LessonMode};
 
@@ -35,6 +35,7 @@ impl App {
         self.ui.table_page = table_rows.max(1);
         self.ui.log_page = log_rows.max(1);
         self.read_db(table_rows);
+        self.reap_processes();
         self.count_idle_polls();
         self.ui.clamp_to(self.snap.db.total, self.log.len());
         let s = &self.engine.settings;
@@ -58,16 +59,9 @@ impl App {
                     None => ("watching ", "worker processes".to_string()),
                 };
                 let reader = &self.reader;
-                // Ids are dense from 1, so a message's row is at offset id - 1.
-                let row_of = |id: i64| {
-                    let offset = u64::try_from(id - 1).ok()?;
-                    reader
-                        .messages(offset, 1)
-                        .ok()?
-                        .into_iter()
-                        .find(|r| r.id == id)
-                };
-                x.views(now_ms, &self.ledger, row_of)
+                x.views(now_ms, &self.ledger, |id| {
+                    super::external::row_at(reader.as_ref(), id)
+                })
             }
             None => self
                 .engine
@@ -391,6 +385,15 @@ impl App {
             dead_now: l.dead.len() as u64,
             heartbeats: l.heartbeats,
             leases_lost: l.leases_lost,
+            // Worker processes: their empty and blocked claims are never written; a watcher
+            // only guesses at crashes, while --processes sees its children die.
+            unknown: match &self.external {
+                None => Unknown::default(),
+                Some(x) => Unknown {
+                    claims: true,
+                    crashes: x.children.is_none(),
+                },
+            },
         }
     }
 

@@ -37,19 +37,29 @@ fn verdict_title(s: &Snapshot, t: &Theme) -> Line<'static> {
     .right_aligned()
 }
 
+/// A figure as shown: `-` when the dashboard cannot know it.
+fn shown(n: u64, unknown: bool) -> String {
+    if unknown {
+        "-".to_string()
+    } else {
+        n.to_string()
+    }
+}
+
 fn claims_line(l: &LedgerFigures, t: &Theme, wide: bool) -> Line<'static> {
+    let unknown = l.unknown.claims;
     let mut line = Line::from(vec![
         Span::raw(if wide { "claims  ok " } else { "claims ok " }),
         styled(l.claims_ok.to_string(), t.good),
         Span::raw(" · empty "),
-        Span::raw(l.claims_empty.to_string()),
+        Span::raw(shown(l.claims_empty, unknown)),
         Span::raw(" · blocked "),
         styled(
-            l.claims_blocked.to_string(),
+            shown(l.claims_blocked, unknown),
             if l.claims_blocked > 0 { t.warn } else { t.base },
         ),
     ]);
-    if wide && l.idle_polls > 0 {
+    if wide && l.idle_polls > 0 && !unknown {
         line.push_span(styled(format!(" · idle {}", l.idle_polls), t.dim));
     }
     line
@@ -96,7 +106,8 @@ fn figure_lines(l: &LedgerFigures, t: &Theme, width: usize, rows: usize) -> Vec<
     }
     figures.extend(extra.into_iter().take(if short { 0 } else { room }));
     for (label, n, style) in figures {
-        let mut number = n.to_string();
+        let unknown = l.unknown.crashes && matches!(label, "crashes" | "restarts");
+        let mut number = shown(n, unknown);
         let mut label = label;
         // An idempotent provider answers repeats without a new side effect: show both.
         if label == "provider status checks" && l.provider_idempotent {
@@ -185,9 +196,9 @@ fn story_line(l: &LedgerFigures, t: &Theme) -> Line<'static> {
             if l.reclaims > 0 { t.warn } else { t.base },
         ),
         Span::raw(", crashes "),
-        Span::raw(l.crashes.to_string()),
+        Span::raw(shown(l.crashes, l.unknown.crashes)),
         Span::raw(", restarts "),
-        Span::raw(l.restarts.to_string()),
+        Span::raw(shown(l.restarts, l.unknown.crashes)),
     ])
 }
 

@@ -141,10 +141,12 @@ impl Window {
         (ms - self.start).div_euclid(self.mpc)
     }
 
-    /// First and last column of a stretch; one still running ends now.
+    /// First and last column of a stretch; one still running ends now, or at the expiry of
+    /// its lease if that has passed.
     fn cols(&self, seg: &Segment) -> (i64, i64) {
         let from = self.col(seg.from_ms);
-        (from, self.col(seg.to_ms.unwrap_or(self.now_ms)).max(from))
+        let open_end = seg.until_ms.map_or(self.now_ms, |u| u.min(self.now_ms));
+        (from, self.col(seg.to_ms.unwrap_or(open_end)).max(from))
     }
 }
 
