@@ -179,14 +179,20 @@ impl Timeline {
                 }
             }
         }
-        let lane = self.lane(slot);
-        match &ev.kind {
+        self.lane(slot).apply(&ev.kind, at);
+    }
+}
+
+impl Lane {
+    /// One event of this lane's worker, at `at`.
+    fn apply(&mut self, kind: &EventKind, at: i64) {
+        match kind {
             EventKind::Claimed {
                 id, key, until_ms, ..
             } => {
-                lane.unowned_since = None;
-                lane.close(at, None);
-                lane.open(Segment {
+                self.unowned_since = None;
+                self.close(at, None);
+                self.open(Segment {
                     id: *id,
                     key: Arc::from(key.as_str()),
                     kind: SegmentKind::Lease,
@@ -197,69 +203,73 @@ impl Timeline {
                 });
             }
             EventKind::Heartbeat { id, until_ms, .. } => {
-                if let Some(seg) = lane.lease_on(*id) {
+                if let Some(seg) = self.lease_on(*id) {
                     seg.until_ms = Some(seg.until_ms.unwrap_or(*until_ms).max(*until_ms));
                 }
             }
-            EventKind::LeaseLost { id, .. } => lane.end_lease(*id, at),
-            EventKind::ProviderCalled { id, key, .. } => {
-                let owned = lane
-                    .current()
-                    .is_some_and(|s| s.id == *id && s.kind == SegmentKind::Lease);
-                if !owned {
-                    lane.close(at, None);
-                    let from_ms = lane.unowned_since.take().unwrap_or(at).min(at);
-                    lane.open(Segment {
-                        id: *id,
-                        key: Arc::from(key.as_str()),
-                        kind: SegmentKind::Unowned,
-                        from_ms,
-                        to_ms: None,
-                        until_ms: None,
-                        end: None,
-                    });
-                }
-            }
+            EventKind::LeaseLost { id, .. } => self.end_lease(*id, at),
+            EventKind::ProviderCalled { id, key, .. } => self.called(*id, key, at),
             EventKind::Finalized { .. } => {
-                lane.close(at, Some(MarkKind::Finalized));
+                self.close(at, Some(MarkKind::Finalized));
             }
-            EventKind::FinalizeRejected { .. } => {
-                // A lease taken over ended before: the refusal is a mark of its own.
-                if !lane.close(at, Some(MarkKind::Rejected)) {
-                    lane.mark(at, MarkKind::Rejected);
-                }
-            }
+            // A lease taken over ended before: the refusal is a mark of its own.
+            EventKind::FinalizeRejected { .. } => self.close_or_mark(at, MarkKind::Rejected),
             EventKind::Marked { .. } => {
-                let closed = lane.close(at, Some(MarkKind::Marked));
-                if !closed {
-                    lane.mark(at, MarkKind::Marked);
-                }
-                lane.unowned_since = Some(at);
+                self.close_or_mark(at, MarkKind::Marked);
+                self.unowned_since = Some(at);
             }
-            EventKind::Crashed { holding, .. } => {
-                lane.unowned_since = None;
-                if !lane.close(at, Some(MarkKind::Crashed)) {
-                    lane.mark(at, MarkKind::Crashed);
-                }
-                if let Some((id, key, until)) = holding.as_ref().filter(|h| h.2 > at) {
-                    lane.open(Segment {
-                        id: *id,
-                        key: Arc::from(key.as_str()),
-                        kind: SegmentKind::DeadLease,
-                        from_ms: at,
-                        to_ms: Some((*until).max(at)),
-                        until_ms: None,
-                        end: None,
-                    });
-                }
-            }
-            EventKind::ClaimBlocked { .. } => lane.mark(at, MarkKind::Blocked),
+            EventKind::Crashed { holding, .. } => self.crashed(holding.as_ref(), at),
+            EventKind::ClaimBlocked { .. } => self.mark(at, MarkKind::Blocked),
             EventKind::Loaded { count } if *count > 0 => {
-                lane.mark(at, MarkKind::Loaded);
-                lane.unowned_since = Some(at);
+                self.mark(at, MarkKind::Loaded);
+                self.unowned_since = Some(at);
             }
-            EventKind::Restarted { .. } => lane.mark(at, MarkKind::Restarted),
+            EventKind::Restarted { .. } => self.mark(at, MarkKind::Restarted),
             _ => {}
+        }
+    }
+
+    /// End the running stretch with `end`, or, with none running, mark `end` alone.
+    fn close_or_mark(&mut self, at: i64, end: MarkKind) {
+        if !self.close(at, Some(end)) {
+            self.mark(at, end);
+        }
+    }
+
+    /// A provider call: without a lease on the message, an unowned stretch starts.
+    fn called(&mut self, id: i64, key: &str, at: i64) {
+        let owned = self
+            .current()
+            .is_some_and(|s| s.id == id && s.kind == SegmentKind::Lease);
+        if !owned {
+            self.close(at, None);
+            let from_ms = self.unowned_since.take().unwrap_or(at).min(at);
+            self.open(Segment {
+                id,
+                key: Arc::from(key),
+                kind: SegmentKind::Unowned,
+                from_ms,
+                to_ms: None,
+                until_ms: None,
+                end: None,
+            });
+        }
+    }
+
+    /// A crash: the lease it held stays, dead, until it runs out.
+    fn crashed(&mut self, holding: Option<&(i64, String, i64)>, at: i64) {
+        self.unowned_since = None;
+        self.close_or_mark(at, MarkKind::Crashed);
+        if let Some((id, key, until)) = holding.filter(|h| h.2 > at) {
+            self.open(Segment {
+                id: *id,
+                key: Arc::from(key.as_str()),
+                kind: SegmentKind::DeadLease,
+                from_ms: at,
+                to_ms: Some((*until).max(at)),
+                until_ms: None,
+                end: None,
+            });
         }
     }
 }
