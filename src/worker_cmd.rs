@@ -118,6 +118,7 @@ pub fn run(
         settings: Arc::new(settings(opts)),
         events: events_tx,
     };
+    wait_for_the_lock_as_long_as_it_takes(&opts.name);
     let mut handle = worker::spawn_named(ctx, 0, 1, opts.name.clone(), false);
     let mut idle = false;
     loop {
@@ -136,12 +137,31 @@ pub fn run(
                 idle = empty;
             },
             recv(interrupts) -> signo => {
+                // A wait for the lock ends now, so the worker can be joined.
+                crate::engine::store::stop_waiting_for_the_lock();
                 handle.send(Control::Shutdown);
                 handle.join();
                 return Ok(Ended::Interrupted(signo.unwrap_or(signal_hook::consts::SIGTERM)));
             },
         }
     }
+}
+
+/// Another worker process may be stopped (SIGSTOP) inside its write transaction: wait for
+/// the lock as long as that lasts, and say so once per wait.
+fn wait_for_the_lock_as_long_as_it_takes(name: &str) {
+    let who = name.to_string();
+    crate::engine::store::wait_for_the_lock_without_limit(move |waited| {
+        use std::io::Write;
+        let held = if waited.as_secs() > 0 {
+            format!("{} s", waited.as_secs())
+        } else {
+            format!("{} ms", waited.as_millis())
+        };
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{who} waiting for the write lock (held {held})");
+        let _ = out.flush();
+    });
 }
 
 /// How far a seeding's time may be from the wall clock and still be on it: a wall-clock

@@ -344,3 +344,104 @@ fn a_worker_refuses_an_owner_on_the_scenario_clock_and_joins_one_on_the_wall_clo
     let (status, err) = worker.stop();
     assert_eq!(status.code(), Some(143), "{err}");
 }
+
+/// A `leaselab worker` child whose stdout arrives line by line on a channel.
+fn worker_with_output(
+    db: &Path,
+    name: &str,
+) -> (std::process::Child, crossbeam_channel::Receiver<String>) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["worker", "--db"])
+        .arg(db)
+        .args(["--name", name, "--process-ms", "0"])
+        // The usual limit, cut short so the test need not wait 30 s for the notice.
+        .env(leaselab::engine::store::BUSY_GIVE_UP_ENV, "300")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+fn wait_for_line(lines: &crossbeam_channel::Receiver<String>, needle: &str) -> String {
+    loop {
+        let line = lines
+            .recv_timeout(support::processes::DEADLINE)
+            .unwrap_or_else(|e| panic!("no line with {needle:?}: {e}"));
+        if line.contains(needle) {
+            return line;
+        }
+    }
+}
+
+/// Another process holding the write lock (a worker stopped inside its transaction) does
+/// not end a worker process: it waits as long as it takes, says so once, goes on when the
+/// lock is free, and still answers SIGINT while it waits.
+#[test]
+fn a_worker_waits_out_a_held_write_lock_says_so_once_and_answers_sigint() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("held.db");
+    {
+        let shared = std::sync::Arc::new(leaselab::engine::store::StoreShared::default());
+        let (mut store, _) = Store::create(&db, shared).unwrap();
+        store
+            .seed(
+                &leaselab::engine::provider::Provider::new(),
+                6,
+                wall_now_ms(),
+            )
+            .unwrap();
+    }
+    let mut holder = rusqlite::Connection::open(&db).unwrap();
+    let tx = holder
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .unwrap();
+    let (mut patient, lines) = worker_with_output(&db, "patient");
+    let said = wait_for_line(&lines, "waiting for the write lock");
+    assert!(
+        said.starts_with("patient waiting for the write lock (held "),
+        "{said}"
+    );
+    // Well past the limit it is still alive, and has said it once.
+    assert!(patient.try_wait().unwrap().is_none(), "the worker gave up");
+    tx.commit().unwrap();
+    let before = Store::open_read_only(&db).unwrap().outbox_counts().unwrap();
+    assert_eq!(
+        before.processed, 0,
+        "a payment was finished under the held lock"
+    );
+    wait_for("the patient worker to finish a payment", || {
+        let s = Store::open_read_only(&db).ok()?;
+        (s.outbox_counts().ok()?.processed > 0).then_some(())
+    });
+    let said_again: Vec<String> = lines
+        .try_iter()
+        .filter(|l| l.contains("waiting for the write lock"))
+        .collect();
+    assert!(said_again.is_empty(), "said more than once: {said_again:?}");
+    unsafe { libc::kill(patient.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(patient.wait().unwrap().code(), Some(143));
+
+    // Held again: SIGINT ends the waiting worker at once, exit 130.
+    let tx = holder
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .unwrap();
+    let (mut waiting, lines) = worker_with_output(&db, "waiting");
+    wait_for_line(&lines, "waiting for the write lock");
+    unsafe { libc::kill(waiting.id() as libc::pid_t, libc::SIGINT) };
+    let status =
+        support::processes::wait_for("the waiting worker to end", || waiting.try_wait().unwrap());
+    assert_eq!(status.code(), Some(130));
+    drop(tx);
+}

@@ -3,8 +3,8 @@
 
 use std::cell::Cell;
 use std::path::Path;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
@@ -40,18 +40,52 @@ pub fn busy_give_up() -> Duration {
     })
 }
 
+/// A worker process waits for the write lock as long as it takes (another process may be
+/// stopped inside its transaction): set once, for the whole process.
+static PATIENT: AtomicBool = AtomicBool::new(false);
+/// Set when the process is asked to stop: a wait for the lock then gives up at once.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+/// Told once per wait, when a patient wait passes the busy limit, how long it has waited.
+static ON_LONG_WAIT: OnceLock<Box<dyn Fn(Duration) + Send + Sync>> = OnceLock::new();
+
+/// From now on this process waits for a locked database without a limit, and tells
+/// `on_long_wait` once per wait that passes the usual limit (30 s).
+pub fn wait_for_the_lock_without_limit(on_long_wait: impl Fn(Duration) + Send + Sync + 'static) {
+    let _ = ON_LONG_WAIT.set(Box::new(on_long_wait));
+    PATIENT.store(true, Ordering::Relaxed);
+}
+
+/// Every wait for a locked database in this process gives up now (a signal asked it to
+/// stop): the statement fails with SQLITE_BUSY and the worker ends.
+pub fn stop_waiting_for_the_lock() {
+    STOPPING.store(true, Ordering::Relaxed);
+}
+
 /// Waits out a locked database like busy_timeout does, but counts each encounter.
 fn busy_handler(attempt: i32) -> bool {
     thread_local! {
         static STARTED: Cell<Option<Instant>> = const { Cell::new(None) };
+        static TOLD: Cell<bool> = const { Cell::new(false) };
     }
     if attempt == 0 {
         BUSY_MET_HERE.with(|c| c.set(c.get() + 1));
         STARTED.with(|s| s.set(Some(Instant::now())));
+        TOLD.with(|t| t.set(false));
+    }
+    if STOPPING.load(Ordering::Relaxed) {
+        return false;
     }
     let started = STARTED.with(|s| s.get()).unwrap_or_else(Instant::now);
-    if started.elapsed() > busy_give_up() {
-        return false;
+    let waited = started.elapsed();
+    if waited > busy_give_up() {
+        if !PATIENT.load(Ordering::Relaxed) {
+            return false;
+        }
+        if !TOLD.with(|t| t.replace(true)) {
+            if let Some(tell) = ON_LONG_WAIT.get() {
+                tell(waited);
+            }
+        }
     }
     // A whole millisecond, not a short nap: while a waiter sleeps, the lock holder runs
     // several transactions on a warm page cache. Every hand-over costs the next connection

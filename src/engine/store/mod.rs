@@ -49,7 +49,9 @@ use std::sync::Arc;
 
 use rusqlite::Connection;
 
-pub use conn::{busy_give_up, BUSY_GIVE_UP_ENV};
+pub use conn::{
+    busy_give_up, stop_waiting_for_the_lock, wait_for_the_lock_without_limit, BUSY_GIVE_UP_ENV,
+};
 pub use identity::inspect;
 pub use lease_events::{LeaseEventKind, LeaseEventRow};
 pub use retry::{FailOutcome, RetryPolicy};
