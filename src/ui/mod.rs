@@ -103,6 +103,11 @@ pub fn run_lesson(lesson: crate::lesson::Lesson, opts: DashboardOptions) -> Resu
 }
 
 fn run_app(make_app: impl FnOnce() -> Result<App, String>) -> Result<Ended, String> {
+    if std::env::var_os("TERM").is_some_and(|t| t == "dumb") {
+        return Err(
+            "TERM=dumb cannot show the dashboard; use `leaselab run SCENARIO` or `leaselab lesson NAME --check` for a headless run".into(),
+        );
+    }
     if !std::io::stdout().is_terminal() {
         return Err(
             "stdout is not a terminal; use `leaselab run SCENARIO` or `leaselab lesson NAME --check` for a headless run".into(),
@@ -257,17 +262,25 @@ enum Input {
 struct InputThread {
     keys: Receiver<Input>,
     stop: Arc<AtomicBool>,
+    /// Closed when the thread ends.
+    ended: Receiver<()>,
     join: JoinHandle<()>,
 }
+
+/// How long ending the dashboard waits for the input thread before leaving it behind: a
+/// terminal that went away can keep a read from returning, and must not keep us.
+const INPUT_STOP_WAIT: Duration = Duration::from_millis(300);
 
 impl InputThread {
     fn spawn() -> InputThread {
         let (tx, keys) = crossbeam_channel::unbounded();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let (ended_tx, ended) = crossbeam_channel::bounded::<()>(0);
         let join = std::thread::Builder::new()
             .name("input".into())
             .spawn(move || {
+                let _ended = ended_tx;
                 while !flag.load(Ordering::Relaxed) {
                     let msg = match event::poll(INPUT_POLL) {
                         Ok(false) => continue,
@@ -289,11 +302,21 @@ impl InputThread {
                 }
             })
             .expect("spawn the input thread");
-        InputThread { keys, stop, join }
+        InputThread {
+            keys,
+            stop,
+            ended,
+            join,
+        }
     }
 
     fn stop(self) {
         self.stop.store(true, Ordering::Relaxed);
-        let _ = self.join.join();
+        // Joined when it ends in time; otherwise left to end with the process.
+        if let Err(crossbeam_channel::RecvTimeoutError::Disconnected) =
+            self.ended.recv_timeout(INPUT_STOP_WAIT)
+        {
+            let _ = self.join.join();
+        }
     }
 }
