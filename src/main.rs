@@ -127,6 +127,11 @@ fn run(a: &RunArgs) -> ExitCode {
         Err(scenario::RunError::Interrupted(signo)) => {
             return interrupted(signo, "the run stopped before its checks; no report saved")
         }
+        // A signal ended a wait for a locked database: the signal is what happened.
+        Err(_) if leaselab::signals::received().is_some() => {
+            let signo = leaselab::signals::received().unwrap_or(2);
+            return interrupted(signo, "the run stopped before its checks; no report saved");
+        }
         Err(e) if e.is_runtime() => return runtime_error(e),
         Err(e) => return usage_error(e),
     };

@@ -116,7 +116,14 @@ fn run_app(make_app: impl FnOnce() -> Result<App, String>) -> Result<Ended, Stri
     // Watch before the temporary database exists, so no signal can leave it behind.
     let interrupts = crate::signals::watch()?;
     // Start the engine before touching the terminal, so its errors print on a sane screen.
-    let mut app = make_app()?;
+    // A signal while it waits for a locked database ends the wait, and the dashboard.
+    let mut app = match make_app() {
+        Ok(app) => app,
+        Err(_) if crate::signals::received().is_some() => {
+            return Ok(Ended::Interrupted(crate::signals::received().unwrap_or(2)));
+        }
+        Err(e) => return Err(e),
+    };
     let previous_hook = install_panic_hook();
     let result = open_terminal().and_then(|mut terminal| {
         let input = InputThread::spawn();
