@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod checks;
 pub mod engine;
+pub mod leftovers;
 pub mod lesson;
 pub mod processes;
 pub mod progress;

@@ -441,8 +441,10 @@ fn open_database(db: Option<&Db>, shared: Arc<StoreShared>) -> Result<Opened, St
     let (tmp, db_path) = match path {
         Some(p) => (None, p),
         None => {
+            // Folders of killed leaselabs go first; ours carries our pid for the next one.
+            crate::leftovers::sweep(&std::env::temp_dir(), "leaselab-");
             let dir = tempfile::Builder::new()
-                .prefix("leaselab-")
+                .prefix(&crate::leftovers::prefix("leaselab-"))
                 .tempdir()
                 .map_err(|e| StoreError::Io(format!("cannot create a temporary folder: {e}")))?;
             let path = dir.path().join("outbox.db");

@@ -203,8 +203,10 @@ fn make(path: &Path, durability: Durability, fill: impl FnOnce(&Path) -> Result<
     use std::os::unix::fs::PermissionsExt;
     let shown = path.display();
     let dir = folder_of(path);
+    // Half-made databases of killed leaselabs go first; ours carries our pid.
+    crate::leftovers::sweep(dir, ".leaselab-new-");
     let tmp = tempfile::Builder::new()
-        .prefix(".leaselab-new-")
+        .prefix(&crate::leftovers::prefix(".leaselab-new-"))
         .rand_bytes(6)
         .permissions(std::fs::Permissions::from_mode(0o644))
         .tempfile_in(dir)
