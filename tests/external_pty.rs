@@ -236,7 +236,10 @@ fn processes_end_with_the_dashboard_on_quit() {
 #[test]
 fn processes_end_with_the_dashboard_on_sigterm() {
     let (mut d, kids) = open_processes();
-    // Stopped workers must die too: SIGKILL reaches a stopped process.
+    // Stopped workers must die too: SIGKILL reaches a stopped process. Started, then one
+    // stopped again.
+    d.press(" ");
+    d.wait_for_text("the worker processes start");
     d.press(" ");
     d.wait_for_text("SIGSTOP sent to Worker-A");
     unsafe { libc::kill(d.pid as libc::pid_t, libc::SIGTERM) };
@@ -291,6 +294,35 @@ fn processes_log_an_added_payment_once_and_count_a_killed_process_as_a_crash() {
             Err(e) => panic!("{e:?}: the kill is not counted as a crash:\n{}", d.screen()),
         }
     }
+    d.press("q");
+    assert!(d.wait_for_exit().success());
+}
+
+/// The state letter of `pid` in /proc (`T` for a stopped process).
+fn state_of(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+}
+
+#[test]
+fn processes_open_stopped_and_the_first_space_starts_them_all() {
+    let (mut d, kids) = open_processes();
+    // Opened like free play: the children wait, stopped, and nothing is claimed.
+    wait_until("both children stopped", || {
+        kids.iter().all(|p| state_of(*p) == Some('T'))
+    });
+    assert!(
+        d.screen().contains("space starts them all"),
+        "{}",
+        d.screen()
+    );
+    assert!(!d.screen().contains("CLAIMED"), "{}", d.screen());
+    d.press(" ");
+    d.wait_for_text("the worker processes start");
+    wait_until("both children running", || {
+        kids.iter().all(|p| state_of(*p) != Some('T'))
+    });
+    d.wait_for_text("CLAIMED");
     d.press("q");
     assert!(d.wait_for_exit().success());
 }

@@ -40,6 +40,9 @@ pub struct External {
     pub(super) seen_leasing: Option<bool>,
     /// Worker processes of this dashboard already counted as crashed, by name.
     reaped: HashSet<String>,
+    /// `--processes` opens with its children stopped, like free play opens paused: the
+    /// first space starts them all.
+    started: bool,
 }
 
 impl External {
@@ -198,6 +201,51 @@ pub(super) struct Gone {
     holding: Option<(i64, String, i64)>,
 }
 
+/// Space under `--processes`: the first one starts every child (they open stopped), later
+/// ones stop or wake the selected one. The log's note and the answer to the key.
+fn toggle_pause(c: &mut WorkerProcesses, slot: usize, started: bool) -> (String, String) {
+    if !started {
+        for s in 0..c.len() {
+            c.set_stopped(s, false);
+        }
+        return (
+            "SIGCONT sent to every worker process".into(),
+            "the worker processes start (SIGCONT): space now stops or wakes the selected one"
+                .into(),
+        );
+    }
+    let name = c.name(slot).unwrap_or_default().to_string();
+    let stop = !c.is_stopped(slot);
+    if !c.set_stopped(slot, stop) {
+        return (
+            String::new(),
+            format!("{name} is gone: r starts a new process"),
+        );
+    }
+    let (signal, what) = if stop {
+        (
+            "SIGSTOP",
+            "it holds its lease while the clock runs on; space wakes it",
+        )
+    } else {
+        ("SIGCONT", "it carries on where it stood")
+    };
+    (
+        format!("{signal} sent to {name}"),
+        format!("{signal} sent to {name}: {what}"),
+    )
+}
+
+/// Start `--processes`' children, stopped until the first space: a class sees the seeded
+/// outbox before anything happens, as in free play.
+fn start_stopped(settings: ProcessSettings, count: usize) -> Result<WorkerProcesses, String> {
+    let mut c = WorkerProcesses::start(settings, count)?;
+    for slot in 0..c.len() {
+        c.set_stopped(slot, true);
+    }
+    Ok(c)
+}
+
 /// Who claimed the message of `lease` after it, if anyone.
 fn taken_by(ledger: &Ledger, lease: &Lease) -> Option<String> {
     let m = ledger.messages.get(&lease.id)?;
@@ -291,7 +339,7 @@ impl App {
             .map_err(|e| e.to_string())?;
         let children = match mode {
             ExternalMode::Watch => None,
-            ExternalMode::Processes => Some(WorkerProcesses::start(
+            ExternalMode::Processes => Some(start_stopped(
                 ProcessSettings {
                     db: match &engine.db {
                         Db::Sqlite(path) => path.clone(),
@@ -305,6 +353,7 @@ impl App {
                 opts.workers,
             )?),
         };
+        let started = children.is_none();
         let messages = engine.config.messages;
         let mut app = App {
             external: Some(External {
@@ -315,6 +364,7 @@ impl App {
                 seen_lease_ms: None,
                 seen_leasing: None,
                 reaped: HashSet::new(),
+                started,
             }),
             reader,
             events: engine.events().clone(),
@@ -346,7 +396,7 @@ impl App {
                 opts_db_arg(&app.engine.db)
             ),
             ExternalMode::Processes => {
-                "worker processes: c kills the selected one (SIGKILL), space stops it (SIGSTOP), r starts a new one"
+                "worker processes wait, stopped: space starts them all; then c kills the selected one (SIGKILL), space stops or wakes it, r starts a new one"
                     .to_string()
             }
         });
@@ -419,6 +469,10 @@ impl App {
             return false;
         };
         let slot = self.ui.selected;
+        let x_started = x.started;
+        if action == Action::TogglePause && x.children.is_some() {
+            x.started = true;
+        }
         let why = match (&mut x.children, action) {
             (Some(c), Action::Crash) => {
                 let name = c.name(slot).unwrap_or_default().to_string();
@@ -439,23 +493,11 @@ impl App {
                 self.restart_process(slot, previous)
             }
             (Some(c), Action::TogglePause) => {
-                let name = c.name(slot).unwrap_or_default().to_string();
-                let stop = !c.is_stopped(slot);
-                if c.set_stopped(slot, stop) {
-                    let (signal, what) = if stop {
-                        (
-                            "SIGSTOP",
-                            "it holds its lease while the clock runs on; space wakes it",
-                        )
-                    } else {
-                        ("SIGCONT", "it carries on where it stood")
-                    };
-                    self.log
-                        .note(self.engine.clock.now(), format!("{signal} sent to {name}"));
-                    format!("{signal} sent to {name}: {what}")
-                } else {
-                    format!("{name} is gone: r starts a new process")
+                let (note, said) = toggle_pause(c, slot, x_started);
+                if !note.is_empty() {
+                    self.log.note(self.engine.clock.now(), note);
                 }
+                said
             }
             (None, Action::Crash | Action::Restart | Action::TogglePause) => {
                 "watch mode: the workers are other processes; stop them where they run".into()
