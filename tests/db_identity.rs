@@ -252,3 +252,61 @@ fn an_over_long_path_is_named_and_refused_before_sqlite_sees_it() {
     assert!(msg.contains("file name too long"), "{msg}");
     assert!(msg.starts_with(&long_name.display().to_string()), "{msg}");
 }
+
+/// Make `file` unwritable for this process: mode 0444, and for root (whom modes do not
+/// stop) the immutable attribute. False when neither holds here.
+fn make_unwritable(file: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o444)).unwrap();
+    if std::fs::OpenOptions::new().write(true).open(file).is_err() {
+        return true;
+    }
+    let status = std::process::Command::new("chattr")
+        .arg("+i")
+        .arg(file)
+        .status();
+    status.is_ok_and(|s| s.success())
+}
+
+#[test]
+fn a_read_only_database_file_is_named_refused_with_exit_2_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_leaselab"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    assert_eq!(
+        run(&["run", "lease-expiry", "--db", "r.db"]).status.code(),
+        Some(0)
+    );
+    let file = dir.path().join("r.db");
+    assert!(
+        make_unwritable(&file),
+        "cannot make a read-only file here (chattr missing?)"
+    );
+    let before = std::fs::read(&file).unwrap();
+    for args in [
+        &["run", "lease-expiry", "--db", "r.db"][..],
+        &["worker", "--db", "r.db", "--name", "w"],
+    ] {
+        let o = run(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("r.db: cannot write the database"), "{err}");
+    }
+    let _ = std::process::Command::new("chattr")
+        .arg("-i")
+        .arg(&file)
+        .status();
+    assert_eq!(std::fs::read(&file).unwrap(), before, "the file changed");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("r.db") && n != "r.db")
+        .collect();
+    assert!(left.is_empty(), "left beside it: {left:?}");
+}

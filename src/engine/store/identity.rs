@@ -30,6 +30,7 @@ impl Store {
     /// byte is written. A leaselab database made before the marker existed is accepted only
     /// when its schema is exactly ours, and is then stamped with the marker.
     pub fn create(path: &Path, shared: Arc<StoreShared>) -> Result<(Store, DbOrigin)> {
+        refuse_read_only(path)?;
         match identify(path)? {
             Identity::Absent => {
                 make(path, shared.durability, |_| Ok(()))?;
@@ -59,6 +60,7 @@ impl Store {
         shared: Arc<StoreShared>,
         fill: impl FnOnce(&mut Store) -> Result<()>,
     ) -> Result<(Store, DbOrigin)> {
+        refuse_read_only(path)?;
         if identify(path)? == Identity::Absent {
             let fill_new = |new: &Path| -> Result<()> {
                 let mut store = Store::open(new, shared.clone())?;
@@ -193,6 +195,21 @@ fn marker_and_schema(conn: &Connection, shown: &str) -> Result<Identity> {
         (false, Some(why)) => Err(StoreError::Foreign(format!(
             "{shown} is a SQLite database of another application ({why}); refusing to touch it"
         ))),
+    }
+}
+
+/// A file leaselab may not write (its permissions, an immutable attribute, a read-only
+/// mount) is refused before SQLite opens it: opened, it would leave `-wal` and `-shm`
+/// files beside it and fail at the first write.
+fn refuse_read_only(path: &Path) -> Result<()> {
+    match std::fs::OpenOptions::new().write(true).open(path) {
+        Err(e) if path.exists() && e.kind() != std::io::ErrorKind::NotFound => {
+            Err(StoreError::BadPath(format!(
+                "{}: cannot write the database ({e}); leaselab writes to it: give it write permission or pass another --db",
+                path.display()
+            )))
+        }
+        _ => Ok(()),
     }
 }
 
