@@ -75,22 +75,38 @@ fn a_dashboard_waiting_for_a_locked_database_ends_on_sigint_with_130() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("dl.db");
     let _holder = locked(dir.path(), &db);
-    let mut cmd = portable_pty::CommandBuilder::new(env!("CARGO_BIN_EXE_leaselab"));
-    cmd.args(["--scenario", "outbox-leasing", "--db", db.to_str().unwrap()]);
-    cmd.cwd(dir.path());
-    cmd.env("TERM", "xterm-256color");
-    cmd.env(leaselab::engine::store::BUSY_GIVE_UP_ENV, "600000");
-    let child = support::PtyChild::spawn(cmd, 40, 120);
-    let start = Instant::now();
-    while !has_open(child.pid, &db) {
-        assert!(start.elapsed() < DEADLINE, "it never opened the database");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    unsafe { libc::kill(child.pid as libc::pid_t, libc::SIGINT) };
-    let status = child
-        .exited
-        .recv_timeout(DEADLINE)
-        .expect("still waiting for the lock after SIGINT")
-        .unwrap();
-    assert_eq!(status.exit_code(), 130);
+    let args = ["--scenario", "outbox-leasing", "--db", "dl.db"];
+    let mut d = support::Dashboard::spawn(
+        40,
+        120,
+        &args,
+        dir.path(),
+        &[(
+            leaselab::engine::store::BUSY_GIVE_UP_ENV,
+            Path::new("600000"),
+        )],
+    );
+    d.wait_for_text("dl.db is locked");
+    d.signal(libc::SIGINT);
+    assert_eq!(d.wait_for_exit().exit_code(), 130);
+}
+
+#[test]
+fn a_dashboard_says_what_lock_it_waits_for_q_ends_the_wait_and_a_release_lets_it_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("dl.db");
+    let holder = locked(dir.path(), &db);
+    let args = ["--scenario", "outbox-leasing", "--db", "dl.db"];
+    // q ends the wait at once, exit 0, and the q does not land in the shell afterwards.
+    let mut d = support::Dashboard::open_in(&args, dir.path());
+    d.wait_for_text("dl.db is locked");
+    d.press("q");
+    assert!(d.wait_for_exit().success());
+    // Released while it waits: the dashboard opens by itself.
+    let mut d = support::Dashboard::open_in(&args, dir.path());
+    d.wait_for_text("dl.db is locked");
+    holder.execute_batch("ROLLBACK").unwrap();
+    d.wait_for_text("PAUSED");
+    let (status, _) = d.quit();
+    assert!(status.success());
 }

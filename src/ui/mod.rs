@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod keys;
+mod lock_wait;
 pub mod log;
 pub mod render;
 pub mod snapshot;
@@ -91,18 +92,23 @@ pub fn run(opts: DashboardOptions) -> Result<Ended, String> {
         (false, true) => Some(app::ExternalMode::Processes),
         (false, false) => None,
     };
+    let db = opts.db.clone();
     match mode {
-        Some(mode) => run_app(|| App::external(mode, opts, Theme::from_env())),
-        None => run_app(|| App::new(opts, Theme::from_env())),
+        Some(mode) => run_app(db, || App::external(mode, opts, Theme::from_env())),
+        None => run_app(db, || App::new(opts, Theme::from_env())),
     }
 }
 
 /// Open the dashboard paused on a lesson, with its narration panel.
 pub fn run_lesson(lesson: crate::lesson::Lesson, opts: DashboardOptions) -> Result<Ended, String> {
-    run_app(|| App::for_lesson(lesson, opts, Theme::from_env()))
+    let db = opts.db.clone();
+    run_app(db, || App::for_lesson(lesson, opts, Theme::from_env()))
 }
 
-fn run_app(make_app: impl FnOnce() -> Result<App, String>) -> Result<Ended, String> {
+fn run_app(
+    db: Option<PathBuf>,
+    make_app: impl FnOnce() -> Result<App, String>,
+) -> Result<Ended, String> {
     if std::env::var_os("TERM").is_some_and(|t| t == "dumb") {
         return Err(
             "TERM=dumb cannot show the dashboard; use `leaselab run SCENARIO` or `leaselab lesson NAME --check` for a headless run".into(),
@@ -115,6 +121,10 @@ fn run_app(make_app: impl FnOnce() -> Result<App, String>) -> Result<Ended, Stri
     }
     // Watch before the temporary database exists, so no signal can leave it behind.
     let interrupts = crate::signals::watch()?;
+    // Another program's write transaction on the file: say so, and let q end the wait.
+    if let Some(ended) = lock_wait::wait_out(db.as_deref(), &interrupts)? {
+        return Ok(ended);
+    }
     // Start the engine before touching the terminal, so its errors print on a sane screen.
     // A signal while it waits for a locked database ends the wait, and the dashboard.
     let mut app = match make_app() {

@@ -198,6 +198,26 @@ fn marker_and_schema(conn: &Connection, shown: &str) -> Result<Identity> {
     }
 }
 
+/// Whether another connection holds the write lock of the database at `path` right now (a
+/// write transaction in progress). False for a missing file or anything else unusual: the
+/// usual open reports those.
+pub fn write_locked(path: &Path) -> bool {
+    let Ok(conn) = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) else {
+        return false;
+    };
+    // Asked, not waited for: no busy timeout (rusqlite's default would wait 5 s).
+    if conn.busy_timeout(std::time::Duration::ZERO).is_err() {
+        return false;
+    }
+    match conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;") {
+        Err(rusqlite::Error::SqliteFailure(e, _)) => e.code == rusqlite::ErrorCode::DatabaseBusy,
+        _ => false,
+    }
+}
+
 /// A file leaselab may not write (its permissions, an immutable attribute, a read-only
 /// mount) is refused before SQLite opens it: opened, it would leave `-wal` and `-shm`
 /// files beside it and fail at the first write.

@@ -52,7 +52,7 @@ use rusqlite::Connection;
 pub use conn::{
     busy_give_up, stop_waiting_for_the_lock, wait_for_the_lock_without_limit, BUSY_GIVE_UP_ENV,
 };
-pub use identity::inspect;
+pub use identity::{inspect, write_locked};
 pub use lease_events::{LeaseEventKind, LeaseEventRow};
 pub use retry::{FailOutcome, RetryPolicy};
 pub use seed::{amount_for, payment_key, CreationLog};

@@ -1,0 +1,89 @@
+//! A `--db` file that another program holds in a write transaction: before the dashboard
+//! starts, a screen says what it waits for, `q`, Esc or Ctrl-C end the wait at once, and it
+//! goes on by itself when the lock is released (or gives up after the busy limit).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::layout::{Constraint, Layout};
+use ratatui::widgets::{Block, Paragraph, Wrap};
+
+use super::Ended;
+use crate::engine::store::{busy_give_up, write_locked};
+
+/// How often the lock is asked about again.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+/// Wait while the SQLite file `db` is write-locked by someone else. None: go on (not
+/// locked, or released); Some: the user or a signal ended the wait.
+pub(super) fn wait_out(
+    db: Option<&Path>,
+    interrupts: &Receiver<i32>,
+) -> Result<Option<Ended>, String> {
+    let Some(path) = db.filter(|p| p.is_file()) else {
+        return Ok(None);
+    };
+    if !write_locked(path) {
+        return Ok(None);
+    }
+    let mut terminal = super::open_terminal()?;
+    let result = wait_on_screen(&mut terminal, path, interrupts);
+    super::restore_terminal();
+    result
+}
+
+fn wait_on_screen(
+    terminal: &mut ratatui::DefaultTerminal,
+    path: &Path,
+    interrupts: &Receiver<i32>,
+) -> Result<Option<Ended>, String> {
+    let start = Instant::now();
+    while write_locked(path) {
+        let waited = start.elapsed();
+        if waited > busy_give_up() {
+            return Err(format!(
+                "{}: another program held its write lock for more than {} s; try again when it is done",
+                path.display(),
+                busy_give_up().as_secs()
+            ));
+        }
+        let text = format!(
+            "{} is locked: another program is in a write transaction on it.\n\n\
+             Waiting for it to finish ({} s so far, at most {} s).\n\n\
+             q, Esc or Ctrl-C stops waiting.",
+            path.display(),
+            waited.as_secs(),
+            busy_give_up().as_secs()
+        );
+        terminal
+            .draw(|f| {
+                let [area] = Layout::vertical([Constraint::Length(9)])
+                    .flex(ratatui::layout::Flex::Center)
+                    .areas(f.area());
+                let block = Block::bordered().title(" leaselab: waiting for the database ");
+                f.render_widget(
+                    Paragraph::new(text).wrap(Wrap { trim: true }).block(block),
+                    area,
+                );
+            })
+            .map_err(|e| format!("cannot draw: {e}"))?;
+        if let Ok(signo) = interrupts.try_recv() {
+            return Ok(Some(Ended::Interrupted(signo)));
+        }
+        if event::poll(LOOK_EVERY).map_err(|e| format!("cannot read the keyboard: {e}"))? {
+            if let Event::Key(k) =
+                event::read().map_err(|e| format!("cannot read the keyboard: {e}"))?
+            {
+                let ctrl_c =
+                    k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+                let quit = matches!(k.code, KeyCode::Char('q') | KeyCode::Esc) || ctrl_c;
+                if k.kind == KeyEventKind::Press && quit {
+                    return Ok(Some(Ended::Quit));
+                }
+            }
+        }
+    }
+    Ok(None)
+}
