@@ -203,6 +203,7 @@ fn dashboard(d: &DashboardArgs) -> ExitCode {
     match ui::run(opts) {
         Ok(ui::Ended::Quit) => ExitCode::SUCCESS,
         Ok(ui::Ended::Interrupted(signo)) => interrupted(signo, "the dashboard closed"),
+        Ok(ui::Ended::Failed(e)) => runtime_error(e),
         Err(e) => usage_error(e),
     }
 }
@@ -261,6 +262,7 @@ fn lesson_dashboard(a: &LessonArgs, lesson: leaselab::lesson::Lesson) -> ExitCod
     match ui::run_lesson(lesson, opts) {
         Ok(ui::Ended::Quit) => ExitCode::SUCCESS,
         Ok(ui::Ended::Interrupted(signo)) => interrupted(signo, "the dashboard closed"),
+        Ok(ui::Ended::Failed(e)) => runtime_error(e),
         Err(e) => usage_error(e),
     }
 }

@@ -110,3 +110,21 @@ fn a_dashboard_says_what_lock_it_waits_for_q_ends_the_wait_and_a_release_lets_it
     let (status, _) = d.quit();
     assert!(status.success());
 }
+
+#[test]
+fn a_dashboard_gives_up_on_a_lock_held_past_the_busy_limit_with_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("dl.db");
+    let _holder = locked(dir.path(), &db);
+    let args = ["--scenario", "outbox-leasing", "--db", "dl.db"];
+    let d = support::Dashboard::spawn(
+        40,
+        120,
+        &args,
+        dir.path(),
+        &[(leaselab::engine::store::BUSY_GIVE_UP_ENV, Path::new("300"))],
+    );
+    let (status, out) = d.wait_exit();
+    assert_eq!(status.exit_code(), 3, "{out}");
+    assert!(out.contains("held its write lock for more than"), "{out}");
+}

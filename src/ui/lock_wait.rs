@@ -43,11 +43,11 @@ fn wait_on_screen(
     while write_locked(path) {
         let waited = start.elapsed();
         if waited > busy_give_up() {
-            return Err(format!(
+            return Ok(Some(Ended::Failed(format!(
                 "{}: another program held its write lock for more than {} s; try again when it is done",
                 path.display(),
                 busy_give_up().as_secs()
-            ));
+            ))));
         }
         let text = format!(
             "{} is locked: another program is in a write transaction on it.\n\n\

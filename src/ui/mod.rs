@@ -78,11 +78,13 @@ pub const FRAME: Duration = Duration::from_millis(50);
 const INPUT_POLL: Duration = Duration::from_millis(100);
 
 /// How the dashboard ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ended {
     Quit,
     /// SIGTERM, SIGHUP or SIGINT (its number) ended it, as cleanly as a quit.
     Interrupted(i32),
+    /// It could not go on (a database locked past the busy limit): one line, exit 3.
+    Failed(String),
 }
 
 /// Open the dashboard; returns when the user quits or a signal arrives. Errors are one line.
