@@ -70,22 +70,22 @@ fn a_run_waiting_for_a_locked_database_ends_on_sigint_with_130() {
     assert_eq!(status.code(), Some(130));
 }
 
+/// The dashboard on `dir/dl.db`, with a busy limit of `limit_ms`.
+fn dashboard_on(dir: &Path, limit_ms: &str) -> support::Dashboard {
+    let args = ["--scenario", "outbox-leasing", "--db", "dl.db"];
+    let limit = [(
+        leaselab::engine::store::BUSY_GIVE_UP_ENV,
+        Path::new(limit_ms),
+    )];
+    support::Dashboard::spawn(40, 120, &args, dir, &limit)
+}
+
 #[test]
 fn a_dashboard_waiting_for_a_locked_database_ends_on_sigint_with_130() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("dl.db");
     let _holder = locked(dir.path(), &db);
-    let args = ["--scenario", "outbox-leasing", "--db", "dl.db"];
-    let mut d = support::Dashboard::spawn(
-        40,
-        120,
-        &args,
-        dir.path(),
-        &[(
-            leaselab::engine::store::BUSY_GIVE_UP_ENV,
-            Path::new("600000"),
-        )],
-    );
+    let mut d = dashboard_on(dir.path(), "600000");
     d.wait_for_text("dl.db is locked");
     d.signal(libc::SIGINT);
     assert_eq!(d.wait_for_exit().exit_code(), 130);
@@ -116,14 +116,7 @@ fn a_dashboard_gives_up_on_a_lock_held_past_the_busy_limit_with_exit_3() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("dl.db");
     let _holder = locked(dir.path(), &db);
-    let args = ["--scenario", "outbox-leasing", "--db", "dl.db"];
-    let d = support::Dashboard::spawn(
-        40,
-        120,
-        &args,
-        dir.path(),
-        &[(leaselab::engine::store::BUSY_GIVE_UP_ENV, Path::new("300"))],
-    );
+    let d = dashboard_on(dir.path(), "300");
     let (status, out) = d.wait_exit();
     assert_eq!(status.exit_code(), 3, "{out}");
     assert!(out.contains("held its write lock for more than"), "{out}");

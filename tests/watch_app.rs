@@ -120,17 +120,22 @@ fn a_killed_worker_shows_holding_its_lease_until_another_takes_it_over() {
     panic!("the worker finished before the kill five times in a row");
 }
 
+/// A watching dashboard on `db`, made with `messages` payments when it is missing.
+fn watcher(db: &Path, messages: u64) -> App {
+    let opts = DashboardOptions {
+        db: Some(db.to_path_buf()),
+        messages: Some(messages),
+        watch: true,
+        ..DashboardOptions::default()
+    };
+    App::external(ExternalMode::Watch, opts, Theme::plain()).unwrap()
+}
+
 #[test]
 fn the_verdict_waits_for_the_events_of_rows_already_processed() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("class.db");
-    let opts = DashboardOptions {
-        db: Some(db.clone()),
-        messages: Some(3),
-        watch: true,
-        ..DashboardOptions::default()
-    };
-    let mut app = App::external(ExternalMode::Watch, opts, Theme::plain()).unwrap();
+    let mut app = watcher(&db, 3);
     app.absorb_events();
     app.refresh(20, 10);
     // Another process drains the outbox in one go; its events reach the app only when the
@@ -168,13 +173,7 @@ fn the_verdict_waits_for_the_events_of_rows_already_processed() {
 fn a_watcher_sees_a_lost_lease_and_draws_no_lease_past_its_expiry() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("class.db");
-    let opts = DashboardOptions {
-        db: Some(db.clone()),
-        messages: Some(1),
-        watch: true,
-        ..DashboardOptions::default()
-    };
-    let mut app = App::external(ExternalMode::Watch, opts, Theme::plain()).unwrap();
+    let mut app = watcher(&db, 1);
     let mut store = Store::open(&db, Arc::new(StoreShared::default())).unwrap();
     let t0 = wall_now_ms() - 10_000;
     let ClaimOutcome::Claimed(sleepy) = store.claim_next("sleepy", t0, 1_000).unwrap().0 else {
