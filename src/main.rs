@@ -365,7 +365,13 @@ fn worker(a: &WorkerArgs) -> ExitCode {
         reliability,
     };
     let mut out = Out::new();
-    match worker_cmd::run(&opts, &interrupts, |l| out.line(l)) {
+    let said = |out: &mut Out, l: &str| {
+        out.line(l);
+        out.open()
+    };
+    match worker_cmd::run(&opts, &interrupts, |l| said(&mut out, l)) {
+        // A closed pipe ends it quietly; a failed write (a full disk) says so, exit 3.
+        Ok(worker_cmd::Ended::OutputLost) => out.finish(ExitCode::SUCCESS),
         Ok(worker_cmd::Ended::Interrupted(signo)) => {
             let what = format!("{name} stopped between two actions");
             out.finish(interrupted(signo, &what))

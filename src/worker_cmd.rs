@@ -71,15 +71,17 @@ pub enum Failure {
 pub enum Ended {
     /// SIGTERM, SIGHUP or SIGINT (its number): the worker stopped between two actions.
     Interrupted(i32),
+    /// Its output could not be written (`line` said so): it stopped between two actions.
+    OutputLost,
 }
 
 /// Run one worker until a stopping signal arrives. Each event is handed to `line` as one
-/// line of text. Errors (a database it cannot use, a database error while working) are one
+/// line of text; `line` returning false (the output is gone) stops the worker. Errors (a database it cannot use, a database error while working) are one
 /// line.
 pub fn run(
     opts: &WorkerOptions,
     interrupts: &Receiver<i32>,
-    mut line: impl FnMut(&str),
+    mut line: impl FnMut(&str) -> bool,
 ) -> Result<Ended, Failure> {
     check_name(&opts.name).map_err(Failure::BadInput)?;
     let shared = Arc::new(StoreShared::new(Durability::Full));
@@ -131,8 +133,13 @@ pub fn run(
                 }
                 // One line when the outbox runs dry, not one per empty claim.
                 let empty = matches!(ev.kind, EventKind::ClaimEmpty | EventKind::Loaded { count: 0 });
-                if !(empty && idle) {
-                    line(&format!("{} {} {}", hms(ev.at_ms), ev.actor, ev.describe()));
+                if !(empty && idle)
+                    && !line(&format!("{} {} {}", hms(ev.at_ms), ev.actor, ev.describe()))
+                {
+                    // Nobody reads any more (a closed pipe, a full disk): stop working.
+                    handle.send(Control::Shutdown);
+                    handle.join();
+                    return Ok(Ended::OutputLost);
                 }
                 idle = empty;
             },

@@ -445,3 +445,37 @@ fn a_worker_waits_out_a_held_write_lock_says_so_once_and_answers_sigint() {
     assert_eq!(status.code(), Some(130));
     drop(tx);
 }
+
+/// A worker whose output cannot be written stops: exit 3 and one line for a full disk,
+/// quietly for a reader that went away. It does not go on working unseen.
+#[test]
+fn a_worker_whose_output_is_lost_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("out.db");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["worker", "--db"])
+        .arg(&db)
+        .args(["--name", "w"])
+        .stdout(full)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("cannot write to standard output"), "{err}");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let status = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["worker", "--db"])
+        .arg(&db)
+        .args(["--name", "w2"])
+        .stdout(writer)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+}
