@@ -133,9 +133,9 @@ pub fn run(
                 }
                 // One line when the outbox runs dry, not one per empty claim.
                 let empty = matches!(ev.kind, EventKind::ClaimEmpty | EventKind::Loaded { count: 0 });
-                if !(empty && idle)
-                    && !line(&format!("{} {} {}", hms(ev.at_ms), ev.actor, ev.describe()))
-                {
+                let said = empty && idle
+                    || line(&format!("{} {} {}", hms(ev.at_ms), ev.actor, ev.describe()));
+                if !said {
                     // Nobody reads any more (a closed pipe, a full disk): stop working.
                     handle.send(Control::Shutdown);
                     handle.join();
