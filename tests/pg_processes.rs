@@ -286,7 +286,13 @@ fn children_of(parent: u32) -> Vec<u32> {
 }
 
 /// The dashboard in a pseudo-terminal (it needs one), its output read and dropped.
-fn dashboard_in_pty(args: &[&str]) -> (Box<dyn portable_pty::Child + Send + Sync>, u32) {
+type PtyDashboard = (
+    Box<dyn portable_pty::Child + Send + Sync>,
+    u32,
+    Box<dyn std::io::Write + Send>,
+);
+
+fn dashboard_in_pty(args: &[&str]) -> PtyDashboard {
     use portable_pty::{native_pty_system, CommandBuilder, PtySize};
     let pty = native_pty_system()
         .openpty(PtySize {
@@ -303,12 +309,13 @@ fn dashboard_in_pty(args: &[&str]) -> (Box<dyn portable_pty::Child + Send + Sync
     drop(pty.slave);
     let pid = child.process_id().expect("child pid");
     let mut reader = pty.master.try_clone_reader().expect("pty reader");
+    let keys = pty.master.take_writer().expect("pty writer");
     std::thread::spawn(move || {
         let _master = pty.master;
         let mut buf = [0u8; 8192];
         while matches!(std::io::Read::read(&mut reader, &mut buf), Ok(n) if n > 0) {}
     });
-    (child, pid)
+    (child, pid, keys)
 }
 
 #[test]
@@ -316,7 +323,7 @@ fn the_processes_dashboard_on_postgres_starts_worker_children_that_drain_it_clea
     let Some(db) = scratch("children") else {
         return;
     };
-    let (mut dashboard, pid) = dashboard_in_pty(&[
+    let (mut dashboard, pid, mut keys) = dashboard_in_pty(&[
         "--processes",
         "--db",
         &db.url,
@@ -333,6 +340,11 @@ fn the_processes_dashboard_on_postgres_starts_worker_children_that_drain_it_clea
         let kids = children_of(pid);
         (kids.len() == 2).then_some(kids)
     });
+    // The children open stopped: the first space starts them all.
+    use std::io::Write;
+    keys.write_all(b" ")
+        .and_then(|()| keys.flush())
+        .expect("type a space");
     wait_for("the outbox to drain", || drained(&db));
     let (ledger, check) = history(&db);
     assert!(check.passed(), "{check:?}");
