@@ -270,7 +270,8 @@ fn make_unwritable(file: &Path) -> bool {
 
 #[test]
 fn a_read_only_database_file_is_named_refused_with_exit_2_and_left_alone() {
-    let dir = tempfile::tempdir().unwrap();
+    // Beside the build, not in a tmpfs, which has no immutable attribute for root.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let run = |args: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_leaselab"))
             .args(args)
