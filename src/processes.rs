@@ -58,6 +58,10 @@ pub struct WorkerProcesses {
     slots: Vec<Slot>,
 }
 
+/// Set in the environment of a `--processes` child: it may take a worker thread's name
+/// (`Worker-A`), since its dashboard runs no threads of its own.
+pub const CHILD_ENV: &str = "LEASELAB_PROCESSES_CHILD";
+
 /// How a slot's process is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProcessState {
@@ -101,6 +105,7 @@ impl WorkerProcesses {
             .args(["--lease-ms", &s.lease_ms.to_string()])
             .args(["--process-ms", &s.process_ms.to_string()])
             .args(reliability_args(&s.reliability))
+            .env(CHILD_ENV, "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

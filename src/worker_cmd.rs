@@ -15,6 +15,7 @@ use crate::engine::events::{Event, EventKind};
 use crate::engine::provider::Provider;
 use crate::engine::store::{DbOrigin, Durability, StoreShared};
 use crate::engine::worker::{self, Control, Settings, WorkerContext};
+use crate::engine::worker_id::WorkerId;
 
 /// How a worker process is set up.
 #[derive(Debug, Clone)]
@@ -53,6 +54,15 @@ pub fn check_name(name: &str) -> Result<(), String> {
     }
     if name == crate::engine::events::ENGINE {
         return Err("--name engine is taken by leaselab itself; choose another".into());
+    }
+    // `Worker-A`, `Worker-B#2`, ... are the names of an engine's worker threads: a process
+    // under one would read as that thread in every table, event and ledger. Only the
+    // children of a `--processes` dashboard, which has no threads of its own, take them.
+    let is_child = std::env::var_os(crate::processes::CHILD_ENV).is_some();
+    if WorkerId::parse(name).is_some() && !is_child {
+        return Err(format!(
+            "--name {name} is the name of a leaselab worker thread, which a process would be confused with; choose another (laptop-1, proc-2, ...)"
+        ));
     }
     Ok(())
 }

@@ -208,6 +208,14 @@ fn a_worker_and_the_process_dashboards_refuse_bad_input_in_one_line() {
             "holds a space",
         ),
         (
+            vec!["worker", "--db", "x.db", "--name", "Worker-B"],
+            "--name Worker-B is the name of a leaselab worker thread",
+        ),
+        (
+            vec!["worker", "--db", "x.db", "--name", "Worker-A#2"],
+            "is the name of a leaselab worker thread",
+        ),
+        (
             vec!["worker", "--db", "x.db", "--name", "A", "--speed", "2"],
             "--speed does not apply",
         ),
