@@ -5,7 +5,7 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 
 use crate::engine::worker_id::WorkerId;
 
@@ -48,6 +48,8 @@ struct Slot {
     incarnation: u32,
     child: Option<Child>,
     stopped: bool,
+    /// A held child's start pipe: closing it starts the child.
+    hold: Option<ChildStdin>,
 }
 
 /// The dashboard's worker processes, one per slot.
@@ -57,6 +59,10 @@ pub struct WorkerProcesses {
     exe: PathBuf,
     slots: Vec<Slot>,
 }
+
+/// Set in the environment of a child started held: it waits for its standard input to
+/// give a byte or close before it opens the database (see `WorkerProcesses::start_held`).
+pub const HOLD_ENV: &str = "LEASELAB_HOLD_UNTIL_STARTED";
 
 /// Set in the environment of a `--processes` child: it may take a worker thread's name
 /// (`Worker-A`), since its dashboard runs no threads of its own.
@@ -75,6 +81,21 @@ pub enum ProcessState {
 impl WorkerProcesses {
     /// Start `count` worker processes named `Worker-A`, `Worker-B`, ...
     pub fn start(settings: ProcessSettings, count: usize) -> Result<WorkerProcesses, String> {
+        WorkerProcesses::start_with(settings, count, false)
+    }
+
+    /// Start `count` worker processes held before their first database access, shown
+    /// stopped, until [`WorkerProcesses::set_stopped`] wakes them. A SIGSTOP sent as they
+    /// start could stop one inside a write transaction and lock the database for everyone.
+    pub fn start_held(settings: ProcessSettings, count: usize) -> Result<WorkerProcesses, String> {
+        WorkerProcesses::start_with(settings, count, true)
+    }
+
+    fn start_with(
+        settings: ProcessSettings,
+        count: usize,
+        held: bool,
+    ) -> Result<WorkerProcesses, String> {
         let exe = std::env::current_exe()
             .map_err(|e| format!("cannot find the leaselab program to start workers: {e}"))?;
         let mut set = WorkerProcesses {
@@ -84,18 +105,20 @@ impl WorkerProcesses {
         };
         for slot in 0..count {
             let name = WorkerId::new(slot, 1).to_string();
-            let child = set.spawn(&name)?;
+            let mut child = set.spawn(&name, held)?;
+            let hold = child.stdin.take();
             set.slots.push(Slot {
                 name,
                 incarnation: 1,
                 child: Some(child),
-                stopped: false,
+                stopped: held,
+                hold,
             });
         }
         Ok(set)
     }
 
-    fn spawn(&self, name: &str) -> Result<Child, String> {
+    fn spawn(&self, name: &str, held: bool) -> Result<Child, String> {
         let s = &self.settings;
         let mut cmd = Command::new(&self.exe);
         cmd.arg("worker")
@@ -106,13 +129,16 @@ impl WorkerProcesses {
             .args(["--process-ms", &s.process_ms.to_string()])
             .args(reliability_args(&s.reliability))
             .env(CHILD_ENV, "1")
-            .stdin(Stdio::null())
+            .stdin(if held { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             // Its own process group: the terminal's Ctrl-C and SIGHUP are the dashboard's to handle.
             .process_group(0);
         if !s.leasing {
             cmd.arg("--no-leasing");
+        }
+        if held {
+            cmd.env(HOLD_ENV, "1");
         }
         let parent = std::process::id() as libc::pid_t;
         // SAFETY: prctl, getppid and _exit are async-signal-safe, as pre_exec requires.
@@ -199,13 +225,14 @@ impl WorkerProcesses {
         self.kill(slot);
         let incarnation = self.slots.get(slot).map_or(1, |s| s.incarnation + 1);
         let name = WorkerId::new(slot, incarnation).to_string();
-        let child = self.spawn(&name)?;
+        let child = self.spawn(&name, false)?;
         if let Some(s) = self.slots.get_mut(slot) {
             *s = Slot {
                 name: name.clone(),
                 incarnation,
                 child: Some(child),
                 stopped: false,
+                hold: None,
             };
         }
         Ok(name)
@@ -220,6 +247,15 @@ impl WorkerProcesses {
         let Some(child) = &s.child else {
             return false;
         };
+        if s.hold.is_some() {
+            // Held before its first database access: closing the pipe starts it; it is
+            // already as still as a stopped one.
+            if !stop {
+                s.hold = None;
+                s.stopped = false;
+            }
+            return true;
+        }
         let signal = if stop { libc::SIGSTOP } else { libc::SIGCONT };
         // SAFETY: a plain kill(2) on our own child's pid, which we have not reaped.
         unsafe { libc::kill(child.id() as libc::pid_t, signal) };

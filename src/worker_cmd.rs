@@ -85,6 +85,30 @@ pub enum Ended {
     OutputLost,
 }
 
+/// A `--processes` child held until the dashboard's first space: it waits, before it
+/// touches the database, until its standard input (a pipe from the dashboard) gives a
+/// byte or closes. Held so, it can hold no lock. A stopping signal ends the wait.
+fn wait_for_the_start(interrupts: &Receiver<i32>) -> Option<i32> {
+    let mut fd = libc::pollfd {
+        fd: libc::STDIN_FILENO,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        if let Ok(signo) = interrupts.try_recv() {
+            return Some(signo);
+        }
+        // SAFETY: one valid pollfd, for the duration of the call.
+        let n = unsafe { libc::poll(&mut fd, 1, 100) };
+        if n > 0 && fd.revents != 0 {
+            return None;
+        }
+        if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return None;
+        }
+    }
+}
+
 /// Run one worker until a stopping signal arrives. Each event is handed to `line` as one
 /// line of text; `line` returning false (the output is gone) stops the worker. Errors (a database it cannot use, a database error while working) are one
 /// line.
@@ -94,6 +118,11 @@ pub fn run(
     mut line: impl FnMut(&str) -> bool,
 ) -> Result<Ended, Failure> {
     check_name(&opts.name).map_err(Failure::BadInput)?;
+    if std::env::var_os(crate::processes::HOLD_ENV).is_some() {
+        if let Some(signo) = wait_for_the_start(interrupts) {
+            return Ok(Ended::Interrupted(signo));
+        }
+    }
     let shared = Arc::new(StoreShared::new(Durability::Full));
     let clock = Arc::new(Clock::wall());
     let provider = Arc::new(Provider::new());
@@ -112,15 +141,7 @@ pub fn run(
     }
     provider.set_faults(opts.reliability.faults.clone());
     drop(store);
-    line(&match origin {
-        DbOrigin::Created => format!(
-            "{} works on {} (created it with {} payments)",
-            opts.name,
-            db.shown(),
-            opts.messages
-        ),
-        DbOrigin::Reused => format!("{} works on {}", opts.name, db.shown()),
-    });
+    line(&joined(opts, &db, origin));
     let (events_tx, events) = crossbeam_channel::unbounded();
     let ctx = WorkerContext {
         db,
@@ -161,6 +182,19 @@ pub fn run(
                 return Ok(Ended::Interrupted(signo.unwrap_or(signal_hook::consts::SIGTERM)));
             },
         }
+    }
+}
+
+/// The worker's first line: the database it works on, and whether it created it.
+fn joined(opts: &WorkerOptions, db: &Db, origin: DbOrigin) -> String {
+    match origin {
+        DbOrigin::Created => format!(
+            "{} works on {} (created it with {} payments)",
+            opts.name,
+            db.shown(),
+            opts.messages
+        ),
+        DbOrigin::Reused => format!("{} works on {}", opts.name, db.shown()),
     }
 }
 

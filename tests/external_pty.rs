@@ -304,23 +304,41 @@ fn state_of(pid: u32) -> Option<char> {
     stat[stat.rfind(')')? + 1..].trim_start().chars().next()
 }
 
+/// The child blocks in poll(2) on its standard input, a pipe: its stdin is a pipe and it
+/// has opened no database file yet.
+fn waits_on_its_start_pipe(pid: u32) -> bool {
+    let stdin = std::fs::read_link(format!("/proc/{pid}/fd/0")).unwrap_or_default();
+    let opened_db = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.flatten().any(|fd| {
+                std::fs::read_link(fd.path()).is_ok_and(|p| p.to_string_lossy().contains(".db"))
+            })
+        })
+        .unwrap_or(false);
+    stdin.to_string_lossy().starts_with("pipe:") && !opened_db && state_of(pid) == Some('S')
+}
+
 #[test]
 fn processes_open_stopped_and_the_first_space_starts_them_all() {
     let (mut d, kids) = open_processes();
-    // Opened like free play: the children wait, stopped, and nothing is claimed.
-    wait_until("both children stopped", || {
-        kids.iter().all(|p| state_of(*p) == Some('T'))
+    // Opened like free play: the children wait before their first database access (so
+    // none can hold the write lock while it waits), and nothing is claimed.
+    wait_until("both children waiting to start", || {
+        kids.iter().all(|p| waits_on_its_start_pipe(*p))
     });
     assert!(
         d.screen().contains("space starts them all"),
         "{}",
         d.screen()
     );
+    // The dashboard's own write goes through while they wait: no child holds the lock.
+    d.press("p");
+    d.wait_for_text("added payment PAY-007");
     assert!(!d.screen().contains("CLAIMED"), "{}", d.screen());
     d.press(" ");
     d.wait_for_text("the worker processes start");
     wait_until("both children running", || {
-        kids.iter().all(|p| state_of(*p) != Some('T'))
+        kids.iter().all(|p| !waits_on_its_start_pipe(*p))
     });
     d.wait_for_text("CLAIMED");
     d.press("q");

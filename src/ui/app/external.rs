@@ -209,8 +209,8 @@ fn toggle_pause(c: &mut WorkerProcesses, slot: usize, started: bool) -> (String,
             c.set_stopped(s, false);
         }
         return (
-            "SIGCONT sent to every worker process".into(),
-            "the worker processes start (SIGCONT): space now stops or wakes the selected one"
+            "every worker process started".into(),
+            "the worker processes start: space now stops or wakes the selected one (SIGSTOP / SIGCONT)"
                 .into(),
         );
     }
@@ -239,11 +239,7 @@ fn toggle_pause(c: &mut WorkerProcesses, slot: usize, started: bool) -> (String,
 /// Start `--processes`' children, stopped until the first space: a class sees the seeded
 /// outbox before anything happens, as in free play.
 fn start_stopped(settings: ProcessSettings, count: usize) -> Result<WorkerProcesses, String> {
-    let mut c = WorkerProcesses::start(settings, count)?;
-    for slot in 0..c.len() {
-        c.set_stopped(slot, true);
-    }
-    Ok(c)
+    WorkerProcesses::start_held(settings, count)
 }
 
 /// Who claimed the message of `lease` after it, if anyone.
