@@ -68,3 +68,25 @@ fn no_arguments_open_the_atomic_claim_lesson_paused() {
     let (status, _) = d.quit();
     assert!(status.success(), "exit status {status:?}");
 }
+
+#[test]
+fn keys_under_the_help_do_nothing_until_it_closes() {
+    let mut d = open(&["lesson", "lease-expiry"]);
+    d.wait_for_text("LESSON 0/6");
+    d.press("?");
+    d.wait_for_text("Esc closes");
+    // A step, a crash and a reset behind the help: none of them may act.
+    d.press("ncR");
+    d.press("?");
+    d.wait_for("the help closed", |s| {
+        !s.contents().contains("Esc closes") && s.contents().contains("LESSON")
+    });
+    let screen = d.screen();
+    assert!(screen.contains("LESSON 0/6"), "{screen}");
+    assert!(!screen.contains("CRASHED"), "{screen}");
+    // Closed, the same key acts.
+    d.press("n");
+    d.wait_for_text("LESSON 1/6");
+    let (status, _) = d.quit();
+    assert!(status.success(), "exit status {status:?}");
+}

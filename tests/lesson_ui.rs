@@ -6,7 +6,8 @@ use leaselab::ui::{self, App, DashboardOptions, Theme};
 
 mod support;
 
-use support::{frame, frame_lines, lesson_app, press};
+use crossterm::event::KeyCode;
+use support::{frame, frame_lines, key, lesson_app, press};
 
 fn screen(app: &mut App, width: u16, height: u16) -> String {
     let mut s = String::new();
@@ -17,7 +18,7 @@ fn screen(app: &mut App, width: u16, height: u16) -> String {
     s
 }
 
-/// At 80x24 the panel has six lines inside its borders: every step's narration and its
+/// At 80x24 the panel has six lines under its title: every step's narration and its
 /// checks must fit there, whole.
 #[test]
 fn every_built_in_narration_fits_the_minimum_screen() {
@@ -39,6 +40,17 @@ fn every_built_in_narration_fits_the_minimum_screen() {
             press(&mut app, 'n');
         }
     }
+}
+
+/// The narration panel's lines: from its title to the pane below it (the log's verdict
+/// lines and the timeline's legend have their own ✗).
+fn narration(screen: &str) -> String {
+    screen
+        .lines()
+        .skip_while(|l| !l.contains("Lesson step"))
+        .take_while(|l| !l.contains("┌ Events") && !l.contains("┌ Timeline"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn rows(app: &App) -> Vec<(String, String, Option<String>, i64)> {
@@ -113,7 +125,7 @@ fn b_steps_back_to_the_same_state_at_every_step() {
     }
     let s = screen(&mut app, 100, 30);
     assert!(s.contains("LESSON DONE 6/6"), "{s}");
-    assert!(!s.contains('✗'), "{s}");
+    assert!(!narration(&s).contains('✗'), "{s}");
     for k in (0..total).rev() {
         press(&mut app, 'b');
         assert_eq!(done(&app), k);
@@ -139,7 +151,7 @@ fn a_change_in_free_play_leaves_the_script_and_n_replays_it() {
     press(&mut app, 'c'); // and Worker-B crashes too
     let s = screen(&mut app, 80, 24);
     assert!(s.contains("OFF SCRIPT"), "{s}");
-    assert!(s.contains("the state has left the script"), "{s}");
+    assert!(s.contains("n or b puts the lesson back"), "{s}");
     press(&mut app, 'n'); // replays steps 1-2, then runs step 3: Worker-B is blocked
     assert_eq!(done(&app), 3);
     let r = app.lesson.as_ref().unwrap().last_report().unwrap().clone();
@@ -199,18 +211,19 @@ fn the_ledger_shows_provider_side_effects_once_the_provider_is_idempotent() {
     for _ in 0..5 {
         press(&mut app, 'n');
     }
+    // The lesson names the provider's side effects: they show beside the calls.
     let s = screen(&mut app, 80, 24);
-    assert!(s.contains("provider checks 2"), "{s}");
+    assert!(s.contains("side effects 2"), "{s}");
     // With room, each figure has its own line.
     let s = screen(&mut app, 120, 36);
     assert!(s.contains("provider status checks "), "{s}");
+    assert!(s.contains("provider side effects "), "{s}");
     for _ in 0..2 {
         press(&mut app, 'n'); // the same story with the idempotent provider
     }
     let s = screen(&mut app, 80, 24);
-    assert!(s.contains("calls 4 / effects 3"), "{s}");
-    let s = screen(&mut app, 120, 36);
-    assert!(s.contains("provider calls / effects"), "{s}");
+    assert!(s.contains("PAY-002 calls 2, effects 1"), "{s}");
+    assert!(s.contains("side effects 3"), "{s}");
 }
 
 #[test]
@@ -221,14 +234,14 @@ fn every_built_in_lesson_steps_to_the_end_and_back_in_the_dashboard() {
         for k in 1..=total {
             press(&mut app, 'n');
             let s = screen(&mut app, 80, 24);
-            assert!(!s.contains('✗'), "{} step {k}:\n{s}", b.name);
+            assert!(!narration(&s).contains('✗'), "{} step {k}:\n{s}", b.name);
             assert!(s.contains(&format!("step {k}/{total}")), "{s}");
         }
         for k in (0..total).rev() {
             press(&mut app, 'b');
             assert_eq!(done(&app), k, "{}", b.name);
             let s = screen(&mut app, 80, 24);
-            assert!(!s.contains('✗'), "{} back at {k}:\n{s}", b.name);
+            assert!(!narration(&s).contains('✗'), "{} back at {k}:\n{s}", b.name);
         }
     }
 }
@@ -246,4 +259,50 @@ fn a_frozen_worker_is_marked_in_the_workers_panel() {
     press(&mut app, 'n'); // resume Worker-A
     let s = screen(&mut app, 80, 24);
     assert!(!s.contains("FROZEN"), "{s}");
+}
+
+#[test]
+fn narration_longer_than_its_panel_scrolls_and_a_new_step_starts_at_its_top() {
+    let mut app = lesson_app("one-writer");
+    press(&mut app, 'n');
+    press(&mut app, 'n'); // four workers: the top row is taller, the narration scrolls
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("↓ 1 more · PgDn"), "{s}");
+    assert!(!s.contains("✓ ledger duplicates 0"), "{s}");
+    key(&mut app, KeyCode::PageDown);
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("✓ ledger duplicates 0"), "{s}");
+    assert!(s.contains("↑ PgUp"), "{s}");
+    // The table stayed where it was: PgDn went to the narration.
+    assert_eq!(app.ui.table_offset, 8, "{s}");
+    key(&mut app, KeyCode::PageUp);
+    assert!(screen(&mut app, 80, 24).contains("↓ 1 more"));
+    key(&mut app, KeyCode::PageDown);
+    press(&mut app, 'n');
+    screen(&mut app, 80, 24);
+    assert_eq!(app.ui.narration_scroll, 0, "a new step starts at its top");
+    // With room, the whole narration shows and PgDn pages the table again.
+    let s = screen(&mut app, 120, 40);
+    assert!(!s.contains("more · PgDn"), "{s}");
+}
+
+#[test]
+fn a_dead_letter_count_and_the_retry_time_are_on_screen_at_80x24() {
+    let mut app = lesson_app("poison-message");
+    press(&mut app, 'n');
+    let t = frame(&mut app, 80, 24);
+    insta::assert_snapshot!("poison_retry_80x24", t.backend());
+    for _ in 0..4 {
+        press(&mut app, 'n');
+    }
+    let t = frame(&mut app, 80, 24);
+    insta::assert_snapshot!("poison_dead_letter_80x24", t.backend());
+}
+
+#[test]
+fn the_writes_a_lesson_counts_are_in_the_ledger_at_120x40() {
+    let mut app = lesson_app("one-writer");
+    press(&mut app, 'n');
+    let t = frame(&mut app, 120, 40);
+    insta::assert_snapshot!("one_writer_120x40", t.backend());
 }

@@ -27,6 +27,7 @@ use super::DashboardOptions;
 mod external;
 mod lesson;
 mod refresh;
+mod spotlight;
 pub use super::snapshot::{DbView, WorkerView};
 pub use super::state::Focus;
 pub use external::ExternalMode;
@@ -325,6 +326,16 @@ impl App {
             }
             Action::FocusNext => return self.ui.toggle_focus(),
             Action::History => return self.open_history(),
+            // Narration longer than its panel: PgUp/PgDn read on.
+            Action::PageUp | Action::PageDown if self.ui.narration_more > 0 => {
+                let most = self.ui.narration_more;
+                let at = &mut self.ui.narration_scroll;
+                *at = match action {
+                    Action::PageDown => at.saturating_add(most).min(most),
+                    _ => 0,
+                };
+                return;
+            }
             Action::ScrollUp => -1,
             Action::ScrollDown => 1,
             Action::PageUp => -page,

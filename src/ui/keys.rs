@@ -312,7 +312,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[Key::Code(KeyCode::PageUp)],
         label: "PgUp/PgDn",
         hint: "",
-        help: "scroll the focused pane by a page",
+        help: "page the focused pane, or a lesson's narration too long to fit",
         section: Section::View,
         action: Action::PageUp,
     },

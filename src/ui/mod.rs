@@ -198,21 +198,33 @@ pub fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(),
     app.ui.too_small = render::too_small(area);
     app.ui.width = area.width;
     app.ui.height = area.height;
-    let messages = app.snapshot().db.total;
-    let (rows, log_rows) = render::capacity(area, app.worker_count(), messages);
-    app.refresh(rows, log_rows);
-    // The top row's height follows the outbox's size: read again if that moved it.
-    let now = app.snapshot().db.total;
-    if now != messages {
-        let again = render::capacity(area, app.worker_count(), now);
-        if again != (rows, log_rows) {
-            app.refresh(again.0, again.1);
-        }
+    // The layout follows the outbox's size and the narration's length: take the frame's
+    // data with the last frame's, and again if what it read moved the layout.
+    let mut fits = capacity(app, area);
+    app.refresh(fits.table, fits.log);
+    let again = capacity(app, area);
+    if again != fits {
+        app.refresh(again.table, again.log);
+        fits = again;
     }
+    app.ui.narration_more = app.snapshot().lesson.as_ref().map_or(0, |l| {
+        render::narration::hidden(l, &app.theme, area.width, fits.narration)
+    });
     terminal
         .draw(|frame| render::draw(frame, app.snapshot(), &app.ui, &app.theme))
         .map_err(|e| format!("cannot draw: {e}"))?;
     Ok(())
+}
+
+/// What a frame of `area` shows of the table, the log and the narration, from the
+/// snapshot `app` holds.
+fn capacity(app: &App, area: Rect) -> render::Capacity {
+    let s = app.snapshot();
+    let narration = s
+        .lesson
+        .as_ref()
+        .map_or(0, |l| render::narration::want(l, &app.theme, area.width));
+    render::capacity(area, app.worker_count(), s.db.total, narration)
 }
 
 fn run_loop<B: Backend>(

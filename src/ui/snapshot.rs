@@ -4,7 +4,7 @@
 
 use crate::checks::Check;
 use crate::engine::checker::HistoryCheck;
-use crate::engine::store::{MessageRow, OutboxCounts};
+use crate::engine::store::{MessageRow, OutboxCounts, PaymentCounts};
 use crate::engine::worker::{WorkerState, WorkerStatus};
 use crate::lesson::StepReport;
 
@@ -135,6 +135,13 @@ pub struct LedgerFigures {
     pub dead_now: u64,
     pub heartbeats: u64,
     pub leases_lost: u64,
+    /// Claim transactions that took something, write transactions by workers, and
+    /// messages processed at least once.
+    pub transactions: u64,
+    pub writes: u64,
+    pub unique: u64,
+    /// Payments by status, read in a lesson only (where one may name them).
+    pub payments: PaymentCounts,
     /// Figures this dashboard cannot know, shown as `-` rather than a false 0.
     pub unknown: Unknown,
 }
@@ -173,6 +180,19 @@ pub struct LessonView {
     /// The actions of the next step, if one remains.
     pub next_actions: Option<String>,
     pub report: Option<StepReport>,
+    /// Ledger figures the lesson names, first named first: the Ledgers panel shows them
+    /// before the others.
+    pub named: Vec<&'static str>,
+    /// The messages the step just run talks about, with their figures.
+    pub spots: Vec<Spot>,
+}
+
+/// One message a lesson step talks about, with the figures it names that the table has
+/// no column for, each as `(label, value)`: `("calls", "2")`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spot {
+    pub key: String,
+    pub figures: Vec<(&'static str, String)>,
 }
 
 /// The event log lines the frame can show.

@@ -39,6 +39,11 @@ pub struct UiState {
     pub too_small: bool,
     /// Feedback on the last key press, shown in the status strip.
     pub notice: Option<String>,
+    /// Narration lines scrolled past, and those the last frame could not show; the step
+    /// the scroll belongs to (a new step starts at the top).
+    pub narration_scroll: u16,
+    pub narration_more: u16,
+    pub narration_step: usize,
     /// Show the throughput strip (on once workers are added or removed, or a lesson
     /// changes the crew or the batch size).
     pub throughput: bool,
@@ -64,6 +69,9 @@ impl Default for UiState {
             too_small: false,
             notice: None,
             throughput: false,
+            narration_scroll: 0,
+            narration_more: 0,
+            narration_step: 0,
         }
     }
 }

@@ -85,7 +85,7 @@ impl PgStore {
     pub fn messages(&mut self, offset: u64, limit: u64) -> Result<Vec<MessageRow>> {
         let rows = self.client.query(
             "SELECT o.Id, o.PaymentKey, o.Status, o.LockedBy, o.LockedUntilUtc, o.LeaseVersion,
-                    o.Attempts, o.ProcessedAtUtc, p.PaymentStatus
+                    o.Attempts, o.ProcessedAtUtc, p.PaymentStatus, o.AvailableAtUtc
                FROM OutboxMessages o JOIN Payments p ON p.IdempotencyKey = o.PaymentKey
               ORDER BY o.Id OFFSET $1 LIMIT $2",
             &[&(offset as i64), &(limit as i64)],
@@ -102,6 +102,7 @@ impl PgStore {
                     attempts: r.get(6),
                     processed_at_ms: r.get(7),
                     payment_status: payment_status(r.get(8))?,
+                    available_at_ms: r.get(9),
                 })
             })
             .collect()

@@ -274,6 +274,9 @@ pub struct MessageRow {
     pub attempts: i64,
     pub processed_at_ms: Option<i64>,
     pub payment_status: PaymentStatus,
+    /// When a Pending row may be claimed again (`AvailableAtUtc`): after a failed attempt,
+    /// one backoff ahead.
+    pub available_at_ms: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

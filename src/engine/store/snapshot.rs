@@ -73,7 +73,7 @@ impl Store {
     pub fn messages(&self, offset: u64, limit: u64) -> Result<Vec<MessageRow>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT o.Id, o.PaymentKey, o.Status, o.LockedBy, o.LockedUntilUtc, o.LeaseVersion,
-                    o.Attempts, o.ProcessedAtUtc, p.PaymentStatus
+                    o.Attempts, o.ProcessedAtUtc, p.PaymentStatus, o.AvailableAtUtc
                FROM OutboxMessages o JOIN Payments p ON p.IdempotencyKey = o.PaymentKey
               WHERE o.Id > ?1 ORDER BY o.Id LIMIT ?2",
         )?;
@@ -91,6 +91,7 @@ impl Store {
                     attempts: r.get(6)?,
                     processed_at_ms: r.get(7)?,
                     payment_status: r.get(8)?,
+                    available_at_ms: r.get(9)?,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;

@@ -11,8 +11,8 @@ use crate::engine::worker::WorkerHandle;
 
 use super::super::render::timeline;
 use super::super::snapshot::{
-    DbView, LedgerFigures, LessonView, LogView, MessageHistoryView, StoryView, ThroughputView,
-    Unknown, WorkerView,
+    DbView, LedgerFigures, LessonView, LogView, MessageHistoryView, Spot, StoryView,
+    ThroughputView, Unknown, WorkerView,
 };
 use super::{App, LessonMode};
 
@@ -78,7 +78,15 @@ impl App {
             len: self.story.len(),
             describe: step.describe(),
         });
-        self.snap.lesson = self.lesson.as_ref().map(|l| lesson_view(l, now_ms));
+        let spots = self.spots(now_ms);
+        self.snap.lesson = self.lesson.as_ref().map(|l| lesson_view(l, now_ms, spots));
+        if let Some(l) = &self.snap.lesson {
+            // A new step's narration starts at its top.
+            if l.done != self.ui.narration_step {
+                self.ui.narration_step = l.done;
+                self.ui.narration_scroll = 0;
+            }
+        }
         self.snap.log = self.log_view();
         let from = match self.ui.width {
             0 => i64::MIN,
@@ -385,6 +393,13 @@ impl App {
             dead_now: l.dead.len() as u64,
             heartbeats: l.heartbeats,
             leases_lost: l.leases_lost,
+            transactions: l.claim_transactions,
+            writes: l.writes(),
+            unique: l.unique_processed(),
+            payments: match self.lesson {
+                Some(_) => self.reader.payment_counts().unwrap_or_default(),
+                None => Default::default(),
+            },
             // Worker processes: their empty and blocked claims are never written; a watcher
             // only guesses at crashes, while --processes sees its children die.
             unknown: match &self.external {
@@ -410,7 +425,7 @@ impl App {
     }
 }
 
-fn lesson_view(mode: &LessonMode, now_ms: i64) -> LessonView {
+fn lesson_view(mode: &LessonMode, now_ms: i64, spots: Vec<Spot>) -> LessonView {
     let r = &mode.runner;
     let say = match r.done.checked_sub(1) {
         None if r.lesson.summary.trim().is_empty() => "Press n for the first step.".into(),
@@ -433,5 +448,7 @@ fn lesson_view(mode: &LessonMode, now_ms: i64) -> LessonView {
             .get(r.done)
             .map(|s| s.actions_text.join(", ")),
         report: mode.last_report().cloned(),
+        named: super::spotlight::named_in(&r.lesson, r.done),
+        spots,
     }
 }

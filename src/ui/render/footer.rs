@@ -16,8 +16,16 @@ fn hint_width(b: &keys::Binding, hint: &str) -> usize {
     1 + b.label.chars().count() + 1 + hint.chars().count()
 }
 
-/// Lines the footer needs at this width, counting the widest case (a lesson, paused).
-pub fn height(width: u16) -> u16 {
+/// Below this height a lesson's footer keeps to one line, so the narration and three
+/// event lines fit (the help lists every key).
+const TWO_LINES_FROM: u16 = 30;
+
+/// Lines the footer takes on a screen this size, counting the widest case (a lesson,
+/// paused): one when every hint fits or a lesson's screen is short, else two.
+pub fn height(width: u16, height: u16, lesson: bool) -> u16 {
+    if lesson && height < TWO_LINES_FROM {
+        return 1;
+    }
     let all: usize = keys::footer_entries()
         .map(|b| {
             let hint = if b.action == keys::Action::TogglePause {

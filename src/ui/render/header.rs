@@ -96,7 +96,12 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
             spans.push(Span::raw(" b back · R from the start · space free play"));
         } else {
             spans.push(styled(format!(" LESSON {}/{} ", l.done, l.total), t.paused));
-            spans.push(Span::raw(" n next step · b back · space free play"));
+            // What the next `n` does comes first: the keys give way on a narrow screen.
+            match &l.next_actions {
+                Some(next) => spans.push(styled(format!(" n: {next}"), t.next_mover)),
+                None => spans.push(Span::raw(" n next step")),
+            }
+            spans.push(Span::raw(" · b back · space free play"));
         }
     } else if let Some(step) = &s.story {
         spans.push(styled(

@@ -1,4 +1,6 @@
-//! The ledgers: the same fold over engine events that the reports print.
+//! The ledgers: the same fold over engine events that the reports print. With room, a
+//! figure a line; on a small screen the figures pack side by side under short labels, and
+//! what the lesson names goes first, so a step's figures are on screen at 80x24.
 
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -7,17 +9,256 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{pane, styled};
-use crate::ui::snapshot::{all_passed, LedgerFigures, Snapshot};
+use crate::ui::snapshot::{all_passed, LedgerFigures, Snapshot, Spot};
 use crate::ui::theme::Theme;
 
+/// Every figure the panel can show: its name (as lessons name it), its label with room
+/// and its label when packed.
+pub const LABELS: &[(&str, &str, &str)] = &[
+    ("claims", "claims ok", "claims ok"),
+    ("empty", "empty claims", "empty"),
+    ("blocked", "blocked claims", "blocked"),
+    ("attempts", "processing attempts", "attempts"),
+    ("provider", "provider status checks", "provider checks"),
+    ("effects", "provider side effects", "side effects"),
+    ("duplicates", "duplicates", "duplicates"),
+    ("rejected", "rejected finalizes", "rejected"),
+    ("violations", "ownership violations", "violations"),
+    ("reclaims", "reclaims after expiry", "reclaims"),
+    ("results", "results written", "results"),
+    ("crashes", "crashes", "crashes"),
+    ("restarts", "restarts", "restarts"),
+    ("retries", "retries", "retries"),
+    ("dead", "dead letters", "dead letters"),
+    ("heartbeats", "heartbeats", "heartbeats"),
+    ("lost", "leases lost", "leases lost"),
+    ("transactions", "claim transactions", "claim txns"),
+    ("writes", "write transactions", "writes"),
+    ("unique", "messages processed", "unique"),
+    ("paid", "payments paid", "paid"),
+    ("failed", "payments failed", "failed"),
+    ("unpaid", "payments pending", "unpaid"),
+];
+
+/// The labels of the figure `name`: with room, and packed.
+pub fn labels(name: &str) -> Option<(&'static str, &'static str)> {
+    LABELS
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, long, short)| (*long, *short))
+}
+
+/// From this many lines inside the panel, a figure a line; fewer, and they pack.
+const ROOMY: usize = 8;
+
+/// One figure as drawn.
+struct Item {
+    name: &'static str,
+    long: &'static str,
+    short: &'static str,
+    value: String,
+    style: Style,
+}
+
 pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
-    let l = &s.figures;
     let block = pane(" Ledgers ", t, false).title_bottom(verdict_title(s, t));
     let inner = block.inner(area);
-    let width = inner.width as usize;
-    let mut lines = vec![claims_line(l, t, width >= 44)];
-    lines.extend(figure_lines(l, t, width, inner.height as usize));
+    let (named, spots): (&[&str], &[Spot]) = match &s.lesson {
+        Some(l) => (&l.named, &l.spots),
+        None => (&[], &[]),
+    };
+    let items = items(&s.figures, named, t);
+    let lines = lines(&s.figures, items, named, spots, t, inner);
     frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// The panel's lines for an `inner` area: a figure a line when they all fit, else packed.
+fn lines(
+    l: &LedgerFigures,
+    items: Vec<Item>,
+    named: &[&str],
+    spots: &[Spot],
+    t: &Theme,
+    inner: Rect,
+) -> Vec<Line<'static>> {
+    let width = inner.width as usize;
+    let rows = inner.height as usize;
+    let mut out: Vec<Line> = spots.iter().flat_map(|s| spot_lines(s, t, width)).collect();
+    // The claims trio shares the first line either way.
+    let (claims, mut rest): (Vec<Item>, Vec<Item>) = items
+        .into_iter()
+        .partition(|i| matches!(i.name, "claims" | "empty" | "blocked"));
+    let first_named = |items: &mut Vec<Item>| {
+        // What the lesson names comes first, the step's own before the others.
+        items.sort_by_key(|i| {
+            named
+                .iter()
+                .position(|n| *n == i.name)
+                .unwrap_or(usize::MAX)
+        });
+    };
+    if rows >= ROOMY {
+        // A figure a line; what does not fit is left off, never what the lesson names.
+        if out.len() + 1 + rest.len() > rows {
+            first_named(&mut rest);
+        }
+        out.push(claims_line(l, &claims, t, width >= 44));
+        out.extend(rest.iter().map(|i| figure(i, width)));
+    } else {
+        let mut all = claims;
+        all.extend(rest);
+        first_named(&mut all);
+        out.extend(pack(&all, width));
+    }
+    out.truncate(rows);
+    out
+}
+
+/// The figures in the order the panel lists them; those in `named` come first when packed.
+fn items(l: &LedgerFigures, named: &[&str], t: &Theme) -> Vec<Item> {
+    let bad_if = |n: u64| if n > 0 { t.bad } else { t.base };
+    let warn_if = |n: u64| if n > 0 { t.warn } else { t.base };
+    let claims = |n: u64| shown(n, l.unknown.claims);
+    let crashes = |n: u64| shown(n, l.unknown.crashes);
+    let wanted = |name: &str| named.contains(&name);
+    let mut v: Vec<(&'static str, String, Style)> = vec![
+        ("claims", l.claims_ok.to_string(), t.good),
+        ("empty", claims(l.claims_empty), t.base),
+        (
+            "blocked",
+            claims(l.claims_blocked),
+            warn_if(l.claims_blocked),
+        ),
+        ("attempts", l.processing_attempts.to_string(), t.base),
+        ("provider", l.provider_checks.to_string(), t.base),
+    ];
+    if l.provider_idempotent || wanted("effects") {
+        v.push(("effects", l.provider_effects.to_string(), t.base));
+    }
+    v.extend([
+        ("duplicates", l.duplicates.to_string(), bad_if(l.duplicates)),
+        (
+            "rejected",
+            l.rejected_finalizes.to_string(),
+            bad_if(l.rejected_finalizes),
+        ),
+        (
+            "violations",
+            l.ownership_violations.to_string(),
+            bad_if(l.ownership_violations),
+        ),
+        ("reclaims", l.reclaims.to_string(), warn_if(l.reclaims)),
+        ("results", l.results_written.to_string(), t.base),
+        ("crashes", crashes(l.crashes), t.base),
+        ("restarts", crashes(l.restarts), t.base),
+    ]);
+    if l.retries + l.dead_letters > 0 || wanted("retries") || wanted("dead") {
+        v.push(("retries", l.retries.to_string(), t.base));
+        let dead = format!("{} ({} now)", l.dead_letters, l.dead_now);
+        v.push(("dead", dead, bad_if(l.dead_now)));
+    }
+    if l.heartbeats + l.leases_lost > 0 || wanted("heartbeats") || wanted("lost") {
+        v.push(("heartbeats", l.heartbeats.to_string(), t.base));
+        v.push(("lost", l.leases_lost.to_string(), bad_if(l.leases_lost)));
+    }
+    for (name, n) in [
+        ("transactions", l.transactions),
+        ("writes", l.writes),
+        ("unique", l.unique),
+        ("paid", l.payments.paid),
+        ("failed", l.payments.failed),
+        ("unpaid", l.payments.pending),
+    ] {
+        if wanted(name) {
+            v.push((name, n.to_string(), t.base));
+        }
+    }
+    v.into_iter()
+        .map(|(name, value, style)| {
+            let (long, short) = labels(name).unwrap_or((name, name));
+            Item {
+                name,
+                long,
+                short,
+                value,
+                style,
+            }
+        })
+        .collect()
+}
+
+/// The claims trio on one line, with the idle polls when wide.
+fn claims_line(l: &LedgerFigures, claims: &[Item], t: &Theme, wide: bool) -> Line<'static> {
+    let mut spans = Vec::new();
+    for (n, i) in claims.iter().enumerate() {
+        if n > 0 {
+            spans.push(Span::raw(" · "));
+        }
+        let label = match (i.name, wide) {
+            ("claims", true) => "claims  ok",
+            _ => i.short,
+        };
+        spans.push(Span::raw(format!("{label} ")));
+        spans.push(styled(i.value.clone(), i.style));
+    }
+    if wide && l.idle_polls > 0 && !l.unknown.claims {
+        spans.push(styled(format!(" · idle {}", l.idle_polls), t.dim));
+    }
+    Line::from(spans)
+}
+
+/// Items side by side under their short labels, ` · ` apart, as many a line as fit.
+fn pack(items: &[Item], width: usize) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    let mut line: Vec<Span> = Vec::new();
+    let mut used = 0;
+    for i in items {
+        let w = i.short.chars().count() + 1 + i.value.chars().count();
+        if used > 0 && used + 3 + w > width {
+            out.push(Line::from(std::mem::take(&mut line)));
+            used = 0;
+        }
+        if used > 0 {
+            line.push(Span::raw(" · "));
+            used += 3;
+        }
+        line.push(Span::raw(format!("{} ", i.short)));
+        line.push(styled(i.value.clone(), i.style));
+        used += w;
+    }
+    if !line.is_empty() {
+        out.push(Line::from(line));
+    }
+    out
+}
+
+/// A message the step talks about: `PAY-001 runs 1, calls 2`, wrapped under its key.
+fn spot_lines(s: &Spot, t: &Theme, width: usize) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    let mut line: Vec<Span> = vec![styled(s.key.clone(), t.title)];
+    let mut used = s.key.chars().count();
+    let mut first = true;
+    for (label, value) in &s.figures {
+        let w = label.chars().count() + 1 + value.chars().count();
+        let sep = if first { 1 } else { 2 };
+        if used + sep + w > width && line.len() > 1 {
+            out.push(Line::from(std::mem::take(&mut line)));
+            line.push(Span::raw("  "));
+            used = 2;
+        } else if first {
+            line.push(Span::raw(" "));
+            used += 1;
+        } else {
+            line.push(Span::raw(", "));
+            used += 2;
+        }
+        first = false;
+        line.push(Span::raw(format!("{label} ")));
+        line.push(styled(value.clone(), t.key));
+        used += w;
+    }
+    out.push(Line::from(line));
+    out
 }
 
 /// The history checker's verdict once the outbox has drained, as the reports give it;
@@ -46,168 +287,14 @@ fn shown(n: u64, unknown: bool) -> String {
     }
 }
 
-fn claims_line(l: &LedgerFigures, t: &Theme, wide: bool) -> Line<'static> {
-    let unknown = l.unknown.claims;
-    let mut line = Line::from(vec![
-        Span::raw(if wide { "claims  ok " } else { "claims ok " }),
-        styled(l.claims_ok.to_string(), t.good),
-        Span::raw(" · empty "),
-        Span::raw(shown(l.claims_empty, unknown)),
-        Span::raw(" · blocked "),
-        styled(
-            shown(l.claims_blocked, unknown),
-            if l.claims_blocked > 0 { t.warn } else { t.base },
-        ),
-    ]);
-    if wide && l.idle_polls > 0 && !unknown {
-        line.push_span(styled(format!(" · idle {}", l.idle_polls), t.dim));
-    }
-    line
-}
-
-/// The processing figures, one a line, with how the story got here when `rows` allow.
-fn figure_lines(l: &LedgerFigures, t: &Theme, width: usize, rows: usize) -> Vec<Line<'static>> {
-    let mut lines = Vec::new();
-    let bad_if = |n: u64| if n > 0 { t.bad } else { t.base };
-    let mut figures = vec![
-        ("processing attempts", l.processing_attempts, t.base),
-        ("provider status checks", l.provider_checks, t.base),
-        ("duplicates", l.duplicates, bad_if(l.duplicates)),
-        (
-            "rejected finalizes",
-            l.rejected_finalizes,
-            bad_if(l.rejected_finalizes),
-        ),
-        (
-            "ownership violations",
-            l.ownership_violations,
-            bad_if(l.ownership_violations),
-        ),
-    ];
-    // Extra lines for taller screens: how the story got here.
-    let extra = [
-        ("reclaims after expiry", l.reclaims, t.warn),
-        ("results written", l.results_written, t.base),
-        ("crashes", l.crashes, t.base),
-        ("restarts", l.restarts, t.base),
-    ];
-    let news = reliability_lines(l, t);
-    let room = rows.saturating_sub(6 + news.len());
-    let short = room < extra.len();
-    if short {
-        // Attempts and provider checks share a line so the reclaims line fits too.
-        figures.drain(..2);
-        lines.push(attempts_line(l));
-    }
-    if rows < 6 {
-        // A projector's 80x24: duplicates and rejections share a line, so the log gets rows.
-        lines.extend(paired_safety_lines(l, t));
-        figures.clear();
-    }
-    figures.extend(extra.into_iter().take(if short { 0 } else { room }));
-    for (label, n, style) in figures {
-        let unknown = l.unknown.crashes && matches!(label, "crashes" | "restarts");
-        let mut number = shown(n, unknown);
-        let mut label = label;
-        // An idempotent provider answers repeats without a new side effect: show both.
-        if label == "provider status checks" && l.provider_idempotent {
-            label = "provider calls / effects";
-            number = format!("{n} / {}", l.provider_effects);
-        }
-        lines.push(figure(label, number, style, width));
-    }
-    lines.extend(news);
-    // Too few rows for a line each: how the story got here still shows, on one line.
-    if short {
-        lines.push(story_line(l, t));
-    }
-    lines
-}
-
-/// Retries, dead letters and heartbeats: a line each once they happened.
-fn reliability_lines(l: &LedgerFigures, t: &Theme) -> Vec<Line<'static>> {
-    let mut news = Vec::new();
-    if l.retries + l.dead_letters > 0 {
-        news.push(Line::from(vec![
-            Span::raw(format!("retries {} · dead letters ", l.retries)),
-            styled(
-                format!("{} ({} now)", l.dead_letters, l.dead_now),
-                if l.dead_now > 0 { t.bad } else { t.base },
-            ),
-        ]));
-    }
-    if l.heartbeats + l.leases_lost > 0 {
-        news.push(Line::from(vec![
-            Span::raw(format!("heartbeats {} · leases lost ", l.heartbeats)),
-            styled(
-                l.leases_lost.to_string(),
-                if l.leases_lost > 0 { t.bad } else { t.base },
-            ),
-        ]));
-    }
-    news
-}
-
-/// Attempts and provider checks on one line.
-fn attempts_line(l: &LedgerFigures) -> Line<'static> {
-    let provider = if l.provider_idempotent {
-        format!(
-            " · calls {} / effects {}",
-            l.provider_checks, l.provider_effects
-        )
-    } else {
-        format!(" · provider checks {}", l.provider_checks)
-    };
-    Line::from(vec![
-        Span::raw(format!("attempts {}", l.processing_attempts)),
-        Span::raw(provider),
-    ])
-}
-
-/// Ownership violations on a line, duplicates and rejected finalizes paired on the next.
-fn paired_safety_lines(l: &LedgerFigures, t: &Theme) -> [Line<'static>; 2] {
-    let bad_if = |n: u64| if n > 0 { t.bad } else { t.base };
-    [
-        Line::from(vec![
-            Span::raw("ownership violations "),
-            styled(
-                l.ownership_violations.to_string(),
-                bad_if(l.ownership_violations),
-            ),
-        ]),
-        Line::from(vec![
-            Span::raw("duplicates "),
-            styled(l.duplicates.to_string(), bad_if(l.duplicates)),
-            Span::raw(" · rejected "),
-            styled(
-                l.rejected_finalizes.to_string(),
-                bad_if(l.rejected_finalizes),
-            ),
-        ]),
-    ]
-}
-
-/// Reclaims, crashes and restarts on one line.
-fn story_line(l: &LedgerFigures, t: &Theme) -> Line<'static> {
-    Line::from(vec![
-        Span::raw("reclaims "),
-        styled(
-            l.reclaims.to_string(),
-            if l.reclaims > 0 { t.warn } else { t.base },
-        ),
-        Span::raw(", crashes "),
-        Span::raw(shown(l.crashes, l.unknown.crashes)),
-        Span::raw(", restarts "),
-        Span::raw(shown(l.restarts, l.unknown.crashes)),
-    ])
-}
-
 /// A label on the left and its value on the right edge of a `width` wide line.
-fn figure(label: &str, value: String, style: Style, width: usize) -> Line<'static> {
-    let pad = width.saturating_sub(label.len() + value.len()).max(1);
+fn figure(i: &Item, width: usize) -> Line<'static> {
+    let pad = width
+        .saturating_sub(i.long.chars().count() + i.value.chars().count())
+        .max(1);
     Line::from(vec![
-        Span::raw(label.to_string()),
+        Span::raw(i.long.to_string()),
         Span::raw(" ".repeat(pad)),
-        styled(value, style),
+        styled(i.value.clone(), i.style),
     ])
 }

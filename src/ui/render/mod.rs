@@ -19,8 +19,10 @@
 //!  footer   q quit  ? help  space pause  n step ...                        (FOOTER_H)
 //! ```
 //! Height left over is shared between the top row (TOP_SHARE) and the event log.
-//! In a lesson, the narration panel sits below the top row; it takes its rows from the
-//! event log first, then from the timeline (`narration::carve`).
+//! In a lesson, the narration panel sits below the top row, open at the bottom: it takes
+//! its rows from the timeline first, then from the top row (whose ledger then shows the
+//! lesson's figures first), never from the log's three lines; what still does not fit
+//! scrolls (`Areas::compute`).
 
 pub mod footer;
 pub mod header;
@@ -55,9 +57,14 @@ const FOOTER_H: u16 = 1;
 const LEDGER_H: u16 = 7;
 /// The ledger panel with every figure on a line of its own.
 const LEDGER_FULL_H: u16 = LEDGER_H + 5;
+/// In a lesson on a small screen: three lines of figures, those the lesson names first.
+const LESSON_LEDGER_H: u16 = 5;
+/// The narration's least height when it must scroll: its title and two lines.
+const NARRATION_MIN_H: u16 = 3;
 const MAX_WORKER_LINES: u16 = 8;
 const MAX_LANES: u16 = 8;
-pub(crate) const LOG_MIN_H: u16 = 4;
+/// Three lines of events and the borders: the log never disappears.
+pub(crate) const LOG_MIN_H: u16 = 5;
 const TABLE_MIN_H: u16 = 6;
 /// Of the spare height, the top row gets this many fifths; the log the rest.
 const TOP_SHARE: u16 = 3;
@@ -79,6 +86,8 @@ pub struct Areas {
     pub table: Rect,
     pub workers: Rect,
     pub ledger: Rect,
+    /// A lesson's narration, below the top row; empty without a lesson.
+    pub narration: Rect,
     pub timeline: Rect,
     pub log: Rect,
     pub footer: Rect,
@@ -86,24 +95,39 @@ pub struct Areas {
 
 impl Areas {
     /// `messages` is the outbox's size: the top row grows no taller than its rows and the
-    /// full ledger need, and the event log takes the rest.
-    pub fn compute(area: Rect, workers: usize, messages: u64) -> Areas {
+    /// full ledger need, and the event log takes the rest. `narration` is the height a
+    /// lesson's panel asks for (0 without a lesson): it is whole when the screen allows,
+    /// the timeline gives way first, then the top row down to [`LESSON_LEDGER_H`], and the
+    /// log keeps [`LOG_MIN_H`] rows.
+    pub fn compute(area: Rect, workers: usize, messages: u64, narration: u16) -> Areas {
         let worker_lines = (workers as u16).clamp(1, MAX_WORKER_LINES);
         let workers_h = worker_lines + 2;
         let top_min = (workers_h + LEDGER_H).max(TABLE_MIN_H);
-        let timeline_h = (workers as u16).clamp(1, MAX_LANES) + 2;
-        let footer_h = footer::height(area.width).max(FOOTER_H);
-        let body = area
-            .height
-            .saturating_sub(HEADER_H + STRIP_H + footer_h + timeline_h);
-        let extra = body.saturating_sub(top_min + LOG_MIN_H);
+        let timeline_full = (workers as u16).clamp(1, MAX_LANES) + 2;
+        let footer_h = footer::height(area.width, area.height, narration > 0).max(FOOTER_H);
+        let body = area.height.saturating_sub(HEADER_H + STRIP_H + footer_h);
         let table_needs = (messages.min(u16::MAX as u64) as u16).saturating_add(3);
         let top_needs = table_needs.max(workers_h + LEDGER_FULL_H).max(top_min);
-        let top_h = (top_min + extra * TOP_SHARE / 5).min(top_needs);
-        let [header, strip, top, timeline, log, footer] = Layout::vertical([
+        let (top_h, narration_h, timeline_h) = if narration == 0 {
+            let rest = body.saturating_sub(timeline_full);
+            let extra = rest.saturating_sub(top_min + LOG_MIN_H);
+            let top_h = (top_min + extra * TOP_SHARE / 5).min(top_needs);
+            (top_h, 0, timeline_full)
+        } else {
+            lesson_rows(
+                body,
+                narration,
+                top_min,
+                top_needs,
+                workers_h,
+                timeline_full,
+            )
+        };
+        let [header, strip, top, narration, timeline, log, footer] = Layout::vertical([
             Constraint::Length(HEADER_H),
             Constraint::Length(STRIP_H),
             Constraint::Length(top_h),
+            Constraint::Length(narration_h),
             Constraint::Length(timeline_h),
             Constraint::Fill(1),
             Constraint::Length(footer_h),
@@ -122,6 +146,7 @@ impl Areas {
             table,
             workers,
             ledger,
+            narration,
             timeline,
             log,
             footer,
@@ -129,17 +154,58 @@ impl Areas {
     }
 }
 
+/// With a lesson: the heights of the top row, the narration and the timeline in `body`.
+fn lesson_rows(
+    body: u16,
+    narration: u16,
+    top_min: u16,
+    top_needs: u16,
+    workers_h: u16,
+    timeline: u16,
+) -> (u16, u16, u16) {
+    let rest = body.saturating_sub(narration + timeline);
+    if rest >= top_min + LOG_MIN_H {
+        // Room for everything: the top row takes its share of what is left.
+        let extra = rest - (top_min + LOG_MIN_H);
+        return (
+            (top_min + extra * TOP_SHARE / 5).min(top_needs),
+            narration,
+            timeline,
+        );
+    }
+    let lesson_min = (workers_h + LESSON_LEDGER_H).max(TABLE_MIN_H);
+    let rest = body.saturating_sub(narration + LOG_MIN_H);
+    let top_h = rest.clamp(lesson_min, top_min);
+    // Too little even so: the narration scrolls, keeping a few lines.
+    let narration_h = body
+        .saturating_sub(top_h + LOG_MIN_H)
+        .clamp(narration.min(NARRATION_MIN_H), narration);
+    (top_h, narration_h, 0)
+}
+
 pub fn too_small(area: Rect) -> bool {
     area.width < MIN_WIDTH || area.height < MIN_HEIGHT
 }
 
-/// Rows the table and the log can show in a frame of this size (for the snapshot).
-pub fn capacity(area: Rect, workers: usize, messages: u64) -> (u16, u16) {
+/// What a frame of this size shows: rows of the table and the log, and lines of the
+/// lesson's narration (for the snapshot and the keys that scroll them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Capacity {
+    pub table: u16,
+    pub log: u16,
+    pub narration: u16,
+}
+
+pub fn capacity(area: Rect, workers: usize, messages: u64, narration: u16) -> Capacity {
     if too_small(area) {
-        return (0, 0);
+        return Capacity::default();
     }
-    let a = Areas::compute(area, workers, messages);
-    (table::visible_rows(a.table), a.log.height.saturating_sub(2))
+    let a = Areas::compute(area, workers, messages, narration);
+    Capacity {
+        table: table::visible_rows(a.table),
+        log: a.log.height.saturating_sub(2),
+        narration: a.narration.height.saturating_sub(1),
+    }
 }
 
 /// Draw the whole screen.
@@ -149,8 +215,11 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, ui: &UiState, t: &Theme) {
         too_small::render(frame, area, t);
         return;
     }
-    let mut a = Areas::compute(area, s.workers.len(), s.db.total);
-    let narration = s.lesson.as_ref().map(|l| narration::carve(&mut a, l, t));
+    let want = s
+        .lesson
+        .as_ref()
+        .map_or(0, |l| narration::want(l, t, area.width));
+    let a = Areas::compute(area, s.workers.len(), s.db.total, want);
     header::render(frame, a.header, s, t);
     match &s.throughput {
         Some(v) => {
@@ -178,8 +247,8 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, ui: &UiState, t: &Theme) {
     if a.log.height > 0 {
         log::render(frame, a.log, s, ui, t);
     }
-    if let (Some(n), Some(l)) = (narration, &s.lesson) {
-        narration::render(frame, n, l, t);
+    if let Some(l) = &s.lesson {
+        narration::render(frame, a.narration, l, ui, t);
     }
     footer::render(frame, a.footer, s, t);
     if let Some(h) = &s.message_history {

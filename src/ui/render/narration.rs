@@ -1,83 +1,55 @@
 //! The lesson's narration panel: the step counter, what the step just did and why it
-//! matters (its `say`), and each expectation as ✓ or ✗ once the step has run.
+//! matters (its `say`), and each expectation as ✓ or ✗ once the step has run. What the
+//! next `n` does is on the status strip; narration longer than the panel scrolls.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
-use super::{pane, styled, Areas, LOG_MIN_H};
+use super::styled;
 use crate::ui::snapshot::LessonView;
+use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
 
-/// Below this the panel would not hold a sentence and a row of checks.
-const MIN_H: u16 = 5;
-
-/// Take the panel's room from below the top row: first from the event log, then the
-/// timeline, so the narration is always whole when the screen is big enough.
-pub fn carve(a: &mut Areas, l: &LessonView, t: &Theme) -> Rect {
-    let lower = Rect {
-        height: a.timeline.height + a.log.height,
-        ..a.timeline
-    };
-    let want = (lines(l, t, lower.width.saturating_sub(2)).len() as u16 + 2).max(MIN_H);
-    let mut panel = Rect {
-        height: want.min(lower.height),
-        ..lower
-    };
-    // Rows too few for a log go to the panel rather than stay blank.
-    if lower.height - panel.height < LOG_MIN_H {
-        panel.height = lower.height;
-    }
-    let rest_y = panel.y + panel.height;
-    let rest_h = lower.height - panel.height;
-    if rest_h >= a.timeline.height + LOG_MIN_H {
-        a.timeline.y = rest_y;
-        a.log = Rect {
-            y: rest_y + a.timeline.height,
-            height: rest_h - a.timeline.height,
-            ..a.log
-        };
-    } else {
-        a.timeline.height = 0;
-        a.log = Rect {
-            y: rest_y,
-            height: if rest_h >= LOG_MIN_H { rest_h } else { 0 },
-            ..a.log
-        };
-    }
-    panel
+/// The height the panel asks for on a screen `width` wide: its title and every line.
+/// It has no bottom border: the pane below closes it.
+pub fn want(l: &LessonView, t: &Theme, width: u16) -> u16 {
+    lines(l, t, width.saturating_sub(2)).len() as u16 + 1
 }
 
-pub fn render(frame: &mut Frame, area: Rect, l: &LessonView, t: &Theme) {
-    let title = format!(" Lesson step {}/{} · {} ", l.done, l.total, l.title);
-    let mut block = pane(
-        super::fit(&title, area.width.saturating_sub(4) as usize),
-        t,
-        false,
-    );
-    let bottom = if l.off_script {
-        Some(styled(
-            " the state has left the script: n or b replays it ",
-            t.warn,
-        ))
-    } else {
-        l.next_actions.as_ref().map(|next| {
-            styled(
-                super::fit(
-                    &format!(" n: {next} "),
-                    area.width.saturating_sub(4) as usize,
-                ),
-                t.key,
-            )
-        })
-    };
-    if let Some(b) = bottom {
-        block = block.title_bottom(Line::from(b));
+/// Lines of the narration below the panel's bottom when `shown` fit.
+pub fn hidden(l: &LessonView, t: &Theme, width: u16, shown: u16) -> u16 {
+    (lines(l, t, width.saturating_sub(2)).len() as u16).saturating_sub(shown)
+}
+
+pub fn render(frame: &mut Frame, area: Rect, l: &LessonView, ui: &UiState, t: &Theme) {
+    if area.height == 0 {
+        return;
     }
+    let title = format!(" Lesson step {}/{} · {} ", l.done, l.total, l.title);
+    let text = lines(l, t, area.width.saturating_sub(2));
+    let shown = area.height.saturating_sub(1);
+    let more = (text.len() as u16).saturating_sub(shown);
+    let offset = ui.narration_scroll.min(more);
+    let mut block = Block::new()
+        .borders(Borders::TOP | Borders::LEFT | Borders::RIGHT)
+        .border_style(t.border);
+    let mut room = area.width.saturating_sub(4) as usize;
+    if more > 0 {
+        // Which way the rest is, and the keys that show it.
+        let hint = match (offset > 0, offset < more) {
+            (true, true) => format!(" ↑↓ {} more · PgUp/PgDn ", more),
+            (false, _) => format!(" ↓ {} more · PgDn ", more - offset),
+            (true, false) => " ↑ PgUp ".to_string(),
+        };
+        room = room.saturating_sub(hint.chars().count() + 1);
+        block = block.title(Line::from(styled(hint, t.key)).right_aligned());
+    }
+    block = block.title(Line::from(styled(super::fit(&title, room), t.title)).left_aligned());
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    frame.render_widget(Paragraph::new(lines(l, t, inner.width)), inner);
+    frame.render_widget(Paragraph::new(text).scroll((offset, 0)), inner);
 }
 
 /// The panel's text, wrapped to `width`.

@@ -131,7 +131,7 @@ impl Columns {
 
 pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &Theme) {
     let db = &s.db;
-    let block = table_block(s, ui, t);
+    let block = table_block(s, ui, t, area.width);
     let inner = block.inner(area);
     // The row cursor, once a row key placed it, takes a column of its own for its `▶`.
     let cursor = ui
@@ -172,8 +172,9 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
     scrollbar(frame, area, db.total, ui.table_offset);
 }
 
-/// The pane: which rows it shows above, the outbox counts (or a failed read) below.
-fn table_block<'a>(s: &Snapshot, ui: &UiState, t: &Theme) -> Block<'a> {
+/// The pane: which rows it shows above, the outbox counts (or a failed read) below. A
+/// dead-letter count that does not fit below goes to the top right, never cut off.
+fn table_block<'a>(s: &Snapshot, ui: &UiState, t: &Theme, width: u16) -> Block<'a> {
     let db = &s.db;
     let first = db.rows.first().map_or(0, |r| r.id);
     let last = db.rows.last().map_or(0, |r| r.id);
@@ -181,26 +182,33 @@ fn table_block<'a>(s: &Snapshot, ui: &UiState, t: &Theme) -> Block<'a> {
         styled(" Messages ", t.title),
         Span::raw(format!("{first}-{last} of {} ", db.total)),
     ]);
-    let mut counts = vec![
+    let counts = Line::from(vec![
         Span::raw(" "),
         styled(format!("{} pending", db.counts.pending), t.pending),
         Span::raw(" · "),
         styled(format!("{} processing", db.counts.processing), t.processing),
         Span::raw(" · "),
         styled(format!("{} processed", db.counts.processed), t.processed),
-    ];
+        Span::raw(" "),
+    ]);
+    let mut block = pane("", t, ui.focus == Focus::Table).title(title);
+    let mut counts = counts;
     if db.counts.dead_lettered > 0 {
-        counts.push(Span::raw(" · "));
-        counts.push(styled(
-            format!("{} dead-lettered", db.counts.dead_lettered),
-            t.bad,
-        ));
+        let dead = styled(format!("{} dead-lettered", db.counts.dead_lettered), t.bad);
+        // Two corners and the separator.
+        if counts.width() + dead.width() + 3 + 2 <= width as usize {
+            counts.spans.pop();
+            counts
+                .spans
+                .extend([Span::raw(" · "), dead, Span::raw(" ")]);
+        } else {
+            block =
+                block.title(Line::from(vec![Span::raw(" "), dead, Span::raw(" ")]).right_aligned());
+        }
     }
-    counts.push(Span::raw(" "));
-    let block = pane("", t, ui.focus == Focus::Table).title(title);
     match &db.error {
         Some(e) => block.title_bottom(styled(format!(" SQLite read failed: {e} "), t.bad)),
-        None => block.title_bottom(Line::from(counts)),
+        None => block.title_bottom(counts),
     }
 }
 

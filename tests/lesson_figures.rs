@@ -1,0 +1,273 @@
+//! Every figure a lesson step names is on screen during that step, at the smallest
+//! screen the dashboard draws (80x24): each expectation's value is read off the drawn
+//! frame (the table's cells, its counts, the Ledgers panel), and each table column the
+//! narration names has its column or figure in view. The event log keeps three lines.
+
+use leaselab::lesson::{self, Expect, Figure};
+use leaselab::ui::render::ledger;
+
+mod support;
+
+use support::{frame_lines, lesson_app, press};
+
+const W: usize = 80;
+const H: u16 = 24;
+/// The Workers and Ledgers column is this wide at 80 columns.
+const SIDE: usize = 36;
+
+/// A drawn frame, split into the table's side and the Ledgers panel.
+struct Screen {
+    lines: Vec<Vec<char>>,
+}
+
+impl Screen {
+    fn text(&self) -> String {
+        self.lines
+            .iter()
+            .map(|l| l.iter().collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The table's half of each row.
+    fn table(&self) -> Vec<String> {
+        self.lines
+            .iter()
+            .map(|l| l[..W - SIDE].iter().collect())
+            .collect()
+    }
+
+    /// The lines inside the Ledgers panel, without its borders.
+    fn ledger(&self) -> Vec<String> {
+        let side: Vec<String> = self
+            .lines
+            .iter()
+            .map(|l| l[W - SIDE..].iter().collect())
+            .collect();
+        let top = side
+            .iter()
+            .position(|l| l.contains("Ledgers"))
+            .expect("a Ledgers panel");
+        side[top + 1..]
+            .iter()
+            .take_while(|l| l.starts_with('│'))
+            .map(|l| l.trim_matches('│').to_string())
+            .collect()
+    }
+
+    /// The cell of `key`'s row under the column headed `column`.
+    fn cell(&self, key: &str, column: &str) -> Option<String> {
+        let table = self.table();
+        let header = table
+            .iter()
+            .find(|l| l.contains("Key") && l.contains("Status"))?;
+        let header: Vec<char> = header.chars().collect();
+        let starts: Vec<usize> = (1..header.len())
+            .filter(|&i| header[i] != ' ' && header[i - 1] == ' ' || i == 1)
+            .collect();
+        let title_at =
+            |at: usize| -> String { header[at..].iter().take_while(|c| **c != ' ').collect() };
+        let at = starts.iter().position(|&s| title_at(s) == column)?;
+        // Titles sit where their column starts (Ver is as wide as its title).
+        let end = starts.get(at + 1).copied().unwrap_or(header.len() - 1);
+        let row = table
+            .iter()
+            .find(|l| l.starts_with(['┃', '│']) && l.contains(key))?;
+        let row: Vec<char> = row.chars().collect();
+        Some(
+            row[starts[at]..end]
+                .iter()
+                .collect::<String>()
+                .trim()
+                .to_string(),
+        )
+    }
+
+    /// The spotlight text of `key` in the Ledgers panel, its wrapped lines joined.
+    fn spot(&self, key: &str) -> Option<String> {
+        let lines = self.ledger();
+        let at = lines.iter().position(|l| l.starts_with(key))?;
+        let mut text = lines[at].clone();
+        for l in &lines[at + 1..] {
+            if !l.starts_with("  ") {
+                break;
+            }
+            text.push(' ');
+            text.push_str(l.trim());
+        }
+        Some(text)
+    }
+}
+
+/// `label value` with nothing but spaces between and no digit glued after the value.
+fn shows(text: &str, label: &str, value: &str) -> bool {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let needle = format!("{label} {value}");
+    flat.match_indices(&needle).any(|(i, _)| {
+        let before_ok = i == 0 || !flat[..i].ends_with(|c: char| c.is_alphanumeric());
+        let after = flat[i + needle.len()..].chars().next();
+        before_ok && !after.is_some_and(|c| c.is_ascii_digit())
+    })
+}
+
+/// The Ledgers panel shows the panel figure `name` at `value`, under either label.
+fn ledger_shows(s: &Screen, name: &str, value: &str) -> bool {
+    let (long, short) = ledger::labels(name).expect("a ledger figure");
+    let text = s.ledger().join("\n");
+    shows(&text, long, value) || shows(&text, short, value)
+}
+
+/// Where the expectation's figure is on screen, or why it is not.
+fn on_screen(s: &Screen, e: &Expect) -> Result<(), String> {
+    let v = e.value.as_str();
+    let found = match &e.figure {
+        Figure::Status(m) => s.cell(&m.key, "Status").as_deref() == Some(v),
+        Figure::Owner(m) => {
+            let owner = if v == "none" { "-" } else { v };
+            s.cell(&m.key, "LockedBy").as_deref() == Some(owner)
+        }
+        Figure::Lease(m) => s.cell(&m.key, "Ver").as_deref() == Some(v),
+        Figure::Processed(m) => s.spot(&m.key).is_some_and(|t| shows(&t, "runs", v)),
+        Figure::Attempts(m) => s.spot(&m.key).is_some_and(|t| shows(&t, "attempts", v)),
+        Figure::Payment(m) => s.spot(&m.key).is_some_and(|t| shows(&t, "payment", v)),
+        Figure::ProviderCalls(Some(m)) => s.spot(&m.key).is_some_and(|t| shows(&t, "calls", v)),
+        Figure::ProviderEffects(Some(m)) => s.spot(&m.key).is_some_and(|t| shows(&t, "effects", v)),
+        Figure::ProviderCalls(None) => ledger_shows(s, "provider", v),
+        Figure::ProviderEffects(None) => ledger_shows(s, "effects", v),
+        Figure::Ledger(name) => ledger_shows(s, name, v),
+        Figure::Payments(status) => {
+            let name = match status.to_string().as_str() {
+                "Paid" => "paid",
+                "Failed" => "failed",
+                _ => "unpaid",
+            };
+            ledger_shows(s, name, v)
+        }
+        Figure::Outbox(status) => {
+            let word = match status.to_string().as_str() {
+                "DeadLettered" => "dead-lettered".to_string(),
+                other => other.to_lowercase(),
+            };
+            let n: u64 = v.parse().unwrap_or(u64::MAX);
+            // The table's counts leave out a zero dead-letter count.
+            let table = s.table().join("\n");
+            shows(&table, v, &word) || (n == 0 && word == "dead-lettered")
+        }
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(format!("`{}` is not on screen", e.text))
+    }
+}
+
+/// Table columns a narration may name, and what on screen shows each (a column title, or
+/// a figure of the Ledgers panel's spotlight).
+const COLUMN_WORDS: &[(&str, &str)] = &[
+    ("LockedBy", "column LockedBy"),
+    ("LockedUntilUtc", "column Left"),
+    ("LeaseVersion", "column Ver"),
+    ("Attempts", "spot attempts"),
+    ("AvailableAtUtc", "spot available"),
+    ("LastError", "nowhere"),
+    ("ProcessedAtUtc", "nowhere"),
+    ("TransactionId", "nowhere"),
+];
+
+fn named_columns_on_screen(s: &Screen, say: &str) -> Result<(), String> {
+    for (word, shown) in COLUMN_WORDS {
+        if !say.contains(word) {
+            continue;
+        }
+        let ok = match shown.split_once(' ') {
+            Some(("column", title)) => s
+                .table()
+                .iter()
+                .any(|l| l.contains("Key") && l.split_whitespace().any(|w| w == title)),
+            Some(("spot", label)) => s
+                .ledger()
+                .iter()
+                .any(|l| l.split_whitespace().any(|w| w == label)),
+            _ => false,
+        };
+        if !ok {
+            return Err(format!(
+                "the narration names {word}, the screen does not show it"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Lines of events in view (inside the Events pane).
+fn log_lines(s: &Screen) -> usize {
+    let text = s.text();
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(top) = lines.iter().position(|l| l.contains("Events")) else {
+        return 0;
+    };
+    lines[top + 1..]
+        .iter()
+        .take_while(|l| l.starts_with('│'))
+        .count()
+}
+
+#[test]
+fn every_figure_a_step_names_is_on_screen_at_80x24() {
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for b in lesson::BUILT_INS {
+        let lesson = lesson::built_in(b.name).unwrap();
+        let mut app = lesson_app(b.name);
+        for (i, step) in lesson.steps.iter().enumerate() {
+            press(&mut app, 'n');
+            let s = Screen {
+                lines: frame_lines(&mut app, W as u16, H)
+                    .iter()
+                    .map(|l| l.chars().collect())
+                    .collect(),
+            };
+            let mut found: Vec<String> = step
+                .expects
+                .iter()
+                .filter_map(|e| on_screen(&s, e).err())
+                .collect();
+            found.extend(named_columns_on_screen(&s, &step.say).err());
+            if log_lines(&s) < 3 {
+                found.push(format!("{} event lines in view", log_lines(&s)));
+            }
+            checked += step.expects.len();
+            for f in found {
+                problems.push(format!("{} step {}: {f}\n{}", b.name, i + 1, s.text()));
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} expectations checked");
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+#[test]
+fn a_figure_the_screen_does_not_show_is_found_missing() {
+    // The same reading, told a wrong value, must say it is not there: the check can fail.
+    let lesson = lesson::built_in("one-writer").unwrap();
+    let mut app = lesson_app("one-writer");
+    press(&mut app, 'n');
+    let s = Screen {
+        lines: frame_lines(&mut app, W as u16, H)
+            .iter()
+            .map(|l| l.chars().collect())
+            .collect(),
+    };
+    let writes = lesson.steps[0]
+        .expects
+        .iter()
+        .find(|e| e.text.contains("writes"))
+        .unwrap();
+    assert!(on_screen(&s, writes).is_ok(), "{}", s.text());
+    let wrong = Expect {
+        value: "17".into(),
+        ..writes.clone()
+    };
+    assert!(on_screen(&s, &wrong).is_err());
+    assert!(named_columns_on_screen(&s, "its LastError").is_err());
+}
