@@ -11,7 +11,10 @@ CREATE TABLE IF NOT EXISTS Payments (
 -- Every seeding of the outbox, never emptied: its numbers never repeat in one database.
 CREATE TABLE IF NOT EXISTS Seedings (
     Seeding        INTEGER PRIMARY KEY,
-    AtUtc          INTEGER NOT NULL
+    AtUtc          INTEGER NOT NULL,
+    -- the last LeaseEvents Seq before the outbox was emptied for the next seeding: the
+    -- floor that keeps Seq rising across resets
+    LastSeq        INTEGER
 );
 
 CREATE TABLE IF NOT EXISTS OutboxMessages (
@@ -37,23 +40,25 @@ CREATE TABLE IF NOT EXISTS OutboxMessages (
     CHECK (Status <> 'Processing' OR (LockedBy IS NOT NULL AND LockedUntilUtc IS NOT NULL))
 );
 
--- The claim asks two questions, each answered by its own small index so that a
--- claim stops at the first row instead of reading the whole backlog:
---   the oldest available Pending message, and the longest-expired Processing lease.
--- AvailableAtUtc is in the Pending index so rows still backing off are skipped in the index.
-CREATE INDEX IF NOT EXISTS IX_Outbox_Pending
-    ON OutboxMessages (CreatedAtUtc, Id, AvailableAtUtc) WHERE Status = 'Pending';
-CREATE INDEX IF NOT EXISTS IX_Outbox_Leased
-    ON OutboxMessages (LockedUntilUtc) WHERE Status = 'Processing';
+-- One index of the unfinished messages in claim order. A claim reads it from the oldest
+-- and takes the first row it finds claimable (an available Pending message, or an expired
+-- lease), judging each from the index alone; it changes Status and LockedUntilUtc but not
+-- the row's place, so it rewrites one index page, not two. Rows still backing off are
+-- skipped in the index. A finished row leaves it, so the index stays as small as the work.
+CREATE INDEX IF NOT EXISTS IX_Outbox_Unfinished
+    ON OutboxMessages (CreatedAtUtc, Id, Status, AvailableAtUtc, LockedUntilUtc)
+    WHERE Status IN ('Pending', 'Processing');
 -- Dead letters are few: counted and redriven without reading the rest of the outbox.
 CREATE INDEX IF NOT EXISTS IX_Outbox_DeadLettered
     ON OutboxMessages (PaymentKey) WHERE Status = 'DeadLettered';
 
 -- One row per claim, heartbeat, finalize, failed attempt, mark and seeding, written in the
--- same transaction as the change it describes. SQLite has one writer at a time, so Seq
--- (never reused, also after a reset) is commit order: a dashboard tails it by Seq.
+-- same transaction as the change it describes. SQLite has one writer at a time, so Seq is
+-- commit order: a dashboard tails it by Seq. Each insert gives it one more than the
+-- largest so far, or than Seedings.LastSeq when the table was emptied, so it is never
+-- reused (AUTOINCREMENT would write sqlite_sequence in every transaction for that).
 CREATE TABLE IF NOT EXISTS LeaseEvents (
-    Seq            INTEGER PRIMARY KEY AUTOINCREMENT,
+    Seq            INTEGER PRIMARY KEY,
     AtUtc          INTEGER NOT NULL,
     Worker         TEXT NOT NULL,
     Kind           TEXT NOT NULL

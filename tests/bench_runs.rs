@@ -79,6 +79,24 @@ fn the_bench_report_has_the_documented_shape() {
         assert!(t["met"].is_boolean() && t["bound"].is_f64(), "{t}");
     }
     assert!(report.text().contains("target: leased, 4 workers"));
+    // Each leased run says where a message's time went; the event rows are written inside
+    // the two transactions, so they take part of that time, never more.
+    for r in runs.iter().filter(|r| r["mode"] == "leased") {
+        let cost = &r["cost"];
+        let part = |k: &str| cost[k].as_f64().unwrap_or_else(|| panic!("{k} in {r}"));
+        assert!(part("claim_us") > 0.0 && part("finalize_us") > 0.0, "{r}");
+        assert!(part("provider_us") > 0.0, "{r}");
+        assert!(part("events_us") > 0.0, "{r}");
+        assert!(
+            part("events_us") < part("claim_us") + part("finalize_us"),
+            "{r}"
+        );
+    }
+    assert!(runs
+        .iter()
+        .filter(|r| r["mode"] != "leased")
+        .all(|r| r.get("cost").is_none()));
+    assert!(report.text().contains("leased, 4 workers: claim "));
 }
 
 #[test]

@@ -122,8 +122,8 @@ fn a_leaselab_database_whose_schema_or_marker_was_changed_is_refused_untouched()
         ),
         (
             "unindexed.db",
-            "DROP INDEX IX_Outbox_Leased;",
-            "no index IX_Outbox_Leased",
+            "DROP INDEX IX_Outbox_Unfinished;",
+            "no index IX_Outbox_Unfinished",
         ),
         (
             "unchecked.db",
@@ -135,17 +135,22 @@ fn a_leaselab_database_whose_schema_or_marker_was_changed_is_refused_untouched()
         (
             "version1.db",
             "PRAGMA user_version = 1;",
-            "earlier leaselab (schema version 1, without retries, dead letters or the LeaseEvents table; this leaselab needs version 4)",
+            "earlier leaselab (schema version 1, without retries, dead letters or the LeaseEvents table; this leaselab needs version 5)",
         ),
         (
             "version2.db",
             "PRAGMA user_version = 2;",
-            "earlier leaselab (schema version 2, without the LeaseEvents table; this leaselab needs version 4)",
+            "earlier leaselab (schema version 2, without the LeaseEvents table; this leaselab needs version 5)",
         ),
         (
             "version3.db",
             "PRAGMA user_version = 3;",
-            "earlier leaselab (schema version 3, without the seeding a lease fences on; this leaselab needs version 4)",
+            "earlier leaselab (schema version 3, without the seeding a lease fences on; this leaselab needs version 5)",
+        ),
+        (
+            "version4.db",
+            "PRAGMA user_version = 4;",
+            "earlier leaselab (schema version 4, with the claim's older indexes; this leaselab needs version 5)",
         ),
         (
             "future.db",

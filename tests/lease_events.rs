@@ -235,3 +235,34 @@ fn the_table_alone_rebuilds_a_run_that_the_history_checker_accepts() {
         .filter(|e| matches!(e.kind, EventKind::Claimed { .. }))
         .all(|e| e.slot.is_some()));
 }
+
+/// Seq has no sequence table behind it: it is one more than the largest row, or than the
+/// floor an emptying left in `Seedings`. It rises across every reseed, also one that finds
+/// the table already empty, and also when the old rows were all deleted.
+#[test]
+fn seq_is_never_reused_across_reseeds() {
+    let (_d, mut s) = fresh(2);
+    let max = |s: &Store| s.all_events().unwrap().iter().map(|r| r.seq).max();
+    let lease = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    s.finalize(&lease, &PAID, T0 + 10).unwrap();
+    let mut last = max(&s).unwrap();
+    for round in 0..3 {
+        s.empty().unwrap();
+        assert_eq!(max(&s), None, "round {round}: emptied");
+        if round == 1 {
+            // Emptied twice in a row: the floor must survive an empty table.
+            s.empty().unwrap();
+        }
+        s.seed(&Provider::new(), 2, T0).unwrap();
+        let rows = s.all_events().unwrap();
+        assert!(
+            rows.iter().all(|r| r.seq > last),
+            "round {round}: {rows:?} after {last}"
+        );
+        let lease = claimed(s.claim_next("Worker-B", T0, LEASE).unwrap().0);
+        s.finalize(&lease, &PAID, T0 + 10).unwrap();
+        let now = max(&s).unwrap();
+        assert!(now > last + 1, "round {round}");
+        last = now;
+    }
+}

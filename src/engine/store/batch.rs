@@ -19,34 +19,20 @@ impl Store {
         k: usize,
     ) -> Result<(Vec<Lease>, u64)> {
         self.write(|tx, shared| {
-            let mut candidates: Vec<(i64, i64)> = Vec::with_capacity(2 * k);
-            // Only rows whose backoff is over; a dead letter is never Pending.
-            let mut pending = tx.prepare_cached(concat!(
-                "SELECT CreatedAtUtc, Id FROM OutboxMessages WHERE ",
-                available!(),
+            // The oldest claimable rows, as the single claim finds its one.
+            let mut claimable = tx.prepare_cached(concat!(
+                "SELECT Id ",
+                unfinished!(),
+                claimable!(),
                 " ORDER BY CreatedAtUtc, Id LIMIT :k"
             ))?;
-            let rows = pending.query_map(named_params! {":now": now, ":k": k as i64}, |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?;
-            for r in rows {
-                candidates.push(r?);
-            }
-            let mut expired = tx.prepare_cached(concat!(
-                "SELECT CreatedAtUtc, Id FROM OutboxMessages WHERE ",
-                expired!(),
-                " ORDER BY LockedUntilUtc LIMIT :k"
-            ))?;
-            let rows = expired.query_map(named_params! {":now": now, ":k": k as i64}, |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?;
-            for r in rows {
-                candidates.push(r?);
-            }
-            candidates.sort_unstable();
-            candidates.dedup();
+            let candidates = claimable
+                .query_map(named_params! {":now": now, ":k": k as i64}, |r| {
+                    r.get::<_, i64>(0)
+                })?
+                .collect::<rusqlite::Result<Vec<i64>>>()?;
             let mut leases = Vec::with_capacity(k);
-            for (_, id) in candidates.into_iter().take(k) {
+            for id in candidates {
                 if let Some(lease) = take_lease(tx, id, worker, now, lease_ms)? {
                     record_claim(tx, &lease, now)?;
                     leases.push(lease);

@@ -7,28 +7,20 @@ use super::lease_events::{record, LeaseEventKind, NewEvent};
 use super::{ClaimOutcome, Lease, Result, Store};
 use crate::engine::lease;
 
-/// The claim as one conditional update. The candidate is the older answer of two indexed
-/// questions (the oldest Pending message; the longest-expired lease), each stopping at its
-/// first row; the claimable condition is asked again in the `WHERE`, and the claim holds
-/// only if a row came back.
+/// The claim as one conditional update: the candidate is the first claimable row of the
+/// unfinished messages' index, in claim order (oldest first), judged from the index alone;
+/// the claimable condition is asked again in the `WHERE`, and the claim holds only if a
+/// row came back.
 const CLAIM_NEXT_SQL: &str = concat!(
     "
 UPDATE OutboxMessages
    SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
        LeaseVersion = LeaseVersion + 1, Attempts = Attempts + 1
- WHERE Id = (SELECT Id FROM (
-               SELECT * FROM (SELECT CreatedAtUtc, Id FROM OutboxMessages
-                               WHERE ",
-    available!(),
+ WHERE Id = (SELECT Id ",
+    unfinished!(),
+    claimable!(),
     "
-                               ORDER BY CreatedAtUtc, Id LIMIT 1)
-               UNION ALL
-               SELECT * FROM (SELECT CreatedAtUtc, Id FROM OutboxMessages
-                               WHERE ",
-    expired!(),
-    "
-                               ORDER BY LockedUntilUtc LIMIT 1))
-             ORDER BY CreatedAtUtc, Id LIMIT 1)
+              ORDER BY CreatedAtUtc, Id LIMIT 1)
    AND ",
     claimable!(),
     "
@@ -47,10 +39,15 @@ const TAKE_LEASE_SQL: &str = concat!(
 
 /// The live lease of another worker that runs out first: what an empty claim waits for.
 /// `LockedUntilUtc >= now` is the lease rule's "live" (see `engine::lease`).
-const SOONEST_LIVE_LEASE_SQL: &str = "
-SELECT Id, PaymentKey, LockedBy, LockedUntilUtc FROM OutboxMessages
- WHERE Status = 'Processing' AND LockedUntilUtc >= :now AND LockedBy <> :worker
- ORDER BY LockedUntilUtc LIMIT 1";
+/// It reads the unfinished messages' index (nothing is claimable when it runs, so what
+/// is left there is held or backing off).
+const SOONEST_LIVE_LEASE_SQL: &str = concat!(
+    "
+SELECT Id, PaymentKey, LockedBy, LockedUntilUtc ",
+    unfinished!(),
+    "Status = 'Processing' AND LockedUntilUtc >= :now AND LockedBy <> :worker
+ ORDER BY LockedUntilUtc LIMIT 1"
+);
 
 /// Who holds one message, as a claim by id reads it.
 struct Holder {

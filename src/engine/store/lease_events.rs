@@ -1,6 +1,9 @@
 //! The `LeaseEvents` table: one row per change to the outbox, written by the transaction
 //! that makes the change, and read back in commit order by whoever follows the workers.
 
+use std::cell::Cell;
+use std::time::Instant;
+
 use rusqlite::{named_params, Transaction};
 
 use super::{Result, Store};
@@ -108,9 +111,12 @@ impl<'a> NewEvent<'a> {
     }
 }
 
+/// `Seq` is one more than the largest so far, or than the floor the last emptying left
+/// (`Seedings.LastSeq`): never reused, without a sequence table written every time.
 const INSERT_EVENT_SQL: &str = "INSERT INTO LeaseEvents
-    (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc, Detail)
-    VALUES (:at, :worker, :kind, :id, :key, :version, :until, :detail)";
+    (Seq, AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc, Detail)
+    VALUES (COALESCE((SELECT MAX(Seq) FROM LeaseEvents), (SELECT MAX(LastSeq) FROM Seedings), 0) + 1,
+            :at, :worker, :kind, :id, :key, :version, :until, :detail)";
 
 const EVENTS_AFTER_SQL: &str =
     "SELECT Seq, AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc, Detail
@@ -118,12 +124,32 @@ const EVENTS_AFTER_SQL: &str =
 
 /// Append one row inside the caller's write transaction.
 pub(super) fn record(tx: &Transaction<'_>, e: &NewEvent<'_>) -> Result<()> {
+    let started = EVENTS_TIMED.with(Cell::get).then(Instant::now);
     tx.prepare_cached(INSERT_EVENT_SQL)?
         .execute(named_params! {
             ":at": e.at_ms, ":worker": e.worker, ":kind": e.kind.as_str(), ":id": e.id,
             ":key": e.key, ":version": e.version, ":until": e.until_ms, ":detail": e.detail,
         })?;
+    if let Some(t) = started {
+        EVENTS_NS.with(|n| n.set(n.get() + t.elapsed().as_nanos() as u64));
+    }
     Ok(())
+}
+
+thread_local! {
+    static EVENTS_TIMED: Cell<bool> = const { Cell::new(false) };
+    static EVENTS_NS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// From now on this thread times the event rows it writes (the bench's cost split).
+pub fn time_events_on_this_thread() {
+    EVENTS_TIMED.with(|t| t.set(true));
+    EVENTS_NS.with(|n| n.set(0));
+}
+
+/// Nanoseconds this thread spent writing event rows since it started timing them.
+pub fn events_ns_on_this_thread() -> u64 {
+    EVENTS_NS.with(Cell::get)
 }
 
 impl Store {

@@ -30,6 +30,16 @@ macro_rules! claimable {
     };
 }
 
+/// Rows of `IX_Outbox_Unfinished`, in claim order: a query that starts `FROM` this reads
+/// the unfinished messages through their index (the partial index's own condition must be
+/// in the query for SQLite to use it).
+macro_rules! unfinished {
+    () => {
+        "FROM OutboxMessages INDEXED BY IX_Outbox_Unfinished
+          WHERE Status IN ('Pending', 'Processing') AND "
+    };
+}
+
 mod batch;
 mod claim;
 mod conn;
@@ -53,7 +63,9 @@ pub use conn::{
     busy_give_up, stop_waiting_for_the_lock, wait_for_the_lock_without_limit, BUSY_GIVE_UP_ENV,
 };
 pub use identity::{inspect, write_locked};
-pub use lease_events::{LeaseEventKind, LeaseEventRow};
+pub use lease_events::{
+    events_ns_on_this_thread, time_events_on_this_thread, LeaseEventKind, LeaseEventRow,
+};
 pub use retry::{FailOutcome, RetryPolicy};
 pub use seed::{amount_for, payment_key, CreationLog};
 pub use status::{OutboxStatus, PaymentStatus};
@@ -64,7 +76,7 @@ pub const SCHEMA_SQL: &str = include_str!("../../../assets/schema.sql");
 /// files from another application's before anything is written.
 pub const APPLICATION_ID: i32 = 0x4C53_4C42;
 /// `PRAGMA user_version`: the version of `assets/schema.sql` a database was made with.
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 /// The longest absolute database path SQLite opens: its 512-byte path buffer must also
 /// hold the `-journal` name.
 pub const MAX_PATH_BYTES: usize = 504;

@@ -14,7 +14,8 @@ impl Store {
     /// worker loads them (a dead letter is not Pending, so it is never loaded).
     pub fn load_pending(&self, now: i64) -> Result<Vec<MessageRef>> {
         let mut stmt = self.conn.prepare_cached(concat!(
-            "SELECT Id, PaymentKey FROM OutboxMessages WHERE ",
+            "SELECT Id, PaymentKey ",
+            unfinished!(),
             available!(),
             " ORDER BY CreatedAtUtc, Id"
         ))?;

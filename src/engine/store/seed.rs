@@ -38,13 +38,20 @@ const INSERT_MESSAGE_SQL: &str =
      VALUES (?1, 'Pending', ?2, (SELECT COALESCE(MAX(Seeding), 0) FROM Seedings))";
 
 /// A new seeding, numbered after every earlier one (`Seedings` is never emptied).
-const NEW_SEEDING_SQL: &str = "INSERT INTO Seedings (Seeding, AtUtc)
-     VALUES ((SELECT COALESCE(MAX(Seeding), 0) + 1 FROM Seedings), ?1)";
+const NEW_SEEDING_SQL: &str = "INSERT INTO Seedings (Seeding, AtUtc, LastSeq)
+     VALUES ((SELECT COALESCE(MAX(Seeding), 0) + 1 FROM Seedings), ?1,
+             (SELECT MAX(LastSeq) FROM Seedings))";
 
 impl Store {
     /// Remove every row (the next seeding starts from an empty outbox).
     pub fn empty(&mut self) -> Result<()> {
         self.write(|tx, _| {
+            // The floor the next event's Seq starts above, kept where emptying leaves it.
+            tx.execute(
+                "UPDATE Seedings SET LastSeq = COALESCE((SELECT MAX(Seq) FROM LeaseEvents), LastSeq)
+                  WHERE Seeding = (SELECT MAX(Seeding) FROM Seedings)",
+                [],
+            )?;
             tx.execute("DELETE FROM LeaseEvents", [])?;
             tx.execute("DELETE FROM OutboxMessages", [])?;
             tx.execute("DELETE FROM Payments", [])?;

@@ -5,15 +5,24 @@ use rusqlite::{params, OptionalExtension};
 use super::{MessageRow, OutboxCounts, PaymentCounts, PaymentRow, Result, RowsPerKey, Store};
 
 impl Store {
-    /// indexes, Processed as the rest, so a large, mostly finished outbox is counted without
+    /// Pending and Processing are counted in the unfinished messages' index, DeadLettered in
+    /// its own, Processed as the rest, so a large, mostly finished outbox is counted without
     /// reading its rows.
     pub fn outbox_counts(&self) -> Result<OutboxCounts> {
         let count = |sql: &str| -> Result<u64> {
             let n: i64 = self.conn.prepare_cached(sql)?.query_row([], |r| r.get(0))?;
             Ok(n as u64)
         };
-        let pending = count("SELECT COUNT(*) FROM OutboxMessages WHERE Status = 'Pending'")?;
-        let processing = count("SELECT COUNT(*) FROM OutboxMessages WHERE Status = 'Processing'")?;
+        let pending = count(concat!(
+            "SELECT COUNT(*) ",
+            unfinished!(),
+            "Status = 'Pending'"
+        ))?;
+        let processing = count(concat!(
+            "SELECT COUNT(*) ",
+            unfinished!(),
+            "Status = 'Processing'"
+        ))?;
         let dead_lettered =
             count("SELECT COUNT(*) FROM OutboxMessages WHERE Status = 'DeadLettered'")?;
         let total = self.message_count()?;
