@@ -879,9 +879,11 @@ fn check_stall(
         && statuses
             .iter()
             .any(|s| s.waiting_until.is_some_and(|t| t > now));
+    // One whose wait is over acts next (its status still shows the wait until it does):
+    // counting it as idle gave up on a message the moment its processing ended.
     let acting = statuses
         .iter()
-        .any(|s| !s.paused && s.waiting_until.is_none());
+        .any(|s| !s.paused && s.waiting_until.is_none_or(|t| t <= now));
     let patience = if acting {
         stall_after + crate::engine::store::busy_give_up()
     } else {
