@@ -306,3 +306,28 @@ fn the_writes_a_lesson_counts_are_in_the_ledger_at_120x40() {
     let t = frame(&mut app, 120, 40);
     insta::assert_snapshot!("one_writer_120x40", t.backend());
 }
+
+#[test]
+fn with_many_workers_at_80x24_the_workers_pane_pages_and_the_log_keeps_three_lines() {
+    let mut app = lesson_app("one-writer");
+    press(&mut app, 'n');
+    press(&mut app, 'n');
+    for _ in 0..22 {
+        press(&mut app, 'w');
+    }
+    assert_eq!(app.engine.workers().len(), 26);
+    let lines = frame_lines(&mut app, 80, 24);
+    let s = lines.join("\n");
+    let events = lines.iter().position(|l| l.contains("┌ Events")).unwrap();
+    let logged = lines[events + 1..]
+        .iter()
+        .take_while(|l| l.starts_with('│'))
+        .count();
+    assert!(logged >= 3, "{s}");
+    let lesson = lines
+        .iter()
+        .position(|l| l.contains("Lesson step"))
+        .unwrap();
+    assert!(events - lesson > 2, "two narration lines at least:\n{s}");
+    assert!(s.contains("writes 32"), "{s}");
+}

@@ -61,6 +61,8 @@ const LEDGER_FULL_H: u16 = LEDGER_H + 5;
 const LESSON_LEDGER_H: u16 = 5;
 /// The narration's least height when it must scroll: its title and two lines.
 const NARRATION_MIN_H: u16 = 3;
+/// The workers pane's least height in a squeezed lesson: two lines, then it pages.
+const WORKERS_MIN_H: u16 = 4;
 const MAX_WORKER_LINES: u16 = 8;
 const MAX_LANES: u16 = 8;
 /// Three lines of events and the borders: the log never disappears.
@@ -108,11 +110,11 @@ impl Areas {
         let body = area.height.saturating_sub(HEADER_H + STRIP_H + footer_h);
         let table_needs = (messages.min(u16::MAX as u64) as u16).saturating_add(3);
         let top_needs = table_needs.max(workers_h + LEDGER_FULL_H).max(top_min);
-        let (top_h, narration_h, timeline_h) = if narration == 0 {
+        let (top_h, narration_h, timeline_h, workers_h) = if narration == 0 {
             let rest = body.saturating_sub(timeline_full);
             let extra = rest.saturating_sub(top_min + LOG_MIN_H);
             let top_h = (top_min + extra * TOP_SHARE / 5).min(top_needs);
-            (top_h, 0, timeline_full)
+            (top_h, 0, timeline_full, workers_h)
         } else {
             lesson_rows(
                 body,
@@ -154,7 +156,8 @@ impl Areas {
     }
 }
 
-/// With a lesson: the heights of the top row, the narration and the timeline in `body`.
+/// With a lesson: the heights of the top row, the narration, the timeline and the workers
+/// pane in `body`.
 fn lesson_rows(
     body: u16,
     narration: u16,
@@ -162,25 +165,29 @@ fn lesson_rows(
     top_needs: u16,
     workers_h: u16,
     timeline: u16,
-) -> (u16, u16, u16) {
+) -> (u16, u16, u16, u16) {
     let rest = body.saturating_sub(narration + timeline);
     if rest >= top_min + LOG_MIN_H {
         // Room for everything: the top row takes its share of what is left.
         let extra = rest - (top_min + LOG_MIN_H);
-        return (
-            (top_min + extra * TOP_SHARE / 5).min(top_needs),
-            narration,
-            timeline,
-        );
+        let top_h = (top_min + extra * TOP_SHARE / 5).min(top_needs);
+        return (top_h, narration, timeline, workers_h);
     }
     let lesson_min = (workers_h + LESSON_LEDGER_H).max(TABLE_MIN_H);
     let rest = body.saturating_sub(narration + LOG_MIN_H);
-    let top_h = rest.clamp(lesson_min, top_min);
+    let mut top_h = rest.clamp(lesson_min, top_min);
+    // Many workers: their pane pages (`1-8 of 26`) before the narration or the log give way.
+    let most = body.saturating_sub(narration.min(NARRATION_MIN_H) + LOG_MIN_H);
+    let fewest = (workers_h.min(WORKERS_MIN_H) + LESSON_LEDGER_H).max(TABLE_MIN_H);
+    if top_h > most {
+        top_h = most.max(fewest);
+    }
+    let workers_h = workers_h.min(top_h.saturating_sub(LESSON_LEDGER_H));
     // Too little even so: the narration scrolls, keeping a few lines.
     let narration_h = body
         .saturating_sub(top_h + LOG_MIN_H)
         .clamp(narration.min(NARRATION_MIN_H), narration);
-    (top_h, narration_h, 0)
+    (top_h, narration_h, 0, workers_h)
 }
 
 pub fn too_small(area: Rect) -> bool {
