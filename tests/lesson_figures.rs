@@ -21,6 +21,16 @@ struct Screen {
 }
 
 impl Screen {
+    /// One frame of `app` at 80x24.
+    fn of(app: &mut leaselab::ui::App) -> Screen {
+        Screen {
+            lines: frame_lines(app, W as u16, H)
+                .iter()
+                .map(|l| l.chars().collect())
+                .collect(),
+        }
+    }
+
     fn text(&self) -> String {
         self.lines
             .iter()
@@ -221,12 +231,7 @@ fn every_figure_a_step_names_is_on_screen_at_80x24() {
         let mut app = lesson_app(b.name);
         for (i, step) in lesson.steps.iter().enumerate() {
             press(&mut app, 'n');
-            let s = Screen {
-                lines: frame_lines(&mut app, W as u16, H)
-                    .iter()
-                    .map(|l| l.chars().collect())
-                    .collect(),
-            };
+            let s = Screen::of(&mut app);
             let mut found: Vec<String> = step
                 .expects
                 .iter()
@@ -252,12 +257,7 @@ fn a_figure_the_screen_does_not_show_is_found_missing() {
     let lesson = lesson::built_in("one-writer").unwrap();
     let mut app = lesson_app("one-writer");
     press(&mut app, 'n');
-    let s = Screen {
-        lines: frame_lines(&mut app, W as u16, H)
-            .iter()
-            .map(|l| l.chars().collect())
-            .collect(),
-    };
+    let s = Screen::of(&mut app);
     let writes = lesson.steps[0]
         .expects
         .iter()

@@ -209,27 +209,16 @@ fn claims_line(l: &LedgerFigures, claims: &[Item], t: &Theme, wide: bool) -> Lin
 
 /// Items side by side under their short labels, ` · ` apart, as many a line as fit.
 fn pack(items: &[Item], width: usize) -> Vec<Line<'static>> {
-    let mut out = Vec::new();
-    let mut line: Vec<Span> = Vec::new();
-    let mut used = 0;
-    for i in items {
-        let w = i.short.chars().count() + 1 + i.value.chars().count();
-        if used > 0 && used + 3 + w > width {
-            out.push(Line::from(std::mem::take(&mut line)));
-            used = 0;
-        }
-        if used > 0 {
-            line.push(Span::raw(" · "));
-            used += 3;
-        }
-        line.push(Span::raw(format!("{} ", i.short)));
-        line.push(styled(i.value.clone(), i.style));
-        used += w;
-    }
-    if !line.is_empty() {
-        out.push(Line::from(line));
-    }
-    out
+    let groups = items
+        .iter()
+        .map(|i| {
+            vec![
+                Span::raw(format!("{} ", i.short)),
+                styled(i.value.clone(), i.style),
+            ]
+        })
+        .collect();
+    super::pack(groups, " · ", width)
 }
 
 /// A message the step talks about: `PAY-001 runs 1, calls 2`, wrapped under its key.

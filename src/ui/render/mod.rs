@@ -39,7 +39,7 @@ pub mod workers;
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
-use ratatui::text::Span;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType};
 use ratatui::Frame;
 
@@ -277,6 +277,36 @@ pub(crate) fn pane<'a>(title: impl Into<Span<'a>>, t: &Theme, focused: bool) -> 
         })
         .border_style(border)
         .title(title.into().style(t.title))
+}
+
+/// Groups of spans side by side, `sep` apart, as many on a line as fit in `width`; a group
+/// is never split.
+pub(crate) fn pack<'a>(
+    groups: Vec<Vec<Span<'a>>>,
+    sep: &'static str,
+    width: usize,
+) -> Vec<Line<'a>> {
+    let sep_w = sep.chars().count();
+    let mut out = Vec::new();
+    let mut line: Vec<Span> = Vec::new();
+    let mut used = 0;
+    for group in groups {
+        let w: usize = group.iter().map(|s| s.content.chars().count()).sum();
+        if used > 0 && used + sep_w + w > width {
+            out.push(Line::from(std::mem::take(&mut line)));
+            used = 0;
+        }
+        if used > 0 {
+            line.push(Span::raw(sep));
+            used += sep_w;
+        }
+        used += w;
+        line.extend(group);
+    }
+    if !line.is_empty() {
+        out.push(Line::from(line));
+    }
+    out
 }
 
 /// Shorten `s` to `width` characters, marking the cut with `…`.

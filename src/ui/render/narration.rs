@@ -74,24 +74,11 @@ pub fn lines(l: &LessonView, t: &Theme, width: u16) -> Vec<Line<'static>> {
         }
     }
     // As many checks on a line as fit, two spaces apart.
-    let mut line: Vec<Span> = Vec::new();
-    let mut used = 0;
-    for item in items {
-        let w = item.content.chars().count();
-        if used > 0 && used + 2 + w > width {
-            out.push(Line::from(std::mem::take(&mut line)));
-            used = 0;
-        }
-        if used > 0 {
-            line.push(Span::raw("  "));
-            used += 2;
-        }
-        used += w;
-        line.push(item);
-    }
-    if !line.is_empty() {
-        out.push(Line::from(line));
-    }
+    out.extend(super::pack(
+        items.into_iter().map(|i| vec![i]).collect(),
+        "  ",
+        width,
+    ));
     out
 }
 
