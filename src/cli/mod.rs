@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod commands;
+pub mod handlers;
 pub mod numbers;
 pub mod output;
 

@@ -1,0 +1,55 @@
+//! `leaselab bench`: claim throughput against the database's own ceiling, with `--db` also PostgreSQL.
+
+use std::process::ExitCode;
+
+use crate::cli::{runtime_error, usage_error, BenchArgs, Out, Sync};
+
+pub(crate) fn bench(a: &BenchArgs) -> ExitCode {
+    use leaselab::bench::{self, BenchOptions};
+    use leaselab::engine::backend::Db;
+    use leaselab::engine::store::Durability;
+    let postgres =
+        match a.db.as_deref().map(Db::parse) {
+            None => None,
+            Some(Db::Postgres(url)) => Some(url),
+            Some(Db::Sqlite(_)) => return usage_error(
+                "bench measures SQLite on temporary files; its --db takes only a postgres:// URL \
+                 (measured beside them)"
+                    .to_string(),
+            ),
+        };
+    let opts = BenchOptions {
+        messages: a.messages.map_or(100_000, |n| n as u64),
+        workers: a.workers.clone().map_or_else(|| vec![1, 2, 4, 8], |w| w.0),
+        durability: match a.sync {
+            Sync::Full => Durability::Full,
+            Sync::Normal => Durability::Normal,
+        },
+        batch: a.batch as usize,
+        scale_to: a.scale.map(|n| n as u64),
+        postgres,
+    };
+    let steps = leaselab::progress::Steps::new();
+    let report = bench::run(&opts, |step| steps.step(step));
+    let steps_lost = steps.write_failed();
+    // The spinner goes before the report is printed.
+    drop(steps);
+    if steps_lost {
+        return runtime_error("cannot write the bench's steps to standard error");
+    }
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
+    let mut out = Out::new();
+    if a.json {
+        out.line(&serde_json::to_string_pretty(&report).unwrap_or_default());
+    } else {
+        out.print(&report.text());
+    }
+    out.finish(if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,111 @@
+//! The dashboard: free play on the command line's outbox, or a lesson (`leaselab lesson`).
+
+use std::process::ExitCode;
+
+use leaselab::scenario::Scenario;
+use leaselab::setup::Timing;
+use leaselab::ui::{self, DashboardOptions};
+
+use super::interrupted;
+use super::run::scenario_named;
+use crate::cli::output::{line_and_exit, USAGE};
+use crate::cli::{runtime_error, usage_error, DashboardArgs, LessonArgs, Out};
+
+pub(crate) fn dashboard(d: &DashboardArgs) -> ExitCode {
+    if d.watch && d.db.is_none() {
+        return usage_error("--watch needs --db PATH: the database the workers use");
+    }
+    let t = Timing::DASHBOARD.resolve(d.timing.lease_ms, d.timing.process_ms, None);
+    if d.processes && t.process_ms >= t.lease_ms && d.reliability.no_heartbeat {
+        return usage_error(format!(
+            "--process-ms {} needs a longer --lease-ms (now {}) without heartbeats: every worker process would lose its lease mid-message",
+            t.process_ms, t.lease_ms
+        ));
+    }
+    let scenario = match d.open_scenario.as_deref().map(scenario_named).transpose() {
+        Ok(s) => s.unwrap_or(Scenario::OutboxLeasing),
+        Err(e) => return usage_error(e),
+    };
+    let reliability = match d.reliability.reliability(t.lease_ms) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
+    let opts = DashboardOptions {
+        reliability,
+        scenario,
+        workers: d.threads.workers().unwrap_or(scenario.default_workers()),
+        messages: d.outbox.messages(),
+        lease_ms: d.timing.lease_ms,
+        process_ms: d.timing.process_ms,
+        speed: d.threads.speed,
+        db: d.db.clone(),
+        no_leasing: d.outbox.no_leasing,
+        watch: d.watch,
+        processes: d.processes,
+    };
+    match ui::run(opts) {
+        Ok(ui::Ended::Quit) => ExitCode::SUCCESS,
+        Ok(ui::Ended::Interrupted(signo)) => interrupted(signo, "the dashboard closed"),
+        Ok(ui::Ended::Failed(e)) => runtime_error(e),
+        Err(e) => usage_error(e),
+    }
+}
+
+pub(crate) fn lesson_command(a: &LessonArgs) -> ExitCode {
+    if a.print {
+        let Some(text) = leaselab::lesson::built_in_text(&a.lesson) else {
+            return usage_error(format!(
+                "--print writes a built-in lesson; '{}' is not one (see leaselab lessons)",
+                a.lesson
+            ));
+        };
+        let mut out = Out::new();
+        out.print(text);
+        return out.finish(ExitCode::SUCCESS);
+    }
+    let lesson = match leaselab::lesson::load(&a.lesson) {
+        Ok(l) => l,
+        // A bad lesson file is reported as FILE:LINE: what, alone on its line.
+        Err(e) if std::path::Path::new(&a.lesson).exists() => return line_and_exit(&e, USAGE),
+        Err(e) => return usage_error(e),
+    };
+    if !a.check {
+        return lesson_dashboard(a, lesson);
+    }
+    let total = lesson.steps.len();
+    let mut out = Out::new();
+    out.line(&format!(
+        "lesson {} ({}): {}",
+        lesson.name,
+        leaselab::lesson::source(&lesson),
+        lesson.title
+    ));
+    let reports = match leaselab::lesson::runner::check_lesson_in(lesson, a.db.clone()) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
+    for r in &reports {
+        out.line(&r.line(total));
+    }
+    let passed = reports.iter().filter(|r| r.passed()).count();
+    out.line(&format!("{passed} of {total} steps passed"));
+    out.finish(if passed == total {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+pub(crate) fn lesson_dashboard(a: &LessonArgs, lesson: leaselab::lesson::Lesson) -> ExitCode {
+    let opts = DashboardOptions {
+        speed: a.speed,
+        db: a.db.clone(),
+        ..DashboardOptions::default()
+    };
+    match ui::run_lesson(lesson, opts) {
+        Ok(ui::Ended::Quit) => ExitCode::SUCCESS,
+        Ok(ui::Ended::Interrupted(signo)) => interrupted(signo, "the dashboard closed"),
+        Ok(ui::Ended::Failed(e)) => runtime_error(e),
+        Err(e) => usage_error(e),
+    }
+}
