@@ -139,3 +139,44 @@ fn the_scan_measures_a_function_from_fn_to_its_closing_brace() {
     assert_eq!(by_name("inner"), Some(7));
     assert_eq!(by_name("decl"), None);
 }
+
+/// The `crate::NAME` paths a source text reaches for, comments left out.
+fn crate_paths(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let code = line.split("//").next().unwrap_or("");
+        for (at, _) in code.match_indices("crate::") {
+            let rest = &code[at + "crate::".len()..];
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            found.push(name);
+        }
+    }
+    found
+}
+
+/// The engine stands on its own: nothing under `src/engine` reaches the dashboard, the
+/// lessons, the scenarios or the command line.
+#[test]
+fn no_module_of_the_engine_imports_anything_outside_it() {
+    let mut files = Vec::new();
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine"),
+        &mut files,
+    );
+    assert!(files.len() > 20, "{files:?}");
+    let mut outside = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for name in crate_paths(&text) {
+            if name != "engine" {
+                outside.push(format!("{}: crate::{name}", f.display()));
+            }
+        }
+    }
+    assert!(outside.is_empty(), "{}", outside.join("\n"));
+    // The check reads what it should: a path outside the engine is found.
+    assert_eq!(crate_paths("use crate::ui::App; // crate::x"), ["ui"]);
+}

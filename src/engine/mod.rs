@@ -10,9 +10,11 @@ pub mod events;
 pub mod events_table;
 mod guest;
 pub mod lease;
+pub mod leftovers;
 pub mod ledger;
 pub mod pg;
 pub mod provider;
+pub mod setup;
 pub mod stepper;
 pub mod store;
 pub mod worker;
@@ -25,7 +27,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::setup::{Reliability, Timing};
+use setup::{Reliability, Timing};
 use backend::{Db, Outbox};
 use clock::{Clock, SCENARIO_START_MS};
 use db_lock::DbLock;
@@ -442,9 +444,9 @@ fn open_database(db: Option<&Db>, shared: Arc<StoreShared>) -> Result<Opened, St
         Some(p) => (None, p),
         None => {
             // Folders of killed leaselabs go first; ours carries our pid for the next one.
-            crate::leftovers::sweep(&std::env::temp_dir(), "leaselab-");
+            leftovers::sweep(&std::env::temp_dir(), "leaselab-");
             let dir = tempfile::Builder::new()
-                .prefix(&crate::leftovers::prefix("leaselab-"))
+                .prefix(&leftovers::prefix("leaselab-"))
                 .tempdir()
                 .map_err(|e| StoreError::Io(format!("cannot create a temporary folder: {e}")))?;
             let path = dir.path().join("outbox.db");

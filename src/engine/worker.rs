@@ -50,7 +50,7 @@ impl Settings {
             process_ms: AtomicI64::new(process_ms),
             idle_ms: AtomicI64::new(idle_ms),
             heartbeats: AtomicBool::new(true),
-            heartbeat_ms: AtomicI64::new(default_heartbeat_ms(lease_ms)),
+            heartbeat_ms: AtomicI64::new(super::setup::default_heartbeat_ms(lease_ms)),
             backoff_ms: AtomicI64::new(RetryPolicy::default().base_ms),
             backoff_cap_ms: AtomicI64::new(RetryPolicy::default().cap_ms),
             max_attempts: AtomicI64::new(RetryPolicy::default().max_attempts),
@@ -58,7 +58,7 @@ impl Settings {
         }
     }
     /// Take over heartbeats and retries from a setup.
-    pub fn apply(&self, r: &crate::setup::Reliability, lease_ms: i64) {
+    pub fn apply(&self, r: &super::setup::Reliability, lease_ms: i64) {
         self.heartbeats.store(r.heartbeats, Ordering::SeqCst);
         self.heartbeat_ms
             .store(r.heartbeat_for(lease_ms), Ordering::SeqCst);
@@ -99,23 +99,6 @@ impl Settings {
 
 /// The most messages one batch claim takes.
 pub const MAX_BATCH: usize = 100;
-
-/// The heartbeat interval when none is set: a third of the lease, so two beats can be
-/// missed before the lease runs out.
-pub fn default_heartbeat_ms(lease_ms: i64) -> i64 {
-    (lease_ms / 3).max(1)
-}
-
-/// Refuse a heartbeat interval that cannot keep a lease alive.
-pub fn check_heartbeat(heartbeat_ms: i64, lease_ms: i64) -> Result<(), String> {
-    if heartbeat_ms < 1 || heartbeat_ms >= lease_ms {
-        return Err(format!(
-            "heartbeat interval {heartbeat_ms} ms must be at least 1 and shorter than the lease \
-             ({lease_ms} ms): a beat after the lease ran out cannot keep it"
-        ));
-    }
-    Ok(())
-}
 
 /// Everything a worker thread shares with the engine.
 #[derive(Clone)]

@@ -242,9 +242,9 @@ fn make(path: &Path, durability: Durability, fill: impl FnOnce(&Path) -> Result<
     let shown = path.display();
     let dir = folder_of(path);
     // Half-made databases of killed leaselabs go first; ours carries our pid.
-    crate::leftovers::sweep(dir, ".leaselab-new-");
+    crate::engine::leftovers::sweep(dir, ".leaselab-new-");
     let tmp = tempfile::Builder::new()
-        .prefix(&crate::leftovers::prefix(".leaselab-new-"))
+        .prefix(&crate::engine::leftovers::prefix(".leaselab-new-"))
         .rand_bytes(6)
         .permissions(std::fs::Permissions::from_mode(0o644))
         .tempfile_in(dir)

@@ -58,6 +58,23 @@ pub fn idle_ms(process_ms: i64) -> i64 {
 
 /// The longest an idle worker waits before it asks again, in scenario milliseconds.
 pub const MAX_IDLE_MS: i64 = 250;
+/// The heartbeat interval when none is set: a third of the lease, so two beats can be
+/// missed before the lease runs out.
+pub fn default_heartbeat_ms(lease_ms: i64) -> i64 {
+    (lease_ms / 3).max(1)
+}
+
+/// Refuse a heartbeat interval that cannot keep a lease alive.
+pub fn check_heartbeat(heartbeat_ms: i64, lease_ms: i64) -> Result<(), String> {
+    if heartbeat_ms < 1 || heartbeat_ms >= lease_ms {
+        return Err(format!(
+            "heartbeat interval {heartbeat_ms} ms must be at least 1 and shorter than the lease \
+             ({lease_ms} ms): a beat after the lease ran out cannot keep it"
+        ));
+    }
+    Ok(())
+}
+
 /// How workers keep leases alive and treat failed attempts: heartbeats, retries with
 /// backoff and the dead letter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,13 +103,13 @@ impl Reliability {
     /// The interval in use for a lease of `lease_ms`.
     pub fn heartbeat_for(&self, lease_ms: i64) -> i64 {
         self.heartbeat_ms
-            .unwrap_or_else(|| crate::engine::worker::default_heartbeat_ms(lease_ms))
+            .unwrap_or_else(|| default_heartbeat_ms(lease_ms))
     }
 
     /// Refuse an interval that cannot keep a lease of `lease_ms` alive (one line).
     pub fn check(&self, lease_ms: i64) -> Result<(), String> {
         match self.heartbeat_ms {
-            Some(ms) if self.heartbeats => crate::engine::worker::check_heartbeat(ms, lease_ms),
+            Some(ms) if self.heartbeats => check_heartbeat(ms, lease_ms),
             _ => Ok(()),
         }
     }
