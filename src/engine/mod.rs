@@ -10,8 +10,8 @@ pub mod events;
 pub mod events_table;
 mod guest;
 pub mod lease;
-pub mod leftovers;
 pub mod ledger;
+pub mod leftovers;
 pub mod pg;
 pub mod provider;
 pub mod setup;
@@ -27,12 +27,12 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use setup::{Reliability, Timing};
 use backend::{Db, Outbox};
 use clock::{Clock, SCENARIO_START_MS};
 use db_lock::DbLock;
 use events::{Event, EventKind, ENGINE};
 use provider::Provider;
+use setup::{Reliability, Timing};
 use store::{DbOrigin, Durability, Store, StoreError, StoreShared};
 use worker::{Control, Settings, WorkerContext, WorkerHandle, WorkerState};
 

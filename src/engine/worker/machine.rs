@@ -1,391 +1,18 @@
-//! A worker: one OS thread with its own SQLite connection, as a separate application
-//! instance would be. It claims, calls the provider, finalizes, and tells the world what
-//! it did over the event channel. It obeys control commands between actions.
+//! The worker's state machine: claim, call the provider, finalize (or, leasing off, load
+//! and mark), with heartbeats, retries and the commands it obeys between actions.
 
 use std::collections::VecDeque;
-use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 
-use super::backend::{Db, Outbox};
-use super::clock::Clock;
-use super::events::{Event, EventKind};
-use super::provider::{Provider, StatusCheck, WorkerThread};
-use super::store::{
-    ClaimOutcome, FailOutcome, FinalizeOutcome, Lease, MessageRef, RetryPolicy, StoreShared,
-};
-use super::worker_id::WorkerId;
+use crate::engine::backend::Outbox;
+use crate::engine::events::{Event, EventKind};
+use crate::engine::provider::StatusCheck;
+use crate::engine::store::{ClaimOutcome, FailOutcome, FinalizeOutcome, Lease, MessageRef};
 
-pub use super::stepper::Stepper;
-
-/// Settings every worker reads at the start of each cycle, so a change applies live.
-#[derive(Debug)]
-pub struct Settings {
-    pub leasing: AtomicBool,
-    pub lease_ms: AtomicI64,
-    pub process_ms: AtomicI64,
-    /// After an empty claim, wait this long (scenario time) before asking again.
-    pub idle_ms: AtomicI64,
-    /// A worker processing a message extends its lease every `heartbeat_ms` while this is on.
-    pub heartbeats: AtomicBool,
-    pub heartbeat_ms: AtomicI64,
-    /// The retry policy, one number each so a change applies live.
-    pub backoff_ms: AtomicI64,
-    pub backoff_cap_ms: AtomicI64,
-    pub max_attempts: AtomicI64,
-    /// Messages a worker claims per transaction (1: one at a time). The rest of a batch
-    /// waits, leased, until the worker is done with the one before.
-    pub batch: AtomicI64,
-}
-
-impl Settings {
-    pub fn new(leasing: bool, lease_ms: i64, process_ms: i64, idle_ms: i64) -> Settings {
-        Settings {
-            leasing: AtomicBool::new(leasing),
-            lease_ms: AtomicI64::new(lease_ms),
-            process_ms: AtomicI64::new(process_ms),
-            idle_ms: AtomicI64::new(idle_ms),
-            heartbeats: AtomicBool::new(true),
-            heartbeat_ms: AtomicI64::new(super::setup::default_heartbeat_ms(lease_ms)),
-            backoff_ms: AtomicI64::new(RetryPolicy::default().base_ms),
-            backoff_cap_ms: AtomicI64::new(RetryPolicy::default().cap_ms),
-            max_attempts: AtomicI64::new(RetryPolicy::default().max_attempts),
-            batch: AtomicI64::new(1),
-        }
-    }
-    /// Take over heartbeats and retries from a setup.
-    pub fn apply(&self, r: &super::setup::Reliability, lease_ms: i64) {
-        self.heartbeats.store(r.heartbeats, Ordering::SeqCst);
-        self.heartbeat_ms
-            .store(r.heartbeat_for(lease_ms), Ordering::SeqCst);
-        self.backoff_ms.store(r.retry.base_ms, Ordering::SeqCst);
-        self.backoff_cap_ms.store(r.retry.cap_ms, Ordering::SeqCst);
-        self.max_attempts
-            .store(r.retry.max_attempts, Ordering::SeqCst);
-    }
-    pub fn retry(&self) -> RetryPolicy {
-        RetryPolicy {
-            base_ms: self.backoff_ms.load(Ordering::SeqCst),
-            cap_ms: self.backoff_cap_ms.load(Ordering::SeqCst),
-            max_attempts: self.max_attempts.load(Ordering::SeqCst).max(1),
-        }
-    }
-    pub fn heartbeats(&self) -> bool {
-        self.heartbeats.load(Ordering::SeqCst)
-    }
-    pub fn heartbeat_ms(&self) -> i64 {
-        self.heartbeat_ms.load(Ordering::SeqCst).max(1)
-    }
-    pub fn leasing(&self) -> bool {
-        self.leasing.load(Ordering::SeqCst)
-    }
-    pub fn lease_ms(&self) -> i64 {
-        self.lease_ms.load(Ordering::SeqCst)
-    }
-    pub fn process_ms(&self) -> i64 {
-        self.process_ms.load(Ordering::SeqCst)
-    }
-    pub fn idle_ms(&self) -> i64 {
-        self.idle_ms.load(Ordering::SeqCst)
-    }
-    pub fn batch(&self) -> usize {
-        self.batch.load(Ordering::SeqCst).clamp(1, MAX_BATCH as i64) as usize
-    }
-}
-
-/// The most messages one batch claim takes.
-pub const MAX_BATCH: usize = 100;
-
-/// Everything a worker thread shares with the engine.
-#[derive(Clone)]
-pub struct WorkerContext {
-    pub db: Db,
-    pub shared: Arc<StoreShared>,
-    pub clock: Arc<Clock>,
-    pub provider: Arc<Provider>,
-    pub settings: Arc<Settings>,
-    pub events: Sender<Event>,
-}
-
-/// A command to a worker. Replies are sent once the action's events are on the channel.
-#[derive(Debug)]
-pub enum Control {
-    Pause,
-    Resume,
-    /// While paused: perform exactly one action (a claim, a provider call or a finalize).
-    Step(Option<Sender<()>>),
-    /// While paused and holding nothing: try to claim this message.
-    ClaimId(i64, Option<Sender<()>>),
-    /// If it holds a lease and heartbeats are on: extend the lease now.
-    Heartbeat(Option<Sender<()>>),
-    /// Stop at once without finalizing; any lease held stays in the database.
-    Crash,
-    /// Panic inside the worker thread (to prove a panic is contained).
-    Panic,
-    /// Call the gateway's payment creation from the worker (a fault: workers must never
-    /// create payments, and the report's check has to catch it).
-    CreatePayment(String, Option<Sender<()>>),
-    /// Stop quietly (end of a run).
-    Shutdown,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum WorkerState {
-    #[default]
-    Idle,
-    Claiming,
-    Processing,
-    Finalizing,
-    Paused,
-    /// Found nothing claimable while another worker's live lease holds a message.
-    Blocked,
-    Crashed,
-    Stopped,
-}
-
-impl WorkerState {
-    pub fn label(self) -> &'static str {
-        match self {
-            WorkerState::Idle => "idle",
-            WorkerState::Claiming => "claiming",
-            WorkerState::Processing => "processing",
-            WorkerState::Finalizing => "finalizing",
-            WorkerState::Paused => "paused",
-            WorkerState::Blocked => "BLOCKED",
-            WorkerState::Crashed => "CRASHED",
-            WorkerState::Stopped => "stopped",
-        }
-    }
-}
-
-/// The worker's next action, shown before a single step.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum NextAction {
-    #[default]
-    Claim,
-    Load,
-    CallProvider(String),
-    Finalize(String),
-    Mark(String),
-    Nothing,
-}
-
-impl NextAction {
-    pub fn describe(&self) -> String {
-        match self {
-            NextAction::Claim => "claim the oldest claimable message".into(),
-            NextAction::Load => "load every Pending message (no claim)".into(),
-            NextAction::CallProvider(k) => format!("call the provider for {k}"),
-            NextAction::Finalize(k) => format!("finalize {k} (ownership-guarded)"),
-            NextAction::Mark(k) => format!("mark {k} Processed (unguarded)"),
-            NextAction::Nothing => "nothing (crashed)".into(),
-        }
-    }
-}
-
-/// What a worker shows of itself; the dashboard reads it each frame.
-#[derive(Debug, Clone, Default)]
-pub struct WorkerStatus {
-    pub id: WorkerId,
-    pub name: String,
-    pub state: WorkerState,
-    pub paused: bool,
-    pub lease: Option<Lease>,
-    /// Leasing off: the message it works on without owning it, and how many are queued.
-    pub working_on: Option<MessageRef>,
-    pub queued: usize,
-    pub next: NextAction,
-    /// Results this incarnation wrote (finalized or marked).
-    pub processed: u64,
-    /// Processing or idling: the scenario time its next action waits for.
-    pub waiting_until: Option<i64>,
-    /// Actions started so far; unchanged between two looks means it did nothing between.
-    pub acts: u64,
-    /// Its last claim found nothing claimable but this message under a live lease.
-    pub blocked_on: Option<BlockedOn>,
-    /// The scenario time of its last heartbeat for the lease it holds (None: none yet).
-    pub last_beat_ms: Option<i64>,
-}
-
-/// The message a blocked claim waits for, its owner and when that lease runs out.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BlockedOn {
-    pub id: i64,
-    pub key: String,
-    pub owner: String,
-    pub until_ms: i64,
-}
-
-impl WorkerStatus {
-    /// Holds no lease and no unowned work: its next action can only look for more.
-    pub fn empty_handed(&self) -> bool {
-        self.lease.is_none()
-            && self.working_on.is_none()
-            && self.queued == 0
-            && !matches!(
-                self.state,
-                WorkerState::Processing | WorkerState::Finalizing
-            )
-    }
-}
-
-pub struct WorkerHandle {
-    pub slot: usize,
-    pub incarnation: u32,
-    pub name: String,
-    pub status: Arc<Mutex<WorkerStatus>>,
-    control: Sender<Control>,
-    join: Option<JoinHandle<()>>,
-}
-
-impl WorkerHandle {
-    pub fn send(&self, c: Control) -> bool {
-        self.control.send(c).is_ok()
-    }
-
-    pub fn status(&self) -> WorkerStatus {
-        self.status
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    pub fn is_alive(&self) -> bool {
-        !matches!(
-            self.status().state,
-            WorkerState::Crashed | WorkerState::Stopped
-        )
-    }
-
-    /// Ask for one action and wait until its events are out. False if the worker is gone.
-    pub fn step(&self, timeout: Duration) -> bool {
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        self.send(Control::Step(Some(tx))) && rx.recv_timeout(timeout).is_ok()
-    }
-
-    /// Ask for a claim of one message and wait until its events are out.
-    pub fn claim_id(&self, id: i64, timeout: Duration) -> bool {
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        self.send(Control::ClaimId(id, Some(tx))) && rx.recv_timeout(timeout).is_ok()
-    }
-
-    /// Wait for the thread to end (after a crash or shutdown was sent).
-    pub fn join(&mut self) {
-        if let Some(j) = self.join.take() {
-            let _ = j.join();
-        }
-    }
-}
-
-impl Drop for WorkerHandle {
-    fn drop(&mut self) {
-        if self.join.is_some() {
-            let _ = self.control.send(Control::Shutdown);
-            self.join();
-        }
-    }
-}
-
-/// Start a worker thread. A paused worker acts only on `Step`/`ClaimId` until resumed.
-pub fn spawn(ctx: WorkerContext, slot: usize, incarnation: u32, paused: bool) -> WorkerHandle {
-    let name = WorkerId::new(slot, incarnation).to_string();
-    spawn_named(ctx, slot, incarnation, name, paused)
-}
-
-/// Start a worker thread under a name of its own (a worker process's `--name`).
-pub fn spawn_named(
-    ctx: WorkerContext,
-    slot: usize,
-    incarnation: u32,
-    name: String,
-    paused: bool,
-) -> WorkerHandle {
-    let (control, rx) = crossbeam_channel::unbounded();
-    let status = Arc::new(Mutex::new(WorkerStatus {
-        id: WorkerId::new(slot, incarnation),
-        name: name.clone(),
-        state: if paused {
-            WorkerState::Paused
-        } else {
-            WorkerState::Idle
-        },
-        paused,
-        next: NextAction::Claim,
-        ..WorkerStatus::default()
-    }));
-    let thread_status = status.clone();
-    let thread_name = name.clone();
-    let join = std::thread::Builder::new()
-        .name(name.clone())
-        .spawn(move || run_thread(ctx, slot, thread_name, paused, rx, thread_status))
-        .expect("spawn worker thread");
-    WorkerHandle {
-        slot,
-        incarnation,
-        name,
-        status,
-        control,
-        join: Some(join),
-    }
-}
-
-fn run_thread(
-    ctx: WorkerContext,
-    slot: usize,
-    name: String,
-    paused: bool,
-    rx: Receiver<Control>,
-    status: Arc<Mutex<WorkerStatus>>,
-) {
-    let events = ctx.events.clone();
-    let shared = ctx.shared.clone();
-    let clock = ctx.clock.clone();
-    let st = status.clone();
-    let nm = name.clone();
-    let result = std::panic::catch_unwind(AssertUnwindSafe(move || {
-        let _worker = WorkerThread::enter();
-        let store = match ctx.db.open(ctx.shared.clone()) {
-            Ok(s) => s,
-            Err(e) => return Some(format!("cannot open the database: {e}")),
-        };
-        Worker::new(ctx, slot, nm, store, st, paused).run(&rx)
-    }));
-    let emit = |kind| {
-        let _ = events.send(Event {
-            seq: shared.next_seq(),
-            at_ms: clock.now(),
-            slot: Some(slot),
-            actor: name.clone(),
-            kind,
-        });
-    };
-    let mut s = status.lock().unwrap_or_else(|p| p.into_inner());
-    match result {
-        Ok(None) => {}
-        Ok(Some(error)) => {
-            s.state = WorkerState::Stopped;
-            emit(EventKind::Failed { error });
-        }
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "panic".to_string());
-            s.state = WorkerState::Crashed;
-            s.next = NextAction::Nothing;
-            let holding = s.lease.as_ref().map(|l| (l.id, l.key.clone(), l.until_ms));
-            emit(EventKind::Crashed {
-                holding,
-                panic: Some(msg),
-            });
-        }
-    }
-}
+use super::*;
 
 enum Phase {
     Idle,
@@ -400,7 +27,7 @@ enum Phase {
     },
 }
 
-pub(super) enum Acted {
+pub(crate) enum Acted {
     /// Did something; go on.
     Done,
     /// Nothing to do before this scenario time.
@@ -412,7 +39,7 @@ enum Exit {
     Shutdown,
 }
 
-pub(super) struct Worker {
+pub(crate) struct Worker {
     ctx: WorkerContext,
     slot: usize,
     name: String,
@@ -435,7 +62,7 @@ pub(super) struct Worker {
 }
 
 impl Worker {
-    pub(super) fn new(
+    pub(crate) fn new(
         ctx: WorkerContext,
         slot: usize,
         name: String,
@@ -460,12 +87,12 @@ impl Worker {
         }
     }
 
-    pub(super) fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// What the worker will do next, as its status says.
-    pub(super) fn next(&self) -> NextAction {
+    pub(crate) fn next(&self) -> NextAction {
         self.publish();
         self.status
             .lock()
@@ -475,7 +102,7 @@ impl Worker {
     }
 
     /// Stop at once; a held lease stays in the database.
-    pub(super) fn crash(&mut self) {
+    pub(crate) fn crash(&mut self) {
         self.exit(Exit::Crash);
     }
 
@@ -576,7 +203,7 @@ impl Worker {
         });
     }
 
-    fn run(&mut self, rx: &Receiver<Control>) -> Option<String> {
+    pub(super) fn run(&mut self, rx: &Receiver<Control>) -> Option<String> {
         self.publish();
         loop {
             // Listen for commands: block while paused, block until the clock can have
@@ -645,7 +272,7 @@ impl Worker {
     }
 
     /// A heartbeat when one can be given (heartbeats on, a lease held), whatever its time.
-    pub(super) fn beat_now(&mut self) -> Result<(), String> {
+    pub(crate) fn beat_now(&mut self) -> Result<(), String> {
         if self.next_beat().is_some() {
             self.beat()?;
         }
@@ -804,7 +431,7 @@ impl Worker {
     }
 
     /// One action of the worker's cycle. `stepping` is a teacher's single step.
-    pub(super) fn act(&mut self, stepping: bool) -> Result<Acted, String> {
+    pub(crate) fn act(&mut self, stepping: bool) -> Result<Acted, String> {
         self.set_status(|s| s.acts += 1);
         let leasing = self.ctx.settings.leasing();
         let calls_provider = matches!(self.phase, Phase::Holding(_))
@@ -1092,7 +719,7 @@ impl Worker {
         now: i64,
         lease_ms: i64,
         k: usize,
-    ) -> super::store::Result<(ClaimOutcome, u64)> {
+    ) -> crate::engine::store::Result<(ClaimOutcome, u64)> {
         let (leases, seq) = self.store.claim_batch(&self.name, now, lease_ms, k)?;
         let mut leases = VecDeque::from(leases);
         let outcome = leases
