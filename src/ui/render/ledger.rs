@@ -72,7 +72,8 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
     frame.render_widget(Paragraph::new(lines).block(block), area);
 }
 
-/// The panel's lines for an `inner` area: a figure a line when they all fit, else packed.
+/// The panel's lines for an `inner` area: with [`ROOMY`] lines or more a figure a line
+/// (what the lesson names first when not all fit), with fewer packed side by side.
 fn lines(
     l: &LedgerFigures,
     items: Vec<Item>,
