@@ -2,120 +2,13 @@
 //! workers started elsewhere, `--processes` starting its own and leaving none behind. Every
 //! wait reads the screen, the database or /proc with a deadline; nothing sleeps to wait.
 
-use std::io::{Read, Write};
-use std::num::NonZeroU16;
+mod support;
+
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
-use portable_pty::{native_pty_system, CommandBuilder, ExitStatus, PtySize};
-
-const ROWS: u16 = 40;
-const COLS: u16 = 120;
-const DEADLINE: Duration = Duration::from_secs(60);
-
-struct Dashboard {
-    parser: vt100::Parser,
-    output: Receiver<Vec<u8>>,
-    input: Box<dyn Write + Send>,
-    exited: Receiver<std::io::Result<ExitStatus>>,
-    killer: Box<dyn portable_pty::ChildKiller + Send + Sync>,
-    pid: u32,
-    _master: Box<dyn portable_pty::MasterPty + Send>,
-}
-
-impl Dashboard {
-    fn open(args: &[&str]) -> Dashboard {
-        let pty = native_pty_system()
-            .openpty(PtySize {
-                rows: ROWS,
-                cols: COLS,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .expect("open a pty");
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_leaselab"));
-        cmd.args(args);
-        cmd.env("NO_COLOR", "1");
-        cmd.env("TERM", "xterm-256color");
-        cmd.cwd(env!("CARGO_MANIFEST_DIR"));
-        let mut child = pty.slave.spawn_command(cmd).expect("spawn leaselab");
-        drop(pty.slave);
-        let killer = child.clone_killer();
-        let pid = child.process_id().expect("child pid");
-        let (done_tx, exited) = crossbeam_channel::bounded(1);
-        std::thread::spawn(move || {
-            let _ = done_tx.send(child.wait());
-        });
-        let mut reader = pty.master.try_clone_reader().expect("pty reader");
-        let (tx, output) = crossbeam_channel::unbounded();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                    break;
-                }
-            }
-        });
-        let input = pty.master.take_writer().expect("pty writer");
-        Dashboard {
-            parser: vt100::Parser::new(
-                NonZeroU16::new(ROWS).unwrap(),
-                NonZeroU16::new(COLS).unwrap(),
-                0,
-            ),
-            output,
-            input,
-            exited,
-            killer,
-            pid,
-            _master: pty.master,
-        }
-    }
-
-    fn screen(&self) -> String {
-        self.parser.screen().contents()
-    }
-
-    fn wait_for_text(&mut self, text: &str) {
-        let deadline = Instant::now() + DEADLINE;
-        while !self.screen().contains(text) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.output.recv_timeout(left) {
-                Ok(bytes) => self.parser.process(&bytes),
-                Err(e) => {
-                    let _ = self.killer.kill();
-                    panic!("{e:?} waiting for {text:?}; screen:\n{}", self.screen());
-                }
-            }
-        }
-    }
-
-    fn press(&mut self, keys: &str) {
-        self.input.write_all(keys.as_bytes()).expect("type");
-        self.input.flush().expect("flush");
-    }
-
-    fn wait_for_exit(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.output.recv_timeout(left) {
-                Ok(b) => self.parser.process(&b),
-                Err(RecvTimeoutError::Disconnected) => break,
-                Err(RecvTimeoutError::Timeout) => {
-                    let _ = self.killer.kill();
-                    panic!("leaselab did not end; screen:\n{}", self.screen());
-                }
-            }
-        }
-        self.exited
-            .recv_timeout(DEADLINE)
-            .expect("leaselab exited")
-            .expect("exit status")
-    }
-}
+use support::{Dashboard, DEADLINE};
 
 /// Poll `what` until it holds, or fail after the deadline saying what was awaited.
 fn wait_until(awaited: &str, mut what: impl FnMut() -> bool) {
@@ -286,14 +179,9 @@ fn processes_log_an_added_payment_once_and_count_a_killed_process_as_a_crash() {
     assert_eq!(added, 1, "{}", d.screen());
     d.press("c");
     d.wait_for_text("killed with SIGKILL");
-    let deadline = Instant::now() + DEADLINE;
-    while ledger_figure(&d.screen(), "crashes").as_deref() != Some("1") {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match d.output.recv_timeout(left) {
-            Ok(bytes) => d.parser.process(&bytes),
-            Err(e) => panic!("{e:?}: the kill is not counted as a crash:\n{}", d.screen()),
-        }
-    }
+    d.wait_for("the kill counted as a crash", |s| {
+        ledger_figure(&s.contents(), "crashes").as_deref() == Some("1")
+    });
     d.press("q");
     assert!(d.wait_for_exit().success());
 }

@@ -97,36 +97,14 @@ impl App {
         let engine = Engine::start(config, true).map_err(|e| e.to_string())?;
         engine.clock.set_speed(speed);
         let reader = engine.db.open_reader().map_err(|e| e.to_string())?;
-        let events = engine.events().clone();
         let story = if scenario == Scenario::LeaseExpiry {
             lease_expiry_story(lease_ms)
         } else {
             Vec::new()
         };
-        let mut app = App {
-            external: None,
-            reader,
-            events,
-            theme,
-            scenario,
-            messages,
-            ledger: Ledger::new(),
-            log: EventLog::default(),
-            timeline: Timeline::default(),
-            ui: UiState::default(),
-            story: Story::new(story),
-            lesson: None,
-            paused: true,
-            speed,
-            next_slot: 0,
-            counts_at: None,
-            history_key: (0, 0, 0, 0, 0),
-            history_waits: None,
-            idle_polls: (0, 0),
-            throughput: Default::default(),
-            snap: Snapshot::default(),
-            engine,
-        };
+        let mut app = App::around(engine, reader, theme, scenario, messages);
+        app.story = Story::new(story);
+        app.speed = speed;
         app.absorb_events();
         if let Some(holder) = &app.engine.recovered {
             let notice =
@@ -138,6 +116,41 @@ impl App {
                 .say("the lease-expiry story: press n to take each step");
         }
         Ok(app)
+    }
+
+    /// A dashboard over a started engine: paused, at x1, with an empty ledger, log and
+    /// timeline, no story, no lesson and no worker processes.
+    pub(super) fn around(
+        engine: Engine,
+        reader: Box<dyn Outbox>,
+        theme: Theme,
+        scenario: Scenario,
+        messages: u64,
+    ) -> App {
+        App {
+            external: None,
+            reader,
+            events: engine.events().clone(),
+            theme,
+            scenario,
+            messages,
+            ledger: Ledger::new(),
+            log: EventLog::default(),
+            timeline: Timeline::default(),
+            ui: UiState::default(),
+            story: Story::new(Vec::new()),
+            lesson: None,
+            paused: true,
+            speed: 1.0,
+            next_slot: 0,
+            counts_at: None,
+            history_key: (0, 0, 0, 0, 0),
+            history_waits: None,
+            idle_polls: (0, 0),
+            throughput: Default::default(),
+            snap: Snapshot::default(),
+            engine,
+        }
     }
 
     /// Let the clock and the workers run, unless this is a story to be stepped.

@@ -17,10 +17,7 @@ use crate::engine::{Engine, EngineConfig};
 use crate::processes::{ProcessSettings, ProcessState, WorkerProcesses};
 use crate::scenario::Scenario;
 use crate::setup::Timing;
-use crate::ui::log::EventLog;
-use crate::ui::snapshot::{Snapshot, WorkerView};
-use crate::ui::state::{Story, UiState};
-use crate::ui::timeline::Timeline;
+use crate::ui::snapshot::WorkerView;
 
 use super::keys::Action;
 use super::{App, DashboardOptions, Theme};
@@ -351,39 +348,18 @@ impl App {
         };
         let started = children.is_none();
         let messages = engine.config.messages;
-        let mut app = App {
-            external: Some(External {
-                children,
-                _tail: tail,
-                names: Vec::new(),
-                holding: Vec::new(),
-                seen_lease_ms: None,
-                seen_leasing: None,
-                reaped: HashSet::new(),
-                started,
-            }),
-            reader,
-            events: engine.events().clone(),
-            theme,
-            scenario: Scenario::OutboxLeasing,
-            messages,
-            ledger: Ledger::new(),
-            log: EventLog::default(),
-            timeline: Timeline::default(),
-            ui: UiState::default(),
-            story: Story::new(Vec::new()),
-            lesson: None,
-            paused: false,
-            speed: 1.0,
-            next_slot: 0,
-            counts_at: None,
-            history_key: (0, 0, 0, 0, 0),
-            history_waits: None,
-            idle_polls: (0, 0),
-            throughput: Default::default(),
-            snap: Snapshot::default(),
-            engine,
-        };
+        let mut app = App::around(engine, reader, theme, Scenario::OutboxLeasing, messages);
+        app.external = Some(External {
+            children,
+            _tail: tail,
+            names: Vec::new(),
+            holding: Vec::new(),
+            seen_lease_ms: None,
+            seen_leasing: None,
+            reaped: HashSet::new(),
+            started,
+        });
+        app.paused = false;
         app.absorb_events();
         app.ui.say(match mode {
             ExternalMode::Watch => format!(
