@@ -34,6 +34,23 @@ impl Timing {
         idle_ms(self.process_ms)
     }
 
+    /// Without heartbeats a lease must outlive the processing: one that runs out
+    /// mid-message is taken over and its finalize rejected. `what` says what that means
+    /// where it is asked; the refusal is one line.
+    pub fn check_lease_outlives_processing(
+        &self,
+        heartbeats: bool,
+        what: &str,
+    ) -> Result<(), String> {
+        if heartbeats || self.process_ms < self.lease_ms {
+            return Ok(());
+        }
+        Err(format!(
+            "--process-ms {} needs a longer --lease-ms (now {}) without heartbeats: {what}",
+            self.process_ms, self.lease_ms
+        ))
+    }
+
     /// These defaults with whatever the command line set put over them.
     pub fn resolve(
         self,
@@ -132,5 +149,23 @@ mod tests {
         assert_eq!(Timing::DASHBOARD.idle_ms(), 250);
         assert_eq!(idle_ms(200), 50);
         assert_eq!(idle_ms(600_000), MAX_IDLE_MS);
+    }
+
+    #[test]
+    fn without_heartbeats_a_lease_must_outlive_the_processing() {
+        let t = Timing::DASHBOARD.resolve(Some(1_000), Some(1_000), None);
+        let e = t
+            .check_lease_outlives_processing(false, "it is lost")
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "--process-ms 1000 needs a longer --lease-ms (now 1000) without heartbeats: it is lost"
+        );
+        assert!(t.check_lease_outlives_processing(true, "x").is_ok());
+        let t = Timing::DASHBOARD.resolve(Some(1_001), Some(1_000), None);
+        assert!(t.check_lease_outlives_processing(false, "x").is_ok());
+        assert!(Timing::HEADLESS
+            .check_lease_outlives_processing(false, "x")
+            .is_ok());
     }
 }

@@ -16,11 +16,14 @@ pub(crate) fn dashboard(d: &DashboardArgs) -> ExitCode {
         return usage_error("--watch needs --db PATH: the database the workers use");
     }
     let t = Timing::DASHBOARD.resolve(d.timing.lease_ms, d.timing.process_ms, None);
-    if d.processes && t.process_ms >= t.lease_ms && d.reliability.no_heartbeat {
-        return usage_error(format!(
-            "--process-ms {} needs a longer --lease-ms (now {}) without heartbeats: every worker process would lose its lease mid-message",
-            t.process_ms, t.lease_ms
-        ));
+    if d.processes {
+        let outlives = t.check_lease_outlives_processing(
+            !d.reliability.no_heartbeat,
+            "every worker process would lose its lease mid-message",
+        );
+        if let Err(e) = outlives {
+            return usage_error(e);
+        }
     }
     let scenario = match d.open_scenario.as_deref().map(scenario_named).transpose() {
         Ok(s) => s.unwrap_or(Scenario::OutboxLeasing),

@@ -10,23 +10,6 @@ use super::interrupted;
 use crate::cli::output::warn;
 use crate::cli::{runtime_error, usage_error, Out, RunArgs};
 
-/// Without heartbeats a headless run needs every lease to outlive the processing: a lease
-/// that runs out mid-message is taken over by an idle worker and its finalize rejected,
-/// again and again.
-pub(crate) fn lease_too_short(a: &RunArgs) -> Option<String> {
-    let Timing {
-        lease_ms: lease,
-        process_ms: process,
-        ..
-    } = Timing::HEADLESS.resolve(a.timing.lease_ms, a.timing.process_ms, None);
-    (a.reliability.no_heartbeat && process > 0 && process >= lease).then(|| {
-        format!(
-            "--process-ms {process} needs a longer --lease-ms (now {lease}) without heartbeats: a lease that runs \
-             out mid-message is taken over and the outbox may never drain"
-        )
-    })
-}
-
 pub(crate) fn scenario_named(name: &str) -> Result<Scenario, String> {
     Scenario::from_name(name).ok_or_else(|| {
         format!(
@@ -41,13 +24,16 @@ pub(crate) fn run(a: &RunArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return usage_error(e),
     };
-    if let Some(e) = lease_too_short(a) {
+    // Resolved once: every figure below comes from here.
+    let timing = Timing::HEADLESS.resolve(a.timing.lease_ms, a.timing.process_ms, a.threads.speed);
+    let outlives = timing.check_lease_outlives_processing(
+        !a.reliability.no_heartbeat,
+        "a lease that runs out mid-message is taken over and the outbox may never drain",
+    );
+    if let Err(e) = outlives {
         return usage_error(e);
     }
-    let lease_ms = Timing::HEADLESS
-        .resolve(a.timing.lease_ms, None, None)
-        .lease_ms;
-    let reliability = match a.reliability.reliability(lease_ms) {
+    let reliability = match a.reliability.reliability(timing.lease_ms) {
         Ok(r) => r,
         Err(e) => return usage_error(e),
     };
@@ -60,7 +46,6 @@ pub(crate) fn run(a: &RunArgs) -> ExitCode {
         Ok(rx) => Some(rx),
         Err(e) => return usage_error(e),
     };
-    let timing = Timing::HEADLESS.resolve(a.timing.lease_ms, a.timing.process_ms, a.threads.speed);
     let opts = RunOptions {
         workers: a.threads.workers(),
         seed: a.seed.map(|n| n as u64),

@@ -25,11 +25,12 @@ pub(crate) fn worker(a: &WorkerArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return usage_error(e),
     };
-    if timing.process_ms >= timing.lease_ms && !reliability.heartbeats {
-        return usage_error(format!(
-            "--process-ms {} needs a longer --lease-ms (now {}) without heartbeats: this worker would lose every lease mid-message",
-            timing.process_ms, timing.lease_ms
-        ));
+    let outlives = timing.check_lease_outlives_processing(
+        reliability.heartbeats,
+        "this worker would lose every lease mid-message",
+    );
+    if let Err(e) = outlives {
+        return usage_error(e);
     }
     let interrupts = match leaselab::signals::watch() {
         Ok(rx) => rx,
