@@ -140,6 +140,23 @@ pub enum Figure {
     ProviderEffects(Option<MessageSel>),
 }
 
+impl Figure {
+    /// The message the figure is about, if it is about one.
+    pub fn message(&self) -> Option<&MessageSel> {
+        match self {
+            Figure::Status(m)
+            | Figure::Owner(m)
+            | Figure::Lease(m)
+            | Figure::Payment(m)
+            | Figure::Processed(m)
+            | Figure::Attempts(m)
+            | Figure::ProviderCalls(Some(m))
+            | Figure::ProviderEffects(Some(m)) => Some(m),
+            _ => None,
+        }
+    }
+}
+
 /// One expectation: a figure and the value it must have.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expect {

@@ -410,8 +410,9 @@ fn set_idempotency(engine: &Engine, on: bool) {
     });
 }
 
-/// The value of an expectation's figure right now, as text.
-fn figure(engine: &Engine, ledger: &Ledger, e: &Expect) -> Result<String, String> {
+/// The value of an expectation's figure right now, as text: what its check compares, and
+/// what the dashboard shows for it.
+pub fn figure(engine: &Engine, ledger: &Ledger, e: &Expect) -> Result<String, String> {
     let store = engine.store();
     let row = |id: i64| -> Result<crate::engine::store::MessageRow, String> {
         let rows = store

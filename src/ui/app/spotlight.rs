@@ -5,7 +5,7 @@
 
 use crate::engine::clock::hms;
 use crate::engine::store::{OutboxStatus, PaymentStatus};
-use crate::lesson::{Figure, Lesson, Step};
+use crate::lesson::{runner, Expect, Figure, Lesson, Step};
 use crate::ui::snapshot::Spot;
 
 use super::App;
@@ -26,14 +26,15 @@ pub fn panel_name(f: &Figure) -> Option<&'static str> {
     }
 }
 
-/// A message figure the spotlight line shows (the table shows status, owner and lease).
-pub fn spot_name(f: &Figure) -> Option<(&str, &'static str)> {
+/// The label a message figure has on the spotlight line, when it is one the table has no
+/// column for (the table shows status, owner and lease).
+pub fn spot_label(f: &Figure) -> Option<&'static str> {
     match f {
-        Figure::Processed(m) => Some((&m.key, "runs")),
-        Figure::Attempts(m) => Some((&m.key, "attempts")),
-        Figure::Payment(m) => Some((&m.key, "payment")),
-        Figure::ProviderCalls(Some(m)) => Some((&m.key, "calls")),
-        Figure::ProviderEffects(Some(m)) => Some((&m.key, "effects")),
+        Figure::Processed(_) => Some("runs"),
+        Figure::Attempts(_) => Some("attempts"),
+        Figure::Payment(_) => Some("payment"),
+        Figure::ProviderCalls(Some(_)) => Some("calls"),
+        Figure::ProviderEffects(Some(_)) => Some("effects"),
         _ => None,
     }
 }
@@ -57,32 +58,24 @@ pub fn named_in(lesson: &Lesson, done: usize) -> Vec<&'static str> {
     names
 }
 
-/// The messages `step` names, in order, each with the spotlight figures named for it.
-fn spotlit(step: &Step) -> Vec<(i64, Vec<&'static str>)> {
-    let mut keys: Vec<(i64, Vec<&'static str>)> = Vec::new();
+/// The messages `step` names, in order, each with its expectations the spotlight shows.
+fn spotlit(step: &Step) -> Vec<(i64, Vec<&Expect>)> {
+    let mut keys: Vec<(i64, Vec<&Expect>)> = Vec::new();
     for e in &step.expects {
-        let key = match &e.figure {
-            Figure::Status(m)
-            | Figure::Owner(m)
-            | Figure::Lease(m)
-            | Figure::Payment(m)
-            | Figure::Processed(m)
-            | Figure::Attempts(m)
-            | Figure::ProviderCalls(Some(m))
-            | Figure::ProviderEffects(Some(m)) => m.id,
-            _ => continue,
+        let Some(m) = e.figure.message() else {
+            continue;
         };
-        let at = match keys.iter().position(|(k, _)| *k == key) {
+        let at = match keys.iter().position(|(id, _)| *id == m.id) {
             Some(i) => i,
             None => {
-                keys.push((key, Vec::new()));
+                keys.push((m.id, Vec::new()));
                 keys.len() - 1
             }
         };
-        if let Some((_, name)) = spot_name(&e.figure) {
-            if !keys[at].1.contains(&name) {
-                keys[at].1.push(name);
-            }
+        let label = spot_label(&e.figure);
+        let shown = keys[at].1.iter().any(|o| spot_label(&o.figure) == label);
+        if label.is_some() && !shown {
+            keys[at].1.push(e);
         }
     }
     keys
@@ -99,30 +92,27 @@ impl App {
         let Some(step) = r.done.checked_sub(1).and_then(|i| r.lesson.steps.get(i)) else {
             return Vec::new();
         };
-        let calls = self.engine.provider.calls();
         let mut spots = Vec::new();
-        for (id, names) in spotlit(step) {
+        for (id, expects) in spotlit(step) {
             let Some(row) = super::external::row_at(self.reader.as_ref(), id) else {
                 continue;
             };
-            let key = row.key.clone();
-            let mut figures: Vec<(&'static str, String)> = Vec::new();
-            for name in names {
-                let c = calls.get(&key);
-                let value = match name {
-                    "runs" => self.ledger.runs_of(row.id).to_string(),
-                    "attempts" => row.attempts.to_string(),
-                    "payment" => row.payment_status.to_string(),
-                    "calls" => c.map_or(0, |c| c.status_checks).to_string(),
-                    _ => c.map_or(0, |c| c.side_effects).to_string(),
-                };
-                figures.push((name, value));
-            }
+            // Each value is the one the step's check compares, read the same way.
+            let mut figures: Vec<(&'static str, String)> = expects
+                .iter()
+                .filter_map(|e| {
+                    let label = spot_label(&e.figure)?;
+                    Some((label, runner::figure(&self.engine, &self.ledger, e).ok()?))
+                })
+                .collect();
             if row.status == OutboxStatus::Pending && row.available_at_ms > now_ms {
                 figures.push(("available", hms(row.available_at_ms)));
             }
             if !figures.is_empty() {
-                spots.push(Spot { key, figures });
+                spots.push(Spot {
+                    key: row.key,
+                    figures,
+                });
             }
             if spots.len() == MAX_SPOTS {
                 break;
