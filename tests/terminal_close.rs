@@ -113,6 +113,9 @@ fn a_closed_terminal_ends_a_lesson_a_free_play_and_a_kept_database_dashboard() {
             status.code().is_some(),
             "{args:?}: killed by a signal: {status:?}"
         );
+        // Ended as SIGHUP ends it (128 + 1), not by a panic (101) printing to the terminal
+        // that is gone, nor as a failed write (3).
+        assert_eq!(status.code(), Some(129), "{args:?}");
         assert!(
             entries(tmp.path()).is_empty(),
             "{args:?}: left {:?}",

@@ -143,14 +143,33 @@ fn run_app(
         let result = draw(&mut terminal, &mut app)
             .and_then(|()| run_loop(&mut terminal, &mut app, &input.keys, &interrupts));
         restore_terminal();
+        // A terminal that went away cannot show the cursor again: its Drop would then
+        // report that with eprintln!, which panics when stderr is that terminal too.
+        if terminal.show_cursor().is_err() {
+            std::mem::forget(terminal);
+        }
         input.stop();
         result
     });
     std::panic::set_hook(Box::new(move |info| previous_hook(info)));
+    // A terminal that went away fails the next draw or read a moment before its SIGHUP is
+    // taken in: the hang-up is what happened, so wait for it briefly.
+    let result = match result {
+        Err(e) => match crate::signals::received()
+            .or_else(|| interrupts.recv_timeout(HANGUP_GRACE).ok())
+        {
+            Some(signo) => Ok(Ended::Interrupted(signo)),
+            None => Err(e),
+        },
+        ok => ok,
+    };
     // Dropping the app stops and joins the workers and removes a temporary database.
     drop(app);
     result
 }
+
+/// How long a failed terminal waits for the signal that may explain it.
+const HANGUP_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
 
 type PanicHook = Arc<dyn Fn(&std::panic::PanicHookInfo<'_>) + Send + Sync>;
 

@@ -9,16 +9,19 @@ use std::process::ExitCode;
 
 use leaselab::scenario::Scenario;
 
-use crate::cli::output::line_and_exit;
+use crate::cli::output::to_stderr;
 use crate::cli::Out;
 
-/// One line saying what a signal stopped, and the shell's exit code for it (128 + signo).
+/// One line saying what a signal stopped, and the shell's exit code for it (128 + signo),
+/// also when the line cannot be written: after SIGHUP the terminal it would go to is gone,
+/// and the signal is still what ended the program.
 pub(crate) fn interrupted(signo: i32, what: &str) -> ExitCode {
     let line = format!(
-        "leaselab: interrupted by {}; {what}",
+        "leaselab: interrupted by {}; {what}\n",
         leaselab::signals::name(signo)
     );
-    line_and_exit(&line, leaselab::signals::exit_code(signo))
+    to_stderr(&line);
+    ExitCode::from(leaselab::signals::exit_code(signo))
 }
 
 /// `leaselab list`: the scenarios.
