@@ -57,9 +57,11 @@ CREATE INDEX IX_Outbox_DeadLettered
     ON OutboxMessages (PaymentKey) WHERE Status = 'DeadLettered';
 
 -- One row per seeding, added payment, claim, heartbeat, finalize, mark and failed attempt,
--- written in the same transaction. Seq is taken under a transaction-level advisory lock held
--- until commit, so Seq order is commit order and a reader that tails Seq never sees a gap
--- fill in later. Emptying the outbox keeps Seq counting, so a tail follows a new seeding.
+-- written in the same transaction. A row's Seq is drawn after its transaction has its id and,
+-- for a row about a message, while the transaction holds that message's row lock: Seq order
+-- is each message's commit order, and a reader knows when every Seq up to a point has
+-- committed (src/engine/pg/tail.rs). Emptying the outbox keeps Seq counting, so a tail
+-- follows a new seeding.
 CREATE TABLE LeaseEvents (
     Seq            BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     AtUtc          BIGINT NOT NULL,

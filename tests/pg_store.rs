@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Barrier};
 
 use leaselab::engine::backend::{Db, Outbox};
-use leaselab::engine::pg::{LeaseEventRow, PgError, PgOutbox, PgStore};
+use leaselab::engine::pg::{LeaseEventRow, PgError, PgOutbox, PgStore, PgTail};
 use leaselab::engine::provider::{Provider, ProviderStatus, StatusCheck};
 use leaselab::engine::store::{
     ClaimOutcome, DbOrigin, Durability, FailOutcome, FinalizeOutcome, Lease, MessageRef,
@@ -347,7 +347,8 @@ struct Tally {
 /// What the threads did, and the events a reader saw by tailing the table meanwhile.
 struct Drained {
     tallies: Vec<Tally>,
-    tailed: Vec<LeaseEventRow>,
+    /// (Seq, kind, message id) of each lease event, in the order the tail returned them.
+    tailed: Vec<(u64, String, i64)>,
 }
 
 /// `threads` workers, each with its own connection, drain the outbox while a reader tails
@@ -401,14 +402,33 @@ fn drain(db: &ScratchDb, threads: usize, lease_ms: i64, step_ms: i64) -> Drained
         let (config, done) = (db.config.clone(), done.clone());
         std::thread::spawn(move || {
             let mut store = PgStore::open(&config).expect("open");
-            let mut seen: Vec<LeaseEventRow> = Vec::new();
+            let mut tail = PgTail::new();
+            let mut seen: Vec<(u64, String, i64)> = Vec::new();
+            let mut end = None;
             loop {
-                // Read the flag first: a read that starts after it was set sees every row.
-                let last_round = done.load(Ordering::SeqCst);
-                let after = seen.last().map_or(0, |e| e.seq);
-                seen.extend(store.events_after(after, 1_000).expect("tail"));
-                if last_round {
-                    return seen;
+                for row in store.tail_events(&mut tail, 1_000).expect("tail") {
+                    let kind = row.kind.as_str();
+                    if kind != "Seeded" && kind != "Added" {
+                        seen.push((row.seq, kind.to_string(), row.id.unwrap_or(0)));
+                    }
+                }
+                // Once the workers are done, read on until the tail has reached the last row
+                // they wrote (a transaction of another test may hold the settled point back
+                // for a moment; a tail that never gets there fails the test at its deadline).
+                if end.is_none() && done.load(Ordering::SeqCst) {
+                    end = Some((
+                        store
+                            .all_events_after(0, 1_000_000)
+                            .expect("all")
+                            .last()
+                            .map_or(0, |r| r.seq),
+                        std::time::Instant::now(),
+                    ));
+                }
+                if let Some((last, since)) = end {
+                    if tail.last() >= last || since.elapsed() > std::time::Duration::from_secs(60) {
+                        return seen;
+                    }
                 }
             }
         })
@@ -455,13 +475,18 @@ fn assert_exactly_once(db: &ScratchDb, drained: &Drained, messages: u64) {
 
     let events = all_events(&mut store);
     assert!(events.windows(2).all(|w| w[0].seq < w[1].seq));
-    // Seq order is commit order: tailing by "Seq after the last one seen" missed no row.
+    // The tail, reading while the workers committed side by side, missed no row and
+    // returned none out of Seq order (each message's commit order).
+    let table: Vec<(u64, String, i64)> = events
+        .iter()
+        .map(|e| (e.seq, e.kind.clone(), e.id))
+        .collect();
     assert_eq!(
         drained.tailed.len(),
-        events.len(),
+        table.len(),
         "the tailing reader missed rows"
     );
-    assert_eq!(drained.tailed, events);
+    assert_eq!(drained.tailed, table);
     let claims: usize = tallies.iter().map(|t| t.claims.len()).sum();
     let rejected: usize = tallies.iter().map(|t| t.rejected.len()).sum();
     let count = |kind: &str| events.iter().filter(|e| e.kind == kind).count();
@@ -727,5 +752,69 @@ fn a_lease_from_before_a_reseed_fences_nothing_after_it() {
     assert_eq!(
         engine.finalize(&live, &paid(), 2).unwrap().0,
         FinalizeOutcome::Committed
+    );
+}
+
+#[test]
+fn a_tail_holds_back_a_row_until_a_lower_seq_still_in_flight_commits_then_returns_both_in_order() {
+    let Some((db, mut store)) = seeded("tail_in_flight", 2) else {
+        return;
+    };
+    // Another writer draws a Seq and has not committed yet.
+    let mut writer = db.client();
+    let mut open = writer.transaction().unwrap();
+    let low: i64 = open
+        .query_one(
+            "INSERT INTO LeaseEvents (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion)
+             SELECT $1, 'Worker-Z', 'LeaseLost', 2, 'PAY-002', 0
+               FROM (SELECT pg_current_xact_id()) AS identified
+             RETURNING Seq",
+            &[&NOW],
+        )
+        .unwrap()
+        .get(0);
+    // A claim with a higher Seq commits first.
+    let lease = claimed(store.claim_next("Worker-A", NOW, 1_000).unwrap().0);
+    let high = all_events(&mut store)
+        .iter()
+        .find(|e| e.kind == "Claimed" && e.id == lease.id)
+        .expect("the claim's row")
+        .seq;
+    assert!(high > low as u64);
+
+    let mut tail = PgTail::new();
+    let first: Vec<u64> = store
+        .tail_events(&mut tail, 1_000)
+        .unwrap()
+        .iter()
+        .map(|r| r.seq)
+        .collect();
+    assert!(
+        first.iter().all(|&s| s < low as u64),
+        "the tail returned {first:?} while Seq {low} was still in flight"
+    );
+    // Reading "after the last Seq seen" would have returned the claim now, and never the
+    // lower row that commits after it.
+    let naive = store.all_events_after(tail.last(), 1_000).unwrap();
+    assert!(naive.iter().any(|r| r.seq == high));
+    assert!(naive.iter().all(|r| r.seq != low as u64));
+
+    open.commit().unwrap();
+    let mut later = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !later.contains(&high) && std::time::Instant::now() < deadline {
+        later.extend(
+            store
+                .tail_events(&mut tail, 1_000)
+                .unwrap()
+                .iter()
+                .map(|r| r.seq),
+        );
+    }
+    let stream: Vec<u64> = first.iter().chain(&later).copied().collect();
+    assert_eq!(
+        stream,
+        (1..=high).collect::<Vec<u64>>(),
+        "every row once, in Seq order: the one in flight before the claim after it"
     );
 }

@@ -11,7 +11,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use super::backend::Db;
 use super::events::{Event, EventKind, ENGINE};
-use super::pg::PgStore;
+use super::pg::{PgStore, PgTail};
 use super::provider::ProviderStatus;
 use super::store::{LeaseEventKind, LeaseEventRow, Store, StoreError};
 use super::worker_id::WorkerId;
@@ -178,21 +178,22 @@ pub fn read_all(path: &Path) -> Result<Vec<Event>, StoreError> {
 /// Where a tail reads the table: a SQLite file (read-only) or a PostgreSQL connection.
 enum Source {
     Sqlite(Store),
-    Postgres(Box<PgStore>),
+    Postgres(Box<PgStore>, PgTail),
 }
 
 impl Source {
     fn open(db: &Db) -> Result<Source, StoreError> {
         Ok(match db {
             Db::Sqlite(path) => Source::Sqlite(Store::open_read_only(path)?),
-            Db::Postgres(url) => Source::Postgres(Box::new(PgStore::open_url(url)?)),
+            Db::Postgres(url) => Source::Postgres(Box::new(PgStore::open_url(url)?), PgTail::new()),
         })
     }
 
     fn after(&mut self, seq: u64, limit: u64) -> Result<Vec<LeaseEventRow>, StoreError> {
         match self {
             Source::Sqlite(store) => store.events_after(seq, limit),
-            Source::Postgres(store) => Ok(store.all_events_after(seq, limit)?),
+            // The tail keeps its own place: PostgreSQL's Seqs commit out of order.
+            Source::Postgres(store, tail) => Ok(store.tail_events(tail, limit)?),
         }
     }
 }

@@ -1,21 +1,26 @@
-//! Claim and finalize on PostgreSQL, each with its `LeaseEvents` row in the same transaction.
+//! Claim and finalize on PostgreSQL, each with its `LeaseEvents` row in the same transaction
+//! (each one statement, in two round trips: see `trip`).
 
 use std::sync::Arc;
 
 use postgres::{Statement, Transaction};
 
-use super::{PgStore, Result};
+use super::trip::{int, text, Arg, ServerStatement};
+use super::{PgError, PgStore, Result};
 use crate::engine::provider::StatusCheck;
 use crate::engine::store::{ClaimOutcome, FinalizeOutcome, Lease, StoreShared};
 
-/// Key of the advisory lock that orders `LeaseEvents` ("LSEV"): taken just before the event
-/// insert and held until commit, so the Seq it draws is in commit order.
-pub(super) const EVENTS_LOCK: i64 = 0x4C53_4556;
-
-/// The claim as one conditional update. The candidate is the older answer of two indexed
-/// questions (the oldest Pending message; the longest-expired lease), each skipping rows
-/// another claim has locked; the claimable condition is asked again in the `WHERE`.
-const CLAIM_NEXT_SQL: &str = "
+/// The claim as one statement with its event row. The candidate is the older answer of
+/// two indexed questions (the oldest Pending message; the longest-expired lease), each
+/// skipping rows another claim has locked; the claimable condition is asked again in the
+/// `WHERE`. The event row is made from the updated row, so its Seq is drawn while the claim
+/// holds the row's lock (and has its transaction id): Seq order is each message's commit
+/// order, and a tail can tell when every Seq up to a point is settled (see `tail`).
+/// $1 worker, $2 now, $3 until.
+const CLAIM_NEXT: ServerStatement = ServerStatement {
+    name: "leaselab_claim_next",
+    types: "text, bigint, bigint",
+    sql: "
 WITH pending AS (
        SELECT CreatedAtUtc, Id FROM OutboxMessages
         WHERE Status = 'Pending' AND AvailableAtUtc <= $2 ORDER BY CreatedAtUtc, Id LIMIT 1
@@ -26,22 +31,53 @@ WITH pending AS (
           FOR UPDATE SKIP LOCKED),
      candidate AS (
        SELECT Id FROM (SELECT * FROM pending UNION ALL SELECT * FROM expired) c
-        ORDER BY CreatedAtUtc, Id LIMIT 1)
-UPDATE OutboxMessages o
-   SET Status = 'Processing', LockedBy = $1, LockedUntilUtc = $3,
-       LeaseVersion = o.LeaseVersion + 1, Attempts = o.Attempts + 1
-  FROM candidate
- WHERE o.Id = candidate.Id
-   AND ((o.Status = 'Pending' AND o.AvailableAtUtc <= $2)
-        OR (o.Status = 'Processing' AND o.LockedUntilUtc < $2))
-RETURNING o.Id, o.PaymentKey, o.LeaseVersion, o.Seeding";
+        ORDER BY CreatedAtUtc, Id LIMIT 1),
+     claimed AS (
+       UPDATE OutboxMessages o
+          SET Status = 'Processing', LockedBy = $1, LockedUntilUtc = $3,
+              LeaseVersion = o.LeaseVersion + 1, Attempts = o.Attempts + 1
+         FROM candidate
+        WHERE o.Id = candidate.Id
+          AND ((o.Status = 'Pending' AND o.AvailableAtUtc <= $2)
+               OR (o.Status = 'Processing' AND o.LockedUntilUtc < $2))
+       RETURNING o.Id, o.PaymentKey, o.LeaseVersion, o.Seeding),
+     recorded AS (
+       INSERT INTO LeaseEvents (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion,
+                                LockedUntilUtc)
+       SELECT $2, $1, 'Claimed', Id, PaymentKey, LeaseVersion, $3 FROM claimed
+       RETURNING Seq)
+SELECT c.Id, c.PaymentKey, c.LeaseVersion, c.Seeding, r.Seq FROM claimed c CROSS JOIN recorded r",
+};
 
-/// The ownership guard of a finalize: only the holder of this very lease may finish it.
-const GUARDED_FINALIZE_SQL: &str = "
-UPDATE OutboxMessages
-   SET Status = 'Processed', ProcessedAtUtc = $1, LockedUntilUtc = NULL
- WHERE Id = $2 AND Status = 'Processing' AND LockedBy = $3 AND LeaseVersion = $4
-   AND Seeding = $5";
+/// A finalize as one statement: Processed and the provider's answer only while this worker
+/// still holds this very lease, and the event row either way. `outcome` counts the guarded
+/// update's rows and takes the transaction id before the event row draws its Seq (a
+/// rejected finalize has locked nothing). $1 now, $2 id, $3 owner, $4 version, $5 seeding,
+/// $6 payment key, $7 the provider's status, $8 its transaction id.
+const FINALIZE: ServerStatement = ServerStatement {
+    name: "leaselab_finalize",
+    types: "bigint, bigint, text, bigint, bigint, text, text, text",
+    sql: "
+WITH guarded AS (
+       UPDATE OutboxMessages
+          SET Status = 'Processed', ProcessedAtUtc = $1, LockedUntilUtc = NULL
+        WHERE Id = $2 AND Status = 'Processing' AND LockedBy = $3 AND LeaseVersion = $4
+          AND Seeding = $5
+       RETURNING Id),
+     answered AS (
+       UPDATE Payments SET PaymentStatus = $7, TransactionId = $8
+        WHERE IdempotencyKey = $6 AND EXISTS (SELECT 1 FROM guarded)
+       RETURNING 1),
+     outcome AS (SELECT count(*) AS n, pg_current_xact_id() AS xid FROM guarded),
+     recorded AS (
+       INSERT INTO LeaseEvents (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion,
+                                PaymentStatus)
+       SELECT $1, $3, CASE WHEN n = 1 THEN 'Finalized' ELSE 'FinalizeRejected' END, $2, $6,
+              $4, CASE WHEN n = 1 THEN $7 END
+         FROM outcome
+       RETURNING Seq)
+SELECT o.n, r.Seq FROM outcome o CROSS JOIN recorded r",
+};
 
 /// A write's outcome, the `LeaseEvents` Seq it wrote (if any), and the engine stamp it drew
 /// while its locks were held, so stamps order each message's history as PostgreSQL
@@ -103,28 +139,35 @@ impl PgStore {
         lease_ms: i64,
     ) -> Result<Stamped<ClaimOutcome>> {
         let until = now + lease_ms;
-        let (claim, rec) = (self.prepared(CLAIM_NEXT_SQL)?, self.recorder()?);
-        let mut tx = self.client.transaction()?;
-        let row = tx.query_opt(&claim, &[&worker, &now, &until])?;
-        let Some(row) = row else {
-            tx.commit()?;
-            return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &rec.shared));
+        let rows = self.begin_with(
+            &CLAIM_NEXT,
+            &[Arg::Text(worker), Arg::Int(now), Arg::Int(until)],
+        )?;
+        let claimed = rows.first().map(|r| -> Result<(Lease, u64)> {
+            let lease = Lease {
+                id: need(int(r, 0))?,
+                key: need(text(r, 1))?,
+                owner: worker.to_string(),
+                until_ms: until,
+                version: need(int(r, 2))?,
+                seeding: need(int(r, 3))?,
+            };
+            Ok((lease, need(int(r, 4))? as u64))
+        });
+        let stamped = match claimed.transpose() {
+            Ok(None) => Stamped::unrecorded(ClaimOutcome::Empty, &self.shared),
+            Ok(Some((lease, seq))) => Stamped {
+                value: ClaimOutcome::Claimed(lease),
+                event: Some(seq),
+                stamp: self.shared.next_seq(),
+            },
+            Err(e) => {
+                let _ = self.client.batch_execute("ROLLBACK");
+                return Err(e);
+            }
         };
-        let lease = Lease {
-            id: row.get(0),
-            key: row.get(1),
-            owner: worker.to_string(),
-            until_ms: until,
-            version: row.get(2),
-            seeding: row.get(3),
-        };
-        let (seq, stamp) = rec.record(&mut tx, &NewEvent::claim(&lease, now))?;
-        tx.commit()?;
-        Ok(Stamped {
-            value: ClaimOutcome::Claimed(lease),
-            event: Some(seq),
-            stamp,
-        })
+        self.commit_open()?;
+        Ok(stamped)
     }
 
     /// Claim one particular message. Reports who holds it, and for how long, when another
@@ -215,47 +258,38 @@ impl PgStore {
         check: &StatusCheck,
         now: i64,
     ) -> Result<Stamped<FinalizeOutcome>> {
-        let (guard, answer) = (
-            self.prepared(GUARDED_FINALIZE_SQL)?,
-            self.prepared(WRITE_ANSWER_SQL)?,
-        );
-        let rec = self.recorder()?;
-        let mut tx = self.client.transaction()?;
-        // The guard first: when it changes no row, the payment is never touched.
-        let changed = tx.execute(
-            &guard,
+        let rows = self.begin_with(
+            &FINALIZE,
             &[
-                &now,
-                &lease.id,
-                &lease.owner,
-                &lease.version,
-                &lease.seeding,
+                Arg::Int(now),
+                Arg::Int(lease.id),
+                Arg::Text(&lease.owner),
+                Arg::Int(lease.version),
+                Arg::Int(lease.seeding),
+                Arg::Text(&lease.key),
+                Arg::Text(check.status.as_str()),
+                check.transaction_id.as_deref().into(),
             ],
         )?;
-        if changed == 1 {
-            tx.execute(
-                &answer,
-                &[&check.status.as_str(), &check.transaction_id, &lease.key],
-            )?;
-        }
-        let (outcome, kind, status) = if changed == 1 {
-            (
-                FinalizeOutcome::Committed,
-                "Finalized",
-                Some(check.status.as_str()),
-            )
+        let row = rows.first();
+        let read = row.and_then(|r| Some((int(r, 0)?, int(r, 1)?)));
+        let Some((changed, seq)) = read else {
+            let _ = self.client.batch_execute("ROLLBACK");
+            return Err(PgError::Foreign(
+                "a finalize returned no outcome row".to_string(),
+            ));
+        };
+        let outcome = if changed == 1 {
+            FinalizeOutcome::Committed
         } else {
-            (FinalizeOutcome::Rejected, "FinalizeRejected", None)
+            FinalizeOutcome::Rejected
         };
-        let event = NewEvent {
-            status,
-            ..NewEvent::of(lease, kind, now)
-        };
-        let (seq, stamp) = rec.record(&mut tx, &event)?;
-        tx.commit()?;
+        // Drawn before the commit, while the guarded row is still locked.
+        let stamp = self.shared.next_seq();
+        self.commit_open()?;
         Ok(Stamped {
             value: outcome,
-            event: Some(seq),
+            event: Some(seq as u64),
             stamp,
         })
     }
@@ -280,15 +314,16 @@ const HOLDER_SQL: &str =
 pub(super) const WRITE_ANSWER_SQL: &str =
     "UPDATE Payments SET PaymentStatus = $1, TransactionId = $2 WHERE IdempotencyKey = $3";
 
-/// One `LeaseEvents` row, its Seq drawn under the advisory lock that orders the table (the
-/// lock is taken in the FROM, before the row and its identity value are made).
+/// One `LeaseEvents` row. Its transaction takes its id in the FROM, before the row and its
+/// Seq are made, so every Seq is drawn by a transaction that already has its id (what a
+/// tail's settled point rests on, see `tail`).
 const RECORD_SQL: &str = "
 INSERT INTO LeaseEvents
        (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc, PaymentStatus,
         Detail)
 SELECT $1::bigint, $2::text, $3::text, $4::bigint, $5::text, $6::bigint, $7::bigint, $8::text,
-       $10::text
-  FROM (SELECT pg_advisory_xact_lock($9::bigint)) AS ordered
+       $9::text
+  FROM (SELECT pg_current_xact_id()) AS identified
 RETURNING Seq";
 
 /// One `LeaseEvents` row about to be written.
@@ -345,27 +380,24 @@ impl PgStore {
 }
 
 impl Recorder {
-    /// Append one `LeaseEvents` row and draw the engine's stamp; the last statement before
-    /// the commit, so the advisory lock that orders the table (and the stamps) is held only
-    /// for the commit itself. Returns (Seq, stamp).
+    /// Append one `LeaseEvents` row and draw the engine's stamp, after the transaction's
+    /// writes and before its commit: the row locks it holds order each message's Seqs and
+    /// stamps as PostgreSQL commits them. Returns (Seq, stamp).
     pub fn record(&self, tx: &mut Transaction<'_>, e: &NewEvent<'_>) -> Result<(u64, u64)> {
         let seq: i64 = tx
             .query_one(
                 &self.insert,
                 &[
-                    &e.at,
-                    &e.worker,
-                    &e.kind,
-                    &e.id,
-                    &e.key,
-                    &e.version,
-                    &e.until,
-                    &e.status,
-                    &EVENTS_LOCK,
+                    &e.at, &e.worker, &e.kind, &e.id, &e.key, &e.version, &e.until, &e.status,
                     &e.detail,
                 ],
             )?
             .get(0);
         Ok((seq as u64, self.shared.next_seq()))
     }
+}
+
+/// A column a statement always returns.
+fn need<T>(v: Option<T>) -> Result<T> {
+    v.ok_or_else(|| PgError::Foreign("a claim returned an incomplete row".to_string()))
 }

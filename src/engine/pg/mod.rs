@@ -11,8 +11,10 @@ mod outbox;
 mod read;
 mod retry;
 mod seed;
+mod tail;
+mod trip;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -23,6 +25,7 @@ use super::store::{DbOrigin, Durability, StoreShared};
 
 pub use outbox::PgOutbox;
 pub use read::LeaseEventRow;
+pub use tail::PgTail;
 
 pub const SCHEMA_PG_SQL: &str = include_str!("../../../assets/schema.pg.sql");
 
@@ -167,6 +170,8 @@ pub struct PgStore {
     shared: Arc<StoreShared>,
     /// Statements prepared once per connection: a query by text costs a parse round trip.
     prepared: HashMap<&'static str, Statement>,
+    /// Statements this connection has prepared on the server (see `trip`).
+    on_server: HashSet<&'static str>,
 }
 
 impl fmt::Debug for PgStore {
@@ -224,6 +229,7 @@ impl PgStore {
             shown,
             shared: Arc::new(StoreShared::default()),
             prepared: HashMap::new(),
+            on_server: HashSet::new(),
         })
     }
 

@@ -162,8 +162,9 @@ impl PgStore {
     }
 
     /// Up to `limit` events about leases (claims, heartbeats, results, failed attempts)
-    /// after `seq`, in commit order: a reader tails the table by asking again with the last
-    /// Seq it saw. Seedings and added payments are left out ([`PgStore::all_events_after`]).
+    /// after `seq`, in Seq order (each message's commit order). Seedings and added payments
+    /// are left out ([`PgStore::all_events_after`]). A reader that follows running workers
+    /// asks through a [`super::PgTail`]: a row committed later may take a lower Seq.
     pub fn events_after(&mut self, seq: u64, limit: u64) -> Result<Vec<LeaseEventRow>> {
         let rows = self.client.query(
             "SELECT Seq, AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion,
@@ -190,15 +191,31 @@ impl PgStore {
 }
 
 impl PgStore {
-    /// Up to `limit` events of every kind after `seq`, in commit order, as the SQLite
+    /// Up to `limit` events of every kind after `seq`, in Seq order, as the SQLite
     /// table's rows read: `Detail` holds the provider's answer, the error of a failed
     /// attempt, or the number seeded.
+    /// A row committed later may still take a Seq below the last one returned: a reader that
+    /// follows running workers asks through a [`super::PgTail`] instead.
     pub fn all_events_after(&mut self, seq: u64, limit: u64) -> Result<Vec<StoreEventRow>> {
+        self.all_events_between(seq, i64::MAX as u64, limit)
+    }
+
+    /// Up to `limit` events with `after < Seq <= upto`, in Seq order.
+    pub(super) fn all_events_between(
+        &mut self,
+        after: u64,
+        upto: u64,
+        limit: u64,
+    ) -> Result<Vec<StoreEventRow>> {
         let rows = self.client.query(
             "SELECT Seq, AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion,
                     LockedUntilUtc, COALESCE(PaymentStatus, Detail)
-               FROM LeaseEvents WHERE Seq > $1 ORDER BY Seq LIMIT $2",
-            &[&(seq as i64), &(limit as i64)],
+               FROM LeaseEvents WHERE Seq > $1 AND Seq <= $2 ORDER BY Seq LIMIT $3",
+            &[
+                &(after as i64),
+                &(upto.min(i64::MAX as u64) as i64),
+                &(limit as i64),
+            ],
         )?;
         rows.iter()
             .map(|r| {

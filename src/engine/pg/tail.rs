@@ -1,0 +1,138 @@
+//! Following `LeaseEvents` on PostgreSQL while workers write it, without a lock that every
+//! write would queue on.
+//!
+//! Seq comes from a sequence, drawn when a row is made and committed later, so rows become
+//! visible out of Seq order: a reader that only asked for "Seq after the last one I saw"
+//! would skip a lower Seq that commits late. A tail therefore returns rows only up to a
+//! settled Seq, below which no row can still appear:
+//!
+//! - every writer takes its transaction id before it draws a Seq (its row lock, or
+//!   `pg_current_xact_id()` in the insert's FROM);
+//! - so after the tail reads the sequence's last value L and then takes a transaction id X
+//!   of its own, every Seq up to L belongs to a transaction older than X;
+//! - once the oldest transaction still running (`pg_snapshot_xmin`) is X or newer, all of
+//!   them have ended, and every Seq up to L is committed or gone for good.
+//!
+//! Rows come in Seq order, which is each message's commit order (a message's rows draw
+//! their Seqs while holding its row lock). A transaction left open anywhere on the server
+//! holds the settled point back until it ends.
+
+use std::collections::VecDeque;
+
+use super::{PgStore, Result};
+use crate::engine::store::LeaseEventRow as StoreEventRow;
+
+/// Marks kept while the settled point waits for old transactions; beyond it the newest is
+/// moved forward instead (which only delays, never skips).
+const MARKS: usize = 64;
+
+/// Where a reader of `LeaseEvents` is, and the marks that will settle the Seqs above it.
+#[derive(Debug, Default, Clone)]
+pub struct PgTail {
+    /// The last Seq returned.
+    last: u64,
+    /// Every Seq up to this one is committed or gone.
+    settled: u64,
+    /// (transaction id taken after the sequence was read, the sequence's last value then),
+    /// oldest first.
+    marks: VecDeque<(i64, u64)>,
+}
+
+impl PgTail {
+    pub fn new() -> PgTail {
+        PgTail::default()
+    }
+
+    /// The last Seq returned.
+    pub fn last(&self) -> u64 {
+        self.last
+    }
+
+    fn mark(&mut self, xid: i64, drawn: u64) {
+        let newest = self.marks.back().map_or(self.settled, |m| m.1);
+        if drawn <= newest {
+            return;
+        }
+        if self.marks.len() >= MARKS {
+            self.marks.pop_back();
+        }
+        self.marks.push_back((xid, drawn));
+    }
+
+    /// Settle every mark whose transaction id is below `oldest_running` or equal to it.
+    fn settle(&mut self, oldest_running: i64) {
+        while let Some(&(xid, drawn)) = self.marks.front() {
+            if xid > oldest_running {
+                break;
+            }
+            self.settled = self.settled.max(drawn);
+            self.marks.pop_front();
+        }
+    }
+}
+
+impl PgStore {
+    /// Up to `limit` events after the tail's last one, only from its settled part, in Seq
+    /// order. A row returned is never followed by one with a lower Seq.
+    pub fn tail_events(&mut self, tail: &mut PgTail, limit: u64) -> Result<Vec<StoreEventRow>> {
+        let mut tx = self.client.transaction()?;
+        let drawn: Option<i64> = tx
+            .query_one(
+                "SELECT pg_sequence_last_value(pg_get_serial_sequence('leaseevents', 'seq')::regclass)",
+                &[],
+            )?
+            .get(0);
+        let xid: i64 = tx
+            .query_one("SELECT pg_current_xact_id()::text::bigint", &[])?
+            .get(0);
+        tx.commit()?;
+        tail.mark(xid, drawn.unwrap_or(0).max(0) as u64);
+        let oldest: i64 = self
+            .client
+            .query_one(
+                "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint",
+                &[],
+            )?
+            .get(0);
+        tail.settle(oldest);
+        let rows = self.all_events_between(tail.last, tail.settled, limit)?;
+        if let Some(r) = rows.last() {
+            tail.last = r.seq;
+        }
+        Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mark_settles_only_when_the_oldest_running_transaction_is_its_own_or_newer() {
+        let mut t = PgTail::new();
+        t.mark(100, 7);
+        t.settle(99);
+        assert_eq!(t.settled, 0, "transaction 99 may still hold a Seq up to 7");
+        t.mark(105, 9);
+        t.settle(100);
+        assert_eq!(t.settled, 7);
+        t.settle(200);
+        assert_eq!(t.settled, 9);
+        assert!(t.marks.is_empty());
+    }
+
+    #[test]
+    fn marks_are_bounded_and_the_newest_moves_forward() {
+        let mut t = PgTail::new();
+        for i in 0..(MARKS as i64 + 10) {
+            t.mark(1000 + i, 1 + i as u64);
+        }
+        assert_eq!(t.marks.len(), MARKS);
+        assert_eq!(
+            t.marks.back(),
+            Some(&(1000 + MARKS as i64 + 9, MARKS as u64 + 10))
+        );
+        t.mark(5000, 3);
+        assert_eq!(t.marks.len(), MARKS, "a Seq already marked adds nothing");
+    }
+}
