@@ -27,8 +27,9 @@ use leaselab::engine::events::{Event, EventKind, ENGINE};
 use leaselab::engine::ledger::Ledger;
 use leaselab::engine::pg::PgOutbox;
 use leaselab::engine::provider::{Provider, ProviderFaults};
+use leaselab::engine::stepper::Stepper;
 use leaselab::engine::store::{payment_key, Durability, Store, StoreShared};
-use leaselab::engine::worker::{NextAction, Settings, Stepper, WorkerContext};
+use leaselab::engine::worker::{NextAction, Settings, WorkerContext};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner};
 

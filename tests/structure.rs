@@ -180,3 +180,147 @@ fn no_module_of_the_engine_imports_anything_outside_it() {
     // The check reads what it should: a path outside the engine is found.
     assert_eq!(crate_paths("use crate::ui::App; // crate::x"), ["ui"]);
 }
+
+/// The module path of a source file under `src/` (`src/engine/store/mod.rs` is
+/// `engine::store`; `lib.rs` and `main.rs` are the root).
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The paths a source text names from `crate`, `super` or `self`, each as its module path
+/// segments (a `{a, b::c}` group gives one path per item), test modules and comments left out.
+fn module_paths(here: &[String], text: &str) -> Vec<Vec<String>> {
+    let code: String = text
+        .split("#[cfg(test)]")
+        .next()
+        .unwrap_or("")
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut found = Vec::new();
+    let bytes = code.as_bytes();
+    for (at, _) in code.match_indices("::") {
+        // Only a path's first `::`, right after `crate`, `super` or `self`.
+        let head_start = code[..at]
+            .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .map_or(0, |i| i + 1);
+        let head = &code[head_start..at];
+        if !matches!(head, "crate" | "super" | "self")
+            || (head_start >= 2 && &bytes[head_start - 2..head_start] == b"::")
+        {
+            continue;
+        }
+        let mut base: Vec<String> = match head {
+            "crate" => Vec::new(),
+            "super" => here[..here.len().saturating_sub(1)].to_vec(),
+            _ => here.to_vec(),
+        };
+        let mut rest = &code[at + 2..];
+        while let Some(r) = rest.strip_prefix("super::") {
+            base.pop();
+            rest = r;
+        }
+        let mut path = base;
+        loop {
+            if let Some(group) = rest.strip_prefix('{') {
+                let inner = &group[..group.find('}').unwrap_or(group.len())];
+                for item in inner.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+                    let mut p = path.clone();
+                    p.push(ident(item));
+                    found.push(p);
+                }
+                break;
+            }
+            let name = ident(rest);
+            if name.is_empty() {
+                found.push(path);
+                break;
+            }
+            rest = &rest[name.len()..];
+            path.push(name);
+            match rest.strip_prefix("::") {
+                Some(r) => rest = r,
+                None => {
+                    found.push(path);
+                    break;
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Pairs of files that import each other, a module and its own parent aside (a parent
+/// re-exports what its children define).
+fn mutual_imports(src: &Path, files: &[PathBuf]) -> Vec<String> {
+    let modules: Vec<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
+    let file_of = |path: &[String]| -> Option<usize> {
+        (1..=path.len())
+            .rev()
+            .find_map(|n| modules.iter().position(|m| m.as_slice() == &path[..n]))
+    };
+    let mut edges = std::collections::BTreeSet::new();
+    for (i, f) in files.iter().enumerate() {
+        let text = std::fs::read_to_string(f).unwrap();
+        for path in module_paths(&modules[i], &text) {
+            if let Some(j) = file_of(&path).filter(|&j| j != i) {
+                edges.insert((i, j));
+            }
+        }
+    }
+    let parent = |a: &[String], b: &[String]| a.len() + 1 == b.len() && b.starts_with(a);
+    edges
+        .iter()
+        .filter(|&&(a, b)| a < b && edges.contains(&(b, a)))
+        .filter(|&&(a, b)| !parent(&modules[a], &modules[b]) && !parent(&modules[b], &modules[a]))
+        .map(|&(a, b)| format!("{} <-> {}", files[a].display(), files[b].display()))
+        .collect()
+}
+
+#[test]
+fn no_two_modules_import_each_other() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let pairs = mutual_imports(&src, &files);
+    assert!(pairs.is_empty(), "{}", pairs.join("\n"));
+
+    // The check finds a circle: two sibling files that name each other.
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("src");
+    std::fs::create_dir_all(fake.join("engine")).unwrap();
+    let write = |name: &str, text: &str| std::fs::write(fake.join(name), text).unwrap();
+    write("lib.rs", "pub mod engine;\n");
+    write("engine/mod.rs", "pub mod a;\npub mod b;\npub use a::A;\n");
+    write("engine/a.rs", "use super::{b::B, Other};\npub struct A;\n");
+    write(
+        "engine/b.rs",
+        "use crate::engine::a::A; // crate::engine::x\npub struct B;\n",
+    );
+    let mut fakes = Vec::new();
+    rust_files(&fake, &mut fakes);
+    fakes.sort();
+    let found = mutual_imports(&fake, &fakes);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("a.rs") && found[0].contains("b.rs"),
+        "{found:?}"
+    );
+}

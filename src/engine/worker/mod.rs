@@ -16,8 +16,6 @@ use super::events::Event;
 use super::provider::Provider;
 use super::store::StoreShared;
 
-pub use super::stepper::Stepper;
-
 mod handle;
 mod machine;
 mod settings;
