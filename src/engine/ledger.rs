@@ -8,6 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::events::{Event, EventKind};
+use super::holdings::Holdings;
 use super::provider::ProviderStatus;
 use super::worker_id::WorkerId;
 
@@ -205,6 +206,8 @@ pub struct Ledger {
     pub loaded_by_worker: BTreeMap<String, u64>,
     pub messages: BTreeMap<i64, MessageHistory>,
     pub events_seen: u64,
+    /// The lease each worker slot holds now.
+    pub holdings: Holdings,
     unique: u64,
     duplicated: u64,
     /// One shared copy of each worker name: 100,000 histories need not hold 300,000 strings.
@@ -221,6 +224,7 @@ impl Ledger {
 
     pub fn apply(&mut self, ev: &Event) {
         self.events_seen += 1;
+        self.holdings.apply(ev);
         let actor = self.name(&ev.actor);
         match &ev.kind {
             EventKind::Claimed { .. }

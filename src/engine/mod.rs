@@ -9,6 +9,7 @@ pub mod db_lock;
 pub mod events;
 pub mod events_table;
 mod guest;
+pub mod holdings;
 pub mod lease;
 pub mod ledger;
 pub mod leftovers;

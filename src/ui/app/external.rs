@@ -29,9 +29,6 @@ pub struct External {
     _tail: Tail,
     /// By slot: the newest name seen there (`Worker-A#2`, `laptop-3`).
     names: Vec<String>,
-    /// By slot: the lease of its last claim, until a result for that message is written or
-    /// the worker finds the lease lost.
-    holding: Vec<Option<Lease>>,
     /// What the newest claim or unguarded mark says about the workers' settings.
     pub(super) seen_lease_ms: Option<i64>,
     pub(super) seen_leasing: Option<bool>,
@@ -45,46 +42,17 @@ pub struct External {
 impl External {
     /// Take in one event from the table.
     pub(super) fn saw(&mut self, ev: &Event) {
-        if matches!(ev.kind, EventKind::Seeded { .. }) {
-            self.holding.iter_mut().for_each(|h| *h = None);
-        }
         let Some(slot) = ev.slot else { return };
         if self.names.len() <= slot {
             self.names.resize(slot + 1, String::new());
-            self.holding.resize(slot + 1, None);
         }
         self.names[slot] = ev.actor.clone();
         match &ev.kind {
-            EventKind::Claimed {
-                id,
-                key,
-                until_ms,
-                version,
-                ..
-            } => {
+            EventKind::Claimed { until_ms, .. } => {
                 self.seen_lease_ms = Some(until_ms - ev.at_ms);
                 self.seen_leasing = Some(true);
-                self.holding[slot] = Some(Lease {
-                    id: *id,
-                    key: key.clone(),
-                    owner: ev.actor.clone(),
-                    until_ms: *until_ms,
-                    version: *version,
-                    // Shown, never written with: the watcher takes no lease.
-                    seeding: 0,
-                })
             }
-            EventKind::Finalized { id, .. }
-            | EventKind::FinalizeRejected { id, .. }
-            | EventKind::LeaseLost { id, .. }
-            | EventKind::Marked { id, .. } => {
-                if matches!(ev.kind, EventKind::Marked { .. }) {
-                    self.seen_leasing = Some(false);
-                }
-                if self.holding[slot].as_ref().is_some_and(|l| l.id == *id) {
-                    self.holding[slot] = None;
-                }
-            }
+            EventKind::Marked { .. } => self.seen_leasing = Some(false),
             _ => {}
         }
     }
@@ -92,7 +60,11 @@ impl External {
     /// Worker processes of this dashboard found gone since the last look (killed, or ended
     /// on their own): each becomes one crash, holding the lease it held (`row_of` gives its
     /// expiry now).
-    pub(super) fn reap(&mut self, row_of: impl Fn(i64) -> Option<MessageRow>) -> Vec<Gone> {
+    pub(super) fn reap(
+        &mut self,
+        ledger: &Ledger,
+        row_of: impl Fn(i64) -> Option<MessageRow>,
+    ) -> Vec<Gone> {
         let Some(c) = self.children.as_mut() else {
             return Vec::new();
         };
@@ -102,12 +74,11 @@ impl External {
             if c.state(slot) != ProcessState::Gone || !self.reaped.insert(name.clone()) {
                 continue;
             }
-            let holding = self
-                .holding
-                .get(slot)
-                .cloned()
-                .flatten()
+            let holding = ledger
+                .holdings
+                .of(slot)
                 .filter(|l| l.owner == name)
+                .cloned()
                 .and_then(|l| {
                     let row = row_of(l.id)?;
                     (row.locked_by.as_deref() == Some(name.as_str()))
@@ -146,12 +117,11 @@ impl External {
                     .or_else(|| self.names.get(slot).cloned())
                     .unwrap_or_default();
                 // A new process's claim of an older incarnation's lease is not its own.
-                let lease = self
-                    .holding
-                    .get(slot)
-                    .cloned()
-                    .flatten()
+                let lease = ledger
+                    .holdings
+                    .of(slot)
                     .filter(|l| l.owner == name || self.children.is_none())
+                    .cloned()
                     .map(|l| match row_of(l.id) {
                         Some(row) if row.locked_by.as_deref() == Some(l.owner.as_str()) => Lease {
                             until_ms: row.locked_until_ms.unwrap_or(l.until_ms),
@@ -353,7 +323,6 @@ impl App {
             children,
             _tail: tail,
             names: Vec::new(),
-            holding: Vec::new(),
             seen_lease_ms: None,
             seen_leasing: None,
             reaped: HashSet::new(),
@@ -382,7 +351,7 @@ impl App {
             return;
         };
         let reader = &self.reader;
-        let gone = x.reap(|id| row_at(reader.as_ref(), id));
+        let gone = x.reap(&self.ledger, |id| row_at(reader.as_ref(), id));
         for g in gone {
             let ev = Event {
                 seq: self.engine.shared.next_seq(),
