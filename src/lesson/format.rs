@@ -107,6 +107,57 @@ pub enum Action {
     RunUntil(Condition),
 }
 
+impl Action {
+    /// The action in a few words, for the event log.
+    pub fn describe(&self) -> String {
+        let w = |slot: &usize| WorkerId::first(*slot).to_string();
+        let on_off = |on: &bool| if *on { "on" } else { "off" };
+        let which = |m: &Option<MessageSel>| {
+            m.as_ref()
+                .map_or_else(|| "every message".to_string(), |m| m.key.clone())
+        };
+        match self {
+            Action::Claim {
+                slot,
+                message: Some(m),
+            } => format!("{} tries to claim message {}", w(slot), m.id),
+            Action::Claim {
+                slot,
+                message: None,
+            } => format!("{} claims", w(slot)),
+            Action::Act { slot } => format!("{} takes its next action", w(slot)),
+            Action::Crash { slot } => format!("{} crashes", w(slot)),
+            Action::Restart { slot } => format!("{} restarts", w(slot)),
+            Action::Pause { slot } => format!("{} pauses", w(slot)),
+            Action::Resume { slot } => format!("{} resumes", w(slot)),
+            Action::Advance { ms } => format!("advance the clock by {ms} ms"),
+            Action::Work { ms } => format!("work for {ms} ms"),
+            Action::Heartbeats(on) => format!("heartbeats {}", on_off(on)),
+            Action::Redrive(m) => format!("redrive {}", which(m)),
+            Action::Heal(m) => format!("heal the provider for {}", which(m)),
+            Action::Leasing(on) => format!("leasing {}", on_off(on)),
+            Action::Workers(n) => format!("{n} workers"),
+            Action::Batch(k) => format!("claim {k} at a time"),
+            Action::Idempotency(on) => format!("provider idempotency {}", on_off(on)),
+            Action::AddPayment(n) => format!("add {n} payment(s)"),
+            Action::RunUntil(Condition::Drained) => "run until drained".to_string(),
+        }
+    }
+
+    /// The one worker the action moves, if it moves one.
+    pub fn worker(&self) -> Option<usize> {
+        match self {
+            Action::Claim { slot, .. }
+            | Action::Act { slot }
+            | Action::Crash { slot }
+            | Action::Restart { slot }
+            | Action::Pause { slot }
+            | Action::Resume { slot } => Some(*slot),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Condition {
     /// Nothing Pending or Processing and every live, unpaused worker holds nothing.

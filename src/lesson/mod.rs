@@ -4,12 +4,14 @@
 //! headless, so a lesson's narration is proven true in CI.
 
 pub mod format;
+pub mod perform;
 pub mod reference;
 pub mod runner;
 
 use std::path::Path;
 
 pub use format::{parse, Action, Condition, Expect, Figure, Lesson, MessageSel, Setup, Step};
+pub use perform::Performer;
 pub use runner::{check_lesson, Check, LessonRunner, Session, StepReport};
 
 /// A lesson shipped inside the binary: its name, the file it came from and its text.

@@ -1,5 +1,6 @@
 //! The scripted stories, run headless by `leaselab run` and stepped in the dashboard.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use crate::engine::checker::{self, HistoryCheck};
@@ -11,6 +12,7 @@ use crate::engine::store::{
 use crate::engine::worker::WorkerStatus;
 use crate::engine::worker_id::WorkerId;
 use crate::engine::{Engine, EngineConfig};
+use crate::lesson::{Action, MessageSel, Performer};
 use crate::setup::{Reliability, Timing};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,63 +108,26 @@ impl Scenario {
     }
 }
 
-/// One step of the lease-expiry story.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoryStep {
-    Claim {
-        slot: usize,
-        id: i64,
-    },
-    Crash {
-        slot: usize,
-    },
-    Advance {
-        ms: i64,
-    },
-    /// One action of the worker's own cycle (provider call, then finalize).
-    Act {
-        slot: usize,
-    },
-}
-
-impl StoryStep {
-    pub fn describe(&self) -> String {
-        match self {
-            StoryStep::Claim { slot, id } => {
-                format!("{} tries to claim message {id}", WorkerId::first(*slot))
-            }
-            StoryStep::Crash { slot } => format!("{} crashes", WorkerId::first(*slot)),
-            StoryStep::Advance { ms } => format!("advance the clock by {ms} ms"),
-            StoryStep::Act { slot } => format!("{} takes its next action", WorkerId::first(*slot)),
-        }
-    }
-
-    /// Perform the step on a paused engine; every event it causes is out when this returns.
-    pub fn apply(&self, engine: &mut Engine) {
-        match *self {
-            StoryStep::Claim { slot, id } => {
-                engine.claim_id(slot, id);
-            }
-            StoryStep::Crash { slot } => engine.crash(slot),
-            StoryStep::Advance { ms } => engine.advance(ms),
-            StoryStep::Act { slot } => {
-                engine.step(slot);
-            }
-        }
-    }
-}
-
 /// Worker-A claims message 1 and crashes; Worker-B is blocked, the lease runs out, Worker-B
 /// reclaims and processes it once.
-pub fn lease_expiry_story(lease_ms: i64) -> Vec<StoryStep> {
+/// Told with the lessons' actions and carried out by their [`Performer`].
+pub fn lease_expiry_story(lease_ms: i64) -> Vec<Action> {
+    let first = MessageSel {
+        id: 1,
+        key: crate::engine::store::payment_key(1),
+    };
+    let claim = |slot| Action::Claim {
+        slot,
+        message: Some(first.clone()),
+    };
     vec![
-        StoryStep::Claim { slot: 0, id: 1 },
-        StoryStep::Crash { slot: 0 },
-        StoryStep::Claim { slot: 1, id: 1 },
-        StoryStep::Advance { ms: lease_ms + 100 },
-        StoryStep::Claim { slot: 1, id: 1 },
-        StoryStep::Act { slot: 1 },
-        StoryStep::Act { slot: 1 },
+        claim(0),
+        Action::Crash { slot: 0 },
+        claim(1),
+        Action::Advance { ms: lease_ms + 100 },
+        claim(1),
+        Action::Act { slot: 1 },
+        Action::Act { slot: 1 },
     ]
 }
 
@@ -516,8 +481,11 @@ fn first_moves(
     events: &mut Timeline,
 ) -> Result<(), RunError> {
     if story {
-        for step in lease_expiry_story(lease_ms) {
-            step.apply(engine);
+        let mut frozen = BTreeSet::new();
+        for action in lease_expiry_story(lease_ms) {
+            Performer::new(&mut frozen)
+                .perform(engine, &action)
+                .map_err(|e| RunError::Runtime(format!("the lease-expiry story: {e}")))?;
         }
         drain_now(engine, ledger, events)?;
         // Worker-A comes back as a new incarnation to compete for the rest.

@@ -12,7 +12,8 @@ use crate::engine::clock::hms;
 use crate::engine::events::{Event, EventKind};
 use crate::engine::ledger::Ledger;
 use crate::engine::{Engine, EngineConfig};
-use crate::scenario::{lease_expiry_story, Scenario, StoryStep};
+use crate::lesson::{Action as StoryAction, Performer};
+use crate::scenario::{lease_expiry_story, Scenario};
 use crate::setup::Timing;
 
 use super::keys::{self, Action};
@@ -170,7 +171,7 @@ impl App {
         self.story.is_running()
     }
 
-    pub fn next_story_step(&self) -> Option<&StoryStep> {
+    pub fn next_story_step(&self) -> Option<&StoryAction> {
         self.story.next()
     }
 
@@ -237,12 +238,7 @@ impl App {
     /// The worker a single step would move, while paused.
     pub fn next_mover(&self) -> Option<usize> {
         if let Some(step) = self.next_story_step() {
-            return match step {
-                StoryStep::Claim { slot, .. }
-                | StoryStep::Crash { slot }
-                | StoryStep::Act { slot } => Some(*slot),
-                StoryStep::Advance { .. } => None,
-            };
+            return step.worker();
         }
         let alive: Vec<usize> = self.engine.alive_slots();
         let n = self.worker_count();
@@ -529,7 +525,7 @@ impl App {
         self.after_engine_call();
     }
 
-    fn story_step(&mut self, step: StoryStep) {
+    fn story_step(&mut self, step: StoryAction) {
         self.story.at += 1;
         let now = self.engine.clock.now();
         let line = format!(
@@ -539,8 +535,12 @@ impl App {
             step.describe()
         );
         self.log.note(now, line);
-        step.apply(&mut self.engine);
+        // The story freezes nobody: it has no pause.
+        let done = Performer::new(&mut Default::default()).perform(&mut self.engine, &step);
         self.after_engine_call();
+        if let Err(e) = done {
+            return self.ui.say(format!("story step not taken: {e}"));
+        }
         if !self.is_story() {
             self.ui
                 .say("story done: n now steps the workers, space runs them");

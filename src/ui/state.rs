@@ -2,7 +2,7 @@
 //! (focus, scroll offsets, help, selected worker), the answer to the last key, and the
 //! lease-expiry story's progress.
 
-use crate::scenario::StoryStep;
+use crate::lesson::Action;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Focus {
@@ -147,13 +147,13 @@ impl UiState {
 /// The lease-expiry story: scripted steps taken one `n` at a time.
 #[derive(Debug, Clone, Default)]
 pub struct Story {
-    pub steps: Vec<StoryStep>,
+    pub steps: Vec<Action>,
     /// Steps taken so far.
     pub at: usize,
 }
 
 impl Story {
-    pub fn new(steps: Vec<StoryStep>) -> Story {
+    pub fn new(steps: Vec<Action>) -> Story {
         Story { steps, at: 0 }
     }
 
@@ -162,7 +162,7 @@ impl Story {
         self.at < self.steps.len()
     }
 
-    pub fn next(&self) -> Option<&StoryStep> {
+    pub fn next(&self) -> Option<&Action> {
         self.steps.get(self.at)
     }
 
