@@ -15,7 +15,7 @@ use crate::engine::clock::SCENARIO_START_MS;
 use crate::engine::provider::Provider;
 use crate::engine::store::{
     events_ns_on_this_thread, time_events_on_this_thread, ClaimOutcome, Durability,
-    FinalizeOutcome, Store, StoreShared,
+    FinalizeOutcome, PlainOutbox, Store, StoreShared,
 };
 use crate::engine::worker_id::WorkerId;
 
@@ -31,6 +31,8 @@ pub enum Mode {
     Leased,
     Naive,
     Batch,
+    /// The reference: a plain claim loop on a plain table (`store::PlainOutbox`).
+    Plain,
 }
 
 #[derive(Debug, Clone)]
@@ -203,6 +205,18 @@ impl BenchReport {
                 got: ratio(Mode::Batch, 4),
             },
         ];
+        let over_plain = self
+            .runs
+            .iter()
+            .find(|r| r.mode == Mode::Plain && r.workers == 4)
+            .zip(ratio(Mode::Leased, 4))
+            .map(|(plain, leased)| leased / plain.ratio.max(f64::MIN_POSITIVE));
+        v.push(Target {
+            what: "leased, 4 workers, over the plain claim loop with 4 workers",
+            bound: 1.3,
+            at_most: false,
+            got: over_plain,
+        });
         if let Some(s) = &self.scaling {
             v.push(Target {
                 what: "per-message cost, largest outbox over 1,000 messages",
@@ -357,7 +371,10 @@ fn measured(
     durability: Durability,
 ) -> Result<BenchRun, String> {
     let before = ceiling.burst()?;
-    let mut run = measure(dir, mode, workers, batch, messages, durability, before)?;
+    let mut run = match mode {
+        Mode::Plain => measure_plain(dir, workers, messages, durability, before)?,
+        _ => measure(dir, mode, workers, batch, messages, durability, before)?,
+    };
     let around = (before + ceiling.burst()?) / 2.0;
     run.ceiling_txn_per_s = around;
     run.ratio = run.msgs_per_s / (around / 2.0);
@@ -444,6 +461,64 @@ pub fn measure(
 }
 
 /// One worker's loop until nothing is left; returns how many results it wrote.
+/// One measured run of the plain reference loop on a fresh file: claim, provider call,
+/// finalize, as [`Mode::Leased`] does, without leaselab's payments, event rows and token.
+pub fn measure_plain(
+    dir: &Path,
+    workers: usize,
+    messages: u64,
+    durability: Durability,
+    ceiling: f64,
+) -> Result<BenchRun, String> {
+    let path = dir.join(format!("plain-{workers}-{messages}.db"));
+    let shared = Arc::new(StoreShared::new(durability));
+    let first = PlainOutbox::create(&path, shared.clone(), messages).map_err(|e| e.to_string())?;
+    let provider = Arc::new(Provider::new());
+    for n in 1..=messages {
+        provider.create_payment(&crate::engine::store::payment_key(n));
+    }
+    let barrier = Arc::new(Barrier::new(workers + 1));
+    let handles: Vec<_> = (0..workers)
+        .map(|slot| {
+            let (path, shared) = (path.clone(), shared.clone());
+            let (provider, barrier) = (provider.clone(), barrier.clone());
+            std::thread::spawn(move || -> Result<u64, String> {
+                let mut s = PlainOutbox::open(&path, shared).map_err(|e| e.to_string())?;
+                let me = WorkerId::first(slot).to_string();
+                barrier.wait();
+                let now = SCENARIO_START_MS;
+                let mut written = 0;
+                while let Some((id, key)) = s
+                    .claim(&me, now, BENCH_LEASE_MS)
+                    .map_err(|e| e.to_string())?
+                {
+                    provider.check_status(&key);
+                    written += u64::from(s.finalize(id, &me).map_err(|e| e.to_string())?);
+                }
+                Ok(written)
+            })
+        })
+        .collect();
+    let (per_worker, seconds) = start_and_join(&barrier, handles)?;
+    let processed = first.processed().map_err(|e| e.to_string())?;
+    let exactly_once = each_once(&provider, processed, messages);
+    let msgs_per_s = messages as f64 / seconds;
+    Ok(BenchRun {
+        mode: Mode::Plain,
+        workers,
+        batch: 1,
+        msgs_per_s,
+        ratio: msgs_per_s / (ceiling / 2.0),
+        ceiling_txn_per_s: ceiling,
+        per_worker,
+        seconds,
+        exactly_once,
+        passed: exactly_once,
+        busy_met: shared.busy_met.load(std::sync::atomic::Ordering::Relaxed),
+        cost: None,
+    })
+}
+
 fn work(
     s: &mut Store,
     provider: &Provider,
@@ -494,6 +569,8 @@ fn work(
                 .filter(|o| **o == FinalizeOutcome::Committed)
                 .count() as u64;
         },
+        // Its own store, measured by `measure_plain`.
+        Mode::Plain => Ok((written, spent)),
         Mode::Naive => loop {
             let pending = s.load_pending(now)?;
             if pending.is_empty() {
@@ -543,6 +620,16 @@ fn run_sqlite(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<Ben
             &mut ceiling,
             dir.path(),
             Mode::Leased,
+            w,
+            1,
+            opts.messages,
+            d,
+        )?);
+        progress(&format!("plain claim loop, {w} workers"));
+        runs.push(measured(
+            &mut ceiling,
+            dir.path(),
+            Mode::Plain,
             w,
             1,
             opts.messages,

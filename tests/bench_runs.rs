@@ -54,9 +54,23 @@ fn the_bench_report_has_the_documented_shape() {
     let runs = j["runs"].as_array().unwrap();
     assert_eq!(
         runs.len(),
-        6,
-        "leased+batch per worker count, naive at 1 and 2"
+        8,
+        "leased+plain+batch per worker count, naive at 1 and 2"
     );
+    // The plain reference loop ran beside the leased one, each message once.
+    for w in [1, 4] {
+        assert!(
+            runs.iter()
+                .any(|r| r["mode"] == "plain" && r["workers"] == w && r["exactly_once"] == true),
+            "{runs:?}"
+        );
+    }
+    let plain_target = j["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["what"].as_str().unwrap().contains("plain") && t["got"].as_f64().is_some());
+    assert!(plain_target, "{}", j["targets"]);
     for r in runs {
         for key in [
             "mode",
@@ -74,7 +88,7 @@ fn the_bench_report_has_the_documented_shape() {
         .any(|r| r["mode"] == "batch" && r["batch"] == 16));
     assert!(j["scaling"]["cost_ratio"].as_f64().unwrap() > 0.0);
     let targets = j["targets"].as_array().unwrap();
-    assert_eq!(targets.len(), 3, "{targets:?}");
+    assert_eq!(targets.len(), 4, "{targets:?}");
     for t in targets {
         assert!(t["met"].is_boolean() && t["bound"].is_f64(), "{t}");
     }

@@ -184,7 +184,7 @@ fn the_bench_with_a_postgres_url_reports_both_databases_from_one_run() {
     let j = serde_json::to_value(&report).unwrap();
     assert_eq!(
         j["runs"].as_array().unwrap().len(),
-        6,
+        8,
         "the SQLite runs stay"
     );
     let pg = &j["postgres"];

@@ -104,6 +104,18 @@ impl Store {
         Store::configure(conn, path, shared)
     }
 
+    /// A new file at `path` with this module's connection settings (the bench's plain
+    /// reference outbox; a leaselab database is made by [`Store::create`]).
+    pub(super) fn open_new(path: &Path, shared: Arc<StoreShared>) -> Result<Store> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        Store::configure(conn, path, shared)
+    }
+
     /// A connection that can only read (the dashboard's table).
     pub fn open_read_only(path: &Path) -> Result<Store> {
         let mut conn = Connection::open_with_flags(

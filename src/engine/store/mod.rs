@@ -47,6 +47,7 @@ mod finalize;
 mod identity;
 mod lease_events;
 mod naive;
+mod plain;
 mod retry;
 mod seed;
 mod snapshot;
@@ -66,6 +67,7 @@ pub use identity::{inspect, write_locked};
 pub use lease_events::{
     events_ns_on_this_thread, time_events_on_this_thread, LeaseEventKind, LeaseEventRow,
 };
+pub use plain::PlainOutbox;
 pub use retry::{FailOutcome, RetryPolicy};
 pub use seed::{amount_for, payment_key, CreationLog};
 pub use status::{OutboxStatus, PaymentStatus};
