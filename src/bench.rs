@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::engine::clock::SCENARIO_START_MS;
+use crate::engine::outbox::{ClaimOutcome, Durability, FinalizeOutcome, StoreShared};
 use crate::engine::provider::Provider;
 use crate::engine::store::{
-    events_ns_on_this_thread, time_events_on_this_thread, ClaimOutcome, Durability,
-    FinalizeOutcome, PlainOutbox, Store, StoreShared,
+    events_ns_on_this_thread, time_events_on_this_thread, PlainOutbox, Store,
 };
 use crate::engine::worker_id::WorkerId;
 
@@ -525,7 +525,7 @@ fn work(
     me: &str,
     mode: Mode,
     batch: usize,
-) -> Result<(u64, Spent), crate::engine::store::StoreError> {
+) -> Result<(u64, Spent), crate::engine::outbox::OutboxError> {
     let now = SCENARIO_START_MS;
     let mut written = 0;
     let mut spent = Spent::default();
@@ -615,36 +615,19 @@ fn run_sqlite(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<Ben
     let mut ceiling = Ceiling::new(dir.path(), d)?;
     let mut runs = Vec::new();
     for &w in &opts.workers {
-        progress(&format!("leased, {w} workers"));
-        runs.push(measured(
-            &mut ceiling,
-            dir.path(),
-            Mode::Leased,
-            w,
-            1,
-            opts.messages,
-            d,
-        )?);
-        progress(&format!("plain claim loop, {w} workers"));
-        runs.push(measured(
-            &mut ceiling,
-            dir.path(),
-            Mode::Plain,
-            w,
-            1,
-            opts.messages,
-            d,
-        )?);
-        progress(&format!("batch {}, {w} workers", opts.batch));
-        runs.push(measured(
-            &mut ceiling,
-            dir.path(),
-            Mode::Batch,
-            w,
-            opts.batch,
-            opts.messages,
-            d,
-        )?);
+        for (mode, batch) in [
+            (Mode::Leased, 1),
+            (Mode::Plain, 1),
+            (Mode::Batch, opts.batch),
+        ] {
+            progress(&match mode {
+                Mode::Plain => format!("plain claim loop, {w} workers"),
+                Mode::Batch => format!("batch {batch}, {w} workers"),
+                _ => format!("leased, {w} workers"),
+            });
+            let run = measured(&mut ceiling, dir.path(), mode, w, batch, opts.messages, d)?;
+            runs.push(run);
+        }
         clean(dir.path(), "ceiling.db");
     }
     for w in [1, 2] {

@@ -2,7 +2,7 @@
 //! that apply to its run, the dashboard the history checker's own, and tests read both.
 
 use crate::engine::checker::HistoryCheck;
-use crate::engine::store::RowsPerKey;
+use crate::engine::outbox::RowsPerKey;
 use crate::engine::worker_id::WorkerId;
 use crate::scenario::{RunOutcome, Scenario, StoryProof};
 

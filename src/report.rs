@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::checks::loaded_detail;
 pub use crate::checks::Check;
 use crate::engine::clock::{hms, iso, SCENARIO_START_MS};
-use crate::engine::store::DbOrigin;
+use crate::engine::outbox::DbOrigin;
 use crate::engine::worker_id::WorkerId;
 use crate::scenario::{RunOutcome, Scenario};
 

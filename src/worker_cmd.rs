@@ -12,8 +12,8 @@ use crossbeam_channel::{select, Receiver};
 use crate::engine::backend::{Db, Outbox};
 use crate::engine::clock::{hms, Clock};
 use crate::engine::events::{Event, EventKind};
+use crate::engine::outbox::{DbOrigin, Durability, StoreShared};
 use crate::engine::provider::Provider;
-use crate::engine::store::{DbOrigin, Durability, StoreShared};
 use crate::engine::worker::{self, Control, Settings, WorkerContext};
 use crate::engine::worker_id::WorkerId;
 

@@ -324,3 +324,35 @@ fn no_two_modules_import_each_other() {
         "{found:?}"
     );
 }
+
+/// The paths a text names in backticks (`src/...`, `assets/...`), without what follows a
+/// space or a parenthesis.
+fn named_paths(text: &str) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|t| t.starts_with("src/") || t.starts_with("assets/"))
+        .map(|t| t.split([' ', '(']).next().unwrap_or(t).to_string())
+        .collect()
+}
+
+/// The map of where each rule lives, and the README's tour of the code, name only files
+/// that exist.
+#[test]
+fn the_rule_map_and_the_readme_name_files_that_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for doc in ["docs/rules.md", "README.md"] {
+        let text = std::fs::read_to_string(root.join(doc)).unwrap();
+        let paths = named_paths(&text);
+        assert!(paths.len() > 10, "{doc}: {paths:?}");
+        let missing: Vec<&String> = paths.iter().filter(|p| !root.join(p).exists()).collect();
+        assert!(
+            missing.is_empty(),
+            "{doc} names files that do not exist: {missing:?}"
+        );
+    }
+    assert_eq!(
+        named_paths("see `src/a.rs` and `src/b/ (the folder)` but not `cargo test`"),
+        ["src/a.rs", "src/b/"]
+    );
+}

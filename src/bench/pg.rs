@@ -10,9 +10,9 @@ use serde::Serialize;
 use super::{each_once, measure, start_and_join, Mode, BENCH_LEASE_MS};
 use crate::engine::backend::{Db, Outbox};
 use crate::engine::clock::SCENARIO_START_MS;
+use crate::engine::outbox::{ClaimOutcome, Durability, FinalizeOutcome, StoreShared};
 use crate::engine::pg::PgOutbox;
 use crate::engine::provider::Provider;
-use crate::engine::store::{ClaimOutcome, Durability, FinalizeOutcome, StoreShared};
 use crate::engine::worker_id::WorkerId;
 
 /// Each pairing runs this often, SQLite and PostgreSQL in turn; the medians are compared.
@@ -208,7 +208,7 @@ fn leased_loop(
     s: &mut dyn Outbox,
     provider: &Provider,
     me: &str,
-) -> Result<u64, crate::engine::store::StoreError> {
+) -> Result<u64, crate::engine::outbox::OutboxError> {
     let now = SCENARIO_START_MS;
     let mut written = 0;
     loop {

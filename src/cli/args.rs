@@ -3,8 +3,8 @@
 
 use clap::Args;
 
+use leaselab::engine::outbox::RetryPolicy;
 use leaselab::engine::provider::ProviderFaults;
-use leaselab::engine::store::RetryPolicy;
 use leaselab::setup::Reliability;
 
 use super::numbers::{self, MAX_THREADS};

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use super::ledger::{HistoryStep, Ledger};
+use super::outbox::{MessageRow, OutboxStatus};
 use super::provider::KeyCalls;
-use super::store::{MessageRow, OutboxStatus};
 
 /// At most this many example ids are kept per finding.
 const EXAMPLES: usize = 10;

@@ -9,7 +9,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::clock;
-use super::store::StoreError;
+use super::outbox::OutboxError;
 
 /// How often a lock taken on a lock file that its holder removed meanwhile is retried.
 const TAKE_ATTEMPTS: usize = 5;
@@ -32,7 +32,7 @@ pub fn lock_path(db: &Path) -> PathBuf {
 
 impl DbLock {
     /// Take the lock of `db`, or say who holds it.
-    pub fn acquire(db: &Path) -> Result<DbLock, StoreError> {
+    pub fn acquire(db: &Path) -> Result<DbLock, OutboxError> {
         let path = lock_path(db);
         for _ in 0..TAKE_ATTEMPTS {
             let mut file = OpenOptions::new()
@@ -48,7 +48,7 @@ impl DbLock {
                     return Err(in_use(db, &describe(&read_holder(&mut file))))
                 }
                 Err(TryLockError::Error(e)) => {
-                    return Err(StoreError::Io(format!(
+                    return Err(OutboxError::Io(format!(
                         "{}: cannot lock: {e}",
                         path.display()
                     )))
@@ -64,14 +64,14 @@ impl DbLock {
             file.set_len(0)
                 .and_then(|()| file.seek(SeekFrom::Start(0)).map(|_| ()))
                 .and_then(|()| file.write_all(stamp.as_bytes()))
-                .map_err(|e| StoreError::Io(format!("{}: cannot write: {e}", path.display())))?;
+                .map_err(|e| OutboxError::Io(format!("{}: cannot write: {e}", path.display())))?;
             return Ok(DbLock {
                 file,
                 path,
                 recovered: (!left.is_empty()).then(|| describe(&left)),
             });
         }
-        Err(StoreError::Io(format!(
+        Err(OutboxError::Io(format!(
             "{}: the lock file kept changing under us; try again",
             path.display()
         )))
@@ -164,14 +164,14 @@ fn read_holder(file: &mut File) -> String {
 }
 
 /// The refusal a second leaselab gets, naming the holder (as [`DbLock::holder`] gives it).
-pub fn in_use(db: &Path, holder: &str) -> StoreError {
-    StoreError::InUse(format!(
+pub fn in_use(db: &Path, holder: &str) -> OutboxError {
+    OutboxError::InUse(format!(
         "{} is in use by another leaselab ({holder}); wait for it to end or choose another --db",
         db.display()
     ))
 }
 
-fn cannot_create(db: &Path, lock: &Path, e: &std::io::Error) -> StoreError {
+fn cannot_create(db: &Path, lock: &Path, e: &std::io::Error) -> OutboxError {
     use std::io::ErrorKind;
     let dir = lock
         .parent()
@@ -179,13 +179,13 @@ fn cannot_create(db: &Path, lock: &Path, e: &std::io::Error) -> StoreError {
         .unwrap_or(Path::new("."));
     match e.kind() {
         ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem if !lock.exists() => {
-            StoreError::BadPath(format!(
+            OutboxError::BadPath(format!(
                 "{}: cannot use this database: folder {} is not writable ({e})",
                 db.display(),
                 dir.display()
             ))
         }
-        _ => StoreError::BadPath(format!(
+        _ => OutboxError::BadPath(format!(
             "{}: cannot create its lock file {}: {e}",
             db.display(),
             lock.display()

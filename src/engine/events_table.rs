@@ -13,7 +13,7 @@ use super::backend::Db;
 use super::events::{Event, EventKind, ENGINE};
 use super::pg::{PgStore, PgTail};
 use super::provider::ProviderStatus;
-use super::store::{LeaseEventKind, LeaseEventRow, Store, StoreError};
+use super::store::{LeaseEventKind, LeaseEventRow, OutboxError, Store};
 use super::worker_id::WorkerId;
 
 /// How often a tail asks the table for new rows when the last look found none.
@@ -165,7 +165,7 @@ fn row_events(row: &LeaseEventRow, event: impl Fn(EventKind) -> Event) -> Vec<Ev
 }
 
 /// Every event in the table of `path` since its last seeding, in commit order.
-pub fn read_all(path: &Path) -> Result<Vec<Event>, StoreError> {
+pub fn read_all(path: &Path) -> Result<Vec<Event>, OutboxError> {
     let store = Store::open_read_only(path)?;
     let mut t = Translator::new();
     Ok(store
@@ -182,14 +182,14 @@ enum Source {
 }
 
 impl Source {
-    fn open(db: &Db) -> Result<Source, StoreError> {
+    fn open(db: &Db) -> Result<Source, OutboxError> {
         Ok(match db {
             Db::Sqlite(path) => Source::Sqlite(Store::open_read_only(path)?),
             Db::Postgres(url) => Source::Postgres(Box::new(PgStore::open_url(url)?), PgTail::new()),
         })
     }
 
-    fn after(&mut self, seq: u64, limit: u64) -> Result<Vec<LeaseEventRow>, StoreError> {
+    fn after(&mut self, seq: u64, limit: u64) -> Result<Vec<LeaseEventRow>, OutboxError> {
         match self {
             Source::Sqlite(store) => store.events_after(seq, limit),
             // The tail keeps its own place: PostgreSQL's Seqs commit out of order.
@@ -208,13 +208,13 @@ impl Tail {
     /// Start following the table of `db` from its first row, looking again every `every`
     /// while nothing is new (one query per look, so the rate is bounded). A read error is
     /// sent as a `Failed` event and ends the tail.
-    pub fn start(db: &Db, every: Duration, events: Sender<Event>) -> Result<Tail, StoreError> {
+    pub fn start(db: &Db, every: Duration, events: Sender<Event>) -> Result<Tail, OutboxError> {
         let mut store = Source::open(db)?;
         let (stop, stopped) = crossbeam_channel::bounded::<()>(1);
         let join = std::thread::Builder::new()
             .name("events-tail".into())
             .spawn(move || follow(&mut store, every, &events, &stopped))
-            .map_err(|e| StoreError::Io(format!("cannot start the events reader: {e}")))?;
+            .map_err(|e| OutboxError::Io(format!("cannot start the events reader: {e}")))?;
         Ok(Tail {
             stop: Some(stop),
             join: Some(join),

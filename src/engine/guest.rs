@@ -10,8 +10,9 @@ use crossbeam_channel::Sender;
 use super::backend::Db;
 use super::clock::{wall_now_ms, Clock};
 use super::events::Event;
+use super::outbox::OutboxError;
+use super::outbox::{Durability, StoreShared};
 use super::provider::Provider;
-use super::store::{Durability, StoreError, StoreShared};
 use super::worker::Settings;
 use super::{Engine, EngineConfig};
 
@@ -19,7 +20,7 @@ impl Engine {
     /// Join the database `db` as a guest: no lock (the workers and other watchers share
     /// it), no worker threads, never emptied. A missing (or, on PostgreSQL, empty) database
     /// is created with `config.messages` payments.
-    pub fn guest(db: &Db, config: EngineConfig) -> Result<Engine, StoreError> {
+    pub fn guest(db: &Db, config: EngineConfig) -> Result<Engine, OutboxError> {
         let shared = Arc::new(StoreShared::new(Durability::Full));
         let clock = Arc::new(Clock::wall());
         let provider = Arc::new(Provider::new());
@@ -69,7 +70,7 @@ impl Engine {
 
     /// Move onto the wall clock and seed the outbox again there, so that its rows and
     /// events carry the times the worker processes will use.
-    pub fn reseed_on_wall_clock(&mut self) -> Result<(), StoreError> {
+    pub fn reseed_on_wall_clock(&mut self) -> Result<(), OutboxError> {
         self.follow_wall_clock();
         self.seed()
     }

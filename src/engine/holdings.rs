@@ -3,7 +3,7 @@
 //! forgotten by a new seeding. Folded once, in the ledger, for every reader of the stream.
 
 use super::events::{Event, EventKind};
-use super::store::Lease;
+use super::outbox::Lease;
 
 /// By worker slot: the lease of the slot's last claim, until that slot is done with it.
 #[derive(Debug, Clone, Default)]

@@ -1,7 +1,7 @@
 //! When a lease still holds. SQL's claimable condition (`LockedUntilUtc < now`) and every
 //! place the dashboard says "held" or "expired" must agree, so the rule is written here once.
 
-use super::store::Lease;
+use super::outbox::Lease;
 
 /// A lease is live up to and including its `until`: at `now == until` nobody may claim it.
 pub fn is_live(until_ms: i64, now_ms: i64) -> bool {
@@ -20,8 +20,9 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::engine::outbox::{ClaimOutcome, StoreShared};
     use crate::engine::provider::Provider;
-    use crate::engine::store::{ClaimOutcome, Store, StoreShared};
+    use crate::engine::store::Store;
 
     #[test]
     fn a_lease_is_held_at_its_until_and_claimable_one_millisecond_later() {

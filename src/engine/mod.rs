@@ -13,6 +13,7 @@ pub mod holdings;
 pub mod lease;
 pub mod ledger;
 pub mod leftovers;
+pub mod outbox;
 pub mod pg;
 pub mod provider;
 pub mod setup;
@@ -34,7 +35,7 @@ use db_lock::DbLock;
 use events::{Event, EventKind, ENGINE};
 use provider::Provider;
 use setup::{Reliability, Timing};
-use store::{DbOrigin, Durability, Store, StoreError, StoreShared};
+use store::{DbOrigin, Durability, OutboxError, Store, StoreShared};
 use worker::{Control, Settings, WorkerContext, WorkerHandle, WorkerState};
 
 /// The most workers an engine runs (Worker-A to Worker-Z).
@@ -103,7 +104,7 @@ pub struct Engine {
 impl Engine {
     /// Open (or create) the database, seed it, and start the workers. Paused workers act
     /// only when stepped.
-    pub fn start(config: EngineConfig, paused: bool) -> Result<Engine, StoreError> {
+    pub fn start(config: EngineConfig, paused: bool) -> Result<Engine, OutboxError> {
         let shared = Arc::new(StoreShared::new(config.durability));
         let Opened {
             db,
@@ -151,7 +152,7 @@ impl Engine {
         Ok(engine)
     }
 
-    fn seed(&mut self) -> Result<(), StoreError> {
+    fn seed(&mut self) -> Result<(), OutboxError> {
         self.store.empty()?;
         self.store
             .seed(&self.provider, self.config.messages, self.clock.now())?;
@@ -332,7 +333,7 @@ impl Engine {
 
     /// Put dead letters back to Pending with fresh attempts: the one of `key`, or all.
     /// Returns how many were redriven.
-    pub fn redrive(&mut self, key: Option<&str>) -> Result<u64, StoreError> {
+    pub fn redrive(&mut self, key: Option<&str>) -> Result<u64, OutboxError> {
         let now = self.clock.now();
         let (count, seq) = self.store.redrive(key, now)?;
         let _ = self.events_tx.send(Event {
@@ -349,7 +350,7 @@ impl Engine {
     }
 
     /// A new payment and its outbox row, in one transaction.
-    pub fn add_payment(&mut self) -> Result<(), StoreError> {
+    pub fn add_payment(&mut self) -> Result<(), OutboxError> {
         let n = self.store.next_payment_number()?;
         let key = store::payment_key(n);
         let msg =
@@ -365,7 +366,7 @@ impl Engine {
     }
 
     /// Stop the workers, empty and reseed the outbox, rewind the clock, start fresh workers.
-    pub fn reset(&mut self, messages: u64, paused: bool) -> Result<(), StoreError> {
+    pub fn reset(&mut self, messages: u64, paused: bool) -> Result<(), OutboxError> {
         self.shutdown_workers();
         self.provider.clear();
         self.clock.set(SCENARIO_START_MS);
@@ -425,7 +426,7 @@ struct Opened {
 }
 
 /// Open the database `db` names, or a new temporary SQLite file when it names none.
-fn open_database(db: Option<&Db>, shared: Arc<StoreShared>) -> Result<Opened, StoreError> {
+fn open_database(db: Option<&Db>, shared: Arc<StoreShared>) -> Result<Opened, OutboxError> {
     let path = match db {
         Some(db @ Db::Postgres(url)) => {
             let (store, origin) = pg::PgOutbox::create(url, shared)?;
@@ -449,7 +450,7 @@ fn open_database(db: Option<&Db>, shared: Arc<StoreShared>) -> Result<Opened, St
             let dir = tempfile::Builder::new()
                 .prefix(&leftovers::prefix("leaselab-"))
                 .tempdir()
-                .map_err(|e| StoreError::Io(format!("cannot create a temporary folder: {e}")))?;
+                .map_err(|e| OutboxError::Io(format!("cannot create a temporary folder: {e}")))?;
             let path = dir.path().join("outbox.db");
             (Some(dir), path)
         }
@@ -473,7 +474,7 @@ fn open_database(db: Option<&Db>, shared: Arc<StoreShared>) -> Result<Opened, St
 /// Check what is at `db` without writing, then lock it. Something that is not ours is
 /// refused untouched (no lock file is made beside it), unless another leaselab holds it,
 /// which is the better answer while that one is still making the file.
-fn claim_database(db: &Path) -> Result<DbLock, StoreError> {
+fn claim_database(db: &Path) -> Result<DbLock, OutboxError> {
     if let Err(e) = store::inspect(db) {
         return Err(match DbLock::holder(db) {
             Some(holder) => db_lock::in_use(db, &holder),

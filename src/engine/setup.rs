@@ -2,8 +2,8 @@
 //! line over the defaults written here. The dashboard's defaults are slower than a headless
 //! run's on purpose: a person watches its leases run out.
 
+use crate::engine::outbox::RetryPolicy;
 use crate::engine::provider::ProviderFaults;
-use crate::engine::store::RetryPolicy;
 
 /// Lease length, processing time and clock speed, in scenario milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]

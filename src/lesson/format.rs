@@ -6,8 +6,8 @@ use std::ops::Range;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::engine::outbox::{OutboxStatus, PaymentStatus, RetryPolicy};
 use crate::engine::provider::ProviderFaults;
-use crate::engine::store::{OutboxStatus, PaymentStatus, RetryPolicy};
 use crate::engine::worker::MAX_BATCH;
 use crate::engine::worker_id::WorkerId;
 use crate::engine::MAX_WORKERS;

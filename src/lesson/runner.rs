@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use crate::engine::events::EventKind;
 use crate::engine::ledger::Ledger;
-use crate::engine::store::{OutboxStatus, PaymentStatus};
+use crate::engine::outbox::{OutboxStatus, PaymentStatus};
 use crate::engine::worker::NextAction;
 use crate::engine::{Engine, EngineConfig};
 
@@ -211,7 +211,7 @@ impl LessonRunner {
 /// what the dashboard shows for it.
 pub fn figure(engine: &Engine, ledger: &Ledger, e: &Expect) -> Result<String, String> {
     let store = engine.store();
-    let row = |id: i64| -> Result<crate::engine::store::MessageRow, String> {
+    let row = |id: i64| -> Result<crate::engine::outbox::MessageRow, String> {
         let rows = store
             .messages((id - 1).max(0) as u64, 1)
             .map_err(|e| e.to_string())?;

@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 use crate::engine::checker::{self, HistoryCheck};
 use crate::engine::events::{Event, EventKind};
 use crate::engine::ledger::Ledger;
-use crate::engine::store::{
-    DbOrigin, OutboxCounts, PaymentCounts, PaymentRow, PaymentStatus, RowsPerKey, StoreError,
+use crate::engine::outbox::OutboxError;
+use crate::engine::outbox::{
+    DbOrigin, OutboxCounts, PaymentCounts, PaymentRow, PaymentStatus, RowsPerKey,
 };
 use crate::engine::worker::WorkerStatus;
 use crate::engine::worker_id::WorkerId;
@@ -299,7 +300,7 @@ pub struct RunOutcome {
     pub txids_not_issued: u64,
     pub paid_without_provider: u64,
     pub busy_met: u64,
-    pub first_rows: Vec<crate::engine::store::MessageRow>,
+    pub first_rows: Vec<crate::engine::outbox::MessageRow>,
     /// The history checker's verdict over events and the final rows.
     pub history: HistoryCheck,
     pub elapsed: Duration,
@@ -310,7 +311,7 @@ pub enum RunError {
     /// The setup cannot run (exit 2).
     Usage(String),
     /// The database could not be opened or prepared for the run (exit 2).
-    Store(StoreError),
+    Store(OutboxError),
     /// The run started and then failed: a worker's database error, a database that changed
     /// under the run, a stall (exit 3).
     Runtime(String),
@@ -339,8 +340,8 @@ impl std::fmt::Display for RunError {
 }
 
 /// A database error once the run is under way is a runtime failure.
-impl From<StoreError> for RunError {
-    fn from(e: StoreError) -> Self {
+impl From<OutboxError> for RunError {
+    fn from(e: OutboxError) -> Self {
         if e.is_bad_input() {
             RunError::Usage(e.to_string())
         } else {
@@ -351,20 +352,10 @@ impl From<StoreError> for RunError {
 
 /// Opening and seeding: a file that is not ours is bad input; a full disk or a lock held
 /// past the busy limit is the run failing.
-fn start_error(e: StoreError) -> RunError {
-    use rusqlite::ErrorCode;
-    match &e {
-        StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, _))
-            if matches!(
-                f.code,
-                ErrorCode::DatabaseBusy
-                    | ErrorCode::DatabaseLocked
-                    | ErrorCode::DiskFull
-                    | ErrorCode::SystemIoFailure
-            ) =>
-        {
-            RunError::Runtime(e.to_string())
-        }
+fn start_error(e: OutboxError) -> RunError {
+    use crate::engine::outbox::Failure;
+    match e.failure() {
+        Some(Failure::Busy | Failure::Full | Failure::Io) => RunError::Runtime(e.to_string()),
         _ => RunError::Store(e),
     }
 }
@@ -385,7 +376,7 @@ fn engine_config(scenario: Scenario, opts: &RunOptions) -> Result<(EngineConfig,
         idle_ms: crate::setup::idle_ms(opts.process_ms),
         leasing,
         db: opts.db.clone().map(crate::engine::backend::Db::from),
-        durability: crate::engine::store::Durability::Full,
+        durability: crate::engine::outbox::Durability::Full,
         reliability: opts.reliability.clone(),
     };
     Ok((config, story))

@@ -4,7 +4,7 @@
 
 use crate::checks::Check;
 use crate::engine::checker::HistoryCheck;
-use crate::engine::store::{MessageRow, OutboxCounts, PaymentCounts};
+use crate::engine::outbox::{MessageRow, OutboxCounts, PaymentCounts};
 use crate::engine::worker::{WorkerState, WorkerStatus};
 use crate::lesson::StepReport;
 

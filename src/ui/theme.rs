@@ -170,7 +170,7 @@ impl Theme {
 #[cfg(test)]
 mod tests {
     use super::Theme;
-    use crate::engine::store::OutboxStatus;
+    use crate::engine::outbox::OutboxStatus;
 
     #[test]
     fn a_dead_letter_stands_out_from_every_other_status_in_both_themes() {

@@ -7,7 +7,7 @@ use crate::cli::{runtime_error, usage_error, BenchArgs, Out, Sync};
 pub(crate) fn bench(a: &BenchArgs) -> ExitCode {
     use leaselab::bench::{self, BenchOptions};
     use leaselab::engine::backend::Db;
-    use leaselab::engine::store::Durability;
+    use leaselab::engine::outbox::Durability;
     let postgres =
         match a.db.as_deref().map(Db::parse) {
             None => None,

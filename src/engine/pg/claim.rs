@@ -7,8 +7,8 @@ use postgres::{Statement, Transaction};
 
 use super::trip::{int, text, Arg, ServerStatement};
 use super::{PgError, PgStore, Result};
+use crate::engine::outbox::{ClaimOutcome, FinalizeOutcome, Lease, StoreShared};
 use crate::engine::provider::StatusCheck;
-use crate::engine::store::{ClaimOutcome, FinalizeOutcome, Lease, StoreShared};
 
 /// The claim as one statement with its event row. The candidate is the older answer of
 /// two indexed questions (the oldest Pending message; the longest-expired lease), each

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use postgres::{Client, Config, NoTls, Statement};
 
-use super::store::{DbOrigin, Durability, StoreShared};
+use super::outbox::{DbOrigin, Durability, StoreShared};
 
 pub use outbox::PgOutbox;
 pub use read::LeaseEventRow;

@@ -3,21 +3,24 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::{parse_url, PgError, PgStore};
-use crate::engine::backend::Outbox;
-use crate::engine::provider::{Provider, StatusCheck};
-use crate::engine::store::{
+use crate::engine::outbox::OutboxError;
+use crate::engine::outbox::{
     ClaimOutcome, DbOrigin, FailOutcome, FinalizeOutcome, Lease, MessageRef, MessageRow,
-    OutboxCounts, PaymentCounts, PaymentRow, Result, RetryPolicy, RowsPerKey, StoreError,
-    StoreShared,
+    OutboxCounts, PaymentCounts, PaymentRow, Result, RetryPolicy, RowsPerKey, StoreShared,
 };
+use crate::engine::outbox::{Failure, Outbox};
+use crate::engine::provider::{Provider, StatusCheck};
 
-impl From<PgError> for StoreError {
-    fn from(e: PgError) -> StoreError {
+impl From<PgError> for OutboxError {
+    fn from(e: PgError) -> OutboxError {
         match e {
-            PgError::Foreign(m) => StoreError::Foreign(m),
-            PgError::InUse(m) => StoreError::InUse(m),
-            PgError::BadUrl(m) | PgError::Unreachable(m) => StoreError::BadPath(m),
-            e @ PgError::Postgres(_) => StoreError::Io(e.to_string()),
+            PgError::Foreign(m) => OutboxError::Foreign(m),
+            PgError::InUse(m) => OutboxError::InUse(m),
+            PgError::BadUrl(m) | PgError::Unreachable(m) => OutboxError::BadPath(m),
+            e @ PgError::Postgres(_) => OutboxError::Database {
+                failure: Failure::Other,
+                message: e.to_string(),
+            },
         }
     }
 }

@@ -1,10 +1,8 @@
 //! Reads of the PostgreSQL outbox: counts, table rows and the events table.
 
 use super::{PgError, PgStore, Result};
-use crate::engine::store::{
-    LeaseEventKind, LeaseEventRow as StoreEventRow, MessageRow, OutboxCounts, PaymentCounts,
-    PaymentRow, RowsPerKey,
-};
+use crate::engine::outbox::{MessageRow, OutboxCounts, PaymentCounts, PaymentRow, RowsPerKey};
+use crate::engine::store::{LeaseEventKind, LeaseEventRow as StoreEventRow};
 
 /// One row of `LeaseEvents`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -239,12 +237,12 @@ impl PgStore {
 }
 
 /// The schema's CHECK admits only these texts; anything else is not our table.
-fn outbox_status(text: &str) -> Result<crate::engine::store::OutboxStatus> {
-    crate::engine::store::OutboxStatus::parse(text)
+fn outbox_status(text: &str) -> Result<crate::engine::outbox::OutboxStatus> {
+    crate::engine::outbox::OutboxStatus::parse(text)
         .ok_or_else(|| PgError::Foreign(format!("unknown outbox status '{text}'")))
 }
 
-fn payment_status(text: &str) -> Result<crate::engine::store::PaymentStatus> {
-    crate::engine::store::PaymentStatus::parse(text)
+fn payment_status(text: &str) -> Result<crate::engine::outbox::PaymentStatus> {
+    crate::engine::outbox::PaymentStatus::parse(text)
         .ok_or_else(|| PgError::Foreign(format!("unknown payment status '{text}'")))
 }

@@ -3,8 +3,8 @@
 
 use super::claim::{NewEvent, WRITE_ANSWER_SQL};
 use super::{PgStore, Result};
+use crate::engine::outbox::{FailOutcome, Lease, MessageRef, OutboxStatus, RetryPolicy};
 use crate::engine::provider::StatusCheck;
-use crate::engine::store::{FailOutcome, Lease, MessageRef, OutboxStatus, RetryPolicy};
 
 /// Extend a held lease, never shortening it, only while this worker holds this lease
 /// (owner and fencing token) and it has not run out.
@@ -100,20 +100,7 @@ impl PgStore {
             tx.rollback()?;
             return Ok((FailOutcome::LeaseLost, rec.shared.next_seq()));
         };
-        let (status, available, outcome) = if attempts >= policy.max_attempts {
-            (
-                OutboxStatus::DeadLettered,
-                now,
-                FailOutcome::DeadLettered { attempts },
-            )
-        } else {
-            let at = now + policy.backoff_ms(attempts);
-            let retry = FailOutcome::Retry {
-                attempt: attempts,
-                available_at_ms: at,
-            };
-            (OutboxStatus::Pending, at, retry)
-        };
+        let (status, available, outcome) = policy.after_failure(attempts, now);
         tx.execute(
             &release,
             &[

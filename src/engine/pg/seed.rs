@@ -9,8 +9,9 @@ use postgres::Transaction;
 use super::claim::NewEvent;
 use super::{identify, make_schema, Identity, PgStore, Result, MAKE_LOCK};
 use crate::engine::events::ENGINE;
+use crate::engine::outbox::{DbOrigin, MessageRef, StoreShared};
 use crate::engine::provider::Provider;
-use crate::engine::store::{amount_for, payment_key, DbOrigin, MessageRef, StoreShared};
+use crate::engine::store::{amount_for, payment_key};
 
 /// Payments written per transaction while seeding.
 const CHUNK: u64 = 2_000;

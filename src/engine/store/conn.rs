@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
-use super::{Result, Store, StoreError, StoreShared};
+use super::{OutboxError, Result, Store, StoreShared};
 
 /// How a write transaction ends.
 pub(super) enum End {
@@ -134,7 +134,7 @@ impl Store {
         conn.busy_handler(Some(busy_handler))?;
         let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError::Io(format!(
+            return Err(OutboxError::Io(format!(
                 "{}: could not switch to WAL (journal_mode={mode})",
                 path.display()
             )));

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use rusqlite::{Connection, OpenFlags};
 
 use super::conn::End;
+use crate::engine::outbox::Failure;
 
 use super::{
-    DbOrigin, Durability, Result, Store, StoreError, StoreShared, APPLICATION_ID, MAX_PATH_BYTES,
+    DbOrigin, Durability, OutboxError, Result, Store, StoreShared, APPLICATION_ID, MAX_PATH_BYTES,
     SCHEMA_SQL, SCHEMA_VERSION,
 };
 
@@ -80,7 +81,7 @@ impl Store {
                 let store = Store::open(path, shared).map_err(|e| open_failure(path, e))?;
                 Ok((store, DbOrigin::Reused))
             }
-            _ => Err(StoreError::Foreign(format!(
+            _ => Err(OutboxError::Foreign(format!(
                 "{}: a guest only joins a leaselab database of schema version {SCHEMA_VERSION}; open it once with `leaselab run` or the dashboard",
                 path.display()
             ))),
@@ -104,8 +105,8 @@ fn identify(path: &Path) -> Result<Identity> {
         return Ok(Identity::Absent);
     }
     let conn = open_untouched(path).map_err(|e| match folder_not_writable(path) {
-        Some(why) => StoreError::BadPath(format!("{shown}: {why}")),
-        None => StoreError::Foreign(format!("{shown}: not a readable SQLite database: {e}")),
+        Some(why) => OutboxError::BadPath(format!("{shown}: {why}")),
+        None => OutboxError::Foreign(format!("{shown}: not a readable SQLite database: {e}")),
     })?;
     marker_and_schema(&conn, &shown.to_string())
 }
@@ -119,7 +120,7 @@ fn is_sqlite_file(path: &Path) -> Result<bool> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let dir = folder_of(path);
             if !dir.is_dir() {
-                return Err(StoreError::BadPath(format!(
+                return Err(OutboxError::BadPath(format!(
                     "{shown}: folder {} does not exist",
                     dir.display()
                 )));
@@ -127,22 +128,22 @@ fn is_sqlite_file(path: &Path) -> Result<bool> {
             return Ok(false);
         }
         Err(e) => {
-            return Err(StoreError::BadPath(format!(
+            return Err(OutboxError::BadPath(format!(
                 "{shown}: cannot be opened: {e}"
             )))
         }
     };
     if meta.is_dir() {
-        return Err(StoreError::Foreign(format!(
+        return Err(OutboxError::Foreign(format!(
             "{shown} is a directory, not a database file"
         )));
     }
     let mut header = [0u8; 16];
     let read = std::fs::File::open(path)
         .and_then(|mut f| f.read(&mut header))
-        .map_err(|e| StoreError::BadPath(format!("{shown}: cannot read: {e}")))?;
+        .map_err(|e| OutboxError::BadPath(format!("{shown}: cannot read: {e}")))?;
     if read < 16 || &header != b"SQLite format 3\0" {
-        return Err(StoreError::Foreign(format!(
+        return Err(OutboxError::Foreign(format!(
             "{shown} exists and is not a SQLite database; refusing to touch it"
         )));
     }
@@ -152,7 +153,7 @@ fn is_sqlite_file(path: &Path) -> Result<bool> {
 /// What the SQLite file's marker, version and schema say it is.
 fn marker_and_schema(conn: &Connection, shown: &str) -> Result<Identity> {
     let unreadable = |e: rusqlite::Error| {
-        StoreError::Foreign(format!("{shown}: not a readable SQLite database: {e}"))
+        OutboxError::Foreign(format!("{shown}: not a readable SQLite database: {e}"))
     };
     let app_id: i32 = conn
         .query_row("PRAGMA application_id", [], |r| r.get(0))
@@ -161,7 +162,7 @@ fn marker_and_schema(conn: &Connection, shown: &str) -> Result<Identity> {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .map_err(unreadable)?;
     if app_id != 0 && app_id != APPLICATION_ID {
-        return Err(StoreError::Foreign(format!(
+        return Err(OutboxError::Foreign(format!(
             "{shown} belongs to another application (application_id {app_id:#010x}); refusing to touch it"
         )));
     }
@@ -173,27 +174,27 @@ fn marker_and_schema(conn: &Connection, shown: &str) -> Result<Identity> {
             3 => "without the seeding a lease fences on",
             _ => "with the claim's older indexes",
         };
-        return Err(StoreError::Foreign(format!(
+        return Err(OutboxError::Foreign(format!(
             "{shown} was made by an earlier leaselab (schema version {version}, {lacks}; this leaselab needs version {SCHEMA_VERSION}); refusing to touch it: remove it or pass another --db"
         )));
     }
     if ours && version != SCHEMA_VERSION {
-        return Err(StoreError::Foreign(format!(
+        return Err(OutboxError::Foreign(format!(
             "{shown} is a leaselab database of schema version {version}, this leaselab knows version {SCHEMA_VERSION}; refusing to touch it"
         )));
     }
     let difference = schema_difference(conn).map_err(unreadable)?;
     match (ours, difference) {
         (true, None) => Ok(Identity::Marked),
-        (true, Some(why)) => Err(StoreError::Foreign(format!(
+        (true, Some(why)) => Err(OutboxError::Foreign(format!(
             "{shown} is a leaselab database whose schema was changed ({why}); refusing to touch it"
         ))),
         // An earlier leaselab set no marker, and no user_version either.
         (false, None) if version == 0 => Ok(Identity::Unmarked),
-        (false, None) => Err(StoreError::Foreign(format!(
+        (false, None) => Err(OutboxError::Foreign(format!(
             "{shown} is a SQLite database of another application (user_version {version}); refusing to touch it"
         ))),
-        (false, Some(why)) => Err(StoreError::Foreign(format!(
+        (false, Some(why)) => Err(OutboxError::Foreign(format!(
             "{shown} is a SQLite database of another application ({why}); refusing to touch it"
         ))),
     }
@@ -225,7 +226,7 @@ pub fn write_locked(path: &Path) -> bool {
 fn refuse_read_only(path: &Path) -> Result<()> {
     match std::fs::OpenOptions::new().write(true).open(path) {
         Err(e) if path.exists() && e.kind() != std::io::ErrorKind::NotFound => {
-            Err(StoreError::BadPath(format!(
+            Err(OutboxError::BadPath(format!(
                 "{}: cannot write the database ({e}); leaselab writes to it: give it write permission or pass another --db",
                 path.display()
             )))
@@ -249,7 +250,7 @@ fn make(path: &Path, durability: Durability, fill: impl FnOnce(&Path) -> Result<
         .permissions(std::fs::Permissions::from_mode(0o644))
         .tempfile_in(dir)
         .map_err(|e| {
-            StoreError::BadPath(format!(
+            OutboxError::BadPath(format!(
                 "{shown}: cannot create the database: folder {} is not writable ({e})",
                 dir.display()
             ))
@@ -265,12 +266,12 @@ fn make(path: &Path, durability: Durability, fill: impl FnOnce(&Path) -> Result<
             durability.pragma(),
             marker_sql()
         ))?;
-        conn.close().map_err(|(_, e)| StoreError::from(e))?;
+        conn.close().map_err(|(_, e)| OutboxError::from(e))?;
     }
     // Filled while nobody can see it; the last connection to close folds its WAL back in.
     fill(tmp.path())?;
     tmp.persist_noclobber(path).map_err(|e| {
-        StoreError::Io(format!(
+        OutboxError::Io(format!(
             "{shown}: cannot put the new database in place: {}",
             e.error
         ))
@@ -296,14 +297,14 @@ fn check_path_length(path: &Path) -> Result<()> {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let bytes = absolute.as_os_str().len();
     if bytes > MAX_PATH_BYTES {
-        return Err(StoreError::BadPath(format!(
+        return Err(OutboxError::BadPath(format!(
             "{shown}: path too long to open ({bytes} bytes as an absolute path; SQLite takes at most {MAX_PATH_BYTES})"
         )));
     }
     // The -wal file and the .lock file live beside the database under longer names.
     let name = path.file_name().map_or(0, |n| n.len());
     if name > 250 {
-        return Err(StoreError::BadPath(format!(
+        return Err(OutboxError::BadPath(format!(
             "{shown}: file name too long ({name} bytes; at most 250, so that its -wal and .lock files fit beside it)"
         )));
     }
@@ -323,21 +324,17 @@ fn folder_not_writable(path: &Path) -> Option<String> {
 }
 
 /// Turn SQLite's bare "unable to open database file" into a line that names the cause.
-fn open_failure(path: &Path, e: StoreError) -> StoreError {
-    let cannot_open = matches!(
-        &e,
-        StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, _))
-            if matches!(f.code, rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
-    );
+fn open_failure(path: &Path, e: OutboxError) -> OutboxError {
+    let cannot_open = e.failure() == Some(Failure::CannotOpen);
     if !cannot_open {
         return e;
     }
     let shown = path.display();
     match folder_not_writable(path) {
-        Some(why) => StoreError::BadPath(format!(
+        Some(why) => OutboxError::BadPath(format!(
             "{shown}: cannot create or write the database: {why}"
         )),
-        None => StoreError::BadPath(format!("{shown}: cannot be opened for writing: {e}")),
+        None => OutboxError::BadPath(format!("{shown}: cannot be opened for writing: {e}")),
     }
 }
 

@@ -1,44 +1,12 @@
-//! The states a row can be in, as the schema's CHECK constraints spell them.
-
-use std::fmt;
+//! The row states as SQLite stores them: the text their variant is named.
 
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
-/// An enum stored as the text its variant is named, one of a CHECK constraint's strings.
-macro_rules! text_state {
-    ($(#[$doc:meta])* $name:ident { $($variant:ident),+ }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-        pub enum $name {
-            $($variant),+
-        }
+use super::{OutboxStatus, PaymentStatus};
 
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => stringify!($variant)),+
-                }
-            }
-
-            pub fn parse(text: &str) -> Option<$name> {
-                $name::ALL.iter().copied().find(|s| s.as_str() == text)
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.pad(self.as_str())
-            }
-        }
-
-        impl PartialEq<&str> for $name {
-            fn eq(&self, other: &&str) -> bool {
-                self.as_str() == *other
-            }
-        }
-
+/// `ToSql` and `FromSql` for a state stored as its variant's name.
+macro_rules! sql_text {
+    ($name:ident) => {
         impl ToSql for $name {
             fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
                 Ok(ToSqlOutput::from(self.as_str()))
@@ -56,12 +24,5 @@ macro_rules! text_state {
     };
 }
 
-text_state!(
-    /// `OutboxMessages.Status`.
-    OutboxStatus { Pending, Processing, Processed, DeadLettered }
-);
-
-text_state!(
-    /// `Payments.PaymentStatus`.
-    PaymentStatus { Pending, Paid, Failed }
-);
+sql_text!(OutboxStatus);
+sql_text!(PaymentStatus);

@@ -9,8 +9,8 @@ use crossbeam_channel::Receiver;
 
 use crate::engine::backend::Outbox;
 use crate::engine::events::{Event, EventKind};
+use crate::engine::outbox::{ClaimOutcome, FailOutcome, FinalizeOutcome, Lease, MessageRef};
 use crate::engine::provider::StatusCheck;
-use crate::engine::store::{ClaimOutcome, FailOutcome, FinalizeOutcome, Lease, MessageRef};
 
 use super::*;
 
@@ -719,7 +719,7 @@ impl Worker {
         now: i64,
         lease_ms: i64,
         k: usize,
-    ) -> crate::engine::store::Result<(ClaimOutcome, u64)> {
+    ) -> crate::engine::outbox::Result<(ClaimOutcome, u64)> {
         let (leases, seq) = self.store.claim_batch(&self.name, now, lease_ms, k)?;
         let mut leases = VecDeque::from(leases);
         let outcome = leases

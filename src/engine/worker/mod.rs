@@ -13,8 +13,8 @@ use crossbeam_channel::Sender;
 use super::backend::Db;
 use super::clock::Clock;
 use super::events::Event;
+use super::outbox::StoreShared;
 use super::provider::Provider;
-use super::store::StoreShared;
 
 mod handle;
 mod machine;

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use crate::engine::store::RetryPolicy;
+use crate::engine::outbox::RetryPolicy;
 
 /// Settings every worker reads at the start of each cycle, so a change applies live.
 #[derive(Debug)]

@@ -1,6 +1,6 @@
 //! What a worker is doing, as the dashboard and the engine read it.
 
-use crate::engine::store::{Lease, MessageRef};
+use crate::engine::outbox::{Lease, MessageRef};
 use crate::engine::worker_id::WorkerId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 use crate::checks;
 use crate::engine::checker;
 use crate::engine::ledger::HistoryStep;
-use crate::engine::store::{OutboxStatus, StoreError};
+use crate::engine::outbox::OutboxError;
+use crate::engine::outbox::OutboxStatus;
 use crate::engine::worker::WorkerHandle;
 
 use super::super::render::timeline;
@@ -191,7 +192,7 @@ impl App {
     fn read_db(&mut self, table_rows: u16) {
         let counts_due = self.snap.db.total <= SMALL_OUTBOX
             || self.counts_at.is_none_or(|t| t.elapsed() >= COUNTS_EVERY);
-        let read = |app: &App| -> Result<(u64, DbView), StoreError> {
+        let read = |app: &App| -> Result<(u64, DbView), OutboxError> {
             let total = app.reader.message_count()?;
             let max_offset = total.saturating_sub(app.ui.table_page as u64);
             let counts = if counts_due || total <= SMALL_OUTBOX {

@@ -4,7 +4,7 @@
 //! time a row backing off may be claimed again.
 
 use crate::engine::clock::hms;
-use crate::engine::store::{OutboxStatus, PaymentStatus};
+use crate::engine::outbox::{OutboxStatus, PaymentStatus};
 use crate::lesson::{runner, Expect, Figure, Lesson, Step};
 use crate::ui::snapshot::Spot;
 

@@ -11,7 +11,7 @@ use ratatui::Frame;
 
 use super::{fit, ms_label, pane, styled};
 use crate::engine::lease;
-use crate::engine::store::{MessageRow, OutboxStatus, PaymentStatus};
+use crate::engine::outbox::{MessageRow, OutboxStatus, PaymentStatus};
 use crate::ui::snapshot::Snapshot;
 use crate::ui::state::{Focus, UiState};
 use crate::ui::theme::Theme;

@@ -1,0 +1,111 @@
+//! The outbox as the engine sees it, whichever database holds it: the [`Outbox`]
+//! interface both stores implement as peers (`store` for SQLite, `pg` for PostgreSQL), the
+//! rows, states and outcomes they answer with, the retry rule, and the one error type.
+//! Nothing here speaks SQL.
+
+mod error;
+mod retry;
+mod status;
+mod types;
+
+pub use error::{Failure, OutboxError, Result};
+pub use retry::{FailOutcome, RetryPolicy};
+pub use status::{OutboxStatus, PaymentStatus};
+pub use types::{
+    ClaimOutcome, DbOrigin, Durability, FinalizeOutcome, Lease, MessageRef, MessageRow,
+    OutboxCounts, PaymentCounts, PaymentRow, RowsPerKey, StoreShared,
+};
+
+use super::provider::{Provider, StatusCheck};
+
+/// Everything the engine asks of an outbox database. Writes return the commit stamp taken
+/// while the write still held its locks, so stamps order each message's history as the
+/// database committed it. `now` is always the scenario clock's.
+pub trait Outbox: Send {
+    /// Claim the oldest claimable message: available Pending, or Processing with an
+    /// expired lease.
+    fn claim_next(&mut self, worker: &str, now: i64, lease_ms: i64) -> Result<(ClaimOutcome, u64)>;
+    /// Claim up to `k` claimable messages, oldest first, in one transaction when the
+    /// backend has a batch claim. The default takes one with [`Outbox::claim_next`].
+    fn claim_batch(
+        &mut self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+        k: usize,
+    ) -> Result<(Vec<Lease>, u64)> {
+        let _ = k;
+        let (outcome, seq) = self.claim_next(worker, now, lease_ms)?;
+        Ok(match outcome {
+            ClaimOutcome::Claimed(lease) => (vec![lease], seq),
+            _ => (Vec::new(), seq),
+        })
+    }
+    /// Claim one message; `Blocked` with owner and time left while another lease holds it.
+    /// After an empty claim: the soonest-ending live lease another worker holds, if any.
+    fn blocked_by(&self, worker: &str, now: i64) -> Result<Option<ClaimOutcome>>;
+    fn claim_id(
+        &mut self,
+        id: i64,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<(ClaimOutcome, u64)>;
+    /// The ownership-guarded finalize: rolled back whole when the lease was lost.
+    fn finalize(
+        &mut self,
+        lease: &Lease,
+        check: &StatusCheck,
+        now: i64,
+    ) -> Result<(FinalizeOutcome, u64)>;
+    /// Leasing off: every Pending message whose backoff is over at `now`.
+    fn load_pending(&self, now: i64) -> Result<Vec<MessageRef>>;
+    /// Leasing off: write the answer and mark Processed, asking nobody.
+    fn mark_processed(&mut self, msg: &MessageRef, check: &StatusCheck, now: i64) -> Result<u64>;
+    /// [`Outbox::mark_processed`] with the worker's name on its event row.
+    fn mark_processed_by(
+        &mut self,
+        worker: &str,
+        msg: &MessageRef,
+        check: &StatusCheck,
+        now: i64,
+    ) -> Result<u64>;
+    /// Extend a held lease (never shorter); `None` when it is lost.
+    fn heartbeat(&mut self, lease: &Lease, now: i64, lease_ms: i64) -> Result<(Option<i64>, u64)>;
+    /// A failed attempt: back to Pending after its backoff, or dead-lettered.
+    fn fail_attempt(
+        &mut self,
+        lease: &Lease,
+        error: &str,
+        now: i64,
+        policy: &RetryPolicy,
+    ) -> Result<(FailOutcome, u64)>;
+    /// Dead letters back to Pending with fresh attempts (one key, or all).
+    fn redrive(&mut self, key: Option<&str>, now: i64) -> Result<(u64, u64)>;
+
+    /// Remove every row (and event) before a new seeding.
+    fn empty(&mut self) -> Result<()>;
+    fn seed(&mut self, provider: &Provider, count: u64, now: i64) -> Result<()>;
+    fn add_payment(
+        &mut self,
+        provider: &Provider,
+        key: &str,
+        amount: i64,
+        now: i64,
+    ) -> Result<MessageRef>;
+    fn next_payment_number(&self) -> Result<u64>;
+
+    fn outbox_counts(&self) -> Result<OutboxCounts>;
+    fn payment_counts(&self) -> Result<PaymentCounts>;
+    fn message_count(&self) -> Result<u64>;
+    /// When the newest seeding was made, on its maker's clock (None: never seeded).
+    fn seeded_at(&self) -> Result<Option<i64>>;
+    /// The leaselab that owns the database right now (a run or a dashboard), if any.
+    fn owner(&self) -> Result<Option<String>>;
+    fn messages(&self, offset: u64, limit: u64) -> Result<Vec<MessageRow>>;
+    fn payments(&self) -> Result<Vec<PaymentRow>>;
+    fn max_rows_per_key(&self) -> Result<RowsPerKey>;
+    fn orphans(&self) -> Result<u64>;
+    fn schema(&self) -> Result<Vec<String>>;
+    fn last_error(&self, key: &str) -> Result<Option<String>>;
+}

@@ -1,0 +1,166 @@
+//! What both databases store and answer, as the engine handles it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{OutboxStatus, PaymentStatus};
+
+/// How hard a commit waits for the disk (SQLite's `synchronous`, PostgreSQL's
+/// `synchronous_commit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Every commit is on disk before it returns: the lesson is about durability.
+    #[default]
+    Full,
+    /// WAL commits reach the disk at checkpoints: a power cut may lose the newest ones.
+    Normal,
+    /// No syncing at all: for property tests that create thousands of throwaway databases.
+    Off,
+}
+
+impl Durability {
+    pub fn pragma(self) -> &'static str {
+        match self {
+            Durability::Full => "FULL",
+            Durability::Normal => "NORMAL",
+            Durability::Off => "OFF",
+        }
+    }
+}
+
+/// Settings and counters shared by every connection of one engine.
+#[derive(Debug, Default)]
+pub struct StoreShared {
+    pub durability: Durability,
+    /// Stamped on every write while its transaction still holds the write lock, so the
+    /// order of stamps is the order in which SQLite committed.
+    pub commit_seq: AtomicU64,
+    /// How many times a statement met SQLITE_BUSY and waited instead of failing.
+    pub busy_met: AtomicU64,
+}
+
+impl StoreShared {
+    pub fn new(durability: Durability) -> StoreShared {
+        StoreShared {
+            durability,
+            ..StoreShared::default()
+        }
+    }
+
+    pub fn next_seq(&self) -> u64 {
+        self.commit_seq.fetch_add(1, Ordering::SeqCst) + 1
+    }
+}
+
+/// Where the database came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DbOrigin {
+    /// A new file.
+    Created,
+    /// An existing leaselab database, emptied and reseeded.
+    Reused,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageRef {
+    pub id: i64,
+    pub key: String,
+}
+
+/// A lease a worker holds after a successful claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub id: i64,
+    pub key: String,
+    pub owner: String,
+    pub until_ms: i64,
+    /// The fencing token this claim produced.
+    pub version: i64,
+    /// The seeding of the row it was taken on: fenced on with `version`, so a lease from
+    /// before a reseed never matches a row after it (versions start again per seeding).
+    pub seeding: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    Claimed(Lease),
+    /// Nothing claimable right now.
+    Empty,
+    /// The message asked for belongs to someone else whose lease has not expired.
+    Blocked {
+        id: i64,
+        key: String,
+        owner: String,
+        left_ms: i64,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinalizeOutcome {
+    Committed,
+    /// The guarded update changed no row: the worker no longer owns the message.
+    Rejected,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct OutboxCounts {
+    pub pending: u64,
+    pub processing: u64,
+    pub processed: u64,
+    /// Failed their last attempt; no one claims them until a redrive.
+    pub dead_lettered: u64,
+}
+
+impl OutboxCounts {
+    /// Nothing left for anyone: no row is Pending or Processing. The one definition of
+    /// "drained" for runs, the soak and the dashboard.
+    pub fn drained(&self) -> bool {
+        self.pending == 0 && self.processing == 0
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PaymentCounts {
+    pub pending: u64,
+    pub paid: u64,
+    pub failed: u64,
+    pub paid_with_txid: u64,
+    pub failed_with_txid: u64,
+}
+
+/// The most rows that share one payment key, per table: 1 and 1 when nothing was duplicated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RowsPerKey {
+    pub payments: u64,
+    pub outbox: u64,
+}
+
+impl RowsPerKey {
+    /// No key has more than one row in either table.
+    pub fn none_duplicated(self) -> bool {
+        self.payments <= 1 && self.outbox <= 1
+    }
+}
+
+/// One outbox row as the table shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageRow {
+    pub id: i64,
+    pub key: String,
+    pub status: OutboxStatus,
+    pub locked_by: Option<String>,
+    pub locked_until_ms: Option<i64>,
+    pub lease_version: i64,
+    pub attempts: i64,
+    pub processed_at_ms: Option<i64>,
+    pub payment_status: PaymentStatus,
+    /// When a Pending row may be claimed again (`AvailableAtUtc`): after a failed attempt,
+    /// one backoff ahead.
+    pub available_at_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaymentRow {
+    pub key: String,
+    pub status: PaymentStatus,
+    pub transaction_id: Option<String>,
+}
