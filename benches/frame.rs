@@ -32,7 +32,10 @@ fn frame(c: &mut Criterion) {
     let opts = DashboardOptions {
         workers: 16,
         messages: Some(100_000),
-        process_ms: Some(0),
+        timing: leaselab::setup::Timing {
+            process_ms: 0,
+            ..leaselab::setup::Timing::DASHBOARD
+        },
         ..DashboardOptions::default()
     };
     let mut app = App::new(opts, Theme::from_env()).expect("dashboard app");

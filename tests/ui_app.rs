@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use leaselab::engine::worker::WorkerState;
 use leaselab::scenario::Scenario;
+use leaselab::setup::Timing;
 use leaselab::ui::app::{App, Focus};
 use leaselab::ui::{DashboardOptions, Theme};
 
@@ -161,7 +162,10 @@ fn leasing_off_with_two_workers_shows_duplicates() {
 #[test]
 fn crash_while_holding_then_the_other_worker_takes_over_after_expiry() {
     let mut app = app(DashboardOptions {
-        speed: Some(8.0),
+        timing: Timing {
+            speed: 8.0,
+            ..Timing::DASHBOARD
+        },
         ..DashboardOptions::default()
     });
     // Still paused: one step makes Worker-A claim, and nothing moves until we say so.
@@ -194,7 +198,10 @@ fn while_the_crashed_lease_runs_out_the_other_worker_shows_blocked_live() {
     // A lease far longer than any test: Worker-B stays blocked until the clock is advanced.
     let mut app = app(DashboardOptions {
         messages: Some(1),
-        lease_ms: Some(3_600_000),
+        timing: Timing {
+            lease_ms: 3_600_000,
+            ..Timing::DASHBOARD
+        },
         ..DashboardOptions::default()
     });
     press(&mut app, 'n'); // Worker-A claims PAY-001
@@ -242,7 +249,10 @@ fn reset_keeps_leasing_mode_speed_and_workers_and_starts_a_new_ledger() {
 #[test]
 fn switching_leasing_off_live_produces_duplicates() {
     let mut app = app(DashboardOptions {
-        speed: Some(8.0),
+        timing: Timing {
+            speed: 8.0,
+            ..Timing::DASHBOARD
+        },
         ..DashboardOptions::default()
     });
     app.start();
@@ -424,8 +434,11 @@ fn a_log_scrolled_back_stays_put_while_workers_poll() {
 #[test]
 fn the_history_check_is_clean_with_leases_and_finds_duplicates_without() {
     let fast = |no_leasing| DashboardOptions {
-        process_ms: Some(200),
-        speed: Some(4.0),
+        timing: Timing {
+            process_ms: 200,
+            speed: 4.0,
+            ..Timing::DASHBOARD
+        },
         no_leasing,
         ..DashboardOptions::default()
     };
@@ -543,7 +556,10 @@ fn a_dead_letter_is_counted_and_d_redrives_it() {
 fn w_adds_a_worker_that_works_and_shift_w_stops_the_last_one() {
     let mut app = app(DashboardOptions {
         messages: Some(12),
-        process_ms: Some(0),
+        timing: Timing {
+            process_ms: 0,
+            ..Timing::DASHBOARD
+        },
         ..DashboardOptions::default()
     });
     assert_eq!(app.engine.workers().len(), 2);

@@ -14,7 +14,6 @@ use crate::engine::ledger::Ledger;
 use crate::engine::{Engine, EngineConfig};
 use crate::lesson::{Action as StoryAction, Performer};
 use crate::scenario::{lease_expiry_story, Scenario};
-use crate::setup::Timing;
 
 use super::keys::{self, Action};
 use super::log::EventLog;
@@ -82,7 +81,7 @@ impl App {
         // The dashboard steps the story only for lease-expiry; outbox-leasing runs freely.
         scenario.check_setup(leasing, opts.workers, scenario == Scenario::LeaseExpiry)?;
         let messages = opts.messages.unwrap_or(scenario.default_messages());
-        let timing = Timing::DASHBOARD.resolve(opts.lease_ms, opts.process_ms, opts.speed);
+        let timing = opts.timing;
         let (lease_ms, speed) = (timing.lease_ms, timing.speed);
         let config = EngineConfig {
             workers: opts.workers,

@@ -40,9 +40,8 @@ pub struct DashboardOptions {
     pub scenario: Scenario,
     pub workers: usize,
     pub messages: Option<u64>,
-    pub lease_ms: Option<i64>,
-    pub process_ms: Option<i64>,
-    pub speed: Option<f64>,
+    /// Lease, processing time and clock speed, resolved over the defaults by the caller.
+    pub timing: crate::setup::Timing,
     pub db: Option<PathBuf>,
     pub no_leasing: bool,
     /// Show a database that worker processes use, started elsewhere (`--watch`).
@@ -60,9 +59,7 @@ impl Default for DashboardOptions {
             scenario: Scenario::OutboxLeasing,
             workers: 2,
             messages: None,
-            lease_ms: None,
-            process_ms: None,
-            speed: None,
+            timing: crate::setup::Timing::DASHBOARD,
             db: None,
             no_leasing: false,
             watch: false,

@@ -15,7 +15,8 @@ pub(crate) fn dashboard(d: &DashboardArgs) -> ExitCode {
     if d.watch && d.db.is_none() {
         return usage_error("--watch needs --db PATH: the database the workers use");
     }
-    let t = Timing::DASHBOARD.resolve(d.timing.lease_ms, d.timing.process_ms, None);
+    // Resolved once, here: the dashboard gets the values, never the defaults' Options.
+    let t = Timing::DASHBOARD.resolve(d.timing.lease_ms, d.timing.process_ms, d.threads.speed);
     if d.processes {
         let outlives = t.check_lease_outlives_processing(
             !d.reliability.no_heartbeat,
@@ -38,9 +39,7 @@ pub(crate) fn dashboard(d: &DashboardArgs) -> ExitCode {
         scenario,
         workers: d.threads.workers().unwrap_or(scenario.default_workers()),
         messages: d.outbox.messages(),
-        lease_ms: d.timing.lease_ms,
-        process_ms: d.timing.process_ms,
-        speed: d.threads.speed,
+        timing: t,
         db: d.db.clone(),
         no_leasing: d.outbox.no_leasing,
         watch: d.watch,
@@ -101,7 +100,7 @@ pub(crate) fn lesson_command(a: &LessonArgs) -> ExitCode {
 
 pub(crate) fn lesson_dashboard(a: &LessonArgs, lesson: leaselab::lesson::Lesson) -> ExitCode {
     let opts = DashboardOptions {
-        speed: a.speed,
+        timing: Timing::DASHBOARD.resolve(None, None, a.speed),
         db: a.db.clone(),
         ..DashboardOptions::default()
     };

@@ -10,7 +10,7 @@ use crate::engine::backend::{Db, Outbox};
 use crate::engine::events::{Event, EventKind};
 use crate::engine::events_table::{Tail, TAIL_EVERY};
 use crate::engine::ledger::{HistoryStep, Ledger};
-use crate::engine::store::{Lease, MessageRow};
+use crate::engine::outbox::{Lease, MessageRow};
 use crate::engine::worker::{WorkerState, WorkerStatus};
 use crate::engine::worker_id::WorkerId;
 use crate::engine::{Engine, EngineConfig};
@@ -294,7 +294,11 @@ impl App {
         opts: DashboardOptions,
         theme: Theme,
     ) -> Result<App, String> {
-        let timing = Timing::DASHBOARD.resolve(opts.lease_ms, opts.process_ms, None);
+        // Worker processes run on the wall clock: a speed means nothing to them.
+        let timing = Timing {
+            speed: Timing::DASHBOARD.speed,
+            ..opts.timing
+        };
         let leasing = !opts.no_leasing;
         let engine = open_engine(mode, config_of(&opts, &timing))?;
         let reader = engine.db.open_reader().map_err(|e| e.to_string())?;

@@ -6,6 +6,7 @@ use crate::engine::events::{Event, EventKind};
 use crate::engine::worker::Control;
 use crate::lesson::{Lesson, LessonRunner, StepReport};
 use crate::scenario::Scenario;
+use crate::setup::Timing;
 
 use super::{App, DashboardOptions, Theme};
 
@@ -53,8 +54,11 @@ impl App {
             scenario: Scenario::OutboxLeasing,
             workers: setup.workers,
             messages: Some(setup.messages),
-            lease_ms: Some(setup.lease_ms),
-            process_ms: Some(setup.process_ms),
+            timing: Timing {
+                lease_ms: setup.lease_ms,
+                process_ms: setup.process_ms,
+                ..opts.timing
+            },
             no_leasing: !setup.leasing,
             ..opts
         };
