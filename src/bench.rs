@@ -443,24 +443,52 @@ pub fn measure(
     }
     let counts = store.outbox_counts().map_err(|e| e.to_string())?;
     let exactly_once = each_once(&provider, counts.processed, messages);
-    let msgs_per_s = messages as f64 / seconds;
-    Ok(BenchRun {
-        mode,
-        workers,
-        batch,
-        msgs_per_s,
-        ratio: msgs_per_s / (ceiling / 2.0),
-        ceiling_txn_per_s: ceiling,
+    let timed = Timed {
         per_worker,
         seconds,
         exactly_once,
-        passed: exactly_once,
         busy_met: shared.busy_met.load(std::sync::atomic::Ordering::Relaxed),
+    };
+    Ok(BenchRun {
         cost: (mode == Mode::Leased).then(|| spent.per_message(messages)),
+        ..timed.run((mode, workers, batch), messages, ceiling)
     })
 }
 
-/// One worker's loop until nothing is left; returns how many results it wrote.
+/// What a run measured, before it is a [`BenchRun`].
+struct Timed {
+    per_worker: Vec<u64>,
+    seconds: f64,
+    exactly_once: bool,
+    busy_met: u64,
+}
+
+impl Timed {
+    /// The run of `(mode, workers, batch)` over `messages`, its ratio taken against `ceiling`.
+    fn run(
+        self,
+        (mode, workers, batch): (Mode, usize, usize),
+        messages: u64,
+        ceiling: f64,
+    ) -> BenchRun {
+        let msgs_per_s = messages as f64 / self.seconds;
+        BenchRun {
+            mode,
+            workers,
+            batch,
+            msgs_per_s,
+            ratio: msgs_per_s / (ceiling / 2.0),
+            ceiling_txn_per_s: ceiling,
+            per_worker: self.per_worker,
+            seconds: self.seconds,
+            exactly_once: self.exactly_once,
+            passed: self.exactly_once,
+            busy_met: self.busy_met,
+            cost: None,
+        }
+    }
+}
+
 /// One measured run of the plain reference loop on a fresh file: claim, provider call,
 /// finalize, as [`Mode::Leased`] does, without leaselab's payments, event rows and token.
 pub fn measure_plain(
@@ -502,23 +530,16 @@ pub fn measure_plain(
     let (per_worker, seconds) = start_and_join(&barrier, handles)?;
     let processed = first.processed().map_err(|e| e.to_string())?;
     let exactly_once = each_once(&provider, processed, messages);
-    let msgs_per_s = messages as f64 / seconds;
-    Ok(BenchRun {
-        mode: Mode::Plain,
-        workers,
-        batch: 1,
-        msgs_per_s,
-        ratio: msgs_per_s / (ceiling / 2.0),
-        ceiling_txn_per_s: ceiling,
+    let timed = Timed {
         per_worker,
         seconds,
         exactly_once,
-        passed: exactly_once,
         busy_met: shared.busy_met.load(std::sync::atomic::Ordering::Relaxed),
-        cost: None,
-    })
+    };
+    Ok(timed.run((Mode::Plain, workers, 1), messages, ceiling))
 }
 
+/// One worker's loop until nothing is left; returns how many results it wrote.
 fn work(
     s: &mut Store,
     provider: &Provider,
