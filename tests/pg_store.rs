@@ -818,3 +818,50 @@ fn a_tail_holds_back_a_row_until_a_lower_seq_still_in_flight_commits_then_return
         "every row once, in Seq order: the one in flight before the claim after it"
     );
 }
+
+#[test]
+fn a_tail_says_when_an_open_transaction_holds_its_rows_back_and_when_they_flow_again() {
+    use leaselab::engine::events::EventKind;
+    use leaselab::engine::events_table::Tail;
+    use std::time::{Duration, Instant};
+
+    let Some((db, mut store)) = seeded("tail_held_back", 2) else {
+        return;
+    };
+    // A transaction with an id of its own stays open: anything written after it waits.
+    let mut other = db.client();
+    let mut open = other.transaction().unwrap();
+    open.query_one("SELECT pg_current_xact_id()", &[]).unwrap();
+    let (sender, events) = crossbeam_channel::unbounded();
+    let _tail = Tail::start(
+        &Db::Postgres(db.url.clone()),
+        Duration::from_millis(20),
+        sender,
+    )
+    .unwrap();
+    let lease = claimed(store.claim_next("Worker-A", NOW, 1_000).unwrap().0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let next = || {
+        events
+            .recv_deadline(deadline)
+            .expect("the tail said nothing in time")
+            .kind
+    };
+    let claim_of = |k: &EventKind| matches!(k, EventKind::Claimed { id, .. } if *id == lease.id);
+    loop {
+        match next() {
+            EventKind::Note { text } if text.starts_with("EVENTS HELD BACK") => {
+                assert!(text.contains("server pid"), "{text}");
+                break;
+            }
+            k => assert!(!claim_of(&k), "the claim came through while held back"),
+        }
+    }
+    open.commit().unwrap();
+    let (mut claim, mut flowing) = (false, false);
+    while !(claim && flowing) {
+        let k = next();
+        claim |= claim_of(&k);
+        flowing |= matches!(&k, EventKind::Note { text } if text.starts_with("events flow again"));
+    }
+}

@@ -20,6 +20,8 @@ use super::worker_id::WorkerId;
 pub const TAIL_EVERY: Duration = Duration::from_millis(150);
 /// Rows read per look, so a long backlog reaches the screen in pieces.
 const TAIL_BATCH: u64 = 2_000;
+/// How long PostgreSQL rows may wait for an older open transaction before the tail says so.
+pub const HELD_BACK_TELL: Duration = Duration::from_secs(2);
 
 /// Turns rows into events, giving each worker name a slot in the order it first appears.
 #[derive(Debug, Default)]
@@ -196,6 +198,37 @@ impl Source {
             Source::Postgres(store, tail) => Ok(store.tail_events(tail, limit)?),
         }
     }
+
+    /// PostgreSQL only: one line when rows have waited [`HELD_BACK_TELL`] for an older
+    /// transaction to end (naming it), and one when they flow again.
+    fn held_back(&mut self, told: &mut bool) -> Option<String> {
+        let Source::Postgres(store, tail) = self else {
+            return None;
+        };
+        match tail.held_back() {
+            Some(waited) if waited >= HELD_BACK_TELL && !*told => {
+                *told = true;
+                let who = match store.oldest_open_transaction() {
+                    Ok(Some((pid, secs, app))) if app.is_empty() => {
+                        format!(" (server pid {pid}, open {secs:.0} s)")
+                    }
+                    Ok(Some((pid, secs, app))) => {
+                        format!(" (server pid {pid}, {app}, open {secs:.0} s)")
+                    }
+                    _ => String::new(),
+                };
+                Some(format!(
+                    "EVENTS HELD BACK: a transaction older than the newest rows is still open{who}; \
+                     the table is current, the log and ledgers wait until it ends"
+                ))
+            }
+            None if *told => {
+                *told = false;
+                Some("events flow again: the open transaction ended".to_string())
+            }
+            _ => None,
+        }
+    }
 }
 
 /// A thread that follows the events table of a database and sends its rows as events.
@@ -225,6 +258,7 @@ impl Tail {
 fn follow(store: &mut Source, every: Duration, events: &Sender<Event>, stopped: &Receiver<()>) {
     let mut translator = Translator::new();
     let mut last = 0;
+    let mut told = false;
     loop {
         let rows = match store.after(last, TAIL_BATCH) {
             Ok(rows) => rows,
@@ -248,6 +282,19 @@ fn follow(store: &mut Source, every: Duration, events: &Sender<Event>, stopped: 
                 if events.send(ev).is_err() {
                     return;
                 }
+            }
+        }
+        if let Some(text) = store.held_back(&mut told) {
+            let note = Event {
+                seq: last,
+                // The wall clock: worker processes stamp their rows with it.
+                at_ms: super::clock::wall_now_ms(),
+                slot: None,
+                actor: ENGINE.to_string(),
+                kind: EventKind::Note { text },
+            };
+            if events.send(note).is_err() {
+                return;
             }
         }
         // A full batch means more is waiting: read on without a pause.

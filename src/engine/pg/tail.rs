@@ -18,6 +18,7 @@
 //! holds the settled point back until it ends.
 
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use super::{PgStore, Result};
 use crate::engine::store::LeaseEventRow as StoreEventRow;
@@ -33,9 +34,9 @@ pub struct PgTail {
     last: u64,
     /// Every Seq up to this one is committed or gone.
     settled: u64,
-    /// (transaction id taken after the sequence was read, the sequence's last value then),
-    /// oldest first.
-    marks: VecDeque<(i64, u64)>,
+    /// (transaction id taken after the sequence was read, the sequence's last value then,
+    /// when), oldest first.
+    marks: VecDeque<(i64, u64, Instant)>,
 }
 
 impl PgTail {
@@ -48,20 +49,26 @@ impl PgTail {
         self.last
     }
 
+    /// How long rows have waited for a transaction older than them to end, when they have.
+    pub fn held_back(&self) -> Option<Duration> {
+        self.marks.front().map(|m| m.2.elapsed())
+    }
+
     fn mark(&mut self, xid: i64, drawn: u64) {
         let newest = self.marks.back().map_or(self.settled, |m| m.1);
         if drawn <= newest {
             return;
         }
-        if self.marks.len() >= MARKS {
-            self.marks.pop_back();
-        }
-        self.marks.push_back((xid, drawn));
+        let since = match self.marks.len() >= MARKS {
+            true => self.marks.pop_back().map_or_else(Instant::now, |m| m.2),
+            false => Instant::now(),
+        };
+        self.marks.push_back((xid, drawn, since));
     }
 
     /// Settle every mark whose transaction id is below `oldest_running` or equal to it.
     fn settle(&mut self, oldest_running: i64) {
-        while let Some(&(xid, drawn)) = self.marks.front() {
+        while let Some(&(xid, drawn, _)) = self.marks.front() {
             if xid > oldest_running {
                 break;
             }
@@ -103,6 +110,21 @@ impl PgStore {
     }
 }
 
+impl PgStore {
+    /// The oldest transaction still open on the server (another than this connection's):
+    /// its process id, how long it has been open, and its application's name.
+    pub fn oldest_open_transaction(&mut self) -> Result<Option<(i32, f64, String)>> {
+        let row = self.client.query_opt(
+            "SELECT pid, EXTRACT(EPOCH FROM now() - xact_start)::float8, application_name
+               FROM pg_stat_activity
+              WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid()
+              ORDER BY xact_start LIMIT 1",
+            &[],
+        )?;
+        Ok(row.map(|r| (r.get(0), r.get(1), r.get(2))))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,9 +138,11 @@ mod tests {
         t.mark(105, 9);
         t.settle(100);
         assert_eq!(t.settled, 7);
+        assert!(t.held_back().is_some(), "the mark for 9 still waits");
         t.settle(200);
         assert_eq!(t.settled, 9);
         assert!(t.marks.is_empty());
+        assert_eq!(t.held_back(), None);
     }
 
     #[test]
@@ -128,10 +152,8 @@ mod tests {
             t.mark(1000 + i, 1 + i as u64);
         }
         assert_eq!(t.marks.len(), MARKS);
-        assert_eq!(
-            t.marks.back(),
-            Some(&(1000 + MARKS as i64 + 9, MARKS as u64 + 10))
-        );
+        let newest = t.marks.back().map(|m| (m.0, m.1));
+        assert_eq!(newest, Some((1000 + MARKS as i64 + 9, MARKS as u64 + 10)));
         t.mark(5000, 3);
         assert_eq!(t.marks.len(), MARKS, "a Seq already marked adds nothing");
     }
