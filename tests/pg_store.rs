@@ -865,3 +865,20 @@ fn a_tail_says_when_an_open_transaction_holds_its_rows_back_and_when_they_flow_a
         flowing |= matches!(&k, EventKind::Note { text } if text.starts_with("events flow again"));
     }
 }
+
+#[test]
+fn a_worker_name_with_quotes_and_backslashes_claims_and_finalizes_as_itself() {
+    let Some((_db, mut store)) = seeded("quoted_name", 1) else {
+        return;
+    };
+    let name = r"o'brien\'; DROP TABLE LeaseEvents; --";
+    let lease = claimed(store.claim_next(name, NOW, 1_000).unwrap().0);
+    assert_eq!(lease.owner, name);
+    let (outcome, _) = store.finalize(&lease, &paid(), NOW + 1).unwrap();
+    assert_eq!(outcome, FinalizeOutcome::Committed);
+    let events = all_events(&mut store);
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert!(events.iter().all(|e| e.worker == name), "{events:?}");
+    let rows = store.messages(0, 10).unwrap();
+    assert_eq!(rows[0].locked_by.as_deref(), Some(name));
+}
