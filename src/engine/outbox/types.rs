@@ -32,7 +32,8 @@ impl Durability {
 pub struct StoreShared {
     pub durability: Durability,
     /// Stamped on every write while its transaction still holds the write lock, so the
-    /// order of stamps is the order in which SQLite committed.
+    /// order of stamps is the order in which SQLite committed (PostgreSQL's writes take
+    /// theirs from their rows, [`StoreShared::stamp_of_row`]).
     pub commit_seq: AtomicU64,
     /// How many times a statement met SQLITE_BUSY and waited instead of failing.
     pub busy_met: AtomicU64,
@@ -49,7 +50,21 @@ impl StoreShared {
     pub fn next_seq(&self) -> u64 {
         self.commit_seq.fetch_add(1, Ordering::SeqCst) + 1
     }
+
+    /// The stamp of a write whose event row drew `seq` from the database's own sequence
+    /// while it held the message's row lock (PostgreSQL): the row's Seq, shifted so that
+    /// the stamps [`StoreShared::next_seq`] hands out after it (a provider call, a note)
+    /// fall between it and the next row's. Stamps then follow each message's commit order
+    /// without the client holding a lock while it draws them.
+    pub fn stamp_of_row(&self, seq: u64) -> u64 {
+        let stamp = seq << ROW_STAMP_SHIFT;
+        self.commit_seq.fetch_max(stamp, Ordering::SeqCst);
+        stamp
+    }
 }
+
+/// Room for 2^32 stamps between two event rows, and for 2^32 rows.
+const ROW_STAMP_SHIFT: u32 = 32;
 
 /// Where the database came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,4 +178,22 @@ pub struct PaymentRow {
     pub key: String,
     pub status: PaymentStatus,
     pub transaction_id: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_handed_out_after_a_row_fall_between_it_and_the_next_row() {
+        let shared = StoreShared::default();
+        let claim = shared.stamp_of_row(5);
+        let call = shared.next_seq();
+        let finalize = shared.stamp_of_row(6);
+        assert!(claim < call && call < finalize, "{claim} {call} {finalize}");
+        // A row drawn earlier but stamped later keeps its place among the rows.
+        let late = shared.stamp_of_row(4);
+        assert!(late < claim);
+        assert!(shared.next_seq() > finalize, "the counter never goes back");
+    }
 }

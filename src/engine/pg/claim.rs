@@ -1,5 +1,5 @@
-//! Claim and finalize on PostgreSQL, each with its `LeaseEvents` row in the same transaction
-//! (each one statement, in two round trips: see `trip`).
+//! Claim and finalize on PostgreSQL, each one statement with its `LeaseEvents` row, sent and
+//! committed in one round trip (see `trip`).
 
 use std::sync::Arc;
 
@@ -79,9 +79,8 @@ WITH guarded AS (
 SELECT o.n, r.Seq FROM outcome o CROSS JOIN recorded r",
 };
 
-/// A write's outcome, the `LeaseEvents` Seq it wrote (if any), and the engine stamp it drew
-/// while its locks were held, so stamps order each message's history as PostgreSQL
-/// committed it.
+/// A write's outcome, the `LeaseEvents` Seq it wrote (if any), and its engine stamp, taken
+/// from that Seq, so stamps order each message's history as PostgreSQL committed it.
 pub(crate) struct Stamped<T> {
     pub value: T,
     pub event: Option<u64>,
@@ -139,35 +138,27 @@ impl PgStore {
         lease_ms: i64,
     ) -> Result<Stamped<ClaimOutcome>> {
         let until = now + lease_ms;
-        let rows = self.begin_with(
+        let rows = self.run_alone(
             &CLAIM_NEXT,
             &[Arg::Text(worker), Arg::Int(now), Arg::Int(until)],
         )?;
-        let claimed = rows.first().map(|r| -> Result<(Lease, u64)> {
-            let lease = Lease {
-                id: need(int(r, 0))?,
-                key: need(text(r, 1))?,
-                owner: worker.to_string(),
-                until_ms: until,
-                version: need(int(r, 2))?,
-                seeding: need(int(r, 3))?,
-            };
-            Ok((lease, need(int(r, 4))? as u64))
-        });
-        let stamped = match claimed.transpose() {
-            Ok(None) => Stamped::unrecorded(ClaimOutcome::Empty, &self.shared),
-            Ok(Some((lease, seq))) => Stamped {
-                value: ClaimOutcome::Claimed(lease),
-                event: Some(seq),
-                stamp: self.shared.next_seq(),
-            },
-            Err(e) => {
-                let _ = self.client.batch_execute("ROLLBACK");
-                return Err(e);
-            }
+        let Some(r) = rows.first() else {
+            return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &self.shared));
         };
-        self.commit_open()?;
-        Ok(stamped)
+        let lease = Lease {
+            id: need(int(r, 0))?,
+            key: need(text(r, 1))?,
+            owner: worker.to_string(),
+            until_ms: until,
+            version: need(int(r, 2))?,
+            seeding: need(int(r, 3))?,
+        };
+        let seq = need(int(r, 4))? as u64;
+        Ok(Stamped {
+            value: ClaimOutcome::Claimed(lease),
+            event: Some(seq),
+            stamp: self.shared.stamp_of_row(seq),
+        })
     }
 
     /// Claim one particular message. Reports who holds it, and for how long, when another
@@ -258,7 +249,7 @@ impl PgStore {
         check: &StatusCheck,
         now: i64,
     ) -> Result<Stamped<FinalizeOutcome>> {
-        let rows = self.begin_with(
+        let rows = self.run_alone(
             &FINALIZE,
             &[
                 Arg::Int(now),
@@ -271,10 +262,8 @@ impl PgStore {
                 check.transaction_id.as_deref().into(),
             ],
         )?;
-        let row = rows.first();
-        let read = row.and_then(|r| Some((int(r, 0)?, int(r, 1)?)));
+        let read = rows.first().and_then(|r| Some((int(r, 0)?, int(r, 1)?)));
         let Some((changed, seq)) = read else {
-            let _ = self.client.batch_execute("ROLLBACK");
             return Err(PgError::Foreign(
                 "a finalize returned no outcome row".to_string(),
             ));
@@ -284,13 +273,10 @@ impl PgStore {
         } else {
             FinalizeOutcome::Rejected
         };
-        // Drawn before the commit, while the guarded row is still locked.
-        let stamp = self.shared.next_seq();
-        self.commit_open()?;
         Ok(Stamped {
             value: outcome,
             event: Some(seq as u64),
-            stamp,
+            stamp: self.shared.stamp_of_row(seq as u64),
         })
     }
 }
@@ -380,9 +366,9 @@ impl PgStore {
 }
 
 impl Recorder {
-    /// Append one `LeaseEvents` row and draw the engine's stamp, after the transaction's
-    /// writes and before its commit: the row locks it holds order each message's Seqs and
-    /// stamps as PostgreSQL commits them. Returns (Seq, stamp).
+    /// Append one `LeaseEvents` row, after the transaction's writes: the row lock it holds
+    /// orders each message's Seqs as PostgreSQL commits them, and the stamp is the Seq's
+    /// ([`StoreShared::stamp_of_row`]). Returns (Seq, stamp).
     pub fn record(&self, tx: &mut Transaction<'_>, e: &NewEvent<'_>) -> Result<(u64, u64)> {
         let seq: i64 = tx
             .query_one(
@@ -393,7 +379,7 @@ impl Recorder {
                 ],
             )?
             .get(0);
-        Ok((seq as u64, self.shared.next_seq()))
+        Ok((seq as u64, self.shared.stamp_of_row(seq as u64)))
     }
 }
 

@@ -1,8 +1,11 @@
-//! A write in two round trips: `BEGIN` and the write's one statement travel together as one
-//! simple query (the statement is prepared on the server once per connection, so it is not
-//! planned again), the engine's stamp is drawn while the statement's row locks are still
-//! held, then `COMMIT`. The client crate cannot pipeline `BEGIN` with a bound statement, and
-//! committing in the statement itself would draw the stamp after the locks are gone.
+//! A write in one round trip: the write's one statement, prepared on the server once per
+//! connection (so it is not planned again), run by `EXECUTE` with its arguments written in
+//! as literals, and committed on its own. The client crate binds parameters only for
+//! statements it prepares itself, which costs a round trip for the bind and one for the
+//! commit of an explicit transaction; a statement that commits itself needs neither. Its
+//! stamp comes from the event row's Seq, drawn under the row lock (see
+//! `StoreShared::stamp_of_row`), so nothing needs to happen between the write and its
+//! commit.
 
 use postgres::SimpleQueryMessage;
 
@@ -53,10 +56,8 @@ pub(super) fn text(row: &TextRow, i: usize) -> Option<String> {
 }
 
 impl PgStore {
-    /// Open a transaction and run `statement` in it, in one round trip. The transaction
-    /// stays open: the caller ends it with [`PgStore::commit_open`]. On an error it is
-    /// rolled back here.
-    pub(super) fn begin_with(
+    /// Run `statement` on its own (it commits when it ends), in one round trip.
+    pub(super) fn run_alone(
         &mut self,
         statement: &ServerStatement,
         args: &[Arg<'_>],
@@ -69,27 +70,18 @@ impl PgStore {
             self.on_server.insert(statement.name);
         }
         let args: Vec<String> = args.iter().map(|a| literal(*a)).collect();
-        let query = format!("BEGIN; EXECUTE {}({})", statement.name, args.join(", "));
-        match self.client.simple_query(&query) {
-            Ok(messages) => Ok(messages
-                .iter()
-                .filter_map(|m| match m {
-                    SimpleQueryMessage::Row(r) => {
-                        Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
-                    }
-                    _ => None,
-                })
-                .collect()),
-            Err(e) => {
-                let _ = self.client.batch_execute("ROLLBACK");
-                Err(e.into())
-            }
-        }
-    }
-
-    /// Commit the transaction [`PgStore::begin_with`] left open.
-    pub(super) fn commit_open(&mut self) -> Result<()> {
-        Ok(self.client.batch_execute("COMMIT")?)
+        let query = format!("EXECUTE {}({})", statement.name, args.join(", "));
+        Ok(self
+            .client
+            .simple_query(&query)?
+            .iter()
+            .filter_map(|m| match m {
+                SimpleQueryMessage::Row(r) => {
+                    Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
+                }
+                _ => None,
+            })
+            .collect())
     }
 }
 
