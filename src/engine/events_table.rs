@@ -218,8 +218,7 @@ impl Source {
                     _ => String::new(),
                 };
                 Some(format!(
-                    "EVENTS HELD BACK: a transaction older than the newest rows is still open{who}; \
-                     the table is current, the log and ledgers wait until it ends"
+                    "EVENTS HELD BACK by an open transaction{who}; the table is current"
                 ))
             }
             None if *told => {
