@@ -20,6 +20,8 @@ fn main() -> ExitCode {
         Some(Command::Lesson(a)) => dashboard::lesson_command(a),
         Some(Command::Worker(a)) => worker::worker(a),
         Some(Command::Bench(a)) => bench::bench(a),
+        Some(Command::Completions(a)) => cli::handlers::completions(a.shell),
+        Some(Command::Man) => cli::handlers::man(),
         // No command: the default lesson, unless the outbox is set up on the command line.
         None if !cli.dashboard.sets_up_an_outbox() => dashboard::lesson_command(&LessonArgs {
             lesson: leaselab::lesson::DEFAULT_LESSON.to_string(),

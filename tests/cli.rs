@@ -1167,3 +1167,73 @@ fn every_bad_number_is_refused_the_same_way_naming_its_flag() {
         assert_usage_error(&leaselab(args, dir.path()), needle);
     }
 }
+
+#[test]
+fn completions_are_made_from_the_command_line_itself_for_each_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = leaselab(&["completions", "bash"], dir.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let script = stdout(&o);
+    assert!(script.contains("complete -F _leaselab"), "{script}");
+    for word in [
+        "run",
+        "lesson",
+        "worker",
+        "bench",
+        "completions",
+        "man",
+        "--lease-ms",
+        "--db",
+    ] {
+        assert!(
+            script.contains(word),
+            "{word} missing from the bash completions"
+        );
+    }
+    // The script is valid bash.
+    let file = dir.path().join("leaselab.bash");
+    std::fs::write(&file, &script).unwrap();
+    let check = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let o = leaselab(&["completions", shell], dir.path());
+        assert_eq!(o.status.code(), Some(0), "{shell}: {}", stderr(&o));
+        assert!(stdout(&o).contains("lease-ms"), "{shell}");
+    }
+    let o = leaselab(&["completions", "tcsh"], dir.path());
+    assert_usage_error(&o, "invalid value 'tcsh'");
+}
+
+#[test]
+fn the_manual_page_has_every_command_and_its_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = leaselab(&["man"], dir.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let page = stdout(&o);
+    assert!(page.contains(".TH leaselab 1"), "{page}");
+    for section in [
+        "RUN",
+        "LESSON",
+        "LESSONS",
+        "WORKER",
+        "BENCH",
+        "COMPLETIONS",
+        "MAN",
+    ] {
+        assert!(
+            page.contains(&format!(".SH \"LEASELAB {section}\"")),
+            "no section for {section}"
+        );
+    }
+    // Flags of the dashboard and of a command, in roff's escaped hyphens.
+    assert!(page.contains(r"\-\-lease\-ms"));
+    assert!(page.contains(r"\-\-scale"), "the bench's own flag");
+}

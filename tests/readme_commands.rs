@@ -1,5 +1,5 @@
-//! Every `leaselab run` and `leaselab lesson` line in the README's code blocks runs and
-//! exits as the README says: 1 where its comment says the checks fail, 0 otherwise. A
+//! Every `leaselab run`, `lesson`, `completions` and `man` line in the README's code blocks
+//! runs and exits as the README says: 1 where its comment says the checks fail, 0 otherwise. A
 //! lesson the README opens in the dashboard is checked headless (`--check`), and the
 //! README's own lesson file stands in for `my-lesson.toml`.
 
@@ -51,7 +51,9 @@ fn commands(readme: &str) -> Vec<Line> {
                 .map(|w| w.trim_matches('"').to_string())
                 .collect();
             let is_ours = words.first().is_some_and(|w| w == "leaselab")
-                && words.get(1).is_some_and(|w| w == "run" || w == "lesson");
+                && words
+                    .get(1)
+                    .is_some_and(|w| ["run", "lesson", "completions", "man"].contains(&w.as_str()));
             is_ours.then(|| Line {
                 words: words[1..].to_vec(),
                 comment: comment.trim().to_string(),

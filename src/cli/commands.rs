@@ -22,6 +22,18 @@ pub enum Command {
     Worker(WorkerArgs),
     /// Measure claim throughput against the database's own ceiling (see README, Performance).
     Bench(BenchArgs),
+    /// Print a completion script for a shell: leaselab completions bash > /etc/bash_completion.d/leaselab
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff): leaselab man > leaselab.1; man ./leaselab.1
+    Man,
+}
+
+/// `leaselab completions SHELL`.
+#[derive(Args, Debug, Clone)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// The dashboard's flags, given with no command.
