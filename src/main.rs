@@ -29,6 +29,10 @@ fn main() -> ExitCode {
             print: false,
             db: cli.dashboard.db.clone(),
             speed: cli.dashboard.threads.speed,
+            cast: None,
+            shot: None,
+            step: None,
+            size: None,
         }),
         None => dashboard::dashboard(&cli.dashboard),
     }

@@ -87,7 +87,7 @@ fn runnable(words: &[String], pg: Option<&str>) -> Option<Vec<String>> {
         }
     }
     // A lesson opened in the dashboard is checked headless instead.
-    let headless = ["--check", "--print"];
+    let headless = ["--check", "--print", "--cast", "--shot"];
     if out[0] == "lesson" && !out.iter().any(|w| headless.contains(&w.as_str())) {
         out.push("--check".into());
     }

@@ -30,6 +30,28 @@ pub fn speed(s: &str) -> Result<f64, String> {
         .ok_or_else(|| "is not a number in 0.05-1000".to_string())
 }
 
+/// `--size 120x40`: columns and rows of an exported screen, within what an export draws.
+pub fn size(s: &str) -> Result<(u16, u16), String> {
+    let (min, max) = (
+        leaselab::ui::export::MIN_SIZE,
+        leaselab::ui::export::MAX_SIZE,
+    );
+    let refusal = || {
+        format!(
+            "is not COLSxROWS with {}-{} columns and {}-{} rows",
+            min.0, max.0, min.1, max.1
+        )
+    };
+    let (c, r) = s.split_once('x').ok_or_else(refusal)?;
+    let n = |t: &str| digits(t).and_then(|d| d.parse::<u16>().ok());
+    match (n(c), n(r)) {
+        (Some(c), Some(r)) if (min.0..=max.0).contains(&c) && (min.1..=max.1).contains(&r) => {
+            Ok((c, r))
+        }
+        _ => Err(refusal()),
+    }
+}
+
 /// Most worker threads `run` and the dashboard start.
 pub const MAX_THREADS: i64 = 64;
 

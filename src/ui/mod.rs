@@ -6,6 +6,7 @@
 //! clock is frozen and nothing changed, the tick is off and the loop sleeps until news arrives.
 
 pub mod app;
+pub mod export;
 pub mod keys;
 mod lock_wait;
 pub mod log;

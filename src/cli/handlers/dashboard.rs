@@ -71,6 +71,9 @@ pub(crate) fn lesson_command(a: &LessonArgs) -> ExitCode {
         Err(e) if std::path::Path::new(&a.lesson).exists() => return line_and_exit(&e, USAGE),
         Err(e) => return usage_error(e),
     };
+    if a.cast.is_some() || a.shot.is_some() {
+        return lesson_export(a, lesson);
+    }
     if !a.check {
         return lesson_dashboard(a, lesson);
     }
@@ -110,4 +113,44 @@ pub(crate) fn lesson_dashboard(a: &LessonArgs, lesson: leaselab::lesson::Lesson)
         Ok(ui::Ended::Failed(e)) => runtime_error(e),
         Err(e) => usage_error(e),
     }
+}
+
+/// `--cast FILE` and `--shot FILE`: the lesson's screens written to files, not a terminal.
+fn lesson_export(a: &LessonArgs, lesson: leaselab::lesson::Lesson) -> ExitCode {
+    use leaselab::ui::export;
+    let size = a.size.unwrap_or((120, 40));
+    let total = lesson.steps.len();
+    if let Some(n) = a.step.filter(|n| *n as usize > total) {
+        return usage_error(format!(
+            "--step {n}: lesson {} has {total} steps (0 is before the first)",
+            lesson.name
+        ));
+    }
+    let upto = match (&a.cast, a.step) {
+        (Some(_), _) => None,
+        (None, step) => step.map(|n| n as usize),
+    };
+    let screens = match export::screens(lesson.clone(), size, upto) {
+        Ok(s) => s,
+        Err(e) => return usage_error(e),
+    };
+    let mut written = Vec::new();
+    if let Some(path) = &a.cast {
+        written.push((path, export::cast(&lesson, &screens)));
+    }
+    if let (Some(path), Some(last)) = (&a.shot, screens.last()) {
+        let shown = match a.step {
+            Some(n) => &screens[n as usize],
+            None => last,
+        };
+        written.push((path, export::svg(&shown.buffer)));
+    }
+    let mut out = Out::new();
+    for (path, text) in written {
+        if let Err(e) = std::fs::write(path, text) {
+            return runtime_error(format!("cannot write {}: {e}", path.display()));
+        }
+        out.line(&format!("wrote {}", path.display()));
+    }
+    out.finish(ExitCode::SUCCESS)
 }
