@@ -29,15 +29,10 @@ impl Holdings {
                 if self.by_slot.len() <= slot {
                     self.by_slot.resize(slot + 1, None);
                 }
-                self.by_slot[slot] = Some(Lease {
-                    id: *id,
-                    key: key.clone(),
-                    owner: ev.actor.clone(),
-                    until_ms: *until_ms,
-                    version: *version,
-                    // Shown, never written with: a reader of events takes no lease.
-                    seeding: 0,
-                });
+                // Shown, never written with: a reader of events takes no lease (seeding 0).
+                let message = (*id, key.clone());
+                self.by_slot[slot] =
+                    Some(Lease::taken(&ev.actor, *until_ms, message, (*version, 0)));
             }
             EventKind::Finalized { id, .. }
             | EventKind::FinalizeRejected { id, .. }

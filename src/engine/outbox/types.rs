@@ -95,6 +95,26 @@ pub struct Lease {
     pub seeding: i64,
 }
 
+impl Lease {
+    /// The lease a claim by `worker` took, running until `until_ms`, on the row `(id, key)`
+    /// whose new fencing token the update returned: `(version, seeding)`.
+    pub fn taken(
+        worker: &str,
+        until_ms: i64,
+        (id, key): (i64, String),
+        (version, seeding): (i64, i64),
+    ) -> Lease {
+        Lease {
+            id,
+            key,
+            owner: worker.to_string(),
+            until_ms,
+            version,
+            seeding,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClaimOutcome {
     Claimed(Lease),

@@ -145,14 +145,9 @@ impl PgStore {
         let Some(r) = rows.first() else {
             return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &self.shared));
         };
-        let lease = Lease {
-            id: need(int(r, 0))?,
-            key: need(text(r, 1))?,
-            owner: worker.to_string(),
-            until_ms: until,
-            version: need(int(r, 2))?,
-            seeding: need(int(r, 3))?,
-        };
+        let message = (need(int(r, 0))?, need(text(r, 1))?);
+        let token = (need(int(r, 2))?, need(int(r, 3))?);
+        let lease = Lease::taken(worker, until, message, token);
         let seq = need(int(r, 4))? as u64;
         Ok(Stamped {
             value: ClaimOutcome::Claimed(lease),
@@ -213,14 +208,7 @@ impl PgStore {
             tx.commit()?;
             return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &shared));
         };
-        let lease = Lease {
-            id,
-            key,
-            owner: worker.to_string(),
-            until_ms: until,
-            version,
-            seeding,
-        };
+        let lease = Lease::taken(worker, until, (id, key), (version, seeding));
         let (seq, stamp) = rec.record(&mut tx, &NewEvent::claim(&lease, now))?;
         tx.commit()?;
         Ok(Stamped {

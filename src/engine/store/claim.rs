@@ -73,14 +73,8 @@ impl Store {
                 .query_row(
                     named_params! {":worker": worker, ":now": now, ":until": until},
                     |r| {
-                        Ok(Lease {
-                            id: r.get(0)?,
-                            key: r.get(1)?,
-                            owner: worker.to_string(),
-                            until_ms: until,
-                            version: r.get(2)?,
-                            seeding: r.get(3)?,
-                        })
+                        let message = (r.get(0)?, r.get(1)?);
+                        Ok(Lease::taken(worker, until, message, (r.get(2)?, r.get(3)?)))
                     },
                 )
                 .optional()?;
@@ -201,14 +195,8 @@ pub(super) fn take_lease(
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .optional()?;
-    Ok(row.map(|(key, version, seeding)| Lease {
-        id,
-        key,
-        owner: worker.to_string(),
-        until_ms: until,
-        version,
-        seeding,
-    }))
+    Ok(row
+        .map(|(key, version, seeding)| Lease::taken(worker, until, (id, key), (version, seeding))))
 }
 
 /// The `LeaseEvents` row of a successful claim, in the claim's transaction.
