@@ -1,12 +1,14 @@
-//! Claim and finalize on PostgreSQL, each one statement with its `LeaseEvents` row, sent and
-//! committed in one round trip (see `trip`).
+//! Claim and finalize on PostgreSQL, each one statement with its `LeaseEvents` row, run
+//! outside a transaction so that it commits on its own: one round trip each. Its engine
+//! stamp comes from the event row's Seq, drawn under the row lock (see
+//! `StoreShared::stamp_of_row`), so nothing needs to happen between the write and its commit.
 
 use std::sync::Arc;
 
+use postgres::types::Type;
 use postgres::{Statement, Transaction};
 
-use super::trip::{int, text, Arg, ServerStatement};
-use super::{PgError, PgStore, Result};
+use super::{PgStore, Result};
 use crate::engine::outbox::{ClaimOutcome, FinalizeOutcome, Lease, StoreShared};
 use crate::engine::provider::StatusCheck;
 
@@ -17,10 +19,7 @@ use crate::engine::provider::StatusCheck;
 /// holds the row's lock (and has its transaction id): Seq order is each message's commit
 /// order, and a tail can tell when every Seq up to a point is settled (see `tail`).
 /// $1 worker, $2 now, $3 until.
-const CLAIM_NEXT: ServerStatement = ServerStatement {
-    name: "leaselab_claim_next",
-    types: "text, bigint, bigint",
-    sql: "
+const CLAIM_NEXT_SQL: &str = "
 WITH pending AS (
        SELECT CreatedAtUtc, Id FROM OutboxMessages
         WHERE Status = 'Pending' AND AvailableAtUtc <= $2 ORDER BY CreatedAtUtc, Id LIMIT 1
@@ -46,18 +45,15 @@ WITH pending AS (
                                 LockedUntilUtc)
        SELECT $2, $1, 'Claimed', Id, PaymentKey, LeaseVersion, $3 FROM claimed
        RETURNING Seq)
-SELECT c.Id, c.PaymentKey, c.LeaseVersion, c.Seeding, r.Seq FROM claimed c CROSS JOIN recorded r",
-};
+SELECT c.Id, c.PaymentKey, c.LeaseVersion, c.Seeding, r.Seq FROM claimed c CROSS JOIN recorded r";
+const CLAIM_NEXT_TYPES: &[Type] = &[Type::TEXT, Type::INT8, Type::INT8];
 
 /// A finalize as one statement: Processed and the provider's answer only while this worker
 /// still holds this very lease, and the event row either way. `outcome` counts the guarded
 /// update's rows and takes the transaction id before the event row draws its Seq (a
 /// rejected finalize has locked nothing). $1 now, $2 id, $3 owner, $4 version, $5 seeding,
 /// $6 payment key, $7 the provider's status, $8 its transaction id.
-const FINALIZE: ServerStatement = ServerStatement {
-    name: "leaselab_finalize",
-    types: "bigint, bigint, text, bigint, bigint, text, text, text",
-    sql: "
+const FINALIZE_SQL: &str = "
 WITH guarded AS (
        UPDATE OutboxMessages
           SET Status = 'Processed', ProcessedAtUtc = $1, LockedUntilUtc = NULL
@@ -76,8 +72,17 @@ WITH guarded AS (
               $4, CASE WHEN n = 1 THEN $7 END
          FROM outcome
        RETURNING Seq)
-SELECT o.n, r.Seq FROM outcome o CROSS JOIN recorded r",
-};
+SELECT o.n, r.Seq FROM outcome o CROSS JOIN recorded r";
+const FINALIZE_TYPES: &[Type] = &[
+    Type::INT8,
+    Type::INT8,
+    Type::TEXT,
+    Type::INT8,
+    Type::INT8,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+];
 
 /// A write's outcome, the `LeaseEvents` Seq it wrote (if any), and its engine stamp, taken
 /// from that Seq, so stamps order each message's history as PostgreSQL committed it.
@@ -138,17 +143,13 @@ impl PgStore {
         lease_ms: i64,
     ) -> Result<Stamped<ClaimOutcome>> {
         let until = now + lease_ms;
-        let rows = self.run_alone(
-            &CLAIM_NEXT,
-            &[Arg::Text(worker), Arg::Int(now), Arg::Int(until)],
-        )?;
-        let Some(r) = rows.first() else {
+        // Outside a transaction the statement commits on its own: one round trip.
+        let claim = self.prepared_typed(CLAIM_NEXT_SQL, CLAIM_NEXT_TYPES)?;
+        let Some(r) = self.client.query_opt(&claim, &[&worker, &now, &until])? else {
             return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &self.shared));
         };
-        let message = (need(int(r, 0))?, need(text(r, 1))?);
-        let token = (need(int(r, 2))?, need(int(r, 3))?);
-        let lease = Lease::taken(worker, until, message, token);
-        let seq = need(int(r, 4))? as u64;
+        let lease = Lease::taken(worker, until, (r.get(0), r.get(1)), (r.get(2), r.get(3)));
+        let seq = r.get::<_, i64>(4) as u64;
         Ok(Stamped {
             value: ClaimOutcome::Claimed(lease),
             event: Some(seq),
@@ -237,25 +238,22 @@ impl PgStore {
         check: &StatusCheck,
         now: i64,
     ) -> Result<Stamped<FinalizeOutcome>> {
-        let rows = self.run_alone(
-            &FINALIZE,
+        // Outside a transaction the statement commits on its own: one round trip.
+        let finalize = self.prepared_typed(FINALIZE_SQL, FINALIZE_TYPES)?;
+        let row = self.client.query_one(
+            &finalize,
             &[
-                Arg::Int(now),
-                Arg::Int(lease.id),
-                Arg::Text(&lease.owner),
-                Arg::Int(lease.version),
-                Arg::Int(lease.seeding),
-                Arg::Text(&lease.key),
-                Arg::Text(check.status.as_str()),
-                check.transaction_id.as_deref().into(),
+                &now,
+                &lease.id,
+                &lease.owner,
+                &lease.version,
+                &lease.seeding,
+                &lease.key,
+                &check.status.as_str(),
+                &check.transaction_id,
             ],
         )?;
-        let read = rows.first().and_then(|r| Some((int(r, 0)?, int(r, 1)?)));
-        let Some((changed, seq)) = read else {
-            return Err(PgError::Foreign(
-                "a finalize returned no outcome row".to_string(),
-            ));
-        };
+        let (changed, seq): (i64, i64) = (row.get(0), row.get(1));
         let outcome = if changed == 1 {
             FinalizeOutcome::Committed
         } else {
@@ -369,9 +367,4 @@ impl Recorder {
             .get(0);
         Ok((seq as u64, self.shared.stamp_of_row(seq as u64)))
     }
-}
-
-/// A column a statement always returns.
-fn need<T>(v: Option<T>) -> Result<T> {
-    v.ok_or_else(|| PgError::Foreign("a claim returned an incomplete row".to_string()))
 }

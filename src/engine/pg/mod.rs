@@ -12,9 +12,8 @@ mod read;
 mod retry;
 mod seed;
 mod tail;
-mod trip;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -170,8 +169,6 @@ pub struct PgStore {
     shared: Arc<StoreShared>,
     /// Statements prepared once per connection: a query by text costs a parse round trip.
     prepared: HashMap<&'static str, Statement>,
-    /// Statements this connection has prepared on the server (see `trip`).
-    on_server: HashSet<&'static str>,
 }
 
 impl fmt::Debug for PgStore {
@@ -229,7 +226,6 @@ impl PgStore {
             shown,
             shared: Arc::new(StoreShared::default()),
             prepared: HashMap::new(),
-            on_server: HashSet::new(),
         })
     }
 
@@ -239,6 +235,20 @@ impl PgStore {
             return Ok(s.clone());
         }
         let s = self.client.prepare(sql)?;
+        self.prepared.insert(sql, s.clone());
+        Ok(s)
+    }
+
+    /// `sql` prepared on this connection with its parameters' types, the first time only.
+    fn prepared_typed(
+        &mut self,
+        sql: &'static str,
+        types: &[postgres::types::Type],
+    ) -> Result<Statement> {
+        if let Some(s) = self.prepared.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare_typed(sql, types)?;
         self.prepared.insert(sql, s.clone());
         Ok(s)
     }
