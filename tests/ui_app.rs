@@ -82,7 +82,7 @@ fn the_lease_expiry_story_steps_from_start_to_end() {
     });
     app.start();
     assert!(app.paused() && !app.engine.clock.is_running());
-    assert_eq!(app.story.len(), 7);
+    assert_eq!(app.lesson.as_ref().map(|l| l.runner.total()), Some(7));
     let t0 = app.engine.clock.now();
 
     press(&mut app, 'n'); // Worker-A claims message 1
@@ -585,4 +585,34 @@ fn w_adds_a_worker_that_works_and_shift_w_stops_the_last_one() {
         Some("one worker is the fewest"),
         "W never stops the last worker"
     );
+}
+
+#[test]
+fn the_story_steps_back_like_a_lesson_and_space_leaves_it_for_free_play() {
+    let mut app = app(DashboardOptions {
+        scenario: Scenario::LeaseExpiry,
+        ..DashboardOptions::default()
+    });
+    app.start();
+    press(&mut app, 'n'); // Worker-A claims
+    press(&mut app, 'n'); // Worker-A crashes
+    app.refresh(20, 10);
+    assert_eq!(app.snapshot().workers[0].status.state, WorkerState::Crashed);
+    press(&mut app, 'b'); // reseeded, the claim replayed
+    app.refresh(20, 10);
+    assert_ne!(app.snapshot().workers[0].status.state, WorkerState::Crashed);
+    assert_eq!(
+        row_status(&app, 1),
+        ("Processing".into(), Some("Worker-A".into()))
+    );
+    assert_eq!(app.lesson.as_ref().map(|l| l.runner.done), Some(1));
+    assert!(app.is_story());
+    assert!(app.log.contains("LESSON back to step 1/7"));
+    // Space leaves the story: the workers run on their own, and R tells it again.
+    press(&mut app, ' ');
+    assert!(!app.is_story() && !app.paused());
+    press(&mut app, ' ');
+    press(&mut app, 'R');
+    assert!(app.is_story());
+    assert_eq!(app.lesson.as_ref().map(|l| l.runner.done), Some(0));
 }

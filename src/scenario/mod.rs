@@ -1,6 +1,9 @@
 //! The scripted stories, run headless by `leaselab run` and stepped in the dashboard.
 
-use std::collections::BTreeSet;
+mod story;
+
+pub use story::lease_expiry_story;
+
 use std::time::{Duration, Instant};
 
 use crate::engine::checker::{self, HistoryCheck};
@@ -13,7 +16,7 @@ use crate::engine::outbox::{
 use crate::engine::worker::WorkerStatus;
 use crate::engine::worker_id::WorkerId;
 use crate::engine::{Engine, EngineConfig};
-use crate::lesson::{Action, MessageSel, Performer};
+use crate::lesson::LessonRunner;
 use crate::setup::{Reliability, Timing};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,29 +110,6 @@ impl Scenario {
     pub fn has_story(self) -> bool {
         matches!(self, Scenario::OutboxLeasing | Scenario::LeaseExpiry)
     }
-}
-
-/// Worker-A claims message 1 and crashes; Worker-B is blocked, the lease runs out, Worker-B
-/// reclaims and processes it once.
-/// Told with the lessons' actions and carried out by their [`Performer`].
-pub fn lease_expiry_story(lease_ms: i64) -> Vec<Action> {
-    let first = MessageSel {
-        id: 1,
-        key: crate::engine::store::payment_key(1),
-    };
-    let claim = |slot| Action::Claim {
-        slot,
-        message: Some(first.clone()),
-    };
-    vec![
-        claim(0),
-        Action::Crash { slot: 0 },
-        claim(1),
-        Action::Advance { ms: lease_ms + 100 },
-        claim(1),
-        Action::Act { slot: 1 },
-        Action::Act { slot: 1 },
-    ]
 }
 
 /// What the story proved, read back from the events.
@@ -394,7 +374,7 @@ pub fn run(scenario: Scenario, opts: &RunOptions) -> Result<RunOutcome, RunError
     let mut engine = Engine::start(config, true).map_err(start_error)?;
     let mut ledger = Ledger::new();
     let mut events = Timeline::default();
-    first_moves(&mut engine, story, opts.lease_ms, &mut ledger, &mut events)?;
+    first_moves(&mut engine, story, &mut ledger, &mut events)?;
 
     // Everyone runs concurrently until nothing is left.
     if opts.process_ms > 0 {
@@ -467,15 +447,14 @@ fn drain_now(engine: &Engine, ledger: &mut Ledger, events: &mut Timeline) -> Res
 fn first_moves(
     engine: &mut Engine,
     story: bool,
-    lease_ms: i64,
     ledger: &mut Ledger,
     events: &mut Timeline,
 ) -> Result<(), RunError> {
     if story {
-        let mut frozen = BTreeSet::new();
-        for action in lease_expiry_story(lease_ms) {
-            Performer::new(&mut frozen)
-                .perform(engine, &action)
+        let mut runner = LessonRunner::new(lease_expiry_story(&engine.config));
+        while !runner.finished() {
+            runner
+                .apply_next(engine)
                 .map_err(|e| RunError::Runtime(format!("the lease-expiry story: {e}")))?;
         }
         drain_now(engine, ledger, events)?;

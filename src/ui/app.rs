@@ -12,14 +12,13 @@ use crate::engine::clock::hms;
 use crate::engine::events::{Event, EventKind};
 use crate::engine::ledger::Ledger;
 use crate::engine::{Engine, EngineConfig};
-use crate::lesson::{Action as StoryAction, Performer};
-use crate::scenario::{lease_expiry_story, Scenario};
+use crate::scenario::Scenario;
 
 use super::keys::{self, Action};
 use super::log::EventLog;
 pub use super::render::speed_label;
 use super::snapshot::Snapshot;
-use super::state::{Story, UiState};
+use super::state::UiState;
 use super::theme::Theme;
 use super::timeline::Timeline;
 use super::DashboardOptions;
@@ -53,8 +52,8 @@ pub struct App {
     pub log: EventLog,
     pub timeline: Timeline,
     pub ui: UiState,
-    pub story: Story,
-    /// A lesson being stepped, with its narration.
+    /// A lesson being stepped, with its narration; the lease-expiry scenario's story is
+    /// one too.
     pub lesson: Option<LessonMode>,
     paused: bool,
     speed: f64,
@@ -97,13 +96,7 @@ impl App {
         let engine = Engine::start(config, true).map_err(|e| e.to_string())?;
         engine.clock.set_speed(speed);
         let reader = engine.db.open_reader().map_err(|e| e.to_string())?;
-        let story = if scenario == Scenario::LeaseExpiry {
-            lease_expiry_story(lease_ms)
-        } else {
-            Vec::new()
-        };
         let mut app = App::around(engine, reader, theme, scenario, messages);
-        app.story = Story::new(story);
         app.speed = speed;
         app.absorb_events();
         if let Some(holder) = &app.engine.recovered {
@@ -111,9 +104,8 @@ impl App {
                 format!("database recovered from {holder}, which ended without releasing it");
             app.ui.say(notice);
         }
-        if app.is_story() {
-            app.ui
-                .say("the lease-expiry story: press n to take each step");
+        if scenario == Scenario::LeaseExpiry {
+            app.tell_story();
         }
         Ok(app)
     }
@@ -138,7 +130,6 @@ impl App {
             log: EventLog::default(),
             timeline: Timeline::default(),
             ui: UiState::default(),
-            story: Story::new(Vec::new()),
             lesson: None,
             paused: true,
             speed: 1.0,
@@ -165,13 +156,9 @@ impl App {
         &self.snap
     }
 
-    /// True while story steps remain.
+    /// True while the scenario's story has steps left.
     pub fn is_story(&self) -> bool {
-        self.story.is_running()
-    }
-
-    pub fn next_story_step(&self) -> Option<&StoryAction> {
-        self.story.next()
+        self.lesson.as_ref().is_some_and(|l| l.story)
     }
 
     pub fn paused(&self) -> bool {
@@ -236,8 +223,11 @@ impl App {
 
     /// The worker a single step would move, while paused.
     pub fn next_mover(&self) -> Option<usize> {
-        if let Some(step) = self.next_story_step() {
-            return step.worker();
+        if let Some(l) = self.lesson.as_ref().filter(|l| l.story) {
+            let next = l.runner.lesson.steps.get(l.runner.done);
+            return next
+                .and_then(|s| s.actions.first())
+                .and_then(|a| a.worker());
         }
         let alive: Vec<usize> = self.engine.alive_slots();
         let n = self.worker_count();
@@ -495,7 +485,7 @@ impl App {
 
     fn resume(&mut self) {
         if self.is_story() {
-            self.story.leave();
+            self.lesson = None;
             self.ui.say("story left: the workers now run on their own");
         }
         self.engine.clock.set_speed(self.speed);
@@ -513,37 +503,12 @@ impl App {
         if !self.paused {
             return self.ui.say("n steps while paused: press space first");
         }
-        if let Some(step) = self.next_story_step().cloned() {
-            return self.story_step(step);
-        }
         let Some(slot) = self.next_mover() else {
             return self.ui.say("every worker is down: select one and press r");
         };
         self.engine.step(slot);
         self.next_slot = (slot + 1) % self.worker_count().max(1);
         self.after_engine_call();
-    }
-
-    fn story_step(&mut self, step: StoryAction) {
-        self.story.at += 1;
-        let now = self.engine.clock.now();
-        let line = format!(
-            "story {}/{}: {}",
-            self.story.at,
-            self.story.len(),
-            step.describe()
-        );
-        self.log.note(now, line);
-        // The story freezes nobody: it has no pause.
-        let done = Performer::new(&mut Default::default()).perform(&mut self.engine, &step);
-        self.after_engine_call();
-        if let Err(e) = done {
-            return self.ui.say(format!("story step not taken: {e}"));
-        }
-        if !self.is_story() {
-            self.ui
-                .say("story done: n now steps the workers, space runs them");
-        }
     }
 
     fn crash_selected(&mut self) {
@@ -578,7 +543,7 @@ impl App {
         self.next_slot = 0;
         self.ui.table_offset = 0;
         if self.scenario == Scenario::LeaseExpiry && self.paused && self.leasing() {
-            self.story = Story::new(lease_expiry_story(self.lease_ms()));
+            self.tell_story();
         }
         self.after_engine_call();
         let now = self.engine.clock.now();

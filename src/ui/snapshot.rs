@@ -37,7 +37,6 @@ pub struct Snapshot {
     pub history: Option<HistoryCheck>,
     /// Its rules as the report's check list judges them, taken with `history`.
     pub checks: Vec<Check>,
-    pub story: Option<StoryView>,
     pub lesson: Option<LessonView>,
     pub log: LogView,
     pub lanes: Vec<Lane>,
@@ -157,19 +156,12 @@ pub struct Unknown {
     pub crashes: bool,
 }
 
-/// The next story step, for the status strip.
-#[derive(Debug, Clone)]
-pub struct StoryView {
-    /// 1-based number of the next step.
-    pub number: usize,
-    pub len: usize,
-    pub describe: String,
-}
-
 /// A lesson's progress, for the strip and the narration panel.
 #[derive(Debug, Clone)]
 pub struct LessonView {
     pub title: String,
+    /// The scenario's story: the strip counts the next step, as it was told before.
+    pub story: bool,
     pub done: usize,
     pub total: usize,
     pub finished: bool,

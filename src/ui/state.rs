@@ -2,8 +2,6 @@
 //! (focus, scroll offsets, help, selected worker), the answer to the last key, and the
 //! lease-expiry story's progress.
 
-use crate::lesson::Action;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Focus {
     Table,
@@ -141,41 +139,5 @@ impl UiState {
         self.log_back = self
             .log_back
             .min(log_lines.saturating_sub(self.log_page as usize));
-    }
-}
-
-/// The lease-expiry story: scripted steps taken one `n` at a time.
-#[derive(Debug, Clone, Default)]
-pub struct Story {
-    pub steps: Vec<Action>,
-    /// Steps taken so far.
-    pub at: usize,
-}
-
-impl Story {
-    pub fn new(steps: Vec<Action>) -> Story {
-        Story { steps, at: 0 }
-    }
-
-    /// True while steps remain.
-    pub fn is_running(&self) -> bool {
-        self.at < self.steps.len()
-    }
-
-    pub fn next(&self) -> Option<&Action> {
-        self.steps.get(self.at)
-    }
-
-    pub fn len(&self) -> usize {
-        self.steps.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.steps.is_empty()
-    }
-
-    /// Leave the story: the workers run on their own from here.
-    pub fn leave(&mut self) {
-        self.at = self.steps.len();
     }
 }

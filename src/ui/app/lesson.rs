@@ -18,9 +18,21 @@ pub struct LessonMode {
     changed: bool,
     /// The clock when the script last stood still; free play may move it.
     script_clock: i64,
+    /// The scenario's story rather than a lesson: it ends, or space leaves it, into free
+    /// play with the scenario's outbox.
+    pub story: bool,
 }
 
 impl LessonMode {
+    fn new(runner: LessonRunner, now_ms: i64, story: bool) -> LessonMode {
+        LessonMode {
+            runner,
+            changed: false,
+            script_clock: now_ms,
+            story,
+        }
+    }
+
     /// An engine event that did not come from a scripted step.
     pub(super) fn saw(&mut self, ev: &Event) {
         if !matches!(
@@ -74,11 +86,7 @@ impl App {
         let mut runner = LessonRunner::new(lesson);
         runner.prepare(&app.engine);
         app.absorb_events();
-        app.lesson = Some(LessonMode {
-            runner,
-            changed: false,
-            script_clock: app.engine.clock.now(),
-        });
+        app.lesson = Some(LessonMode::new(runner, app.engine.clock.now(), false));
         // A recovered database is news the teacher must see; the strip says how to go on.
         if app.ui.notice.is_none() {
             app.ui.say("n takes the first step");
@@ -86,15 +94,30 @@ impl App {
         Ok(app)
     }
 
+    /// Step the lease-expiry story from the outbox as it stands (just seeded, paused).
+    pub(super) fn tell_story(&mut self) {
+        let config = crate::engine::EngineConfig {
+            messages: self.messages,
+            lease_ms: self.lease_ms(),
+            leasing: self.leasing(),
+            ..self.engine.config.clone()
+        };
+        let runner = LessonRunner::new(crate::scenario::lease_expiry_story(&config));
+        let now = self.engine.clock.now();
+        self.lesson = Some(LessonMode::new(runner, now, true));
+        self.ui
+            .say("the lease-expiry story: press n to take each step");
+    }
+
     /// `lesson NAME` in the header instead of the scenario.
     pub fn setting_label(&self) -> (&'static str, String) {
         match &self.lesson {
-            Some(l) => ("lesson ", l.runner.lesson.name.clone()),
+            Some(l) if !l.story => ("lesson ", l.runner.lesson.name.clone()),
             // Headless, this scenario also tells the recovery story; here it does not.
-            None if self.scenario.has_story() && self.story.is_empty() => {
+            None if self.scenario == Scenario::OutboxLeasing => {
                 ("free play ", self.scenario.name().to_string())
             }
-            None => ("scenario ", self.scenario.name().to_string()),
+            _ => ("scenario ", self.scenario.name().to_string()),
         }
     }
 
@@ -125,6 +148,11 @@ impl App {
             return;
         }
         self.run_next(&mut mode);
+        if mode.story && mode.runner.finished() {
+            self.ui
+                .say("story done: n now steps the workers, space runs them");
+            return;
+        }
         if mode.runner.finished() {
             self.ui
                 .say("last step: b steps back, R starts again, space plays");
@@ -187,9 +215,10 @@ impl App {
             .map(|s| s.actions_text.join(", "))
             .unwrap_or_default();
         let now = self.engine.clock.now();
+        let label = if mode.story { "STORY" } else { "LESSON" };
         self.log.note(
             now,
-            format!("LESSON step {number}/{}: {what}", mode.runner.total()),
+            format!("{label} step {number}/{}: {what}", mode.runner.total()),
         );
         let error = mode.runner.apply_next(&mut self.engine).err();
         self.after_engine_call();

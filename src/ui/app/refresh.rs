@@ -12,8 +12,8 @@ use crate::engine::worker::WorkerHandle;
 
 use super::super::render::timeline;
 use super::super::snapshot::{
-    DbView, LedgerFigures, LessonView, LogView, MessageHistoryView, Spot, StoryView,
-    ThroughputView, Unknown, WorkerView,
+    DbView, LedgerFigures, LessonView, LogView, MessageHistoryView, Spot, ThroughputView, Unknown,
+    WorkerView,
 };
 use super::{App, LessonMode};
 
@@ -74,11 +74,6 @@ impl App {
         self.snap.next_mover = if self.paused { self.next_mover() } else { None };
         self.snap.drained = self.drained();
         self.snap.figures = self.figures();
-        self.snap.story = self.story.next().map(|step| StoryView {
-            number: self.story.at + 1,
-            len: self.story.len(),
-            describe: step.describe(),
-        });
         let spots = self.spots(now_ms);
         self.snap.lesson = self.lesson.as_ref().map(|l| lesson_view(l, now_ms, spots));
         if let Some(l) = &self.snap.lesson {
@@ -438,6 +433,7 @@ fn lesson_view(mode: &LessonMode, now_ms: i64, spots: Vec<Spot>) -> LessonView {
     };
     LessonView {
         title: r.lesson.title.clone(),
+        story: mode.story,
         done: r.done,
         total: r.total(),
         finished: r.finished(),

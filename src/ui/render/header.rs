@@ -83,33 +83,7 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
         spans.push(Span::raw("  "));
     }
     if let Some(l) = &s.lesson {
-        if l.off_script {
-            spans.push(styled(" OFF SCRIPT ", t.warn));
-            spans.push(Span::raw(
-                " n or b puts the lesson back (reseed and replay)",
-            ));
-        } else if l.finished {
-            spans.push(styled(
-                format!(" LESSON DONE {}/{} ", l.done, l.total),
-                t.paused,
-            ));
-            spans.push(Span::raw(" b back · R from the start · space free play"));
-        } else {
-            spans.push(styled(format!(" LESSON {}/{} ", l.done, l.total), t.paused));
-            // What the next `n` does comes first: the keys give way on a narrow screen.
-            match &l.next_actions {
-                Some(next) => spans.push(styled(format!(" n: {next}"), t.next_mover)),
-                None => spans.push(Span::raw(" n next step")),
-            }
-            spans.push(Span::raw(" · b back · space free play"));
-        }
-    } else if let Some(step) = &s.story {
-        spans.push(styled(
-            format!(" STORY {}/{} ", step.number, step.len),
-            t.paused,
-        ));
-        spans.push(Span::raw(" n: "));
-        spans.push(styled(step.describe.clone(), t.next_mover));
+        lesson_spans(&mut spans, l, t);
     } else if s.drained && ui.notice.is_none() {
         // The end of the run: say what happened before what could move next.
         match &s.history {
@@ -153,6 +127,40 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
         }
     }
     frame.render_widget(Paragraph::new(Line::from(fit(spans, area.width))), area);
+}
+
+/// A lesson's (or the story's) place in the strip: the step, what `n` does next, the keys.
+fn lesson_spans(spans: &mut Vec<Span<'static>>, l: &crate::ui::snapshot::LessonView, t: &Theme) {
+    if l.story && !l.off_script {
+        spans.push(styled(
+            format!(" STORY {}/{} ", l.done + 1, l.total),
+            t.paused,
+        ));
+        spans.push(Span::raw(" n: "));
+        spans.push(styled(
+            l.next_actions.clone().unwrap_or_default(),
+            t.next_mover,
+        ));
+    } else if l.off_script {
+        spans.push(styled(" OFF SCRIPT ", t.warn));
+        spans.push(Span::raw(
+            " n or b puts the lesson back (reseed and replay)",
+        ));
+    } else if l.finished {
+        spans.push(styled(
+            format!(" LESSON DONE {}/{} ", l.done, l.total),
+            t.paused,
+        ));
+        spans.push(Span::raw(" b back · R from the start · space free play"));
+    } else {
+        spans.push(styled(format!(" LESSON {}/{} ", l.done, l.total), t.paused));
+        // What the next `n` does comes first: the keys give way on a narrow screen.
+        match &l.next_actions {
+            Some(next) => spans.push(styled(format!(" n: {next}"), t.next_mover)),
+            None => spans.push(Span::raw(" n next step")),
+        }
+        spans.push(Span::raw(" · b back · space free play"));
+    }
 }
 
 /// The strip's spans cut to `width` without cutting words: the hints between ` · ` go

@@ -27,7 +27,8 @@ pub fn render(frame: &mut Frame, area: Rect, l: &LessonView, ui: &UiState, t: &T
     if area.height == 0 {
         return;
     }
-    let title = format!(" Lesson step {}/{} · {} ", l.done, l.total, l.title);
+    let kind = if l.story { "Story" } else { "Lesson" };
+    let title = format!(" {kind} step {}/{} · {} ", l.done, l.total, l.title);
     let text = lines(l, t, area.width.saturating_sub(2));
     let shown = area.height.saturating_sub(1);
     let more = (text.len() as u16).saturating_sub(shown);
