@@ -5,6 +5,7 @@ mod pg;
 
 pub use pg::{measure_pg, PgComparison, PgRun, Versus};
 
+use crate::engine::outbox::prelude::*;
 use std::path::Path;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};

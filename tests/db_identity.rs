@@ -1,6 +1,7 @@
 //! `--db`: a leaselab database is recognised by its exact schema and its marker before a
 //! single byte is written; anything else is refused and left exactly as it was.
 
+use leaselab::engine::outbox::prelude::*;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;

@@ -1,5 +1,6 @@
 //! The claim and finalize rules, against real SQLite files.
 
+use leaselab::engine::outbox::prelude::*;
 use std::sync::Arc;
 
 use leaselab::engine::provider::{Provider, ProviderStatus, StatusCheck};

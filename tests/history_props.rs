@@ -16,6 +16,7 @@
 #[allow(dead_code)]
 mod pg_support;
 
+use leaselab::engine::outbox::prelude::*;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -25,7 +26,7 @@ use leaselab::engine::checker::{self, HistoryCheck};
 use leaselab::engine::clock::{Clock, SCENARIO_START_MS};
 use leaselab::engine::events::{Event, EventKind, ENGINE};
 use leaselab::engine::ledger::Ledger;
-use leaselab::engine::pg::PgOutbox;
+use leaselab::engine::pg::PgStore;
 use leaselab::engine::provider::{Provider, ProviderFaults};
 use leaselab::engine::stepper::Stepper;
 use leaselab::engine::store::{payment_key, Durability, Store, StoreShared};
@@ -190,7 +191,7 @@ impl World {
                 (Box::new(store), Db::Sqlite(db_path))
             }
             Some(url) => {
-                let (mut store, _) = PgOutbox::create(url, shared.clone()).unwrap();
+                let (mut store, _) = PgStore::create_held(url, shared.clone()).unwrap();
                 store.empty().unwrap();
                 (Box::new(store), Db::Postgres(url.to_string()))
             }

@@ -1,6 +1,7 @@
 //! The LeaseEvents table: every claim, heartbeat, finalize and failed attempt writes its row
 //! in its own transaction, and the rows alone rebuild a history the checker accepts.
 
+use leaselab::engine::outbox::prelude::*;
 use std::sync::Arc;
 
 use leaselab::engine::checker;

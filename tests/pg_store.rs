@@ -3,12 +3,13 @@
 
 mod pg_support;
 
+use leaselab::engine::outbox::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Barrier};
 
-use leaselab::engine::backend::{Db, Outbox};
-use leaselab::engine::pg::{LeaseEventRow, PgError, PgOutbox, PgStore, PgTail};
+use leaselab::engine::backend::Db;
+use leaselab::engine::pg::{LeaseEventRow, PgError, PgStore, PgTail};
 use leaselab::engine::provider::{Provider, ProviderStatus, StatusCheck};
 use leaselab::engine::store::{
     ClaimOutcome, DbOrigin, Durability, FailOutcome, FinalizeOutcome, Lease, MessageRef,
@@ -62,7 +63,7 @@ fn an_empty_database_is_made_once_then_reused() {
     let Some(db) = scratch("made") else { return };
     let (_, origin) = PgStore::create(&db.config).expect("create");
     assert_eq!(origin, DbOrigin::Created);
-    let (mut store, origin) = PgStore::create(&db.config).expect("reopen");
+    let (store, origin) = PgStore::create(&db.config).expect("reopen");
     assert_eq!(origin, DbOrigin::Reused);
     assert_eq!(store.outbox_counts().unwrap(), OutboxCounts::default());
     let marker = db
@@ -133,23 +134,26 @@ fn claim_takes_pending_oldest_first_and_an_expired_lease_only_after_its_expiry()
     let Some((_db, mut store)) = seeded("claimrule", 2) else {
         return;
     };
-    let a = claimed(store.claim_next("Worker-A", NOW, LEASE).unwrap().0);
-    let b = claimed(store.claim_next("Worker-B", NOW, LEASE).unwrap().0);
+    let a = claimed(store.claim_next_recorded("Worker-A", NOW, LEASE).unwrap().0);
+    let b = claimed(store.claim_next_recorded("Worker-B", NOW, LEASE).unwrap().0);
     assert_eq!((a.id, a.key.as_str(), a.version), (1, "PAY-001", 1));
     assert_eq!((b.id, b.version, b.until_ms), (2, 1, NOW + LEASE));
     assert_eq!(
-        store.claim_next("Worker-C", NOW, LEASE).unwrap(),
+        store.claim_next_recorded("Worker-C", NOW, LEASE).unwrap(),
         (ClaimOutcome::Empty, None)
     );
     // At its expiry instant a lease still holds; one millisecond later it is claimable.
     let at_expiry = NOW + LEASE;
     assert_eq!(
-        store.claim_next("Worker-C", at_expiry, LEASE).unwrap().0,
+        store
+            .claim_next_recorded("Worker-C", at_expiry, LEASE)
+            .unwrap()
+            .0,
         ClaimOutcome::Empty
     );
     let c = claimed(
         store
-            .claim_next("Worker-C", at_expiry + 1, LEASE)
+            .claim_next_recorded("Worker-C", at_expiry + 1, LEASE)
             .unwrap()
             .0,
     );
@@ -174,11 +178,26 @@ fn an_expired_lease_on_an_older_message_is_claimed_before_a_newer_pending_one() 
     let Some((_db, mut store)) = seeded("older", 2) else {
         return;
     };
-    let a = claimed(store.claim_id(1, "Worker-A", NOW, LEASE).unwrap().0);
+    let a = claimed(
+        store
+            .claim_id_recorded(1, "Worker-A", NOW, LEASE)
+            .unwrap()
+            .0,
+    );
     let later = a.until_ms + 1;
-    let b = claimed(store.claim_next("Worker-B", later, LEASE).unwrap().0);
+    let b = claimed(
+        store
+            .claim_next_recorded("Worker-B", later, LEASE)
+            .unwrap()
+            .0,
+    );
     assert_eq!((b.id, b.version), (1, 2));
-    let c = claimed(store.claim_next("Worker-C", later, LEASE).unwrap().0);
+    let c = claimed(
+        store
+            .claim_next_recorded("Worker-C", later, LEASE)
+            .unwrap()
+            .0,
+    );
     assert_eq!((c.id, c.version), (2, 1));
 }
 
@@ -188,7 +207,7 @@ fn emptying_starts_the_outbox_again_from_one_while_event_seqs_carry_on() {
         return;
     };
     let provider = Provider::new();
-    let (first, first_seq) = store.claim_next("Worker-A", NOW, LEASE).unwrap();
+    let (first, first_seq) = store.claim_next_recorded("Worker-A", NOW, LEASE).unwrap();
     claimed(first);
     store.empty().unwrap();
     assert_eq!(store.outbox_counts().unwrap(), OutboxCounts::default());
@@ -210,7 +229,7 @@ fn emptying_starts_the_outbox_again_from_one_while_event_seqs_carry_on() {
     );
     assert_eq!(provider.creations_total(), 3);
     // Seq never goes back, so a reader tailing the table follows the new seeding.
-    let (lease, seq) = store.claim_next("Worker-A", NOW, LEASE).unwrap();
+    let (lease, seq) = store.claim_next_recorded("Worker-A", NOW, LEASE).unwrap();
     assert_eq!(claimed(lease).id, 1);
     assert!(seq > first_seq, "{seq:?} after {first_seq:?}");
 }
@@ -220,7 +239,12 @@ fn claim_of_a_held_message_is_blocked_with_owner_and_time_left() {
     let Some((_db, mut store)) = seeded("blocked", 2) else {
         return;
     };
-    let a = claimed(store.claim_id(1, "Worker-A", NOW, LEASE).unwrap().0);
+    let a = claimed(
+        store
+            .claim_id_recorded(1, "Worker-A", NOW, LEASE)
+            .unwrap()
+            .0,
+    );
     assert_eq!(a.version, 1);
     let blocked = |left_ms| ClaimOutcome::Blocked {
         id: 1,
@@ -229,29 +253,42 @@ fn claim_of_a_held_message_is_blocked_with_owner_and_time_left() {
         left_ms,
     };
     assert_eq!(
-        store.claim_id(1, "Worker-B", NOW + 200, LEASE).unwrap(),
+        store
+            .claim_id_recorded(1, "Worker-B", NOW + 200, LEASE)
+            .unwrap(),
         (blocked(300), None)
     );
     assert_eq!(
-        store.claim_id(1, "Worker-B", NOW + LEASE, LEASE).unwrap().0,
+        store
+            .claim_id_recorded(1, "Worker-B", NOW + LEASE, LEASE)
+            .unwrap()
+            .0,
         blocked(0)
     );
     let b = claimed(
         store
-            .claim_id(1, "Worker-B", NOW + LEASE + 1, LEASE)
+            .claim_id_recorded(1, "Worker-B", NOW + LEASE + 1, LEASE)
             .unwrap()
             .0,
     );
     assert_eq!((b.owner.as_str(), b.version), ("Worker-B", 2));
     assert_eq!(
-        store.claim_id(99, "Worker-B", NOW, LEASE).unwrap().0,
+        store
+            .claim_id_recorded(99, "Worker-B", NOW, LEASE)
+            .unwrap()
+            .0,
         ClaimOutcome::Empty
     );
-    let two = claimed(store.claim_id(2, "Worker-B", NOW, LEASE).unwrap().0);
-    store.finalize(&two, &paid(), NOW).unwrap();
+    let two = claimed(
+        store
+            .claim_id_recorded(2, "Worker-B", NOW, LEASE)
+            .unwrap()
+            .0,
+    );
+    store.finalize_recorded(&two, &paid(), NOW).unwrap();
     assert_eq!(
         store
-            .claim_id(2, "Worker-A", NOW + 10 * LEASE, LEASE)
+            .claim_id_recorded(2, "Worker-A", NOW + 10 * LEASE, LEASE)
             .unwrap()
             .0,
         ClaimOutcome::Empty,
@@ -264,15 +301,17 @@ fn finalize_after_a_takeover_is_rejected_and_leaves_the_payment_alone() {
     let Some((_db, mut store)) = seeded("takeover", 1) else {
         return;
     };
-    let (a, seq_a) = store.claim_next("Worker-A", NOW, LEASE).unwrap();
+    let (a, seq_a) = store.claim_next_recorded("Worker-A", NOW, LEASE).unwrap();
     let a = claimed(a);
     let (b, seq_b) = store
-        .claim_next("Worker-B", NOW + LEASE + 1, LEASE)
+        .claim_next_recorded("Worker-B", NOW + LEASE + 1, LEASE)
         .unwrap();
     let b = claimed(b);
     assert_eq!(b.version, a.version + 1);
 
-    let (late, seq_late) = store.finalize(&a, &paid(), NOW + LEASE + 2).unwrap();
+    let (late, seq_late) = store
+        .finalize_recorded(&a, &paid(), NOW + LEASE + 2)
+        .unwrap();
     assert_eq!(late, FinalizeOutcome::Rejected);
     let row = &store.messages(0, 1).unwrap()[0];
     assert_eq!(row.status, "Processing");
@@ -287,7 +326,9 @@ fn finalize_after_a_takeover_is_rejected_and_leaves_the_payment_alone() {
         status: ProviderStatus::Failed,
         transaction_id: None,
     };
-    let (done, seq_done) = store.finalize(&b, &failed, NOW + LEASE + 3).unwrap();
+    let (done, seq_done) = store
+        .finalize_recorded(&b, &failed, NOW + LEASE + 3)
+        .unwrap();
     assert_eq!(done, FinalizeOutcome::Committed);
     let row = &store.messages(0, 1).unwrap()[0];
     assert_eq!(
@@ -329,10 +370,10 @@ fn a_claim_skips_a_row_another_transaction_has_locked() {
     tx.query("SELECT Id FROM OutboxMessages WHERE Id = 1 FOR UPDATE", &[])
         .unwrap();
     // With the oldest row locked elsewhere the claim takes the next one instead of waiting.
-    let lease = claimed(store.claim_next("Worker-A", NOW, LEASE).unwrap().0);
+    let lease = claimed(store.claim_next_recorded("Worker-A", NOW, LEASE).unwrap().0);
     assert_eq!(lease.id, 2);
     tx.commit().unwrap();
-    let lease = claimed(store.claim_next("Worker-B", NOW, LEASE).unwrap().0);
+    let lease = claimed(store.claim_next_recorded("Worker-B", NOW, LEASE).unwrap().0);
     assert_eq!(lease.id, 1);
 }
 
@@ -373,12 +414,17 @@ fn drain(db: &ScratchDb, threads: usize, lease_ms: i64, step_ms: i64) -> Drained
                 start.wait();
                 for _ in 0..100_000 {
                     let now = clock.fetch_add(step_ms, Ordering::SeqCst);
-                    match store.claim_next(&name, now, lease_ms).expect("claim").0 {
+                    match store
+                        .claim_next_recorded(&name, now, lease_ms)
+                        .expect("claim")
+                        .0
+                    {
                         ClaimOutcome::Claimed(lease) => {
                             let check = provider.check_status(&lease.key);
                             let now = clock.fetch_add(step_ms, Ordering::SeqCst);
-                            let (outcome, _) =
-                                store.finalize(&lease, &check, now).expect("finalize");
+                            let (outcome, _) = store
+                                .finalize_recorded(&lease, &check, now)
+                                .expect("finalize");
                             match outcome {
                                 FinalizeOutcome::Committed => tally.committed.push(lease.clone()),
                                 FinalizeOutcome::Rejected => tally.rejected.push(lease.clone()),
@@ -559,7 +605,7 @@ fn a_heartbeat_extends_only_the_holders_live_lease_and_never_shortens_it() {
     let Some((_db, mut store)) = seeded("heartbeat", 1) else {
         return;
     };
-    let a = claimed(store.claim_next("Worker-A", NOW, LEASE).unwrap().0);
+    let a = claimed(store.claim_next_recorded("Worker-A", NOW, LEASE).unwrap().0);
     let (until, _) = store.heartbeat(&a, NOW + 100, LEASE).unwrap();
     assert_eq!(until, Some(NOW + 100 + LEASE));
     let (until, _) = store.heartbeat(&a, NOW + 200, 10).unwrap();
@@ -593,7 +639,7 @@ fn failed_attempts_back_off_then_dead_letter_until_a_redrive() {
     };
     let mut now = NOW;
     for attempt in 1..=2 {
-        let lease = claimed(store.claim_next("Worker-A", now, LEASE).unwrap().0);
+        let lease = claimed(store.claim_next_recorded("Worker-A", now, LEASE).unwrap().0);
         let (outcome, _) = store.fail_attempt(&lease, "timeout", now, &POLICY).unwrap();
         let at = now + POLICY.backoff_ms(attempt);
         let retry = FailOutcome::Retry {
@@ -602,17 +648,23 @@ fn failed_attempts_back_off_then_dead_letter_until_a_redrive() {
         };
         assert_eq!(outcome, retry);
         assert_eq!(
-            store.claim_next("Worker-B", at - 1, LEASE).unwrap().0,
+            store
+                .claim_next_recorded("Worker-B", at - 1, LEASE)
+                .unwrap()
+                .0,
             ClaimOutcome::Empty,
             "still backing off"
         );
         assert_eq!(
-            store.claim_id(1, "Worker-B", at - 1, LEASE).unwrap().0,
+            store
+                .claim_id_recorded(1, "Worker-B", at - 1, LEASE)
+                .unwrap()
+                .0,
             ClaimOutcome::Empty
         );
         now = at;
     }
-    let lease = claimed(store.claim_next("Worker-A", now, LEASE).unwrap().0);
+    let lease = claimed(store.claim_next_recorded("Worker-A", now, LEASE).unwrap().0);
     let (outcome, _) = store
         .fail_attempt(&lease, "declined", now, &POLICY)
         .unwrap();
@@ -624,12 +676,12 @@ fn failed_attempts_back_off_then_dead_letter_until_a_redrive() {
     );
     let far = now + 1_000_000;
     assert_eq!(
-        store.claim_next("Worker-B", far, LEASE).unwrap().0,
+        store.claim_next_recorded("Worker-B", far, LEASE).unwrap().0,
         ClaimOutcome::Empty
     );
     assert_eq!(store.redrive(Some("PAY-002"), far).unwrap().0, 0);
     assert_eq!(store.redrive(None, far).unwrap().0, 1);
-    let again = claimed(store.claim_next("Worker-B", far, LEASE).unwrap().0);
+    let again = claimed(store.claim_next_recorded("Worker-B", far, LEASE).unwrap().0);
     assert_eq!(
         store.messages(0, 1).unwrap()[0].attempts,
         1,
@@ -644,7 +696,7 @@ fn failed_attempts_back_off_then_dead_letter_until_a_redrive() {
         store.messages(0, 1).unwrap()[0].locked_by.as_deref(),
         Some("Worker-B")
     );
-    let (done, _) = store.finalize(&again, &paid(), far).unwrap();
+    let (done, _) = store.finalize_recorded(&again, &paid(), far).unwrap();
     assert_eq!(done, FinalizeOutcome::Committed);
     assert_eq!(
         kinds(&mut store),
@@ -666,7 +718,7 @@ fn leasing_off_loads_every_pending_message_and_marks_it_unguarded() {
     let Some((_db, mut store)) = seeded("naive", 3) else {
         return;
     };
-    let held = claimed(store.claim_next("Worker-A", NOW, LEASE).unwrap().0);
+    let held = claimed(store.claim_next_recorded("Worker-A", NOW, LEASE).unwrap().0);
     let loaded = store.load_pending(NOW).unwrap();
     let ids: Vec<i64> = loaded.iter().map(|m| m.id).collect();
     assert_eq!(ids, [2, 3]);
@@ -699,7 +751,7 @@ fn leasing_off_loads_every_pending_message_and_marks_it_unguarded() {
 fn through_the_outbox_interface_writes_are_stamped_from_the_engines_counter() {
     let Some(db) = scratch("outbox") else { return };
     let shared = Arc::new(StoreShared::new(Durability::Normal));
-    let (mut engine_side, origin) = PgOutbox::create(&db.url, shared.clone()).unwrap();
+    let (mut engine_side, origin) = PgStore::create_held(&db.url, shared.clone()).unwrap();
     assert_eq!(origin, DbOrigin::Created);
     let provider = Provider::new();
     engine_side.seed(&provider, 2, 0).unwrap();
@@ -729,7 +781,12 @@ fn a_lease_from_before_a_reseed_fences_nothing_after_it() {
         return;
     };
     let (mut stale_process, _) = PgStore::create(&db.config).expect("second connection");
-    let stale = claimed(stale_process.claim_next("Worker-B", 0, 500).unwrap().0);
+    let stale = claimed(
+        stale_process
+            .claim_next_recorded("Worker-B", 0, 500)
+            .unwrap()
+            .0,
+    );
     engine.empty().unwrap();
     engine.seed(&Provider::new(), 1, 0).unwrap();
     let live = claimed(engine.claim_next("Worker-B", 0, 500).unwrap().0);
@@ -745,7 +802,10 @@ fn a_lease_from_before_a_reseed_fences_nothing_after_it() {
         leaselab::engine::store::FailOutcome::LeaseLost
     );
     assert_eq!(
-        stale_process.finalize(&stale, &paid(), 1).unwrap().0,
+        stale_process
+            .finalize_recorded(&stale, &paid(), 1)
+            .unwrap()
+            .0,
         FinalizeOutcome::Rejected,
         "the stale owner's result was committed to the new seeding's row"
     );
@@ -774,7 +834,7 @@ fn a_tail_holds_back_a_row_until_a_lower_seq_still_in_flight_commits_then_return
         .unwrap()
         .get(0);
     // A claim with a higher Seq commits first.
-    let lease = claimed(store.claim_next("Worker-A", NOW, 1_000).unwrap().0);
+    let lease = claimed(store.claim_next_recorded("Worker-A", NOW, 1_000).unwrap().0);
     let high = all_events(&mut store)
         .iter()
         .find(|e| e.kind == "Claimed" && e.id == lease.id)
@@ -839,7 +899,7 @@ fn a_tail_says_when_an_open_transaction_holds_its_rows_back_and_when_they_flow_a
         sender,
     )
     .unwrap();
-    let lease = claimed(store.claim_next("Worker-A", NOW, 1_000).unwrap().0);
+    let lease = claimed(store.claim_next_recorded("Worker-A", NOW, 1_000).unwrap().0);
     let deadline = Instant::now() + Duration::from_secs(60);
     let next = || {
         events
@@ -872,9 +932,9 @@ fn a_worker_name_with_quotes_and_backslashes_claims_and_finalizes_as_itself() {
         return;
     };
     let name = r"o'brien\'; DROP TABLE LeaseEvents; --";
-    let lease = claimed(store.claim_next(name, NOW, 1_000).unwrap().0);
+    let lease = claimed(store.claim_next_recorded(name, NOW, 1_000).unwrap().0);
     assert_eq!(lease.owner, name);
-    let (outcome, _) = store.finalize(&lease, &paid(), NOW + 1).unwrap();
+    let (outcome, _) = store.finalize_recorded(&lease, &paid(), NOW + 1).unwrap();
     assert_eq!(outcome, FinalizeOutcome::Committed);
     let events = all_events(&mut store);
     assert_eq!(events.len(), 2, "{events:?}");

@@ -4,6 +4,7 @@
 
 mod support;
 
+use leaselab::engine::outbox::prelude::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -4,6 +4,7 @@
 //! clock moved by single steps, so each one is exact.
 
 use crossterm::event::KeyCode;
+use leaselab::engine::outbox::prelude::*;
 use leaselab::scenario::Scenario;
 use leaselab::ui::{keys, App, DashboardOptions, Theme};
 

@@ -2,6 +2,7 @@
 //! SIGKILL while it holds a lease shows as such, and its message is taken over once the
 //! lease runs out. Every wait polls the app's own stream with a deadline.
 
+use leaselab::engine::outbox::prelude::*;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 //! LOCKED`) beside the same loop on SQLite, run after run in the same bench, so the ratio
 //! compares figures measured moments apart.
 
+use crate::engine::outbox::prelude::*;
 use std::path::Path;
 use std::sync::{Arc, Barrier};
 
@@ -11,7 +12,7 @@ use super::{each_once, measure, start_and_join, Mode, BENCH_LEASE_MS};
 use crate::engine::backend::{Db, Outbox};
 use crate::engine::clock::SCENARIO_START_MS;
 use crate::engine::outbox::{ClaimOutcome, Durability, FinalizeOutcome, StoreShared};
-use crate::engine::pg::PgOutbox;
+use crate::engine::pg::PgStore;
 use crate::engine::provider::Provider;
 use crate::engine::worker_id::WorkerId;
 
@@ -86,7 +87,7 @@ impl PgComparison {
 
 /// Connect and check that the database is leaselab's (or empty), writing nothing else.
 pub fn ready(url: &str) -> Result<(), String> {
-    PgOutbox::create(url, Arc::new(StoreShared::default()))
+    PgStore::create_held(url, Arc::new(StoreShared::default()))
         .map(|_| ())
         .map_err(|e| e.to_string())
 }
@@ -169,7 +170,7 @@ pub fn measure_pg(
     durability: Durability,
 ) -> Result<PgRun, String> {
     let shared = Arc::new(StoreShared::new(durability));
-    let (mut store, _) = PgOutbox::create(url, shared.clone()).map_err(|e| e.to_string())?;
+    let (mut store, _) = PgStore::create_held(url, shared.clone()).map_err(|e| e.to_string())?;
     let provider = Arc::new(Provider::new());
     store.empty().map_err(|e| e.to_string())?;
     store

@@ -1,6 +1,7 @@
 //! Which database `--db` names ([`Db`]), and a connection to it as an [`Outbox`]: the
 //! SQLite [`Store`] or the PostgreSQL store, peers behind the one interface.
 
+use crate::engine::outbox::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -52,7 +53,7 @@ impl Db {
     pub fn open(&self, shared: Arc<StoreShared>) -> Result<Box<dyn Outbox>> {
         match self {
             Db::Sqlite(path) => Ok(Box::new(Store::open(path, shared)?)),
-            Db::Postgres(url) => Ok(Box::new(super::pg::PgOutbox::open(url, shared)?)),
+            Db::Postgres(url) => Ok(Box::new(super::pg::PgStore::open_shared(url, shared)?)),
         }
     }
 
@@ -76,7 +77,7 @@ impl Db {
             Db::Postgres(url) => {
                 let (store, origin) =
                     super::pg::PgStore::join(url, shared, provider, messages, now)?;
-                Ok((Box::new(super::pg::PgOutbox::new(store)), origin))
+                Ok((Box::new(store), origin))
             }
         }
     }
@@ -85,7 +86,7 @@ impl Db {
     pub fn open_reader(&self) -> Result<Box<dyn Outbox>> {
         match self {
             Db::Sqlite(path) => Ok(Box::new(Store::open_read_only(path)?)),
-            Db::Postgres(url) => Ok(Box::new(super::pg::PgOutbox::open(
+            Db::Postgres(url) => Ok(Box::new(super::pg::PgStore::open_shared(
                 url,
                 Arc::new(StoreShared::default()),
             )?)),

@@ -20,6 +20,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::engine::outbox::prelude::*;
     use crate::engine::outbox::{ClaimOutcome, StoreShared};
     use crate::engine::provider::Provider;
     use crate::engine::store::Store;

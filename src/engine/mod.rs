@@ -429,7 +429,7 @@ struct Opened {
 fn open_database(db: Option<&Db>, shared: Arc<StoreShared>) -> Result<Opened, OutboxError> {
     let path = match db {
         Some(db @ Db::Postgres(url)) => {
-            let (store, origin) = pg::PgOutbox::create(url, shared)?;
+            let (store, origin) = pg::PgStore::create_held(url, shared)?;
             return Ok(Opened {
                 db: db.clone(),
                 db_path: PathBuf::from(db.shown()),

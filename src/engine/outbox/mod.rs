@@ -18,15 +18,50 @@ pub use types::{
 
 use super::provider::{Provider, StatusCheck};
 
-/// Everything the engine asks of an outbox database. Writes return the commit stamp taken
-/// while the write still held its locks, so stamps order each message's history as the
-/// database committed it. `now` is always the scenario clock's.
-pub trait Outbox: Send {
+/// Everything the engine asks of an outbox database, in the parts each store implements
+/// beside its SQL: [`Claiming`], [`BatchClaiming`], [`Finalizing`], [`Unleased`],
+/// [`Upkeep`], [`Seeding`] and [`Reading`]. Writes return the commit stamp taken while the
+/// write still held its locks, so stamps order each message's history as the database
+/// committed it. `now` is always the scenario clock's. Call the parts' methods on a
+/// concrete store with `use leaselab::engine::outbox::prelude::*`.
+pub trait Outbox:
+    Claiming + BatchClaiming + Finalizing + Unleased + Upkeep + Seeding + Reading + Send
+{
+}
+
+impl<T> Outbox for T where
+    T: Claiming + BatchClaiming + Finalizing + Unleased + Upkeep + Seeding + Reading + Send
+{
+}
+
+/// The parts of [`Outbox`], to call them on a concrete store.
+pub mod prelude {
+    pub use super::{
+        BatchClaiming, Claiming, Finalizing, Outbox, Reading, Seeding, Unleased, Upkeep,
+    };
+}
+
+/// Taking a lease.
+pub trait Claiming {
     /// Claim the oldest claimable message: available Pending, or Processing with an
     /// expired lease.
     fn claim_next(&mut self, worker: &str, now: i64, lease_ms: i64) -> Result<(ClaimOutcome, u64)>;
+    /// After an empty claim: the soonest-ending live lease another worker holds, if any.
+    fn blocked_by(&self, worker: &str, now: i64) -> Result<Option<ClaimOutcome>>;
+    /// Claim one message; `Blocked` with owner and time left while another lease holds it.
+    fn claim_id(
+        &mut self,
+        id: i64,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<(ClaimOutcome, u64)>;
+}
+
+/// Taking several leases at once.
+pub trait BatchClaiming: Claiming {
     /// Claim up to `k` claimable messages, oldest first, in one transaction when the
-    /// backend has a batch claim. The default takes one with [`Outbox::claim_next`].
+    /// backend has a batch claim. The default takes one with [`Claiming::claim_next`].
     fn claim_batch(
         &mut self,
         worker: &str,
@@ -41,16 +76,10 @@ pub trait Outbox: Send {
             _ => (Vec::new(), seq),
         })
     }
-    /// Claim one message; `Blocked` with owner and time left while another lease holds it.
-    /// After an empty claim: the soonest-ending live lease another worker holds, if any.
-    fn blocked_by(&self, worker: &str, now: i64) -> Result<Option<ClaimOutcome>>;
-    fn claim_id(
-        &mut self,
-        id: i64,
-        worker: &str,
-        now: i64,
-        lease_ms: i64,
-    ) -> Result<(ClaimOutcome, u64)>;
+}
+
+/// Ending a lease with the provider's answer.
+pub trait Finalizing {
     /// The ownership-guarded finalize: rolled back whole when the lease was lost.
     fn finalize(
         &mut self,
@@ -58,11 +87,15 @@ pub trait Outbox: Send {
         check: &StatusCheck,
         now: i64,
     ) -> Result<(FinalizeOutcome, u64)>;
-    /// Leasing off: every Pending message whose backoff is over at `now`.
+}
+
+/// Leasing off: the naive relay that loads and processes without a claim.
+pub trait Unleased {
+    /// Every Pending message whose backoff is over at `now`.
     fn load_pending(&self, now: i64) -> Result<Vec<MessageRef>>;
-    /// Leasing off: write the answer and mark Processed, asking nobody.
+    /// Write the answer and mark Processed, asking nobody.
     fn mark_processed(&mut self, msg: &MessageRef, check: &StatusCheck, now: i64) -> Result<u64>;
-    /// [`Outbox::mark_processed`] with the worker's name on its event row.
+    /// [`Unleased::mark_processed`] with the worker's name on its event row.
     fn mark_processed_by(
         &mut self,
         worker: &str,
@@ -70,6 +103,10 @@ pub trait Outbox: Send {
         check: &StatusCheck,
         now: i64,
     ) -> Result<u64>;
+}
+
+/// Keeping a lease alive, failing an attempt, and the dead letter.
+pub trait Upkeep {
     /// Extend a held lease (never shorter); `None` when it is lost.
     fn heartbeat(&mut self, lease: &Lease, now: i64, lease_ms: i64) -> Result<(Option<i64>, u64)>;
     /// A failed attempt: back to Pending after its backoff, or dead-lettered.
@@ -82,7 +119,12 @@ pub trait Outbox: Send {
     ) -> Result<(FailOutcome, u64)>;
     /// Dead letters back to Pending with fresh attempts (one key, or all).
     fn redrive(&mut self, key: Option<&str>, now: i64) -> Result<(u64, u64)>;
+    /// The error of a message's last failed attempt.
+    fn last_error(&self, key: &str) -> Result<Option<String>>;
+}
 
+/// Making the rows a run works on.
+pub trait Seeding {
     /// Remove every row (and event) before a new seeding.
     fn empty(&mut self) -> Result<()>;
     fn seed(&mut self, provider: &Provider, count: u64, now: i64) -> Result<()>;
@@ -94,7 +136,10 @@ pub trait Outbox: Send {
         now: i64,
     ) -> Result<MessageRef>;
     fn next_payment_number(&self) -> Result<u64>;
+}
 
+/// What the table, the reports and the checks read.
+pub trait Reading {
     fn outbox_counts(&self) -> Result<OutboxCounts>;
     fn payment_counts(&self) -> Result<PaymentCounts>;
     fn message_count(&self) -> Result<u64>;
@@ -107,5 +152,4 @@ pub trait Outbox: Send {
     fn max_rows_per_key(&self) -> Result<RowsPerKey>;
     fn orphans(&self) -> Result<u64>;
     fn schema(&self) -> Result<Vec<String>>;
-    fn last_error(&self, key: &str) -> Result<Option<String>>;
 }

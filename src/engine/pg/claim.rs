@@ -9,7 +9,10 @@ use postgres::types::Type;
 use postgres::{Statement, Transaction};
 
 use super::{PgStore, Result};
-use crate::engine::outbox::{ClaimOutcome, FinalizeOutcome, Lease, StoreShared};
+use crate::engine::outbox::Result as OutboxResult;
+use crate::engine::outbox::{
+    BatchClaiming, ClaimOutcome, Claiming, FinalizeOutcome, Finalizing, Lease, StoreShared,
+};
 use crate::engine::provider::StatusCheck;
 
 /// The claim as one statement with its event row. The candidate is the older answer of
@@ -110,23 +113,9 @@ SELECT Id, PaymentKey, LockedBy, LockedUntilUtc FROM OutboxMessages
  ORDER BY LockedUntilUtc LIMIT 1";
 
 impl PgStore {
-    /// After an empty claim: the live lease that blocks `worker` soonest, if any.
-    pub fn blocked_by(&mut self, worker: &str, now: i64) -> Result<Option<ClaimOutcome>> {
-        let q = self.prepared(SOONEST_LIVE_LEASE_SQL)?;
-        Ok(self.client.query_opt(&q, &[&worker, &now])?.map(|r| {
-            let until: i64 = r.get(3);
-            ClaimOutcome::Blocked {
-                id: r.get(0),
-                key: r.get(1),
-                owner: r.get(2),
-                left_ms: until - now,
-            }
-        }))
-    }
-
     /// Claim the oldest claimable message: Pending, or Processing with an expired lease.
     /// Returns the outcome and, for a claim, the `LeaseEvents` Seq written with it.
-    pub fn claim_next(
+    pub fn claim_next_recorded(
         &mut self,
         worker: &str,
         now: i64,
@@ -136,7 +125,7 @@ impl PgStore {
         Ok((s.value, s.event))
     }
 
-    pub(crate) fn claim_next_stamped(
+    fn claim_next_stamped(
         &mut self,
         worker: &str,
         now: i64,
@@ -145,7 +134,7 @@ impl PgStore {
         let until = now + lease_ms;
         // Outside a transaction the statement commits on its own: one round trip.
         let claim = self.prepared_typed(CLAIM_NEXT_SQL, CLAIM_NEXT_TYPES)?;
-        let Some(r) = self.client.query_opt(&claim, &[&worker, &now, &until])? else {
+        let Some(r) = self.client().query_opt(&claim, &[&worker, &now, &until])? else {
             return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &self.shared));
         };
         let lease = Lease::taken(worker, until, (r.get(0), r.get(1)), (r.get(2), r.get(3)));
@@ -159,7 +148,7 @@ impl PgStore {
 
     /// Claim one particular message. Reports who holds it, and for how long, when another
     /// worker's lease on it still runs.
-    pub fn claim_id(
+    pub fn claim_id_recorded(
         &mut self,
         id: i64,
         worker: &str,
@@ -170,7 +159,7 @@ impl PgStore {
         Ok((s.value, s.event))
     }
 
-    pub(crate) fn claim_id_stamped(
+    fn claim_id_stamped(
         &mut self,
         id: i64,
         worker: &str,
@@ -181,7 +170,8 @@ impl PgStore {
         let (look, take) = (self.prepared(HOLDER_SQL)?, self.prepared(TAKE_LEASE_SQL)?);
         let rec = self.recorder()?;
         let shared = rec.shared.clone();
-        let mut tx = self.client.transaction()?;
+        let mut client = self.client();
+        let mut tx = client.transaction()?;
         let row = tx.query_opt(&look, &[&id])?;
         let Some(row) = row else {
             tx.commit()?;
@@ -222,7 +212,7 @@ impl PgStore {
     /// Write the provider's answer and mark the message Processed, in one transaction, only
     /// if this worker still holds this lease. Otherwise roll the writes back, record the
     /// rejection, and say so. Returns the outcome and its `LeaseEvents` Seq.
-    pub fn finalize(
+    pub fn finalize_recorded(
         &mut self,
         lease: &Lease,
         check: &StatusCheck,
@@ -232,7 +222,7 @@ impl PgStore {
         Ok((s.value, s.event.unwrap_or_default()))
     }
 
-    pub(crate) fn finalize_stamped(
+    fn finalize_stamped(
         &mut self,
         lease: &Lease,
         check: &StatusCheck,
@@ -240,7 +230,7 @@ impl PgStore {
     ) -> Result<Stamped<FinalizeOutcome>> {
         // Outside a transaction the statement commits on its own: one round trip.
         let finalize = self.prepared_typed(FINALIZE_SQL, FINALIZE_TYPES)?;
-        let row = self.client.query_one(
+        let row = self.client().query_one(
             &finalize,
             &[
                 &now,
@@ -366,5 +356,57 @@ impl Recorder {
             )?
             .get(0);
         Ok((seq as u64, self.shared.stamp_of_row(seq as u64)))
+    }
+}
+
+impl Claiming for PgStore {
+    /// After an empty claim: the live lease that blocks `worker` soonest, if any.
+    fn blocked_by(&self, worker: &str, now: i64) -> OutboxResult<Option<ClaimOutcome>> {
+        let q = self.prepared(SOONEST_LIVE_LEASE_SQL)?;
+        Ok(self.client().query_opt(&q, &[&worker, &now])?.map(|r| {
+            let until: i64 = r.get(3);
+            ClaimOutcome::Blocked {
+                id: r.get(0),
+                key: r.get(1),
+                owner: r.get(2),
+                left_ms: until - now,
+            }
+        }))
+    }
+
+    fn claim_next(
+        &mut self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> OutboxResult<(ClaimOutcome, u64)> {
+        let s = self.claim_next_stamped(worker, now, lease_ms)?;
+        Ok((s.value, s.stamp))
+    }
+
+    fn claim_id(
+        &mut self,
+        id: i64,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> OutboxResult<(ClaimOutcome, u64)> {
+        let s = self.claim_id_stamped(id, worker, now, lease_ms)?;
+        Ok((s.value, s.stamp))
+    }
+}
+
+/// PostgreSQL claims one message a statement: the batch is the default's one at a time.
+impl BatchClaiming for PgStore {}
+
+impl Finalizing for PgStore {
+    fn finalize(
+        &mut self,
+        lease: &Lease,
+        check: &StatusCheck,
+        now: i64,
+    ) -> OutboxResult<(FinalizeOutcome, u64)> {
+        let s = self.finalize_stamped(lease, check, now)?;
+        Ok((s.value, s.stamp))
     }
 }

@@ -13,6 +13,8 @@ mod retry;
 mod seed;
 mod tail;
 
+use crate::engine::outbox::prelude::*;
+use std::cell::{RefCell, RefMut};
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
@@ -22,7 +24,6 @@ use postgres::{Client, Config, NoTls, Statement};
 
 use super::outbox::{DbOrigin, Durability, StoreShared};
 
-pub use outbox::PgOutbox;
 pub use read::LeaseEventRow;
 pub use tail::PgTail;
 
@@ -163,12 +164,14 @@ pub fn describe(config: &Config) -> String {
 
 /// One connection to the outbox database.
 pub struct PgStore {
-    client: Client,
+    /// The connection needs `&mut` even to read, and the engine reads through `&self`: one
+    /// owner per connection, so the cell is never contended.
+    client: RefCell<Client>,
     shown: String,
     /// Where the stamps of this connection's writes come from (an engine's counter).
     shared: Arc<StoreShared>,
     /// Statements prepared once per connection: a query by text costs a parse round trip.
-    prepared: HashMap<&'static str, Statement>,
+    prepared: RefCell<HashMap<&'static str, Statement>>,
 }
 
 impl fmt::Debug for PgStore {
@@ -198,7 +201,8 @@ impl PgStore {
 
     /// Make the schema in an empty database, or find a leaselab one; refuse anything else.
     fn make_or_reuse(&mut self) -> Result<DbOrigin> {
-        let mut tx = self.client.transaction()?;
+        let mut client = self.client();
+        let mut tx = client.transaction()?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MAKE_LOCK])?;
         let origin = match identify(&mut tx, &self.shown)? {
             Identity::Ours => DbOrigin::Reused,
@@ -222,34 +226,39 @@ impl PgStore {
             PgError::Unreachable(format!("{shown}: cannot connect: {why}"))
         })?;
         Ok(PgStore {
-            client,
+            client: RefCell::new(client),
             shown,
             shared: Arc::new(StoreShared::default()),
-            prepared: HashMap::new(),
+            prepared: RefCell::new(HashMap::new()),
         })
     }
 
+    /// The connection, for one statement or one transaction at a time.
+    fn client(&self) -> RefMut<'_, Client> {
+        self.client.borrow_mut()
+    }
+
     /// `sql` prepared on this connection, the first time only.
-    fn prepared(&mut self, sql: &'static str) -> Result<Statement> {
-        if let Some(s) = self.prepared.get(sql) {
+    fn prepared(&self, sql: &'static str) -> Result<Statement> {
+        if let Some(s) = self.prepared.borrow().get(sql) {
             return Ok(s.clone());
         }
-        let s = self.client.prepare(sql)?;
-        self.prepared.insert(sql, s.clone());
+        let s = self.client().prepare(sql)?;
+        self.prepared.borrow_mut().insert(sql, s.clone());
         Ok(s)
     }
 
     /// `sql` prepared on this connection with its parameters' types, the first time only.
     fn prepared_typed(
-        &mut self,
+        &self,
         sql: &'static str,
         types: &[postgres::types::Type],
     ) -> Result<Statement> {
-        if let Some(s) = self.prepared.get(sql) {
+        if let Some(s) = self.prepared.borrow().get(sql) {
             return Ok(s.clone());
         }
-        let s = self.client.prepare_typed(sql, types)?;
-        self.prepared.insert(sql, s.clone());
+        let s = self.client().prepare_typed(sql, types)?;
+        self.prepared.borrow_mut().insert(sql, s.clone());
         Ok(s)
     }
 
@@ -261,7 +270,7 @@ impl PgStore {
             Durability::Full => "on",
             Durability::Normal | Durability::Off => "off",
         };
-        self.client
+        self.client()
             .batch_execute(&format!("SET synchronous_commit = {wait}"))?;
         self.shared = shared;
         Ok(())
@@ -276,38 +285,20 @@ impl PgStore {
         &self.shown
     }
 
-    /// The leaselab that holds this database (its owner: a run or a dashboard), if any.
-    pub fn owner(&mut self) -> Result<Option<String>> {
-        Ok(self
-            .client
-            .query_opt(
-                &format!(
-                    "SELECT a.application_name || ', connected since '
-                            || to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || 'Z'
-                       FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-                      WHERE l.locktype = 'advisory' AND l.granted AND l.objid = {OWNER_LOCK}
-                        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                      LIMIT 1"
-                ),
-                &[],
-            )?
-            .map(|r| r.get(0)))
-    }
-
     /// Hold the database for this connection's life: a second engine on it is refused in
     /// one line naming this one, before it writes anything.
     pub fn hold(&mut self) -> Result<()> {
         let me = format!("leaselab pid {}", std::process::id());
-        self.client
+        self.client()
             .execute("SELECT set_config('application_name', $1, false)", &[&me])?;
         let got: bool = self
-            .client
+            .client()
             .query_one("SELECT pg_try_advisory_lock($1)", &[&OWNER_LOCK])?
             .get(0);
         if got {
             return Ok(());
         }
-        let holder = self.owner()?;
+        let holder = Reading::owner(self).ok().flatten();
         Err(PgError::InUse(format!(
             "{} is in use by another leaselab ({}); wait for it to end or choose another --db",
             self.shown,

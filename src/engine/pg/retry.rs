@@ -2,7 +2,9 @@
 //! load and mark, on PostgreSQL: the SQLite store's rules, each write with its event row.
 
 use super::claim::{NewEvent, WRITE_ANSWER_SQL};
-use super::{PgStore, Result};
+use super::PgStore;
+use crate::engine::outbox::prelude::*;
+use crate::engine::outbox::Result as OutboxResult;
 use crate::engine::outbox::{FailOutcome, Lease, MessageRef, OutboxStatus, RetryPolicy};
 use crate::engine::provider::StatusCheck;
 
@@ -36,17 +38,18 @@ UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = $1,
 const LOAD_PENDING_SQL: &str =
     "SELECT Id, PaymentKey FROM OutboxMessages WHERE Status = 'Pending' AND AvailableAtUtc <= $1 ORDER BY CreatedAtUtc, Id";
 
-impl PgStore {
+impl Upkeep for PgStore {
     /// Extend `lease` to `now + lease_ms` (never shorter than it is). `None`: the lease is
     /// lost (a `LeaseLost` row says so). Returns the new expiry and the write's stamp.
-    pub fn heartbeat(
+    fn heartbeat(
         &mut self,
         lease: &Lease,
         now: i64,
         lease_ms: i64,
-    ) -> Result<(Option<i64>, u64)> {
+    ) -> OutboxResult<(Option<i64>, u64)> {
         let (beat, rec) = (self.prepared(HEARTBEAT_SQL)?, self.recorder()?);
-        let mut tx = self.client.transaction()?;
+        let mut client = self.client();
+        let mut tx = client.transaction()?;
         let until: Option<i64> = tx
             .query_opt(
                 &beat,
@@ -77,19 +80,20 @@ impl PgStore {
 
     /// Record a failed attempt of a held message: back to Pending after its backoff, or
     /// DeadLettered when it was the last attempt `policy` allows.
-    pub fn fail_attempt(
+    fn fail_attempt(
         &mut self,
         lease: &Lease,
         error: &str,
         now: i64,
         policy: &RetryPolicy,
-    ) -> Result<(FailOutcome, u64)> {
+    ) -> OutboxResult<(FailOutcome, u64)> {
         let (held, release) = (
             self.prepared(HELD_ATTEMPTS_SQL)?,
             self.prepared(RELEASE_SQL)?,
         );
         let rec = self.recorder()?;
-        let mut tx = self.client.transaction()?;
+        let mut client = self.client();
+        let mut tx = client.transaction()?;
         let attempts: Option<i64> = tx
             .query_opt(
                 &held,
@@ -128,8 +132,8 @@ impl PgStore {
 
     /// Put dead letters back to Pending with fresh attempts: the one of `key`, or all when
     /// `key` is `None`. Returns how many were redriven.
-    pub fn redrive(&mut self, key: Option<&str>, now: i64) -> Result<(u64, u64)> {
-        let n = self.client.execute(
+    fn redrive(&mut self, key: Option<&str>, now: i64) -> OutboxResult<(u64, u64)> {
+        let n = self.client().execute(
             "UPDATE OutboxMessages SET Status = 'Pending', Attempts = 0, AvailableAtUtc = $1
               WHERE Status = 'DeadLettered' AND ($2::text IS NULL OR PaymentKey = $2)",
             &[&now, &key],
@@ -138,21 +142,32 @@ impl PgStore {
     }
 
     /// The last provider error recorded for the message of `key`.
-    pub fn last_error(&mut self, key: &str) -> Result<Option<String>> {
+    fn last_error(&self, key: &str) -> OutboxResult<Option<String>> {
         Ok(self
-            .client
+            .client()
             .query_opt(
                 "SELECT LastError FROM OutboxMessages WHERE PaymentKey = $1",
                 &[&key],
             )?
             .and_then(|r| r.get(0)))
     }
+}
+
+impl Unleased for PgStore {
+    fn mark_processed(
+        &mut self,
+        msg: &MessageRef,
+        check: &StatusCheck,
+        now: i64,
+    ) -> OutboxResult<u64> {
+        self.mark_processed_by("", msg, check, now)
+    }
 
     /// Leasing off: every Pending message whose backoff is over at `now`, as the naive
     /// worker loads them.
-    pub fn load_pending(&mut self, now: i64) -> Result<Vec<MessageRef>> {
+    fn load_pending(&self, now: i64) -> OutboxResult<Vec<MessageRef>> {
         let load = self.prepared(LOAD_PENDING_SQL)?;
-        let rows = self.client.query(&load, &[&now])?;
+        let rows = self.client().query(&load, &[&now])?;
         Ok(rows
             .iter()
             .map(|r| MessageRef {
@@ -163,16 +178,17 @@ impl PgStore {
     }
 
     /// Leasing off: write the answer and mark Processed, asking nobody. Returns its stamp.
-    pub fn mark_processed_by(
+    fn mark_processed_by(
         &mut self,
         worker: &str,
         msg: &MessageRef,
         check: &StatusCheck,
         now: i64,
-    ) -> Result<u64> {
+    ) -> OutboxResult<u64> {
         let (answer, mark) = (self.prepared(WRITE_ANSWER_SQL)?, self.prepared(MARK_SQL)?);
         let rec = self.recorder()?;
-        let mut tx = self.client.transaction()?;
+        let mut client = self.client();
+        let mut tx = client.transaction()?;
         tx.execute(
             &answer,
             &[&check.status.as_str(), &check.transaction_id, &msg.key],

@@ -2,6 +2,7 @@
 //! `LeaseEvents` row, and joining a database as a guest (a worker process, a watching
 //! dashboard) that makes and seeds it when it is empty.
 
+use crate::engine::outbox::prelude::*;
 use std::sync::Arc;
 
 use postgres::Transaction;
@@ -9,6 +10,7 @@ use postgres::Transaction;
 use super::claim::NewEvent;
 use super::{identify, make_schema, Identity, PgStore, Result, MAKE_LOCK};
 use crate::engine::events::ENGINE;
+use crate::engine::outbox::Result as OutboxResult;
 use crate::engine::outbox::{DbOrigin, MessageRef, StoreShared};
 use crate::engine::provider::Provider;
 use crate::engine::store::{amount_for, payment_key};
@@ -37,101 +39,30 @@ impl PgStore {
         let mut store = PgStore::open_url(url)?;
         store.share(shared)?;
         let shown = store.shown.clone();
-        let mut tx = store.client.transaction()?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MAKE_LOCK])?;
-        let origin = match identify(&mut tx, &shown)? {
-            Identity::Ours => DbOrigin::Reused,
-            Identity::Empty => {
-                make_schema(&mut tx)?;
-                let mut n = 1;
-                loop {
-                    let end = (n + CHUNK - 1).min(messages);
-                    seed_range(&mut tx, provider, (n, end), messages, now)?;
-                    if end >= messages {
-                        break;
+        let origin = {
+            let mut client = store.client();
+            let mut tx = client.transaction()?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MAKE_LOCK])?;
+            let origin = match identify(&mut tx, &shown)? {
+                Identity::Ours => DbOrigin::Reused,
+                Identity::Empty => {
+                    make_schema(&mut tx)?;
+                    let mut n = 1;
+                    loop {
+                        let end = (n + CHUNK - 1).min(messages);
+                        seed_range(&mut tx, provider, (n, end), messages, now)?;
+                        if end >= messages {
+                            break;
+                        }
+                        n = end + 1;
                     }
-                    n = end + 1;
+                    DbOrigin::Created
                 }
-                DbOrigin::Created
-            }
-        };
-        tx.commit()?;
-        Ok((store, origin))
-    }
-
-    /// Remove every row (the next seeding starts from id 1 again). The events table keeps
-    /// its Seq counting, so a reader tailing it follows the next seeding.
-    pub fn empty(&mut self) -> Result<()> {
-        self.client.batch_execute(
-            "TRUNCATE LeaseEvents CONTINUE IDENTITY;
-             TRUNCATE OutboxMessages, Payments RESTART IDENTITY",
-        )?;
-        Ok(())
-    }
-
-    /// Create payments 1..=count with their outbox messages. Each payment is created at the
-    /// gateway once, then written together with its outbox row in one transaction (many
-    /// pairs share a transaction, sent as arrays in one statement each). The last
-    /// transaction also writes the `Seeded` event.
-    pub fn seed(&mut self, provider: &Provider, count: u64, now: i64) -> Result<()> {
-        let mut n = 1;
-        loop {
-            let end = (n + CHUNK - 1).min(count);
-            let mut tx = self.client.transaction()?;
-            seed_range(&mut tx, provider, (n, end), count, now)?;
+            };
             tx.commit()?;
-            if end >= count {
-                // The planner's figures for the tables just emptied and filled: without
-                // them a claim's generic plan reads the whole outbox for one row.
-                self.client
-                    .batch_execute("ANALYZE OutboxMessages, Payments")?;
-                return Ok(());
-            }
-            n = end + 1;
-        }
-    }
-
-    /// Create one payment and its outbox message in one transaction, with its `Added` event.
-    pub fn add_payment(
-        &mut self,
-        provider: &Provider,
-        key: &str,
-        amount: i64,
-        now: i64,
-    ) -> Result<MessageRef> {
-        provider.create_payment(key);
-        let rec = self.recorder()?;
-        let mut tx = self.client.transaction()?;
-        tx.execute(
-            "INSERT INTO Payments (IdempotencyKey, Amount, PaymentStatus, CreatedAtUtc)
-             VALUES ($1, $2, 'Pending', $3)",
-            &[&key, &amount, &now],
-        )?;
-        let id: i64 = tx
-            .query_one(
-                "INSERT INTO OutboxMessages (PaymentKey, Status, CreatedAtUtc, Seeding)
-                 VALUES ($1, 'Pending', $2, (SELECT COALESCE(MAX(Seeding), 0) FROM Seedings))
-                 RETURNING Id",
-                &[&key, &now],
-            )?
-            .get(0);
-        let added = NewEvent {
-            at: now,
-            worker: ENGINE,
-            kind: "Added",
-            id,
-            key,
-            version: 0,
-            until: None,
-            status: None,
-            detail: None,
+            origin
         };
-        rec.record(&mut tx, &added)?;
-        tx.commit()?;
-        Ok(MessageRef {
-            id,
-            key: key.to_string(),
-        })
+        Ok((store, origin))
     }
 }
 
@@ -174,4 +105,90 @@ fn seed_range(
         tx.execute(SEEDED_SQL, &[&now, &ENGINE, &count.to_string()])?;
     }
     Ok(())
+}
+
+impl Seeding for PgStore {
+    /// Remove every row (the next seeding starts from id 1 again). The events table keeps
+    /// its Seq counting, so a reader tailing it follows the next seeding.
+    fn empty(&mut self) -> OutboxResult<()> {
+        self.client().batch_execute(
+            "TRUNCATE LeaseEvents CONTINUE IDENTITY;
+             TRUNCATE OutboxMessages, Payments RESTART IDENTITY",
+        )?;
+        Ok(())
+    }
+
+    /// Create payments 1..=count with their outbox messages. Each payment is created at the
+    /// gateway once, then written together with its outbox row in one transaction (many
+    /// pairs share a transaction, sent as arrays in one statement each). The last
+    /// transaction also writes the `Seeded` event.
+    fn seed(&mut self, provider: &Provider, count: u64, now: i64) -> OutboxResult<()> {
+        let mut n = 1;
+        loop {
+            let end = (n + CHUNK - 1).min(count);
+            {
+                let mut client = self.client();
+                let mut tx = client.transaction()?;
+                seed_range(&mut tx, provider, (n, end), count, now)?;
+                tx.commit()?;
+            }
+            if end >= count {
+                // The planner's figures for the tables just emptied and filled: without
+                // them a claim's generic plan reads the whole outbox for one row.
+                self.client()
+                    .batch_execute("ANALYZE OutboxMessages, Payments")?;
+                return Ok(());
+            }
+            n = end + 1;
+        }
+    }
+
+    /// Create one payment and its outbox message in one transaction, with its `Added` event.
+    fn add_payment(
+        &mut self,
+        provider: &Provider,
+        key: &str,
+        amount: i64,
+        now: i64,
+    ) -> OutboxResult<MessageRef> {
+        provider.create_payment(key);
+        let rec = self.recorder()?;
+        let mut client = self.client();
+        let mut tx = client.transaction()?;
+        tx.execute(
+            "INSERT INTO Payments (IdempotencyKey, Amount, PaymentStatus, CreatedAtUtc)
+             VALUES ($1, $2, 'Pending', $3)",
+            &[&key, &amount, &now],
+        )?;
+        let id: i64 = tx
+            .query_one(
+                "INSERT INTO OutboxMessages (PaymentKey, Status, CreatedAtUtc, Seeding)
+                 VALUES ($1, 'Pending', $2, (SELECT COALESCE(MAX(Seeding), 0) FROM Seedings))
+                 RETURNING Id",
+                &[&key, &now],
+            )?
+            .get(0);
+        let added = NewEvent {
+            at: now,
+            worker: ENGINE,
+            kind: "Added",
+            id,
+            key,
+            version: 0,
+            until: None,
+            status: None,
+            detail: None,
+        };
+        rec.record(&mut tx, &added)?;
+        tx.commit()?;
+        Ok(MessageRef {
+            id,
+            key: key.to_string(),
+        })
+    }
+
+    /// The next payment number after the highest seeded one (ids restart with each seeding).
+    fn next_payment_number(&self) -> OutboxResult<u64> {
+        Ok(self.message_count()? + 1)
+    }
 }

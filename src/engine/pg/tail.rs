@@ -82,20 +82,24 @@ impl PgStore {
     /// Up to `limit` events after the tail's last one, only from its settled part, in Seq
     /// order. A row returned is never followed by one with a lower Seq.
     pub fn tail_events(&mut self, tail: &mut PgTail, limit: u64) -> Result<Vec<StoreEventRow>> {
-        let mut tx = self.client.transaction()?;
-        let drawn: Option<i64> = tx
+        let (drawn, xid) = {
+            let mut client = self.client();
+            let mut tx = client.transaction()?;
+            let drawn: Option<i64> = tx
             .query_one(
                 "SELECT pg_sequence_last_value(pg_get_serial_sequence('leaseevents', 'seq')::regclass)",
                 &[],
             )?
             .get(0);
-        let xid: i64 = tx
-            .query_one("SELECT pg_current_xact_id()::text::bigint", &[])?
-            .get(0);
-        tx.commit()?;
+            let xid: i64 = tx
+                .query_one("SELECT pg_current_xact_id()::text::bigint", &[])?
+                .get(0);
+            tx.commit()?;
+            (drawn, xid)
+        };
         tail.mark(xid, drawn.unwrap_or(0).max(0) as u64);
         let oldest: i64 = self
-            .client
+            .client()
             .query_one(
                 "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint",
                 &[],
@@ -114,7 +118,7 @@ impl PgStore {
     /// The oldest transaction still open on the server (another than this connection's):
     /// its process id, how long it has been open, and its application's name.
     pub fn oldest_open_transaction(&mut self) -> Result<Option<(i32, f64, String)>> {
-        let row = self.client.query_opt(
+        let row = self.client().query_opt(
             "SELECT pid, EXTRACT(EPOCH FROM now() - xact_start)::float8, application_name
                FROM pg_stat_activity
               WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid()

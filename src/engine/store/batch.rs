@@ -1,6 +1,7 @@
 //! Batches: several claims or finalizes in one transaction. SQL, so it lives here. The
 //! bench calls both; workers with a batch size above one call the batch claim.
 
+use crate::engine::outbox::prelude::*;
 use rusqlite::{named_params, params};
 
 use super::claim::{record_claim, take_lease};
@@ -10,38 +11,6 @@ use super::{FinalizeOutcome, Lease, Result, Store};
 use crate::engine::provider::StatusCheck;
 
 impl Store {
-    /// Claim up to `k` claimable messages in one transaction (oldest first).
-    pub fn claim_batch(
-        &mut self,
-        worker: &str,
-        now: i64,
-        lease_ms: i64,
-        k: usize,
-    ) -> Result<(Vec<Lease>, u64)> {
-        self.write(|tx, shared| {
-            // The oldest claimable rows, as the single claim finds its one.
-            let mut claimable = tx.prepare_cached(concat!(
-                "SELECT Id ",
-                unfinished!(),
-                claimable!(),
-                " ORDER BY CreatedAtUtc, Id LIMIT :k"
-            ))?;
-            let candidates = claimable
-                .query_map(named_params! {":now": now, ":k": k as i64}, |r| {
-                    r.get::<_, i64>(0)
-                })?
-                .collect::<rusqlite::Result<Vec<i64>>>()?;
-            let mut leases = Vec::with_capacity(k);
-            for id in candidates {
-                if let Some(lease) = take_lease(tx, id, worker, now, lease_ms)? {
-                    record_claim(tx, &lease, now)?;
-                    leases.push(lease);
-                }
-            }
-            Ok(((leases, shared.next_seq()), End::Commit))
-        })
-    }
-
     /// Finalize several leases in one transaction. Each message is guarded on its own: its
     /// payment is written only when its ownership-guarded update changed the row.
     pub fn finalize_batch(
@@ -77,6 +46,40 @@ impl Store {
             tx.prepare_cached("UPDATE OutboxMessages SET Attempts = Attempts + 1 WHERE Id = ?1")?
                 .execute([id])?;
             Ok(((), End::Commit))
+        })
+    }
+}
+
+impl BatchClaiming for Store {
+    /// Claim up to `k` claimable messages in one transaction (oldest first).
+    fn claim_batch(
+        &mut self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+        k: usize,
+    ) -> Result<(Vec<Lease>, u64)> {
+        self.write(|tx, shared| {
+            // The oldest claimable rows, as the single claim finds its one.
+            let mut claimable = tx.prepare_cached(concat!(
+                "SELECT Id ",
+                unfinished!(),
+                claimable!(),
+                " ORDER BY CreatedAtUtc, Id LIMIT :k"
+            ))?;
+            let candidates = claimable
+                .query_map(named_params! {":now": now, ":k": k as i64}, |r| {
+                    r.get::<_, i64>(0)
+                })?
+                .collect::<rusqlite::Result<Vec<i64>>>()?;
+            let mut leases = Vec::with_capacity(k);
+            for id in candidates {
+                if let Some(lease) = take_lease(tx, id, worker, now, lease_ms)? {
+                    record_claim(tx, &lease, now)?;
+                    leases.push(lease);
+                }
+            }
+            Ok(((leases, shared.next_seq()), End::Commit))
         })
     }
 }

@@ -1,5 +1,6 @@
 //! Claiming: the conditional updates that take a lease.
 
+use crate::engine::outbox::prelude::*;
 use rusqlite::{named_params, OptionalExtension};
 
 use super::conn::End;
@@ -58,52 +59,6 @@ struct Holder {
 }
 
 impl Store {
-    /// Claim the oldest claimable message: Pending, or Processing with an expired lease.
-    /// Returns the outcome and the commit stamp of the claim.
-    pub fn claim_next(
-        &mut self,
-        worker: &str,
-        now: i64,
-        lease_ms: i64,
-    ) -> Result<(ClaimOutcome, u64)> {
-        let until = now + lease_ms;
-        self.write(|tx, shared| {
-            let lease = tx
-                .prepare_cached(CLAIM_NEXT_SQL)?
-                .query_row(
-                    named_params! {":worker": worker, ":now": now, ":until": until},
-                    |r| {
-                        let message = (r.get(0)?, r.get(1)?);
-                        Ok(Lease::taken(worker, until, message, (r.get(2)?, r.get(3)?)))
-                    },
-                )
-                .optional()?;
-            if let Some(lease) = &lease {
-                record_claim(tx, lease, now)?;
-            }
-            let outcome = lease.map_or(ClaimOutcome::Empty, ClaimOutcome::Claimed);
-            Ok(((outcome, shared.next_seq()), End::Commit))
-        })
-    }
-
-    /// After an empty claim: the message held under someone else's live lease that frees
-    /// up first, as a `Blocked` outcome (owner and time left), or None when nobody holds one.
-    pub fn blocked_by(&self, worker: &str, now: i64) -> Result<Option<ClaimOutcome>> {
-        Ok(self
-            .conn
-            .prepare_cached(SOONEST_LIVE_LEASE_SQL)?
-            .query_row(named_params! {":worker": worker, ":now": now}, |r| {
-                let until: i64 = r.get(3)?;
-                Ok(ClaimOutcome::Blocked {
-                    id: r.get(0)?,
-                    key: r.get(1)?,
-                    owner: r.get(2)?,
-                    left_ms: until - now,
-                })
-            })
-            .optional()?)
-    }
-
     /// `EXPLAIN QUERY PLAN` of the read behind [`Store::blocked_by`].
     pub fn blocked_by_query_plan(&self) -> Result<Vec<String>> {
         let mut stmt = self
@@ -115,52 +70,6 @@ impl Store {
             lines.push(r.get::<_, String>(3)?);
         }
         Ok(lines)
-    }
-
-    /// Claim one particular message. Reports who holds it when it is not claimable.
-    pub fn claim_id(
-        &mut self,
-        id: i64,
-        worker: &str,
-        now: i64,
-        lease_ms: i64,
-    ) -> Result<(ClaimOutcome, u64)> {
-        self.write(|tx, shared| {
-            let holder = tx
-                .prepare_cached(
-                    "SELECT PaymentKey, Status, LockedBy, LockedUntilUtc FROM OutboxMessages WHERE Id = ?1",
-                )?
-                .query_row([id], |r| {
-                    Ok(Holder {
-                        key: r.get(0)?,
-                        status: r.get(1)?,
-                        owner: r.get(2)?,
-                        until_ms: r.get(3)?,
-                    })
-                })
-                .optional()?;
-            let outcome = match holder {
-                None => ClaimOutcome::Empty,
-                Some(h) => match h.until_ms {
-                    Some(until) if h.status == "Processing" && lease::is_live(until, now) => {
-                        ClaimOutcome::Blocked {
-                            id,
-                            key: h.key,
-                            owner: h.owner.unwrap_or_default(),
-                            left_ms: until - now,
-                        }
-                    }
-                    _ => match take_lease(tx, id, worker, now, lease_ms)? {
-                        Some(lease) => {
-                            record_claim(tx, &lease, now)?;
-                            ClaimOutcome::Claimed(lease)
-                        }
-                        None => ClaimOutcome::Empty,
-                    },
-                },
-            };
-            Ok(((outcome, shared.next_seq()), End::Commit))
-        })
     }
 
     /// `EXPLAIN QUERY PLAN` of the claim statement, one line per plan step.
@@ -215,4 +124,93 @@ pub(super) fn record_claim(tx: &rusqlite::Transaction<'_>, lease: &Lease, now: i
             )
         },
     )
+}
+
+impl Claiming for Store {
+    /// Claim the oldest claimable message: Pending, or Processing with an expired lease.
+    /// Returns the outcome and the commit stamp of the claim.
+    fn claim_next(&mut self, worker: &str, now: i64, lease_ms: i64) -> Result<(ClaimOutcome, u64)> {
+        let until = now + lease_ms;
+        self.write(|tx, shared| {
+            let lease = tx
+                .prepare_cached(CLAIM_NEXT_SQL)?
+                .query_row(
+                    named_params! {":worker": worker, ":now": now, ":until": until},
+                    |r| {
+                        let message = (r.get(0)?, r.get(1)?);
+                        Ok(Lease::taken(worker, until, message, (r.get(2)?, r.get(3)?)))
+                    },
+                )
+                .optional()?;
+            if let Some(lease) = &lease {
+                record_claim(tx, lease, now)?;
+            }
+            let outcome = lease.map_or(ClaimOutcome::Empty, ClaimOutcome::Claimed);
+            Ok(((outcome, shared.next_seq()), End::Commit))
+        })
+    }
+
+    /// After an empty claim: the message held under someone else's live lease that frees
+    /// up first, as a `Blocked` outcome (owner and time left), or None when nobody holds one.
+    fn blocked_by(&self, worker: &str, now: i64) -> Result<Option<ClaimOutcome>> {
+        Ok(self
+            .conn
+            .prepare_cached(SOONEST_LIVE_LEASE_SQL)?
+            .query_row(named_params! {":worker": worker, ":now": now}, |r| {
+                let until: i64 = r.get(3)?;
+                Ok(ClaimOutcome::Blocked {
+                    id: r.get(0)?,
+                    key: r.get(1)?,
+                    owner: r.get(2)?,
+                    left_ms: until - now,
+                })
+            })
+            .optional()?)
+    }
+
+    /// Claim one particular message. Reports who holds it when it is not claimable.
+    fn claim_id(
+        &mut self,
+        id: i64,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<(ClaimOutcome, u64)> {
+        self.write(|tx, shared| {
+            let holder = tx
+                .prepare_cached(
+                    "SELECT PaymentKey, Status, LockedBy, LockedUntilUtc FROM OutboxMessages WHERE Id = ?1",
+                )?
+                .query_row([id], |r| {
+                    Ok(Holder {
+                        key: r.get(0)?,
+                        status: r.get(1)?,
+                        owner: r.get(2)?,
+                        until_ms: r.get(3)?,
+                    })
+                })
+                .optional()?;
+            let outcome = match holder {
+                None => ClaimOutcome::Empty,
+                Some(h) => match h.until_ms {
+                    Some(until) if h.status == "Processing" && lease::is_live(until, now) => {
+                        ClaimOutcome::Blocked {
+                            id,
+                            key: h.key,
+                            owner: h.owner.unwrap_or_default(),
+                            left_ms: until - now,
+                        }
+                    }
+                    _ => match take_lease(tx, id, worker, now, lease_ms)? {
+                        Some(lease) => {
+                            record_claim(tx, &lease, now)?;
+                            ClaimOutcome::Claimed(lease)
+                        }
+                        None => ClaimOutcome::Empty,
+                    },
+                },
+            };
+            Ok(((outcome, shared.next_seq()), End::Commit))
+        })
+    }
 }

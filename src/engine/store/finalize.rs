@@ -1,5 +1,6 @@
 //! Finalizing: the provider's answer and Processed, only for the lease's owner.
 
+use crate::engine::outbox::prelude::*;
 use rusqlite::params;
 
 use super::conn::End;
@@ -31,11 +32,11 @@ pub(super) fn write_answer(
     Ok(())
 }
 
-impl Store {
+impl Finalizing for Store {
     /// Write the provider's answer and mark the message Processed, in one transaction, only
     /// if this worker still holds this lease. Otherwise write nothing but the rejection's
     /// event row, and say so.
-    pub fn finalize(
+    fn finalize(
         &mut self,
         lease: &Lease,
         check: &StatusCheck,

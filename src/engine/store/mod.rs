@@ -47,7 +47,6 @@ mod finalize;
 mod identity;
 mod lease_events;
 mod naive;
-mod outbox;
 mod plain;
 mod retry;
 mod seed;

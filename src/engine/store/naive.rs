@@ -1,5 +1,6 @@
 //! Leasing off: load every Pending message, then mark each Processed asking nobody.
 
+use crate::engine::outbox::prelude::*;
 use rusqlite::{named_params, params};
 
 use super::conn::End;
@@ -9,10 +10,10 @@ use super::lease_events::{record, LeaseEventKind, NewEvent};
 use super::{MessageRef, Result, Store};
 use crate::engine::provider::StatusCheck;
 
-impl Store {
+impl Unleased for Store {
     /// Leasing off: every Pending message whose backoff is over at `now`, as the naive
     /// worker loads them (a dead letter is not Pending, so it is never loaded).
-    pub fn load_pending(&self, now: i64) -> Result<Vec<MessageRef>> {
+    fn load_pending(&self, now: i64) -> Result<Vec<MessageRef>> {
         let mut stmt = self.conn.prepare_cached(concat!(
             "SELECT Id, PaymentKey ",
             unfinished!(),
@@ -32,17 +33,12 @@ impl Store {
     }
 
     /// Leasing off: write the answer and mark Processed, asking nobody. Returns its stamp.
-    pub fn mark_processed(
-        &mut self,
-        msg: &MessageRef,
-        check: &StatusCheck,
-        now: i64,
-    ) -> Result<u64> {
+    fn mark_processed(&mut self, msg: &MessageRef, check: &StatusCheck, now: i64) -> Result<u64> {
         self.mark_processed_by("", msg, check, now)
     }
 
     /// [`Store::mark_processed`] with the worker's name written in its event row.
-    pub fn mark_processed_by(
+    fn mark_processed_by(
         &mut self,
         worker: &str,
         msg: &MessageRef,

@@ -1,5 +1,6 @@
 //! Heartbeats, failed attempts with backoff, the dead letter and redrive.
 
+use crate::engine::outbox::prelude::*;
 use rusqlite::{named_params, OptionalExtension};
 
 use super::conn::End;
@@ -33,16 +34,11 @@ const REDRIVE_KEY_SQL: &str = "UPDATE OutboxMessages
     SET Status = 'Pending', Attempts = 0, AvailableAtUtc = :now
   WHERE Status = 'DeadLettered' AND PaymentKey = :key";
 
-impl Store {
+impl Upkeep for Store {
     /// Extend `lease` to `now + lease_ms` (never shorter than it is). `None`: zero rows
     /// changed, the lease is lost and the worker must stop this message; a `LeaseLost` row
     /// says so.
-    pub fn heartbeat(
-        &mut self,
-        lease: &Lease,
-        now: i64,
-        lease_ms: i64,
-    ) -> Result<(Option<i64>, u64)> {
+    fn heartbeat(&mut self, lease: &Lease, now: i64, lease_ms: i64) -> Result<(Option<i64>, u64)> {
         self.write(|tx, shared| {
             let until: Option<i64> = tx
                 .prepare_cached(HEARTBEAT_SQL)?
@@ -73,7 +69,7 @@ impl Store {
 
     /// Record a failed attempt of a held message: back to Pending after its backoff, or
     /// DeadLettered when it was the last attempt `policy` allows.
-    pub fn fail_attempt(
+    fn fail_attempt(
         &mut self,
         lease: &Lease,
         error: &str,
@@ -116,7 +112,7 @@ impl Store {
 
     /// Put dead letters back to Pending with fresh attempts: the one of `key`, or all when
     /// `key` is `None`. Returns how many were redriven.
-    pub fn redrive(&mut self, key: Option<&str>, now: i64) -> Result<(u64, u64)> {
+    fn redrive(&mut self, key: Option<&str>, now: i64) -> Result<(u64, u64)> {
         self.write(|tx, shared| {
             let n = match key {
                 Some(key) => tx
@@ -131,7 +127,7 @@ impl Store {
     }
 
     /// The last provider error recorded for the message of `key`.
-    pub fn last_error(&self, key: &str) -> Result<Option<String>> {
+    fn last_error(&self, key: &str) -> Result<Option<String>> {
         Ok(self
             .conn
             .prepare_cached("SELECT LastError FROM OutboxMessages WHERE PaymentKey = ?1")?

@@ -1,11 +1,13 @@
 //! Filling the outbox: payments with their messages, written pair by pair.
 
+use crate::engine::outbox::prelude::*;
 use rusqlite::params;
 
 use super::conn::End;
 use super::lease_events::{record, LeaseEventKind, NewEvent};
 use super::{MessageRef, Result, Store};
 use crate::engine::events::ENGINE;
+use crate::engine::provider::Provider;
 
 /// Hears of each payment created at the gateway while seeding (the provider keeps the
 /// creation log; the store only says when).
@@ -43,8 +45,38 @@ const NEW_SEEDING_SQL: &str = "INSERT INTO Seedings (Seeding, AtUtc, LastSeq)
              (SELECT MAX(LastSeq) FROM Seedings))";
 
 impl Store {
+    /// As [`Store::add_payment`], running `between` after the payment insert and before the
+    /// outbox insert: a failure there must leave neither row.
+    pub fn add_payment_with(
+        &mut self,
+        log: &impl CreationLog,
+        key: &str,
+        amount: i64,
+        now: i64,
+        between: impl FnOnce() -> Result<()>,
+    ) -> Result<MessageRef> {
+        log.created(key);
+        let id = self.write(|tx, _| {
+            tx.execute(INSERT_PAYMENT_SQL, params![key, amount, now])?;
+            between()?; // an error here drops the transaction, and the payment with it
+            tx.execute(INSERT_MESSAGE_SQL, params![key, now])?;
+            let id = tx.last_insert_rowid();
+            record(
+                tx,
+                &NewEvent::about(LeaseEventKind::Added, now, ENGINE, id, key),
+            )?;
+            Ok((id, End::Commit))
+        })?;
+        Ok(MessageRef {
+            id,
+            key: key.to_string(),
+        })
+    }
+}
+
+impl Seeding for Store {
     /// Remove every row (the next seeding starts from an empty outbox).
-    pub fn empty(&mut self) -> Result<()> {
+    fn empty(&mut self) -> Result<()> {
         self.write(|tx, _| {
             // The floor the next event's Seq starts above, kept where emptying leaves it.
             tx.execute(
@@ -62,7 +94,7 @@ impl Store {
     /// Create payments 1..=count with their outbox messages. Each payment is created at
     /// the gateway once, then written together with its outbox row in one transaction
     /// (many pairs share a transaction to keep seeding fast; a pair never spans two).
-    pub fn seed(&mut self, log: &impl CreationLog, count: u64, now: i64) -> Result<()> {
+    fn seed(&mut self, log: &Provider, count: u64, now: i64) -> Result<()> {
         const CHUNK: u64 = 2_000;
         let mut n = 1;
         while n <= count {
@@ -103,9 +135,9 @@ impl Store {
     }
 
     /// Create one payment and its outbox message in one transaction.
-    pub fn add_payment(
+    fn add_payment(
         &mut self,
-        log: &impl CreationLog,
+        log: &Provider,
         key: &str,
         amount: i64,
         now: i64,
@@ -113,36 +145,8 @@ impl Store {
         self.add_payment_with(log, key, amount, now, || Ok(()))
     }
 
-    /// As [`Store::add_payment`], running `between` after the payment insert and before the
-    /// outbox insert: a failure there must leave neither row.
-    pub fn add_payment_with(
-        &mut self,
-        log: &impl CreationLog,
-        key: &str,
-        amount: i64,
-        now: i64,
-        between: impl FnOnce() -> Result<()>,
-    ) -> Result<MessageRef> {
-        log.created(key);
-        let id = self.write(|tx, _| {
-            tx.execute(INSERT_PAYMENT_SQL, params![key, amount, now])?;
-            between()?; // an error here drops the transaction, and the payment with it
-            tx.execute(INSERT_MESSAGE_SQL, params![key, now])?;
-            let id = tx.last_insert_rowid();
-            record(
-                tx,
-                &NewEvent::about(LeaseEventKind::Added, now, ENGINE, id, key),
-            )?;
-            Ok((id, End::Commit))
-        })?;
-        Ok(MessageRef {
-            id,
-            key: key.to_string(),
-        })
-    }
-
     /// The next payment number after the highest seeded one.
-    pub fn next_payment_number(&self) -> Result<u64> {
+    fn next_payment_number(&self) -> Result<u64> {
         Ok(self.message_count()? + 1)
     }
 }

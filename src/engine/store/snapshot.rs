@@ -1,14 +1,15 @@
 //! Read queries: counts, rows, the schema and the checker's questions.
 
+use crate::engine::outbox::prelude::*;
 use rusqlite::{params, OptionalExtension};
 
 use super::{MessageRow, OutboxCounts, PaymentCounts, PaymentRow, Result, RowsPerKey, Store};
 
-impl Store {
+impl Reading for Store {
     /// Pending and Processing are counted in the unfinished messages' index, DeadLettered in
     /// its own, Processed as the rest, so a large, mostly finished outbox is counted without
     /// reading its rows.
-    pub fn outbox_counts(&self) -> Result<OutboxCounts> {
+    fn outbox_counts(&self) -> Result<OutboxCounts> {
         let count = |sql: &str| -> Result<u64> {
             let n: i64 = self.conn.prepare_cached(sql)?.query_row([], |r| r.get(0))?;
             Ok(n as u64)
@@ -34,7 +35,7 @@ impl Store {
         })
     }
 
-    pub fn payment_counts(&self) -> Result<PaymentCounts> {
+    fn payment_counts(&self) -> Result<PaymentCounts> {
         Ok(self.conn.query_row(
             "SELECT
                 COALESCE(SUM(PaymentStatus = 'Pending'), 0),
@@ -59,7 +60,7 @@ impl Store {
     /// Rows in the outbox. Ids are dense from 1 (rows are only ever deleted all together),
     /// so the highest id is the count, found without reading the rows.
     /// When the newest seeding was made, on its maker's clock.
-    pub fn seeded_at(&self) -> Result<Option<i64>> {
+    fn seeded_at(&self) -> Result<Option<i64>> {
         Ok(self
             .conn
             .query_row(
@@ -70,7 +71,7 @@ impl Store {
             .optional()?)
     }
 
-    pub fn message_count(&self) -> Result<u64> {
+    fn message_count(&self) -> Result<u64> {
         let n: i64 = self
             .conn
             .prepare_cached("SELECT COALESCE(MAX(Id), 0) FROM OutboxMessages")?
@@ -79,7 +80,7 @@ impl Store {
     }
 
     /// Rows `offset..offset+limit` of the outbox in id order, with their payment status.
-    pub fn messages(&self, offset: u64, limit: u64) -> Result<Vec<MessageRow>> {
+    fn messages(&self, offset: u64, limit: u64) -> Result<Vec<MessageRow>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT o.Id, o.PaymentKey, o.Status, o.LockedBy, o.LockedUntilUtc, o.LeaseVersion,
                     o.Attempts, o.ProcessedAtUtc, p.PaymentStatus, o.AvailableAtUtc
@@ -107,7 +108,7 @@ impl Store {
         Ok(rows)
     }
 
-    pub fn payments(&self) -> Result<Vec<PaymentRow>> {
+    fn payments(&self) -> Result<Vec<PaymentRow>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT IdempotencyKey, PaymentStatus, TransactionId FROM Payments ORDER BY IdempotencyKey",
         )?;
@@ -124,7 +125,7 @@ impl Store {
     }
 
     /// The most payment rows and outbox rows that share one key.
-    pub fn max_rows_per_key(&self) -> Result<RowsPerKey> {
+    fn max_rows_per_key(&self) -> Result<RowsPerKey> {
         let pay: i64 = self.conn.query_row(
             "SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) n FROM Payments GROUP BY IdempotencyKey)",
             [],
@@ -142,7 +143,7 @@ impl Store {
     }
 
     /// Outbox rows without a payment, and payments without an outbox row.
-    pub fn orphans(&self) -> Result<u64> {
+    fn orphans(&self) -> Result<u64> {
         let n: i64 = self.conn.query_row(
             "SELECT (SELECT COUNT(*) FROM OutboxMessages o WHERE NOT EXISTS
                        (SELECT 1 FROM Payments p WHERE p.IdempotencyKey = o.PaymentKey))
@@ -156,7 +157,7 @@ impl Store {
 
     /// The schema as this database file holds it (`sqlite_schema`), one statement each,
     /// in the order it was created.
-    pub fn schema(&self) -> Result<Vec<String>> {
+    fn schema(&self) -> Result<Vec<String>> {
         let mut stmt = self.conn.prepare(
             "SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid",
         )?;
@@ -164,5 +165,9 @@ impl Store {
             .query_map([], |r| r.get::<_, String>(0))?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows)
+    }
+
+    fn owner(&self) -> Result<Option<String>> {
+        Ok(crate::engine::db_lock::DbLock::holder(self.path()))
     }
 }
