@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use support::processes::{children_of, gone};
 use support::{Dashboard, DEADLINE};
 
 /// Poll `what` until it holds, or fail after the deadline saying what was awaited.
@@ -16,40 +17,6 @@ fn wait_until(awaited: &str, mut what: impl FnMut() -> bool) {
     while !what() {
         assert!(start.elapsed() < DEADLINE, "gave up waiting for {awaited}");
         std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// The live (not zombie) children of `parent`, from /proc.
-fn children_of(parent: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // After the command name in parentheses: state, then the parent's pid.
-        let rest = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
-        let mut fields = rest.split_whitespace();
-        let (state, ppid) = (fields.next(), fields.next());
-        if ppid == Some(parent.to_string().as_str()) && state != Some("Z") {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-/// A process that is gone: no /proc entry, or a zombie waiting for its reaper.
-fn gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => {
-            stat[stat.rfind(')').map_or(0, |i| i + 1)..]
-                .split_whitespace()
-                .next()
-                == Some("Z")
-        }
     }
 }
 

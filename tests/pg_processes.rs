@@ -22,7 +22,7 @@ use leaselab::engine::{Engine, EngineConfig};
 use leaselab::ui::app::{App, ExternalMode, WorkerView};
 use leaselab::ui::{DashboardOptions, Theme};
 use pg_support::{scratch, ScratchDb};
-use support::processes::{wait_for, WorkerProcess, DEADLINE, POLL};
+use support::processes::{children_of, gone, wait_for, WorkerProcess, DEADLINE, POLL};
 
 fn events(db: &ScratchDb) -> Vec<LeaseEventRow> {
     PgStore::open_url(&db.url)
@@ -264,27 +264,6 @@ fn watching_postgres_a_killed_worker_shows_and_its_lease_is_reclaimed_after_expi
     panic!("the worker finished before the kill five times in a row");
 }
 
-/// The live (not zombie) children of `parent`, from /proc.
-fn children_of(parent: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // After the command name in parentheses: state, then the parent's pid.
-        let rest = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
-        let mut fields = rest.split_whitespace();
-        let (state, ppid) = (fields.next(), fields.next());
-        if ppid == Some(parent.to_string().as_str()) && state != Some("Z") {
-            found.push(pid);
-        }
-    }
-    found
-}
-
 /// The dashboard in a pseudo-terminal (it needs one), its output read and dropped.
 type PtyDashboard = (
     Box<dyn portable_pty::Child + Send + Sync>,
@@ -356,17 +335,4 @@ fn the_processes_dashboard_on_postgres_starts_worker_children_that_drain_it_clea
     wait_for("every worker process gone", || {
         kids.iter().all(|k| gone(*k)).then_some(())
     });
-}
-
-/// A process that is gone: no /proc entry, or a zombie waiting for its reaper.
-fn gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => {
-            stat[stat.rfind(')').map_or(0, |i| i + 1)..]
-                .split_whitespace()
-                .next()
-                == Some("Z")
-        }
-    }
 }

@@ -77,3 +77,37 @@ pub fn wait_for<T>(awaited: &str, mut what: impl FnMut() -> Option<T>) -> T {
         std::thread::sleep(POLL);
     }
 }
+
+/// The live (not zombie) children of `parent`, from /proc.
+pub fn children_of(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // After the command name in parentheses: state, then the parent's pid.
+        let rest = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
+        let mut fields = rest.split_whitespace();
+        let (state, ppid) = (fields.next(), fields.next());
+        if ppid == Some(parent.to_string().as_str()) && state != Some("Z") {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// A process that is gone: no /proc entry, or a zombie waiting for its reaper.
+pub fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => {
+            stat[stat.rfind(')').map_or(0, |i| i + 1)..]
+                .split_whitespace()
+                .next()
+                == Some("Z")
+        }
+    }
+}
