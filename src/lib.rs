@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod checks;
 pub mod engine;
+pub mod explore;
 /// Sweeping what killed makers left behind (kept in the engine, which makes those files).
 pub use engine::leftovers;
 pub mod lesson;

@@ -5,7 +5,7 @@ mod cli;
 
 use std::process::ExitCode;
 
-use cli::handlers::{bench, dashboard, run, worker};
+use cli::handlers::{bench, dashboard, explore, run, worker};
 use cli::{Command, LessonArgs};
 
 fn main() -> ExitCode {
@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         Some(Command::Lesson(a)) => dashboard::lesson_command(a),
         Some(Command::Worker(a)) => worker::worker(a),
         Some(Command::Bench(a)) => bench::bench(a),
+        Some(Command::Explore(a)) => explore::explore(a),
         Some(Command::Completions(a)) => cli::handlers::completions(a.shell),
         Some(Command::Man) => cli::handlers::man(),
         // No command: the default lesson, unless the outbox is set up on the command line.

@@ -22,10 +22,57 @@ pub enum Command {
     Worker(WorkerArgs),
     /// Measure claim throughput against the database's own ceiling (see README, Performance).
     Bench(BenchArgs),
+    /// Run every schedule of a small world's worker steps and faults on real SQLite, and
+    /// show a shortest one that breaks each check.
+    Explore(ExploreArgs),
     /// Print a completion script for a shell: leaselab completions bash > /etc/bash_completion.d/leaselab
     Completions(CompletionsArgs),
     /// Print the manual page (roff): leaselab man > leaselab.1; man ./leaselab.1
     Man,
+}
+
+/// `leaselab explore`.
+#[derive(Args, Debug, Clone)]
+pub struct ExploreArgs {
+    /// Workers in the world (1-3).
+    #[arg(long, value_name = "W", default_value_t = 2, allow_negative_numbers = true, value_parser = numbers::whole::<1, 3>)]
+    pub workers: i64,
+    /// Messages in the outbox (1-3).
+    #[arg(long, value_name = "M", default_value_t = 2, allow_negative_numbers = true, value_parser = numbers::whole::<1, 3>)]
+    pub messages: i64,
+    /// How the outbox is guarded.
+    #[arg(long, value_enum, default_value_t = ExploreMode::FencingToken)]
+    pub mode: ExploreMode,
+    /// The provider honours the payment's idempotency key.
+    #[arg(long)]
+    pub idempotent: bool,
+    /// Faults a scheduler may choose at any point: crash, jump, pause (comma-separated, or
+    /// none).
+    #[arg(long, value_name = "LIST", default_value = "crash,jump,pause", value_parser = numbers::faults)]
+    pub faults: leaselab::explore::Faults,
+    /// The longest schedule explored, in steps (1-40).
+    #[arg(long, value_name = "N", default_value_t = 12, allow_negative_numbers = true, value_parser = numbers::whole::<1, 40>)]
+    pub max_depth: i64,
+    /// Stop after this many distinct states (1-5000000); the report then says it was cut.
+    #[arg(long, value_name = "N", default_value_t = 300_000, allow_negative_numbers = true, value_parser = numbers::whole::<1, 5_000_000>)]
+    pub max_states: i64,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the shortest counterexample found as a lesson file (`leaselab lesson FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub save_lesson: Option<PathBuf>,
+}
+
+/// `explore --mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExploreMode {
+    /// Workers load every Pending message and process it, owning nothing.
+    NoLeasing,
+    /// Leases; the finalize checks the owner's name only.
+    OwnerGuard,
+    /// Leases; the finalize also checks the lease version (leaselab's rule).
+    FencingToken,
 }
 
 /// `leaselab completions SHELL`.

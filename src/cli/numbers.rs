@@ -84,6 +84,11 @@ pub fn fail_first(s: &str) -> Result<(String, u64), String> {
     Ok((key.to_string(), n as u64))
 }
 
+/// `explore --faults`: crash, jump, pause, comma-separated (or none).
+pub fn faults(s: &str) -> Result<leaselab::explore::Faults, String> {
+    leaselab::explore::Faults::parse(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

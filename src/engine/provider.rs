@@ -63,7 +63,12 @@ pub struct KeyCalls {
     first: Option<StatusCheck>,
 }
 
-#[derive(Debug, Default)]
+/// Everything the provider has been asked and answered, to put back later (the explorer
+/// returns to earlier states).
+#[derive(Debug, Default, Clone)]
+pub struct ProviderState(Inner);
+
+#[derive(Debug, Default, Clone)]
 struct Inner {
     keys: BTreeMap<String, KeyCalls>,
     issued: HashSet<String>,
@@ -247,6 +252,16 @@ impl Provider {
             calls.first = Some(check.clone());
         }
         check
+    }
+
+    /// What the provider has been asked and answered so far.
+    pub fn state(&self) -> ProviderState {
+        ProviderState(self.lock().clone())
+    }
+
+    /// Back to what [`Provider::state`] saw; the idempotency switch and faults stay.
+    pub fn set_state(&self, state: &ProviderState) {
+        *self.lock() = state.0.clone();
     }
 
     pub fn calls(&self) -> BTreeMap<String, KeyCalls> {

@@ -28,6 +28,20 @@ UPDATE OutboxMessages
 RETURNING Id, PaymentKey, LeaseVersion, Seeding"
 );
 
+/// [`CLAIM_NEXT_SQL`] with the claimable condition dropped, a defect the explorer must
+/// catch: the oldest unfinished message is taken even under another worker's live lease.
+const BROKEN_CLAIM_NEXT_SQL: &str = concat!(
+    "
+UPDATE OutboxMessages
+   SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
+       LeaseVersion = LeaseVersion + 1, Attempts = Attempts + 1
+ WHERE Id = (SELECT Id ",
+    unfinished!(),
+    "(:now = :now)
+              ORDER BY CreatedAtUtc, Id LIMIT 1)
+RETURNING Id, PaymentKey, LeaseVersion, Seeding"
+);
+
 /// The conditional update of one chosen message.
 const TAKE_LEASE_SQL: &str = concat!(
     "UPDATE OutboxMessages
@@ -131,9 +145,14 @@ impl Claiming for Store {
     /// Returns the outcome and the commit stamp of the claim.
     fn claim_next(&mut self, worker: &str, now: i64, lease_ms: i64) -> Result<(ClaimOutcome, u64)> {
         let until = now + lease_ms;
+        let sql = if self.rules.broken_claim {
+            BROKEN_CLAIM_NEXT_SQL
+        } else {
+            CLAIM_NEXT_SQL
+        };
         self.write(|tx, shared| {
             let lease = tx
-                .prepare_cached(CLAIM_NEXT_SQL)?
+                .prepare_cached(sql)?
                 .query_row(
                     named_params! {":worker": worker, ":now": now, ":until": until},
                     |r| {

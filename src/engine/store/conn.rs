@@ -127,6 +127,7 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             shared: Arc::new(StoreShared::default()),
+            rules: Default::default(),
         })
     }
 
@@ -154,6 +155,7 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             shared,
+            rules: Default::default(),
         })
     }
 

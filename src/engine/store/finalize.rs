@@ -18,6 +18,11 @@ pub(super) const GUARDED_FINALIZE_SQL: &str = "UPDATE OutboxMessages
   WHERE Id = ?2 AND Status = 'Processing' AND LockedBy = ?3 AND LeaseVersion = ?4
     AND Seeding = ?5";
 
+/// The weaker guard the explorer compares: the owner's name only, no fencing token.
+const OWNER_ONLY_FINALIZE_SQL: &str = "UPDATE OutboxMessages
+    SET Status = 'Processed', ProcessedAtUtc = ?1, LockedUntilUtc = NULL
+  WHERE Id = ?2 AND Status = 'Processing' AND LockedBy = ?3 AND ?4 = ?4 AND Seeding = ?5";
+
 /// Write the provider's answer onto the payment of `key`.
 pub(super) fn write_answer(
     tx: &rusqlite::Transaction<'_>,
@@ -42,9 +47,14 @@ impl Finalizing for Store {
         check: &StatusCheck,
         now: i64,
     ) -> Result<(FinalizeOutcome, u64)> {
+        let guard = if self.rules.owner_only_finalize {
+            OWNER_ONLY_FINALIZE_SQL
+        } else {
+            GUARDED_FINALIZE_SQL
+        };
         self.write(|tx, shared| {
             // The guard first: a rejected finalize then writes nothing but its event row.
-            let changed = tx.prepare_cached(GUARDED_FINALIZE_SQL)?.execute(params![
+            let changed = tx.prepare_cached(guard)?.execute(params![
                 now,
                 lease.id,
                 lease.owner,

@@ -45,6 +45,7 @@ mod claim;
 mod conn;
 mod finalize;
 mod identity;
+mod image;
 mod lease_events;
 mod naive;
 mod plain;
@@ -70,6 +71,7 @@ pub use conn::{
     busy_give_up, stop_waiting_for_the_lock, wait_for_the_lock_without_limit, BUSY_GIVE_UP_ENV,
 };
 pub use identity::{inspect, write_locked};
+pub use image::Rules;
 pub use lease_events::{
     events_ns_on_this_thread, time_events_on_this_thread, LeaseEventKind, LeaseEventRow,
 };
@@ -123,6 +125,8 @@ pub struct Store {
     conn: Connection,
     path: PathBuf,
     shared: Arc<StoreShared>,
+    /// Weaker rules the explorer compares against leaselab's own (never set otherwise).
+    rules: image::Rules,
 }
 
 impl fmt::Debug for Store {

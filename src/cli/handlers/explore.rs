@@ -1,0 +1,118 @@
+//! `leaselab explore`: the search with a progress line on stderr, its report on stdout (or
+//! JSON), the shortest counterexample saved as a lesson when asked, and exit 1 when a
+//! check breaks.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use leaselab::explore::{self, ExploreOptions, Mode};
+
+use crate::cli::commands::{ExploreArgs, ExploreMode};
+use crate::cli::{runtime_error, Out};
+
+fn options(a: &ExploreArgs) -> ExploreOptions {
+    ExploreOptions {
+        workers: a.workers as usize,
+        messages: a.messages as u64,
+        mode: match a.mode {
+            ExploreMode::NoLeasing => Mode::NoLeasing,
+            ExploreMode::OwnerGuard => Mode::OwnerGuard,
+            ExploreMode::FencingToken => Mode::FencingToken,
+        },
+        idempotent: a.idempotent,
+        faults: a.faults,
+        max_depth: a.max_depth as usize,
+        max_states: a.max_states as usize,
+        broken_claim: false,
+    }
+}
+
+/// A spinner with the search's figures, on a terminal only.
+fn spinner() -> Option<ProgressBar> {
+    std::io::stderr().is_terminal().then(|| {
+        let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        b.set_style(
+            ProgressStyle::with_template("{spinner} explore: {msg} ({elapsed})")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        b
+    })
+}
+
+pub(crate) fn explore(a: &ExploreArgs) -> ExitCode {
+    let opts = options(a);
+    let signals = match leaselab::signals::watch() {
+        Ok(rx) => rx,
+        Err(e) => return runtime_error(e),
+    };
+    let bar = spinner();
+    let mut stopped_by = None;
+    let result = explore::explore(&opts, &mut |p| {
+        if let Some(b) = &bar {
+            b.set_message(format!(
+                "{} states · {} schedules · depth {}",
+                p.states, p.schedules, p.depth
+            ));
+            b.tick();
+        }
+        stopped_by = signals.try_recv().ok();
+        stopped_by.is_none()
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if let Some(signo) = stopped_by {
+        return super::interrupted(signo, "the search stopped; nothing was saved");
+    }
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => return runtime_error(format!("explore: {e}")),
+    };
+    let mut out = Out::new();
+    if a.json {
+        out.print(&format!("{:#}\n", report.json()));
+    } else {
+        out.print(&report.text());
+    }
+    if let Some(path) = &a.save_lesson {
+        if let Err(code) = save(&report, path, a.json, &mut out) {
+            return code;
+        }
+    }
+    let code = if report.bad_schedules() > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    };
+    out.finish(code)
+}
+
+/// `--save-lesson FILE`: the shortest counterexample as a lesson file.
+fn save(
+    report: &explore::Report,
+    path: &std::path::Path,
+    json: bool,
+    out: &mut Out,
+) -> Result<(), ExitCode> {
+    match explore::save_lesson(report) {
+        Ok(Some(text)) => {
+            std::fs::write(path, text)
+                .map_err(|e| runtime_error(format!("cannot write {}: {e}", path.display())))?;
+            if !json {
+                out.line(&format!(
+                    "saved the shortest counterexample as a lesson: leaselab lesson {}",
+                    path.display()
+                ));
+            }
+            Ok(())
+        }
+        Ok(None) => {
+            if !json {
+                out.line("nothing broke, so no lesson was saved");
+            }
+            Ok(())
+        }
+        Err(e) => Err(runtime_error(format!("cannot save the lesson: {e}"))),
+    }
+}

@@ -1,0 +1,45 @@
+//! A whole database as bytes, and back: how the explorer keeps each state it reaches (a
+//! real SQLite database, copied in memory) and returns to it. And the weaker rules it
+//! compares leaselab's own against.
+
+use rusqlite::MAIN_DB;
+
+use super::{Result, Store};
+
+/// Rules weaker than leaselab's, for the explorer to compare. Never set by the engine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rules {
+    /// The finalize checks the owner's name only, not the lease version (fencing token).
+    pub owner_only_finalize: bool,
+    /// The claim takes the oldest unfinished message, live lease or not (a defect the
+    /// explorer's tests plant on purpose).
+    pub broken_claim: bool,
+}
+
+impl Store {
+    /// Use `rules` instead of leaselab's own from now on.
+    pub fn set_rules(&mut self, rules: Rules) {
+        self.rules = rules;
+    }
+
+    /// The database as it stands, as the bytes of its file (in rollback-journal format, so
+    /// that it can live in memory: see [`Store::restore_image`]).
+    pub fn image(&mut self) -> Result<Vec<u8>> {
+        let mut bytes = self.conn.serialize(MAIN_DB)?.to_vec();
+        // Bytes 18 and 19 say WAL (2) or rollback journal (1); an in-memory database
+        // cannot use WAL.
+        if bytes.len() > 19 {
+            bytes[18] = 1;
+            bytes[19] = 1;
+        }
+        Ok(bytes)
+    }
+
+    /// Replace the database this connection works on with `image`, held in memory from now
+    /// on (the file it was opened on is left as it was).
+    pub fn restore_image(&mut self, image: &[u8]) -> Result<()> {
+        self.conn
+            .deserialize_read_exact(MAIN_DB, image, image.len(), false)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,491 @@
+//! One state of the explorer's small world, and the moves a scheduler may take from it.
+//! The database is a real SQLite database (restored from its image before each move); the
+//! workers' own memory, the clock and what has happened so far live here.
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+
+use crate::engine::clock::hms;
+use crate::engine::outbox::prelude::*;
+use crate::engine::outbox::{
+    ClaimOutcome, FinalizeOutcome, Lease, MessageRef, MessageRow, OutboxStatus, PaymentRow,
+};
+use crate::engine::provider::{KeyCalls, Provider, StatusCheck};
+use crate::engine::store::Store;
+
+use super::{Check, Mode, LEASE_MS};
+
+/// More rows than the explorer's world ever has.
+const ALL_ROWS: u64 = 1_000;
+
+/// How far a clock jump moves: just past a whole lease.
+pub const JUMP_MS: i64 = LEASE_MS + 100;
+
+/// What a worker holds in memory between its steps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Local {
+    Idle,
+    /// Claimed; the provider is next.
+    Holding(Lease),
+    /// The provider answered; the finalize is next.
+    Checked(Lease, StatusCheck),
+    /// Leasing off: the loaded snapshot still to process.
+    Loaded(VecDeque<MessageRef>),
+    /// Leasing off: the provider answered about `MessageRef`; marking it is next.
+    Marking(VecDeque<MessageRef>, MessageRef, StatusCheck),
+}
+
+/// One worker process. A crash restarts it under the same name with nothing in memory; a
+/// stall freezes it, and its supervisor starts a replacement under the same name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    pub name: String,
+    pub replacement: bool,
+    pub stalled: bool,
+    pub local: Local,
+}
+
+impl Actor {
+    /// `Worker-A`, or `the new Worker-A` for a replacement.
+    pub fn shown(&self) -> String {
+        if self.replacement {
+            format!("the new {}", self.name)
+        } else {
+            self.name.clone()
+        }
+    }
+
+    /// The message its next step acts on, when it is known before the step: the one it
+    /// holds, or the first claimable one for a claim.
+    fn acts_on(&self, before: &Seen) -> Option<String> {
+        match &self.local {
+            Local::Holding(l) | Local::Checked(l, _) => Some(l.key.clone()),
+            Local::Marking(_, m, _) => Some(m.key.clone()),
+            Local::Loaded(q) => q.front().map(|m| m.key.clone()),
+            Local::Idle => before
+                .rows
+                .iter()
+                .find(|r| r.status != OutboxStatus::Processed)
+                .map(|r| r.key.clone()),
+        }
+    }
+
+    /// The message it has in hand, if any.
+    fn holds(&self) -> Option<String> {
+        match &self.local {
+            Local::Idle | Local::Loaded(_) => None,
+            Local::Holding(l) | Local::Checked(l, _) => {
+                Some(format!("{} (lease v{})", l.key, l.version))
+            }
+            Local::Marking(_, m, _) => Some(m.key.clone()),
+        }
+    }
+}
+
+/// A scheduler's choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Move {
+    /// The worker's next step of its own cycle.
+    Step(usize),
+    Crash(usize),
+    Jump,
+    Stall(usize),
+    Wake(usize),
+}
+
+/// Everything but the database that makes a state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct World {
+    pub now: i64,
+    pub actors: Vec<Actor>,
+    /// Committed finalizes (or marks) per message id, 1-based index.
+    pub finalized: Vec<u32>,
+    /// Checks this schedule has broken so far.
+    pub broken: Vec<Check>,
+}
+
+/// What the database and the provider hold in one state, read once.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub rows: Vec<MessageRow>,
+    pub payments: Vec<PaymentRow>,
+    pub calls: std::collections::BTreeMap<String, KeyCalls>,
+}
+
+impl Seen {
+    pub fn read(store: &Store, provider: &Provider) -> Result<Seen, String> {
+        let e = |e: crate::engine::outbox::OutboxError| e.to_string();
+        Ok(Seen {
+            rows: store.messages(0, ALL_ROWS).map_err(e)?,
+            payments: store.payments().map_err(e)?,
+            calls: provider.calls(),
+        })
+    }
+
+    /// Whether any row holds a lease that a clock jump would end.
+    pub fn live_lease(&self, now: i64) -> bool {
+        self.rows.iter().any(|r| {
+            r.status == OutboxStatus::Processing && r.locked_until_ms.is_some_and(|u| u >= now)
+        })
+    }
+
+    /// Every message Processed.
+    pub fn finished(&self) -> bool {
+        self.rows
+            .iter()
+            .all(|r| r.status == OutboxStatus::Processed)
+    }
+}
+
+/// A move carried out: what it did, told for a student, and the checks it broke.
+pub struct Done {
+    pub text: String,
+    pub broke: Vec<Check>,
+    /// The state it left.
+    pub seen: Seen,
+    /// The message the move acted on, if one.
+    pub key: Option<String>,
+}
+
+impl World {
+    pub fn new(now: i64, workers: usize, messages: u64) -> World {
+        World {
+            now,
+            actors: (0..workers)
+                .map(|i| Actor {
+                    name: crate::engine::worker_id::WorkerId::first(i).to_string(),
+                    replacement: false,
+                    stalled: false,
+                    local: Local::Idle,
+                })
+                .collect(),
+            finalized: vec![0; messages as usize + 1],
+            broken: Vec::new(),
+        }
+    }
+
+    /// The moves worth taking here: every running worker's next step, and the faults that
+    /// `faults` allows and that would change something.
+    pub fn moves(&self, faults: &super::Faults, live_lease: bool) -> Vec<Move> {
+        let mut out = Vec::new();
+        for (i, a) in self.actors.iter().enumerate() {
+            if a.stalled {
+                out.push(Move::Wake(i));
+                continue;
+            }
+            out.push(Move::Step(i));
+            if faults.crash && a.local != Local::Idle {
+                out.push(Move::Crash(i));
+            }
+            let stalled_before = self
+                .actors
+                .iter()
+                .any(|b| b.name == a.name && b.replacement);
+            if faults.pause && !a.replacement && !stalled_before && a.local != Local::Idle {
+                out.push(Move::Stall(i));
+            }
+        }
+        if faults.jump && live_lease {
+            out.push(Move::Jump);
+        }
+        out
+    }
+
+    /// Whether `m` may write to the database (a claim, a finalize, a mark); every other
+    /// move changes only the workers' memory, the clock or the provider.
+    pub fn writes(&self, m: Move, mode: Mode) -> bool {
+        match m {
+            Move::Step(i) => match &self.actors[i].local {
+                Local::Idle => mode.leasing(),
+                Local::Checked(..) | Local::Marking(..) => true,
+                Local::Holding(_) | Local::Loaded(_) => false,
+            },
+            Move::Crash(_) | Move::Jump | Move::Stall(_) | Move::Wake(_) => false,
+        }
+    }
+
+    /// Carry out `m` on the database and the provider, which hold this state.
+    pub fn apply(
+        &mut self,
+        m: Move,
+        mode: Mode,
+        before: &Seen,
+        store: &mut Store,
+        provider: &Provider,
+    ) -> Result<Done, String> {
+        let mut broke = Vec::new();
+        let key = match m {
+            Move::Step(i) => self.actors[i].acts_on(before),
+            _ => None,
+        };
+        let text = match m {
+            Move::Step(i) => self.step(i, mode, before, store, provider, &mut broke)?,
+            Move::Crash(i) => {
+                let a = &mut self.actors[i];
+                let held = a
+                    .holds()
+                    .map(|h| format!(" holding {h}"))
+                    .unwrap_or_default();
+                a.local = Local::Idle;
+                format!(
+                    "{} crashes{held}; its supervisor restarts it with nothing in hand",
+                    a.shown()
+                )
+            }
+            Move::Jump => {
+                self.now += JUMP_MS;
+                format!(
+                    "the clock jumps {:.1} s to {}",
+                    JUMP_MS as f64 / 1000.0,
+                    hms(self.now)
+                )
+            }
+            Move::Stall(i) => {
+                let a = &mut self.actors[i];
+                a.stalled = true;
+                let held = a.holds().unwrap_or_default();
+                let name = a.name.clone();
+                self.actors.push(Actor {
+                    name: name.clone(),
+                    replacement: true,
+                    stalled: false,
+                    local: Local::Idle,
+                });
+                format!("{name} stalls holding {held}; its supervisor starts a new {name}")
+            }
+            Move::Wake(i) => {
+                let a = &mut self.actors[i];
+                a.stalled = false;
+                let held = a
+                    .holds()
+                    .map(|h| format!(", still holding {h}"))
+                    .unwrap_or_default();
+                format!("the stalled {} wakes{held}", a.name)
+            }
+        };
+        let seen = Seen::read(store, provider)?;
+        self.judge(&seen, &mut broke);
+        for c in &broke {
+            if !self.broken.contains(c) {
+                self.broken.push(*c);
+            }
+        }
+        Ok(Done {
+            text,
+            broke,
+            seen,
+            key,
+        })
+    }
+
+    /// A worker's next step of its own cycle: claim or load, call the provider, finalize
+    /// or mark; each database step is one transaction of the engine's own store.
+    fn step(
+        &mut self,
+        i: usize,
+        mode: Mode,
+        before: &Seen,
+        store: &mut Store,
+        provider: &Provider,
+        broke: &mut Vec<Check>,
+    ) -> Result<String, String> {
+        let who = self.actors[i].shown();
+        let name = self.actors[i].name.clone();
+        let local = std::mem::replace(&mut self.actors[i].local, Local::Idle);
+        let (next, text) = match local {
+            Local::Idle if mode.leasing() => self.claim(&who, &name, before, store, broke)?,
+            Local::Idle => self.load(&who, store)?,
+            Local::Holding(lease) => {
+                let check = provider.check_status(&lease.key);
+                let text = called(&who, &lease.key, &check, provider);
+                (Local::Checked(lease, check), text)
+            }
+            Local::Checked(lease, check) => {
+                let s = (store, before);
+                let text = self.finalize(&who, mode, &lease, &check, s, broke)?;
+                (Local::Idle, text)
+            }
+            Local::Loaded(mut queue) => match queue.pop_front() {
+                Some(msg) => {
+                    let check = provider.check_status(&msg.key);
+                    let text = called(&who, &msg.key, &check, provider);
+                    (Local::Marking(queue, msg, check), text)
+                }
+                None => (Local::Idle, format!("{who} has nothing left")),
+            },
+            Local::Marking(queue, msg, check) => {
+                store
+                    .mark_processed_by(&name, &msg, &check, self.now)
+                    .map_err(|e| e.to_string())?;
+                self.finalized[msg.id as usize] += 1;
+                let text = format!("{who} marks {} Processed, owning nothing", msg.key);
+                let next = match queue.is_empty() {
+                    true => Local::Idle,
+                    false => Local::Loaded(queue),
+                };
+                (next, text)
+            }
+        };
+        self.actors[i].local = next;
+        Ok(text)
+    }
+
+    /// A claim; taking a message under another's live lease breaks lease exclusivity.
+    fn claim(
+        &self,
+        who: &str,
+        name: &str,
+        before: &Seen,
+        store: &mut Store,
+        broke: &mut Vec<Check>,
+    ) -> Result<(Local, String), String> {
+        let now = self.now;
+        let outcome = store
+            .claim_next(name, now, LEASE_MS)
+            .map_err(|e| e.to_string())?;
+        let ClaimOutcome::Claimed(lease) = outcome.0 else {
+            return Ok((Local::Idle, format!("{who} finds nothing to claim")));
+        };
+        let prior = before.rows.iter().find(|r| r.id == lease.id);
+        if prior.is_some_and(|r| {
+            r.status == OutboxStatus::Processing && r.locked_until_ms.is_some_and(|u| u >= now)
+        }) {
+            broke.push(Check::LeaseExclusivity);
+        }
+        let text = format!(
+            "{who} claims {} (lease v{}, until {})",
+            lease.key,
+            lease.version,
+            hms(lease.until_ms)
+        );
+        Ok((Local::Holding(lease), text))
+    }
+
+    /// Leasing off: every Pending message, owned by nobody.
+    fn load(&self, who: &str, store: &mut Store) -> Result<(Local, String), String> {
+        let loaded: VecDeque<_> = store
+            .load_pending(self.now)
+            .map_err(|e| e.to_string())?
+            .into();
+        if loaded.is_empty() {
+            return Ok((Local::Idle, format!("{who} loads nothing")));
+        }
+        let keys: Vec<&str> = loaded.iter().map(|m| m.key.as_str()).collect();
+        let text = format!("{who} loads {} (no lease)", keys.join(", "));
+        Ok((Local::Loaded(loaded), text))
+    }
+
+    /// A finalize; one that commits while its lease is not the row's newest breaks
+    /// "finalize by a non-owner".
+    fn finalize(
+        &mut self,
+        who: &str,
+        mode: Mode,
+        lease: &Lease,
+        check: &StatusCheck,
+        (store, before): (&mut Store, &Seen),
+        broke: &mut Vec<Check>,
+    ) -> Result<String, String> {
+        let (outcome, _) = store
+            .finalize(lease, check, self.now)
+            .map_err(|e| e.to_string())?;
+        let (key, v) = (&lease.key, lease.version);
+        if outcome == FinalizeOutcome::Rejected {
+            return Ok(format!(
+                "{who} finalizes {key} under lease v{v}: rejected, the lease is no longer its"
+            ));
+        }
+        self.finalized[lease.id as usize] += 1;
+        let row = before.rows.iter().find(|r| r.id == lease.id);
+        let owner_now = row.is_some_and(|r| {
+            r.status == OutboxStatus::Processing
+                && r.locked_by.as_deref() == Some(lease.owner.as_str())
+                && r.lease_version == lease.version
+        });
+        if owner_now {
+            return Ok(format!("{who} finalizes {key} under lease v{v}: accepted"));
+        }
+        broke.push(Check::NonOwnerFinalize);
+        let row_version = row.map_or(0, |r| r.lease_version);
+        let why = match mode {
+            Mode::OwnerGuard => ", because the guard checks only the owner's name",
+            _ => "",
+        };
+        Ok(format!(
+            "{who} finalizes {key} under lease v{v}: accepted, though the row was at lease \
+             v{row_version}{why}"
+        ))
+    }
+
+    /// The checks that the state itself can break.
+    fn judge(&self, seen: &Seen, broke: &mut Vec<Check>) {
+        if self.finalized.iter().any(|&n| n >= 2) {
+            broke.push(Check::ProcessedTwice);
+        }
+        if seen.calls.values().any(|c| c.side_effects >= 2) {
+            broke.push(Check::SideEffectTwice);
+        }
+        // Processed with no answer written: the payment's result is lost.
+        if seen.rows.iter().any(|r| {
+            r.status == OutboxStatus::Processed
+                && r.payment_status == crate::engine::outbox::PaymentStatus::Pending
+        }) {
+            broke.push(Check::Lost);
+        }
+    }
+
+    /// The state as a key: two states with equal keys behave alike from here on. Times are
+    /// kept relative to the clock (a lease's time left, or expired), since every rule
+    /// compares them with the clock and nothing else.
+    pub fn key(&self, seen: &Seen) -> String {
+        let mut k = String::new();
+        let rel = |until: i64| {
+            if until < self.now {
+                -1
+            } else {
+                until - self.now
+            }
+        };
+        for a in &self.actors {
+            let _ = write!(k, "{}{}{}:", a.name, a.replacement as u8, a.stalled as u8);
+            let _ = match &a.local {
+                Local::Holding(l) => write!(k, "H{}v{}u{}", l.id, l.version, rel(l.until_ms)),
+                Local::Checked(l, c) => write!(
+                    k,
+                    "C{}v{}u{}{:?}",
+                    l.id,
+                    l.version,
+                    rel(l.until_ms),
+                    c.transaction_id
+                ),
+                other => write!(k, "{other:?}"),
+            };
+            k.push('|');
+        }
+        for r in &seen.rows {
+            let until = r.locked_until_ms.map(rel);
+            let _ = write!(
+                k,
+                "{}{:?}{:?}{}{:?}|",
+                r.id, r.status, r.locked_by, r.lease_version, until
+            );
+        }
+        for p in &seen.payments {
+            let _ = write!(k, "{:?}{:?}|", p.status, p.transaction_id);
+        }
+        for (key, c) in &seen.calls {
+            let _ = write!(k, "{key}{}.{}|", c.status_checks, c.side_effects);
+        }
+        let _ = write!(k, "{:?}{:?}", self.finalized, self.broken);
+        k
+    }
+}
+
+/// `Worker-A calls the provider for PAY-001: Paid (side effects for PAY-001: 1)`.
+fn called(who: &str, key: &str, check: &StatusCheck, provider: &Provider) -> String {
+    let effects = provider.calls().get(key).map_or(0, |c| c.side_effects);
+    format!(
+        "{who} calls the provider for {key}: {} (side effects for {key} so far: {effects})",
+        check.status.as_str()
+    )
+}

@@ -1,0 +1,236 @@
+//! `leaselab explore` on the smallest worlds: each mode's verdict with exact state and
+//! schedule counts (a change in the engine's steps shows up here), a planted defect in the
+//! claim caught, and the saved counterexamples passing `leaselab lesson FILE --check`.
+
+mod support;
+
+use leaselab::explore::{explore, Check, ExploreOptions, Faults, Mode, Report};
+use support::{leaselab, stderr, stdout};
+
+fn run(opts: ExploreOptions) -> Report {
+    explore(&opts, &mut |_| true).expect("explore")
+}
+
+fn two_by_one(mode: Mode) -> ExploreOptions {
+    ExploreOptions {
+        workers: 2,
+        messages: 1,
+        mode,
+        max_depth: 8,
+        ..ExploreOptions::default()
+    }
+}
+
+/// (check, states where it is broken, steps of the shortest schedule)
+fn verdicts(r: &Report) -> Vec<(Check, u64, usize)> {
+    r.verdicts
+        .iter()
+        .map(|v| (v.check, v.count, v.shortest.len()))
+        .collect()
+}
+
+#[test]
+fn without_leases_two_workers_process_one_message_twice_in_six_steps() {
+    let r = run(two_by_one(Mode::NoLeasing));
+    assert_eq!((r.states, r.schedules, r.depth), (757, 2018, 8));
+    assert!(r.exhaustive && !r.closed);
+    assert_eq!(
+        verdicts(&r),
+        [
+            (Check::Lost, 0, 0),
+            (Check::ProcessedTwice, 10, 6),
+            (Check::SideEffectTwice, 408, 4),
+            (Check::Stuck, 0, 0),
+        ]
+    );
+    let twice = &r.verdicts[1].steps();
+    assert_eq!(twice[0], "1. Worker-A loads PAY-001 (no lease).");
+    assert!(
+        twice[5].ends_with("marks PAY-001 Processed, owning nothing: so PAY-001 was processed twice."),
+        "{twice:?}"
+    );
+}
+
+#[test]
+fn an_owner_only_guard_lets_a_stalled_worker_finalize_after_its_namesake_reclaimed() {
+    let r = run(two_by_one(Mode::OwnerGuard));
+    assert_eq!((r.states, r.schedules), (1023, 2596));
+    assert_eq!(
+        verdicts(&r),
+        [
+            (Check::Lost, 0, 0),
+            (Check::ProcessedTwice, 0, 0),
+            (Check::SideEffectTwice, 228, 5),
+            (Check::NonOwnerFinalize, 12, 7),
+            (Check::LeaseExclusivity, 0, 0),
+            (Check::Stuck, 0, 0),
+        ]
+    );
+    let steps = r.verdicts[3].steps();
+    assert!(steps[2].contains("stalls holding PAY-001 (lease v1)"), "{steps:?}");
+    assert!(steps[5].contains("The new Worker-A claims PAY-001 (lease v2"), "{steps:?}");
+    assert!(
+        steps[6].contains("accepted, though the row was at lease v2, because the guard checks only the owner's name"),
+        "{steps:?}"
+    );
+}
+
+#[test]
+fn the_fencing_token_refuses_every_stale_finalize_and_the_idempotency_key_the_rest() {
+    let r = run(two_by_one(Mode::FencingToken));
+    assert_eq!((r.states, r.schedules), (1011, 2588));
+    assert_eq!(
+        verdicts(&r),
+        [
+            (Check::Lost, 0, 0),
+            (Check::ProcessedTwice, 0, 0),
+            (Check::SideEffectTwice, 222, 5),
+            (Check::NonOwnerFinalize, 0, 0),
+            (Check::LeaseExclusivity, 0, 0),
+            (Check::Stuck, 0, 0),
+        ]
+    );
+    let r = run(ExploreOptions {
+        idempotent: true,
+        max_depth: 10,
+        ..two_by_one(Mode::FencingToken)
+    });
+    assert_eq!((r.states, r.schedules), (3123, 9424));
+    assert_eq!(r.bad_schedules(), 0, "{}", r.text());
+}
+
+#[test]
+fn a_claim_without_its_claimable_condition_is_caught_in_two_steps() {
+    let r = run(ExploreOptions {
+        broken_claim: true,
+        faults: Faults::default(),
+        max_depth: 4,
+        ..two_by_one(Mode::FencingToken)
+    });
+    let exclusivity = r
+        .verdicts
+        .iter()
+        .find(|v| v.check == Check::LeaseExclusivity)
+        .expect("the check applies");
+    assert!(exclusivity.count > 0, "{}", r.text());
+    assert_eq!(
+        exclusivity.steps(),
+        [
+            "1. Worker-A claims PAY-001 (lease v1, until 09:00:03.000).",
+            "2. Worker-B claims PAY-001 (lease v2, until 09:00:03.000): so two workers held a live lease on PAY-001 at once.",
+        ]
+    );
+    // The same world with leaselab's own claim: nothing breaks.
+    let r = run(ExploreOptions {
+        faults: Faults::default(),
+        max_depth: 4,
+        ..two_by_one(Mode::FencingToken)
+    });
+    assert_eq!(r.bad_schedules(), 0, "{}", r.text());
+}
+
+#[test]
+fn without_the_clock_moving_a_crashed_owners_message_is_stuck() {
+    let only_crash = ExploreOptions {
+        workers: 1,
+        messages: 1,
+        faults: Faults::parse("crash").unwrap(),
+        ..ExploreOptions::default()
+    };
+    let r = run(only_crash.clone());
+    assert_eq!((r.states, r.schedules), (6, 8));
+    assert!(r.closed, "every reachable state");
+    let stuck = r.verdicts.iter().find(|v| v.check == Check::Stuck).unwrap();
+    assert_eq!((stuck.count, stuck.shortest.len()), (2, 2));
+    // With clock jumps the lease runs out and the message is taken again (and with the
+    // idempotency key, the provider's second call does no second piece of work).
+    let r = run(ExploreOptions {
+        faults: Faults::parse("crash,jump").unwrap(),
+        idempotent: true,
+        max_depth: 10,
+        ..only_crash
+    });
+    assert_eq!(r.bad_schedules(), 0, "{}", r.text());
+}
+
+#[test]
+fn max_states_cuts_the_search_and_the_report_says_so() {
+    let r = run(ExploreOptions {
+        max_states: 50,
+        ..two_by_one(Mode::FencingToken)
+    });
+    assert!(!r.exhaustive && !r.closed);
+    assert_eq!(r.states, 50);
+    assert!(r.text().contains("CUT at --max-states 50"), "{}", r.text());
+}
+
+#[test]
+fn the_command_prints_json_and_exits_one_when_a_check_breaks() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = leaselab(
+        &[
+            "explore", "--workers", "2", "--messages", "1", "--mode", "no-leasing", "--max-depth",
+            "8", "--json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
+    assert_eq!(j["exhaustive"], true);
+    assert_eq!(j["states"], 757);
+    assert_eq!(j["schedules"], 2018);
+    assert_eq!(j["violations"][1]["check"], "processed twice");
+    assert_eq!(j["violations"][1]["count"], 10);
+    assert_eq!(j["violations"][1]["shortest"].as_array().unwrap().len(), 6);
+    let ok = leaselab(
+        &[
+            "explore", "--workers", "2", "--messages", "1", "--idempotent", "--max-depth", "6",
+        ],
+        dir.path(),
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    assert!(stdout(&ok).contains("ok    finalize by a non-owner: no schedule breaks it"));
+}
+
+#[test]
+fn saved_counterexamples_are_lessons_that_pass_their_check() {
+    let dir = tempfile::tempdir().unwrap();
+    for (mode, check) in [
+        ("no-leasing", "processed twice"),
+        ("owner-guard", "finalize by a non-owner"),
+    ] {
+        let file = dir.path().join(format!("{mode}.toml"));
+        let out = leaselab(
+            &[
+                "explore", "--workers", "2", "--messages", "1", "--mode", mode, "--max-depth",
+                "8", "--save-lesson", file.to_str().unwrap(),
+            ],
+            dir.path(),
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(stdout(&out).contains("saved the shortest counterexample as a lesson"));
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains(&format!("breaks \"{check}\"")), "{text}");
+        let checked = leaselab(&["lesson", file.to_str().unwrap(), "--check"], dir.path());
+        assert_eq!(checked.status.code(), Some(0), "{}\n{text}", stdout(&checked));
+        assert!(stdout(&checked).contains("steps passed"), "{}", stdout(&checked));
+    }
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_two() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (&["explore", "--workers", "4"][..], "--workers"),
+        (&["explore", "--messages", "0"][..], "--messages"),
+        (&["explore", "--faults", "crash,flood"][..], "unknown fault 'flood'"),
+        (&["explore", "--mode", "maybe"][..], "--mode"),
+        (&["explore", "--max-depth", "99"][..], "--max-depth"),
+    ] {
+        let out = leaselab(args, dir.path());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
