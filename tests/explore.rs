@@ -46,7 +46,8 @@ fn without_leases_two_workers_process_one_message_twice_in_six_steps() {
     let twice = &r.verdicts[1].steps();
     assert_eq!(twice[0], "1. Worker-A loads PAY-001 (no lease).");
     assert!(
-        twice[5].ends_with("marks PAY-001 Processed, owning nothing: so PAY-001 was processed twice."),
+        twice[5]
+            .ends_with("marks PAY-001 Processed, owning nothing: so PAY-001 was processed twice."),
         "{twice:?}"
     );
 }
@@ -67,8 +68,14 @@ fn an_owner_only_guard_lets_a_stalled_worker_finalize_after_its_namesake_reclaim
         ]
     );
     let steps = r.verdicts[3].steps();
-    assert!(steps[2].contains("stalls holding PAY-001 (lease v1)"), "{steps:?}");
-    assert!(steps[5].contains("The new Worker-A claims PAY-001 (lease v2"), "{steps:?}");
+    assert!(
+        steps[2].contains("stalls holding PAY-001 (lease v1)"),
+        "{steps:?}"
+    );
+    assert!(
+        steps[5].contains("The new Worker-A claims PAY-001 (lease v2"),
+        "{steps:?}"
+    );
     assert!(
         steps[6].contains("accepted, though the row was at lease v2, because the guard checks only the owner's name"),
         "{steps:?}"
@@ -169,8 +176,16 @@ fn the_command_prints_json_and_exits_one_when_a_check_breaks() {
     let dir = tempfile::tempdir().unwrap();
     let out = leaselab(
         &[
-            "explore", "--workers", "2", "--messages", "1", "--mode", "no-leasing", "--max-depth",
-            "8", "--json",
+            "explore",
+            "--workers",
+            "2",
+            "--messages",
+            "1",
+            "--mode",
+            "no-leasing",
+            "--max-depth",
+            "8",
+            "--json",
         ],
         dir.path(),
     );
@@ -184,7 +199,14 @@ fn the_command_prints_json_and_exits_one_when_a_check_breaks() {
     assert_eq!(j["violations"][1]["shortest"].as_array().unwrap().len(), 6);
     let ok = leaselab(
         &[
-            "explore", "--workers", "2", "--messages", "1", "--idempotent", "--max-depth", "6",
+            "explore",
+            "--workers",
+            "2",
+            "--messages",
+            "1",
+            "--idempotent",
+            "--max-depth",
+            "6",
         ],
         dir.path(),
     );
@@ -202,8 +224,17 @@ fn saved_counterexamples_are_lessons_that_pass_their_check() {
         let file = dir.path().join(format!("{mode}.toml"));
         let out = leaselab(
             &[
-                "explore", "--workers", "2", "--messages", "1", "--mode", mode, "--max-depth",
-                "8", "--save-lesson", file.to_str().unwrap(),
+                "explore",
+                "--workers",
+                "2",
+                "--messages",
+                "1",
+                "--mode",
+                mode,
+                "--max-depth",
+                "8",
+                "--save-lesson",
+                file.to_str().unwrap(),
             ],
             dir.path(),
         );
@@ -212,8 +243,17 @@ fn saved_counterexamples_are_lessons_that_pass_their_check() {
         let text = std::fs::read_to_string(&file).unwrap();
         assert!(text.contains(&format!("breaks \"{check}\"")), "{text}");
         let checked = leaselab(&["lesson", file.to_str().unwrap(), "--check"], dir.path());
-        assert_eq!(checked.status.code(), Some(0), "{}\n{text}", stdout(&checked));
-        assert!(stdout(&checked).contains("steps passed"), "{}", stdout(&checked));
+        assert_eq!(
+            checked.status.code(),
+            Some(0),
+            "{}\n{text}",
+            stdout(&checked)
+        );
+        assert!(
+            stdout(&checked).contains("steps passed"),
+            "{}",
+            stdout(&checked)
+        );
     }
 }
 
@@ -223,7 +263,10 @@ fn bad_input_is_one_line_and_exit_two() {
     for (args, says) in [
         (&["explore", "--workers", "4"][..], "--workers"),
         (&["explore", "--messages", "0"][..], "--messages"),
-        (&["explore", "--faults", "crash,flood"][..], "unknown fault 'flood'"),
+        (
+            &["explore", "--faults", "crash,flood"][..],
+            "unknown fault 'flood'",
+        ),
         (&["explore", "--mode", "maybe"][..], "--mode"),
         (&["explore", "--max-depth", "99"][..], "--max-depth"),
     ] {

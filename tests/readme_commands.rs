@@ -1,4 +1,4 @@
-//! Every `leaselab run`, `lesson`, `completions` and `man` line in the README's code blocks
+//! Every `leaselab run`, `lesson`, `explore`, `completions` and `man` line in the README's code blocks
 //! runs and exits as the README says: 1 where its comment says the checks fail, 0 otherwise. A
 //! lesson the README opens in the dashboard is checked headless (`--check`), and the
 //! README's own lesson file stands in for `my-lesson.toml`.
@@ -14,6 +14,10 @@ use support::{leaselab, stderr, stdout};
 /// The most messages a README line is run with here: the figures are the README's, the
 /// size is cut so the test suite stays quick in a debug build.
 const MOST_MESSAGES: u64 = 2_000;
+
+/// The longest schedule an `explore` line searches here (the README's run 12 steps); seven
+/// still finds each mode's first counterexample.
+const MOST_DEPTH: &str = "7";
 
 /// The lines of every fenced code block, with the block's first line.
 fn code_blocks(readme: &str) -> Vec<Vec<String>> {
@@ -51,9 +55,9 @@ fn commands(readme: &str) -> Vec<Line> {
                 .map(|w| w.trim_matches('"').to_string())
                 .collect();
             let is_ours = words.first().is_some_and(|w| w == "leaselab")
-                && words
-                    .get(1)
-                    .is_some_and(|w| ["run", "lesson", "completions", "man"].contains(&w.as_str()));
+                && words.get(1).is_some_and(|w| {
+                    ["run", "lesson", "completions", "man", "explore"].contains(&w.as_str())
+                });
             is_ours.then(|| Line {
                 words: words[1..].to_vec(),
                 comment: comment.trim().to_string(),
@@ -85,6 +89,9 @@ fn runnable(words: &[String], pg: Option<&str>) -> Option<Vec<String>> {
         } else {
             out.push(w.clone());
         }
+    }
+    if out[0] == "explore" && !out.iter().any(|w| w == "--max-depth") {
+        out.extend(["--max-depth".to_string(), MOST_DEPTH.to_string()]);
     }
     // A lesson opened in the dashboard is checked headless instead.
     let headless = ["--check", "--print", "--cast", "--shot"];

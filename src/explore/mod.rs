@@ -318,6 +318,8 @@ impl Bench {
             owner_only_finalize: opts.mode == Mode::OwnerGuard,
             broken_claim: opts.broken_claim,
         });
+        // Every state is kept as an image: small pages make small images.
+        store.repage(512).map_err(|e| e.to_string())?;
         let image = store.image().map_err(|e| e.to_string())?;
         store.restore_image(&image).map_err(|e| e.to_string())?;
         Ok(Bench {
@@ -432,44 +434,16 @@ impl Search {
             if !is_fault && key != own_key {
                 progressed = true;
             }
-            if !self.seen.insert(key) {
+            if self.seen.contains(&key) {
                 continue;
             }
-            let depth = self.nodes[i].depth + 1;
-            let newly: Vec<_> = done
-                .broke
-                .iter()
-                .filter(|c| !world.broken.contains(c))
-                .copied()
-                .collect();
-            let abouts: Vec<(Check, String)> = newly
-                .iter()
-                .map(|c| (*c, about(*c, &next, &done.seen, done.key.as_deref())))
-                .collect();
-            let broken = next.broken.clone();
-            self.nodes.push(Node {
-                world: next,
-                parent: Some((i, mv, done.text)),
-                depth,
-                saved: Some((
-                    if wrote { bench.image()? } else { image.clone() },
-                    bench.provider.state(),
-                )),
-                seen: done.seen,
-            });
-            let n = self.nodes.len() - 1;
-            for c in broken {
-                self.counts[Self::at(c)] += 1;
-            }
-            for (c, about) in abouts {
-                self.found(c, n, &about);
-            }
-            self.depth = self.depth.max(depth);
-            self.queue.push_back(n);
             if self.nodes.len() >= self.opts.max_states {
                 self.cut = true;
                 return Ok(());
             }
+            self.seen.insert(key);
+            let image = if wrote { bench.image()? } else { image.clone() };
+            self.keep(i, mv, next, done, (image, bench.provider.state()));
         }
         if !seen.finished() && !progressed && !world.broken.contains(&Check::Stuck) {
             let about = about(Check::Stuck, &world, &seen, None);
@@ -480,6 +454,42 @@ impl Search {
         let kept = &mut self.nodes[i].seen;
         (kept.rows, kept.payments, kept.calls) = Default::default();
         Ok(())
+    }
+
+    /// A new state, reached from node `i` by `mv`: kept, queued, and counted for the
+    /// checks it breaks.
+    fn keep(
+        &mut self,
+        i: usize,
+        mv: Move,
+        next: World,
+        done: world::Done,
+        saved: (Rc<Vec<u8>>, ProviderState),
+    ) {
+        let depth = self.nodes[i].depth + 1;
+        let before = &self.nodes[i].world.broken;
+        let abouts: Vec<(Check, String)> = done
+            .broke
+            .iter()
+            .filter(|c| !before.contains(c))
+            .map(|c| (*c, about(*c, &next, &done.seen, done.key.as_deref())))
+            .collect();
+        for c in &next.broken {
+            self.counts[Self::at(*c)] += 1;
+        }
+        self.nodes.push(Node {
+            world: next,
+            parent: Some((i, mv, done.text)),
+            depth,
+            saved: Some(saved),
+            seen: done.seen,
+        });
+        let n = self.nodes.len() - 1;
+        for (c, about) in abouts {
+            self.found(c, n, &about);
+        }
+        self.depth = self.depth.max(depth);
+        self.queue.push_back(n);
     }
 
     fn at(c: Check) -> usize {

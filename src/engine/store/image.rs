@@ -42,4 +42,16 @@ impl Store {
             .deserialize_read_exact(MAIN_DB, image, image.len(), false)?;
         Ok(())
     }
+
+    /// Rewrite the database with pages of `bytes` (a power of two from 512), leaving WAL
+    /// for the rollback journal (a page size changes only outside WAL): a small database's
+    /// image is then small too. For a database no other connection has open.
+    pub fn repage(&mut self, bytes: u32) -> Result<()> {
+        let _: String = self
+            .conn
+            .query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0))?;
+        self.conn
+            .execute_batch(&format!("PRAGMA page_size = {bytes}; VACUUM;"))?;
+        Ok(())
+    }
 }
