@@ -161,6 +161,16 @@ fn without_the_clock_moving_a_crashed_owners_message_is_stuck() {
 }
 
 #[test]
+fn heartbeats_add_schedules_but_every_state_they_reach_is_reached_without_them() {
+    let r = run(ExploreOptions {
+        heartbeats: true,
+        ..two_by_one(Mode::FencingToken)
+    });
+    // A beat gives a lease as long as a fresh claim's: the states are those above.
+    assert_eq!((r.states, r.schedules), (1011, 2908));
+}
+
+#[test]
 fn max_states_cuts_the_search_and_the_report_says_so() {
     let r = run(ExploreOptions {
         max_states: 50,

@@ -329,3 +329,39 @@ fn the_one_writer_lesson_adds_workers_and_batches_claims() {
     s.goto(0).unwrap();
     assert_eq!(s.engine.workers().len(), 1);
 }
+
+#[test]
+fn beat_extends_one_workers_lease_once_and_is_refused_with_heartbeats_off() {
+    let text = r#"format_version = 1
+title = "beat"
+summary = "one heartbeat"
+
+[setup]
+workers = 2
+messages = 1
+lease_ms = 3000
+heartbeats = true
+
+[[step]]
+do = ["claim Worker-A PAY-001", "advance 2000", "beat Worker-A", "advance 2000"]
+say = "Worker-A extends its lease once; two seconds later it still holds."
+expect = ["ledger heartbeats 1", "PAY-001 owner Worker-A", "PAY-001 lease 1"]
+
+[[step]]
+do = ["claim Worker-B PAY-001"]
+say = "Worker-B is refused: the lease was extended."
+expect = ["ledger blocked 1", "PAY-001 owner Worker-A"]
+"#;
+    let reports = check_lesson(parse("beat", "beat.toml", text).unwrap()).unwrap();
+    assert!(reports.iter().all(|r| r.passed()), "{reports:?}");
+    let off = text.replace("heartbeats = true", "heartbeats = false");
+    let reports = check_lesson(parse("beat", "beat.toml", &off).unwrap()).unwrap();
+    assert!(
+        reports[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("'beat Worker-A' failed: heartbeats are off")),
+        "{:?}",
+        reports[0]
+    );
+}

@@ -34,6 +34,7 @@ fn actions(mv: Move, names: &[String]) -> Vec<String> {
             format!("restart {}", names[i]),
         ],
         Move::Jump => vec![format!("advance {JUMP_MS}")],
+        Move::Beat(i) => vec![format!("beat {}", names[i])],
         Move::Stall(i) => vec![format!("pause {}", names[i])],
         Move::Wake(i) => vec![format!("resume {}", names[i])],
     }
@@ -132,7 +133,7 @@ fn draft(report: &Report, v: &Verdict, names: &[String], expects: &[Vec<String>]
          format_version = 1\n\
          title = \"A schedule that breaks {} ({})\"\n\
          summary = \"{}\"\n\n[setup]\nworkers = {}\nmessages = {}\nlease_ms = {LEASE_MS}\n\
-         process_ms = 0\nleasing = {}\nidempotent_provider = {}\n",
+         process_ms = 0\nleasing = {}\nidempotent_provider = {}\nheartbeats = {}\n",
         o.workers,
         o.messages,
         o.mode.name(),
@@ -146,6 +147,7 @@ fn draft(report: &Report, v: &Verdict, names: &[String], expects: &[Vec<String>]
         o.messages,
         o.mode.leasing(),
         o.idempotent,
+        o.heartbeats,
     );
     for (i, told) in v.shortest.iter().enumerate() {
         let acts: Vec<String> = actions(told.mv, names)

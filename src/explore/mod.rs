@@ -192,6 +192,8 @@ pub struct ExploreOptions {
     pub faults: Faults,
     pub max_depth: usize,
     pub max_states: usize,
+    /// Workers holding a lease may extend it (each heartbeat its own transaction).
+    pub heartbeats: bool,
     /// The claim without its claimable condition: a planted defect for the tests.
     pub broken_claim: bool,
 }
@@ -206,6 +208,7 @@ impl Default for ExploreOptions {
             faults: Faults::all(),
             max_depth: 12,
             max_states: 300_000,
+            heartbeats: false,
             broken_claim: false,
         }
     }
@@ -411,7 +414,8 @@ impl Search {
         let mut progressed = false;
         // The moves that leave the database alone come first: they need no restore, and
         // their states share the image. After a write, the image is put back.
-        let mut moves = world.moves(&self.opts.faults, seen.live_lease(world.now));
+        let beats = self.opts.heartbeats && self.opts.mode.leasing();
+        let mut moves = world.moves(&self.opts.faults, beats, seen.live_lease(world.now));
         moves.sort_by_key(|m| world.writes(*m, self.opts.mode));
         bench.restore(&image)?;
         let mut dirty = false;
@@ -429,7 +433,7 @@ impl Search {
             let is_fault = match mv {
                 Move::Crash(_) | Move::Stall(_) => true,
                 Move::Jump => !self.opts.faults.jump,
-                Move::Step(_) | Move::Wake(_) => false,
+                Move::Step(_) | Move::Wake(_) | Move::Beat(_) => false,
             };
             if !is_fault && key != own_key {
                 progressed = true;
@@ -600,6 +604,7 @@ impl Report {
             "mode": o.mode.name(),
             "idempotent": o.idempotent,
             "faults": o.faults.shown(),
+            "heartbeats": o.heartbeats,
             "max_depth": o.max_depth,
             "max_states": o.max_states,
             "exhaustive": self.exhaustive,

@@ -88,6 +88,9 @@ pub enum Move {
     /// The worker's next step of its own cycle.
     Step(usize),
     Crash(usize),
+    /// A worker holding a lease, the provider still to call, extends it (a heartbeat),
+    /// when heartbeats are on.
+    Beat(usize),
     Jump,
     Stall(usize),
     Wake(usize),
@@ -166,7 +169,7 @@ impl World {
 
     /// The moves worth taking here: every running worker's next step, and the faults that
     /// `faults` allows and that would change something.
-    pub fn moves(&self, faults: &super::Faults, live_lease: bool) -> Vec<Move> {
+    pub fn moves(&self, faults: &super::Faults, beats: bool, live_lease: bool) -> Vec<Move> {
         let mut out = Vec::new();
         for (i, a) in self.actors.iter().enumerate() {
             if a.stalled {
@@ -174,6 +177,9 @@ impl World {
                 continue;
             }
             out.push(Move::Step(i));
+            if beats && matches!(a.local, Local::Holding(_)) {
+                out.push(Move::Beat(i));
+            }
             if faults.crash && a.local != Local::Idle {
                 out.push(Move::Crash(i));
             }
@@ -200,6 +206,7 @@ impl World {
                 Local::Checked(..) | Local::Marking(..) => true,
                 Local::Holding(_) | Local::Loaded(_) => false,
             },
+            Move::Beat(_) => true,
             Move::Crash(_) | Move::Jump | Move::Stall(_) | Move::Wake(_) => false,
         }
     }
@@ -220,6 +227,7 @@ impl World {
         };
         let text = match m {
             Move::Step(i) => self.step(i, mode, before, store, provider, &mut broke)?,
+            Move::Beat(i) => self.beat(i, store)?,
             Move::Crash(i) => {
                 let a = &mut self.actors[i];
                 let held = a
@@ -327,6 +335,40 @@ impl World {
             }
         };
         self.actors[i].local = next;
+        Ok(text)
+    }
+
+    /// A heartbeat: the lease extended from now, or, when it is no longer this worker's,
+    /// dropped (the worker gives the message up, as the engine's workers do).
+    fn beat(&mut self, i: usize, store: &mut Store) -> Result<String, String> {
+        let now = self.now;
+        let who = self.actors[i].shown();
+        let a = &mut self.actors[i];
+        // As the engine's workers: a lease is extended while the provider is still to call.
+        let Local::Holding(lease) = &mut a.local else {
+            return Ok(format!("{who} holds nothing to extend"));
+        };
+        let (until, _) = store
+            .heartbeat(lease, now, LEASE_MS)
+            .map_err(|e| e.to_string())?;
+        let text = match until {
+            Some(until) => {
+                lease.until_ms = until;
+                format!(
+                    "{who} extends its lease on {} (v{}) to {}",
+                    lease.key,
+                    lease.version,
+                    hms(until)
+                )
+            }
+            None => format!(
+                "{who} finds its lease on {} (v{}) lost and gives the message up",
+                lease.key, lease.version
+            ),
+        };
+        if until.is_none() {
+            a.local = Local::Idle;
+        }
         Ok(text)
     }
 

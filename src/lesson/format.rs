@@ -68,6 +68,10 @@ pub enum Action {
     Act {
         slot: usize,
     },
+    /// The worker extends the lease it holds, once (heartbeats must be on).
+    Beat {
+        slot: usize,
+    },
     Crash {
         slot: usize,
     },
@@ -126,6 +130,7 @@ impl Action {
                 message: None,
             } => format!("{} claims", w(slot)),
             Action::Act { slot } => format!("{} takes its next action", w(slot)),
+            Action::Beat { slot } => format!("{} extends its lease", w(slot)),
             Action::Crash { slot } => format!("{} crashes", w(slot)),
             Action::Restart { slot } => format!("{} restarts", w(slot)),
             Action::Pause { slot } => format!("{} pauses", w(slot)),
@@ -149,6 +154,7 @@ impl Action {
         match self {
             Action::Claim { slot, .. }
             | Action::Act { slot }
+            | Action::Beat { slot }
             | Action::Crash { slot }
             | Action::Restart { slot }
             | Action::Pause { slot }
@@ -784,7 +790,7 @@ impl Ctx<'_> {
                 let message = words.get(2).map(|w| self.message(&span, w)).transpose()?;
                 (Action::Claim { slot, message }, 3)
             }
-            "act" | "crash" | "restart" | "pause" | "resume" => {
+            "act" | "beat" | "crash" | "restart" | "pause" | "resume" => {
                 (self.worker_action(&span, verb, words.get(1).copied())?, 2)
             }
             "advance" | "work" => (self.clock_action(&span, verb, words.get(1).copied())?, 2),
@@ -842,7 +848,7 @@ impl Ctx<'_> {
         }
     }
 
-    /// `act W`, `crash W`, `restart W`, `pause W`, `resume W`.
+    /// `act W`, `beat W`, `crash W`, `restart W`, `pause W`, `resume W`.
     fn worker_action(
         &self,
         span: &Range<usize>,
@@ -852,6 +858,7 @@ impl Ctx<'_> {
         let slot = self.worker(span, word)?;
         Ok(match verb {
             "act" => Action::Act { slot },
+            "beat" => Action::Beat { slot },
             "crash" => Action::Crash { slot },
             "restart" => Action::Restart { slot },
             "pause" => Action::Pause { slot },

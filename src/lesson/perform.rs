@@ -34,6 +34,13 @@ impl<'a> Performer<'a> {
                 self.live(engine, *slot)?;
                 engine.step(*slot);
             }
+            Action::Beat { slot } => {
+                self.live(engine, *slot)?;
+                if !engine.settings.heartbeats() {
+                    return Err("heartbeats are off (heartbeats = true in [setup])".into());
+                }
+                engine.heartbeat(*slot);
+            }
             Action::Crash { slot } => {
                 let w = engine.worker(*slot).ok_or("no such worker")?;
                 if !w.is_alive() {

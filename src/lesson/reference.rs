@@ -78,6 +78,7 @@ pub const SETUP_KEYS: &[Entry] = &[
 pub const ACTIONS: &[Entry] = &[
     entry("claim W [PAY-001]", "claim Worker-A PAY-001", "claim the oldest claimable message, or that one"),
     entry("act W", "act Worker-A", "the worker's next action: claim, provider call or finalize"),
+    entry("beat W", "beat Worker-A", "the worker extends the lease it holds, once (heartbeats on)"),
     entry("crash W", "crash Worker-B", "the worker dies where it is, holding what it holds"),
     entry("restart W", "restart Worker-B", "a new start of a crashed worker"),
     entry("pause W", "pause Worker-A", "the worker freezes (a long GC pause), also in free play"),
