@@ -8,7 +8,7 @@ use leaselab::ui::render::ledger;
 
 mod support;
 
-use support::{frame_lines, lesson_app, press};
+use support::{frame_lines, lesson_app, next};
 
 const W: usize = 80;
 const H: u16 = 24;
@@ -230,7 +230,7 @@ fn every_figure_a_step_names_is_on_screen_at_80x24() {
         let lesson = lesson::built_in(b.name).unwrap();
         let mut app = lesson_app(b.name);
         for (i, step) in lesson.steps.iter().enumerate() {
-            press(&mut app, 'n');
+            next(&mut app);
             let s = Screen::of(&mut app);
             let mut found: Vec<String> = step
                 .expects
@@ -256,7 +256,7 @@ fn a_figure_the_screen_does_not_show_is_found_missing() {
     // The same reading, told a wrong value, must say it is not there: the check can fail.
     let lesson = lesson::built_in("one-writer").unwrap();
     let mut app = lesson_app("one-writer");
-    press(&mut app, 'n');
+    next(&mut app);
     let s = Screen::of(&mut app);
     let writes = lesson.steps[0]
         .expects

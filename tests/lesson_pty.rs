@@ -39,6 +39,15 @@ fn a_lesson_steps_forward_and_back_at_80x24() {
 
     for n in 2..=6 {
         d.press("n");
+        if n == 3 {
+            // Step 3 asks first: the class predicts, then `n` reveals.
+            d.wait_for_text("Predict: Worker-A is dead");
+            d.press("2");
+            d.wait_for_text("you predict 2");
+            d.press("n");
+            d.wait_for_text("You predicted 2: Worker-B is refused until the lease runs out.");
+            d.wait_for_text("Right.");
+        }
         let want = if n == 6 {
             "LESSON DONE 6/6".to_string()
         } else {

@@ -7,7 +7,7 @@ use leaselab::ui::{self, App, DashboardOptions, Theme};
 mod support;
 
 use crossterm::event::KeyCode;
-use support::{frame, frame_lines, key, lesson_app, press};
+use support::{frame, frame_lines, key, lesson_app, next, press};
 
 fn screen(app: &mut App, width: u16, height: u16) -> String {
     let mut s = String::new();
@@ -37,7 +37,7 @@ fn every_built_in_narration_fits_the_minimum_screen() {
                 lines.len(),
                 text.join("\n")
             );
-            press(&mut app, 'n');
+            next(&mut app);
         }
     }
 }
@@ -70,9 +70,9 @@ fn done(app: &App) -> usize {
 #[test]
 fn narration_at_the_minimum_size() {
     let mut app = lesson_app("lease-expiry");
-    press(&mut app, 'n');
-    press(&mut app, 'n');
-    press(&mut app, 'n'); // Worker-B is blocked by the crashed Worker-A's lease
+    next(&mut app);
+    next(&mut app);
+    next(&mut app); // Worker-B is blocked by the crashed Worker-A's lease
     let t = frame(&mut app, 80, 24);
     insta::assert_snapshot!(t.backend());
 }
@@ -81,7 +81,7 @@ fn narration_at_the_minimum_size() {
 fn narration_on_a_larger_screen() {
     let mut app = lesson_app("zombie-worker");
     for _ in 0..5 {
-        press(&mut app, 'n');
+        next(&mut app);
     }
     let t = frame(&mut app, 120, 40);
     insta::assert_snapshot!(t.backend());
@@ -94,7 +94,7 @@ fn a_failed_expectation_shows_as_a_cross_with_what_was_found() {
     let lesson = lesson::parse("wrong", "wrong.toml", &text).unwrap();
     let mut app = App::for_lesson(lesson, DashboardOptions::default(), Theme::plain()).unwrap();
     for _ in 0..3 {
-        press(&mut app, 'n');
+        next(&mut app);
     }
     let s = screen(&mut app, 80, 24);
     assert!(s.contains("✗ ledger blocked 0 (found 1)"), "{s}");
@@ -120,7 +120,7 @@ fn b_steps_back_to_the_same_state_at_every_step() {
     let mut states = vec![rows(&app)];
     let total = app.lesson.as_ref().unwrap().runner.total();
     for _ in 0..total {
-        press(&mut app, 'n');
+        next(&mut app);
         states.push(rows(&app));
     }
     let s = screen(&mut app, 100, 30);
@@ -142,9 +142,9 @@ fn b_steps_back_to_the_same_state_at_every_step() {
 #[test]
 fn a_change_in_free_play_leaves_the_script_and_n_replays_it() {
     let mut app = lesson_app("lease-expiry");
-    press(&mut app, 'n'); // Worker-A claims PAY-001
+    next(&mut app); // Worker-A claims PAY-001
     let after_one = rows(&app);
-    press(&mut app, 'n'); // Worker-A crashes
+    next(&mut app); // Worker-A crashes
     let after_two = rows(&app);
     press(&mut app, 'A'); // the clock jumps a whole lease: not in the script
     press(&mut app, '2');
@@ -152,7 +152,7 @@ fn a_change_in_free_play_leaves_the_script_and_n_replays_it() {
     let s = screen(&mut app, 80, 24);
     assert!(s.contains("OFF SCRIPT"), "{s}");
     assert!(s.contains("n or b puts the lesson back"), "{s}");
-    press(&mut app, 'n'); // replays steps 1-2, then runs step 3: Worker-B is blocked
+    next(&mut app); // replays steps 1-2, then runs step 3: Worker-B is blocked
     assert_eq!(done(&app), 3);
     let r = app.lesson.as_ref().unwrap().last_report().unwrap().clone();
     assert!(r.passed(), "{r:?}");
@@ -171,8 +171,8 @@ fn a_change_in_free_play_leaves_the_script_and_n_replays_it() {
 #[test]
 fn a_frozen_worker_stays_frozen_in_free_play() {
     let mut app = lesson_app("zombie-worker");
-    press(&mut app, 'n');
-    press(&mut app, 'n'); // Worker-A is frozen; its lease has expired
+    next(&mut app);
+    next(&mut app); // Worker-A is frozen; its lease has expired
     press(&mut app, ' '); // free play: Worker-B runs, Worker-A must not
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while app.ledger.finalized < 2 {
@@ -191,7 +191,7 @@ fn a_frozen_worker_stays_frozen_in_free_play() {
     assert!(app.engine.worker(0).unwrap().status().paused);
     assert_eq!(app.ledger.per_worker.get("Worker-A"), None);
     assert_eq!(app.ledger.rejected_finalizes, 0);
-    press(&mut app, 'n'); // back on the script: step 3, Worker-B reclaims PAY-001
+    next(&mut app); // back on the script: step 3, Worker-B reclaims PAY-001
     assert_eq!(done(&app), 3);
     assert!(app.lesson.as_ref().unwrap().last_report().unwrap().passed());
 }
@@ -209,7 +209,7 @@ fn help_in_a_lesson_names_n_and_b_and_fits_the_minimum_size() {
 fn the_ledger_shows_provider_side_effects_once_the_provider_is_idempotent() {
     let mut app = lesson_app("zombie-worker");
     for _ in 0..5 {
-        press(&mut app, 'n');
+        next(&mut app);
     }
     // The lesson names the provider's side effects: they show beside the calls.
     let s = screen(&mut app, 80, 24);
@@ -219,7 +219,7 @@ fn the_ledger_shows_provider_side_effects_once_the_provider_is_idempotent() {
     assert!(s.contains("provider status checks "), "{s}");
     assert!(s.contains("provider side effects "), "{s}");
     for _ in 0..2 {
-        press(&mut app, 'n'); // the same story with the idempotent provider
+        next(&mut app); // the same story with the idempotent provider
     }
     let s = screen(&mut app, 80, 24);
     assert!(s.contains("PAY-002 calls 2, effects 1"), "{s}");
@@ -232,7 +232,7 @@ fn every_built_in_lesson_steps_to_the_end_and_back_in_the_dashboard() {
         let mut app = lesson_app(b.name);
         let total = app.lesson.as_ref().unwrap().runner.total();
         for k in 1..=total {
-            press(&mut app, 'n');
+            next(&mut app);
             let s = screen(&mut app, 80, 24);
             assert!(!narration(&s).contains('✗'), "{} step {k}:\n{s}", b.name);
             assert!(s.contains(&format!("step {k}/{total}")), "{s}");
@@ -249,14 +249,14 @@ fn every_built_in_lesson_steps_to_the_end_and_back_in_the_dashboard() {
 #[test]
 fn a_frozen_worker_is_marked_in_the_workers_panel() {
     let mut app = lesson_app("zombie-worker");
-    press(&mut app, 'n');
-    press(&mut app, 'n'); // pause Worker-A: frozen after its provider call
+    next(&mut app);
+    next(&mut app); // pause Worker-A: frozen after its provider call
     let s = screen(&mut app, 80, 24);
     let line = s.lines().find(|l| l.contains("Worker-A")).unwrap();
     assert!(line.contains("FROZEN"), "{s}");
-    press(&mut app, 'n');
-    press(&mut app, 'n');
-    press(&mut app, 'n'); // resume Worker-A
+    next(&mut app);
+    next(&mut app);
+    next(&mut app); // resume Worker-A
     let s = screen(&mut app, 80, 24);
     assert!(!s.contains("FROZEN"), "{s}");
 }
@@ -264,8 +264,8 @@ fn a_frozen_worker_is_marked_in_the_workers_panel() {
 #[test]
 fn narration_longer_than_its_panel_scrolls_and_a_new_step_starts_at_its_top() {
     let mut app = lesson_app("one-writer");
-    press(&mut app, 'n');
-    press(&mut app, 'n'); // four workers: the top row is taller, the narration scrolls
+    next(&mut app);
+    next(&mut app); // four workers: the top row is taller, the narration scrolls
     let s = screen(&mut app, 80, 24);
     assert!(s.contains("↓ 1 more · PgDn"), "{s}");
     assert!(!s.contains("✓ ledger duplicates 0"), "{s}");
@@ -278,7 +278,7 @@ fn narration_longer_than_its_panel_scrolls_and_a_new_step_starts_at_its_top() {
     key(&mut app, KeyCode::PageUp);
     assert!(screen(&mut app, 80, 24).contains("↓ 1 more"));
     key(&mut app, KeyCode::PageDown);
-    press(&mut app, 'n');
+    next(&mut app);
     screen(&mut app, 80, 24);
     assert_eq!(app.ui.narration_scroll, 0, "a new step starts at its top");
     // With room, the whole narration shows and PgDn pages the table again.
@@ -289,11 +289,11 @@ fn narration_longer_than_its_panel_scrolls_and_a_new_step_starts_at_its_top() {
 #[test]
 fn a_dead_letter_count_and_the_retry_time_are_on_screen_at_80x24() {
     let mut app = lesson_app("poison-message");
-    press(&mut app, 'n');
+    next(&mut app);
     let t = frame(&mut app, 80, 24);
     insta::assert_snapshot!("poison_retry_80x24", t.backend());
     for _ in 0..4 {
-        press(&mut app, 'n');
+        next(&mut app);
     }
     let t = frame(&mut app, 80, 24);
     insta::assert_snapshot!("poison_dead_letter_80x24", t.backend());
@@ -302,7 +302,7 @@ fn a_dead_letter_count_and_the_retry_time_are_on_screen_at_80x24() {
 #[test]
 fn the_writes_a_lesson_counts_are_in_the_ledger_at_120x40() {
     let mut app = lesson_app("one-writer");
-    press(&mut app, 'n');
+    next(&mut app);
     let t = frame(&mut app, 120, 40);
     insta::assert_snapshot!("one_writer_120x40", t.backend());
 }
@@ -310,8 +310,8 @@ fn the_writes_a_lesson_counts_are_in_the_ledger_at_120x40() {
 #[test]
 fn with_many_workers_at_80x24_the_workers_pane_pages_and_the_log_keeps_three_lines() {
     let mut app = lesson_app("one-writer");
-    press(&mut app, 'n');
-    press(&mut app, 'n');
+    next(&mut app);
+    next(&mut app);
     for _ in 0..22 {
         press(&mut app, 'w');
     }
@@ -330,4 +330,54 @@ fn with_many_workers_at_80x24_the_workers_pane_pages_and_the_log_keeps_three_lin
         .unwrap();
     assert!(events - lesson > 2, "two narration lines at least:\n{s}");
     assert!(s.contains("writes 32"), "{s}");
+}
+
+#[test]
+fn a_question_waits_for_a_prediction_then_the_step_reveals_the_answer() {
+    let mut app = lesson_app("lease-expiry");
+    next(&mut app);
+    next(&mut app);
+    // The first `n` at a question asks it and runs nothing.
+    press(&mut app, 'n');
+    assert_eq!(done(&app), 2);
+    let t = frame(&mut app, 80, 24);
+    insta::assert_snapshot!("question_at_the_minimum_size", t.backend());
+    // A digit is a prediction here, not a worker's selection.
+    press(&mut app, '1');
+    assert_eq!(app.ui.selected, 0);
+    press(&mut app, '9');
+    assert!(app
+        .ui
+        .notice
+        .as_deref()
+        .unwrap_or("")
+        .contains("choices 1-2"));
+    press(&mut app, '2');
+    let all = frame_lines(&mut app, 80, 24).join("\n");
+    assert!(
+        all.contains("▶2 Worker-B is refused until the lease runs out"),
+        "{all}"
+    );
+    press(&mut app, 'n');
+    assert_eq!(done(&app), 3);
+    let all = frame_lines(&mut app, 80, 24).join("\n");
+    assert!(
+        all.contains("✓ You predicted 2: Worker-B is refused until the lease runs out. Right."),
+        "{all}"
+    );
+    // A wrong prediction is told apart, with the answer.
+    press(&mut app, 'b');
+    press(&mut app, 'n');
+    press(&mut app, '1');
+    press(&mut app, 'n');
+    let all = frame_lines(&mut app, 120, 40).join("\n");
+    assert!(
+        all.contains(
+            "✗ You predicted 1; the answer is 2: Worker-B is refused until the lease runs out."
+        ),
+        "{all}"
+    );
+    // Past the question, digits select workers again.
+    press(&mut app, '2');
+    assert_eq!(app.ui.selected, 1);
 }

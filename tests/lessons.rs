@@ -365,3 +365,39 @@ expect = ["ledger blocked 1", "PAY-001 owner Worker-A"]
         reports[0]
     );
 }
+
+#[test]
+fn a_question_needs_choices_with_one_true_answer() {
+    let asked = SMALL.replace(
+        "do = [\"act Worker-A\", \"act Worker-A\"]",
+        "ask = \"Who finalizes PAY-001?\"\nchoices = [\n  { answer = \"Worker-A\", expect = \"PAY-001 status Processed\" },\n  { answer = \"nobody\", expect = \"PAY-001 status Processing\" },\n]\ndo = [\"act Worker-A\", \"act Worker-A\"]",
+    );
+    let reports = check_lesson(parse("small", "small.toml", &asked).unwrap()).unwrap();
+    assert!(reports[1].passed(), "{:?}", reports[1]);
+    assert_eq!(reports[1].answer, Some(0));
+    assert_eq!(
+        reports[1].answer_line().as_deref(),
+        Some("the question's answer 1: Worker-A")
+    );
+    // Two choices that both hold: the question has no one answer, and the step fails.
+    let both = asked.replace("PAY-001 status Processing", "provider PAY-001 calls 1");
+    let reports = check_lesson(parse("small", "small.toml", &both).unwrap()).unwrap();
+    assert!(!reports[1].passed());
+    assert!(
+        reports[1]
+            .line(2)
+            .contains("2 of its 2 choices hold (1, 2)"),
+        "{}",
+        reports[1].line(2)
+    );
+    // Mistakes are refused at their line.
+    let one = asked.replace(
+        "  { answer = \"nobody\", expect = \"PAY-001 status Processing\" },\n",
+        "",
+    );
+    assert!(error_of(&one).contains("an ask needs 2-9 choices, this one has 1"));
+    let bare = asked.replace("ask = \"Who finalizes PAY-001?\"\n", "");
+    assert!(error_of(&bare).contains("choices without an ask"));
+    let wrong = asked.replace("PAY-001 status Processing", "PAY-001 colour blue");
+    assert!(error_of(&wrong).contains("unknown message figure 'colour'"));
+}

@@ -224,6 +224,26 @@ pub struct Expect {
     pub value: String,
 }
 
+/// One answer a learner may predict, and the expectation that holds when it is right.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    pub text: String,
+    pub expect: Expect,
+}
+
+/// A question asked before a step runs; the step's outcome picks the answer, since exactly
+/// one choice's expectation holds once its actions are done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quiz {
+    pub ask: String,
+    pub choices: Vec<Choice>,
+    /// The line of `ask`, for a report.
+    pub line: usize,
+}
+
+/// Fewest and most choices a question may offer (keys 1-9 pick one).
+pub const CHOICES: std::ops::RangeInclusive<usize> = 2..=9;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
     /// The actions as written in the file, for display.
@@ -231,6 +251,8 @@ pub struct Step {
     pub actions: Vec<Action>,
     pub say: String,
     pub expects: Vec<Expect>,
+    /// Asked before the step runs: predict, then the step reveals.
+    pub quiz: Option<Quiz>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -329,6 +351,17 @@ struct RawStep {
     say: Option<String>,
     #[serde(default)]
     expect: Vec<Spanned<String>>,
+    ask: Option<Spanned<String>>,
+    #[serde(default)]
+    choices: Vec<Spanned<RawChoice>>,
+}
+
+/// `{ answer = "...", expect = "PAY-001 owner Worker-B" }`
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawChoice {
+    answer: String,
+    expect: Spanned<String>,
 }
 
 /// Longest a `work` or `advance` step may move the clock: one day, in milliseconds.
@@ -628,7 +661,7 @@ impl Ctx<'_> {
         let mut errors = Vec::new();
         let say = raw_step.say.filter(|s| !s.trim().is_empty());
         if say.is_none() {
-            errors.push(self.p.err(step_span, "a step has no say"));
+            errors.push(self.p.err(step_span.clone(), "a step has no say"));
         }
         let mut actions = Vec::new();
         let mut actions_text = Vec::new();
@@ -646,6 +679,13 @@ impl Ctx<'_> {
                 Err(e) => errors.push(e),
             }
         }
+        let quiz = match self.quiz(step_span, raw_step.ask, raw_step.choices) {
+            Ok(q) => q,
+            Err(mut e) => {
+                errors.append(&mut e);
+                None
+            }
+        };
         let Some(say) = say.filter(|_| errors.is_empty()) else {
             return Err(errors);
         };
@@ -654,7 +694,62 @@ impl Ctx<'_> {
             actions,
             say: say.trim().to_string(),
             expects,
+            quiz,
         })
+    }
+
+    /// A step's question: `ask` with 2-9 `choices`, each an answer and its expectation.
+    fn quiz(
+        &self,
+        step_span: Range<usize>,
+        ask: Option<Spanned<String>>,
+        choices: Vec<Spanned<RawChoice>>,
+    ) -> Result<Option<Quiz>, Vec<String>> {
+        let Some(ask) = ask else {
+            return match choices.first() {
+                None => Ok(None),
+                Some(c) => Err(vec![self.p.err(c.span(), "choices without an ask")]),
+            };
+        };
+        let ask_span = ask.span();
+        let ask = ask.into_inner().trim().to_string();
+        let mut errors = Vec::new();
+        if ask.is_empty() {
+            errors.push(self.p.err(ask_span.clone(), "an empty ask"));
+        }
+        if !CHOICES.contains(&choices.len()) {
+            let msg = format!(
+                "an ask needs {}-{} choices, this one has {}",
+                CHOICES.start(),
+                CHOICES.end(),
+                choices.len()
+            );
+            errors.push(self.p.err(step_span, &msg));
+        }
+        let mut out = Vec::new();
+        for c in choices {
+            let span = c.span();
+            let c = c.into_inner();
+            if c.answer.trim().is_empty() {
+                errors.push(self.p.err(span, "a choice with an empty answer"));
+                continue;
+            }
+            match self.expect(&c.expect) {
+                Ok(expect) => out.push(Choice {
+                    text: c.answer.trim().to_string(),
+                    expect,
+                }),
+                Err(e) => errors.push(e),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(Some(Quiz {
+            ask,
+            choices: out,
+            line: self.p.line_of(ask_span.start),
+        }))
     }
 
     fn worker(&self, span: &Range<usize>, word: Option<&str>) -> Result<usize, String> {

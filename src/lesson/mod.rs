@@ -10,7 +10,9 @@ pub mod runner;
 
 use std::path::Path;
 
-pub use format::{parse, Action, Condition, Expect, Figure, Lesson, MessageSel, Setup, Step};
+pub use format::{
+    parse, Action, Choice, Condition, Expect, Figure, Lesson, MessageSel, Quiz, Setup, Step,
+};
 pub use perform::Performer;
 pub use runner::{check_lesson, Check, LessonRunner, Session, StepReport};
 

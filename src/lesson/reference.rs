@@ -206,9 +206,17 @@ pub fn reference() -> String {
          A lesson is a TOML file: `format_version = {FORMAT_VERSION}`, a `title`, an \
          optional `summary`, an optional `[setup]` table, and one `[[step]]` table per \
          step, each with `do` (a list of actions), `say` (the narration) and `expect` (a \
-         list of expectations, checked after the actions). A mistake is reported as \
-         `FILE:LINE: what`; every mistake in the steps is reported in one run (at most \
-         {MAX_REPORTED_ERRORS}).\n\n## `[setup]`\n\n"
+         list of expectations, checked after the actions). A step may also ask a \
+         question before it runs: `ask` (the question) and `choices`, {lo}-{hi} of \
+         `{{ answer = \"...\", expect = \"...\" }}`, each an answer and an expectation \
+         written as in `expect`. In the dashboard the first `n` shows the question, keys \
+         1-{hi} record a prediction, and the next `n` runs the step and says whether the \
+         prediction was right; the answer is the one choice whose expectation holds after \
+         the actions, and `--check` fails the step unless exactly one does. A mistake is \
+         reported as `FILE:LINE: what`; every mistake in the steps is reported in one run \
+         (at most {MAX_REPORTED_ERRORS}).\n\n## `[setup]`\n\n",
+        lo = super::format::CHOICES.start(),
+        hi = super::format::CHOICES.end()
     );
     table(&mut out, SETUP_KEYS);
     out.push_str(

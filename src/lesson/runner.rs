@@ -22,6 +22,8 @@ pub struct Check {
     pub passed: bool,
     /// What was found, when it differs from what was expected.
     pub detail: String,
+    /// For a question's check: the choice (0-based) that held.
+    pub answer: Option<usize>,
 }
 
 /// What one step did and which of its expectations held.
@@ -32,6 +34,8 @@ pub struct StepReport {
     /// An action that could not be carried out (for example, a crashed worker told to act).
     pub error: Option<String>,
     pub checks: Vec<Check>,
+    /// A question's answer: the one choice (0-based) whose expectation held.
+    pub answer: Option<usize>,
 }
 
 impl StepReport {
@@ -58,6 +62,12 @@ impl StepReport {
             s.push_str(&problems.join("; "));
         }
         s
+    }
+
+    /// `the question's answer 2: Worker-B is refused ...`, for a step that asked one.
+    pub fn answer_line(&self) -> Option<String> {
+        let c = self.checks.iter().find(|c| c.answer.is_some())?;
+        Some(format!("the question's {}", c.text))
     }
 }
 
@@ -158,13 +168,15 @@ impl LessonRunner {
         Ok(())
     }
 
-    /// Record the report of the step just applied.
+    /// Record the report of the step just applied (its checks from [`Self::evaluate`]).
     pub fn record(&mut self, error: Option<String>, checks: Vec<Check>) -> &StepReport {
         self.reports.truncate(self.done.saturating_sub(1));
+        let answer = checks.iter().find_map(|c| c.answer);
         self.reports.push(StepReport {
             number: self.done,
             error,
             checks,
+            answer,
         });
         self.reports.last().expect("just pushed")
     }
@@ -178,7 +190,8 @@ impl LessonRunner {
         else {
             return Vec::new();
         };
-        step.expects
+        let mut checks: Vec<Check> = step
+            .expects
             .iter()
             .map(|e| {
                 let found = figure(engine, ledger, e);
@@ -188,22 +201,71 @@ impl LessonRunner {
                         line: e.line,
                         passed: true,
                         detail: String::new(),
+                        answer: None,
                     },
                     Ok(v) => Check {
                         text: e.text.clone(),
                         line: e.line,
                         passed: false,
                         detail: format!("found {v}"),
+                        answer: None,
                     },
                     Err(err) => Check {
                         text: e.text.clone(),
                         line: e.line,
                         passed: false,
                         detail: err,
+                        answer: None,
                     },
                 }
             })
-            .collect()
+            .collect();
+        if let Some(q) = &step.quiz {
+            checks.push(quiz_check(q, engine, ledger));
+        }
+        checks
+    }
+}
+
+/// A question holds when exactly one choice's expectation does: that choice is the answer
+/// the screen shows.
+fn quiz_check(q: &crate::lesson::Quiz, engine: &Engine, ledger: &Ledger) -> Check {
+    let holds: Vec<usize> = q
+        .choices
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| figure(engine, ledger, &c.expect).is_ok_and(|v| v == c.expect.value))
+        .map(|(i, _)| i)
+        .collect();
+    match holds.as_slice() {
+        [one] => Check {
+            text: format!("answer {}: {}", one + 1, q.choices[*one].text),
+            line: q.line,
+            passed: true,
+            detail: String::new(),
+            answer: Some(*one),
+        },
+        _ => Check {
+            text: "the question has exactly one answer".into(),
+            line: q.line,
+            passed: false,
+            detail: format!(
+                "{} of its {} choices hold{}",
+                holds.len(),
+                q.choices.len(),
+                match holds.as_slice() {
+                    [] => String::new(),
+                    h => format!(
+                        " ({})",
+                        h.iter()
+                            .map(|i| (i + 1).to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                }
+            ),
+            answer: None,
+        },
     }
 }
 

@@ -68,6 +68,7 @@ pub fn lease_expiry_story(config: &EngineConfig) -> Lesson {
                 actions: vec![action],
                 say: say.into(),
                 expects: Vec::new(),
+                quiz: None,
             })
             .collect(),
     }

@@ -369,6 +369,12 @@ impl App {
     /// Selecting, crashing and restarting a worker.
     fn act_on_worker(&mut self, action: Action) {
         let n_workers = self.worker_count().max(1);
+        if let Action::SelectWorker(choice) = action {
+            // While a question waits, a digit is the learner's prediction.
+            if self.predict(choice) {
+                return;
+            }
+        }
         match action {
             Action::NextWorker => self.ui.selected = (self.ui.selected + 1) % n_workers,
             Action::PrevWorker => self.ui.selected = (self.ui.selected + n_workers - 1) % n_workers,

@@ -49,8 +49,14 @@ pub fn screens(
     let mut out = Vec::with_capacity(last + 1);
     for step in 0..=last {
         if step > 0 {
-            // `n`, as a teacher steps the lesson.
+            // `n`, as a teacher steps the lesson; at a question the first `n` asks for a
+            // prediction and the second reveals without one.
+            let done = |app: &App| app.lesson.as_ref().map_or(0, |l| l.runner.done);
+            let before = done(&app);
             app.handle_key(KeyEvent::new(KeyCode::Char('n'), KeyModifiers::NONE));
+            if done(&app) == before {
+                app.handle_key(KeyEvent::new(KeyCode::Char('n'), KeyModifiers::NONE));
+            }
         }
         super::draw(&mut terminal, &mut app)?;
         out.push(Screen {

@@ -177,6 +177,29 @@ pub struct LessonView {
     pub named: Vec<&'static str>,
     /// The messages the step just run talks about, with their figures.
     pub spots: Vec<Spot>,
+    /// The next step's question, while it waits for a prediction.
+    pub question: Option<QuestionView>,
+    /// The step just run asked a question: the prediction and the answer.
+    pub reveal: Option<RevealView>,
+}
+
+/// The next step's question, asked before it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuestionView {
+    pub ask: String,
+    pub choices: Vec<String>,
+    /// The learner's prediction so far (0-based).
+    pub prediction: Option<usize>,
+}
+
+/// How the question of the step just run was answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevealView {
+    /// What the learner predicted (None: no prediction).
+    pub predicted: Option<usize>,
+    /// The choice the engine shows to be true, if exactly one is.
+    pub answer: Option<usize>,
+    pub answer_text: String,
 }
 
 /// One message a lesson step talks about, with the figures it names that the table has

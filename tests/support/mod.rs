@@ -314,6 +314,15 @@ pub fn press(app: &mut App, c: char) {
     key(app, KeyCode::Char(c));
 }
 
+/// A lesson's next step, as a teacher takes it: `n`, and at a question (which the first
+/// `n` puts on screen) `n` again, revealing without a prediction.
+pub fn next(app: &mut App) {
+    press(app, 'n');
+    if app.lesson.as_ref().is_some_and(|l| l.asked) {
+        press(app, 'n');
+    }
+}
+
 /// One frame of `app` drawn at `width` x `height`.
 pub fn frame(app: &mut App, width: u16, height: u16) -> Terminal<TestBackend> {
     let mut t = Terminal::new(TestBackend::new(width, height)).unwrap();

@@ -91,6 +91,9 @@ pub(crate) fn lesson_command(a: &LessonArgs) -> ExitCode {
     };
     for r in &reports {
         out.line(&r.line(total));
+        if let Some(answer) = r.answer_line() {
+            out.line(&format!("    {answer}"));
+        }
     }
     let passed = reports.iter().filter(|r| r.passed()).count();
     out.line(&format!("{passed} of {total} steps passed"));

@@ -21,6 +21,12 @@ pub struct LessonMode {
     /// The scenario's story rather than a lesson: it ends, or space leaves it, into free
     /// play with the scenario's outbox.
     pub story: bool,
+    /// The learner's prediction (0-based) for the next step's question.
+    pub prediction: Option<usize>,
+    /// `n` was pressed once at a question: it is on screen, and the next `n` reveals.
+    pub asked: bool,
+    /// The step just run asked a question: what was predicted (None: no prediction).
+    pub predicted: Option<Option<usize>>,
 }
 
 impl LessonMode {
@@ -30,6 +36,9 @@ impl LessonMode {
             changed: false,
             script_clock: now_ms,
             story,
+            prediction: None,
+            asked: false,
+            predicted: None,
         }
     }
 
@@ -46,6 +55,18 @@ impl LessonMode {
     /// Free play has changed the state away from what the script left.
     pub fn left_script(&self, now_ms: i64) -> bool {
         self.changed || now_ms != self.script_clock
+    }
+
+    /// The question of the next step, while the outbox is where the script left it.
+    pub fn question(&self, now_ms: i64) -> Option<&crate::lesson::Quiz> {
+        if self.left_script(now_ms) {
+            return None;
+        }
+        self.runner
+            .lesson
+            .steps
+            .get(self.runner.done)
+            .and_then(|s| s.quiz.as_ref())
     }
 
     /// The report of the step just run, if any.
@@ -136,8 +157,43 @@ impl App {
         }
     }
 
+    /// A digit while a question waits: the learner's prediction. False when no question
+    /// waits (the digit then selects a worker).
+    pub(super) fn predict(&mut self, choice: usize) -> bool {
+        let now = self.engine.clock.now();
+        let Some(mode) = self.lesson.as_mut() else {
+            return false;
+        };
+        let Some(n) = mode
+            .question(now)
+            .filter(|_| mode.asked)
+            .map(|q| q.choices.len())
+        else {
+            return false;
+        };
+        if choice >= n {
+            self.ui.say(format!("this question has choices 1-{n}"));
+            return true;
+        }
+        mode.prediction = Some(choice);
+        self.ui
+            .say(format!("you predict {}: n reveals", choice + 1));
+        true
+    }
+
     pub(super) fn lesson_next(&mut self) {
         self.back_on_script();
+        let now = self.engine.clock.now();
+        if let Some(mode) = self.lesson.as_mut() {
+            let waiting = mode.question(now).map(|q| q.choices.len());
+            if let (Some(n), false) = (waiting, mode.asked) {
+                mode.asked = true;
+                self.ui.say(format!(
+                    "predict: press 1-{n}, then n reveals (n alone reveals without a prediction)"
+                ));
+                return;
+            }
+        }
         let Some(mut mode) = self.lesson.take() else {
             return;
         };
@@ -192,6 +248,7 @@ impl App {
         }
         mode.changed = false;
         mode.script_clock = self.engine.clock.now();
+        (mode.prediction, mode.asked, mode.predicted) = (None, false, None);
         let now = self.engine.clock.now();
         self.log.note(
             now,
@@ -220,6 +277,14 @@ impl App {
             now,
             format!("{label} step {number}/{}: {what}", mode.runner.total()),
         );
+        let asked = mode
+            .runner
+            .lesson
+            .steps
+            .get(mode.runner.done)
+            .is_some_and(|s| s.quiz.is_some());
+        mode.predicted = asked.then_some(mode.prediction);
+        (mode.prediction, mode.asked) = (None, false);
         let error = mode.runner.apply_next(&mut self.engine).err();
         self.after_engine_call();
         let checks = mode.runner.evaluate(&self.engine, &self.ledger);

@@ -12,8 +12,8 @@ use crate::engine::worker::WorkerHandle;
 
 use super::super::render::timeline;
 use super::super::snapshot::{
-    DbView, LedgerFigures, LessonView, LogView, MessageHistoryView, Spot, ThroughputView, Unknown,
-    WorkerView,
+    DbView, LedgerFigures, LessonView, LogView, MessageHistoryView, QuestionView, RevealView, Spot,
+    ThroughputView, Unknown, WorkerView,
 };
 use super::{App, LessonMode};
 
@@ -447,5 +447,31 @@ fn lesson_view(mode: &LessonMode, now_ms: i64, spots: Vec<Spot>) -> LessonView {
         report: mode.last_report().cloned(),
         named: super::spotlight::named_in(&r.lesson, r.done),
         spots,
+        question: mode
+            .question(now_ms)
+            .filter(|_| mode.asked)
+            .map(|q| QuestionView {
+                ask: q.ask.clone(),
+                choices: q.choices.iter().map(|c| c.text.clone()).collect(),
+                prediction: mode.prediction,
+            }),
+        reveal: reveal(mode),
     }
+}
+
+/// The prediction and the answer of the question the step just run asked.
+fn reveal(mode: &LessonMode) -> Option<RevealView> {
+    let predicted = mode.predicted?;
+    let r = &mode.runner;
+    let step = r.done.checked_sub(1).and_then(|i| r.lesson.steps.get(i))?;
+    let answer = mode.last_report().and_then(|rep| rep.answer);
+    let answer_text = answer
+        .and_then(|a| step.quiz.as_ref()?.choices.get(a))
+        .map(|c| c.text.clone())
+        .unwrap_or_default();
+    Some(RevealView {
+        predicted,
+        answer,
+        answer_text,
+    })
 }

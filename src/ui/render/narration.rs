@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
 use super::styled;
-use crate::ui::snapshot::LessonView;
+use crate::ui::snapshot::{LessonView, QuestionView, RevealView};
 use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
 
@@ -57,6 +57,13 @@ pub fn render(frame: &mut Frame, area: Rect, l: &LessonView, ui: &UiState, t: &T
 pub fn lines(l: &LessonView, t: &Theme, width: u16) -> Vec<Line<'static>> {
     let width = width.max(10) as usize;
     let mut out: Vec<Line> = Vec::new();
+    // A question waiting for a prediction has the panel to itself.
+    if let Some(q) = &l.question {
+        return question_lines(q, t, width);
+    }
+    if let Some(r) = &l.reveal {
+        out.extend(reveal_lines(r, t, width));
+    }
     for text in wrap(&l.say, width) {
         out.push(Line::from(text));
     }
@@ -67,7 +74,12 @@ pub fn lines(l: &LessonView, t: &Theme, width: u16) -> Vec<Line<'static>> {
     if let Some(e) = &report.error {
         items.push(styled(format!("✗ {e}"), t.bad));
     }
-    for c in &report.checks {
+    // A question's own check is the reveal line above.
+    for c in report
+        .checks
+        .iter()
+        .filter(|c| c.answer.is_none() || !c.passed)
+    {
         if c.passed {
             items.push(styled(format!("✓ {}", c.text), t.good));
         } else {
@@ -81,6 +93,59 @@ pub fn lines(l: &LessonView, t: &Theme, width: u16) -> Vec<Line<'static>> {
         width,
     ));
     out
+}
+
+/// The question the next step answers, its choices numbered, the prediction marked.
+fn question_lines(q: &QuestionView, t: &Theme, width: usize) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    for (i, text) in wrap(&format!("Predict: {}", q.ask), width)
+        .into_iter()
+        .enumerate()
+    {
+        out.push(Line::from(styled(
+            text,
+            if i == 0 { t.title } else { t.key },
+        )));
+    }
+    for (i, c) in q.choices.iter().enumerate() {
+        let chosen = q.prediction == Some(i);
+        let mark = if chosen { "▶" } else { " " };
+        for (j, text) in wrap(c, width.saturating_sub(4)).into_iter().enumerate() {
+            let lead = if j == 0 {
+                format!("{mark}{} ", i + 1)
+            } else {
+                "   ".to_string()
+            };
+            let style = if chosen { t.next_mover } else { t.dim };
+            out.push(Line::from(vec![styled(lead, t.key), styled(text, style)]));
+        }
+    }
+    let hint = match q.prediction {
+        Some(p) => format!("you predict {}: n reveals", p + 1),
+        None => format!("press 1-{} to predict, then n reveals", q.choices.len()),
+    };
+    out.push(Line::from(styled(hint, t.dim)));
+    out
+}
+
+/// Whether the prediction was right, and the answer the engine shows.
+fn reveal_lines(r: &RevealView, t: &Theme, width: usize) -> Vec<Line<'static>> {
+    let answer = match r.answer {
+        Some(a) => format!("{}: {}", a + 1, r.answer_text),
+        None => "none: no single choice held".to_string(),
+    };
+    let (text, style) = match (r.predicted, r.answer) {
+        (Some(p), Some(a)) if p == a => (format!("✓ You predicted {answer}. Right."), t.good),
+        (Some(p), _) => (
+            format!("✗ You predicted {}; the answer is {answer}.", p + 1),
+            t.bad,
+        ),
+        (None, _) => (format!("No prediction; the answer is {answer}."), t.title),
+    };
+    wrap(&text, width)
+        .into_iter()
+        .map(|l| Line::from(styled(l, style)))
+        .collect()
 }
 
 /// Greedy word wrap; a word longer than the line is cut.
