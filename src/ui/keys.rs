@@ -168,7 +168,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[Key::Digit],
         label: "1-9",
         hint: "",
-        help: "select worker 1 to 9",
+        help: "select worker 1 to 9 (at a lesson's question: the class's prediction)",
         section: Section::Workers,
         action: Action::SelectWorker(0),
     },
