@@ -8,46 +8,44 @@ use super::lease_events::{record, LeaseEventKind, NewEvent};
 use super::{ClaimOutcome, Lease, Result, Store};
 use crate::engine::lease;
 
+/// What every claim writes: Processing, the owner, the lease's end, the next fencing
+/// token and one more attempt.
+macro_rules! take_lease {
+    () => {
+        "UPDATE OutboxMessages
+            SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
+                LeaseVersion = LeaseVersion + 1, Attempts = Attempts + 1 "
+    };
+}
+
 /// The claim as one conditional update: the candidate is the first claimable row of the
 /// unfinished messages' index, in claim order (oldest first), judged from the index alone;
 /// the claimable condition is asked again in the `WHERE`, and the claim holds only if a
 /// row came back.
 const CLAIM_NEXT_SQL: &str = concat!(
-    "
-UPDATE OutboxMessages
-   SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
-       LeaseVersion = LeaseVersion + 1, Attempts = Attempts + 1
- WHERE Id = (SELECT Id ",
+    take_lease!(),
+    "WHERE Id = (SELECT Id ",
     unfinished!(),
     claimable!(),
-    "
-              ORDER BY CreatedAtUtc, Id LIMIT 1)
-   AND ",
+    " ORDER BY CreatedAtUtc, Id LIMIT 1) AND ",
     claimable!(),
-    "
-RETURNING Id, PaymentKey, LeaseVersion, Seeding"
+    " RETURNING Id, PaymentKey, LeaseVersion, Seeding"
 );
 
 /// [`CLAIM_NEXT_SQL`] with the claimable condition dropped, a defect the explorer must
 /// catch: the oldest unfinished message is taken even under another worker's live lease.
 const BROKEN_CLAIM_NEXT_SQL: &str = concat!(
-    "
-UPDATE OutboxMessages
-   SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
-       LeaseVersion = LeaseVersion + 1, Attempts = Attempts + 1
- WHERE Id = (SELECT Id ",
+    take_lease!(),
+    "WHERE Id = (SELECT Id ",
     unfinished!(),
-    "(:now = :now)
-              ORDER BY CreatedAtUtc, Id LIMIT 1)
-RETURNING Id, PaymentKey, LeaseVersion, Seeding"
+    "(:now = :now) ORDER BY CreatedAtUtc, Id LIMIT 1)",
+    " RETURNING Id, PaymentKey, LeaseVersion, Seeding"
 );
 
 /// The conditional update of one chosen message.
 const TAKE_LEASE_SQL: &str = concat!(
-    "UPDATE OutboxMessages
-        SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
-            LeaseVersion = LeaseVersion + 1, Attempts = Attempts + 1
-      WHERE Id = :id AND ",
+    take_lease!(),
+    "WHERE Id = :id AND ",
     claimable!(),
     " RETURNING PaymentKey, LeaseVersion, Seeding"
 );
