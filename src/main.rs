@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         Some(Command::Worker(a)) => worker::worker(a),
         Some(Command::Bench(a)) => bench::bench(a),
         Some(Command::Explore(a)) => explore::explore(a),
+        Some(Command::Replay(a)) => dashboard::replay(&a.db),
         Some(Command::Completions(a)) => cli::handlers::completions(a.shell),
         Some(Command::Man) => cli::handlers::man(),
         // No command: the default lesson, unless the outbox is set up on the command line.

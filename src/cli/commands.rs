@@ -22,6 +22,9 @@ pub enum Command {
     Worker(WorkerArgs),
     /// Measure claim throughput against the database's own ceiling (see README, Performance).
     Bench(BenchArgs),
+    /// Open the dashboard on a recorded run (a --db workers used), read from its events:
+    /// ←/→ one event, [/] the previous or next mark, Home/End.
+    Replay(ReplayArgs),
     /// Run every schedule of a small world's worker steps and faults on real SQLite, and
     /// show a shortest one that breaks each check.
     Explore(ExploreArgs),
@@ -29,6 +32,14 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff): leaselab man > leaselab.1; man ./leaselab.1
     Man,
+}
+
+/// `leaselab replay DB`.
+#[derive(Args, Debug, Clone)]
+pub struct ReplayArgs {
+    /// The database the run used: a SQLite file, or postgres://USER@HOST/DB.
+    #[arg(value_name = "PATH|URL")]
+    pub db: PathBuf,
 }
 
 /// `leaselab explore`.

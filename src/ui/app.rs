@@ -26,11 +26,13 @@ use super::DashboardOptions;
 mod external;
 mod lesson;
 mod refresh;
+mod replay;
 mod spotlight;
 pub use super::snapshot::{DbView, WorkerView};
 pub use super::state::Focus;
 pub use external::ExternalMode;
 pub use lesson::LessonMode;
+pub use replay::{Mark, Recording, Replay};
 
 /// What `a` adds to the clock.
 pub const SMALL_ADVANCE_MS: i64 = 250;
@@ -52,6 +54,8 @@ pub struct App {
     pub log: EventLog,
     pub timeline: Timeline,
     pub ui: UiState,
+    /// A recorded run being replayed (`leaselab replay DB`).
+    pub replay: Option<Replay>,
     /// A lesson being stepped, with its narration; the lease-expiry scenario's story is
     /// one too.
     pub lesson: Option<LessonMode>,
@@ -131,6 +135,7 @@ impl App {
             timeline: Timeline::default(),
             ui: UiState::default(),
             lesson: None,
+            replay: None,
             paused: true,
             speed: 1.0,
             next_slot: 0,
@@ -245,6 +250,9 @@ impl App {
         }
         if self.ui.help {
             return self.key_under_help(&key);
+        }
+        if !self.ui.too_small && self.replay_key(key.code) {
+            return;
         }
         match keys::action_for(&key) {
             // On the too-small screen nothing else can be seen happening, so only quit acts.

@@ -99,6 +99,17 @@ pub fn run(opts: DashboardOptions) -> Result<Ended, String> {
     }
 }
 
+/// Open the dashboard on the run recorded in `db`'s events.
+pub fn run_replay(db: PathBuf) -> Result<Ended, String> {
+    let at = crate::engine::backend::Db::parse(&db);
+    // A database that cannot be replayed is refused before the terminal is looked at.
+    let recording = app::Recording::load(&at)?;
+    let lock_path = (!at.is_postgres()).then(|| db.clone());
+    run_app(lock_path, || {
+        App::replay_of(at, recording, Theme::from_env())
+    })
+}
+
 /// Open the dashboard paused on a lesson, with its narration panel.
 pub fn run_lesson(lesson: crate::lesson::Lesson, opts: DashboardOptions) -> Result<Ended, String> {
     let db = opts.db.clone();

@@ -13,6 +13,8 @@ use super::timeline::Lane;
 
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
+    /// Where a replay stands, in a replay.
+    pub replay: Option<ReplayView>,
     pub now_ms: i64,
     pub speed: f64,
     pub paused: bool,
@@ -181,6 +183,18 @@ pub struct LessonView {
     pub question: Option<QuestionView>,
     /// The step just run asked a question: the prediction and the answer.
     pub reveal: Option<RevealView>,
+}
+
+/// A replay's position in its recording, for the position bar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayView {
+    /// Events folded so far (1..=total).
+    pub position: usize,
+    pub total: usize,
+    /// The mark at this position, if any.
+    pub mark: Option<String>,
+    /// Every mark's position.
+    pub marks: Vec<usize>,
 }
 
 /// The next step's question, asked before it runs.

@@ -118,6 +118,16 @@ pub(crate) fn lesson_dashboard(a: &LessonArgs, lesson: leaselab::lesson::Lesson)
     }
 }
 
+/// `leaselab replay DB`: the dashboard over a recorded run.
+pub(crate) fn replay(db: &std::path::Path) -> ExitCode {
+    match ui::run_replay(db.to_path_buf()) {
+        Ok(ui::Ended::Quit) => ExitCode::SUCCESS,
+        Ok(ui::Ended::Interrupted(signo)) => interrupted(signo, "the dashboard closed"),
+        Ok(ui::Ended::Failed(e)) => runtime_error(e),
+        Err(e) => usage_error(e),
+    }
+}
+
 /// `--cast FILE` and `--shot FILE`: the lesson's screens written to files, not a terminal.
 fn lesson_export(a: &LessonArgs, lesson: leaselab::lesson::Lesson) -> ExitCode {
     use leaselab::ui::export;

@@ -26,7 +26,8 @@ use super::{App, DashboardOptions, Theme};
 pub struct External {
     /// Dropped first: the worker processes die before the database they use goes away.
     pub(super) children: Option<WorkerProcesses>,
-    _tail: Tail,
+    /// What reads the events table as workers write it; none in a replay.
+    _tail: Option<Tail>,
     /// By slot: the newest name seen there (`Worker-A#2`, `laptop-3`).
     names: Vec<String>,
     /// What the newest claim or unguarded mark says about the workers' settings.
@@ -40,6 +41,19 @@ pub struct External {
 }
 
 impl External {
+    /// The workers of a recorded run: known from its events alone.
+    pub(super) fn replaying() -> External {
+        External {
+            children: None,
+            _tail: None,
+            names: Vec::new(),
+            seen_lease_ms: None,
+            seen_leasing: None,
+            reaped: HashSet::new(),
+            started: true,
+        }
+    }
+
     /// Take in one event from the table.
     pub(super) fn saw(&mut self, ev: &Event) {
         let Some(slot) = ev.slot else { return };
@@ -325,7 +339,7 @@ impl App {
         let mut app = App::around(engine, reader, theme, Scenario::OutboxLeasing, messages);
         app.external = Some(External {
             children,
-            _tail: tail,
+            _tail: Some(tail),
             names: Vec::new(),
             seen_lease_ms: None,
             seen_leasing: None,

@@ -132,6 +132,9 @@ impl App {
 
     /// `lesson NAME` in the header instead of the scenario.
     pub fn setting_label(&self) -> (&'static str, String) {
+        if self.replay.is_some() {
+            return ("replay ", self.engine.db_shown());
+        }
         match &self.lesson {
             Some(l) if !l.story => ("lesson ", l.runner.lesson.name.clone()),
             // Headless, this scenario also tells the recovery story; here it does not.

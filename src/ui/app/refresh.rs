@@ -56,6 +56,7 @@ impl App {
                 self.snap.lease_ms = x.seen_lease_ms.unwrap_or(self.snap.lease_ms);
                 self.snap.leasing = x.seen_leasing.unwrap_or(self.snap.leasing);
                 self.snap.setting = match x.children {
+                    _ if self.replay.is_some() => self.snap.setting.clone(),
                     Some(_) => ("worker processes ", String::new()),
                     None => ("watching ", "worker processes".to_string()),
                 };
@@ -71,6 +72,7 @@ impl App {
                 .map(|w| self.worker_view(w))
                 .collect(),
         };
+        self.snap.replay = self.replay_view();
         self.snap.next_mover = if self.paused { self.next_mover() } else { None };
         self.snap.drained = self.drained();
         self.snap.figures = self.figures();

@@ -43,7 +43,28 @@ pub fn height(width: u16, height: u16, lesson: bool) -> u16 {
     }
 }
 
+/// A replay's keys: it moves through the recording and changes nothing.
+const REPLAY_KEYS: [(&str, &str); 7] = [
+    ("q", "quit"),
+    ("?", "help"),
+    ("←/→", "event"),
+    ("[/]", "mark"),
+    ("Home/End", "ends"),
+    ("↑/↓ j/k", "row"),
+    ("⏎", "history"),
+];
+
 pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
+    if s.replay.is_some() {
+        let mut spans: Vec<Span> = Vec::new();
+        for (label, hint) in REPLAY_KEYS {
+            spans.push(Span::raw(" "));
+            spans.push(styled(label, t.key));
+            spans.push(Span::raw(format!(" {hint}")));
+        }
+        frame.render_widget(Paragraph::new(Line::from(spans)), area);
+        return;
+    }
     let mut lines: Vec<Line> = Vec::new();
     let mut spans: Vec<Span> = Vec::new();
     let mut used = 0usize;

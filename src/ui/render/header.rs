@@ -82,7 +82,9 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
         spans.push(styled(format!(" {n} "), t.notice));
         spans.push(Span::raw("  "));
     }
-    if let Some(l) = &s.lesson {
+    if let Some(r) = &s.replay {
+        replay_spans(&mut spans, r, area.width, t);
+    } else if let Some(l) = &s.lesson {
         lesson_spans(&mut spans, l, t);
     } else if s.drained && ui.notice.is_none() {
         // The end of the run: say what happened before what could move next.
@@ -127,6 +129,38 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
         }
     }
     frame.render_widget(Paragraph::new(Line::from(fit(spans, area.width))), area);
+}
+
+/// A replay's position: the count, a bar with the marks on it, and the mark here or the
+/// keys.
+fn replay_spans(
+    spans: &mut Vec<Span<'static>>,
+    r: &crate::ui::snapshot::ReplayView,
+    width: u16,
+    t: &Theme,
+) {
+    spans.push(styled(
+        format!(" REPLAY {}/{} ", r.position, r.total),
+        t.paused,
+    ));
+    let cells = (width as usize / 4).clamp(10, 40);
+    let cell_of = |p: usize| (p.saturating_sub(1) * cells) / r.total.max(1);
+    let here = cell_of(r.position);
+    let bar: String = (0..cells)
+        .map(|c| match c {
+            c if c == here => '●',
+            c if r.marks.iter().any(|m| cell_of(*m) == c) => '◆',
+            c if c < here => '━',
+            _ => '─',
+        })
+        .collect();
+    spans.push(Span::raw(" "));
+    spans.push(styled(bar, t.next_mover));
+    spans.push(Span::raw(" "));
+    match &r.mark {
+        Some(m) => spans.push(styled(m.clone(), t.warn)),
+        None => spans.push(Span::raw("←/→ event · [/] mark · Home/End")),
+    }
 }
 
 /// A lesson's (or the story's) place in the strip: the step, what `n` does next, the keys.

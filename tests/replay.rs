@@ -1,0 +1,173 @@
+//! `leaselab replay DB`: a run recorded with a crash and a takeover is replayed, and at
+//! every position its table is the database's as it stood then (read from the real
+//! database while the run was going), with the ledger, marks and the verdict to match.
+
+#[allow(dead_code)]
+mod pg_support;
+mod support;
+
+use crossterm::event::KeyCode;
+use leaselab::engine::backend::Db;
+use leaselab::lesson::{built_in, Session};
+use leaselab::ui::app::App;
+use leaselab::ui::Theme;
+use support::{frame_lines, key, leaselab, stderr};
+
+/// (id, status, owner, lease version, attempts) of every row.
+type Rows = Vec<(i64, String, Option<String>, i64, i64)>;
+
+fn rows_of(rows: &[leaselab::engine::outbox::MessageRow]) -> Rows {
+    rows.iter()
+        .map(|r| {
+            (
+                r.id,
+                r.status.to_string(),
+                r.locked_by.clone(),
+                r.lease_version,
+                r.attempts,
+            )
+        })
+        .collect()
+}
+
+/// Step the lease-expiry lesson on a file, noting after each step how many events the
+/// table holds and what the rows are.
+fn record(path: &std::path::Path) -> Vec<(usize, Rows)> {
+    let lesson = built_in("lease-expiry").unwrap();
+    let mut s = Session::start_in(lesson, Some(path.to_path_buf())).unwrap();
+    let mut seen = Vec::new();
+    while !s.runner.finished() {
+        assert!(s.forward().passed());
+        let events = match Db::parse(path) {
+            Db::Sqlite(p) => leaselab::engine::store::Store::open_read_only(&p)
+                .unwrap()
+                .all_events()
+                .unwrap()
+                .len(),
+            Db::Postgres(url) => leaselab::engine::pg::PgStore::open_url(&url)
+                .unwrap()
+                .all_events_after(0, 1_000_000)
+                .unwrap()
+                .len(),
+        };
+        seen.push((events, rows_of(&s.engine.store().messages(0, 100).unwrap())));
+    }
+    seen
+}
+
+#[test]
+fn a_run_on_postgres_replays_from_its_events_table_too() {
+    let Some(db) = pg_support::scratch("replay") else {
+        return;
+    };
+    let url = std::path::PathBuf::from(&db.url);
+    let seen = record(&url);
+    let mut app = App::replay(Db::parse(&url), Theme::plain()).expect("replay");
+    for (events, rows) in &seen {
+        app.replay_to(*events);
+        frame_lines(&mut app, 120, 40);
+        assert_eq!(&rows_of(&app.snapshot().db.rows), rows, "at event {events}");
+    }
+    assert_eq!(app.ledger.reclaims, 1);
+}
+
+#[test]
+fn every_position_shows_the_rows_the_database_held_then() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.db");
+    let seen = record(&path);
+    let mut app = App::replay(Db::Sqlite(path.clone()), Theme::plain()).expect("replay");
+    let total = app.snapshot().replay.as_ref().map_or(0, |_| 0);
+    assert_eq!(total, 0, "no frame taken yet");
+    for (events, rows) in &seen {
+        app.replay_to(*events);
+        frame_lines(&mut app, 120, 40);
+        assert_eq!(&rows_of(&app.snapshot().db.rows), rows, "at event {events}");
+    }
+    // The crash left Worker-A's lease to run out; Worker-B's claim is a takeover mark.
+    key(&mut app, KeyCode::Home);
+    key(&mut app, KeyCode::Char(']'));
+    let screen = frame_lines(&mut app, 120, 40).join("\n");
+    let view = app.snapshot().replay.clone().unwrap();
+    assert!(
+        view.mark
+            .as_deref()
+            .is_some_and(|m| m.starts_with("takeover: Worker-B claims PAY-001 (v2)")),
+        "{view:?}"
+    );
+    assert!(
+        screen.contains("takeover: Worker-B claims PAY-001 (v2)"),
+        "{screen}"
+    );
+    assert_eq!(
+        rows_of(&app.snapshot().db.rows)[0].2.as_deref(),
+        Some("Worker-B")
+    );
+    // One event back: the row is Worker-A's again, as it was in the database.
+    key(&mut app, KeyCode::Left);
+    frame_lines(&mut app, 120, 40);
+    assert_eq!(
+        rows_of(&app.snapshot().db.rows)[0].2.as_deref(),
+        Some("Worker-A")
+    );
+    // At the end: processed once, and the ledger agrees.
+    key(&mut app, KeyCode::End);
+    let screen = frame_lines(&mut app, 120, 40).join("\n");
+    assert_eq!(app.snapshot().db.rows[0].status.to_string(), "Processed");
+    assert_eq!(app.ledger.reclaims, 1);
+    assert_eq!(app.ledger.ownership_violations, 0);
+    assert!(screen.contains("REPLAY"), "{screen}");
+    // Keys that would change a live run only say how to move.
+    key(&mut app, KeyCode::Char('c'));
+    assert!(app
+        .ui
+        .notice
+        .as_deref()
+        .unwrap_or("")
+        .contains("←/→ one event"));
+}
+
+#[test]
+fn a_missing_or_empty_database_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nothing.db");
+    let out = leaselab(&["replay", missing.to_str().unwrap()], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no such database file"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stderr(&out).trim_end().lines().count(), 1);
+    let foreign = dir.path().join("foreign.db");
+    std::fs::write(&foreign, b"not a database at all, just some bytes......").unwrap();
+    let out = leaselab(&["replay", foreign.to_str().unwrap()], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).trim_end().lines().count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_replay_dashboard_moves_through_a_run_in_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.db");
+    let steps = record(&path).len();
+    assert_eq!(steps, 6);
+    let mut d = support::Dashboard::open(&["replay", path.to_str().unwrap()]);
+    d.wait_for_text("REPLAY 1/");
+    d.press("]");
+    d.wait_for_text("takeover: Worker-B claims PAY-001 (v2)");
+    d.press("\x1b[F"); // End
+    d.wait_for("PAY-001 Processed in the table", |s| {
+        s.contents()
+            .lines()
+            .any(|l| l.contains("PAY-001") && l.contains("Processed"))
+    });
+    let (status, parser) = d.quit();
+    assert!(status.success(), "exit status {status:?}");
+    assert!(!parser.screen().alternate_screen());
+}
