@@ -137,6 +137,24 @@ fn a_claim_without_its_claimable_condition_is_caught_in_two_steps() {
 }
 
 #[test]
+fn a_finalize_that_forgets_the_answer_is_caught_as_lost() {
+    let r = run(ExploreOptions {
+        forget_answer: true,
+        faults: Faults::default(),
+        max_depth: 4,
+        ..two_by_one(Mode::FencingToken)
+    });
+    let lost = r.verdicts.iter().find(|v| v.check == Check::Lost).unwrap();
+    assert!(lost.count > 0, "{}", r.text());
+    assert_eq!(lost.shortest.len(), 3, "{}", r.text());
+    assert!(
+        lost.steps()[2].ends_with("so PAY-001 was marked Processed with its answer lost."),
+        "{:?}",
+        lost.steps()
+    );
+}
+
+#[test]
 fn without_the_clock_moving_a_crashed_owners_message_is_stuck() {
     let only_crash = ExploreOptions {
         workers: 1,

@@ -196,6 +196,8 @@ pub struct ExploreOptions {
     pub heartbeats: bool,
     /// The claim without its claimable condition: a planted defect for the tests.
     pub broken_claim: bool,
+    /// A finalize that forgets the provider's answer: another planted defect.
+    pub forget_answer: bool,
 }
 
 impl Default for ExploreOptions {
@@ -210,6 +212,7 @@ impl Default for ExploreOptions {
             max_states: 300_000,
             heartbeats: false,
             broken_claim: false,
+            forget_answer: false,
         }
     }
 }
@@ -320,6 +323,7 @@ impl Bench {
         store.set_rules(Rules {
             owner_only_finalize: opts.mode == Mode::OwnerGuard,
             broken_claim: opts.broken_claim,
+            forget_answer: opts.forget_answer,
         });
         // Every state is kept as an image: small pages make small images.
         store.repage(512).map_err(|e| e.to_string())?;

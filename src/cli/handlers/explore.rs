@@ -26,6 +26,7 @@ fn options(a: &ExploreArgs) -> ExploreOptions {
         max_states: a.max_states as usize,
         heartbeats: a.heartbeats,
         broken_claim: false,
+        forget_answer: false,
     }
 }
 

@@ -47,6 +47,7 @@ impl Finalizing for Store {
         check: &StatusCheck,
         now: i64,
     ) -> Result<(FinalizeOutcome, u64)> {
+        let forget_answer = self.rules.forget_answer;
         let guard = if self.rules.owner_only_finalize {
             OWNER_ONLY_FINALIZE_SQL
         } else {
@@ -66,7 +67,9 @@ impl Finalizing for Store {
                 ..NewEvent::about(kind, now, &lease.owner, lease.id, &lease.key)
             };
             let outcome = if changed == 1 {
-                write_answer(tx, &lease.key, check)?;
+                if !forget_answer {
+                    write_answer(tx, &lease.key, check)?;
+                }
                 record(
                     tx,
                     &NewEvent {

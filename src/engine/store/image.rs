@@ -14,6 +14,9 @@ pub struct Rules {
     /// The claim takes the oldest unfinished message, live lease or not (a defect the
     /// explorer's tests plant on purpose).
     pub broken_claim: bool,
+    /// The finalize marks the message Processed without writing the provider's answer
+    /// (another planted defect: the answer is lost).
+    pub forget_answer: bool,
 }
 
 impl Store {

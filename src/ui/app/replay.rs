@@ -427,6 +427,15 @@ impl App {
         };
         let engine = Engine::guest(&db, config).map_err(|e| e.to_string())?;
         engine.clock.pause();
+        // The header's heart says whether the recorded workers beat.
+        let beat = recording
+            .rows
+            .iter()
+            .any(|r| r.kind == LeaseEventKind::Heartbeat);
+        engine
+            .settings
+            .heartbeats
+            .store(beat, std::sync::atomic::Ordering::SeqCst);
         let table = Arc::new(Mutex::new(Table::default()));
         let reader = Box::new(ReplayOutbox {
             table: table.clone(),
