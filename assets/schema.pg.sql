@@ -69,7 +69,7 @@ CREATE TABLE LeaseEvents (
     Kind           TEXT NOT NULL
                    CHECK (Kind IN ('Seeded', 'Added', 'Claimed', 'Heartbeat', 'Finalized',
                                    'FinalizeRejected', 'Marked', 'Retry', 'DeadLettered',
-                                   'LeaseLost')),
+                                   'LeaseLost', 'Redriven')),
     -- every row but a seeding's is about one message
     MessageId      BIGINT,
     PaymentKey     TEXT,

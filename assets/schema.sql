@@ -64,7 +64,7 @@ CREATE TABLE IF NOT EXISTS LeaseEvents (
     Kind           TEXT NOT NULL
                    CHECK (Kind IN ('Seeded', 'Added', 'Claimed', 'Heartbeat', 'Finalized',
                                    'FinalizeRejected', 'Marked', 'Retry', 'DeadLettered',
-                                   'LeaseLost')),
+                                   'LeaseLost', 'Redriven')),
     MessageId      INTEGER,
     PaymentKey     TEXT,
     LeaseVersion   INTEGER,

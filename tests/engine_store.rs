@@ -430,6 +430,13 @@ fn the_last_failed_attempt_dead_letters_the_message_until_a_redrive() {
     assert_eq!(s.messages(0, 1).unwrap()[0].status, "DeadLettered");
     assert_eq!(s.redrive(Some("PAY-404"), now).unwrap().0, 0);
     assert_eq!(s.redrive(None, now + 60_000).unwrap().0, 1);
+    // The redrive is in the events table, so a watcher's table follows it.
+    let last = s.all_events().unwrap().pop().unwrap();
+    assert_eq!(last.kind, leaselab::engine::store::LeaseEventKind::Redriven);
+    assert_eq!(
+        (last.id, last.key.as_deref(), last.worker.as_str()),
+        (Some(1), Some("PAY-001"), "engine")
+    );
     let back = claimed(s.claim_next("Worker-B", now + 60_000, LEASE).unwrap().0);
     assert_eq!(back.key, "PAY-001");
     assert_eq!(s.messages(0, 1).unwrap()[0].attempts, 1);

@@ -681,6 +681,11 @@ fn failed_attempts_back_off_then_dead_letter_until_a_redrive() {
     );
     assert_eq!(store.redrive(Some("PAY-002"), far).unwrap().0, 0);
     assert_eq!(store.redrive(None, far).unwrap().0, 1);
+    let last = all_events(&mut store).pop().unwrap();
+    assert_eq!(
+        (last.kind.as_str(), last.key.as_str(), last.worker.as_str()),
+        ("Redriven", "PAY-001", "engine")
+    );
     let again = claimed(store.claim_next_recorded("Worker-B", far, LEASE).unwrap().0);
     assert_eq!(
         store.messages(0, 1).unwrap()[0].attempts,
@@ -707,6 +712,7 @@ fn failed_attempts_back_off_then_dead_letter_until_a_redrive() {
             "Retry",
             "Claimed",
             "DeadLettered",
+            "Redriven",
             "Claimed",
             "Finalized"
         ]

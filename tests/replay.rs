@@ -33,7 +33,11 @@ fn rows_of(rows: &[leaselab::engine::outbox::MessageRow]) -> Rows {
 /// Step the lease-expiry lesson on a file, noting after each step how many events the
 /// table holds and what the rows are.
 fn record(path: &std::path::Path) -> Vec<(usize, Rows)> {
-    let lesson = built_in("lease-expiry").unwrap();
+    record_lesson("lease-expiry", path)
+}
+
+fn record_lesson(name: &str, path: &std::path::Path) -> Vec<(usize, Rows)> {
+    let lesson = built_in(name).unwrap();
     let mut s = Session::start_in(lesson, Some(path.to_path_buf())).unwrap();
     let mut seen = Vec::new();
     while !s.runner.finished() {
@@ -125,6 +129,32 @@ fn every_position_shows_the_rows_the_database_held_then() {
         .as_deref()
         .unwrap_or("")
         .contains("←/→ one event"));
+}
+
+#[test]
+fn a_dead_letter_and_its_redrive_are_replayed_as_the_database_held_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("poison.db");
+    let seen = record_lesson("poison-message", &path);
+    let mut app = App::replay(Db::Sqlite(path), Theme::plain()).expect("replay");
+    for (events, rows) in &seen {
+        app.replay_to(*events);
+        frame_lines(&mut app, 120, 40);
+        assert_eq!(&rows_of(&app.snapshot().db.rows), rows, "at event {events}");
+    }
+    let marks = app.replay.as_ref().unwrap().position;
+    assert!(marks > 0);
+    key(&mut app, KeyCode::Home);
+    key(&mut app, KeyCode::Char(']'));
+    frame_lines(&mut app, 120, 40);
+    let mark = app
+        .snapshot()
+        .replay
+        .clone()
+        .unwrap()
+        .mark
+        .unwrap_or_default();
+    assert!(mark.starts_with("dead letter: "), "{mark}");
 }
 
 #[test]

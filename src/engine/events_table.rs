@@ -150,19 +150,26 @@ fn row_events(row: &LeaseEventRow, event: impl Fn(EventKind) -> Event) -> Vec<Ev
             until_ms: row.until_ms.unwrap_or(row.at_ms),
         })],
         LeaseEventKind::LeaseLost => vec![event(EventKind::LeaseLost { id, key, version })],
-        LeaseEventKind::Retry | LeaseEventKind::DeadLettered => {
-            let what = if row.kind == LeaseEventKind::Retry {
-                "FAILED ATTEMPT, retried later"
-            } else {
-                "DEAD-LETTERED"
-            };
-            vec![event(EventKind::Note {
-                text: format!(
-                    "{what} {key}: {}",
-                    row.detail.as_deref().unwrap_or("no error recorded")
-                ),
-            })]
-        }
+        LeaseEventKind::Redriven => vec![event(EventKind::Redriven {
+            key: Some(key),
+            count: 1,
+        })],
+        LeaseEventKind::Retry | LeaseEventKind::DeadLettered => vec![event(failed(row, &key))],
+    }
+}
+
+/// A failed attempt's row as a line of the log: retried later, or dead-lettered.
+fn failed(row: &LeaseEventRow, key: &str) -> EventKind {
+    let what = if row.kind == LeaseEventKind::Retry {
+        "FAILED ATTEMPT, retried later"
+    } else {
+        "DEAD-LETTERED"
+    };
+    EventKind::Note {
+        text: format!(
+            "{what} {key}: {}",
+            row.detail.as_deref().unwrap_or("no error recorded")
+        ),
     }
 }
 

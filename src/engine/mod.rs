@@ -336,6 +336,10 @@ impl Engine {
     pub fn redrive(&mut self, key: Option<&str>) -> Result<u64, OutboxError> {
         let now = self.clock.now();
         let (count, seq) = self.store.redrive(key, now)?;
+        if self.table_events {
+            // A reader of the events table brings one event per message redriven.
+            return Ok(count);
+        }
         let _ = self.events_tx.send(Event {
             seq,
             at_ms: now,

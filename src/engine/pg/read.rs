@@ -12,8 +12,8 @@ pub struct LeaseEventRow {
     pub seq: u64,
     pub at_ms: i64,
     pub worker: String,
-    /// `Claimed`, `Heartbeat`, `Finalized`, `FinalizeRejected`, `Marked`, `Retry` or
-    /// `DeadLettered`.
+    /// `Claimed`, `Heartbeat`, `Finalized`, `FinalizeRejected`, `Marked`, `Retry`,
+    /// `DeadLettered`, `LeaseLost` or `Redriven`.
     pub kind: String,
     pub id: i64,
     pub key: String,

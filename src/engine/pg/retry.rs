@@ -133,12 +133,24 @@ impl Upkeep for PgStore {
     /// Put dead letters back to Pending with fresh attempts: the one of `key`, or all when
     /// `key` is `None`. Returns how many were redriven.
     fn redrive(&mut self, key: Option<&str>, now: i64) -> OutboxResult<(u64, u64)> {
-        let n = self.client().execute(
-            "UPDATE OutboxMessages SET Status = 'Pending', Attempts = 0, AvailableAtUtc = $1
-              WHERE Status = 'DeadLettered' AND ($2::text IS NULL OR PaymentKey = $2)",
-            &[&now, &key],
+        // One event row each, made from the updated rows (so after their row locks), so a
+        // watcher's table follows the redrive.
+        let rows = self.client().query(
+            "WITH redriven AS (
+               UPDATE OutboxMessages SET Status = 'Pending', Attempts = 0, AvailableAtUtc = $1
+                WHERE Status = 'DeadLettered' AND ($2::text IS NULL OR PaymentKey = $2)
+               RETURNING Id, PaymentKey, LeaseVersion)
+             INSERT INTO LeaseEvents (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion)
+             SELECT $1, $3, 'Redriven', Id, PaymentKey, LeaseVersion FROM redriven
+             RETURNING Seq",
+            &[&now, &key, &crate::engine::events::ENGINE],
         )?;
-        Ok((n, self.shared.next_seq()))
+        let last = rows.iter().map(|r| r.get::<_, i64>(0) as u64).max();
+        let stamp = match last {
+            Some(seq) => self.shared.stamp_of_row(seq),
+            None => self.shared.next_seq(),
+        };
+        Ok((rows.len() as u64, stamp))
     }
 
     /// The last provider error recorded for the message of `key`.

@@ -172,7 +172,8 @@ fn marker_and_schema(conn: &Connection, shown: &str) -> Result<Identity> {
             1 => "without retries, dead letters or the LeaseEvents table",
             2 => "without the LeaseEvents table",
             3 => "without the seeding a lease fences on",
-            _ => "with the claim's older indexes",
+            4 => "with the claim's older indexes",
+            _ => "without redrives in its LeaseEvents",
         };
         return Err(OutboxError::Foreign(format!(
             "{shown} was made by an earlier leaselab (schema version {version}, {lacks}; this leaselab needs version {SCHEMA_VERSION}); refusing to touch it: remove it or pass another --db"

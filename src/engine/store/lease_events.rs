@@ -22,6 +22,8 @@ pub enum LeaseEventKind {
     DeadLettered,
     /// A heartbeat changed no row: the worker's lease had run out, and it dropped the message.
     LeaseLost,
+    /// A dead letter put back to Pending with fresh attempts.
+    Redriven,
 }
 
 impl LeaseEventKind {
@@ -37,6 +39,7 @@ impl LeaseEventKind {
             LeaseEventKind::Retry => "Retry",
             LeaseEventKind::DeadLettered => "DeadLettered",
             LeaseEventKind::LeaseLost => "LeaseLost",
+            LeaseEventKind::Redriven => "Redriven",
         }
     }
 
@@ -53,6 +56,7 @@ impl LeaseEventKind {
             Retry,
             DeadLettered,
             LeaseLost,
+            Redriven,
         ]
         .into_iter()
         .find(|k| k.as_str() == text)

@@ -6,6 +6,7 @@ use rusqlite::{named_params, OptionalExtension};
 use super::conn::End;
 use super::lease_events::{record, LeaseEventKind, NewEvent};
 use super::{FailOutcome, Lease, Result, RetryPolicy, Store};
+use crate::engine::events::ENGINE;
 
 /// Extend a held lease to `:until`, never shortening it, only while this worker holds this
 /// lease (owner and fencing token) and it has not run out.
@@ -26,13 +27,11 @@ const RELEASE_SQL: &str = "UPDATE OutboxMessages
   WHERE Id = :id AND Status = 'Processing' AND LockedBy = :worker AND LeaseVersion = :version
     AND Seeding = :seeding";
 
-const REDRIVE_ALL_SQL: &str = "UPDATE OutboxMessages
+/// Dead letters back to Pending: every one, or the one of `:key` (NULL: every one).
+const REDRIVE_SQL: &str = "UPDATE OutboxMessages
     SET Status = 'Pending', Attempts = 0, AvailableAtUtc = :now
-  WHERE Status = 'DeadLettered'";
-
-const REDRIVE_KEY_SQL: &str = "UPDATE OutboxMessages
-    SET Status = 'Pending', Attempts = 0, AvailableAtUtc = :now
-  WHERE Status = 'DeadLettered' AND PaymentKey = :key";
+  WHERE Status = 'DeadLettered' AND (:key IS NULL OR PaymentKey = :key)
+  RETURNING Id, PaymentKey, LeaseVersion";
 
 impl Upkeep for Store {
     /// Extend `lease` to `now + lease_ms` (never shorter than it is). `None`: zero rows
@@ -114,15 +113,23 @@ impl Upkeep for Store {
     /// `key` is `None`. Returns how many were redriven.
     fn redrive(&mut self, key: Option<&str>, now: i64) -> Result<(u64, u64)> {
         self.write(|tx, shared| {
-            let n = match key {
-                Some(key) => tx
-                    .prepare_cached(REDRIVE_KEY_SQL)?
-                    .execute(named_params! {":now": now, ":key": key})?,
-                None => tx
-                    .prepare_cached(REDRIVE_ALL_SQL)?
-                    .execute(named_params! {":now": now})?,
-            };
-            Ok(((n as u64, shared.next_seq()), End::Commit))
+            let redriven: Vec<(i64, String, i64)> = tx
+                .prepare_cached(REDRIVE_SQL)?
+                .query_map(named_params! {":now": now, ":key": key}, |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            // One row each, so a watcher's table follows the redrive.
+            for (id, key, version) in &redriven {
+                record(
+                    tx,
+                    &NewEvent {
+                        version: Some(*version),
+                        ..NewEvent::about(LeaseEventKind::Redriven, now, ENGINE, *id, key)
+                    },
+                )?;
+            }
+            Ok(((redriven.len() as u64, shared.next_seq()), End::Commit))
         })
     }
 

@@ -227,6 +227,11 @@ impl Table {
                 m.locked_by = None;
                 m.locked_until_ms = None;
             }
+            LeaseEventKind::Redriven => {
+                m.status = OutboxStatus::Pending;
+                m.attempts = 0;
+                m.available_at_ms = r.at_ms;
+            }
             _ => {}
         }
     }
