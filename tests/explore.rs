@@ -4,7 +4,7 @@
 
 mod support;
 
-use leaselab::explore::{explore, Check, ExploreOptions, Faults, Mode, Report};
+use leaselab::explore::{explore, Check, Cut, ExploreOptions, Faults, Mode, Report};
 use support::{leaselab, stderr, stdout};
 
 fn run(opts: ExploreOptions) -> Report {
@@ -197,6 +197,34 @@ fn max_states_cuts_the_search_and_the_report_says_so() {
     assert!(!r.exhaustive && !r.closed);
     assert_eq!(r.states, 50);
     assert!(r.text().contains("CUT at --max-states 50"), "{}", r.text());
+    assert_eq!(r.cut, Some(Cut::States));
+}
+
+#[test]
+fn a_memory_budget_cuts_the_search_and_the_report_says_so() {
+    // The process holds more than 1 MiB from the start: the first check cuts, right
+    // after the first state's moves.
+    let r = run(ExploreOptions {
+        max_memory_mib: 1,
+        ..two_by_one(Mode::FencingToken)
+    });
+    assert_eq!(r.cut, Some(Cut::Memory));
+    assert!(!r.exhaustive && !r.closed);
+    assert!(r.states > 1 && r.states < 20, "{}", r.states);
+    assert!(
+        r.text()
+            .contains("CUT at --max-memory 1 MiB: not exhaustive"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(r.json()["cut"], "max-memory");
+    // The default budget leaves the small world whole.
+    let whole = run(two_by_one(Mode::FencingToken));
+    assert_eq!(
+        (whole.cut, whole.json()["cut"].clone()),
+        (None, serde_json::Value::Null)
+    );
+    assert_eq!(whole.json()["max_memory_mib"], 2048);
 }
 
 #[test]
@@ -297,6 +325,7 @@ fn bad_input_is_one_line_and_exit_two() {
         ),
         (&["explore", "--mode", "maybe"][..], "--mode"),
         (&["explore", "--max-depth", "99"][..], "--max-depth"),
+        (&["explore", "--max-memory", "63"][..], "--max-memory"),
     ] {
         let out = leaselab(args, dir.path());
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));

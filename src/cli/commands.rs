@@ -67,6 +67,10 @@ pub struct ExploreArgs {
     /// Stop after this many distinct states (1-5000000); the report then says it was cut.
     #[arg(long, value_name = "N", default_value_t = 300_000, allow_negative_numbers = true, value_parser = numbers::whole::<1, 5_000_000>)]
     pub max_states: i64,
+    /// Stop when the search holds more than this many MiB of memory (64-1048576); the
+    /// report then says it was cut.
+    #[arg(long, value_name = "MIB", default_value_t = 2_048, allow_negative_numbers = true, value_parser = numbers::whole::<64, 1_048_576>)]
+    pub max_memory: i64,
     /// Workers holding a lease may also extend it, a heartbeat at a time.
     #[arg(long)]
     pub heartbeats: bool,

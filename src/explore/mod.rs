@@ -1,8 +1,8 @@
 //! `leaselab explore`: every schedule of a small world's worker steps and faults, run on a
 //! real SQLite outbox, breadth first, so the first schedule found to break a check is a
 //! shortest one. Each state reached is kept as the bytes of its database (an in-memory
-//! SQLite copy) with the provider's counts and the workers' memory; a state already seen
-//! is not explored again.
+//! SQLite copy, its pages shared with every state holding the same page) with the
+//! provider's counts and the workers' memory; a state already seen is not explored again.
 
 mod lesson;
 mod world;
@@ -192,6 +192,8 @@ pub struct ExploreOptions {
     pub faults: Faults,
     pub max_depth: usize,
     pub max_states: usize,
+    /// Stop when the process holds more than this many MiB of memory.
+    pub max_memory_mib: usize,
     /// Workers holding a lease may extend it (each heartbeat its own transaction).
     pub heartbeats: bool,
     /// The claim without its claimable condition: a planted defect for the tests.
@@ -210,6 +212,7 @@ impl Default for ExploreOptions {
             faults: Faults::all(),
             max_depth: 12,
             max_states: 300_000,
+            max_memory_mib: 2_048,
             heartbeats: false,
             broken_claim: false,
             forget_answer: false,
@@ -270,8 +273,11 @@ fn capitalized(text: &str) -> String {
 #[derive(Debug, Clone)]
 pub struct Report {
     pub options: ExploreOptions,
-    /// Nothing was cut by `--max-states`: every schedule up to the depth was run.
+    /// Nothing was cut by `--max-states` or `--max-memory`: every schedule up to the depth
+    /// was run.
     pub exhaustive: bool,
+    /// Which bound cut the search, if one did.
+    pub cut: Option<Cut>,
     /// The whole reachable space was explored before the depth limit.
     pub closed: bool,
     pub states: u64,
@@ -280,6 +286,31 @@ pub struct Report {
     pub depth: usize,
     pub elapsed: Duration,
     pub verdicts: Vec<Verdict>,
+}
+
+/// The bound that stopped a search before it was exhaustive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    States,
+    Memory,
+}
+
+impl Cut {
+    pub fn flag(self) -> &'static str {
+        match self {
+            Cut::States => "max-states",
+            Cut::Memory => "max-memory",
+        }
+    }
+}
+
+/// The memory this process holds (its resident set), in MiB, where the system says.
+fn resident_mib() -> Option<usize> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * usize::try_from(page).ok()? / (1 << 20))
 }
 
 /// How far the search has got, for a progress bar.
@@ -296,15 +327,60 @@ struct Node {
     world: World,
     parent: Option<(usize, Move, String)>,
     depth: usize,
-    saved: Option<(Rc<Vec<u8>>, ProviderState)>,
-    /// What its database and provider held (rows dropped once expanded).
-    seen: Seen,
+    saved: Option<(Image, ProviderState)>,
+}
+
+/// A state's database image as its pages, each held once in [`Pages`] however many
+/// states share it (most pages, the schema's among them, are the same in every state).
+#[derive(Clone)]
+struct Image(Rc<[Rc<[u8]>]>);
+
+/// Every page some kept image holds, once each.
+#[derive(Default)]
+struct Pages {
+    pool: HashSet<Rc<[u8]>>,
+    /// Where an image is put back together before it is restored.
+    joined: Vec<u8>,
+}
+
+impl Pages {
+    /// The page size the explorer's databases use: small pages make small differences.
+    const SIZE: usize = 512;
+
+    fn keep(&mut self, bytes: &[u8]) -> Image {
+        let pages = bytes
+            .chunks(Self::SIZE)
+            .map(|page| match self.pool.get(page) {
+                Some(kept) => kept.clone(),
+                None => {
+                    let kept: Rc<[u8]> = Rc::from(page);
+                    self.pool.insert(kept.clone());
+                    kept
+                }
+            })
+            .collect();
+        Image(pages)
+    }
+
+    fn join(&mut self, image: &Image) -> &[u8] {
+        self.joined.clear();
+        for page in image.0.iter() {
+            self.joined.extend_from_slice(page);
+        }
+        &self.joined
+    }
+
+    /// Let go of the pages no kept image holds any more.
+    fn sweep(&mut self) {
+        self.pool.retain(|page| Rc::strong_count(page) > 1);
+    }
 }
 
 /// The explorer's own SQLite outbox, seeded, held in memory from the first state on.
 struct Bench {
     store: Store,
     provider: Provider,
+    pages: Pages,
     /// The file the first state was made in; removed at the end.
     _dir: tempfile::TempDir,
 }
@@ -326,22 +402,27 @@ impl Bench {
             forget_answer: opts.forget_answer,
         });
         // Every state is kept as an image: small pages make small images.
-        store.repage(512).map_err(|e| e.to_string())?;
+        store
+            .repage(Pages::SIZE as u32)
+            .map_err(|e| e.to_string())?;
         let image = store.image().map_err(|e| e.to_string())?;
         store.restore_image(&image).map_err(|e| e.to_string())?;
         Ok(Bench {
             store,
             provider,
+            pages: Pages::default(),
             _dir: dir,
         })
     }
 
-    fn image(&mut self) -> Result<Rc<Vec<u8>>, String> {
-        Ok(Rc::new(self.store.image().map_err(|e| e.to_string())?))
+    fn image(&mut self) -> Result<Image, String> {
+        let bytes = self.store.image().map_err(|e| e.to_string())?;
+        Ok(self.pages.keep(&bytes))
     }
 
-    fn restore(&mut self, image: &[u8]) -> Result<(), String> {
-        self.store.restore_image(image).map_err(|e| e.to_string())
+    fn restore(&mut self, image: &Image) -> Result<(), String> {
+        let bytes = self.pages.join(image);
+        self.store.restore_image(bytes).map_err(|e| e.to_string())
     }
 }
 
@@ -353,7 +434,7 @@ struct Search {
     queue: VecDeque<usize>,
     schedules: u64,
     depth: usize,
-    cut: bool,
+    cut: Option<Cut>,
     counts: Vec<u64>,
     first: Vec<Option<(usize, String)>>,
 }
@@ -376,13 +457,12 @@ pub fn explore(
             parent: None,
             depth: 0,
             saved: Some((bench.image()?, bench.provider.state())),
-            seen,
         }],
         seen: HashSet::from([key]),
         queue: VecDeque::from([0]),
         schedules: 0,
         depth: 0,
-        cut: false,
+        cut: None,
         counts: vec![0; Check::ALL.len()],
         first: vec![None; Check::ALL.len()],
     };
@@ -393,6 +473,9 @@ pub fn explore(
             continue;
         }
         s.expand(i, &mut bench)?;
+        if i % 4096 == 0 {
+            bench.pages.sweep();
+        }
         let go_on = progress(Progress {
             states: s.nodes.len() as u64,
             schedules: s.schedules,
@@ -401,7 +484,11 @@ pub fn explore(
         if !go_on {
             return Err(STOPPED.into());
         }
-        if s.cut {
+        // Reading the resident set costs a system call: every 256 states expanded.
+        if i % 256 == 0 && resident_mib().is_some_and(|mib| mib > opts.max_memory_mib) {
+            s.cut = Some(Cut::Memory);
+        }
+        if s.cut.is_some() {
             closed = false;
             break;
         }
@@ -413,7 +500,12 @@ impl Search {
     /// Take every move from node `i`, keeping each new state.
     fn expand(&mut self, i: usize, bench: &mut Bench) -> Result<(), String> {
         let (image, provider) = self.nodes[i].saved.take().ok_or("a state expanded twice")?;
-        let (world, seen) = (self.nodes[i].world.clone(), self.nodes[i].seen.clone());
+        // What the database and the provider hold is read again here rather than kept
+        // with every state waiting in the queue.
+        bench.restore(&image)?;
+        bench.provider.set_state(&provider);
+        let seen = Seen::read(&bench.store, &bench.provider)?;
+        let world = self.nodes[i].world.clone();
         let own_key = world.key(&seen);
         let mut progressed = false;
         // The moves that leave the database alone come first: they need no restore, and
@@ -421,7 +513,6 @@ impl Search {
         let beats = self.opts.heartbeats && self.opts.mode.leasing();
         let mut moves = world.moves(&self.opts.faults, beats, seen.live_lease(world.now));
         moves.sort_by_key(|m| world.writes(*m, self.opts.mode));
-        bench.restore(&image)?;
         let mut dirty = false;
         for mv in moves {
             if dirty {
@@ -446,7 +537,7 @@ impl Search {
                 continue;
             }
             if self.nodes.len() >= self.opts.max_states {
-                self.cut = true;
+                self.cut = Some(Cut::States);
                 return Ok(());
             }
             self.seen.insert(key);
@@ -458,9 +549,6 @@ impl Search {
             self.counts[Self::at(Check::Stuck)] += 1;
             self.found(Check::Stuck, i, &about);
         }
-        // A state's database and reads are needed only until its moves are taken.
-        let kept = &mut self.nodes[i].seen;
-        (kept.rows, kept.payments, kept.calls) = Default::default();
         Ok(())
     }
 
@@ -472,7 +560,7 @@ impl Search {
         mv: Move,
         next: World,
         done: world::Done,
-        saved: (Rc<Vec<u8>>, ProviderState),
+        saved: (Image, ProviderState),
     ) {
         let depth = self.nodes[i].depth + 1;
         let before = &self.nodes[i].world.broken;
@@ -490,7 +578,6 @@ impl Search {
             parent: Some((i, mv, done.text)),
             depth,
             saved: Some(saved),
-            seen: done.seen,
         });
         let n = self.nodes.len() - 1;
         for (c, about) in abouts {
@@ -547,8 +634,9 @@ impl Search {
             .collect();
         Report {
             options: self.opts.clone(),
-            exhaustive: !self.cut,
-            closed: closed && !self.cut,
+            exhaustive: self.cut.is_none(),
+            cut: self.cut,
+            closed: closed && self.cut.is_none(),
             states: self.nodes.len() as u64,
             schedules: self.schedules,
             depth: self.depth,
@@ -611,6 +699,8 @@ impl Report {
             "heartbeats": o.heartbeats,
             "max_depth": o.max_depth,
             "max_states": o.max_states,
+            "max_memory_mib": o.max_memory_mib,
+            "cut": self.cut.map(Cut::flag),
             "exhaustive": self.exhaustive,
             "closed": self.closed,
             "states": self.states,
@@ -640,10 +730,16 @@ impl Report {
             self.states,
             self.schedules,
             self.depth,
-            match (self.exhaustive, self.closed) {
-                (true, true) => " (every reachable state)".to_string(),
-                (true, false) => format!(" (every schedule up to {} steps)", o.max_depth),
-                (false, _) => format!(" (CUT at --max-states {}: not exhaustive)", o.max_states),
+            match (self.cut, self.closed) {
+                (None, true) => " (every reachable state)".to_string(),
+                (None, false) => format!(" (every schedule up to {} steps)", o.max_depth),
+                (Some(Cut::States), _) => {
+                    format!(" (CUT at --max-states {}: not exhaustive)", o.max_states)
+                }
+                (Some(Cut::Memory), _) => format!(
+                    " (CUT at --max-memory {} MiB: not exhaustive)",
+                    o.max_memory_mib
+                ),
             },
             self.elapsed.as_secs_f64()
         );

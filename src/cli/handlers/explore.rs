@@ -24,6 +24,7 @@ fn options(a: &ExploreArgs) -> ExploreOptions {
         faults: a.faults,
         max_depth: a.max_depth as usize,
         max_states: a.max_states as usize,
+        max_memory_mib: a.max_memory as usize,
         heartbeats: a.heartbeats,
         broken_claim: false,
         forget_answer: false,
