@@ -182,6 +182,42 @@ fn a_missing_or_empty_database_is_refused_in_one_line() {
 }
 
 #[test]
+fn a_postgres_database_that_is_empty_or_not_leaselabs_is_refused_untouched() {
+    let Some(db) = pg_support::scratch("replay_foreign") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = leaselab(&["replay", &db.url], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("holds no leaselab tables: nothing was recorded there"),
+        "{}",
+        stderr(&out)
+    );
+    let mut client = db.client();
+    client
+        .batch_execute("CREATE TABLE invoices (id int)")
+        .unwrap();
+    let out = leaselab(&["replay", &db.url], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("holds tables of another application (invoices)"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stderr(&out).trim_end().lines().count(), 1);
+    // Nothing was made there.
+    let tables: i64 = client
+        .query_one(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 1);
+}
+
+#[test]
 fn the_replay_dashboard_moves_through_a_run_in_a_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.db");

@@ -215,6 +215,24 @@ impl PgStore {
         Ok(origin)
     }
 
+    /// Open a leaselab database that is already there, to read it: an empty database or
+    /// another application's is refused, and nothing is written.
+    pub fn open_existing(url: &str) -> Result<PgStore> {
+        let store = PgStore::open_url(url)?;
+        {
+            let mut client = store.client();
+            let mut tx = client.build_transaction().read_only(true).start()?;
+            if let Identity::Empty = identify(&mut tx, &store.shown)? {
+                return Err(PgError::Foreign(format!(
+                    "{} holds no leaselab tables: nothing was recorded there",
+                    store.shown
+                )));
+            }
+            tx.commit()?;
+        }
+        Ok(store)
+    }
+
     /// Open another connection to a database that [`PgStore::create`] prepared.
     pub fn open(config: &Config) -> Result<PgStore> {
         let shown = describe(config);

@@ -63,7 +63,7 @@ impl Recording {
             }
             Db::Postgres(url) => {
                 let mut store =
-                    crate::engine::pg::PgStore::open_url(url).map_err(|e| e.to_string())?;
+                    crate::engine::pg::PgStore::open_existing(url).map_err(|e| e.to_string())?;
                 store
                     .all_events_after(0, MAX_REPLAY_EVENTS as u64 + 1)
                     .map_err(|e| e.to_string())?
