@@ -218,6 +218,20 @@ fn a_memory_budget_cuts_the_search_and_the_report_says_so() {
         r.text()
     );
     assert_eq!(r.json()["cut"], "max-memory");
+    // The progress callback is told the memory it was measured against.
+    let mut told = None;
+    explore(
+        &ExploreOptions {
+            max_memory_mib: 1,
+            ..two_by_one(Mode::FencingToken)
+        },
+        &mut |p| {
+            told = p.memory_mib;
+            true
+        },
+    )
+    .unwrap();
+    assert!(told.is_some_and(|mib| mib > 1), "{told:?}");
     // The default budget leaves the small world whole.
     let whole = run(two_by_one(Mode::FencingToken));
     assert_eq!(

@@ -319,6 +319,9 @@ pub struct Progress {
     pub states: u64,
     pub schedules: u64,
     pub depth: usize,
+    /// The process's resident memory in MiB when last read (every 256 states), where the
+    /// system says.
+    pub memory_mib: Option<usize>,
 }
 
 /// One reached state: the world, how it was reached, and (until it is expanded) its
@@ -467,6 +470,7 @@ pub fn explore(
         first: vec![None; Check::ALL.len()],
     };
     let mut closed = true;
+    let mut memory_mib = None;
     while let Some(i) = s.queue.pop_front() {
         if s.nodes[i].depth >= opts.max_depth {
             closed = false;
@@ -476,17 +480,21 @@ pub fn explore(
         if i % 4096 == 0 {
             bench.pages.sweep();
         }
+        // Reading the resident set costs a system call: every 256 states expanded.
+        if i % 256 == 0 {
+            memory_mib = resident_mib();
+            if memory_mib.is_some_and(|mib| mib > opts.max_memory_mib) {
+                s.cut = Some(Cut::Memory);
+            }
+        }
         let go_on = progress(Progress {
             states: s.nodes.len() as u64,
             schedules: s.schedules,
             depth: s.depth,
+            memory_mib,
         });
         if !go_on {
             return Err(STOPPED.into());
-        }
-        // Reading the resident set costs a system call: every 256 states expanded.
-        if i % 256 == 0 && resident_mib().is_some_and(|mib| mib > opts.max_memory_mib) {
-            s.cut = Some(Cut::Memory);
         }
         if s.cut.is_some() {
             closed = false;

@@ -53,8 +53,12 @@ pub(crate) fn explore(a: &ExploreArgs) -> ExitCode {
     let mut stopped_by = None;
     let result = explore::explore(&opts, &mut |p| {
         if let Some(b) = &bar {
+            let memory = p
+                .memory_mib
+                .map(|mib| format!(" · {mib} of {} MiB", opts.max_memory_mib))
+                .unwrap_or_default();
             b.set_message(format!(
-                "{} states · {} schedules · depth {}",
+                "{} states · {} schedules · depth {}{memory}",
                 p.states, p.schedules, p.depth
             ));
             b.tick();
