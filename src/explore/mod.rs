@@ -304,13 +304,13 @@ impl Cut {
     }
 }
 
-/// The memory this process holds (its resident set), in MiB, where the system says.
+/// The memory this process holds (its resident set, `VmRSS`), in MiB, where the system
+/// says.
 fn resident_mib() -> Option<usize> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    Some(pages * usize::try_from(page).ok()? / (1 << 20))
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024)
 }
 
 /// A state's key as 128 bits, the two halves hashed apart: kept instead of the key itself
