@@ -182,6 +182,32 @@ fn a_missing_or_empty_database_is_refused_in_one_line() {
 }
 
 #[test]
+fn the_position_bar_starts_at_the_first_event_and_ends_at_the_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.db");
+    record(&path);
+    let mut app = App::replay(Db::parse(&path), Theme::plain()).expect("replay");
+    let bar = |app: &mut App| -> String {
+        let lines = frame_lines(app, 120, 40);
+        let strip = lines
+            .iter()
+            .find(|l| l.contains("REPLAY"))
+            .expect("the strip");
+        strip
+            .chars()
+            .skip_while(|c| !"━─●◆".contains(*c))
+            .take_while(|c| "━─●◆".contains(*c))
+            .collect()
+    };
+    key(&mut app, KeyCode::Home);
+    let first = bar(&mut app);
+    assert!(first.starts_with('●') && !first.contains('━'), "{first}");
+    key(&mut app, KeyCode::End);
+    let last = bar(&mut app);
+    assert!(last.ends_with('●') && !last.contains('─'), "{last}");
+}
+
+#[test]
 fn a_postgres_database_that_is_empty_or_not_leaselabs_is_refused_untouched() {
     let Some(db) = pg_support::scratch("replay_foreign") else {
         return;

@@ -144,7 +144,11 @@ fn replay_spans(
         t.paused,
     ));
     let cells = (width as usize / 4).clamp(10, 40);
-    let cell_of = |p: usize| (p.saturating_sub(1) * cells) / r.total.max(1);
+    // The first event on the first cell, the last on the last.
+    let cell_of = |p: usize| match r.total {
+        0 | 1 => 0,
+        total => p.clamp(1, total).saturating_sub(1) * (cells - 1) / (total - 1),
+    };
     let here = cell_of(r.position);
     let bar: String = (0..cells)
         .map(|c| match c {
