@@ -62,19 +62,20 @@ impl BatchClaiming for Store {
         self.write(|tx, shared| {
             // The oldest claimable rows, as the single claim finds its one.
             let mut claimable = tx.prepare_cached(concat!(
-                "SELECT Id ",
+                "SELECT Id, PaymentKey, LeaseVersion, Seeding ",
                 unfinished!(),
                 claimable!(),
                 " ORDER BY CreatedAtUtc, Id LIMIT :k"
             ))?;
             let candidates = claimable
                 .query_map(named_params! {":now": now, ":k": k as i64}, |r| {
-                    r.get::<_, i64>(0)
+                    Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?)))
                 })?
-                .collect::<rusqlite::Result<Vec<i64>>>()?;
+                .collect::<rusqlite::Result<Vec<_>>>()?;
             let mut leases = Vec::with_capacity(k);
-            for id in candidates {
-                if let Some(lease) = take_lease(tx, id, worker, now, lease_ms)? {
+            let until = now + lease_ms;
+            for (message, token) in candidates {
+                if let Some(lease) = take_lease(tx, false, worker, (now, until), message, token)? {
                     record_claim(tx, &lease, now)?;
                     leases.push(lease);
                 }

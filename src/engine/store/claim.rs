@@ -18,37 +18,33 @@ macro_rules! take_lease {
     };
 }
 
-/// The claim as one conditional update: the candidate is the first claimable row of the
-/// unfinished messages' index, in claim order (oldest first), judged from the index alone;
-/// the claimable condition is asked again in the `WHERE`, and the claim holds only if a
-/// row came back.
-const CLAIM_NEXT_SQL: &str = concat!(
-    take_lease!(),
-    "WHERE Id = (SELECT Id ",
+/// The claim's candidate: the first claimable row of the unfinished messages' index, in
+/// claim order (oldest first), judged from the index alone, then read by its id.
+const CANDIDATE_SQL: &str = concat!(
+    "SELECT Id, PaymentKey, LeaseVersion, Seeding FROM OutboxMessages WHERE Id = (SELECT Id ",
     unfinished!(),
     claimable!(),
-    " ORDER BY CreatedAtUtc, Id LIMIT 1) AND ",
-    claimable!(),
-    " RETURNING Id, PaymentKey, LeaseVersion, Seeding"
+    " ORDER BY CreatedAtUtc, Id LIMIT 1)"
 );
 
-/// [`CLAIM_NEXT_SQL`] with the claimable condition dropped, a defect the explorer must
+/// [`CANDIDATE_SQL`] with the claimable condition dropped, a defect the explorer must
 /// catch: the oldest unfinished message is taken even under another worker's live lease.
-const BROKEN_CLAIM_NEXT_SQL: &str = concat!(
-    take_lease!(),
-    "WHERE Id = (SELECT Id ",
+const BROKEN_CANDIDATE_SQL: &str = concat!(
+    "SELECT Id, PaymentKey, LeaseVersion, Seeding FROM OutboxMessages WHERE Id = (SELECT Id ",
     unfinished!(),
-    "(:now = :now) ORDER BY CreatedAtUtc, Id LIMIT 1)",
-    " RETURNING Id, PaymentKey, LeaseVersion, Seeding"
+    "(:now = :now) ORDER BY CreatedAtUtc, Id LIMIT 1)"
 );
 
-/// The conditional update of one chosen message.
-const TAKE_LEASE_SQL: &str = concat!(
-    take_lease!(),
-    "WHERE Id = :id AND ",
-    claimable!(),
-    " RETURNING PaymentKey, LeaseVersion, Seeding"
-);
+/// The conditional update of one chosen message: the claimable condition is asked again,
+/// and the claim holds only if the row changed. No `RETURNING`: SQLite runs it as a
+/// trigger, and a trigger on a table with CHECK constraints makes every claim copy the
+/// pages it changes into a statement journal first (a 64 KiB buffer, allocated and freed
+/// each time), for a value the transaction has already read.
+const TAKE_LEASE_SQL: &str = concat!(take_lease!(), "WHERE Id = :id AND ", claimable!());
+
+/// [`TAKE_LEASE_SQL`] without the claimable condition (the defect of
+/// [`BROKEN_CANDIDATE_SQL`]).
+const BROKEN_TAKE_LEASE_SQL: &str = concat!(take_lease!(), "WHERE Id = :id AND (:now = :now)");
 
 /// The live lease of another worker that runs out first: what an empty claim waits for.
 /// `LockedUntilUtc >= now` is the lease rule's "live" (see `engine::lease`).
@@ -68,6 +64,8 @@ struct Holder {
     status: String,
     owner: Option<String>,
     until_ms: Option<i64>,
+    version: i64,
+    seeding: i64,
 }
 
 impl Store {
@@ -84,40 +82,50 @@ impl Store {
         Ok(lines)
     }
 
-    /// `EXPLAIN QUERY PLAN` of the claim statement, one line per plan step.
+    /// `EXPLAIN QUERY PLAN` of the claim's two statements (the candidate, then the
+    /// conditional update), one line per plan step.
     pub fn claim_query_plan(&self) -> Result<Vec<String>> {
-        let mut stmt = self
-            .conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {CLAIM_NEXT_SQL}"))?;
-        let mut rows =
-            stmt.query(named_params! {":worker": "Worker-A", ":now": 0i64, ":until": 500i64})?;
         let mut lines = Vec::new();
-        while let Some(r) = rows.next()? {
-            lines.push(r.get::<_, String>(3)?);
+        for sql in [CANDIDATE_SQL, TAKE_LEASE_SQL] {
+            let mut stmt = self.conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+            let mut rows = stmt.query(
+                named_params! {
+                    ":worker": "Worker-A", ":now": 0i64, ":until": 500i64, ":id": 1i64,
+                }
+                .iter()
+                .filter(|(name, _)| sql.contains(name))
+                .copied()
+                .collect::<Vec<_>>()
+                .as_slice(),
+            )?;
+            while let Some(r) = rows.next()? {
+                lines.push(r.get::<_, String>(3)?);
+            }
         }
         Ok(lines)
     }
 }
 
-/// The conditional update of a claim: the claimable condition is asked again in the `WHERE`,
-/// and the claim holds only if exactly one row changed.
+/// The conditional update of a claim of the row `(id, key)` read at `(version, seeding)`
+/// in this transaction: the claimable condition is asked again in the `WHERE`, and the
+/// claim holds only if exactly one row changed (the lease then carries the next token).
 pub(super) fn take_lease(
     tx: &rusqlite::Transaction<'_>,
-    id: i64,
+    broken: bool,
     worker: &str,
-    now: i64,
-    lease_ms: i64,
+    (now, until): (i64, i64),
+    (id, key): (i64, String),
+    (version, seeding): (i64, i64),
 ) -> Result<Option<Lease>> {
-    let until = now + lease_ms;
-    let row: Option<(String, i64, i64)> = tx
-        .prepare_cached(TAKE_LEASE_SQL)?
-        .query_row(
-            named_params! {":worker": worker, ":until": until, ":id": id, ":now": now},
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .optional()?;
-    Ok(row
-        .map(|(key, version, seeding)| Lease::taken(worker, until, (id, key), (version, seeding))))
+    let sql = if broken {
+        BROKEN_TAKE_LEASE_SQL
+    } else {
+        TAKE_LEASE_SQL
+    };
+    let changed = tx
+        .prepare_cached(sql)?
+        .execute(named_params! {":worker": worker, ":until": until, ":id": id, ":now": now})?;
+    Ok((changed == 1).then(|| Lease::taken(worker, until, (id, key), (version + 1, seeding))))
 }
 
 /// The `LeaseEvents` row of a successful claim, in the claim's transaction.
@@ -143,22 +151,25 @@ impl Claiming for Store {
     /// Returns the outcome and the commit stamp of the claim.
     fn claim_next(&mut self, worker: &str, now: i64, lease_ms: i64) -> Result<(ClaimOutcome, u64)> {
         let until = now + lease_ms;
-        let sql = if self.rules.broken_claim {
-            BROKEN_CLAIM_NEXT_SQL
+        let broken = self.rules.broken_claim;
+        let candidate_sql = if broken {
+            BROKEN_CANDIDATE_SQL
         } else {
-            CLAIM_NEXT_SQL
+            CANDIDATE_SQL
         };
         self.write(|tx, shared| {
-            let lease = tx
-                .prepare_cached(sql)?
-                .query_row(
-                    named_params! {":worker": worker, ":now": now, ":until": until},
-                    |r| {
-                        let message = (r.get(0)?, r.get(1)?);
-                        Ok(Lease::taken(worker, until, message, (r.get(2)?, r.get(3)?)))
-                    },
-                )
+            let candidate: Option<((i64, String), (i64, i64))> = tx
+                .prepare_cached(candidate_sql)?
+                .query_row(named_params! {":now": now}, |r| {
+                    Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?)))
+                })
                 .optional()?;
+            let lease = match candidate {
+                Some((message, token)) => {
+                    take_lease(tx, broken, worker, (now, until), message, token)?
+                }
+                None => None,
+            };
             if let Some(lease) = &lease {
                 record_claim(tx, lease, now)?;
             }
@@ -196,7 +207,8 @@ impl Claiming for Store {
         self.write(|tx, shared| {
             let holder = tx
                 .prepare_cached(
-                    "SELECT PaymentKey, Status, LockedBy, LockedUntilUtc FROM OutboxMessages WHERE Id = ?1",
+                    "SELECT PaymentKey, Status, LockedBy, LockedUntilUtc, LeaseVersion, Seeding
+                       FROM OutboxMessages WHERE Id = ?1",
                 )?
                 .query_row([id], |r| {
                     Ok(Holder {
@@ -204,6 +216,8 @@ impl Claiming for Store {
                         status: r.get(1)?,
                         owner: r.get(2)?,
                         until_ms: r.get(3)?,
+                        version: r.get(4)?,
+                        seeding: r.get(5)?,
                     })
                 })
                 .optional()?;
@@ -218,7 +232,14 @@ impl Claiming for Store {
                             left_ms: until - now,
                         }
                     }
-                    _ => match take_lease(tx, id, worker, now, lease_ms)? {
+                    _ => match take_lease(
+                        tx,
+                        false,
+                        worker,
+                        (now, now + lease_ms),
+                        (id, h.key),
+                        (h.version, h.seeding),
+                    )? {
                         Some(lease) => {
                             record_claim(tx, &lease, now)?;
                             ClaimOutcome::Claimed(lease)
