@@ -35,19 +35,22 @@ CREATE TABLE IF NOT EXISTS OutboxMessages (
     -- the provider's error of the last failed attempt
     LastError      TEXT,
     CreatedAtUtc   INTEGER NOT NULL,
+    -- when the message was finished: processed, or given up as a dead letter (a redrive
+    -- clears it); NULL exactly while it is work to do
     ProcessedAtUtc INTEGER,
     -- a Processing row always has an owner and an expiry
-    CHECK (Status <> 'Processing' OR (LockedBy IS NOT NULL AND LockedUntilUtc IS NOT NULL))
+    CHECK (Status <> 'Processing' OR (LockedBy IS NOT NULL AND LockedUntilUtc IS NOT NULL)),
+    CHECK ((Status IN ('Pending', 'Processing')) = (ProcessedAtUtc IS NULL))
 );
 
 -- One index of the unfinished messages in claim order. A claim reads it from the oldest
 -- and takes the first row it finds claimable (an available Pending message, or an expired
--- lease), judging each from the index alone; it changes Status and LockedUntilUtc but not
--- the row's place, so it rewrites one index page, not two. Rows still backing off are
--- skipped in the index. A finished row leaves it, so the index stays as small as the work.
+-- lease); rows still backing off are skipped in the index. Neither its columns nor its
+-- condition are ones a claim changes, so a claim writes no page of it: only a finished
+-- row (processed, or dead-lettered) leaves it, so the index stays as small as the work.
 CREATE INDEX IF NOT EXISTS IX_Outbox_Unfinished
-    ON OutboxMessages (CreatedAtUtc, Id, Status, AvailableAtUtc, LockedUntilUtc)
-    WHERE Status IN ('Pending', 'Processing');
+    ON OutboxMessages (CreatedAtUtc, Id, AvailableAtUtc)
+    WHERE ProcessedAtUtc IS NULL;
 -- Dead letters are few: counted and redriven without reading the rest of the outbox.
 CREATE INDEX IF NOT EXISTS IX_Outbox_DeadLettered
     ON OutboxMessages (PaymentKey) WHERE Status = 'DeadLettered';

@@ -25,7 +25,8 @@ SELECT Attempts FROM OutboxMessages
 
 const RELEASE_SQL: &str = "
 UPDATE OutboxMessages
-   SET Status = $1, LockedBy = NULL, LockedUntilUtc = NULL, AvailableAtUtc = $2, LastError = $3
+   SET Status = $1, LockedBy = NULL, LockedUntilUtc = NULL, AvailableAtUtc = $2, LastError = $3,
+       ProcessedAtUtc = CASE WHEN $1 = 'DeadLettered' THEN $8::bigint END
  WHERE Id = $4 AND Status = 'Processing' AND LockedBy = $5 AND LeaseVersion = $6
    AND Seeding = $7";
 
@@ -115,6 +116,7 @@ impl Upkeep for PgStore {
                 &lease.owner,
                 &lease.version,
                 &lease.seeding,
+                &now,
             ],
         )?;
         let kind = match status {
@@ -137,7 +139,8 @@ impl Upkeep for PgStore {
         // watcher's table follows the redrive.
         let rows = self.client().query(
             "WITH redriven AS (
-               UPDATE OutboxMessages SET Status = 'Pending', Attempts = 0, AvailableAtUtc = $1
+               UPDATE OutboxMessages SET Status = 'Pending', Attempts = 0, AvailableAtUtc = $1,
+                      ProcessedAtUtc = NULL
                 WHERE Status = 'DeadLettered' AND ($2::text IS NULL OR PaymentKey = $2)
                RETURNING Id, PaymentKey, LeaseVersion)
              INSERT INTO LeaseEvents (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion)

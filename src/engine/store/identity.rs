@@ -173,7 +173,8 @@ fn marker_and_schema(conn: &Connection, shown: &str) -> Result<Identity> {
             2 => "without the LeaseEvents table",
             3 => "without the seeding a lease fences on",
             4 => "with the claim's older indexes",
-            _ => "without redrives in its LeaseEvents",
+            5 => "without redrives in its LeaseEvents",
+            _ => "with an index of unfinished messages that every claim rewrote",
         };
         return Err(OutboxError::Foreign(format!(
             "{shown} was made by an earlier leaselab (schema version {version}, {lacks}; this leaselab needs version {SCHEMA_VERSION}); refusing to touch it: remove it or pass another --db"

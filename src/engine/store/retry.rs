@@ -13,8 +13,11 @@ use crate::engine::events::ENGINE;
 const HEARTBEAT_SQL: &str = "UPDATE OutboxMessages
     SET LockedUntilUtc = MAX(LockedUntilUtc, :until)
   WHERE Id = :id AND Status = 'Processing' AND LockedBy = :worker
-    AND LeaseVersion = :version AND Seeding = :seeding AND LockedUntilUtc >= :now
-RETURNING LockedUntilUtc";
+    AND LeaseVersion = :version AND Seeding = :seeding AND LockedUntilUtc >= :now";
+
+/// The expiry a heartbeat left, read back in its transaction (no `RETURNING`: see
+/// `claim::TAKE_LEASE_SQL` for what it would cost).
+const HELD_UNTIL_SQL: &str = "SELECT LockedUntilUtc FROM OutboxMessages WHERE Id = ?1";
 
 /// The attempts of a message this worker still holds.
 const HELD_ATTEMPTS_SQL: &str = "SELECT Attempts FROM OutboxMessages
@@ -23,13 +26,14 @@ const HELD_ATTEMPTS_SQL: &str = "SELECT Attempts FROM OutboxMessages
 
 const RELEASE_SQL: &str = "UPDATE OutboxMessages
     SET Status = :status, LockedBy = NULL, LockedUntilUtc = NULL,
-        AvailableAtUtc = :available, LastError = :error
+        AvailableAtUtc = :available, LastError = :error,
+        ProcessedAtUtc = CASE WHEN :status = 'DeadLettered' THEN :now END
   WHERE Id = :id AND Status = 'Processing' AND LockedBy = :worker AND LeaseVersion = :version
     AND Seeding = :seeding";
 
 /// Dead letters back to Pending: every one, or the one of `:key` (NULL: every one).
 const REDRIVE_SQL: &str = "UPDATE OutboxMessages
-    SET Status = 'Pending', Attempts = 0, AvailableAtUtc = :now
+    SET Status = 'Pending', Attempts = 0, AvailableAtUtc = :now, ProcessedAtUtc = NULL
   WHERE Status = 'DeadLettered' AND (:key IS NULL OR PaymentKey = :key)
   RETURNING Id, PaymentKey, LeaseVersion";
 
@@ -39,16 +43,18 @@ impl Upkeep for Store {
     /// says so.
     fn heartbeat(&mut self, lease: &Lease, now: i64, lease_ms: i64) -> Result<(Option<i64>, u64)> {
         self.write(|tx, shared| {
-            let until: Option<i64> = tx
-                .prepare_cached(HEARTBEAT_SQL)?
-                .query_row(
-                    named_params! {
-                        ":until": now + lease_ms, ":id": lease.id, ":worker": lease.owner,
-                        ":version": lease.version, ":seeding": lease.seeding, ":now": now,
-                    },
-                    |r| r.get(0),
+            let changed = tx.prepare_cached(HEARTBEAT_SQL)?.execute(named_params! {
+                ":until": now + lease_ms, ":id": lease.id, ":worker": lease.owner,
+                ":version": lease.version, ":seeding": lease.seeding, ":now": now,
+            })?;
+            let until: Option<i64> = if changed == 1 {
+                Some(
+                    tx.prepare_cached(HELD_UNTIL_SQL)?
+                        .query_row([lease.id], |r| r.get(0))?,
                 )
-                .optional()?;
+            } else {
+                None
+            };
             // A lost lease is written too, so a watcher sees the worker drop the message.
             let kind = match until {
                 Some(_) => LeaseEventKind::Heartbeat,
@@ -89,7 +95,7 @@ impl Upkeep for Store {
             };
             let (status, available, outcome) = policy.after_failure(attempts, now);
             tx.prepare_cached(RELEASE_SQL)?.execute(named_params! {
-                ":status": status, ":available": available, ":error": error,
+                ":status": status, ":available": available, ":error": error, ":now": now,
                 ":id": lease.id, ":worker": lease.owner, ":version": lease.version,
                 ":seeding": lease.seeding,
             })?;
