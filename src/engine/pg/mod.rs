@@ -32,8 +32,9 @@ pub const SCHEMA_PG_SQL: &str = include_str!("../../../assets/schema.pg.sql");
 /// The version of `assets/schema.pg.sql` a database was made with (in `LeaselabMarker`).
 /// Version 2: `AvailableAtUtc`, `LastError`, `DeadLettered`, and the heartbeat, mark and
 /// failed-attempt event kinds. Version 3: `Seeded` and `Added` events and their `Detail`, so
-/// that a dashboard following the table learns what was seeded.
-pub const SCHEMA_VERSION: i32 = 5;
+/// that a dashboard following the table learns what was seeded. Version 6: `LeaseEvents`
+/// checks its `Kind` only, as SQLite's does (its other CHECKs cost every write).
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// Key of the advisory lock under which a database is identified and made ("LSLB"), so two
 /// workers that meet an empty database at once do not both create the schema.
