@@ -1,9 +1,13 @@
 -- leaselab outbox schema. Times are integer milliseconds on the scenario clock.
+-- A CHECK of one value among several is written as ORs, not IN: for an IN list of more
+-- than two constants SQLite builds a temporary b-tree every time a statement runs, and
+-- every claim and finalize runs the CHECKs of the rows it writes.
 CREATE TABLE IF NOT EXISTS Payments (
     IdempotencyKey TEXT PRIMARY KEY,
     Amount         INTEGER NOT NULL CHECK (Amount >= 0),
     PaymentStatus  TEXT NOT NULL DEFAULT 'Pending'
-                   CHECK (PaymentStatus IN ('Pending', 'Paid', 'Failed')),
+                   CHECK (PaymentStatus = 'Pending' OR PaymentStatus = 'Paid'
+                          OR PaymentStatus = 'Failed'),
     TransactionId  TEXT,
     CreatedAtUtc   INTEGER NOT NULL
 ) WITHOUT ROWID;
@@ -21,7 +25,8 @@ CREATE TABLE IF NOT EXISTS OutboxMessages (
     Id             INTEGER PRIMARY KEY,
     PaymentKey     TEXT NOT NULL UNIQUE REFERENCES Payments (IdempotencyKey),
     Status         TEXT NOT NULL DEFAULT 'Pending'
-                   CHECK (Status IN ('Pending', 'Processing', 'Processed', 'DeadLettered')),
+                   CHECK (Status = 'Pending' OR Status = 'Processing' OR Status = 'Processed'
+                          OR Status = 'DeadLettered'),
     LockedBy       TEXT,
     LockedUntilUtc INTEGER,
     -- fencing token: +1 on every successful claim
@@ -40,7 +45,7 @@ CREATE TABLE IF NOT EXISTS OutboxMessages (
     ProcessedAtUtc INTEGER,
     -- a Processing row always has an owner and an expiry
     CHECK (Status <> 'Processing' OR (LockedBy IS NOT NULL AND LockedUntilUtc IS NOT NULL)),
-    CHECK ((Status IN ('Pending', 'Processing')) = (ProcessedAtUtc IS NULL))
+    CHECK ((Status = 'Pending' OR Status = 'Processing') = (ProcessedAtUtc IS NULL))
 );
 
 -- One index of the unfinished messages in claim order. A claim reads it from the oldest
@@ -65,9 +70,10 @@ CREATE TABLE IF NOT EXISTS LeaseEvents (
     AtUtc          INTEGER NOT NULL,
     Worker         TEXT NOT NULL,
     Kind           TEXT NOT NULL
-                   CHECK (Kind IN ('Seeded', 'Added', 'Claimed', 'Heartbeat', 'Finalized',
-                                   'FinalizeRejected', 'Marked', 'Retry', 'DeadLettered',
-                                   'LeaseLost', 'Redriven')),
+                   CHECK (Kind = 'Seeded' OR Kind = 'Added' OR Kind = 'Claimed'
+                          OR Kind = 'Heartbeat' OR Kind = 'Finalized'
+                          OR Kind = 'FinalizeRejected' OR Kind = 'Marked' OR Kind = 'Retry'
+                          OR Kind = 'DeadLettered' OR Kind = 'LeaseLost' OR Kind = 'Redriven'),
     MessageId      INTEGER,
     PaymentKey     TEXT,
     LeaseVersion   INTEGER,

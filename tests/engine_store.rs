@@ -621,3 +621,32 @@ fn a_claim_writes_two_pages_and_a_finalize_four() {
     // The row, its index entry leaving, the payment and the event row.
     assert_eq!(frames_in_wal(&raw, &path), 4);
 }
+
+/// The opcodes SQLite compiles `sql` to.
+fn opcodes(raw: &rusqlite::Connection, sql: &str) -> Vec<String> {
+    let mut stmt = raw.prepare(&format!("EXPLAIN {sql}")).unwrap();
+    let rows = stmt.query_map([], |r| r.get::<_, String>(1)).unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+#[test]
+fn writing_a_row_builds_no_temporary_btree_for_its_checks() {
+    let (d, _s, _p) = fresh(1);
+    let raw = rusqlite::Connection::open(d.path().join("outbox.db")).unwrap();
+    // Every table a claim or a finalize writes, with each CHECKed column set.
+    for sql in [
+        "UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = 1, LockedBy = 'W'
+          WHERE Id = 1",
+        "UPDATE Payments SET PaymentStatus = 'Paid', TransactionId = 't'
+          WHERE IdempotencyKey = 'PAY-001'",
+        "INSERT INTO LeaseEvents (Seq, AtUtc, Worker, Kind, MessageId, PaymentKey)
+         VALUES (100, 1, 'W', 'Claimed', 1, 'PAY-001')",
+    ] {
+        let ops = opcodes(&raw, sql);
+        // No CHECK builds a b-tree of constants each time the statement runs.
+        assert!(
+            !ops.iter().any(|o| o == "OpenEphemeral"),
+            "{sql} opens a temporary b-tree: {ops:?}"
+        );
+    }
+}
