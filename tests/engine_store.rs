@@ -430,8 +430,21 @@ fn the_last_failed_attempt_dead_letters_the_message_until_a_redrive() {
         ClaimOutcome::Empty
     );
     assert_eq!(s.messages(0, 1).unwrap()[0].status, "DeadLettered");
+    // A dead letter is finished work, with the time it was given up.
+    assert_eq!(s.messages(0, 1).unwrap()[0].processed_at_ms, Some(now));
+    let counts = s.outbox_counts().unwrap();
+    assert_eq!(
+        (counts.pending, counts.processing, counts.dead_lettered),
+        (0, 1, 1)
+    );
     assert_eq!(s.redrive(Some("PAY-404"), now).unwrap().0, 0);
     assert_eq!(s.redrive(None, now + 60_000).unwrap().0, 1);
+    assert_eq!(s.messages(0, 1).unwrap()[0].processed_at_ms, None);
+    let counts = s.outbox_counts().unwrap();
+    assert_eq!(
+        (counts.pending, counts.processing, counts.dead_lettered),
+        (1, 1, 0)
+    );
     // The redrive is in the events table, so a watcher's table follows it.
     let last = s.all_events().unwrap().pop().unwrap();
     assert_eq!(last.kind, leaselab::engine::store::LeaseEventKind::Redriven);

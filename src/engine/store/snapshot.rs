@@ -6,24 +6,26 @@ use rusqlite::{params, OptionalExtension};
 use super::{MessageRow, OutboxCounts, PaymentCounts, PaymentRow, Result, RowsPerKey, Store};
 
 impl Reading for Store {
-    /// Pending and Processing are counted in the unfinished messages' index, DeadLettered in
-    /// its own, Processed as the rest, so a large, mostly finished outbox is counted without
-    /// reading its rows.
+    /// The unfinished messages are counted in their index, without reading their rows;
+    /// of those, the Processing ones by reading each row the index names (the index holds
+    /// no column a claim changes); DeadLettered in its own index, Processed as the rest. A
+    /// large, mostly finished outbox is counted without reading its finished rows.
     fn outbox_counts(&self) -> Result<OutboxCounts> {
         let count = |sql: &str| -> Result<u64> {
             let n: i64 = self.conn.prepare_cached(sql)?.query_row([], |r| r.get(0))?;
             Ok(n as u64)
         };
-        let pending = count(concat!(
-            "SELECT COUNT(*) ",
-            unfinished!(),
-            "Status = 'Pending'"
-        ))?;
-        let processing = count(concat!(
-            "SELECT COUNT(*) ",
-            unfinished!(),
-            "Status = 'Processing'"
-        ))?;
+        let unfinished = count(concat!("SELECT COUNT(*) ", unfinished!(), "1"))?;
+        let processing = if unfinished == 0 {
+            0
+        } else {
+            count(concat!(
+                "SELECT COUNT(*) ",
+                unfinished!(),
+                "Status = 'Processing'"
+            ))?
+        };
+        let pending = unfinished.saturating_sub(processing);
         let dead_lettered =
             count("SELECT COUNT(*) FROM OutboxMessages WHERE Status = 'DeadLettered'")?;
         let total = self.message_count()?;
