@@ -4,7 +4,7 @@
 use std::cell::Cell;
 use std::time::Instant;
 
-use rusqlite::{named_params, Transaction};
+use rusqlite::Transaction;
 
 use super::{Result, Store};
 
@@ -120,7 +120,7 @@ impl<'a> NewEvent<'a> {
 const INSERT_EVENT_SQL: &str = "INSERT INTO LeaseEvents
     (Seq, AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc, Detail)
     VALUES (COALESCE((SELECT MAX(Seq) FROM LeaseEvents), (SELECT MAX(LastSeq) FROM Seedings), 0) + 1,
-            :at, :worker, :kind, :id, :key, :version, :until, :detail)";
+            ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 
 const EVENTS_AFTER_SQL: &str =
     "SELECT Seq, AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc, Detail
@@ -130,10 +130,16 @@ const EVENTS_AFTER_SQL: &str =
 pub(super) fn record(tx: &Transaction<'_>, e: &NewEvent<'_>) -> Result<()> {
     let started = EVENTS_TIMED.with(Cell::get).then(Instant::now);
     tx.prepare_cached(INSERT_EVENT_SQL)?
-        .execute(named_params! {
-            ":at": e.at_ms, ":worker": e.worker, ":kind": e.kind.as_str(), ":id": e.id,
-            ":key": e.key, ":version": e.version, ":until": e.until_ms, ":detail": e.detail,
-        })?;
+        .execute(rusqlite::params![
+            e.at_ms,
+            e.worker,
+            e.kind.as_str(),
+            e.id,
+            e.key,
+            e.version,
+            e.until_ms,
+            e.detail,
+        ])?;
     if let Some(t) = started {
         EVENTS_NS.with(|n| n.set(n.get() + t.elapsed().as_nanos() as u64));
     }
