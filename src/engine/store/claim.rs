@@ -19,20 +19,20 @@ macro_rules! take_lease {
 }
 
 /// The claim's candidate: the first claimable row of the unfinished messages' index, in
-/// claim order (oldest first), judged from the index alone, then read by its id.
+/// claim order (oldest first).
 const CANDIDATE_SQL: &str = concat!(
-    "SELECT Id, PaymentKey, LeaseVersion, Seeding FROM OutboxMessages WHERE Id = (SELECT Id ",
+    "SELECT Id, PaymentKey, LeaseVersion, Seeding ",
     unfinished!(),
     claimable!(),
-    " ORDER BY CreatedAtUtc, Id LIMIT 1)"
+    " ORDER BY CreatedAtUtc, Id LIMIT 1"
 );
 
 /// [`CANDIDATE_SQL`] with the claimable condition dropped, a defect the explorer must
 /// catch: the oldest unfinished message is taken even under another worker's live lease.
 const BROKEN_CANDIDATE_SQL: &str = concat!(
-    "SELECT Id, PaymentKey, LeaseVersion, Seeding FROM OutboxMessages WHERE Id = (SELECT Id ",
+    "SELECT Id, PaymentKey, LeaseVersion, Seeding ",
     unfinished!(),
-    "(:now = :now) ORDER BY CreatedAtUtc, Id LIMIT 1)"
+    "(:now = :now) ORDER BY CreatedAtUtc, Id LIMIT 1"
 );
 
 /// The conditional update of one chosen message: the claimable condition is asked again,
@@ -122,9 +122,13 @@ pub(super) fn take_lease(
     } else {
         TAKE_LEASE_SQL
     };
-    let changed = tx
-        .prepare_cached(sql)?
-        .execute(named_params! {":worker": worker, ":until": until, ":id": id, ":now": now})?;
+    let mut take = tx.prepare_cached(sql)?;
+    // Bound by position (a claim's hottest statement): its names in order of appearance.
+    debug_assert_eq!(
+        [":worker", ":until", ":id", ":now"].map(|n| take.parameter_index(n).ok().flatten()),
+        [Some(1), Some(2), Some(3), Some(4)]
+    );
+    let changed = take.execute(rusqlite::params![worker, until, id, now])?;
     Ok((changed == 1).then(|| Lease::taken(worker, until, (id, key), (version + 1, seeding))))
 }
 
@@ -160,7 +164,7 @@ impl Claiming for Store {
         self.write(|tx, shared| {
             let candidate: Option<((i64, String), (i64, i64))> = tx
                 .prepare_cached(candidate_sql)?
-                .query_row(named_params! {":now": now}, |r| {
+                .query_row([now], |r| {
                     Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?)))
                 })
                 .optional()?;
