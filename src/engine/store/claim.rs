@@ -69,12 +69,14 @@ struct Holder {
 }
 
 impl Store {
-    /// `EXPLAIN QUERY PLAN` of the read behind [`Store::blocked_by`].
-    pub fn blocked_by_query_plan(&self) -> Result<Vec<String>> {
-        let mut stmt = self
-            .conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {SOONEST_LIVE_LEASE_SQL}"))?;
-        let mut rows = stmt.query(named_params! {":worker": "Worker-A", ":now": 0i64})?;
+    /// `EXPLAIN QUERY PLAN` of `sql` with `params`, one line per plan step.
+    fn query_plan(
+        &self,
+        sql: &str,
+        params: &[(&str, &dyn rusqlite::ToSql)],
+    ) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+        let mut rows = stmt.query(params)?;
         let mut lines = Vec::new();
         while let Some(r) = rows.next()? {
             lines.push(r.get::<_, String>(3)?);
@@ -82,26 +84,22 @@ impl Store {
         Ok(lines)
     }
 
+    /// `EXPLAIN QUERY PLAN` of the read behind [`Store::blocked_by`].
+    pub fn blocked_by_query_plan(&self) -> Result<Vec<String>> {
+        self.query_plan(
+            SOONEST_LIVE_LEASE_SQL,
+            named_params! {":worker": "Worker-A", ":now": 0i64},
+        )
+    }
+
     /// `EXPLAIN QUERY PLAN` of the claim's two statements (the candidate, then the
     /// conditional update), one line per plan step.
     pub fn claim_query_plan(&self) -> Result<Vec<String>> {
-        let mut lines = Vec::new();
-        for sql in [CANDIDATE_SQL, TAKE_LEASE_SQL] {
-            let mut stmt = self.conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
-            let mut rows = stmt.query(
-                named_params! {
-                    ":worker": "Worker-A", ":now": 0i64, ":until": 500i64, ":id": 1i64,
-                }
-                .iter()
-                .filter(|(name, _)| sql.contains(name))
-                .copied()
-                .collect::<Vec<_>>()
-                .as_slice(),
-            )?;
-            while let Some(r) = rows.next()? {
-                lines.push(r.get::<_, String>(3)?);
-            }
-        }
+        let mut lines = self.query_plan(CANDIDATE_SQL, named_params! {":now": 0i64})?;
+        lines.extend(self.query_plan(
+            TAKE_LEASE_SQL,
+            named_params! {":worker": "Worker-A", ":until": 500i64, ":id": 1i64, ":now": 0i64},
+        )?);
         Ok(lines)
     }
 }
