@@ -119,6 +119,79 @@ fn a_leaselab_database_of_another_schema_version_is_refused() {
 }
 
 #[test]
+fn a_database_whose_tables_were_dropped_by_hand_is_made_again() {
+    let Some(db) = scratch("remade") else { return };
+    PgStore::create(&db.config).expect("create");
+    // The tables go; the domains their columns used stay behind.
+    db.client()
+        .batch_execute("DROP TABLE LeaseEvents, OutboxMessages, Payments, Seedings, LeaselabMarker")
+        .unwrap();
+    let (_, origin) = PgStore::create(&db.config).expect("made again");
+    assert_eq!(origin, DbOrigin::Created);
+}
+
+#[test]
+fn postgresql_refuses_a_value_outside_each_checked_column() {
+    let Some((db, _store)) = seeded("checks", 1) else {
+        return;
+    };
+    let mut raw = db.client();
+    let refused = [
+        "UPDATE OutboxMessages SET Status = 'Lost'",
+        "UPDATE OutboxMessages SET Status = 'Processing', LockedBy = NULL, LockedUntilUtc = 5",
+        "UPDATE Payments SET PaymentStatus = 'Refunded'",
+        "UPDATE Payments SET Amount = -1",
+        "INSERT INTO LeaseEvents (AtUtc, Worker, Kind) VALUES (0, 'w', 'Stolen')",
+    ];
+    for sql in refused {
+        let err = raw.batch_execute(sql).expect_err(sql);
+        let why = err.as_db_error().map(|e| e.message().to_string());
+        assert!(
+            why.as_deref()
+                .is_some_and(|m| m.contains("check constraint")),
+            "{sql}: {err:?}"
+        );
+    }
+    let accepted =
+        "UPDATE OutboxMessages SET Status = 'Processing', LockedBy = 'w', LockedUntilUtc = 5";
+    raw.batch_execute(accepted).expect(accepted);
+}
+
+#[test]
+fn a_claim_touches_no_index_and_keeps_its_row_on_its_page() {
+    let Some((db, mut store)) = seeded("hot", 20) else {
+        return;
+    };
+    for _ in 0..10 {
+        claimed(store.claim_next_recorded("Worker-A", NOW, LEASE).unwrap().0);
+    }
+    // A backend reports its table counters when it ends: close the store's connection,
+    // then wait (bounded) for the ten updates to be counted.
+    drop(store);
+    let mut raw = db.client();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let (updated, hot) = loop {
+        let row = raw
+            .query_one(
+                "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables
+                  WHERE relname = 'outboxmessages'",
+                &[],
+            )
+            .unwrap();
+        let (updated, hot): (i64, i64) = (row.get(0), row.get(1));
+        if updated >= 10 || std::time::Instant::now() > deadline {
+            break (updated, hot);
+        }
+        raw.batch_execute("SELECT pg_sleep(0.05)").unwrap();
+    };
+    assert_eq!(updated, 10, "the ten claims were counted");
+    assert_eq!(
+        hot, 10,
+        "every claim was a HOT update: no index entry written"
+    );
+}
+
+#[test]
 fn an_unreachable_server_is_one_line_of_bad_input() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("postgres://leaselab@/nowhere?host={}", dir.path().display());

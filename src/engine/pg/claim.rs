@@ -15,25 +15,21 @@ use crate::engine::outbox::{
 };
 use crate::engine::provider::StatusCheck;
 
-/// The claim as one statement with its event row. The candidate is the older answer of
-/// two indexed questions (the oldest Pending message; the longest-expired lease), each
-/// skipping rows another claim has locked; the claimable condition is asked again in the
+/// The claim as one statement with its event row. The candidate is the oldest claimable
+/// message, read from `IX_Outbox_Unfinished` as SQLite's claim reads it, skipping rows
+/// another claim has locked; the claimable condition is asked again in the update's
 /// `WHERE`. The event row is made from the updated row, so its Seq is drawn while the claim
 /// holds the row's lock (and has its transaction id): Seq order is each message's commit
 /// order, and a tail can tell when every Seq up to a point is settled (see `tail`).
 /// $1 worker, $2 now, $3 until.
 const CLAIM_NEXT_SQL: &str = "
-WITH pending AS (
-       SELECT CreatedAtUtc, Id FROM OutboxMessages
-        WHERE Status = 'Pending' AND AvailableAtUtc <= $2 ORDER BY CreatedAtUtc, Id LIMIT 1
+WITH candidate AS (
+       SELECT Id FROM OutboxMessages
+        WHERE ProcessedAtUtc IS NULL
+          AND ((Status = 'Pending' AND AvailableAtUtc <= $2)
+               OR (Status = 'Processing' AND LockedUntilUtc < $2))
+        ORDER BY CreatedAtUtc, Id LIMIT 1
           FOR UPDATE SKIP LOCKED),
-     expired AS (
-       SELECT CreatedAtUtc, Id FROM OutboxMessages
-        WHERE Status = 'Processing' AND LockedUntilUtc < $2 ORDER BY LockedUntilUtc LIMIT 1
-          FOR UPDATE SKIP LOCKED),
-     candidate AS (
-       SELECT Id FROM (SELECT * FROM pending UNION ALL SELECT * FROM expired) c
-        ORDER BY CreatedAtUtc, Id LIMIT 1),
      claimed AS (
        UPDATE OutboxMessages o
           SET Status = 'Processing', LockedBy = $1, LockedUntilUtc = $3,
@@ -106,10 +102,12 @@ impl<T> Stamped<T> {
     }
 }
 
-/// The soonest-ending live lease held by another worker (through `IX_Outbox_Leased`).
+/// The soonest-ending live lease held by another worker. It reads `IX_Outbox_Unfinished`:
+/// nothing is claimable when it runs, so what is left there is held or backing off.
 const SOONEST_LIVE_LEASE_SQL: &str = "
 SELECT Id, PaymentKey, LockedBy, LockedUntilUtc FROM OutboxMessages
- WHERE Status = 'Processing' AND LockedUntilUtc >= $2 AND LockedBy <> $1
+ WHERE ProcessedAtUtc IS NULL AND Status = 'Processing' AND LockedUntilUtc >= $2
+   AND LockedBy <> $1
  ORDER BY LockedUntilUtc LIMIT 1";
 
 impl PgStore {
@@ -274,7 +272,7 @@ const HOLDER_SQL: &str =
 
 /// The provider's answer written onto the payment.
 pub(super) const WRITE_ANSWER_SQL: &str =
-    "UPDATE Payments SET PaymentStatus = $1, TransactionId = $2 WHERE IdempotencyKey = $3";
+    "UPDATE Payments SET PaymentStatus = $1::text, TransactionId = $2 WHERE IdempotencyKey = $3";
 
 /// One `LeaseEvents` row. Its transaction takes its id in the FROM, before the row and its
 /// Seq are made, so every Seq is drawn by a transaction that already has its id (what a

@@ -25,8 +25,8 @@ SELECT Attempts FROM OutboxMessages
 
 const RELEASE_SQL: &str = "
 UPDATE OutboxMessages
-   SET Status = $1, LockedBy = NULL, LockedUntilUtc = NULL, AvailableAtUtc = $2, LastError = $3,
-       ProcessedAtUtc = CASE WHEN $1 = 'DeadLettered' THEN $8::bigint END
+   SET Status = $1::text, LockedBy = NULL, LockedUntilUtc = NULL, AvailableAtUtc = $2,
+       LastError = $3, ProcessedAtUtc = CASE WHEN $1::text = 'DeadLettered' THEN $8::bigint END
  WHERE Id = $4 AND Status = 'Processing' AND LockedBy = $5 AND LeaseVersion = $6
    AND Seeding = $7";
 
@@ -36,8 +36,9 @@ UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = $1,
        LockedBy = NULL, LockedUntilUtc = NULL
  WHERE Id = $2 RETURNING LeaseVersion";
 
-const LOAD_PENDING_SQL: &str =
-    "SELECT Id, PaymentKey FROM OutboxMessages WHERE Status = 'Pending' AND AvailableAtUtc <= $1 ORDER BY CreatedAtUtc, Id";
+const LOAD_PENDING_SQL: &str = "SELECT Id, PaymentKey FROM OutboxMessages
+      WHERE ProcessedAtUtc IS NULL AND Status = 'Pending' AND AvailableAtUtc <= $1
+      ORDER BY CreatedAtUtc, Id";
 
 impl Upkeep for PgStore {
     /// Extend `lease` to `now + lease_ms` (never shorter than it is). `None`: the lease is

@@ -157,7 +157,7 @@ impl Seeding for PgStore {
         let mut tx = client.transaction()?;
         tx.execute(
             "INSERT INTO Payments (IdempotencyKey, Amount, PaymentStatus, CreatedAtUtc)
-             VALUES ($1, $2, 'Pending', $3)",
+             VALUES ($1, $2::bigint, 'Pending', $3)",
             &[&key, &amount, &now],
         )?;
         let id: i64 = tx
