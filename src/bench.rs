@@ -1,6 +1,7 @@
 //! `leaselab bench`: throughput of the claim loop on real SQLite, measured against the
 //! ceiling of the same database file in the same run, so ratios survive a noisy machine.
 
+mod effectum;
 mod pg;
 
 pub use pg::{measure_pg, PgComparison, PgRun, Versus};
@@ -34,6 +35,8 @@ pub enum Mode {
     Batch,
     /// The reference: a plain claim loop on a plain table (`store::PlainOutbox`).
     Plain,
+    /// effectum, a job queue on SQLite, run as its own program (`reference/effectum`).
+    Effectum,
 }
 
 #[derive(Debug, Clone)]
@@ -46,6 +49,8 @@ pub struct BenchOptions {
     pub scale_to: Option<u64>,
     /// Also run the leased loop on this PostgreSQL database, beside SQLite.
     pub postgres: Option<String>,
+    /// Also run this build of `reference/effectum` beside the leased loop.
+    pub effectum: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -218,6 +223,17 @@ impl BenchReport {
             at_most: false,
             got: over_plain,
         });
+        if let Some(reference) = self.runs.iter().find(|r| r.mode == Mode::Effectum) {
+            v.push(Target {
+                what: "leased, 4 workers, over effectum with 4 workers",
+                bound: 1.5,
+                at_most: false,
+                got: (reference.workers == 4)
+                    .then(|| ratio(Mode::Leased, 4))
+                    .flatten()
+                    .map(|leased| leased / reference.ratio.max(f64::MIN_POSITIVE)),
+            });
+        }
         if let Some(s) = &self.scaling {
             v.push(Target {
                 what: "per-message cost, largest outbox over 1,000 messages",
@@ -263,7 +279,7 @@ impl BenchReport {
             self.ceiling_txn_per_s,
             self.ceiling_txn_per_s / 2.0
         );
-        t += "mode    workers batch     msgs/s  ceiling  ratio  once  per-worker share\n";
+        t += "mode     workers batch     msgs/s  ceiling  ratio  once  per-worker share\n";
         for r in &self.runs {
             let total: u64 = r.per_worker.iter().sum::<u64>().max(1);
             let shares = r
@@ -273,7 +289,7 @@ impl BenchReport {
                 .collect::<Vec<_>>()
                 .join(" ");
             t += &format!(
-                "{:<7} {:>7} {:>5} {:>10.0} {:>8.0} {:>6.2}  {:<4}  {}\n",
+                "{:<8} {:>7} {:>5} {:>10.0} {:>8.0} {:>6.2}  {:<4}  {}\n",
                 serde_json::to_value(r.mode)
                     .ok()
                     .and_then(|v| v.as_str().map(String::from))
@@ -371,11 +387,19 @@ fn measured(
     messages: u64,
     durability: Durability,
 ) -> Result<BenchRun, String> {
+    around(ceiling, |before| match mode {
+        Mode::Plain => measure_plain(dir, workers, messages, durability, before),
+        _ => measure(dir, mode, workers, batch, messages, durability, before),
+    })
+}
+
+/// `run` between two ceiling bursts, its ratio taken against their mean.
+fn around(
+    ceiling: &mut Ceiling,
+    run: impl FnOnce(f64) -> Result<BenchRun, String>,
+) -> Result<BenchRun, String> {
     let before = ceiling.burst()?;
-    let mut run = match mode {
-        Mode::Plain => measure_plain(dir, workers, messages, durability, before)?,
-        _ => measure(dir, mode, workers, batch, messages, durability, before)?,
-    };
+    let mut run = run(before)?;
     let around = (before + ceiling.burst()?) / 2.0;
     run.ceiling_txn_per_s = around;
     run.ratio = run.msgs_per_s / (around / 2.0);
@@ -591,8 +615,8 @@ fn work(
                 .filter(|o| **o == FinalizeOutcome::Committed)
                 .count() as u64;
         },
-        // Its own store, measured by `measure_plain`.
-        Mode::Plain => Ok((written, spent)),
+        // Measured elsewhere: its own store (`measure_plain`), its own program (`effectum`).
+        Mode::Plain | Mode::Effectum => Ok((written, spent)),
         Mode::Naive => loop {
             let pending = s.load_pending(now)?;
             if pending.is_empty() {
@@ -612,6 +636,9 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchR
     // A PostgreSQL database that cannot be used is refused before minutes of SQLite runs.
     if let Some(url) = &opts.postgres {
         pg::ready(url)?;
+    }
+    if let Some(program) = &opts.effectum {
+        effectum::ready(program)?;
     }
     let mut report = run_sqlite(opts, &mut progress)?;
     if let Some(url) = &opts.postgres {
@@ -649,6 +676,13 @@ fn run_sqlite(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<Ben
             });
             let run = measured(&mut ceiling, dir.path(), mode, w, batch, opts.messages, d)?;
             runs.push(run);
+        }
+        if let Some(program) = &opts.effectum {
+            progress(&format!("effectum, {w} workers"));
+            let (n, folder) = (opts.messages, dir.path());
+            runs.push(around(&mut ceiling, |_| {
+                effectum::measure(program, folder, w, n)
+            })?);
         }
         clean(dir.path(), "ceiling.db");
     }

@@ -45,6 +45,7 @@ fn the_bench_report_has_the_documented_shape() {
         batch: 16,
         scale_to: Some(2_000),
         postgres: None,
+        effectum: None,
     };
     let report = leaselab::bench::run(&opts, |_| {}).unwrap();
     let j = serde_json::to_value(&report).unwrap();

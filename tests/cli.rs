@@ -291,6 +291,114 @@ fn bench_json_prints_the_documented_shape() {
     assert!(runs.iter().any(|r| r["mode"] == "naive"));
 }
 
+/// A stand-in for the effectum reference program: a script printing `line` (the real
+/// program is measured by `leaselab bench`; here only what the bench does with its answer).
+fn stand_in(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn bench_runs_the_effectum_program_beside_the_leased_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = stand_in(
+        dir.path(),
+        "good",
+        r#"echo '{"jobs_per_s":2000.0,"per_worker":[100,100,100,100],"all_succeeded":true}'"#,
+    );
+    let args = |program: &Path| {
+        let p = program.to_str().unwrap().to_string();
+        vec![
+            "bench".to_string(),
+            "--messages".into(),
+            "400".into(),
+            "--workers".into(),
+            "4".into(),
+            "--json".into(),
+            "--effectum".into(),
+            p,
+        ]
+    };
+    let words = args(&good);
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let o = leaselab(&words, dir.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json_of(&o);
+    let runs = j["runs"].as_array().unwrap();
+    let effectum = runs
+        .iter()
+        .find(|r| r["mode"] == "effectum")
+        .expect("an effectum run");
+    assert_eq!(effectum["msgs_per_s"], 2000.0);
+    assert_eq!(effectum["exactly_once"], true);
+    assert!(effectum["ratio"].as_f64().unwrap() > 0.0, "{effectum}");
+    let leased = runs.iter().find(|r| r["mode"] == "leased").unwrap();
+    let target = j["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["what"].as_str().unwrap().contains("effectum"))
+        .expect("the effectum target")
+        .clone();
+    let expected = leased["ratio"].as_f64().unwrap() / effectum["ratio"].as_f64().unwrap();
+    assert!(
+        (target["got"].as_f64().unwrap() - expected).abs() < 1e-9,
+        "{target}"
+    );
+
+    // A program that cannot be run is refused before any run, in one line, exit 2.
+    let missing = args(&dir.path().join("missing"));
+    let missing: Vec<&str> = missing.iter().map(String::as_str).collect();
+    assert_usage_error(&leaselab(&missing, dir.path()), "--effectum");
+    // What cannot be its answer ends the bench after the steps so far: one error line, exit 2.
+    let cases = [
+        (
+            stand_in(dir.path(), "noise", "echo hello"),
+            "printed no line of figures",
+        ),
+        (
+            stand_in(
+                dir.path(),
+                "fails",
+                "echo 'cannot open the queue' >&2; exit 1",
+            ),
+            "cannot open the queue",
+        ),
+        (
+            stand_in(
+                dir.path(),
+                "other",
+                r#"echo '{"jobs_per_s":5.0,"per_worker":[400],"all_succeeded":true}'"#,
+            ),
+            "figures of another run",
+        ),
+    ];
+    for (program, needle) in cases {
+        let words = args(&program);
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let o = leaselab(&words, dir.path());
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        let last = err.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("leaselab: --effectum ") && last.contains(needle),
+            "{err}"
+        );
+        assert!(
+            err.lines().all(|l| l.starts_with("bench: ") || l == last),
+            "{err}"
+        );
+    }
+    let plain = dir.path().join("not-executable");
+    std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+    let words = args(&plain);
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    assert_usage_error(&leaselab(&words, dir.path()), "not an executable file");
+}
+
 #[test]
 fn a_worker_list_is_only_for_bench() {
     let dir = tempfile::tempdir().unwrap();

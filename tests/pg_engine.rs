@@ -178,6 +178,7 @@ fn the_bench_with_a_postgres_url_reports_both_databases_from_one_run() {
         batch: 8,
         scale_to: None,
         postgres: Some(db.url.clone()),
+        effectum: None,
     };
     let report = leaselab::bench::run(&opts, |_| {}).expect("bench on both");
     assert!(report.passed());

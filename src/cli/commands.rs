@@ -257,6 +257,10 @@ pub struct BenchArgs {
     /// Also measure a PostgreSQL database beside SQLite: postgres://USER@HOST/DB.
     #[arg(long, value_name = "URL")]
     pub db: Option<PathBuf>,
+    /// Also run effectum, a job queue on SQLite, beside the leased loop: the program built
+    /// from reference/effectum (see the README's Performance section).
+    #[arg(long, value_name = "PROGRAM")]
+    pub effectum: Option<PathBuf>,
 }
 
 /// `bench --sync`: SQLite's synchronous setting for the bench's connections.

@@ -28,6 +28,7 @@ pub(crate) fn bench(a: &BenchArgs) -> ExitCode {
         batch: a.batch as usize,
         scale_to: a.scale.map(|n| n as u64),
         postgres,
+        effectum: a.effectum.clone(),
     };
     let steps = leaselab::progress::Steps::new();
     let report = bench::run(&opts, |step| steps.step(step));
