@@ -304,10 +304,13 @@ fn stand_in(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
 #[test]
 fn bench_runs_the_effectum_program_beside_the_leased_loop() {
     let dir = tempfile::tempdir().unwrap();
+    // Called as `--db FILE --messages N --workers W`: W workers of N/W jobs each.
     let good = stand_in(
         dir.path(),
         "good",
-        r#"echo '{"jobs_per_s":2000.0,"per_worker":[100,100,100,100],"all_succeeded":true}'"#,
+        r#"share=$(($4 / $6)); list=$share; i=1
+while [ $i -lt $6 ]; do list="$list,$share"; i=$((i + 1)); done
+echo "{\"jobs_per_s\":2000.0,\"per_worker\":[$list],\"all_succeeded\":true}""#,
     );
     let args = |program: &Path| {
         let p = program.to_str().unwrap().to_string();
@@ -316,7 +319,7 @@ fn bench_runs_the_effectum_program_beside_the_leased_loop() {
             "--messages".into(),
             "400".into(),
             "--workers".into(),
-            "4".into(),
+            "1,4".into(),
             "--json".into(),
             "--effectum".into(),
             p,
@@ -328,14 +331,19 @@ fn bench_runs_the_effectum_program_beside_the_leased_loop() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let j = json_of(&o);
     let runs = j["runs"].as_array().unwrap();
+    let effectum_runs = runs.iter().filter(|r| r["mode"] == "effectum");
+    assert_eq!(effectum_runs.count(), 2, "one per worker count: {runs:?}");
     let effectum = runs
         .iter()
-        .find(|r| r["mode"] == "effectum")
-        .expect("an effectum run");
+        .find(|r| r["mode"] == "effectum" && r["workers"] == 4)
+        .expect("an effectum run with 4 workers");
     assert_eq!(effectum["msgs_per_s"], 2000.0);
     assert_eq!(effectum["exactly_once"], true);
     assert!(effectum["ratio"].as_f64().unwrap() > 0.0, "{effectum}");
-    let leased = runs.iter().find(|r| r["mode"] == "leased").unwrap();
+    let leased = runs
+        .iter()
+        .find(|r| r["mode"] == "leased" && r["workers"] == 4)
+        .unwrap();
     let target = j["targets"]
         .as_array()
         .unwrap()
@@ -371,7 +379,7 @@ fn bench_runs_the_effectum_program_beside_the_leased_loop() {
             stand_in(
                 dir.path(),
                 "other",
-                r#"echo '{"jobs_per_s":5.0,"per_worker":[400],"all_succeeded":true}'"#,
+                r#"echo '{"jobs_per_s":5.0,"per_worker":[1,2,3],"all_succeeded":true}'"#,
             ),
             "figures of another run",
         ),
