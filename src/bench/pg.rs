@@ -147,7 +147,7 @@ fn versus(workers: usize, mut pg: Vec<PgRun>, sq: Vec<super::BenchRun>) -> Versu
     }
 }
 
-fn median(v: &[f64]) -> f64 {
+pub(super) fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(0.0)
