@@ -4,6 +4,7 @@
 mod effectum;
 mod pg;
 
+pub use effectum::{measure as measure_effectum, time_limit as effectum_time_limit};
 pub use pg::{measure_pg, PgComparison, PgRun, Versus};
 
 use crate::engine::outbox::prelude::*;
@@ -680,7 +681,7 @@ fn run_sqlite(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<Ben
             progress(&format!("effectum, {w} workers"));
             let (n, folder) = (opts.messages, dir.path());
             runs.push(around(&mut ceiling, |_| {
-                effectum::measure(program, folder, w, n)
+                effectum::measure(program, folder, (w, n), effectum::time_limit(n))
             })?);
         }
         clean(dir.path(), "ceiling.db");

@@ -135,3 +135,56 @@ fn a_target_bound_is_a_floor_for_ratios_and_a_ceiling_for_the_scaling_cost() {
     assert_eq!(ceiling(1.31).met(), Some(false));
     assert_eq!(ceiling(0.97).to_string(), "cost <= 1.3: 0.97, met");
 }
+
+/// A reference program that never answers is stopped at its time limit, with what it
+/// started (here a `sleep` it left running), and the bench says so in one line.
+#[test]
+fn an_effectum_program_that_never_answers_is_stopped_with_all_it_started() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    let program = dir.path().join("silent");
+    std::fs::write(
+        &program,
+        format!(
+            "#!/bin/sh\nsleep 600 &\necho $! > {}.tmp\nmv {0}.tmp {0}\nwait\n",
+            started.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let limit = std::time::Duration::from_secs(5);
+    let err = leaselab::bench::measure_effectum(&program, dir.path(), (4, 100), limit)
+        .expect_err("no answer");
+    assert!(err.contains("no result after 5 s; stopped it"), "{err}");
+    assert!(!err.contains('\n'), "{err}");
+    // The limit allows a minute plus a millisecond a job.
+    assert_eq!(
+        leaselab::bench::effectum_time_limit(100_000),
+        std::time::Duration::from_secs(160)
+    );
+    let pid: i32 = std::fs::read_to_string(&started)
+        .expect("the program started its sleep before the limit")
+        .trim()
+        .parse()
+        .unwrap();
+    // SIGKILL is delivered at once but the kernel finishes the process a moment later:
+    // wait (bounded) until it is gone or a zombie.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+        let gone = state.as_deref().is_none_or(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+        });
+        if gone {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sleep {pid} still runs"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}

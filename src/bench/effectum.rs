@@ -5,6 +5,7 @@
 
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -38,16 +39,17 @@ pub fn ready(program: &Path) -> Result<(), String> {
 }
 
 /// How long a run may take: a thousand jobs a second, and a minute to start and check.
-fn time_limit(messages: u64) -> Duration {
+pub fn time_limit(messages: u64) -> Duration {
     Duration::from_secs(60) + Duration::from_millis(messages)
 }
 
-/// Run `messages` jobs through effectum with `workers` workers of one job at a time.
+/// Run `messages` jobs through effectum with `workers` workers of one job at a time; a
+/// program still running after `limit` is stopped, with all it started.
 pub fn measure(
     program: &Path,
     dir: &Path,
-    workers: usize,
-    messages: u64,
+    (workers, messages): (usize, u64),
+    limit: Duration,
 ) -> Result<BenchRun, String> {
     let file = dir.join(format!("effectum-{workers}-{messages}.db"));
     let _ = std::fs::remove_file(&file);
@@ -58,11 +60,14 @@ pub fn measure(
         .args(["--messages", &messages.to_string()])
         .args(["--workers", &workers.to_string()])
         .stdin(Stdio::null())
+        // Its own process group, so that a stop past the time limit reaches whatever it
+        // started too (it ends itself when this process goes, see reference/effectum).
+        .process_group(0)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("--effectum {shown}: {e}"))?;
-    let finished = wait_bounded(child, time_limit(messages));
+    let finished = wait_bounded(child, limit);
     let _ = std::fs::remove_file(&file);
     let (status, out, err) = finished.map_err(|why| format!("--effectum {shown}: {why}"))?;
     if !status.success() {
@@ -127,6 +132,8 @@ fn wait_bounded(
             break status;
         }
         if Instant::now() > deadline {
+            // SAFETY: a plain kill(2) of the group this child leads; no memory is shared.
+            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
             let _ = child.kill();
             let _ = child.wait();
             return Err(format!("no result after {} s; stopped it", limit.as_secs()));
