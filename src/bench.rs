@@ -702,24 +702,7 @@ fn run_sqlite(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<Ben
     let scaling = match opts.scale_to {
         Some(large) => {
             progress(&format!("scaling, 1000 vs {large} messages"));
-            // A run of 1,000 messages lasts some 60 ms, where one hiccup of the machine
-            // moves its figure by a fifth: its cost is the median of five.
-            let mut smalls = Vec::new();
-            for _ in 0..5 {
-                clean(dir.path(), "ceiling.db");
-                let run = measure(dir.path(), Mode::Leased, 1, 1, 1_000, d, 1.0)?;
-                smalls.push(1e6 / run.msgs_per_s);
-            }
-            let small = pg::median(&smalls);
-            let large_run = measure(dir.path(), Mode::Leased, 1, 1, large, d, 1.0)?;
-            let big = 1e6 / large_run.msgs_per_s;
-            Some(Scaling {
-                small_messages: 1_000,
-                large_messages: large,
-                small_us_per_msg: small,
-                large_us_per_msg: big,
-                cost_ratio: big / small,
-            })
+            Some(scaling(dir.path(), large, d)?)
         }
         None => None,
     };
@@ -735,6 +718,28 @@ fn run_sqlite(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<Ben
     };
     report.targets = report.targets();
     Ok(report)
+}
+
+/// The per-message cost of one worker at 1,000 messages and at `large`.
+fn scaling(dir: &Path, large: u64, d: Durability) -> Result<Scaling, String> {
+    // A run of 1,000 messages lasts some 60 ms, where one hiccup of the machine
+    // moves its figure by a fifth: its cost is the median of five.
+    let mut smalls = Vec::new();
+    for _ in 0..5 {
+        clean(dir, "ceiling.db");
+        let run = measure(dir, Mode::Leased, 1, 1, 1_000, d, 1.0)?;
+        smalls.push(1e6 / run.msgs_per_s);
+    }
+    let small = pg::median(&smalls);
+    let large_run = measure(dir, Mode::Leased, 1, 1, large, d, 1.0)?;
+    let big = 1e6 / large_run.msgs_per_s;
+    Ok(Scaling {
+        small_messages: 1_000,
+        large_messages: large,
+        small_us_per_msg: small,
+        large_us_per_msg: big,
+        cost_ratio: big / small,
+    })
 }
 
 /// Remove the databases of finished runs so a long bench does not fill the disk.
