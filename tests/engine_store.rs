@@ -662,3 +662,26 @@ fn writing_a_row_builds_no_temporary_btree_for_its_checks() {
         );
     }
 }
+
+/// SQLite quotes a statement it cannot prepare, and ours span several lines: the error a
+/// worker stops with is still one line (a column dropped under a run reached stderr as
+/// three, depending on which statement met it first).
+#[test]
+fn a_statement_sqlite_cannot_prepare_is_reported_on_one_line() {
+    let conn = rusqlite::Connection::open_in_memory().unwrap();
+    conn.execute_batch("CREATE TABLE OutboxMessages (Id INTEGER PRIMARY KEY)")
+        .unwrap();
+    let e = conn
+        .prepare(
+            "UPDATE OutboxMessages\n   SET Attempts = Attempts + 1\n WHERE Id = 1\n   AND Id > 0",
+        )
+        .map(|_| ())
+        .expect_err("no such column");
+    let line = leaselab::engine::outbox::OutboxError::from(e).to_string();
+    assert!(line.contains("no such column: Attempts"), "{line}");
+    assert!(!line.contains('\n') && !line.contains('\r'), "{line:?}");
+    assert!(
+        !line.contains("  "),
+        "indentation folded into single spaces: {line:?}"
+    );
+}

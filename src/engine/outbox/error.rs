@@ -61,9 +61,23 @@ impl fmt::Display for OutboxError {
             | OutboxError::InUse(m)
             | OutboxError::BadPath(m)
             | OutboxError::Io(m)
-            | OutboxError::Injected(m) => f.write_str(m),
+            | OutboxError::Injected(m) => f.write_str(&one_line(m)),
         }
     }
+}
+
+/// `text` on one line: each line break, with the indentation around it, becomes one space.
+/// A database quotes the statement it could not prepare, and ours span several lines.
+fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\n', '\r']) {
+        return text.into();
+    }
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .into()
 }
 
 impl std::error::Error for OutboxError {}
