@@ -335,7 +335,11 @@ fn bad_input_is_one_line_and_exit_two() {
         (&["explore", "--messages", "0"][..], "--messages"),
         (
             &["explore", "--faults", "crash,flood"][..],
-            "unknown fault 'flood'",
+            "'crash,flood' has an unknown fault 'flood'",
+        ),
+        (
+            &["explore", "--faults", "flood"][..],
+            "'flood' is not a fault",
         ),
         (&["explore", "--mode", "maybe"][..], "--mode"),
         (&["explore", "--max-depth", "99"][..], "--max-depth"),
@@ -346,5 +350,7 @@ fn bad_input_is_one_line_and_exit_two() {
         let err = stderr(&out);
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
+        let given = args.last().unwrap();
+        assert!(err.matches(given).count() <= 1, "{given} said once: {err}");
     }
 }

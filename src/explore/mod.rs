@@ -85,18 +85,28 @@ impl Faults {
     }
 
     /// `crash,jump,pause` (any of them, `none` for none).
+    /// The error follows the quoted input (`--faults: 'foo' is not a fault: ...`), so it
+    /// names the unknown part only when the list has others beside it.
     pub fn parse(s: &str) -> Result<Faults, String> {
         let mut f = Faults::default();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            match part {
+        let parts: Vec<&str> = s
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .collect();
+        for part in &parts {
+            match *part {
                 "crash" => f.crash = true,
                 "jump" => f.jump = true,
                 "pause" => f.pause = true,
                 "none" => {}
                 other => {
-                    return Err(format!(
-                        "unknown fault '{other}': choose from crash, jump, pause (or none)"
-                    ))
+                    let what = if parts.len() == 1 {
+                        "is not a fault".to_string()
+                    } else {
+                        format!("has an unknown fault '{other}'")
+                    };
+                    return Err(format!("{what}: choose from crash, jump, pause (or none)"));
                 }
             }
         }
