@@ -371,10 +371,15 @@ impl Ceiling {
     }
 
     pub fn median(&self) -> f64 {
-        let mut v = self.bursts.clone();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(0.0)
+        median(&self.bursts)
     }
+}
+
+/// The middle value of `v` (the upper one of an even count), 0 when empty.
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// A run with ceiling bursts right before and after it.
@@ -730,7 +735,7 @@ fn scaling(dir: &Path, large: u64, d: Durability) -> Result<Scaling, String> {
         let run = measure(dir, Mode::Leased, 1, 1, 1_000, d, 1.0)?;
         smalls.push(1e6 / run.msgs_per_s);
     }
-    let small = pg::median(&smalls);
+    let small = median(&smalls);
     let large_run = measure(dir, Mode::Leased, 1, 1, large, d, 1.0)?;
     let big = 1e6 / large_run.msgs_per_s;
     Ok(Scaling {

@@ -84,9 +84,11 @@ pub fn measure(
         format!("--effectum {shown} printed no line of figures ({e}); is it reference/effectum?")
     })?;
     if line.per_worker.len() != workers || !line.jobs_per_s.is_finite() || line.jobs_per_s <= 0.0 {
+        // Named by what it said, not quoted: its output may span lines.
         return Err(format!(
-            "--effectum {shown} printed figures of another run: {}",
-            out.trim()
+            "--effectum {shown} printed figures of another run ({} worker counts for {workers} workers, {} jobs/s)",
+            line.per_worker.len(),
+            line.jobs_per_s
         ));
     }
     let once = line.all_succeeded && line.per_worker.iter().sum::<u64>() == messages;

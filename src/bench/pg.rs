@@ -8,7 +8,7 @@ use std::sync::{Arc, Barrier};
 
 use serde::Serialize;
 
-use super::{each_once, measure, start_and_join, Mode, BENCH_LEASE_MS};
+use super::{each_once, measure, median, start_and_join, Mode, BENCH_LEASE_MS};
 use crate::engine::backend::{Db, Outbox};
 use crate::engine::clock::SCENARIO_START_MS;
 use crate::engine::outbox::{ClaimOutcome, Durability, FinalizeOutcome, StoreShared};
@@ -145,12 +145,6 @@ fn versus(workers: usize, mut pg: Vec<PgRun>, sq: Vec<super::BenchRun>) -> Versu
         postgres_per_worker: median_pg.per_worker,
         exactly_once,
     }
-}
-
-pub(super) fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// One leased run on PostgreSQL.
