@@ -1,7 +1,9 @@
-//! Every `leaselab run`, `lesson`, `explore`, `completions` and `man` line in the README's code blocks
-//! runs and exits as the README says: 1 where its comment says the checks fail, 0 otherwise. A
-//! lesson the README opens in the dashboard is checked headless (`--check`), and the
-//! README's own lesson file stands in for `my-lesson.toml`.
+//! Every `leaselab run`, `lesson`, `lessons`, `list`, `explore`, `bench`, `completions` and
+//! `man` line in the README's code blocks runs and exits as the README says: 1 where its
+//! comment says the checks fail, 0 otherwise. A lesson the README opens in the dashboard is
+//! checked headless (`--check`), and the README's own lesson file stands in for
+//! `my-lesson.toml`. The dashboard's own lines (`--watch`, `replay`, `worker`) are driven in
+//! a terminal by `tests/ui_pty.rs`, `tests/processes.rs` and `tests/replay.rs`.
 
 use std::path::Path;
 
@@ -14,6 +16,13 @@ use support::{leaselab, stderr, stdout};
 /// The most messages a README line is run with here: the figures are the README's, the
 /// size is cut so the test suite stays quick in a debug build.
 const MOST_MESSAGES: u64 = 2_000;
+
+/// The most messages a README `bench` line measures here: the bench runs every worker
+/// count, mode and ceiling burst the line asks for, on an outbox this small.
+const BENCH_MESSAGES: u64 = 300;
+
+/// The largest outbox a README `bench --scale` line compares with 1,000 messages here.
+const BENCH_SCALE: u64 = 2_000;
 
 /// The longest schedule an `explore` line searches here (the README's run 12 steps); seven
 /// still finds each mode's first counterexample.
@@ -56,7 +65,17 @@ fn commands(readme: &str) -> Vec<Line> {
                 .collect();
             let is_ours = words.first().is_some_and(|w| w == "leaselab")
                 && words.get(1).is_some_and(|w| {
-                    ["run", "lesson", "completions", "man", "explore"].contains(&w.as_str())
+                    [
+                        "run",
+                        "lesson",
+                        "lessons",
+                        "list",
+                        "completions",
+                        "man",
+                        "explore",
+                        "bench",
+                    ]
+                    .contains(&w.as_str())
                 });
             is_ours.then(|| Line {
                 words: words[1..].to_vec(),
@@ -76,19 +95,30 @@ fn example_lesson(readme: &str) -> String {
 }
 
 /// The words to run, or None when the line needs what this machine lacks (PostgreSQL).
-fn runnable(words: &[String], pg: Option<&str>) -> Option<Vec<String>> {
+/// `effectum` is the reference program the README builds first, or a stand-in for it.
+fn runnable(words: &[String], pg: Option<&str>, effectum: &Path) -> Option<Vec<String>> {
+    let bench = words[0] == "bench";
+    let most = if bench { BENCH_MESSAGES } else { MOST_MESSAGES };
     let mut out = Vec::new();
     let mut it = words.iter().peekable();
     while let Some(w) = it.next() {
         if w == "$LEASELAB_PG_URL" {
             out.push(pg?.to_string());
-        } else if w == "--messages" {
+        } else if w == "--messages" || w == "--scale" {
             let n: u64 = it.next().expect("a number").parse().expect("a number");
+            let cap = if w == "--scale" { BENCH_SCALE } else { most };
             out.push(w.clone());
-            out.push(n.min(MOST_MESSAGES).to_string());
+            out.push(n.min(cap).to_string());
+        } else if w == "--effectum" {
+            it.next().expect("a program");
+            out.push(w.clone());
+            out.push(effectum.to_str().expect("a UTF-8 path").to_string());
         } else {
             out.push(w.clone());
         }
+    }
+    if bench && !out.iter().any(|w| w == "--messages") {
+        out.extend(["--messages".to_string(), BENCH_MESSAGES.to_string()]);
     }
     if out[0] == "explore" && !out.iter().any(|w| w == "--max-depth") {
         out.extend(["--max-depth".to_string(), MOST_DEPTH.to_string()]);
@@ -101,24 +131,44 @@ fn runnable(words: &[String], pg: Option<&str>) -> Option<Vec<String>> {
     Some(out)
 }
 
-#[test]
-fn every_run_and_lesson_line_in_the_readme_exits_as_the_readme_says() {
+/// The effectum reference program the README builds, or where it is not built (its build
+/// fetches and compiles a crate of its own, minutes), a stand-in that answers as it does:
+/// `--db FILE --messages N --workers W`, W workers of N/W jobs each.
+fn effectum_program(dir: &Path) -> std::path::PathBuf {
+    let built = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("reference/effectum/target/release/effectum-reference");
+    if built.is_file() {
+        return built;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("effectum-stand-in");
+    std::fs::write(
+        &path,
+        r#"#!/bin/sh
+share=$(($4 / $6)); list=$share; i=1
+while [ $i -lt $6 ]; do list="$list,$share"; i=$((i + 1)); done
+echo "{\"jobs_per_s\":2000.0,\"per_worker\":[$list],\"all_succeeded\":true}"
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// Run the README's command lines that `pick` chooses, each as the README says it exits;
+/// returns how many ran.
+fn run_readme_lines(pick: impl Fn(&Line) -> bool) -> usize {
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
         .expect("README.md");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("my-lesson.toml"), example_lesson(&readme)).unwrap();
+    let effectum = effectum_program(dir.path());
     // `$LEASELAB_PG_URL` stands for a database made for this test and dropped after it.
     let scratch = pg_support::scratch("readme");
     let pg = scratch.as_ref().map(|db| db.url.clone());
-    let lines = commands(&readme);
-    assert!(
-        lines.len() >= 10,
-        "found only {} command lines",
-        lines.len()
-    );
     let mut ran = 0;
-    for line in &lines {
-        let Some(words) = runnable(&line.words, pg.as_deref()) else {
+    for line in commands(&readme).iter().filter(|l| pick(l)) {
+        let Some(words) = runnable(&line.words, pg.as_deref(), &effectum) else {
             continue;
         };
         let args: Vec<&str> = words.iter().map(String::as_str).collect();
@@ -139,7 +189,22 @@ fn every_run_and_lesson_line_in_the_readme_exits_as_the_readme_says() {
         );
         ran += 1;
     }
-    assert!(ran >= 10, "ran only {ran} README lines");
+    ran
+}
+
+#[test]
+fn every_run_and_lesson_line_in_the_readme_exits_as_the_readme_says() {
+    let ran = run_readme_lines(|l| l.words[0] != "bench");
+    assert!(ran >= 20, "ran only {ran} README lines");
+}
+
+/// The bench's lines, beside the others: they take the longest (ceiling bursts around
+/// every run), so they run in a test of their own.
+#[test]
+fn every_bench_line_in_the_readme_exits_as_the_readme_says() {
+    let ran = run_readme_lines(|l| l.words[0] == "bench");
+    // bench; --sync full; --scale --json; --effectum; and with PostgreSQL --db.
+    assert!(ran >= 4, "ran only {ran} README bench lines");
 }
 
 #[test]
