@@ -52,11 +52,16 @@ pub struct BenchOptions {
     pub postgres: Option<String>,
     /// Also run this build of `reference/effectum` beside the leased loop.
     pub effectum: Option<std::path::PathBuf>,
+    /// How many times each leased, plain, batch and effectum run is measured; each
+    /// target is the median of the rounds' figures.
+    pub rounds: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchRun {
     pub mode: Mode,
+    /// Which round of the bench measured it (1 to `--rounds`).
+    pub round: usize,
     pub workers: usize,
     pub batch: usize,
     pub msgs_per_s: f64,
@@ -123,17 +128,21 @@ pub struct Target {
     pub bound: f64,
     /// The figure must stay at or under the bound (else reach it).
     pub at_most: bool,
+    /// The median of `rounds`.
     pub got: Option<f64>,
+    /// The figure of each round that measured it, in round order.
+    pub rounds: Vec<f64>,
 }
 
 impl Serialize for Target {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("Target", 5)?;
+        let mut st = s.serialize_struct("Target", 6)?;
         st.serialize_field("what", self.what)?;
         st.serialize_field("bound", &self.bound)?;
         st.serialize_field("at_most", &self.at_most)?;
         st.serialize_field("got", &self.got)?;
+        st.serialize_field("rounds", &self.rounds)?;
         st.serialize_field("met", &self.met())?;
         st.end()
     }
@@ -155,11 +164,24 @@ impl std::fmt::Display for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let op = if self.at_most { "<=" } else { ">=" };
         write!(f, "{} {op} {:.1}: ", self.what, self.bound)?;
-        match (self.got, self.met()) {
-            (Some(v), Some(true)) => write!(f, "{v:.2}, met"),
-            (Some(v), _) => write!(f, "{v:.2}, NOT met"),
-            (None, _) => f.write_str("not measured in this run"),
+        let Some(v) = self.got else {
+            return f.write_str("not measured in this run");
+        };
+        write!(f, "{v:.2}")?;
+        if self.rounds.len() > 1 {
+            let each: Vec<String> = self.rounds.iter().map(|r| format!("{r:.2}")).collect();
+            write!(
+                f,
+                " (median of {} rounds: {})",
+                self.rounds.len(),
+                each.join(" ")
+            )?;
         }
+        f.write_str(if self.met() == Some(true) {
+            ", met"
+        } else {
+            ", NOT met"
+        })
     }
 }
 
@@ -190,49 +212,54 @@ pub struct BenchReport {
 }
 
 impl BenchReport {
-    /// The targets of this lab on this kind of machine, with what this run measured.
+    /// The targets of this lab on this kind of machine, with what this run measured: each
+    /// the median of its figure over the rounds, every figure taken within one round.
     pub fn targets(&self) -> Vec<Target> {
-        let ratio = |mode: Mode, workers: usize| {
+        let ratio = |mode: Mode, round: usize| {
             self.runs
                 .iter()
-                .find(|r| r.mode == mode && r.workers == workers)
+                .find(|r| r.mode == mode && r.workers == 4 && r.round == round)
                 .map(|r| r.ratio)
         };
+        let over = |mode: Mode| {
+            move |k: usize| {
+                ratio(Mode::Leased, k)
+                    .zip(ratio(mode, k))
+                    .map(|(leased, other)| leased / other.max(f64::MIN_POSITIVE))
+            }
+        };
+        let last = self.runs.iter().map(|r| r.round).max().unwrap_or(1);
+        let target = |what, bound, figure: &dyn Fn(usize) -> Option<f64>| {
+            let rounds: Vec<f64> = (1..=last).filter_map(figure).collect();
+            Target {
+                what,
+                bound,
+                at_most: false,
+                got: (!rounds.is_empty()).then(|| median(&rounds)),
+                rounds,
+            }
+        };
         let mut v = vec![
-            Target {
-                what: "leased, 4 workers, ratio to half the ceiling",
-                bound: 0.5,
-                at_most: false,
-                got: ratio(Mode::Leased, 4),
-            },
-            Target {
-                what: "batch claims, 4 workers, ratio to half the ceiling",
-                bound: 1.0,
-                at_most: false,
-                got: ratio(Mode::Batch, 4),
-            },
+            target("leased, 4 workers, ratio to half the ceiling", 0.5, &|k| {
+                ratio(Mode::Leased, k)
+            }),
+            target(
+                "batch claims, 4 workers, ratio to half the ceiling",
+                1.0,
+                &|k| ratio(Mode::Batch, k),
+            ),
+            target(
+                "leased, 4 workers, over the plain claim loop with 4 workers",
+                1.3,
+                &over(Mode::Plain),
+            ),
         ];
-        let over_plain = self
-            .runs
-            .iter()
-            .find(|r| r.mode == Mode::Plain && r.workers == 4)
-            .zip(ratio(Mode::Leased, 4))
-            .map(|(plain, leased)| leased / plain.ratio.max(f64::MIN_POSITIVE));
-        v.push(Target {
-            what: "leased, 4 workers, over the plain claim loop with 4 workers",
-            bound: 1.3,
-            at_most: false,
-            got: over_plain,
-        });
         if self.runs.iter().any(|r| r.mode == Mode::Effectum) {
-            v.push(Target {
-                what: "leased, 4 workers, over effectum with 4 workers",
-                bound: 1.5,
-                at_most: false,
-                got: ratio(Mode::Leased, 4)
-                    .zip(ratio(Mode::Effectum, 4))
-                    .map(|(leased, reference)| leased / reference.max(f64::MIN_POSITIVE)),
-            });
+            v.push(target(
+                "leased, 4 workers, over effectum with 4 workers",
+                1.5,
+                &over(Mode::Effectum),
+            ));
         }
         if let Some(s) = &self.scaling {
             v.push(Target {
@@ -240,6 +267,7 @@ impl BenchReport {
                 bound: 1.3,
                 at_most: true,
                 got: Some(s.cost_ratio),
+                rounds: vec![s.cost_ratio],
             });
         }
         v
@@ -258,8 +286,13 @@ impl BenchReport {
             if t.is_empty() {
                 t += "\nper leased message, summed over the workers (a transaction's time includes its wait for the lock):\n";
             }
+            let round = if self.runs.iter().any(|r| r.round > 1) {
+                format!(", round {}", r.round)
+            } else {
+                String::new()
+            };
             t += &format!(
-                "leased, {} worker{}: claim {:.1} us, provider {:.1} us, finalize {:.1} us; of the two transactions, writing the event rows {:.1} us\n",
+                "leased, {} worker{}{round}: claim {:.1} us, provider {:.1} us, finalize {:.1} us; of the two transactions, writing the event rows {:.1} us\n",
                 r.workers,
                 if r.workers == 1 { "" } else { "s" },
                 c.claim_us,
@@ -279,7 +312,12 @@ impl BenchReport {
             self.ceiling_txn_per_s,
             self.ceiling_txn_per_s / 2.0
         );
-        t += "mode     workers batch     msgs/s  ceiling  ratio  once  per-worker share\n";
+        let rounds = self.runs.iter().any(|r| r.round > 1);
+        t += if rounds {
+            "mode     workers batch round     msgs/s  ceiling  ratio  once  per-worker share\n"
+        } else {
+            "mode     workers batch     msgs/s  ceiling  ratio  once  per-worker share\n"
+        };
         for r in &self.runs {
             let total: u64 = r.per_worker.iter().sum::<u64>().max(1);
             let shares = r
@@ -288,8 +326,13 @@ impl BenchReport {
                 .map(|n| format!("{:.0}%", 100.0 * *n as f64 / total as f64))
                 .collect::<Vec<_>>()
                 .join(" ");
+            let round = if rounds {
+                format!(" {:>5}", r.round)
+            } else {
+                String::new()
+            };
             t += &format!(
-                "{:<8} {:>7} {:>5} {:>10.0} {:>8.0} {:>6.2}  {:<4}  {}\n",
+                "{:<8} {:>7} {:>5}{round} {:>10.0} {:>8.0} {:>6.2}  {:<4}  {}\n",
                 serde_json::to_value(r.mode)
                     .ok()
                     .and_then(|v| v.as_str().map(String::from))
@@ -504,6 +547,7 @@ impl Timed {
         let msgs_per_s = messages as f64 / self.seconds;
         BenchRun {
             mode,
+            round: 1,
             workers,
             batch,
             msgs_per_s,
@@ -669,27 +713,18 @@ fn run_sqlite(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<Ben
     let mut ceiling = Ceiling::new(dir.path(), d)?;
     let mut runs = Vec::new();
     for &w in &opts.workers {
-        for (mode, batch) in [
-            (Mode::Leased, 1),
-            (Mode::Plain, 1),
-            (Mode::Batch, opts.batch),
-        ] {
-            progress(&match mode {
-                Mode::Plain => format!("plain claim loop, {w} workers"),
-                Mode::Batch => format!("batch {batch}, {w} workers"),
-                _ => format!("leased, {w} workers"),
-            });
-            let run = measured(&mut ceiling, dir.path(), mode, w, batch, opts.messages, d)?;
-            runs.push(run);
+        for round in 1..=opts.rounds.max(1) {
+            let of = if opts.rounds > 1 {
+                format!(", round {round} of {}", opts.rounds)
+            } else {
+                String::new()
+            };
+            let mut step = |what: String| progress(&format!("{what}, {w} workers{of}"));
+            for mut run in one_round(&mut ceiling, dir.path(), opts, w, &mut step)? {
+                run.round = round;
+                runs.push(run);
+            }
         }
-        if let Some(program) = &opts.effectum {
-            progress(&format!("effectum, {w} workers"));
-            let (n, folder) = (opts.messages, dir.path());
-            runs.push(around(&mut ceiling, |_| {
-                effectum::measure(program, folder, (w, n), effectum::time_limit(n))
-            })?);
-        }
-        clean(dir.path(), "ceiling.db");
     }
     for w in [1, 2] {
         progress(&format!("naive, {w} workers"));
@@ -723,6 +758,39 @@ fn run_sqlite(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<Ben
     };
     report.targets = report.targets();
     Ok(report)
+}
+
+/// One round for `workers`: the leased, plain, batch and (with `--effectum`) effectum runs,
+/// back to back, each between two ceiling bursts.
+fn one_round(
+    ceiling: &mut Ceiling,
+    dir: &Path,
+    opts: &BenchOptions,
+    workers: usize,
+    progress: &mut dyn FnMut(String),
+) -> Result<Vec<BenchRun>, String> {
+    let (w, n, d) = (workers, opts.messages, opts.durability);
+    let mut runs = Vec::new();
+    for (mode, batch) in [
+        (Mode::Leased, 1),
+        (Mode::Plain, 1),
+        (Mode::Batch, opts.batch),
+    ] {
+        progress(match mode {
+            Mode::Plain => "plain claim loop".to_string(),
+            Mode::Batch => format!("batch {batch}"),
+            _ => "leased".to_string(),
+        });
+        runs.push(measured(ceiling, dir, mode, w, batch, n, d)?);
+    }
+    if let Some(program) = &opts.effectum {
+        progress("effectum".to_string());
+        runs.push(around(ceiling, |_| {
+            effectum::measure(program, dir, (w, n), effectum::time_limit(n))
+        })?);
+    }
+    clean(dir, "ceiling.db");
+    Ok(runs)
 }
 
 /// The per-message cost of one worker at 1,000 messages and at `large`.

@@ -1,7 +1,7 @@
 //! The bench measures real runs; here only their correctness is checked (never their speed:
 //! timings belong to `leaselab bench`, not to tests).
 
-use leaselab::bench::{measure, BenchOptions, Mode};
+use leaselab::bench::{measure, BenchOptions, BenchReport, BenchRun, Mode};
 use leaselab::engine::store::Durability;
 
 #[test]
@@ -46,6 +46,7 @@ fn the_bench_report_has_the_documented_shape() {
         scale_to: Some(2_000),
         postgres: None,
         effectum: None,
+        rounds: 1,
     };
     let report = leaselab::bench::run(&opts, |_| {}).unwrap();
     let j = serde_json::to_value(&report).unwrap();
@@ -122,12 +123,14 @@ fn a_target_bound_is_a_floor_for_ratios_and_a_ceiling_for_the_scaling_cost() {
         bound: 0.4,
         at_most: false,
         got: Some(got),
+        rounds: vec![got],
     };
     let ceiling = |got| Target {
         what: "cost",
         bound: 1.3,
         at_most: true,
         got: Some(got),
+        rounds: vec![got],
     };
     assert_eq!(floor(0.42).met(), Some(true));
     assert_eq!(floor(0.39).met(), Some(false));
@@ -187,4 +190,69 @@ fn an_effectum_program_that_never_answers_is_stopped_with_all_it_started() {
         );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
+}
+
+/// A run of `mode` with 4 workers in `round` at `ratio` (to half the ceiling).
+fn run_at(mode: Mode, round: usize, ratio: f64) -> BenchRun {
+    BenchRun {
+        mode,
+        round,
+        workers: 4,
+        batch: 1,
+        msgs_per_s: ratio * 1_000.0,
+        ratio,
+        ceiling_txn_per_s: 2_000.0,
+        per_worker: vec![25, 25, 25, 25],
+        seconds: 0.1,
+        exactly_once: true,
+        passed: true,
+        busy_met: 0,
+        cost: None,
+    }
+}
+
+#[test]
+fn each_target_is_the_median_of_its_figure_taken_within_each_round() {
+    // Three rounds: the leased loop at 0.60, 0.40, 0.50 of half the ceiling, the plain
+    // loop at 0.50, 0.20, 0.50. Each round's leased/plain is 1.2, 2.0, 1.0: the target's
+    // figure is their median, 1.2, not the ratio of the medians (0.5 / 0.5 = 1.0).
+    let runs = vec![
+        run_at(Mode::Leased, 1, 0.60),
+        run_at(Mode::Plain, 1, 0.50),
+        run_at(Mode::Leased, 2, 0.40),
+        run_at(Mode::Plain, 2, 0.20),
+        run_at(Mode::Leased, 3, 0.50),
+        run_at(Mode::Plain, 3, 0.50),
+    ];
+    let report = BenchReport {
+        synchronous: "normal".into(),
+        messages: 100,
+        ceiling_txn_per_s: 2_000.0,
+        runs,
+        scaling: None,
+        targets: Vec::new(),
+        postgres: None,
+    };
+    let targets = report.targets();
+    let find = |what: &str| targets.iter().find(|t| t.what.contains(what)).unwrap();
+    let leased = find("ratio to half the ceiling");
+    assert_eq!(leased.rounds, vec![0.60, 0.40, 0.50]);
+    assert_eq!(leased.got, Some(0.50));
+    assert_eq!(leased.met(), Some(true));
+    let over_plain = find("over the plain claim loop");
+    let got = over_plain.got.unwrap();
+    assert!((got - 1.2).abs() < 1e-9, "{over_plain:?}");
+    assert_eq!(over_plain.met(), Some(false));
+    assert_eq!(
+        over_plain.to_string(),
+        "leased, 4 workers, over the plain claim loop with 4 workers >= 1.3: 1.20 \
+         (median of 3 rounds: 1.20 2.00 1.00), NOT met"
+    );
+    // No batch run in any round: nothing to take a median of.
+    let batch = targets
+        .iter()
+        .find(|t| t.what.starts_with("batch"))
+        .unwrap();
+    assert_eq!((batch.got, batch.rounds.len()), (None, 0));
+    assert!(report.text().contains("mode     workers batch round"));
 }

@@ -291,6 +291,61 @@ fn bench_json_prints_the_documented_shape() {
     assert!(runs.iter().any(|r| r["mode"] == "naive"));
 }
 
+#[test]
+fn bench_rounds_measure_every_run_again_and_take_the_medians() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = leaselab(
+        &[
+            "bench",
+            "--messages",
+            "200",
+            "--workers",
+            "4",
+            "--rounds",
+            "3",
+            "--json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json_of(&o);
+    let runs = j["runs"].as_array().unwrap();
+    for mode in ["leased", "plain", "batch"] {
+        let rounds: Vec<u64> = runs
+            .iter()
+            .filter(|r| r["mode"] == mode)
+            .map(|r| r["round"].as_u64().unwrap())
+            .collect();
+        assert_eq!(rounds, vec![1, 2, 3], "{mode}: {runs:?}");
+    }
+    // The lesson's naive runs are measured once.
+    assert_eq!(runs.iter().filter(|r| r["mode"] == "naive").count(), 2);
+    let leased: Vec<f64> = runs
+        .iter()
+        .filter(|r| r["mode"] == "leased")
+        .map(|r| r["ratio"].as_f64().unwrap())
+        .collect();
+    let target = &j["targets"][0];
+    assert_eq!(
+        target["what"],
+        "leased, 4 workers, ratio to half the ceiling"
+    );
+    let got: Vec<f64> = target["rounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(got, leased, "each round's own figure");
+    let mut sorted = leased.clone();
+    sorted.sort_by(f64::total_cmp);
+    assert_eq!(target["got"].as_f64(), Some(sorted[1]), "the median");
+    for bad in ["0", "10", "x"] {
+        let o = leaselab(&["bench", "--rounds", bad], dir.path());
+        assert_usage_error(&o, "--rounds");
+    }
+}
+
 /// A stand-in for the effectum reference program: a script printing `line` (the real
 /// program is measured by `leaselab bench`; here only what the bench does with its answer).
 fn stand_in(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {

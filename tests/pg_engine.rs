@@ -179,6 +179,7 @@ fn the_bench_with_a_postgres_url_reports_both_databases_from_one_run() {
         scale_to: None,
         postgres: Some(db.url.clone()),
         effectum: None,
+        rounds: 1,
     };
     let report = leaselab::bench::run(&opts, |_| {}).expect("bench on both");
     assert!(report.passed());

@@ -94,6 +94,7 @@ pub fn measure(
     let once = line.all_succeeded && line.per_worker.iter().sum::<u64>() == messages;
     Ok(BenchRun {
         mode: Mode::Effectum,
+        round: 1,
         workers,
         batch: 1,
         msgs_per_s: line.jobs_per_s,

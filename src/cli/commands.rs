@@ -261,6 +261,10 @@ pub struct BenchArgs {
     /// from reference/effectum (see the README's Performance section).
     #[arg(long, value_name = "PROGRAM")]
     pub effectum: Option<PathBuf>,
+    /// Measure every leased, plain, batch and effectum run this many times (1-9), each
+    /// round's runs back to back; each target is the median of the rounds' figures.
+    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true, value_parser = numbers::whole::<1, 9>)]
+    pub rounds: i64,
 }
 
 /// `bench --sync`: SQLite's synchronous setting for the bench's connections.

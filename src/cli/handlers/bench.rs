@@ -29,6 +29,7 @@ pub(crate) fn bench(a: &BenchArgs) -> ExitCode {
         scale_to: a.scale.map(|n| n as u64),
         postgres,
         effectum: a.effectum.clone(),
+        rounds: a.rounds as usize,
     };
     let steps = leaselab::progress::Steps::new();
     let report = bench::run(&opts, |step| steps.step(step));
