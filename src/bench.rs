@@ -719,7 +719,7 @@ fn run_sqlite(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<Ben
             } else {
                 String::new()
             };
-            let mut step = |what: String| progress(&format!("{what}, {w} workers{of}"));
+            let mut step = |what: String| progress(&format!("{what}, {}{of}", workers(w)));
             for mut run in one_round(&mut ceiling, dir.path(), opts, w, &mut step)? {
                 run.round = round;
                 runs.push(run);
@@ -727,7 +727,7 @@ fn run_sqlite(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<Ben
         }
     }
     for w in [1, 2] {
-        progress(&format!("naive, {w} workers"));
+        progress(&format!("naive, {}", workers(w)));
         runs.push(measured(
             &mut ceiling,
             dir.path(),
@@ -758,6 +758,11 @@ fn run_sqlite(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<Ben
     };
     report.targets = report.targets();
     Ok(report)
+}
+
+/// "1 worker", "4 workers".
+fn workers(n: usize) -> String {
+    format!("{n} worker{}", if n == 1 { "" } else { "s" })
 }
 
 /// One round for `workers`: the leased, plain, batch and (with `--effectum`) effectum runs,
