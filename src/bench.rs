@@ -405,6 +405,7 @@ impl Ceiling {
         let start = Instant::now();
         let mut n = 0u64;
         while start.elapsed() < CEILING_BURST {
+            go_on()?;
             self.store.touch(1).map_err(|e| e.to_string())?;
             n += 1;
         }
@@ -448,6 +449,7 @@ fn around(
 ) -> Result<BenchRun, String> {
     let before = ceiling.burst()?;
     let mut run = run(before)?;
+    go_on()?;
     let around = (before + ceiling.burst()?) / 2.0;
     run.ceiling_txn_per_s = around;
     run.ratio = run.msgs_per_s / (around / 2.0);
@@ -594,6 +596,9 @@ pub fn measure_plain(
                     .claim(&me, now, BENCH_LEASE_MS)
                     .map_err(|e| e.to_string())?
                 {
+                    if stop_asked() {
+                        break;
+                    }
                     provider.check_status(&key);
                     written += u64::from(s.finalize(id, &me).map_err(|e| e.to_string())?);
                 }
@@ -635,6 +640,9 @@ fn work(
                     spent.events = events_ns_on_this_thread();
                     return Ok((written, spent));
                 };
+                if stop_asked() {
+                    return Ok((written, spent));
+                }
                 let t = Instant::now();
                 let check = provider.check_status(&lease.key);
                 let t2 = Instant::now();
@@ -648,7 +656,7 @@ fn work(
         }
         Mode::Batch => loop {
             let (leases, _) = s.claim_batch(me, now, BENCH_LEASE_MS, batch)?;
-            if leases.is_empty() {
+            if leases.is_empty() || stop_asked() {
                 return Ok((written, spent));
             }
             let results: Vec<_> = leases
@@ -668,7 +676,7 @@ fn work(
         Mode::Plain | Mode::Effectum => Ok((written, spent)),
         Mode::Naive => loop {
             let pending = s.load_pending(now)?;
-            if pending.is_empty() {
+            if pending.is_empty() || stop_asked() {
                 return Ok((written, spent));
             }
             for msg in &pending {
@@ -691,10 +699,7 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchR
     }
     let mut report = run_sqlite(opts, &mut progress)?;
     if let Some(url) = &opts.postgres {
-        let dir = tempfile::Builder::new()
-            .prefix("leaselab-bench-")
-            .tempdir()
-            .map_err(|e| format!("cannot create a temporary folder: {e}"))?;
+        let dir = scratch_folder()?;
         let (workers, d) = (&opts.workers, opts.durability);
         let pg = pg::compare(url, workers, opts.messages, d, dir.path(), &mut progress)?;
         report.postgres = Some(pg);
@@ -705,10 +710,7 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchR
 /// Ceiling, leased and batch runs for each worker count, naive runs for one and two
 /// workers (more only multiplies the duplicates), and optionally the scaling.
 fn run_sqlite(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchReport, String> {
-    let dir = tempfile::Builder::new()
-        .prefix("leaselab-bench-")
-        .tempdir()
-        .map_err(|e| format!("cannot create a temporary folder: {e}"))?;
+    let dir = scratch_folder()?;
     let d = opts.durability;
     let mut ceiling = Ceiling::new(dir.path(), d)?;
     let mut runs = Vec::new();
@@ -727,6 +729,7 @@ fn run_sqlite(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<Ben
         }
     }
     for w in [1, 2] {
+        go_on()?;
         progress(&format!("naive, {}", workers(w)));
         runs.push(measured(
             &mut ceiling,
@@ -758,6 +761,36 @@ fn run_sqlite(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<Ben
     };
     report.targets = report.targets();
     Ok(report)
+}
+
+/// What a bench stopped by a signal answers: its runs end at their next message, and the
+/// bench with them (the command line reports the signal).
+pub const STOPPED: &str = "the bench was stopped";
+
+/// Whether a stopping signal arrived (see `signals::watch`): every loop of the bench asks
+/// before each message or transaction.
+fn stop_asked() -> bool {
+    crate::signals::received().is_some()
+}
+
+/// `Err(STOPPED)` once a stopping signal arrived, between two runs.
+fn go_on() -> Result<(), String> {
+    if stop_asked() {
+        Err(STOPPED.to_string())
+    } else {
+        Ok(())
+    }
+}
+
+/// A folder for the bench's databases in the temporary folder, named with this process's
+/// pid; the folders of benches killed before they could remove theirs go first.
+fn scratch_folder() -> Result<tempfile::TempDir, String> {
+    let tmp = std::env::temp_dir();
+    crate::leftovers::sweep(&tmp, "leaselab-bench-");
+    tempfile::Builder::new()
+        .prefix(&crate::leftovers::prefix("leaselab-bench-"))
+        .tempdir_in(&tmp)
+        .map_err(|e| format!("cannot create a temporary folder: {e}"))
 }
 
 /// "1 worker", "4 workers".
@@ -806,10 +839,12 @@ fn scaling(dir: &Path, large: u64, d: Durability) -> Result<Scaling, String> {
     for _ in 0..5 {
         clean(dir, "ceiling.db");
         let run = measure(dir, Mode::Leased, 1, 1, 1_000, d, 1.0)?;
+        go_on()?;
         smalls.push(1e6 / run.msgs_per_s);
     }
     let small = median(&smalls);
     let large_run = measure(dir, Mode::Leased, 1, 1, large, d, 1.0)?;
+    go_on()?;
     let big = 1e6 / large_run.msgs_per_s;
     Ok(Scaling {
         small_messages: 1_000,

@@ -1408,3 +1408,192 @@ fn the_manual_page_has_every_command_and_its_flags() {
     assert!(page.contains(r"\-\-lease\-ms"));
     assert!(page.contains(r"\-\-scale"), "the bench's own flag");
 }
+
+/// The bench's folder in `tmp` (named `leaselab-bench-PID-...`), once it exists.
+fn bench_folder(tmp: &Path) -> Option<std::path::PathBuf> {
+    std::fs::read_dir(tmp)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("leaselab-bench-"))
+        })
+}
+
+/// Start `leaselab bench` on a large outbox with its temporary folder in `tmp`, and wait
+/// until its first leased run has finished messages.
+fn bench_under_way(dir: &Path, tmp: &Path) -> std::process::Child {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["bench", "--messages", "100000", "--workers", "4"])
+        .current_dir(dir)
+        .env("TMPDIR", tmp)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start leaselab bench");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let done = bench_folder(tmp)
+            .map(|f| f.join("leased-4-1-100000.db"))
+            .filter(|db| db.exists())
+            .and_then(|db| {
+                let conn = rusqlite::Connection::open_with_flags(
+                    &db,
+                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+                )
+                .ok()?;
+                conn.query_row(
+                    "SELECT count(*) FROM OutboxMessages WHERE Status = 'Processed'",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+                .ok()
+            });
+        if done.is_some_and(|n| n > 0) {
+            return child;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the bench never started its leased run");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_signal_stops_the_bench_within_its_run_and_removes_its_databases() {
+    for (signo, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let child = bench_under_way(dir.path(), &tmp);
+        let pid = child.id() as libc::pid_t;
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(pid, signo) }, 0);
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        std::thread::spawn(move || tx.send(child.wait_with_output()));
+        // The run it was in has 100,000 messages to go: it ends at the next one instead.
+        let o = match rx.recv_timeout(std::time::Duration::from_secs(30)) {
+            Ok(o) => o.expect("leaselab bench ends"),
+            Err(_) => {
+                // SAFETY: as above; the bench ignored the signal, so end it for good.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                panic!("{name}: the bench did not stop");
+            }
+        };
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(128 + signo), "{name}: {err}");
+        // The steps it took, one line each, then one line for the signal.
+        let (last, steps) = err
+            .trim_end()
+            .lines()
+            .collect::<Vec<_>>()
+            .split_last()
+            .map(|(last, steps)| (last.to_string(), steps.to_vec()))
+            .unwrap();
+        assert!(last.contains(&format!("interrupted by {name}")), "{err}");
+        assert!(steps.iter().all(|l| l.starts_with("bench: ")), "{err:?}");
+        assert!(
+            stdout(&o).is_empty(),
+            "{name}: no figures for a stopped bench"
+        );
+        let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+        assert!(left.is_empty(), "{name}: left behind {left:?}");
+    }
+}
+
+#[test]
+fn the_folder_of_a_killed_bench_is_removed_by_the_next_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mut child = bench_under_way(dir.path(), &tmp);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = bench_folder(&tmp).expect("a killed bench leaves its folder");
+    // A folder of a bench still running is not touched: this test's own process stands in.
+    let alive = tmp.join(format!("leaselab-bench-{}-alive", std::process::id()));
+    std::fs::create_dir(&alive).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["bench", "--messages", "50", "--workers", "1"])
+        .current_dir(dir.path())
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!left.exists(), "{left:?} is still there");
+    assert!(alive.exists(), "the folder of a living process was removed");
+}
+
+#[test]
+fn a_signal_while_the_effectum_program_runs_stops_it_with_all_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let started = dir.path().join("started");
+    let silent = stand_in(
+        dir.path(),
+        "silent",
+        &format!(
+            "sleep 600 &\necho $! > {0}.tmp\nmv {0}.tmp {0}\nwait",
+            started.display()
+        ),
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["bench", "--messages", "50", "--workers", "1", "--effectum"])
+        .arg(&silent)
+        .current_dir(dir.path())
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start leaselab bench");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let sleeper: i32 = loop {
+        if let Ok(pid) = std::fs::read_to_string(&started) {
+            break pid.trim().parse().unwrap();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the bench never started the program"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    let o = match rx.recv_timeout(std::time::Duration::from_secs(30)) {
+        Ok(o) => o.expect("leaselab bench ends"),
+        Err(_) => {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("the bench did not stop");
+        }
+    };
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted by SIGINT"), "{err}");
+    // The program's own child went with it (gone, or a zombie a moment before it is).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).ok();
+        let gone = state.as_deref().is_none_or(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+        });
+        if gone {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sleep {sleeper} still runs"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert!(left.is_empty(), "left behind {left:?}");
+}

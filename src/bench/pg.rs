@@ -114,7 +114,9 @@ pub fn compare(
             // Each round seeds a fresh file of the same name.
             super::clean(dir, "ceiling.db");
             sq.push(measure(dir, Mode::Leased, w, 1, messages, durability, 1.0)?);
+            super::go_on()?;
             pg.push(measure_pg(url, w, messages, durability)?);
+            super::go_on()?;
         }
         runs.push(versus(w, pg, sq));
     }
@@ -213,6 +215,9 @@ fn leased_loop(
         let ClaimOutcome::Claimed(lease) = s.claim_next(me, now, BENCH_LEASE_MS)?.0 else {
             return Ok(written);
         };
+        if super::stop_asked() {
+            return Ok(written);
+        }
         let check = provider.check_status(&lease.key);
         if s.finalize(&lease, &check, now)?.0 == FinalizeOutcome::Committed {
             written += 1;

@@ -1,6 +1,7 @@
 //! What killed leaselabs leave behind: a half-made database beside `--db`
-//! (`.leaselab-new-PID-XXXXXX`, with its `-wal` and `-shm`) and a temporary database folder
-//! (`leaselab-PID-XXXXXX` in the temporary folder). Each name carries the pid of its maker;
+//! (`.leaselab-new-PID-XXXXXX`, with its `-wal` and `-shm`), a temporary database folder
+//! (`leaselab-PID-XXXXXX` in the temporary folder) and a bench's folder of databases
+//! (`leaselab-bench-PID-XXXXXX` there). Each name carries the pid of its maker;
 //! a new leaselab removes those whose maker is gone, and only those.
 
 use std::path::Path;

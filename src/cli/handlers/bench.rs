@@ -31,6 +31,11 @@ pub(crate) fn bench(a: &BenchArgs) -> ExitCode {
         effectum: a.effectum.clone(),
         rounds: a.rounds as usize,
     };
+    // From here on a signal stops the bench at its next message: workers joined, the
+    // reference program stopped, the temporary databases removed.
+    if let Err(e) = leaselab::signals::watch() {
+        return usage_error(e);
+    }
     let steps = leaselab::progress::Steps::new();
     let report = bench::run(&opts, |step| steps.step(step));
     let steps_lost = steps.write_failed();
@@ -41,6 +46,12 @@ pub(crate) fn bench(a: &BenchArgs) -> ExitCode {
     }
     let report = match report {
         Ok(r) => r,
+        // A signal ended the bench, or a wait for a lock it cut short: the signal is what
+        // happened.
+        Err(_) if leaselab::signals::received().is_some() => {
+            let signo = leaselab::signals::received().unwrap_or(2);
+            return super::interrupted(signo, "the bench stopped; no figures printed");
+        }
         Err(e) => return usage_error(e),
     };
     let mut out = Out::new();
