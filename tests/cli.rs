@@ -1422,7 +1422,8 @@ fn bench_folder(tmp: &Path) -> Option<std::path::PathBuf> {
 }
 
 /// Start `leaselab bench` on a large outbox with its temporary folder in `tmp`, and wait
-/// until its first leased run has finished messages.
+/// until its first leased run has finished messages. The caller waits for the child.
+#[allow(clippy::zombie_processes)]
 fn bench_under_way(dir: &Path, tmp: &Path) -> std::process::Child {
     let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
         .args(["bench", "--messages", "100000", "--workers", "4"])
@@ -1455,6 +1456,7 @@ fn bench_under_way(dir: &Path, tmp: &Path) -> std::process::Child {
         }
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
+            let _ = child.wait();
             panic!("the bench never started its leased run");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
