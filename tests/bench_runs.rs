@@ -2,6 +2,8 @@
 //! timings belong to `leaselab bench`, not to tests).
 
 use leaselab::bench::{measure, BenchOptions, BenchReport, BenchRun, Mode};
+
+mod support;
 use leaselab::engine::store::Durability;
 
 #[test]
@@ -171,25 +173,7 @@ fn an_effectum_program_that_never_answers_is_stopped_with_all_it_started() {
         .trim()
         .parse()
         .unwrap();
-    // SIGKILL is delivered at once but the kernel finishes the process a moment later:
-    // wait (bounded) until it is gone or a zombie.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
-        let gone = state.as_deref().is_none_or(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
-        });
-        if gone {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "sleep {pid} still runs"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    support::wait_until_gone(pid);
 }
 
 /// A run of `mode` with 4 workers in `round` at `ratio` (to half the ceiling).

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 mod support;
 
-use support::{leaselab, stderr, stdout};
+use support::{leaselab, signal_and_wait, stderr, stdout, wait_until_gone};
 
 /// A usage error: exit 2 and exactly one line on stderr.
 fn assert_usage_error(o: &Output, needle: &str) {
@@ -1082,19 +1082,7 @@ fn a_signal_stops_a_run_with_one_line_a_nonzero_exit_and_no_temporary_database()
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        let pid = child.id() as libc::pid_t;
-        // SAFETY: kill(2) on our own child's pid.
-        assert_eq!(unsafe { libc::kill(pid, signo) }, 0);
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        std::thread::spawn(move || tx.send(child.wait_with_output()));
-        let o = match rx.recv_timeout(std::time::Duration::from_secs(30)) {
-            Ok(o) => o.expect("leaselab run ends"),
-            Err(_) => {
-                // SAFETY: as above; the run ignored the signal, so end it for good.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-                panic!("{name}: the run did not stop");
-            }
-        };
+        let o = signal_and_wait(child, signo, &format!("{name}: the run"));
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(128 + signo), "{name}: {err}");
         assert_eq!(err.lines().count(), 1, "{name}: {err:?}");
@@ -1470,20 +1458,8 @@ fn a_signal_stops_the_bench_within_its_run_and_removes_its_databases() {
         let tmp = dir.path().join("tmp");
         std::fs::create_dir(&tmp).unwrap();
         let child = bench_under_way(dir.path(), &tmp);
-        let pid = child.id() as libc::pid_t;
-        // SAFETY: kill(2) on our own child's pid.
-        assert_eq!(unsafe { libc::kill(pid, signo) }, 0);
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        std::thread::spawn(move || tx.send(child.wait_with_output()));
-        // The run it was in has 100,000 messages to go: it ends at the next one instead.
-        let o = match rx.recv_timeout(std::time::Duration::from_secs(30)) {
-            Ok(o) => o.expect("leaselab bench ends"),
-            Err(_) => {
-                // SAFETY: as above; the bench ignored the signal, so end it for good.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-                panic!("{name}: the bench did not stop");
-            }
-        };
+        // The run it is in has thousands of messages to go: it ends at the next one instead.
+        let o = signal_and_wait(child, signo, &format!("{name}: the bench"));
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(128 + signo), "{name}: {err}");
         // The steps it took, one line each, then one line for the signal.
@@ -1562,40 +1538,12 @@ fn a_signal_while_the_effectum_program_runs_stops_it_with_all_it_started() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
-    let pid = child.id() as libc::pid_t;
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    std::thread::spawn(move || tx.send(child.wait_with_output()));
-    let o = match rx.recv_timeout(std::time::Duration::from_secs(30)) {
-        Ok(o) => o.expect("leaselab bench ends"),
-        Err(_) => {
-            // SAFETY: as above.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("the bench did not stop");
-        }
-    };
+    let o = signal_and_wait(child, libc::SIGINT, "the bench");
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(130), "{err}");
     assert!(err.contains("interrupted by SIGINT"), "{err}");
-    // The program's own child went with it (gone, or a zombie a moment before it is).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let state = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).ok();
-        let gone = state.as_deref().is_none_or(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
-        });
-        if gone {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "sleep {sleeper} still runs"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    // The program's own child went with it.
+    wait_until_gone(sleeper);
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
     assert!(left.is_empty(), "left behind {left:?}");
 }

@@ -76,6 +76,43 @@ pub fn leaselab_bounded(args: &[&str], cwd: &Path) -> Output {
     }
 }
 
+/// Send `signo` to `child`, then wait for it to end (at most 30 s): its output. One that
+/// does not stop is killed, and the test fails naming `what`.
+pub fn signal_and_wait(child: std::process::Child, signo: i32, what: &str) -> Output {
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: kill(2) on the caller's own child's pid.
+    assert_eq!(unsafe { libc::kill(pid, signo) }, 0, "{what}: kill");
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(o) => o.expect("the child ends"),
+        Err(_) => {
+            // SAFETY: as above; it ignored the signal, so end it for good.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{what}: did not stop");
+        }
+    }
+}
+
+/// Wait (bounded, 30 s) until process `pid` is gone or a zombie: a SIGKILL is delivered at
+/// once, but the kernel finishes the process a moment later.
+pub fn wait_until_gone(pid: i32) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+        let gone = state.as_deref().is_none_or(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+        });
+        if gone {
+            return;
+        }
+        assert!(Instant::now() < deadline, "process {pid} still runs");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
