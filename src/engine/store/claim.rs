@@ -108,7 +108,7 @@ impl Store {
 /// in this transaction: the claimable condition is asked again in the `WHERE`, and the
 /// claim holds only if exactly one row changed (the lease then carries the next token).
 pub(super) fn take_lease(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &rusqlite::Connection,
     broken: bool,
     worker: &str,
     (now, until): (i64, i64),
@@ -131,7 +131,7 @@ pub(super) fn take_lease(
 }
 
 /// The `LeaseEvents` row of a successful claim, in the claim's transaction.
-pub(super) fn record_claim(tx: &rusqlite::Transaction<'_>, lease: &Lease, now: i64) -> Result<()> {
+pub(super) fn record_claim(tx: &rusqlite::Connection, lease: &Lease, now: i64) -> Result<()> {
     record(
         tx,
         &NewEvent {

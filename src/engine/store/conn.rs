@@ -7,9 +7,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags};
 
 use super::{OutboxError, Result, Store, StoreShared};
+
+/// A transaction [`Store::write`] began and has not ended: rolled back if its body fails
+/// or panics.
+struct Open<'c>(&'c Connection);
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        if !self.0.is_autocommit() {
+            let _ = self.0.execute_batch("ROLLBACK");
+        }
+    }
+}
 
 /// How a write transaction ends.
 pub(super) enum End {
@@ -164,19 +176,32 @@ impl Store {
     }
 
     /// Run `body` in one IMMEDIATE transaction, then commit it (or roll it back when `body`
-    /// says so) and count the busy waits it met. A write that needs a commit stamp takes it
-    /// in `body` from `StoreShared::next_seq`, while it still holds the write lock.
+    /// says so, fails or panics) and count the busy waits it met. A write that needs a
+    /// commit stamp takes it in `body` from `StoreShared::next_seq`, while it still holds
+    /// the write lock. `BEGIN IMMEDIATE` and `COMMIT` are prepared once per connection, not
+    /// parsed again for every transaction.
     pub(super) fn write<T>(
         &mut self,
-        body: impl FnOnce(&Transaction<'_>, &StoreShared) -> Result<(T, End)>,
+        body: impl FnOnce(&Connection, &StoreShared) -> Result<(T, End)>,
     ) -> Result<T> {
-        let tx = self
+        self.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        let open = Open(&self.conn);
+        let (value, end) = body(open.0, &self.shared)?;
+        std::mem::forget(open);
+        let finish = match end {
+            End::Commit => "COMMIT",
+            End::RollBack => "ROLLBACK",
+        };
+        if let Err(e) = self
             .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let (value, end) = body(&tx, &self.shared)?;
-        match end {
-            End::Commit => tx.commit()?,
-            End::RollBack => tx.rollback()?,
+            .prepare_cached(finish)
+            .and_then(|mut s| s.execute([]))
+        {
+            // A commit that failed leaves the transaction open: end it, as a drop would.
+            if !self.conn.is_autocommit() {
+                let _ = self.conn.execute_batch("ROLLBACK");
+            }
+            return Err(e.into());
         }
         self.absorb_busy();
         Ok(value)

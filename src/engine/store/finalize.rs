@@ -25,7 +25,7 @@ const OWNER_ONLY_FINALIZE_SQL: &str = "UPDATE OutboxMessages
 
 /// Write the provider's answer onto the payment of `key`.
 pub(super) fn write_answer(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &rusqlite::Connection,
     key: &str,
     check: &StatusCheck,
 ) -> Result<()> {

@@ -4,7 +4,7 @@
 use std::cell::Cell;
 use std::time::Instant;
 
-use rusqlite::Transaction;
+use rusqlite::Connection;
 
 use super::{Result, Store};
 
@@ -127,7 +127,7 @@ const EVENTS_AFTER_SQL: &str =
        FROM LeaseEvents WHERE Seq > ?1 ORDER BY Seq LIMIT ?2";
 
 /// Append one row inside the caller's write transaction.
-pub(super) fn record(tx: &Transaction<'_>, e: &NewEvent<'_>) -> Result<()> {
+pub(super) fn record(tx: &Connection, e: &NewEvent<'_>) -> Result<()> {
     let started = EVENTS_TIMED.with(Cell::get).then(Instant::now);
     tx.prepare_cached(INSERT_EVENT_SQL)?
         .execute(rusqlite::params![
