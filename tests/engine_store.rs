@@ -223,6 +223,23 @@ fn seeding_is_atomic_a_failure_between_the_inserts_leaves_neither_row() {
 }
 
 #[test]
+fn a_panic_inside_a_write_rolls_it_back_and_the_connection_writes_on() {
+    let (_d, mut s, p) = fresh(0);
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = s.add_payment_with(&p, "PAY-778", 1_000, T0, || {
+            panic!("a bug between the two inserts")
+        });
+    }));
+    assert!(panicked.is_err());
+    // Nothing of it stays, and the connection is not left inside it: the next write
+    // begins, commits and is seen.
+    assert!(s.payments().unwrap().is_empty());
+    s.add_payment(&p, "PAY-778", 1_000, T0).unwrap();
+    assert_eq!(s.payments().unwrap().len(), 1);
+    assert_eq!(s.message_count().unwrap(), 1);
+}
+
+#[test]
 fn seeding_creates_each_payment_once_at_the_gateway() {
     let (_d, s, p) = fresh(6);
     assert_eq!(p.creations_total(), 6);
