@@ -278,6 +278,11 @@ impl BenchReport {
             && self.postgres.as_ref().is_none_or(PgComparison::passed)
     }
 
+    /// Whether the runs were measured in more than one round (`--rounds`).
+    fn in_rounds(&self) -> bool {
+        self.runs.iter().any(|r| r.round > 1)
+    }
+
     /// Where a leased message's time went, a line per leased run.
     fn cost_text(&self) -> String {
         let mut t = String::new();
@@ -286,7 +291,7 @@ impl BenchReport {
             if t.is_empty() {
                 t += "\nper leased message, summed over the workers (a transaction's time includes its wait for the lock):\n";
             }
-            let round = if self.runs.iter().any(|r| r.round > 1) {
+            let round = if self.in_rounds() {
                 format!(", round {}", r.round)
             } else {
                 String::new()
@@ -312,7 +317,7 @@ impl BenchReport {
             self.ceiling_txn_per_s,
             self.ceiling_txn_per_s / 2.0
         );
-        let rounds = self.runs.iter().any(|r| r.round > 1);
+        let rounds = self.in_rounds();
         t += if rounds {
             "mode     workers batch round     msgs/s  ceiling  ratio  once  per-worker share\n"
         } else {

@@ -145,19 +145,16 @@ fn a_target_bound_is_a_floor_for_ratios_and_a_ceiling_for_the_scaling_cost() {
 /// started (here a `sleep` it left running), and the bench says so in one line.
 #[test]
 fn an_effectum_program_that_never_answers_is_stopped_with_all_it_started() {
-    use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let started = dir.path().join("started");
-    let program = dir.path().join("silent");
-    std::fs::write(
-        &program,
-        format!(
-            "#!/bin/sh\nsleep 600 &\necho $! > {}.tmp\nmv {0}.tmp {0}\nwait\n",
+    let program = support::stand_in(
+        dir.path(),
+        "silent",
+        &format!(
+            "sleep 600 &\necho $! > {0}.tmp\nmv {0}.tmp {0}\nwait",
             started.display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let limit = std::time::Duration::from_secs(5);
     let err = leaselab::bench::measure_effectum(&program, dir.path(), (4, 100), limit)
         .expect_err("no answer");

@@ -7,7 +7,9 @@ use serde_json::Value;
 
 mod support;
 
-use support::{leaselab, signal_and_wait, stderr, stdout, wait_until_gone};
+use support::{
+    leaselab, signal_and_wait, stand_in, stderr, stdout, wait_until_gone, EFFECTUM_ANSWER,
+};
 
 /// A usage error: exit 2 and exactly one line on stderr.
 fn assert_usage_error(o: &Output, needle: &str) {
@@ -346,27 +348,10 @@ fn bench_rounds_measure_every_run_again_and_take_the_medians() {
     }
 }
 
-/// A stand-in for the effectum reference program: a script printing `line` (the real
-/// program is measured by `leaselab bench`; here only what the bench does with its answer).
-fn stand_in(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
-
 #[test]
 fn bench_runs_the_effectum_program_beside_the_leased_loop() {
     let dir = tempfile::tempdir().unwrap();
-    // Called as `--db FILE --messages N --workers W`: W workers of N/W jobs each.
-    let good = stand_in(
-        dir.path(),
-        "good",
-        r#"share=$(($4 / $6)); list=$share; i=1
-while [ $i -lt $6 ]; do list="$list,$share"; i=$((i + 1)); done
-echo "{\"jobs_per_s\":2000.0,\"per_worker\":[$list],\"all_succeeded\":true}""#,
-    );
+    let good = stand_in(dir.path(), "good", EFFECTUM_ANSWER);
     let args = |program: &Path| {
         let p = program.to_str().unwrap().to_string();
         vec![

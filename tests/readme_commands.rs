@@ -11,7 +11,7 @@ use std::path::Path;
 mod pg_support;
 mod support;
 
-use support::{leaselab, stderr, stdout};
+use support::{leaselab, stand_in, stderr, stdout, EFFECTUM_ANSWER};
 
 /// The most messages a README line is run with here: the figures are the README's, the
 /// size is cut so the test suite stays quick in a debug build.
@@ -132,27 +132,14 @@ fn runnable(words: &[String], pg: Option<&str>, effectum: &Path) -> Option<Vec<S
 }
 
 /// The effectum reference program the README builds, or where it is not built (its build
-/// fetches and compiles a crate of its own, minutes), a stand-in that answers as it does:
-/// `--db FILE --messages N --workers W`, W workers of N/W jobs each.
+/// fetches and compiles a crate of its own, minutes), a stand-in that answers as it does.
 fn effectum_program(dir: &Path) -> std::path::PathBuf {
     let built = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("reference/effectum/target/release/effectum-reference");
     if built.is_file() {
         return built;
     }
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join("effectum-stand-in");
-    std::fs::write(
-        &path,
-        r#"#!/bin/sh
-share=$(($4 / $6)); list=$share; i=1
-while [ $i -lt $6 ]; do list="$list,$share"; i=$((i + 1)); done
-echo "{\"jobs_per_s\":2000.0,\"per_worker\":[$list],\"all_succeeded\":true}"
-"#,
-    )
-    .unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
+    stand_in(dir, "effectum-stand-in", EFFECTUM_ANSWER)
 }
 
 /// Run the README's command lines that `pick` chooses, each as the README says it exits;

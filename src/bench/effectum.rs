@@ -110,7 +110,8 @@ pub fn measure(
 }
 
 /// Wait for `child` at most `limit`, reading at most [`MOST_OUTPUT`] of each of its pipes;
-/// past the limit, or when a stopping signal arrives, it is killed with its group. Returns its status, its output and its error output.
+/// past the limit, or when a stopping signal arrives, it is killed with its group. Returns
+/// its status, its output and its error output.
 fn wait_bounded(
     mut child: std::process::Child,
     limit: Duration,
@@ -134,19 +135,18 @@ fn wait_bounded(
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
             break status;
         }
-        if super::stop_asked() {
-            // SAFETY: as below.
-            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(super::STOPPED.to_string());
-        }
-        if Instant::now() > deadline {
+        let stop = if super::stop_asked() {
+            Some(super::STOPPED.to_string())
+        } else {
+            (Instant::now() > deadline)
+                .then(|| format!("no result after {} s; stopped it", limit.as_secs()))
+        };
+        if let Some(why) = stop {
             // SAFETY: a plain kill(2) of the group this child leads; no memory is shared.
             unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("no result after {} s; stopped it", limit.as_secs()));
+            return Err(why);
         }
         std::thread::sleep(Duration::from_millis(20));
     };

@@ -107,10 +107,8 @@ pub fn compare(
         let mut pg = Vec::new();
         let mut sq = Vec::new();
         for round in 1..=REPEATS {
-            let workers = if w == 1 { "worker" } else { "workers" };
-            progress(&format!(
-                "PostgreSQL vs SQLite, {w} {workers}, round {round}"
-            ));
+            let workers = super::workers(w);
+            progress(&format!("PostgreSQL vs SQLite, {workers}, round {round}"));
             // Each round seeds a fresh file of the same name.
             super::clean(dir, "ceiling.db");
             sq.push(measure(dir, Mode::Leased, w, 1, messages, durability, 1.0)?);

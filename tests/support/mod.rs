@@ -113,6 +113,23 @@ pub fn wait_until_gone(pid: i32) {
     }
 }
 
+/// A stand-in for the effectum reference program: a shell script running `body` (the real
+/// program is measured by `leaselab bench`; the tests check what the bench does with its
+/// answer).
+pub fn stand_in(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A stand-in's body answering as the reference program does when called as
+/// `--db FILE --messages N --workers W`: W workers of N/W jobs each, all succeeded.
+pub const EFFECTUM_ANSWER: &str = r#"share=$(($4 / $6)); list=$share; i=1
+while [ $i -lt $6 ]; do list="$list,$share"; i=$((i + 1)); done
+echo "{\"jobs_per_s\":2000.0,\"per_worker\":[$list],\"all_succeeded\":true}""#;
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }

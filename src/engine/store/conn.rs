@@ -11,8 +11,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::{OutboxError, Result, Store, StoreShared};
 
-/// A transaction [`Store::write`] began and has not ended: rolled back if its body fails
-/// or panics.
+/// A transaction [`Store::write`] began: rolled back when this goes while it is still open.
 struct Open<'c>(&'c Connection);
 
 impl Drop for Open<'_> {
@@ -185,24 +184,16 @@ impl Store {
         body: impl FnOnce(&Connection, &StoreShared) -> Result<(T, End)>,
     ) -> Result<T> {
         self.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        // Every way out that leaves the transaction open (the body's error, a panic, a
+        // COMMIT that failed) rolls it back when `open` goes.
         let open = Open(&self.conn);
         let (value, end) = body(open.0, &self.shared)?;
-        std::mem::forget(open);
         let finish = match end {
             End::Commit => "COMMIT",
             End::RollBack => "ROLLBACK",
         };
-        if let Err(e) = self
-            .conn
-            .prepare_cached(finish)
-            .and_then(|mut s| s.execute([]))
-        {
-            // A commit that failed leaves the transaction open: end it, as a drop would.
-            if !self.conn.is_autocommit() {
-                let _ = self.conn.execute_batch("ROLLBACK");
-            }
-            return Err(e.into());
-        }
+        open.0.prepare_cached(finish)?.execute([])?;
+        drop(open);
         self.absorb_busy();
         Ok(value)
     }
