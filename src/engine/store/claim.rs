@@ -5,6 +5,7 @@ use rusqlite::{named_params, OptionalExtension};
 
 use super::conn::End;
 use super::lease_events::{record, LeaseEventKind, NewEvent};
+use super::prepared::{Hot, Tx};
 use super::{ClaimOutcome, Lease, Result, Store};
 use crate::engine::lease;
 
@@ -108,30 +109,31 @@ impl Store {
 /// in this transaction: the claimable condition is asked again in the `WHERE`, and the
 /// claim holds only if exactly one row changed (the lease then carries the next token).
 pub(super) fn take_lease(
-    tx: &rusqlite::Connection,
+    tx: &Tx<'_, '_>,
     broken: bool,
     worker: &str,
     (now, until): (i64, i64),
     (id, key): (i64, String),
     (version, seeding): (i64, i64),
 ) -> Result<Option<Lease>> {
-    let sql = if broken {
-        BROKEN_TAKE_LEASE_SQL
+    let (hot, sql) = if broken {
+        (Hot::BrokenTakeLease, BROKEN_TAKE_LEASE_SQL)
     } else {
-        TAKE_LEASE_SQL
+        (Hot::TakeLease, TAKE_LEASE_SQL)
     };
-    let mut take = tx.prepare_cached(sql)?;
-    // Bound by position (a claim's hottest statement): its names in order of appearance.
-    debug_assert_eq!(
-        [":worker", ":until", ":id", ":now"].map(|n| take.parameter_index(n).ok().flatten()),
-        [Some(1), Some(2), Some(3), Some(4)]
-    );
-    let changed = take.execute(rusqlite::params![worker, until, id, now])?;
+    let changed = tx.run(hot, sql, |take| {
+        // Bound by position: its names in order of appearance.
+        debug_assert_eq!(
+            [":worker", ":until", ":id", ":now"].map(|n| take.parameter_index(n).ok().flatten()),
+            [Some(1), Some(2), Some(3), Some(4)]
+        );
+        take.execute(rusqlite::params![worker, until, id, now])
+    })?;
     Ok((changed == 1).then(|| Lease::taken(worker, until, (id, key), (version + 1, seeding))))
 }
 
 /// The `LeaseEvents` row of a successful claim, in the claim's transaction.
-pub(super) fn record_claim(tx: &rusqlite::Connection, lease: &Lease, now: i64) -> Result<()> {
+pub(super) fn record_claim(tx: &Tx<'_, '_>, lease: &Lease, now: i64) -> Result<()> {
     record(
         tx,
         &NewEvent {
@@ -154,18 +156,19 @@ impl Claiming for Store {
     fn claim_next(&mut self, worker: &str, now: i64, lease_ms: i64) -> Result<(ClaimOutcome, u64)> {
         let until = now + lease_ms;
         let broken = self.rules.broken_claim;
-        let candidate_sql = if broken {
-            BROKEN_CANDIDATE_SQL
+        let (candidate, candidate_sql) = if broken {
+            (Hot::BrokenCandidate, BROKEN_CANDIDATE_SQL)
         } else {
-            CANDIDATE_SQL
+            (Hot::Candidate, CANDIDATE_SQL)
         };
         self.write(|tx, shared| {
-            let candidate: Option<((i64, String), (i64, i64))> = tx
-                .prepare_cached(candidate_sql)?
-                .query_row([now], |r| {
-                    Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?)))
-                })
-                .optional()?;
+            let candidate: Option<((i64, String), (i64, i64))> =
+                tx.run(candidate, candidate_sql, |s| {
+                    s.query_row([now], |r| {
+                        Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?)))
+                    })
+                    .optional()
+                })?;
             let lease = match candidate {
                 Some((message, token)) => {
                     take_lease(tx, broken, worker, (now, until), message, token)?

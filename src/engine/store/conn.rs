@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::prepared::{Conn, Hot, Tx};
 use super::{OutboxError, Result, Store, StoreShared};
 
 /// A transaction [`Store::write`] began: rolled back when this goes while it is still open.
@@ -27,6 +28,15 @@ pub(super) enum End {
     Commit,
     /// Nothing it did stays (a finalize whose guard matched no row).
     RollBack,
+}
+
+impl End {
+    fn statement(&self) -> (Hot, &'static str) {
+        match self {
+            End::Commit => (Hot::Commit, "COMMIT"),
+            End::RollBack => (Hot::Rollback, "ROLLBACK"),
+        }
+    }
 }
 
 /// How long a connection keeps retrying a locked database before giving up.
@@ -135,7 +145,7 @@ impl Store {
         )?;
         conn.busy_handler(Some(busy_handler))?;
         Ok(Store {
-            conn,
+            conn: Conn::new(conn),
             path: path.to_path_buf(),
             shared: Arc::new(StoreShared::default()),
             rules: Default::default(),
@@ -163,7 +173,7 @@ impl Store {
             shared.durability.pragma()
         ))?;
         Ok(Store {
-            conn,
+            conn: Conn::new(conn),
             path: path.to_path_buf(),
             shared,
             rules: Default::default(),
@@ -181,19 +191,20 @@ impl Store {
     /// parsed again for every transaction.
     pub(super) fn write<T>(
         &mut self,
-        body: impl FnOnce(&Connection, &StoreShared) -> Result<(T, End)>,
+        body: impl FnOnce(&Tx<'_, '_>, &StoreShared) -> Result<(T, End)>,
     ) -> Result<T> {
-        self.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
-        // Every way out that leaves the transaction open (the body's error, a panic, a
-        // COMMIT that failed) rolls it back when `open` goes.
-        let open = Open(&self.conn);
-        let (value, end) = body(open.0, &self.shared)?;
-        let finish = match end {
-            End::Commit => "COMMIT",
-            End::RollBack => "ROLLBACK",
-        };
-        open.0.prepare_cached(finish)?.execute([])?;
-        drop(open);
+        let shared = &self.shared;
+        let value = self.conn.with(|tx| {
+            tx.run(Hot::Begin, "BEGIN IMMEDIATE", |s| s.execute([]))?;
+            // Every way out that leaves the transaction open (the body's error, a panic, a
+            // COMMIT that failed) rolls it back when `open` goes.
+            let open = Open(tx);
+            let (value, end) = body(tx, shared)?;
+            let (finish, sql) = end.statement();
+            tx.run(finish, sql, |s| s.execute([]))?;
+            drop(open);
+            Ok::<T, OutboxError>(value)
+        })?;
         self.absorb_busy();
         Ok(value)
     }

@@ -5,6 +5,7 @@ use rusqlite::params;
 
 use super::conn::End;
 use super::lease_events::{record, LeaseEventKind, NewEvent};
+use super::prepared::{Hot, Tx};
 use super::{FinalizeOutcome, Lease, Result, Store};
 use crate::engine::provider::StatusCheck;
 
@@ -24,16 +25,10 @@ const OWNER_ONLY_FINALIZE_SQL: &str = "UPDATE OutboxMessages
   WHERE Id = ?2 AND Status = 'Processing' AND LockedBy = ?3 AND ?4 = ?4 AND Seeding = ?5";
 
 /// Write the provider's answer onto the payment of `key`.
-pub(super) fn write_answer(
-    tx: &rusqlite::Connection,
-    key: &str,
-    check: &StatusCheck,
-) -> Result<()> {
-    tx.prepare_cached(WRITE_ANSWER_SQL)?.execute(params![
-        check.status.as_str(),
-        check.transaction_id,
-        key
-    ])?;
+pub(super) fn write_answer(tx: &Tx<'_, '_>, key: &str, check: &StatusCheck) -> Result<()> {
+    tx.run(Hot::WriteAnswer, WRITE_ANSWER_SQL, |s| {
+        s.execute(params![check.status.as_str(), check.transaction_id, key])
+    })?;
     Ok(())
 }
 
@@ -48,20 +43,22 @@ impl Finalizing for Store {
         now: i64,
     ) -> Result<(FinalizeOutcome, u64)> {
         let forget_answer = self.rules.forget_answer;
-        let guard = if self.rules.owner_only_finalize {
-            OWNER_ONLY_FINALIZE_SQL
+        let (guard, guard_sql) = if self.rules.owner_only_finalize {
+            (Hot::OwnerOnlyFinalize, OWNER_ONLY_FINALIZE_SQL)
         } else {
-            GUARDED_FINALIZE_SQL
+            (Hot::GuardedFinalize, GUARDED_FINALIZE_SQL)
         };
         self.write(|tx, shared| {
             // The guard first: a rejected finalize then writes nothing but its event row.
-            let changed = tx.prepare_cached(guard)?.execute(params![
-                now,
-                lease.id,
-                lease.owner,
-                lease.version,
-                lease.seeding
-            ])?;
+            let changed = tx.run(guard, guard_sql, |s| {
+                s.execute(params![
+                    now,
+                    lease.id,
+                    lease.owner,
+                    lease.version,
+                    lease.seeding
+                ])
+            })?;
             let about = |kind| NewEvent {
                 version: Some(lease.version),
                 ..NewEvent::about(kind, now, &lease.owner, lease.id, &lease.key)

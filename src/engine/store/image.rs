@@ -28,7 +28,9 @@ impl Store {
     /// The database as it stands, as the bytes of its file (in rollback-journal format, so
     /// that it can live in memory: see [`Store::restore_image`]).
     pub fn image(&mut self) -> Result<Vec<u8>> {
-        let mut bytes = self.conn.serialize(MAIN_DB)?.to_vec();
+        let mut bytes = self
+            .conn
+            .with_mut(|c| c.serialize(MAIN_DB).map(|d| d.to_vec()))?;
         // Bytes 18 and 19 say WAL (2) or rollback journal (1); an in-memory database
         // cannot use WAL.
         if bytes.len() > 19 {
@@ -42,7 +44,7 @@ impl Store {
     /// on (the file it was opened on is left as it was).
     pub fn restore_image(&mut self, image: &[u8]) -> Result<()> {
         self.conn
-            .deserialize_read_exact(MAIN_DB, image, image.len(), false)?;
+            .with_mut(|c| c.deserialize_read_exact(MAIN_DB, image, image.len(), false))?;
         Ok(())
     }
 

@@ -4,8 +4,7 @@
 use std::cell::Cell;
 use std::time::Instant;
 
-use rusqlite::Connection;
-
+use super::prepared::{Hot, Tx};
 use super::{Result, Store};
 
 /// What a row says happened (the `Kind` column).
@@ -127,10 +126,10 @@ const EVENTS_AFTER_SQL: &str =
        FROM LeaseEvents WHERE Seq > ?1 ORDER BY Seq LIMIT ?2";
 
 /// Append one row inside the caller's write transaction.
-pub(super) fn record(tx: &Connection, e: &NewEvent<'_>) -> Result<()> {
+pub(super) fn record(tx: &Tx<'_, '_>, e: &NewEvent<'_>) -> Result<()> {
     let started = EVENTS_TIMED.with(Cell::get).then(Instant::now);
-    tx.prepare_cached(INSERT_EVENT_SQL)?
-        .execute(rusqlite::params![
+    tx.run(Hot::RecordEvent, INSERT_EVENT_SQL, |s| {
+        s.execute(rusqlite::params![
             e.at_ms,
             e.worker,
             e.kind.as_str(),
@@ -139,7 +138,8 @@ pub(super) fn record(tx: &Connection, e: &NewEvent<'_>) -> Result<()> {
             e.version,
             e.until_ms,
             e.detail,
-        ])?;
+        ])
+    })?;
     if let Some(t) = started {
         EVENTS_NS.with(|n| n.set(n.get() + t.elapsed().as_nanos() as u64));
     }

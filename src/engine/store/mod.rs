@@ -49,6 +49,7 @@ mod image;
 mod lease_events;
 mod naive;
 mod plain;
+mod prepared;
 mod retry;
 mod seed;
 mod snapshot;
@@ -57,8 +58,6 @@ mod status;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
-
-use rusqlite::Connection;
 
 use super::outbox::Failure;
 
@@ -122,7 +121,7 @@ impl From<rusqlite::Error> for OutboxError {
 
 /// One connection to the outbox database.
 pub struct Store {
-    conn: Connection,
+    conn: prepared::Conn,
     path: PathBuf,
     shared: Arc<StoreShared>,
     /// Weaker rules the explorer compares against leaselab's own (never set otherwise).

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::{payment_key, Result, Store, StoreShared};
 
@@ -43,9 +43,9 @@ pub struct PlainOutbox {
 impl PlainOutbox {
     /// A new file at `path` holding `messages` Pending rows (`PAY-000001`...).
     pub fn create(path: &Path, shared: Arc<StoreShared>, messages: u64) -> Result<PlainOutbox> {
-        let mut store = Store::open_new(path, shared)?;
+        let store = Store::open_new(path, shared)?;
         store.conn.execute_batch(PLAIN_SCHEMA)?;
-        let tx = store.conn.transaction()?;
+        let tx = store.conn.unchecked_transaction()?;
         {
             let mut insert = tx.prepare(
                 "INSERT INTO PlainOutbox (PaymentKey, Status, CreatedAtUtc)
@@ -73,10 +73,7 @@ impl PlainOutbox {
         now: i64,
         lease_ms: i64,
     ) -> Result<Option<(i64, String)>> {
-        let tx = self
-            .store
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = Transaction::new_unchecked(&self.store.conn, TransactionBehavior::Immediate)?;
         let got = tx
             .prepare_cached(PLAIN_CLAIM_SQL)?
             .query_row(params![worker, now, now + lease_ms], |r| {
@@ -90,10 +87,7 @@ impl PlainOutbox {
 
     /// Mark the message Processed if `worker` still holds it; true when it did.
     pub fn finalize(&mut self, id: i64, worker: &str) -> Result<bool> {
-        let tx = self
-            .store
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = Transaction::new_unchecked(&self.store.conn, TransactionBehavior::Immediate)?;
         let changed = tx
             .prepare_cached(PLAIN_FINALIZE_SQL)?
             .execute(params![id, worker])?;
