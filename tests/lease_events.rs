@@ -266,4 +266,13 @@ fn seq_is_never_reused_across_reseeds() {
         assert!(now > last + 1, "round {round}");
         last = now;
     }
+    // Events written one by one after an emptying, with no seeding between: each takes the
+    // next number above the floor, none is lost and none repeats.
+    s.empty().unwrap();
+    for n in 1..=3 {
+        s.add_payment(&Provider::new(), &format!("PAY-EXTRA-{n}"), 100, T0)
+            .unwrap();
+    }
+    let seqs: Vec<u64> = s.all_events().unwrap().iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, vec![last + 1, last + 2, last + 3]);
 }

@@ -115,11 +115,17 @@ impl<'a> NewEvent<'a> {
 }
 
 /// `Seq` is one more than the largest so far, or than the floor the last emptying left
-/// (`Seedings.LastSeq`): never reused, without a sequence table written every time.
+/// (`Seedings.LastSeq`): never reused, without a sequence table written every time. SQLite
+/// gives a row without a `Seq` one more than the largest (no second read of the table for
+/// it); only in a table that emptying left empty, where that is 1, is the row then moved
+/// above the floor by [`LIFT_FIRST_EVENT_SQL`], in the same transaction.
 const INSERT_EVENT_SQL: &str = "INSERT INTO LeaseEvents
-    (Seq, AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc, Detail)
-    VALUES (COALESCE((SELECT MAX(Seq) FROM LeaseEvents), (SELECT MAX(LastSeq) FROM Seedings), 0) + 1,
-            ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc, Detail)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+
+/// The first row after an emptying: moved from Seq 1 to one above the floor.
+const LIFT_FIRST_EVENT_SQL: &str = "UPDATE LeaseEvents
+    SET Seq = COALESCE((SELECT MAX(LastSeq) FROM Seedings), 0) + 1 WHERE Seq = 1";
 
 const EVENTS_AFTER_SQL: &str =
     "SELECT Seq, AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc, Detail
@@ -140,6 +146,9 @@ pub(super) fn record(tx: &Tx<'_, '_>, e: &NewEvent<'_>) -> Result<()> {
             e.detail,
         ])
     })?;
+    if tx.last_insert_rowid() == 1 {
+        tx.prepare_cached(LIFT_FIRST_EVENT_SQL)?.execute([])?;
+    }
     if let Some(t) = started {
         EVENTS_NS.with(|n| n.set(n.get() + t.elapsed().as_nanos() as u64));
     }
