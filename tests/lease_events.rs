@@ -266,13 +266,32 @@ fn seq_is_never_reused_across_reseeds() {
         assert!(now > last + 1, "round {round}");
         last = now;
     }
-    // Events written one by one after an emptying, with no seeding between: each takes the
-    // next number above the floor, none is lost and none repeats.
+    // After an emptying and before any seeding: a worker that claimed before it finalizes
+    // into the empty table (the first row), then payments are added one by one. Each row
+    // takes the next number above the floor; none is lost and none repeats.
+    let stale = claimed(s.claim_next("Worker-C", T0, LEASE).unwrap().0);
+    let floor = max(&s).unwrap();
     s.empty().unwrap();
-    for n in 1..=3 {
+    assert_eq!(
+        s.finalize(&stale, &PAID, T0 + 20).unwrap().0,
+        FinalizeOutcome::Rejected
+    );
+    for n in 1..=2 {
         s.add_payment(&Provider::new(), &format!("PAY-EXTRA-{n}"), 100, T0)
             .unwrap();
     }
-    let seqs: Vec<u64> = s.all_events().unwrap().iter().map(|r| r.seq).collect();
-    assert_eq!(seqs, vec![last + 1, last + 2, last + 3]);
+    let rows: Vec<(u64, LeaseEventKind)> = s
+        .all_events()
+        .unwrap()
+        .iter()
+        .map(|r| (r.seq, r.kind))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (floor + 1, LeaseEventKind::FinalizeRejected),
+            (floor + 2, LeaseEventKind::Added),
+            (floor + 3, LeaseEventKind::Added),
+        ]
+    );
 }

@@ -45,9 +45,12 @@ self_cell::self_cell!(
 /// A connection and its [`Hot`] statements. Reads as the connection itself.
 pub(super) struct Conn(Option<Cell>);
 
-// SAFETY: the statements belong to the connection they were prepared on and move only
-// with it, as the statements of rusqlite's own cache do; rusqlite's `Connection` is
-// `Send` on the same grounds. Nothing here is `Sync`: one thread uses a `Conn` at a time.
+// SAFETY: a `Conn` is moved to another thread whole, the connection with every statement
+// prepared on it, and nothing outside it borrows either (the cell keeps the borrows
+// inside). SQLite's multi-thread mode, which these connections use, asks only that a
+// connection and its statements are not used by two threads at once; `Conn` is not `Sync`,
+// so they never are. rusqlite's `Connection`, which keeps its cached statements inside
+// itself, is `Send` on the same grounds.
 unsafe impl Send for Conn {}
 
 fn cell(conn: Connection) -> Cell {
