@@ -131,3 +131,52 @@ impl Deref for Tx<'_, '_> {
         self.conn
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::StatementStatus;
+
+    /// The value `sql` reads, and how many times the slot's statement has run so far.
+    fn one(tx: &Tx<'_, '_>, sql: &'static str) -> Result<(i64, i32)> {
+        tx.run(Hot::Candidate, sql, |s| {
+            let value = s.query_row([], |r| r.get(0))?;
+            Ok((value, s.get_status(StatementStatus::Run)))
+        })
+    }
+
+    #[test]
+    fn a_slot_keeps_its_statement_until_the_database_is_replaced() {
+        let mut conn = Conn::new(Connection::open_in_memory().unwrap());
+        conn.execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (7);")
+            .unwrap();
+        let sql = "SELECT x FROM t";
+        conn.with(|tx| {
+            assert_eq!(one(tx, sql).unwrap(), (7, 1));
+            tx.execute("UPDATE t SET x = 8", []).unwrap();
+            assert_eq!(
+                one(tx, sql).unwrap(),
+                (8, 2),
+                "the same statement, run again"
+            );
+        });
+        conn.with(|tx| assert_eq!(one(tx, sql).unwrap(), (8, 3)));
+        // The statements go with the old database and are prepared again on the new one.
+        conn.with_mut(|c| {
+            c.execute_batch("DROP TABLE t; CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (9);")
+        })
+        .unwrap();
+        conn.with(|tx| assert_eq!(one(tx, sql).unwrap(), (9, 1)));
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "is one statement")]
+    fn a_slot_given_another_statement_is_a_defect() {
+        let conn = Conn::new(Connection::open_in_memory().unwrap());
+        conn.with(|tx| {
+            one(tx, "SELECT 1").unwrap();
+            let _ = one(tx, "SELECT 2");
+        });
+    }
+}
