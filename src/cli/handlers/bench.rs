@@ -48,11 +48,12 @@ pub(crate) fn bench(a: &BenchArgs) -> ExitCode {
         Ok(r) => r,
         // A signal ended the bench, or a wait for a lock it cut short: the signal is what
         // happened.
-        Err(_) if leaselab::signals::received().is_some() => {
-            let signo = leaselab::signals::received().unwrap_or(2);
-            return super::interrupted(signo, "the bench stopped; no figures printed");
+        Err(e) => {
+            return match leaselab::signals::received() {
+                Some(signo) => super::interrupted(signo, "the bench stopped; no figures printed"),
+                None => usage_error(e),
+            }
         }
-        Err(e) => return usage_error(e),
     };
     let mut out = Out::new();
     if a.json {
