@@ -263,3 +263,52 @@ fn the_replay_dashboard_moves_through_a_run_in_a_terminal() {
     assert!(status.success(), "exit status {status:?}");
     assert!(!parser.screen().alternate_screen());
 }
+
+/// Workers may still be writing a PostgreSQL database when it is replayed, and an event row
+/// that commits later can take a lower Seq than one already visible. A replay reads the
+/// history only once no transaction older than its read is open: while one is, it is refused
+/// in one line naming it, never shown with a hole that fills in later; once it ends, every
+/// row is there, in Seq order.
+#[test]
+fn a_postgres_replay_waits_for_a_lower_seq_still_in_flight_and_never_shows_a_hole() {
+    use leaselab::engine::outbox::Seeding;
+    use leaselab::engine::pg::PgStore;
+    use leaselab::engine::provider::Provider;
+    use leaselab::ui::app::Recording;
+
+    let Some(db) = pg_support::scratch("replay_in_flight") else {
+        return;
+    };
+    let (mut store, _) = PgStore::create(&db.config).expect("create");
+    store.seed(&Provider::new(), 2, 0).expect("seed");
+    let insert =
+        "INSERT INTO LeaseEvents (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion)
+                  SELECT 0, 'Worker-Z', 'LeaseLost', 2, 'PAY-002', 0
+                    FROM (SELECT pg_current_xact_id()) AS identified
+                  RETURNING Seq";
+    // A writer draws a Seq and has not committed; another row, drawn after it, commits.
+    let mut writer = db.client();
+    let mut open = writer.transaction().unwrap();
+    let low: i64 = open.query_one(insert, &[]).unwrap().get(0);
+    let high: i64 = db.client().query_one(insert, &[]).unwrap().get(0);
+    assert!(high > low);
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = leaselab(&["replay", &db.url], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("its events are held back by an open transaction (server pid"),
+        "{err}"
+    );
+
+    open.commit().unwrap();
+    let recording = Recording::load(&Db::Postgres(db.url.clone())).expect("replay");
+    let seqs: Vec<u64> = recording.rows.iter().map(|r| r.seq).collect();
+    assert_eq!(
+        seqs,
+        (1..=high as u64).collect::<Vec<u64>>(),
+        "every row once, in Seq order, the late one before the row drawn after it"
+    );
+}

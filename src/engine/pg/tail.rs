@@ -27,6 +27,9 @@ use crate::engine::store::LeaseEventRow as StoreEventRow;
 /// moved forward instead (which only delays, never skips).
 const MARKS: usize = 64;
 
+/// How often a one-time reader asks again whether older transactions have ended.
+const SETTLE_POLL: Duration = Duration::from_millis(2);
+
 /// Where a reader of `LeaseEvents` is, and the marks that will settle the Seqs above it.
 #[derive(Debug, Default, Clone)]
 pub struct PgTail {
@@ -115,6 +118,31 @@ impl PgStore {
 }
 
 impl PgStore {
+    /// Up to `limit` events from the first, in Seq order, once every row up to the sequence's
+    /// value when asked has settled: a one-time reader (a replay) sees the history with no
+    /// row missing that commits later. Waits at most `wait` for the transactions older than
+    /// the read to end; None if one is still open then.
+    pub fn settled_events(
+        &mut self,
+        limit: u64,
+        wait: Duration,
+    ) -> Result<Option<Vec<StoreEventRow>>> {
+        let deadline = Instant::now() + wait;
+        let mut tail = PgTail::new();
+        let mut rows = self.tail_events(&mut tail, limit)?;
+        // The sequence's value at the first read: everything up to it is the history asked for.
+        // Marks settle oldest first, so until this one has, nothing has.
+        let target = tail.marks.back().map_or(tail.settled, |m| m.1);
+        while tail.settled < target {
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            std::thread::sleep(SETTLE_POLL);
+            rows = self.tail_events(&mut tail, limit)?;
+        }
+        Ok(Some(rows))
+    }
+
     /// The oldest transaction still open on the server (another than this connection's):
     /// its process id, how long it has been open, and its application's name.
     pub fn oldest_open_transaction(&mut self) -> Result<Option<(i32, f64, String)>> {

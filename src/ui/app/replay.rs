@@ -61,13 +61,7 @@ impl Recording {
                     .events_after(0, MAX_REPLAY_EVENTS as u64 + 1)
                     .map_err(|e| e.to_string())?
             }
-            Db::Postgres(url) => {
-                let mut store =
-                    crate::engine::pg::PgStore::open_existing(url).map_err(|e| e.to_string())?;
-                store
-                    .all_events_after(0, MAX_REPLAY_EVENTS as u64 + 1)
-                    .map_err(|e| e.to_string())?
-            }
+            Db::Postgres(url) => settled_pg_events(db, url)?,
         };
         if rows.is_empty() {
             return Err(format!("{}: no events recorded", db.shown()));
@@ -81,6 +75,33 @@ impl Recording {
         let marks = marks(&rows);
         Ok(Recording { rows, marks })
     }
+}
+
+/// How long a replay waits for transactions still open on the server, whose event rows could
+/// commit below rows already visible.
+const PG_SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The events of a PostgreSQL database, once they have settled: workers may still be writing,
+/// and a row that commits later can take a lower Seq than one already visible, so the
+/// history is read only when no transaction older than the read is still open. Refused in
+/// one line when one stays open longer than `PG_SETTLE_WAIT`, naming it.
+fn settled_pg_events(db: &Db, url: &str) -> std::result::Result<Vec<LeaseEventRow>, String> {
+    let mut store = crate::engine::pg::PgStore::open_existing(url).map_err(|e| e.to_string())?;
+    let settled = store
+        .settled_events(MAX_REPLAY_EVENTS as u64 + 1, PG_SETTLE_WAIT)
+        .map_err(|e| e.to_string())?;
+    let Some(rows) = settled else {
+        let who = match store.oldest_open_transaction() {
+            Ok(Some((pid, secs, _))) => format!(" (server pid {pid}, open for {secs:.0} s)"),
+            _ => String::new(),
+        };
+        return Err(format!(
+            "{}: its events are held back by an open transaction{who}; replay it once that \
+             transaction ends",
+            db.shown()
+        ));
+    };
+    Ok(rows)
 }
 
 /// The marks of a recording: where a lease was taken over, a finalize rejected, a message
