@@ -312,3 +312,63 @@ fn a_postgres_replay_waits_for_a_lower_seq_still_in_flight_and_never_shows_a_hol
         "every row once, in Seq order, the late one before the row drawn after it"
     );
 }
+
+/// A run whose message fails every attempt until it is dead-lettered, and one whose message
+/// fails twice and is then processed: the replay's ledger and history verdict at the last
+/// event are the run's own. Failed attempts release their lease (no takeover is counted, no
+/// lease overlaps, no worker is seen holding a dead letter), as the live run saw them.
+#[test]
+fn failed_attempts_and_dead_letters_replay_with_the_runs_own_ledger_and_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, fault) in [
+        ("dead.db", ["--fail-always", "PAY-005"]),
+        ("retried.db", ["--fail-first", "PAY-002=2"]),
+    ] {
+        let path = dir.path().join(name);
+        let db = path.to_str().unwrap();
+        let args = [
+            "run",
+            "outbox-leasing",
+            "--db",
+            db,
+            "--json",
+            fault[0],
+            fault[1],
+        ];
+        let out = leaselab(&args, dir.path());
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let run: serde_json::Value = serde_json::from_str(&support::stdout(&out)).unwrap();
+        let mut app = App::replay(Db::Sqlite(path.clone()), Theme::plain()).expect("replay");
+        key(&mut app, KeyCode::End);
+        frame_lines(&mut app, 120, 40);
+        let l = &app.ledger;
+        let figures = [
+            ("processing_attempts", l.processing_attempts),
+            ("reclaims", l.reclaims),
+            ("retries", l.retries),
+            ("dead_letters", l.dead_letters),
+        ];
+        for (figure, replayed) in figures {
+            assert_eq!(Some(replayed), run[figure].as_u64(), "{name}: {figure}");
+        }
+        let verdict = leaselab::engine::checker::check(&app.ledger, &app.snapshot().db.rows);
+        assert!(verdict.passed(), "{name}: {verdict:?}");
+    }
+    // A retried attempt's row says when the message may be claimed again (after its backoff),
+    // which the log shows as "retry from".
+    let conn = rusqlite::Connection::open(dir.path().join("retried.db")).unwrap();
+    let retries: Vec<(i64, Option<i64>)> = conn
+        .prepare("SELECT AtUtc, LockedUntilUtc FROM LeaseEvents WHERE Kind = 'Retry'")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(retries.len(), 2);
+    assert!(
+        retries
+            .iter()
+            .all(|(at, until)| until.is_some_and(|u| u > *at)),
+        "{retries:?}"
+    );
+}

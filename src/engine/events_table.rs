@@ -28,6 +28,9 @@ pub const HELD_BACK_TELL: Duration = Duration::from_secs(2);
 pub struct Translator {
     slots: HashMap<String, usize>,
     names: Vec<String>,
+    /// Each message's claims since it was seeded or redriven: its `Attempts` column, which
+    /// a failed attempt's row does not carry.
+    attempts: HashMap<i64, i64>,
 }
 
 impl Translator {
@@ -82,12 +85,33 @@ impl Translator {
             actor: actor.clone(),
             kind,
         };
-        row_events(row, event)
+        let attempts = self.count_attempts(row);
+        row_events(row, attempts, event)
+    }
+
+    /// Follow the message's attempts as its row counts them: one more per claim, none after
+    /// a seeding or a redrive. Returns the count after `row`.
+    fn count_attempts(&mut self, row: &LeaseEventRow) -> i64 {
+        let id = row.id.unwrap_or(0);
+        match row.kind {
+            LeaseEventKind::Seeded => self.attempts.clear(),
+            LeaseEventKind::Claimed => *self.attempts.entry(id).or_default() += 1,
+            LeaseEventKind::Redriven => {
+                self.attempts.remove(&id);
+            }
+            _ => {}
+        }
+        self.attempts.get(&id).copied().unwrap_or(0)
     }
 }
 
-/// The events of one row, made by `event` (which adds the row's seq, time and actor).
-fn row_events(row: &LeaseEventRow, event: impl Fn(EventKind) -> Event) -> Vec<Event> {
+/// The events of one row, made by `event` (which adds the row's seq, time and actor);
+/// `attempts` is the message's attempt count after the row.
+fn row_events(
+    row: &LeaseEventRow,
+    attempts: i64,
+    event: impl Fn(EventKind) -> Event,
+) -> Vec<Event> {
     let id = row.id.unwrap_or(0);
     let key = row.key.clone().unwrap_or_default();
     let version = row.version.unwrap_or(0);
@@ -154,23 +178,31 @@ fn row_events(row: &LeaseEventRow, event: impl Fn(EventKind) -> Event) -> Vec<Ev
             key: Some(key),
             count: 1,
         })],
-        LeaseEventKind::Retry | LeaseEventKind::DeadLettered => vec![event(failed(row, &key))],
+        LeaseEventKind::Retry => vec![event(EventKind::AttemptFailed {
+            id,
+            key,
+            version,
+            attempt: attempts,
+            // When the message may be claimed again; a row written before it was recorded
+            // says only when the attempt failed.
+            available_at_ms: row.until_ms.unwrap_or(row.at_ms),
+            error: error_of(row),
+        })],
+        LeaseEventKind::DeadLettered => vec![event(EventKind::DeadLettered {
+            id,
+            key,
+            version,
+            attempts,
+            error: error_of(row),
+        })],
     }
 }
 
-/// A failed attempt's row as a line of the log: retried later, or dead-lettered.
-fn failed(row: &LeaseEventRow, key: &str) -> EventKind {
-    let what = if row.kind == LeaseEventKind::Retry {
-        "FAILED ATTEMPT, retried later"
-    } else {
-        "DEAD-LETTERED"
-    };
-    EventKind::Note {
-        text: format!(
-            "{what} {key}: {}",
-            row.detail.as_deref().unwrap_or("no error recorded")
-        ),
-    }
+/// A failed attempt's error, as its row recorded it.
+fn error_of(row: &LeaseEventRow) -> String {
+    row.detail
+        .clone()
+        .unwrap_or_else(|| "no error recorded".to_string())
 }
 
 /// Every event in the table of `path` since its last seeding, in commit order.

@@ -124,7 +124,9 @@ impl Upkeep for PgStore {
             OutboxStatus::DeadLettered => "DeadLettered",
             _ => "Retry",
         };
+        // A retried message's row also says when it may be claimed again.
         let event = NewEvent {
+            until: (kind == "Retry").then_some(available),
             detail: Some(error),
             ..NewEvent::of(lease, kind, now)
         };

@@ -103,10 +103,13 @@ impl Upkeep for Store {
                 FailOutcome::DeadLettered { .. } => LeaseEventKind::DeadLettered,
                 _ => LeaseEventKind::Retry,
             };
+            // A retried message's row also says when it may be claimed again.
+            let until_ms = (kind == LeaseEventKind::Retry).then_some(available);
             record(
                 tx,
                 &NewEvent {
                     version: Some(lease.version),
+                    until_ms,
                     detail: Some(error),
                     ..NewEvent::about(kind, now, &lease.owner, lease.id, &lease.key)
                 },
