@@ -178,31 +178,39 @@ fn row_events(
             key: Some(key),
             count: 1,
         })],
-        LeaseEventKind::Retry => vec![event(EventKind::AttemptFailed {
+        LeaseEventKind::Retry | LeaseEventKind::DeadLettered => {
+            vec![event(failure(row, key, attempts))]
+        }
+    }
+}
+
+/// A failed attempt's row: retried after its backoff, or dead-lettered.
+fn failure(row: &LeaseEventRow, key: String, attempts: i64) -> EventKind {
+    let (id, version) = (row.id.unwrap_or(0), row.version.unwrap_or(0));
+    let error = row
+        .detail
+        .clone()
+        .unwrap_or_else(|| "no error recorded".to_string());
+    if row.kind == LeaseEventKind::Retry {
+        EventKind::AttemptFailed {
             id,
             key,
             version,
             attempt: attempts,
-            // When the message may be claimed again; a row written before it was recorded
+            // When the message may be claimed again; a row written before that was recorded
             // says only when the attempt failed.
             available_at_ms: row.until_ms.unwrap_or(row.at_ms),
-            error: error_of(row),
-        })],
-        LeaseEventKind::DeadLettered => vec![event(EventKind::DeadLettered {
+            error,
+        }
+    } else {
+        EventKind::DeadLettered {
             id,
             key,
             version,
             attempts,
-            error: error_of(row),
-        })],
+            error,
+        }
     }
-}
-
-/// A failed attempt's error, as its row recorded it.
-fn error_of(row: &LeaseEventRow) -> String {
-    row.detail
-        .clone()
-        .unwrap_or_else(|| "no error recorded".to_string())
 }
 
 /// Every event in the table of `path` since its last seeding, in commit order.
