@@ -1,6 +1,8 @@
 //! `--db`: a leaselab database is recognised by its exact schema and its marker before a
 //! single byte is written; anything else is refused and left exactly as it was.
 
+mod support;
+
 use leaselab::engine::outbox::prelude::*;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -326,4 +328,46 @@ fn a_read_only_database_file_is_named_refused_with_exit_2_and_left_alone() {
         .filter(|n| n.starts_with("r.db") && n != "r.db")
         .collect();
     assert!(left.is_empty(), "left beside it: {left:?}");
+}
+
+/// A FIFO (or socket, or device) named by `--db`, or sitting where the database's lock file
+/// goes, is refused in one line before anything opens it: opening or reading a FIFO waits for
+/// a writer that never comes, and that wait once ignored Ctrl-C. Nothing is made beside it.
+#[test]
+fn a_fifo_as_the_database_or_its_lock_file_is_refused_in_one_line_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .args(["f.db", "g.db.lock"])
+        .current_dir(dir.path())
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let before = names(dir.path());
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["run", "outbox-leasing", "--db", "f.db"],
+            "f.db is not a regular file",
+        ),
+        (
+            &["worker", "--db", "f.db", "--name", "w1"],
+            "f.db is not a regular file",
+        ),
+        (&["replay", "f.db"], "f.db is not a regular file"),
+        (
+            &["run", "outbox-leasing", "--db", "g.db"],
+            "g.db.lock: not a regular file",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = support::leaselab_bounded(args, dir.path());
+        let err = support::stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+    // `run` makes its report folder before it starts, so that an unwritable one stops it
+    // early; nothing else appears.
+    let mut after = names(dir.path());
+    after.remove("reports");
+    assert_eq!(after, before);
 }

@@ -30,10 +30,22 @@ pub fn lock_path(db: &Path) -> PathBuf {
     PathBuf::from(p)
 }
 
+/// Whether `path` is a regular file or nothing: opening or reading a FIFO there would wait
+/// for a writer that never comes.
+fn regular_or_absent(path: &Path) -> bool {
+    std::fs::metadata(path).map_or(true, |m| m.is_file())
+}
+
 impl DbLock {
     /// Take the lock of `db`, or say who holds it.
     pub fn acquire(db: &Path) -> Result<DbLock, OutboxError> {
         let path = lock_path(db);
+        if !regular_or_absent(&path) {
+            return Err(OutboxError::Foreign(format!(
+                "{}: not a regular file (a FIFO, socket or device), not a lock file",
+                path.display()
+            )));
+        }
         for _ in 0..TAKE_ATTEMPTS {
             let mut file = OpenOptions::new()
                 .read(true)
@@ -79,7 +91,11 @@ impl DbLock {
 
     /// Who holds the lock of `db` right now, if anyone; creates nothing.
     pub fn holder(db: &Path) -> Option<String> {
-        let mut file = File::open(lock_path(db)).ok()?;
+        let path = lock_path(db);
+        if !regular_or_absent(&path) {
+            return None;
+        }
+        let mut file = File::open(path).ok()?;
         match file.try_lock_shared() {
             Err(TryLockError::WouldBlock) => Some(describe(&read_holder(&mut file))),
             _ => None,

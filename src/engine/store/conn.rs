@@ -118,6 +118,7 @@ fn busy_handler(attempt: i32) -> bool {
 impl Store {
     /// Open another connection to a database that [`Store::create`] prepared.
     pub fn open(path: &Path, shared: Arc<StoreShared>) -> Result<Store> {
+        super::identity::refuse_special_path(path)?;
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -128,6 +129,7 @@ impl Store {
     /// A new file at `path` with this module's connection settings (the bench's plain
     /// reference outbox; a leaselab database is made by [`Store::create`]).
     pub(super) fn open_new(path: &Path, shared: Arc<StoreShared>) -> Result<Store> {
+        super::identity::refuse_special_path(path)?;
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -139,6 +141,7 @@ impl Store {
 
     /// A connection that can only read (the dashboard's table).
     pub fn open_read_only(path: &Path) -> Result<Store> {
+        super::identity::refuse_special_path(path)?;
         let mut conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,

@@ -51,7 +51,7 @@ impl Recording {
     pub fn load(db: &Db) -> std::result::Result<Recording, String> {
         let rows = match db {
             Db::Sqlite(path) => {
-                if !path.is_file() {
+                if !path.exists() {
                     return Err(format!("{}: no such database file", path.display()));
                 }
                 crate::engine::store::inspect(path).map_err(|e| e.to_string())?;
