@@ -118,7 +118,7 @@ fn busy_handler(attempt: i32) -> bool {
 impl Store {
     /// Open another connection to a database that [`Store::create`] prepared.
     pub fn open(path: &Path, shared: Arc<StoreShared>) -> Result<Store> {
-        super::identity::refuse_special_path(path)?;
+        refuse_special_path(path)?;
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -129,7 +129,7 @@ impl Store {
     /// A new file at `path` with this module's connection settings (the bench's plain
     /// reference outbox; a leaselab database is made by [`Store::create`]).
     pub(super) fn open_new(path: &Path, shared: Arc<StoreShared>) -> Result<Store> {
-        super::identity::refuse_special_path(path)?;
+        refuse_special_path(path)?;
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -141,7 +141,7 @@ impl Store {
 
     /// A connection that can only read (the dashboard's table).
     pub fn open_read_only(path: &Path) -> Result<Store> {
-        super::identity::refuse_special_path(path)?;
+        refuse_special_path(path)?;
         let mut conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -218,5 +218,31 @@ impl Store {
         if met > 0 {
             self.shared.busy_met.fetch_add(met, Ordering::Relaxed);
         }
+    }
+}
+
+/// A directory, a FIFO, a socket or a device is refused before anything opens it: opening or
+/// reading a FIFO would wait for a writer that never comes.
+pub(super) fn refuse_special(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
+    let shown = path.display();
+    if meta.is_dir() {
+        return Err(OutboxError::Foreign(format!(
+            "{shown} is a directory, not a database file"
+        )));
+    }
+    if !meta.is_file() {
+        return Err(OutboxError::Foreign(format!(
+            "{shown} is not a regular file (a FIFO, socket or device), not a database file"
+        )));
+    }
+    Ok(())
+}
+
+/// An existing `path` that is not a regular file is refused (see [`refuse_special`]); a
+/// missing one is left to the opener.
+pub(super) fn refuse_special_path(path: &Path) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(meta) => refuse_special(path, &meta),
+        Err(_) => Ok(()),
     }
 }

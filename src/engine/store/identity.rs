@@ -133,7 +133,7 @@ fn is_sqlite_file(path: &Path) -> Result<bool> {
             )))
         }
     };
-    refuse_special(path, &meta)?;
+    super::conn::refuse_special(path, &meta)?;
     let mut header = [0u8; 16];
     let read = std::fs::File::open(path)
         .and_then(|mut f| f.read(&mut header))
@@ -144,32 +144,6 @@ fn is_sqlite_file(path: &Path) -> Result<bool> {
         )));
     }
     Ok(true)
-}
-
-/// A directory, a FIFO, a socket or a device is refused before anything opens it: opening or
-/// reading a FIFO would wait for a writer that never comes.
-pub(super) fn refuse_special(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
-    let shown = path.display();
-    if meta.is_dir() {
-        return Err(OutboxError::Foreign(format!(
-            "{shown} is a directory, not a database file"
-        )));
-    }
-    if !meta.is_file() {
-        return Err(OutboxError::Foreign(format!(
-            "{shown} is not a regular file (a FIFO, socket or device), not a database file"
-        )));
-    }
-    Ok(())
-}
-
-/// An existing `path` that is not a regular file is refused (see [`refuse_special`]); a
-/// missing one is left to the opener.
-pub(super) fn refuse_special_path(path: &Path) -> Result<()> {
-    match std::fs::metadata(path) {
-        Ok(meta) => refuse_special(path, &meta),
-        Err(_) => Ok(()),
-    }
 }
 
 /// What the SQLite file's marker, version and schema say it is.
@@ -249,7 +223,7 @@ pub fn write_locked(path: &Path) -> bool {
 /// files beside it and fail at the first write.
 fn refuse_read_only(path: &Path) -> Result<()> {
     // Opening a FIFO for writing would wait for a reader.
-    refuse_special_path(path)?;
+    super::conn::refuse_special_path(path)?;
     match std::fs::OpenOptions::new().write(true).open(path) {
         Err(e) if path.exists() && e.kind() != std::io::ErrorKind::NotFound => {
             Err(OutboxError::BadPath(format!(
