@@ -18,6 +18,17 @@ fn on_a_terminal(args: &[&str], cwd: &Path, tmp: &Path) -> (Child, std::fs::File
 }
 
 fn on_a_terminal_as(args: &[&str], cwd: &Path, tmp: &Path, term: &str) -> (Child, std::fs::File) {
+    on_a_terminal_with(args, cwd, tmp, term, &[])
+}
+
+/// [`on_a_terminal_as`] with more variables in the child's environment.
+fn on_a_terminal_with(
+    args: &[&str],
+    cwd: &Path,
+    tmp: &Path,
+    term: &str,
+    env: &[(&str, &str)],
+) -> (Child, std::fs::File) {
     let (mut master, mut slave) = (0, 0);
     let size = libc::winsize {
         ws_row: 40,
@@ -44,6 +55,7 @@ fn on_a_terminal_as(args: &[&str], cwd: &Path, tmp: &Path, term: &str) -> (Child
         .env("TMPDIR", tmp)
         .env("NO_COLOR", "1")
         .env("TERM", term)
+        .envs(env.iter().copied())
         .stdin(Stdio::from(slave.try_clone().unwrap()))
         .stdout(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave));
@@ -154,4 +166,36 @@ fn a_dumb_terminal_is_refused_in_one_line_pointing_to_a_headless_run() {
     assert!(text.contains("leaselab run"), "{text:?}");
     // Nothing was drawn: no switch to the alternate screen.
     assert!(!text.contains("\u{1b}[?1049h"), "{text:?}");
+}
+
+/// The dashboard's wait for a database another program holds locked ends the same way when
+/// its terminal closes: at once, as SIGHUP ends it (it once spun on the closed terminal's
+/// input, deaf to every signal but SIGKILL, until the lock was gone).
+#[test]
+fn a_closed_terminal_ends_the_wait_for_a_locked_database() {
+    let cwd = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let db = cwd.path().join("held.db");
+    let made = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["run", "lease-expiry", "--db", "held.db"])
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert_eq!(made.status.code(), Some(0));
+    let holder = rusqlite::Connection::open(&db).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    // A busy limit of ten minutes: only the closed terminal can end the wait in time.
+    let (mut child, mut master) = on_a_terminal_with(
+        &["--scenario", "outbox-leasing", "--db", "held.db"],
+        cwd.path(),
+        tmp.path(),
+        "xterm-256color",
+        &[(leaselab::engine::store::BUSY_GIVE_UP_ENV, "600000")],
+    );
+    // The wait's screen (its words are drawn one by one, so one word is looked for).
+    read_until(&mut master, "Waiting");
+    drop(master);
+    let status = wait_for_exit(&mut child);
+    assert_eq!(status.code(), Some(129), "{status:?}");
+    holder.execute_batch("ROLLBACK").unwrap();
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
-use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::{Constraint, Layout};
 use ratatui::widgets::{Block, Paragraph, Wrap};
 
@@ -31,6 +31,11 @@ pub(super) fn wait_out(
     let mut terminal = super::open_terminal()?;
     let result = wait_on_screen(&mut terminal, path, interrupts);
     super::restore_terminal();
+    // A terminal that went away cannot show the cursor again: its Drop would then report
+    // that with eprintln!, which panics when stderr is that terminal too.
+    if terminal.show_cursor().is_err() {
+        std::mem::forget(terminal);
+    }
     result
 }
 
@@ -38,6 +43,20 @@ fn wait_on_screen(
     terminal: &mut ratatui::DefaultTerminal,
     path: &Path,
     interrupts: &Receiver<i32>,
+) -> Result<Option<Ended>, String> {
+    // Keys are read on a thread of their own, as the dashboard reads them: a terminal that
+    // went away can keep a read from returning, and the wait must still hear its signals.
+    let input = super::InputThread::spawn();
+    let result = wait_loop(terminal, path, interrupts, &input.keys);
+    input.stop();
+    result
+}
+
+fn wait_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    path: &Path,
+    interrupts: &Receiver<i32>,
+    keys: &Receiver<super::Input>,
 ) -> Result<Option<Ended>, String> {
     let start = Instant::now();
     while write_locked(path) {
@@ -49,41 +68,54 @@ fn wait_on_screen(
                 busy_give_up().as_secs()
             ))));
         }
-        let text = format!(
-            "{} is locked: another program is in a write transaction on it.\n\n\
-             Waiting for it to finish ({} s so far, at most {} s).\n\n\
-             q, Esc or Ctrl-C stops waiting.",
-            path.display(),
-            waited.as_secs(),
-            busy_give_up().as_secs()
-        );
-        terminal
-            .draw(|f| {
-                let [area] = Layout::vertical([Constraint::Length(9)])
-                    .flex(ratatui::layout::Flex::Center)
-                    .areas(f.area());
-                let block = Block::bordered().title(" leaselab: waiting for the database ");
-                f.render_widget(
-                    Paragraph::new(text).wrap(Wrap { trim: true }).block(block),
-                    area,
-                );
-            })
-            .map_err(|e| format!("cannot draw: {e}"))?;
-        if let Ok(signo) = interrupts.try_recv() {
-            return Ok(Some(Ended::Interrupted(signo)));
-        }
-        if event::poll(LOOK_EVERY).map_err(|e| format!("cannot read the keyboard: {e}"))? {
-            if let Event::Key(k) =
-                event::read().map_err(|e| format!("cannot read the keyboard: {e}"))?
-            {
-                let ctrl_c =
-                    k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
-                let quit = matches!(k.code, KeyCode::Char('q') | KeyCode::Esc) || ctrl_c;
-                if k.kind == KeyEventKind::Press && quit {
-                    return Ok(Some(Ended::Quit));
-                }
-            }
+        draw_wait(terminal, path, waited)?;
+        crossbeam_channel::select! {
+            recv(interrupts) -> signo => {
+                return Ok(Some(Ended::Interrupted(signo.unwrap_or(signal_hook::consts::SIGTERM))));
+            },
+            recv(keys) -> input => match input {
+                Ok(super::Input::Key(k)) if quits(&k) => return Ok(Some(Ended::Quit)),
+                Ok(super::Input::Failed(e)) => return Err(format!("cannot read the keyboard: {e}")),
+                Err(_) => return Err("cannot read the keyboard: its reader ended".into()),
+                Ok(_) => {}
+            },
+            default(LOOK_EVERY) => {},
         }
     }
     Ok(None)
+}
+
+/// q, Esc or Ctrl-C.
+fn quits(k: &KeyEvent) -> bool {
+    let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+    matches!(k.code, KeyCode::Char('q') | KeyCode::Esc) || ctrl_c
+}
+
+/// The waiting screen.
+fn draw_wait(
+    terminal: &mut ratatui::DefaultTerminal,
+    path: &Path,
+    waited: Duration,
+) -> Result<(), String> {
+    let text = format!(
+        "{} is locked: another program is in a write transaction on it.\n\n\
+         Waiting for it to finish ({} s so far, at most {} s).\n\n\
+         q, Esc or Ctrl-C stops waiting.",
+        path.display(),
+        waited.as_secs(),
+        busy_give_up().as_secs()
+    );
+    terminal
+        .draw(|f| {
+            let [area] = Layout::vertical([Constraint::Length(9)])
+                .flex(ratatui::layout::Flex::Center)
+                .areas(f.area());
+            let block = Block::bordered().title(" leaselab: waiting for the database ");
+            f.render_widget(
+                Paragraph::new(text).wrap(Wrap { trim: true }).block(block),
+                area,
+            );
+        })
+        .map(|_| ())
+        .map_err(|e| format!("cannot draw: {e}"))
 }

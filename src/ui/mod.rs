@@ -133,8 +133,10 @@ fn run_app(
     // Watch before the temporary database exists, so no signal can leave it behind.
     let interrupts = crate::signals::watch()?;
     // Another program's write transaction on the file: say so, and let q end the wait.
-    if let Some(ended) = lock_wait::wait_out(db.as_deref(), &interrupts)? {
-        return Ok(ended);
+    match lock_wait::wait_out(db.as_deref(), &interrupts) {
+        Ok(Some(ended)) => return Ok(ended),
+        Ok(None) => {}
+        Err(e) => return hung_up_or(e, &interrupts),
     }
     // Start the engine before touching the terminal, so its errors print on a sane screen.
     // A signal while it waits for a locked database ends the wait, and the dashboard.
@@ -161,20 +163,19 @@ fn run_app(
         result
     });
     std::panic::set_hook(Box::new(move |info| previous_hook(info)));
-    // A terminal that went away fails the next draw or read a moment before its SIGHUP is
-    // taken in: the hang-up is what happened, so wait for it briefly.
-    let result = match result {
-        Err(e) => match crate::signals::received()
-            .or_else(|| interrupts.recv_timeout(HANGUP_GRACE).ok())
-        {
-            Some(signo) => Ok(Ended::Interrupted(signo)),
-            None => Err(e),
-        },
-        ok => ok,
-    };
+    let result = result.or_else(|e| hung_up_or(e, &interrupts));
     // Dropping the app stops and joins the workers and removes a temporary database.
     drop(app);
     result
+}
+
+/// A terminal that went away fails the next draw or read a moment before its SIGHUP is taken
+/// in: the hang-up is what happened, so wait for it briefly; else the error stands.
+fn hung_up_or(e: String, interrupts: &Receiver<i32>) -> Result<Ended, String> {
+    match crate::signals::received().or_else(|| interrupts.recv_timeout(HANGUP_GRACE).ok()) {
+        Some(signo) => Ok(Ended::Interrupted(signo)),
+        None => Err(e),
+    }
 }
 
 /// How long a failed terminal waits for the signal that may explain it.
