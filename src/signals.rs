@@ -32,7 +32,7 @@ pub fn watch() -> Result<Receiver<i32>, String> {
         .spawn(move || {
             for signo in signals.forever() {
                 let _ = RECEIVED.compare_exchange(0, signo, Ordering::Relaxed, Ordering::Relaxed);
-                crate::engine::store::stop_waiting_for_the_lock();
+                crate::engine::stop_waiting();
                 if tx.send(signo).is_err() {
                     break;
                 }

@@ -176,7 +176,7 @@ pub fn run(
             },
             recv(interrupts) -> signo => {
                 // A wait for the lock ends now, so the worker can be joined.
-                crate::engine::store::stop_waiting_for_the_lock();
+                crate::engine::stop_waiting();
                 handle.send(Control::Shutdown);
                 handle.join();
                 return Ok(Ended::Interrupted(signo.unwrap_or(signal_hook::consts::SIGTERM)));

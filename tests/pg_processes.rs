@@ -336,3 +336,59 @@ fn the_processes_dashboard_on_postgres_starts_worker_children_that_drain_it_clea
         kids.iter().all(|k| gone(*k)).then_some(())
     });
 }
+
+/// A run and a worker process whose statement waits for a table lock another session holds
+/// (a `LOCK TABLE` left open in psql) end at once on SIGINT, exit 130, while that session
+/// still holds the lock: the signal cancels the statement on the server.
+#[test]
+fn a_run_and_a_worker_waiting_on_a_postgres_lock_end_on_sigint_while_it_is_still_held() {
+    let Some(db) = scratch("pg_lock_sigint") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let made = support::leaselab(&["run", "outbox-leasing", "--db", &db.url], dir.path());
+    assert_eq!(made.status.code(), Some(0), "{}", support::stderr(&made));
+    let mut holder = db.client();
+    let mut held = holder.transaction().unwrap();
+    held.batch_execute("LOCK TABLE OutboxMessages IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let mut watcher = db.client();
+    for args in [
+        vec!["run", "outbox-leasing", "--db", &db.url],
+        vec!["worker", "--db", &db.url, "--name", "w1"],
+    ] {
+        let child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+            .args(&args)
+            .current_dir(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Until its statement waits for the lock on the server.
+        let waiting = || -> Option<()> {
+            let n: i64 = watcher
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity
+                      WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                    &[],
+                )
+                .unwrap()
+                .get(0);
+            (n > 0).then_some(())
+        };
+        wait_for(&format!("{args:?} waits for the lock"), waiting);
+        let out = support::signal_and_wait(child, libc::SIGINT, &args.join(" "));
+        assert_eq!(
+            out.status.code(),
+            Some(130),
+            "{args:?}: {}",
+            support::stderr(&out)
+        );
+        assert!(
+            support::stderr(&out).contains("interrupted by SIGINT"),
+            "{args:?}: {}",
+            support::stderr(&out)
+        );
+    }
+    held.rollback().unwrap();
+}

@@ -38,6 +38,13 @@ use setup::{Reliability, Timing};
 use store::{DbOrigin, Durability, OutboxError, Store, StoreShared};
 use worker::{Control, Settings, WorkerContext, WorkerHandle, WorkerState};
 
+/// A stopping signal arrived: every wait for a locked SQLite file gives up at once, and every
+/// statement running on a PostgreSQL connection of this process is cancelled.
+pub fn stop_waiting() {
+    store::stop_waiting_for_the_lock();
+    pg::cancel_all();
+}
+
 /// The most workers an engine runs (Worker-A to Worker-Z).
 pub const MAX_WORKERS: usize = 26;
 

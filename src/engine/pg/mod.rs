@@ -6,6 +6,7 @@
 //! Each worker opens its own [`PgStore`] (its own connection), as a separate application
 //! instance would. `now` is always a bound parameter taken from the scenario clock.
 
+mod cancel;
 mod claim;
 mod outbox;
 mod read;
@@ -24,6 +25,7 @@ use postgres::{Client, Config, NoTls, Statement};
 
 use super::outbox::{DbOrigin, Durability, StoreShared};
 
+pub use cancel::cancel_all;
 pub use read::LeaseEventRow;
 pub use tail::PgTail;
 
@@ -183,6 +185,8 @@ pub struct PgStore {
     shared: Arc<StoreShared>,
     /// Statements prepared once per connection: a query by text costs a parse round trip.
     prepared: RefCell<HashMap<&'static str, Statement>>,
+    /// The connection's cancel token, kept where a stopping signal finds it.
+    _cancel: cancel::Registered,
 }
 
 impl fmt::Debug for PgStore {
@@ -254,7 +258,9 @@ impl PgStore {
             };
             PgError::Unreachable(format!("{shown}: cannot connect: {why}"))
         })?;
+        let registered = cancel::register(&client);
         Ok(PgStore {
+            _cancel: registered,
             client: RefCell::new(client),
             shown,
             shared: Arc::new(StoreShared::default()),
