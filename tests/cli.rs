@@ -423,6 +423,22 @@ fn bench_runs_the_effectum_program_beside_the_leased_loop() {
             ),
             "figures of another run",
         ),
+        (
+            stand_in(
+                dir.path(),
+                "too-fast",
+                r#"echo '{"jobs_per_s":1e308,"per_worker":[400],"all_succeeded":true}'"#,
+            ),
+            "printed an impossible rate (1e308 jobs/s",
+        ),
+        (
+            stand_in(
+                dir.path(),
+                "negative",
+                r#"echo '{"jobs_per_s":-5,"per_worker":[400],"all_succeeded":true}'"#,
+            ),
+            "printed an impossible rate (-5 jobs/s",
+        ),
     ];
     for (program, needle) in cases {
         let words = args(&program);

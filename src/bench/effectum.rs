@@ -14,6 +14,10 @@ use serde::Deserialize;
 
 use super::{BenchRun, Mode};
 
+/// More jobs a second than any SQLite queue could commit (10 ns a job): a rate above it is
+/// not a measurement.
+const MOST_JOBS_PER_S: f64 = 100_000_000.0;
+
 /// The most bytes read of the program's output: one line of figures.
 const MOST_OUTPUT: u64 = 64 * 1024;
 
@@ -83,12 +87,21 @@ pub fn measure(
     let line: Line = serde_json::from_str(out.trim()).map_err(|e| {
         format!("--effectum {shown} printed no line of figures ({e}); is it reference/effectum?")
     })?;
-    if line.per_worker.len() != workers || !line.jobs_per_s.is_finite() || line.jobs_per_s <= 0.0 {
-        // Named by what it said, not quoted: its output may span lines.
+    // Named by what it said, not quoted: its output may span lines.
+    if line.per_worker.len() != workers {
         return Err(format!(
-            "--effectum {shown} printed figures of another run ({} worker counts for {workers} workers, {} jobs/s)",
+            "--effectum {shown} printed figures of another run ({} worker counts for {workers} workers)",
             line.per_worker.len(),
-            line.jobs_per_s
+        ));
+    }
+    let rate = line.jobs_per_s;
+    if !(rate > 0.0 && rate <= MOST_JOBS_PER_S) {
+        let said = match rate.abs() < 1e12 {
+            true => format!("{rate}"),
+            false => format!("{rate:e}"),
+        };
+        return Err(format!(
+            "--effectum {shown} printed an impossible rate ({said} jobs/s; a rate is above 0 and at most {MOST_JOBS_PER_S:.0})"
         ));
     }
     let once = line.all_succeeded && line.per_worker.iter().sum::<u64>() == messages;
