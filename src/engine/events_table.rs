@@ -255,15 +255,7 @@ impl Source {
         match tail.held_back() {
             Some(waited) if waited >= HELD_BACK_TELL && !*told => {
                 *told = true;
-                let who = match store.oldest_open_transaction() {
-                    Ok(Some((pid, secs, app))) if app.is_empty() => {
-                        format!(" (server pid {pid}, open {secs:.0} s)")
-                    }
-                    Ok(Some((pid, secs, app))) => {
-                        format!(" (server pid {pid}, {app}, open {secs:.0} s)")
-                    }
-                    _ => String::new(),
-                };
+                let who = store.open_transaction_named();
                 Some(format!(
                     "EVENTS HELD BACK by an open transaction{who}; the table is current"
                 ))

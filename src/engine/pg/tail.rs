@@ -157,6 +157,20 @@ impl PgStore {
     }
 }
 
+impl PgStore {
+    /// The oldest open transaction as a reader is told of it, ` (server pid N, app, open S s)`,
+    /// or nothing when there is none (or the question fails).
+    pub fn open_transaction_named(&mut self) -> String {
+        match self.oldest_open_transaction() {
+            Ok(Some((pid, secs, app))) if app.is_empty() => {
+                format!(" (server pid {pid}, open {secs:.0} s)")
+            }
+            Ok(Some((pid, secs, app))) => format!(" (server pid {pid}, {app}, open {secs:.0} s)"),
+            _ => String::new(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -91,10 +91,7 @@ fn settled_pg_events(db: &Db, url: &str) -> std::result::Result<Vec<LeaseEventRo
         .settled_events(MAX_REPLAY_EVENTS as u64 + 1, PG_SETTLE_WAIT)
         .map_err(|e| e.to_string())?;
     let Some(rows) = settled else {
-        let who = match store.oldest_open_transaction() {
-            Ok(Some((pid, secs, _))) => format!(" (server pid {pid}, open for {secs:.0} s)"),
-            _ => String::new(),
-        };
+        let who = store.open_transaction_named();
         return Err(format!(
             "{}: its events are held back by an open transaction{who}; replay it once that \
              transaction ends",
