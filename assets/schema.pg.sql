@@ -21,7 +21,9 @@ CREATE DOMAIN leaselab_event_kind AS TEXT
     CHECK (VALUE = 'Seeded' OR VALUE = 'Added' OR VALUE = 'Claimed' OR VALUE = 'Heartbeat'
            OR VALUE = 'Finalized' OR VALUE = 'FinalizeRejected' OR VALUE = 'Marked'
            OR VALUE = 'Retry' OR VALUE = 'DeadLettered' OR VALUE = 'LeaseLost'
-           OR VALUE = 'Redriven');
+           OR VALUE = 'Redriven' OR VALUE = 'Crashed' OR VALUE = 'Paused'
+           OR VALUE = 'Resumed' OR VALUE = 'Restarted' OR VALUE = 'Checked'
+           OR VALUE = 'Settings' OR VALUE = 'Joined' OR VALUE = 'Left');
 
 CREATE TABLE Payments (
     IdempotencyKey TEXT PRIMARY KEY,
@@ -87,7 +89,10 @@ CREATE TABLE LeaseEvents (
     LockedUntilUtc BIGINT,
     -- the provider's answer, for a committed finalize or an unguarded mark
     PaymentStatus  TEXT,
-    -- the number of payments seeded (Seeded), or the error of a failed attempt
+    -- the number of payments seeded (Seeded), the error of a failed attempt, the provider's
+    -- answer to a call (Checked), the settings (Settings, Joined), or how a worker was
+    -- crashed, frozen, woken or stopped (Crashed, Paused, Resumed, Left; a restart names the
+    -- worker it replaced)
     Detail         TEXT
     -- Only Kind is checked, as in SQLite: PostgreSQL reads every CHECK of a table back from
     -- its stored text on every statement that writes a row, and the event row is written

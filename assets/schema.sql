@@ -61,7 +61,10 @@ CREATE INDEX IF NOT EXISTS IX_Outbox_DeadLettered
     ON OutboxMessages (PaymentKey) WHERE Status = 'DeadLettered';
 
 -- One row per claim, heartbeat, finalize, failed attempt, mark and seeding, written in the
--- same transaction as the change it describes. SQLite has one writer at a time, so Seq is
+-- same transaction as the change it describes; and one row, in a transaction of its own
+-- when it happened, per fact the lab knows for certain outside the outbox: a worker crashed,
+-- frozen, woken or restarted, a provider call and its answer, the settings a run used, a
+-- worker process joining or leaving. SQLite has one writer at a time, so Seq is
 -- commit order: a dashboard tails it by Seq. Each insert gives it one more than the
 -- largest so far, or than Seedings.LastSeq when the table was emptied, so it is never
 -- reused (AUTOINCREMENT would write sqlite_sequence in every transaction for that).
@@ -73,13 +76,18 @@ CREATE TABLE IF NOT EXISTS LeaseEvents (
                    CHECK (Kind = 'Seeded' OR Kind = 'Added' OR Kind = 'Claimed'
                           OR Kind = 'Heartbeat' OR Kind = 'Finalized'
                           OR Kind = 'FinalizeRejected' OR Kind = 'Marked' OR Kind = 'Retry'
-                          OR Kind = 'DeadLettered' OR Kind = 'LeaseLost' OR Kind = 'Redriven'),
+                          OR Kind = 'DeadLettered' OR Kind = 'LeaseLost' OR Kind = 'Redriven'
+                          OR Kind = 'Crashed' OR Kind = 'Paused' OR Kind = 'Resumed'
+                          OR Kind = 'Restarted' OR Kind = 'Checked' OR Kind = 'Settings'
+                          OR Kind = 'Joined' OR Kind = 'Left'),
     MessageId      INTEGER,
     PaymentKey     TEXT,
     LeaseVersion   INTEGER,
     -- the lease's expiry, for a claim or a heartbeat
     LockedUntilUtc INTEGER,
-    -- the provider's answer (Finalized, Marked), the error (Retry, DeadLettered), or the
-    -- number of payments seeded (Seeded)
+    -- the provider's answer (Checked, Finalized, Marked), the error (Retry, DeadLettered),
+    -- the number of payments seeded (Seeded), the settings (Settings, Joined), or how a
+    -- worker was crashed, frozen, woken or stopped (Crashed, Paused, Resumed, Left; a
+    -- restart names the worker it replaced)
     Detail         TEXT
 );

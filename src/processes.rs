@@ -50,6 +50,8 @@ struct Slot {
     stopped: bool,
     /// A held child's start pipe: closing it starts the child.
     hold: Option<ChildStdin>,
+    /// How its process ended, once reaped (`exited with status 3`, `killed by SIGKILL`).
+    ended: Option<String>,
 }
 
 /// The dashboard's worker processes, one per slot.
@@ -71,11 +73,23 @@ pub const CHILD_ENV: &str = "LEASELAB_PROCESSES_CHILD";
 /// How a slot's process is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProcessState {
+    /// Started held: waiting for the dashboard's first space before it opens the database.
+    Held,
     Running,
     /// SIGSTOP: alive, holding what it holds, doing nothing.
     Stopped,
     /// Killed, or ended on its own.
     Gone,
+}
+
+/// `exited with status 3`, or `killed by signal 9`.
+fn ended_how(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signo)) => format!("killed by signal {signo}"),
+        (None, None) => "ended".to_string(),
+    }
 }
 
 impl WorkerProcesses {
@@ -113,6 +127,7 @@ impl WorkerProcesses {
                 child: Some(child),
                 stopped: held,
                 hold,
+                ended: None,
             });
         }
         Ok(set)
@@ -193,11 +208,20 @@ impl WorkerProcesses {
             return ProcessState::Gone;
         };
         // A worker that ended on its own (a database error) is reaped here.
-        if !matches!(child.try_wait(), Ok(None)) {
-            s.child = None;
-            return ProcessState::Gone;
+        match child.try_wait() {
+            Ok(None) => {}
+            done => {
+                s.ended = Some(match done {
+                    Ok(Some(status)) => ended_how(status),
+                    _ => "ended (its status could not be read)".to_string(),
+                });
+                s.child = None;
+                return ProcessState::Gone;
+            }
         }
-        if s.stopped {
+        if s.hold.is_some() {
+            ProcessState::Held
+        } else if s.stopped {
             ProcessState::Stopped
         } else {
             ProcessState::Running
@@ -233,6 +257,7 @@ impl WorkerProcesses {
                 child: Some(child),
                 stopped: false,
                 hold: None,
+                ended: None,
             };
         }
         Ok(name)
@@ -261,6 +286,11 @@ impl WorkerProcesses {
         unsafe { libc::kill(child.id() as libc::pid_t, signal) };
         s.stopped = stop;
         true
+    }
+
+    /// How the slot's process ended, once it was found gone on its own.
+    pub fn ended(&self, slot: usize) -> Option<&str> {
+        self.slots.get(slot)?.ended.as_deref()
     }
 
     pub fn is_stopped(&self, slot: usize) -> bool {

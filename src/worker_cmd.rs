@@ -12,7 +12,7 @@ use crossbeam_channel::{select, Receiver};
 use crate::engine::backend::{Db, Outbox};
 use crate::engine::clock::{hms, Clock};
 use crate::engine::events::{Event, EventKind};
-use crate::engine::outbox::{DbOrigin, Durability, StoreShared};
+use crate::engine::outbox::{DbOrigin, Durability, Fact, LeaseEventKind, StoreShared};
 use crate::engine::provider::Provider;
 use crate::engine::worker::{self, Control, Settings, WorkerContext};
 use crate::engine::worker_id::WorkerId;
@@ -123,36 +123,12 @@ pub fn run(
             return Ok(Ended::Interrupted(signo));
         }
     }
-    let shared = Arc::new(StoreShared::new(Durability::Full));
-    let clock = Arc::new(Clock::wall());
-    let provider = Arc::new(Provider::new());
-    let db = Db::parse(&opts.db);
-    let (store, origin) = db
-        .join(shared.clone(), &provider, opts.messages, clock.now())
-        .map_err(|e| {
-            if e.is_bad_input() {
-                Failure::BadInput(e.to_string())
-            } else {
-                Failure::Runtime(e.to_string())
-            }
-        })?;
-    if let Some(why) = owner_off_the_wall_clock(store.as_ref(), clock.now(), &db) {
-        return Err(Failure::BadInput(why));
-    }
-    provider.set_faults(opts.reliability.faults.clone());
-    drop(store);
-    line(&joined(opts, &db, origin));
-    let (events_tx, events) = crossbeam_channel::unbounded();
-    let ctx = WorkerContext {
-        db,
-        shared,
-        clock,
-        provider,
-        settings: Arc::new(settings(opts)),
-        events: events_tx,
+    let (ctx, leaving) = match join(opts, interrupts, &mut line)? {
+        Ok(joined) => joined,
+        Err(signo) => return Ok(Ended::Interrupted(signo)),
     };
-    wait_for_the_lock_as_long_as_it_takes(&opts.name);
-    let mut handle = worker::spawn_named(ctx, 0, 1, opts.name.clone(), false);
+    let mut handle = worker::spawn_named(ctx.0, 0, 1, opts.name.clone(), false);
+    let events = ctx.1;
     let mut idle = false;
     loop {
         select! {
@@ -170,6 +146,7 @@ pub fn run(
                     // Nobody reads any more (a closed pipe, a full disk): stop working.
                     handle.send(Control::Shutdown);
                     handle.join();
+                    leaving.record(&handle, "its output closed");
                     return Ok(Ended::OutputLost);
                 }
                 idle = empty;
@@ -179,8 +156,96 @@ pub fn run(
                 crate::engine::stop_waiting();
                 handle.send(Control::Shutdown);
                 handle.join();
-                return Ok(Ended::Interrupted(signo.unwrap_or(signal_hook::consts::SIGTERM)));
+                let signo = signo.unwrap_or(signal_hook::consts::SIGTERM);
+                leaving.record(&handle, &crate::signals::name(signo));
+                return Ok(Ended::Interrupted(signo));
             },
+        }
+    }
+}
+
+/// Join the database and record this worker's settings there (a `Joined` row): what its
+/// thread needs to start, and what it needs to record its leaving. `Err(signal)` when a
+/// stopping signal came while it waited for the write lock to record them.
+#[allow(clippy::type_complexity)]
+fn join(
+    opts: &WorkerOptions,
+    interrupts: &Receiver<i32>,
+    line: &mut impl FnMut(&str) -> bool,
+) -> Result<Result<((WorkerContext, Receiver<Event>), Leaving), i32>, Failure> {
+    let shared = Arc::new(StoreShared::new(Durability::Full));
+    let clock = Arc::new(Clock::wall());
+    let provider = Arc::new(Provider::new());
+    let db = Db::parse(&opts.db);
+    let (mut store, origin) = db
+        .join(shared.clone(), &provider, opts.messages, clock.now())
+        .map_err(|e| {
+            if e.is_bad_input() {
+                Failure::BadInput(e.to_string())
+            } else {
+                Failure::Runtime(e.to_string())
+            }
+        })?;
+    if let Some(why) = owner_off_the_wall_clock(store.as_ref(), clock.now(), &db) {
+        return Err(Failure::BadInput(why));
+    }
+    provider.set_faults(opts.reliability.faults.clone());
+    let settings = Arc::new(settings(opts));
+    // Another process may hold the write lock (stopped inside its transaction): the row
+    // waits as the worker's own writes do.
+    wait_for_the_lock_as_long_as_it_takes(&opts.name);
+    // Its settings are its own: a watching dashboard shows these, not its own.
+    let detail = settings.recorded().detail();
+    let fact = Fact::of(LeaseEventKind::Joined, clock.now(), &opts.name, &detail);
+    if let Err(e) = store.record(&fact) {
+        return match interrupts.try_recv() {
+            Ok(signo) => Ok(Err(signo)),
+            Err(_) => Err(Failure::Runtime(e.to_string())),
+        };
+    }
+    drop(store);
+    line(&joined(opts, &db, origin));
+    let leaving = Leaving {
+        db: db.clone(),
+        shared: shared.clone(),
+        clock: clock.clone(),
+        name: opts.name.clone(),
+    };
+    let (events_tx, events) = crossbeam_channel::unbounded();
+    let ctx = WorkerContext {
+        db,
+        shared,
+        clock,
+        provider,
+        settings,
+        events: events_tx,
+    };
+    Ok(Ok(((ctx, events), leaving)))
+}
+
+/// What a worker process needs to record that it left.
+struct Leaving {
+    db: Db,
+    shared: Arc<StoreShared>,
+    clock: Arc<Clock>,
+    name: String,
+}
+
+impl Leaving {
+    /// Record that the worker stopped between two actions (`how`), with the lease it still
+    /// holds, which stays until it runs out. On a fresh connection: a wait for the lock that a
+    /// signal ended may have left the worker's own one failing. A database that cannot take
+    /// the row goes without it: a watcher then sees the lease run out, and says only that.
+    /// (A signal has already ended every wait for a locked SQLite file, so a locked one is
+    /// given up at once rather than holding the process.)
+    fn record(&self, handle: &worker::WorkerHandle, how: &str) {
+        let held = handle.status().lease;
+        let fact = Fact::of(LeaseEventKind::Left, self.clock.now(), &self.name, how).holding(
+            held.as_ref()
+                .map(|l| (l.id, l.key.as_str(), l.version, l.until_ms)),
+        );
+        if let Ok(mut store) = self.db.open(self.shared.clone()) {
+            let _ = store.record(&fact);
         }
     }
 }

@@ -138,32 +138,37 @@ fn a_leaselab_database_whose_schema_or_marker_was_changed_is_refused_untouched()
         (
             "version1.db",
             "PRAGMA user_version = 1;",
-            "earlier leaselab (schema version 1, without retries, dead letters or the LeaseEvents table; this leaselab needs version 7)",
+            "earlier leaselab (schema version 1, without retries, dead letters or the LeaseEvents table; this leaselab needs version 8)",
         ),
         (
             "version2.db",
             "PRAGMA user_version = 2;",
-            "earlier leaselab (schema version 2, without the LeaseEvents table; this leaselab needs version 7)",
+            "earlier leaselab (schema version 2, without the LeaseEvents table; this leaselab needs version 8)",
         ),
         (
             "version3.db",
             "PRAGMA user_version = 3;",
-            "earlier leaselab (schema version 3, without the seeding a lease fences on; this leaselab needs version 7)",
+            "earlier leaselab (schema version 3, without the seeding a lease fences on; this leaselab needs version 8)",
         ),
         (
             "version4.db",
             "PRAGMA user_version = 4;",
-            "earlier leaselab (schema version 4, with the claim's older indexes; this leaselab needs version 7)",
+            "earlier leaselab (schema version 4, with the claim's older indexes; this leaselab needs version 8)",
         ),
         (
             "version5.db",
             "PRAGMA user_version = 5;",
-            "earlier leaselab (schema version 5, without redrives in its LeaseEvents; this leaselab needs version 7)",
+            "earlier leaselab (schema version 5, without redrives in its LeaseEvents; this leaselab needs version 8)",
         ),
         (
             "version6.db",
             "PRAGMA user_version = 6;",
-            "earlier leaselab (schema version 6, with an index of unfinished messages that every claim rewrote; this leaselab needs version 7)",
+            "earlier leaselab (schema version 6, with an index of unfinished messages that every claim rewrote; this leaselab needs version 8)",
+        ),
+        (
+            "version7.db",
+            "PRAGMA user_version = 7;",
+            "earlier leaselab (schema version 7, without the crashes, pauses, provider calls and settings a replay shows; this leaselab needs version 8)",
         ),
         (
             "future.db",

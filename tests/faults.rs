@@ -43,7 +43,7 @@ fn a_panicking_worker_is_reported_crashed_and_its_lease_expires_like_any_crash()
         matches!(k, EventKind::Crashed { .. })
     });
     match kind {
-        EventKind::Crashed { holding, panic } => {
+        EventKind::Crashed { holding, panic, .. } => {
             assert_eq!(holding.map(|h| h.1), Some("PAY-001".to_string()));
             assert!(panic.unwrap().contains("injected panic"));
         }

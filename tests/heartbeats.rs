@@ -88,7 +88,7 @@ fn a_worker_beating_on_the_scenario_clock_keeps_a_job_longer_than_its_lease() {
 
 #[test]
 fn without_heartbeats_the_job_is_taken_over_and_checked_twice() {
-    let (engine, mut ledger) = slow_job(false);
+    let (mut engine, mut ledger) = slow_job(false);
     engine.advance(3_500);
     wait_for(&engine, &mut ledger, |k| {
         matches!(k, EventKind::Claimed { reclaim: true, .. })

@@ -295,3 +295,136 @@ fn seq_is_never_reused_across_reseeds() {
         ]
     );
 }
+
+/// (worker, kind, message, lease version, detail) of every row, in Seq order.
+type Shape = Vec<(
+    String,
+    LeaseEventKind,
+    Option<i64>,
+    Option<i64>,
+    Option<String>,
+)>;
+
+fn shape(db: &std::path::Path) -> Shape {
+    Store::open_read_only(db)
+        .unwrap()
+        .all_events()
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.worker, r.kind, r.id, r.version, r.detail))
+        .collect()
+}
+
+fn position(rows: &Shape, worker: &str, kind: LeaseEventKind, id: i64) -> usize {
+    rows.iter()
+        .position(|r| r.0 == worker && r.1 == kind && r.2 == Some(id))
+        .unwrap_or_else(|| panic!("no {kind:?} of message {id} by {worker} in {rows:#?}"))
+}
+
+#[test]
+fn a_lesson_records_the_zombies_freeze_and_its_provider_call_where_they_happened() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("z.db");
+    let lesson = leaselab::lesson::built_in("zombie-worker").unwrap();
+    let mut s = leaselab::lesson::Session::start_in(lesson, Some(db.clone())).unwrap();
+    while !s.runner.finished() {
+        assert!(s.forward().passed());
+    }
+    drop(s);
+    let rows = shape(&db);
+    use LeaseEventKind::*;
+    // The settings the lesson ran with, right after its seeding.
+    assert_eq!(rows[0].1, Seeded);
+    assert_eq!(rows[1].1, Settings);
+    let settings = leaselab::engine::outbox::RunSettings::parse(rows[1].4.as_deref().unwrap());
+    assert_eq!(
+        settings.map(|s| (s.lease_ms, s.heartbeats)),
+        Ok((3000, true))
+    );
+    // Worker-A called the provider under lease v1, then froze holding it; Worker-B took the
+    // message over after that; Worker-A woke, and its finalize was refused.
+    let called = position(&rows, "Worker-A", Checked, 1);
+    let froze = position(&rows, "Worker-A", Paused, 1);
+    let taken = position(&rows, "Worker-B", Claimed, 1);
+    let woke = position(&rows, "Worker-A", Resumed, 1);
+    let refused = position(&rows, "Worker-A", FinalizeRejected, 1);
+    assert!(called < froze && froze < taken && taken < woke && woke < refused);
+    assert_eq!(rows[called].3, Some(1));
+    assert_eq!(rows[called].4.as_deref(), Some("Paid"));
+    assert_eq!(rows[froze].3, Some(1), "the freeze names the lease it held");
+    // Nobody crashed.
+    assert!(!rows.iter().any(|r| r.1 == Crashed), "{rows:#?}");
+}
+
+#[test]
+fn a_run_records_its_crash_its_restart_and_every_provider_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db");
+    let opts = RunOptions {
+        db: Some(db.clone()),
+        ..RunOptions::default()
+    };
+    let outcome = scenario::run(Scenario::OutboxLeasing, &opts).unwrap();
+    let rows = shape(&db);
+    use LeaseEventKind::*;
+    let crashed = position(&rows, "Worker-A", Crashed, 1);
+    assert_eq!(rows[crashed].3, Some(1), "it crashed holding lease v1");
+    assert_eq!(rows[crashed].4.as_deref(), Some("crash"));
+    let restarted = rows
+        .iter()
+        .position(|r| r.1 == Restarted)
+        .expect("a restart row");
+    assert_eq!(rows[restarted].0, "Worker-A#2");
+    assert_eq!(rows[restarted].4.as_deref(), Some("Worker-A"));
+    let checks = rows.iter().filter(|r| r.1 == Checked).count() as u64;
+    assert_eq!(checks, outcome.ledger.processing_attempts);
+    // Each call comes before the result written with its answer.
+    for r in rows.iter().filter(|r| r.1 == Finalized) {
+        let call = position(&rows, &r.0, Checked, r.2.unwrap());
+        let result = position(&rows, &r.0, Finalized, r.2.unwrap());
+        assert!(call < result);
+    }
+}
+
+#[test]
+fn a_worker_process_records_its_joining_with_its_settings_and_its_leaving() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("class.db");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["worker", "--db"])
+        .arg(&db)
+        .args([
+            "--name",
+            "laptop-1",
+            "--messages",
+            "2",
+            "--lease-ms",
+            "4000",
+        ])
+        .args(["--process-ms", "10", "--no-heartbeat"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Its lines say when it has finished both payments.
+    let out = child.stdout.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(out));
+    let mut finalized = 0;
+    while finalized < 2 {
+        let line = lines.next().expect("a line").unwrap();
+        finalized += usize::from(line.contains("FINALIZED"));
+    }
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let rows = shape(&db);
+    use LeaseEventKind::*;
+    let joined = rows.iter().find(|r| r.1 == Joined).expect("a Joined row");
+    assert_eq!(joined.0, "laptop-1");
+    let settings = leaselab::engine::outbox::RunSettings::parse(joined.4.as_deref().unwrap());
+    assert_eq!(
+        settings.map(|s| (s.lease_ms, s.process_ms, s.heartbeats)),
+        Ok((4000, 10, false))
+    );
+    let left = rows.last().unwrap();
+    assert_eq!((left.0.as_str(), left.1), ("laptop-1", Left), "{rows:#?}");
+    assert_eq!(left.4.as_deref(), Some("SIGINT"));
+}

@@ -129,15 +129,24 @@ fn the_dashboard_on_postgres_shows_its_rows_and_a_reset_reseeds_them() {
     assert_eq!((counts.pending, counts.processed), (6, 0), "{counts:?}");
     let events: Vec<(String, Option<String>)> = db
         .client()
-        .query("SELECT Kind, Detail FROM LeaseEvents", &[])
+        .query("SELECT Kind, Detail FROM LeaseEvents ORDER BY Seq", &[])
         .unwrap()
         .iter()
         .map(|r| (r.get(0), r.get(1)))
         .collect();
     assert_eq!(
         events,
-        [("Seeded".to_string(), Some("6".to_string()))],
-        "a reset empties the events table too, then records the new seeding"
+        [
+            ("Seeded".to_string(), Some("6".to_string())),
+            (
+                "Settings".to_string(),
+                Some(
+                    "lease_ms=3000 process_ms=1200 leasing=on heartbeats=on heartbeat_ms=1000 batch=1"
+                        .to_string()
+                )
+            )
+        ],
+        "a reset empties the events table too, then records the new seeding and its settings"
     );
 }
 
@@ -240,4 +249,40 @@ fn a_second_engine_on_a_postgres_database_in_use_is_refused_until_the_first_ends
     );
     drop(first);
     Engine::start(config, true).expect("free again once the first ended");
+}
+
+#[test]
+fn a_run_on_postgres_records_its_settings_crash_restart_and_provider_calls() {
+    let Some(db) = scratch("facts") else { return };
+    let opts = RunOptions {
+        db: Some(PathBuf::from(&db.url)),
+        ..RunOptions::default()
+    };
+    let outcome = run(Scenario::OutboxLeasing, &opts).unwrap();
+    type Row = (String, String, Option<i64>, Option<i64>, Option<String>);
+    let rows: Vec<Row> = db
+        .client()
+        .query(
+            "SELECT Worker, Kind, MessageId, LeaseVersion, Detail FROM LeaseEvents ORDER BY Seq",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
+        .collect();
+    let find = |worker: &str, kind: &str| {
+        rows.iter()
+            .position(|r| r.0 == worker && r.1 == kind)
+            .unwrap_or_else(|| panic!("no {kind} by {worker} in {rows:#?}"))
+    };
+    assert_eq!(rows[1].1, "Settings");
+    assert!(rows[1].4.as_deref().unwrap().starts_with("lease_ms=500 "));
+    let crashed = find("Worker-A", "Crashed");
+    assert_eq!((rows[crashed].2, rows[crashed].3), (Some(1), Some(1)));
+    assert_eq!(
+        rows[find("Worker-A#2", "Restarted")].4.as_deref(),
+        Some("Worker-A")
+    );
+    let checks = rows.iter().filter(|r| r.1 == "Checked").count() as u64;
+    assert_eq!(checks, outcome.ledger.processing_attempts);
 }

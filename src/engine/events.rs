@@ -119,6 +119,32 @@ pub enum EventKind {
         holding: Option<(i64, String, i64)>,
         /// Set when the crash was a panic in the worker thread.
         panic: Option<String>,
+        /// How a worker process was ended (`SIGKILL`, `exited with status 3`), when the
+        /// crash was one.
+        how: Option<String>,
+    },
+    /// One worker froze, holding what it holds (a lesson's `pause`, or SIGSTOP to a worker
+    /// process): `how` says which.
+    Froze {
+        how: String,
+    },
+    /// A frozen worker woke and carries on with what it believed (`resume`, SIGCONT).
+    Woke {
+        how: String,
+    },
+    /// A worker process joined the database with these settings of its own.
+    Joined {
+        settings: super::outbox::RunSettings,
+    },
+    /// A worker process stopped between two actions (`how`: the signal that asked it to);
+    /// a lease it held stays in the database until it runs out.
+    Left {
+        how: String,
+        holding: Option<(i64, String, i64)>,
+    },
+    /// The settings the engine's workers run with from now on, as recorded.
+    SettingsRecorded {
+        settings: super::outbox::RunSettings,
     },
     /// A new incarnation replaced a crashed (or stopped) worker.
     Restarted {
@@ -149,6 +175,14 @@ pub enum EventKind {
     Note {
         text: String,
     },
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on {
+        "ON"
+    } else {
+        "OFF"
+    }
 }
 
 impl Event {
@@ -253,10 +287,15 @@ impl Event {
                 Some(k) => format!("redrove {k} ({count} dead letter)"),
                 None => format!("redrove {count} dead letters"),
             }),
-            EventKind::Crashed { holding, panic } => Some({
-                let what = match panic {
-                    Some(p) => format!("PANICKED ({p})"),
-                    None => "CRASHED".to_string(),
+            EventKind::Crashed {
+                holding,
+                panic,
+                how,
+            } => Some({
+                let what = match (panic, how) {
+                    (Some(p), _) => format!("PANICKED ({p})"),
+                    (None, Some(how)) => format!("CRASHED ({how})"),
+                    (None, None) => "CRASHED".to_string(),
                 };
                 match holding {
                     Some((_, key, until)) => {
@@ -281,6 +320,37 @@ impl Event {
             )),
             EventKind::Paused => Some("paused".into()),
             EventKind::Resumed => Some("resumed".into()),
+            EventKind::Froze { how } => Some(format!(
+                "FROZEN ({how}): holds what it holds, still believes it owns it"
+            )),
+            EventKind::Woke { how } => {
+                Some(format!("WOKE ({how}): carries on with what it believed"))
+            }
+            EventKind::Joined { settings } => Some(format!(
+                "joined: lease {} ms, processing {} ms, leasing {}, heartbeats {}",
+                settings.lease_ms,
+                settings.process_ms,
+                on_off(settings.leasing),
+                if settings.heartbeats {
+                    format!("every {} ms", settings.heartbeat_ms)
+                } else {
+                    "OFF".to_string()
+                }
+            )),
+            EventKind::Left { how, holding } => Some(match holding {
+                Some((_, key, until)) => format!(
+                    "LEFT ({how}) holding {key} (lease until {})",
+                    super::clock::hms(*until)
+                ),
+                None => format!("LEFT ({how}) holding nothing"),
+            }),
+            EventKind::SettingsRecorded { settings } => Some(format!(
+                "settings: lease {} ms, processing {} ms, leasing {}, heartbeats {}",
+                settings.lease_ms,
+                settings.process_ms,
+                on_off(settings.leasing),
+                on_off(settings.heartbeats)
+            )),
             EventKind::ClockMoved { from_ms, to_ms } => Some(format!(
                 "clock advanced {} ms to {}",
                 to_ms - from_ms,

@@ -11,6 +11,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use super::backend::Db;
 use super::events::{Event, EventKind, ENGINE};
+use super::outbox::{RunSettings, CRASH_PANIC, CRASH_TOLD};
 use super::pg::{PgStore, PgTail};
 use super::provider::ProviderStatus;
 use super::store::{LeaseEventKind, LeaseEventRow, OutboxError, Store};
@@ -68,9 +69,7 @@ impl Translator {
         Some(slot)
     }
 
-    /// The events one row stands for. A row that carries the provider's answer (a finalize
-    /// or a mark) also stands for the status check before it: a call whose worker died
-    /// before writing anything is not in the table.
+    /// The events one row stands for.
     pub fn events(&mut self, row: &LeaseEventRow) -> Vec<Event> {
         let slot = self.slot(&row.worker);
         let actor = if slot.is_some() {
@@ -106,7 +105,9 @@ impl Translator {
 }
 
 /// The events of one row, made by `event` (which adds the row's seq, time and actor);
-/// `attempts` is the message's attempt count after the row.
+/// `attempts` is the message's attempt count after the row. A row stands for what it
+/// records and nothing more: a provider call is its own `Checked` row, written when the call
+/// was made, so a call whose worker died before writing anything is still in the table.
 fn row_events(
     row: &LeaseEventRow,
     attempts: i64,
@@ -115,72 +116,99 @@ fn row_events(
     let id = row.id.unwrap_or(0);
     let key = row.key.clone().unwrap_or_default();
     let version = row.version.unwrap_or(0);
-    let status = match row.detail.as_deref() {
-        Some("Failed") => ProviderStatus::Failed,
-        _ => ProviderStatus::Paid,
-    };
-    let called = || {
-        event(EventKind::ProviderCalled {
-            id,
-            key: key.clone(),
-            status,
-        })
-    };
-    match row.kind {
-        LeaseEventKind::Seeded => vec![event(EventKind::Seeded {
+    let status = answer(row);
+    let kind = match row.kind {
+        LeaseEventKind::Seeded => EventKind::Seeded {
             messages: row
                 .detail
                 .as_deref()
                 .and_then(|d| d.parse().ok())
                 .unwrap_or(0),
-        })],
-        LeaseEventKind::Added => vec![event(EventKind::MessageAdded { id, key })],
-        LeaseEventKind::Claimed => vec![event(EventKind::Claimed {
+        },
+        LeaseEventKind::Added => EventKind::MessageAdded { id, key },
+        LeaseEventKind::Claimed => EventKind::Claimed {
             id,
             key,
             until_ms: row.until_ms.unwrap_or(row.at_ms),
             version,
             reclaim: version > 1,
-        })],
-        LeaseEventKind::Finalized => vec![
-            called(),
-            event(EventKind::Finalized {
-                id,
-                key: key.clone(),
-                version,
-                status,
-            }),
-        ],
-        LeaseEventKind::FinalizeRejected => vec![
-            called(),
-            event(EventKind::FinalizeRejected {
-                id,
-                key: key.clone(),
-                version,
-            }),
-        ],
-        LeaseEventKind::Marked => vec![
-            called(),
-            event(EventKind::Marked {
-                id,
-                key: key.clone(),
-                status,
-            }),
-        ],
-        LeaseEventKind::Heartbeat => vec![event(EventKind::Heartbeat {
+        },
+        LeaseEventKind::Checked => EventKind::ProviderCalled { id, key, status },
+        LeaseEventKind::Finalized => EventKind::Finalized {
+            id,
+            key,
+            version,
+            status,
+        },
+        LeaseEventKind::FinalizeRejected => EventKind::FinalizeRejected { id, key, version },
+        LeaseEventKind::Marked => EventKind::Marked { id, key, status },
+        LeaseEventKind::Heartbeat => EventKind::Heartbeat {
             id,
             key,
             version,
             until_ms: row.until_ms.unwrap_or(row.at_ms),
-        })],
-        LeaseEventKind::LeaseLost => vec![event(EventKind::LeaseLost { id, key, version })],
-        LeaseEventKind::Redriven => vec![event(EventKind::Redriven {
+        },
+        LeaseEventKind::LeaseLost => EventKind::LeaseLost { id, key, version },
+        LeaseEventKind::Redriven => EventKind::Redriven {
             key: Some(key),
             count: 1,
-        })],
-        LeaseEventKind::Retry | LeaseEventKind::DeadLettered => {
-            vec![event(failure(row, key, attempts))]
+        },
+        LeaseEventKind::Retry | LeaseEventKind::DeadLettered => failure(row, key, attempts),
+        _ => return worker_fact(row).map(&event).into_iter().collect(),
+    };
+    vec![event(kind)]
+}
+
+/// The provider's answer a row carries (`Paid` or `Failed`).
+fn answer(row: &LeaseEventRow) -> ProviderStatus {
+    match row.detail.as_deref() {
+        Some("Failed") => ProviderStatus::Failed,
+        _ => ProviderStatus::Paid,
+    }
+}
+
+/// What a row about a worker itself records: a crash, a freeze and its end, a restart, the
+/// settings it runs with, its joining and leaving.
+fn worker_fact(row: &LeaseEventRow) -> Option<EventKind> {
+    let detail = row.detail.clone().unwrap_or_default();
+    let holding = match (row.id, &row.key, row.until_ms) {
+        (Some(id), Some(key), Some(until)) => Some((id, key.clone(), until)),
+        _ => None,
+    };
+    Some(match row.kind {
+        LeaseEventKind::Crashed => {
+            let (panic, how) = crash_cause(&detail);
+            EventKind::Crashed {
+                holding,
+                panic,
+                how,
+            }
         }
+        LeaseEventKind::Paused => EventKind::Froze { how: detail },
+        LeaseEventKind::Resumed => EventKind::Woke { how: detail },
+        LeaseEventKind::Restarted => EventKind::Restarted { previous: detail },
+        LeaseEventKind::Left => EventKind::Left {
+            how: detail,
+            holding,
+        },
+        LeaseEventKind::Joined => EventKind::Joined {
+            settings: RunSettings::parse(&detail).ok()?,
+        },
+        LeaseEventKind::Settings => EventKind::SettingsRecorded {
+            settings: RunSettings::parse(&detail).ok()?,
+        },
+        _ => return None,
+    })
+}
+
+/// A `Crashed` row's cause: a panic's message, or how a worker process ended.
+fn crash_cause(detail: &str) -> (Option<String>, Option<String>) {
+    if detail == CRASH_TOLD {
+        (None, None)
+    } else if let Some(p) = detail.strip_prefix(CRASH_PANIC) {
+        (Some(p.to_string()), None)
+    } else {
+        (None, Some(detail.to_string()))
     }
 }
 

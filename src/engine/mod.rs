@@ -19,6 +19,7 @@ pub mod provider;
 pub mod setup;
 pub mod stepper;
 pub mod store;
+pub mod text;
 pub mod worker;
 pub mod worker_id;
 
@@ -33,6 +34,7 @@ use backend::{Db, Outbox};
 use clock::{Clock, SCENARIO_START_MS};
 use db_lock::DbLock;
 use events::{Event, EventKind, ENGINE};
+use outbox::{Fact, LeaseEventKind, RunSettings};
 use provider::Provider;
 use setup::{Reliability, Timing};
 use store::{DbOrigin, Durability, OutboxError, Store, StoreShared};
@@ -167,8 +169,90 @@ impl Engine {
             self.emit(EventKind::Seeded {
                 messages: self.config.messages,
             });
+            self.record_settings()?;
         }
         Ok(())
+    }
+
+    /// Record a fact in the engine's own connection (what a dashboard did to a worker
+    /// process); returns the write's stamp.
+    pub fn record(&mut self, fact: &Fact) -> Result<u64, OutboxError> {
+        self.store.record(fact)
+    }
+
+    /// The settings this engine's worker threads run with now.
+    pub fn run_settings(&self) -> RunSettings {
+        self.settings.recorded()
+    }
+
+    /// Record the settings the worker threads run with (at a seeding and at every change),
+    /// so a replay's header shows what the run used. An engine whose workers are processes
+    /// records none: each process records its own when it joins.
+    pub fn record_settings(&mut self) -> Result<(), OutboxError> {
+        if self.table_events {
+            return Ok(());
+        }
+        let detail = self.run_settings().detail();
+        let fact = Fact::of(LeaseEventKind::Settings, self.clock.now(), ENGINE, &detail);
+        self.store.record(&fact)?;
+        Ok(())
+    }
+
+    /// Record a fact about worker `slot` (its name and the lease it holds now) and send its
+    /// event, stamped by the write.
+    fn record_worker_fact(
+        &mut self,
+        slot: usize,
+        kind: LeaseEventKind,
+        detail: &str,
+        event: EventKind,
+    ) {
+        let Some(w) = self.workers.get(slot) else {
+            return;
+        };
+        let status = w.status();
+        let now = self.clock.now();
+        let held = status
+            .lease
+            .as_ref()
+            .map(|l| (l.id, l.key.as_str(), l.version, l.until_ms));
+        let fact = Fact::of(kind, now, &status.name, detail).holding(held);
+        // A fact the table could not take is still sent: the live screen shows it, and a
+        // replay of this database says only what the table holds.
+        let seq = self
+            .store
+            .record(&fact)
+            .unwrap_or_else(|_| self.shared.next_seq());
+        let _ = self.events_tx.send(Event {
+            seq,
+            at_ms: now,
+            slot: Some(slot),
+            actor: status.name,
+            kind: event,
+        });
+    }
+
+    /// Freeze one worker (a lesson's `pause`): it holds what it holds and does nothing until
+    /// it is woken. Recorded, so a replay shows it frozen, not crashed.
+    pub fn freeze(&mut self, slot: usize) {
+        let how = "pause".to_string();
+        self.record_worker_fact(
+            slot,
+            LeaseEventKind::Paused,
+            &how,
+            EventKind::Froze { how: how.clone() },
+        );
+    }
+
+    /// Wake a frozen worker: it carries on with what it believed.
+    pub fn wake(&mut self, slot: usize) {
+        let how = "resume".to_string();
+        self.record_worker_fact(
+            slot,
+            LeaseEventKind::Resumed,
+            &how,
+            EventKind::Woke { how: how.clone() },
+        );
     }
 
     fn context(&self) -> WorkerContext {
@@ -248,15 +332,13 @@ impl Engine {
         let previous = old.name.clone();
         let incarnation = old.incarnation + 1;
         let fresh = worker::spawn(self.context(), slot, incarnation, paused);
-        let name = fresh.name.clone();
         self.workers[slot] = fresh;
-        let _ = self.events_tx.send(Event {
-            seq: self.shared.next_seq(),
-            at_ms: self.clock.now(),
-            slot: Some(slot),
-            actor: name,
-            kind: EventKind::Restarted { previous },
-        });
+        self.record_worker_fact(
+            slot,
+            LeaseEventKind::Restarted,
+            &previous.clone(),
+            EventKind::Restarted { previous },
+        );
     }
 
     /// Grow or shrink the crew while it runs: new slots start as first incarnations (paused
@@ -285,9 +367,10 @@ impl Engine {
 
     /// Messages each worker claims per transaction from its next claim on (1 to
     /// [`worker::MAX_BATCH`]).
-    pub fn set_batch(&self, k: usize) {
+    pub fn set_batch(&mut self, k: usize) {
         let k = k.clamp(1, worker::MAX_BATCH);
         self.settings.batch.store(k as i64, Ordering::SeqCst);
+        let _ = self.record_settings();
         self.emit(EventKind::Note {
             text: if k == 1 {
                 "batch claims off: one message per claim transaction".to_string()
@@ -316,14 +399,16 @@ impl Engine {
     }
 
     /// Switch leasing; workers change at their next cycle.
-    pub fn set_leasing(&self, on: bool) {
+    pub fn set_leasing(&mut self, on: bool) {
         self.settings.leasing.store(on, Ordering::SeqCst);
+        let _ = self.record_settings();
         self.emit(EventKind::LeasingChanged { on });
     }
 
     /// Switch heartbeats for every worker; a worker processing a message beats from now on.
-    pub fn set_heartbeats(&self, on: bool) {
+    pub fn set_heartbeats(&mut self, on: bool) {
         self.settings.heartbeats.store(on, Ordering::SeqCst);
+        let _ = self.record_settings();
         self.emit(EventKind::HeartbeatsChanged { on });
     }
 

@@ -56,20 +56,13 @@ impl<'a> Performer<'a> {
             Action::Pause { slot } => {
                 self.live(engine, *slot)?;
                 self.frozen.insert(*slot);
-                engine.emit(EventKind::Note {
-                    text: format!(
-                        "{} frozen (a long pause): it still believes it owns what it claimed",
-                        WorkerId::first(*slot)
-                    ),
-                });
+                engine.freeze(*slot);
             }
             Action::Resume { slot } => {
                 if !self.frozen.remove(slot) {
                     return Err(format!("{} is not paused", WorkerId::first(*slot)));
                 }
-                engine.emit(EventKind::Note {
-                    text: format!("{} wakes up and carries on", WorkerId::first(*slot)),
-                });
+                engine.wake(*slot);
             }
             Action::Advance { ms } => engine.advance(*ms),
             Action::Work { ms } => self.work(engine, *ms),

@@ -117,8 +117,9 @@ impl LessonRunner {
     }
 
     /// Settings the engine configuration does not carry; call after every (re)start.
-    pub fn prepare(&mut self, engine: &Engine) {
+    pub fn prepare(&mut self, engine: &mut Engine) {
         let setup = &self.lesson.setup;
+        let before = engine.run_settings();
         engine.provider.set_idempotent(setup.idempotent_provider);
         if engine.settings.leasing() != setup.leasing {
             engine.set_leasing(setup.leasing);
@@ -137,6 +138,10 @@ impl LessonRunner {
             .settings
             .batch
             .store(setup.batch as i64, std::sync::atomic::Ordering::SeqCst);
+        if engine.run_settings() != before {
+            // The seeding recorded the engine's first settings: the lesson's replace them.
+            let _ = engine.record_settings();
+        }
         self.done = 0;
         self.frozen.clear();
         self.reports.clear();
@@ -368,7 +373,7 @@ impl Session {
             ledger: Ledger::new(),
             engine,
         };
-        s.runner.prepare(&s.engine);
+        s.runner.prepare(&mut s.engine);
         s.drain();
         Ok(s)
     }

@@ -28,6 +28,7 @@ mod lesson;
 mod refresh;
 mod replay;
 mod spotlight;
+mod witness;
 pub use super::snapshot::{DbView, WorkerView};
 pub use super::state::Focus;
 pub use external::ExternalMode;

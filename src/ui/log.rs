@@ -212,6 +212,7 @@ mod tests {
             EventKind::Crashed {
                 holding: None,
                 panic: None,
+                how: None,
             },
         ));
         let times: Vec<i64> = log.lines().iter().map(|l| l.at_ms).collect();

@@ -18,11 +18,15 @@ pub struct Snapshot {
     pub now_ms: i64,
     pub speed: f64,
     pub paused: bool,
-    pub leasing: bool,
-    /// Working workers extend their leases (what `h` switches).
-    pub heartbeats: bool,
+    /// Worker processes started held, before the first space.
+    pub held: bool,
+    /// The watched database stopped answering at this time: what is shown is as it stood.
+    pub stale_since: Option<i64>,
+    /// The workers' settings as far as they are known (the header).
+    pub settings: SettingsView,
+    /// The lease the countdown bars and the timeline are drawn to (the settings' lease, or
+    /// the dashboard's default where it is not known).
     pub lease_ms: i64,
-    pub process_ms: i64,
     /// The database file, unless it is a temporary one.
     pub db_file: Option<String>,
     /// `("scenario ", NAME)`, `("free play ", NAME)` when the dashboard does not tell
@@ -46,6 +50,47 @@ pub struct Snapshot {
     pub message_history: Option<MessageHistoryView>,
     /// The throughput strip, once the crew or the batch size has been changed.
     pub throughput: Option<ThroughputView>,
+}
+
+/// A setting as the header shows it: its value, unknown (`-`: nothing recorded says), or
+/// mixed (the workers that recorded theirs differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Setting<T> {
+    Is(T),
+    #[default]
+    Unknown,
+    Mixed,
+}
+
+impl<T: Copy> Setting<T> {
+    pub fn known(self) -> Option<T> {
+        match self {
+            Setting::Is(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// The settings the workers run with, as the header shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SettingsView {
+    pub lease_ms: Setting<i64>,
+    pub process_ms: Setting<i64>,
+    pub leasing: Setting<bool>,
+    /// Working workers extend their leases (what `h` switches).
+    pub heartbeats: Setting<bool>,
+}
+
+impl SettingsView {
+    /// Settings known for certain.
+    pub fn of(s: &crate::engine::outbox::RunSettings) -> SettingsView {
+        SettingsView {
+            lease_ms: Setting::Is(s.lease_ms),
+            process_ms: Setting::Is(s.process_ms),
+            leasing: Setting::Is(s.leasing),
+            heartbeats: Setting::Is(s.heartbeats),
+        }
+    }
 }
 
 /// Messages per second and the workers behind them.
@@ -91,7 +136,7 @@ impl WorkerView {
     pub fn alive(&self) -> bool {
         !matches!(
             self.status.state,
-            WorkerState::Crashed | WorkerState::Stopped
+            WorkerState::Crashed | WorkerState::Stopped | WorkerState::Left
         )
     }
 }

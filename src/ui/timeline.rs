@@ -333,6 +333,7 @@ mod tests {
             EventKind::Crashed {
                 holding: Some((1, "PAY-001".into(), 600)),
                 panic: None,
+                how: None,
             },
         ));
         let lane = &t.lanes[0];

@@ -4,13 +4,15 @@
 //! Nothing here speaks SQL.
 
 mod error;
+mod record;
 mod retry;
 mod status;
 mod types;
 
 pub use error::{Failure, OutboxError, Result};
+pub use record::{Fact, LeaseEventRow, Recording, RunSettings, CRASH_PANIC, CRASH_TOLD};
 pub use retry::{FailOutcome, RetryPolicy};
-pub use status::{OutboxStatus, PaymentStatus};
+pub use status::{LeaseEventKind, OutboxStatus, PaymentStatus};
 pub use types::{
     ClaimOutcome, DbOrigin, Durability, FinalizeOutcome, Lease, MessageRef, MessageRow,
     OutboxCounts, PaymentCounts, PaymentRow, RowsPerKey, StoreShared,
@@ -20,24 +22,32 @@ use super::provider::{Provider, StatusCheck};
 
 /// Everything the engine asks of an outbox database, in the parts each store implements
 /// beside its SQL: [`Claiming`], [`BatchClaiming`], [`Finalizing`], [`Unleased`],
-/// [`Upkeep`], [`Seeding`] and [`Reading`]. Writes return the commit stamp taken while the
+/// [`Upkeep`], [`Seeding`], [`Reading`] and [`Recording`]. Writes return the commit stamp taken while the
 /// write still held its locks, so stamps order each message's history as the database
 /// committed it. `now` is always the scenario clock's. Call the parts' methods on a
 /// concrete store with `use leaselab::engine::outbox::prelude::*`.
 pub trait Outbox:
-    Claiming + BatchClaiming + Finalizing + Unleased + Upkeep + Seeding + Reading + Send
+    Claiming + BatchClaiming + Finalizing + Unleased + Upkeep + Seeding + Reading + Recording + Send
 {
 }
 
 impl<T> Outbox for T where
-    T: Claiming + BatchClaiming + Finalizing + Unleased + Upkeep + Seeding + Reading + Send
+    T: Claiming
+        + BatchClaiming
+        + Finalizing
+        + Unleased
+        + Upkeep
+        + Seeding
+        + Reading
+        + Recording
+        + Send
 {
 }
 
 /// The parts of [`Outbox`], to call them on a concrete store.
 pub mod prelude {
     pub use super::{
-        BatchClaiming, Claiming, Finalizing, Outbox, Reading, Seeding, Unleased, Upkeep,
+        BatchClaiming, Claiming, Finalizing, Outbox, Reading, Recording, Seeding, Unleased, Upkeep,
     };
 }
 

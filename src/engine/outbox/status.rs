@@ -48,3 +48,16 @@ text_state!(
     /// `Payments.PaymentStatus`.
     PaymentStatus { Pending, Paid, Failed }
 );
+
+text_state!(
+    /// `LeaseEvents.Kind`: what a row says happened. The first eleven are written by the
+    /// transaction that made the change; the rest record what the lab did to a worker or
+    /// what a worker did outside the database, each in a transaction of its own when it
+    /// happened: a crash, a freeze and its end, a restart, a provider call with its answer,
+    /// the settings a run used, a worker process joining and leaving.
+    LeaseEventKind {
+        Seeded, Added, Claimed, Heartbeat, Finalized, FinalizeRejected, Marked, Retry,
+        DeadLettered, LeaseLost, Redriven, Crashed, Paused, Resumed, Restarted, Checked,
+        Settings, Joined, Left
+    }
+);

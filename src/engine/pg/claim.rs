@@ -357,6 +357,34 @@ impl Recorder {
     }
 }
 
+impl crate::engine::outbox::Recording for PgStore {
+    /// One row in a transaction of its own; its stamp is its Seq's, as every write's here.
+    fn record(&mut self, fact: &crate::engine::outbox::Fact) -> OutboxResult<u64> {
+        let insert = self.prepared(RECORD_SQL)?;
+        let shared = self.shared.clone();
+        let mut client = self.client();
+        let mut tx = client.transaction()?;
+        let seq: i64 = tx
+            .query_one(
+                &insert,
+                &[
+                    &fact.at_ms,
+                    &fact.worker,
+                    &fact.kind.as_str(),
+                    &fact.id,
+                    &fact.key,
+                    &fact.version,
+                    &fact.until_ms,
+                    &None::<String>,
+                    &fact.detail,
+                ],
+            )?
+            .get(0);
+        tx.commit()?;
+        Ok(shared.stamp_of_row(seq as u64))
+    }
+}
+
 impl Claiming for PgStore {
     /// After an empty claim: the live lease that blocks `worker` soonest, if any.
     fn blocked_by(&self, worker: &str, now: i64) -> OutboxResult<Option<ClaimOutcome>> {

@@ -37,8 +37,10 @@ pub const SCHEMA_PG_SQL: &str = include_str!("../../../assets/schema.pg.sql");
 /// that a dashboard following the table learns what was seeded. Version 6: `LeaseEvents`
 /// checks its `Kind` only, as SQLite's does (its other CHECKs cost every write). Version 7:
 /// one-column CHECKs are domains, one index of unfinished messages serves the claim, and a
-/// claim changes no indexed column, so its row version stays on its page.
-pub const SCHEMA_VERSION: i32 = 7;
+/// claim changes no indexed column, so its row version stays on its page. Version 8: the
+/// facts a replay shows without guessing (crashes, freezes, restarts, provider calls, a
+/// run's settings, worker processes joining and leaving) are `LeaseEvents` kinds.
+pub const SCHEMA_VERSION: i32 = 8;
 
 /// Key of the advisory lock under which a database is identified and made ("LSLB"), so two
 /// workers that meet an empty database at once do not both create the schema.
@@ -138,13 +140,22 @@ pub fn is_url(db: &str) -> bool {
 
 /// Parse a `postgres://` URL (or a `key=value` connection string).
 pub fn parse_url(url: &str) -> Result<Config> {
-    Config::from_str(url).map_err(|e| {
+    let mut config = Config::from_str(url).map_err(|e| {
         PgError::BadUrl(format!(
             "cannot read the PostgreSQL URL (postgres://USER@HOST/DB or postgres://USER@/DB?host=/socket/dir): {}",
             with_source(&e)
         ))
-    })
+    })?;
+    // A server that does not answer is given up on, not waited for as long as TCP waits
+    // (a URL's own connect_timeout wins).
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    Ok(config)
 }
+
+/// How long a connection attempt waits for a server that does not answer.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The driver's error with its cause, which its Display leaves out.
 fn with_source(e: &postgres::Error) -> String {

@@ -25,15 +25,16 @@ pub struct LeaseEventRow {
 }
 
 impl PgStore {
-    /// Up to `limit` events about leases (claims, heartbeats, results, failed attempts)
-    /// after `seq`, in Seq order (each message's commit order). Seedings and added payments
-    /// are left out ([`PgStore::all_events_after`]). A reader that follows running workers
+    /// Up to `limit` events about leases (claims, heartbeats, provider calls, results, failed
+    /// attempts, a crash or freeze holding one) after `seq`, in Seq order (each message's
+    /// commit order). Seedings, added payments and rows about no message are left out ([`PgStore::all_events_after`]). A reader that follows running workers
     /// asks through a [`super::PgTail`]: a row committed later may take a lower Seq.
     pub fn events_after(&mut self, seq: u64, limit: u64) -> Result<Vec<LeaseEventRow>> {
         let rows = self.client().query(
             "SELECT Seq, AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion,
                     LockedUntilUtc, PaymentStatus
-               FROM LeaseEvents WHERE Seq > $1 AND Kind NOT IN ('Seeded', 'Added')
+               FROM LeaseEvents
+              WHERE Seq > $1 AND Kind NOT IN ('Seeded', 'Added') AND MessageId IS NOT NULL
               ORDER BY Seq LIMIT $2",
             &[&(seq as i64), &(limit as i64)],
         )?;

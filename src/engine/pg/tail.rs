@@ -10,8 +10,11 @@
 //!   `pg_current_xact_id()` in the insert's FROM);
 //! - so after the tail reads the sequence's last value L and then takes a transaction id X
 //!   of its own, every Seq up to L belongs to a transaction older than X;
-//! - once the oldest transaction still running (`pg_snapshot_xmin`) is X or newer, all of
-//!   them have ended, and every Seq up to L is committed or gone for good.
+//! - once no transaction of this database older than X is still running (nor prepared),
+//!   all of them have ended, and every Seq up to L is committed or gone for good.
+//!   Transactions in other databases of the server cannot write these rows and are not
+//!   waited for (`pg_stat_activity` names every session's database and transaction id,
+//!   also to a user who may see nothing else of it).
 //!
 //! Rows come in Seq order, which is each message's commit order (a message's rows draw
 //! their Seqs while holding its row lock). A transaction left open anywhere on the server
@@ -69,17 +72,38 @@ impl PgTail {
         self.marks.push_back((xid, drawn, since));
     }
 
-    /// Settle every mark whose transaction id is below `oldest_running` or equal to it.
-    fn settle(&mut self, oldest_running: i64) {
+    /// Settle every mark, oldest first, that `ended_before` says no transaction older than
+    /// its own still holds back; stop at the first one that is still held.
+    fn settle_while(&mut self, mut ended_before: impl FnMut(i64) -> Result<bool>) -> Result<()> {
         while let Some(&(xid, drawn, _)) = self.marks.front() {
-            if xid > oldest_running {
+            if !ended_before(xid)? {
                 break;
             }
             self.settled = self.settled.max(drawn);
             self.marks.pop_front();
         }
+        Ok(())
+    }
+
+    /// [`PgTail::settle_while`] with the oldest transaction still running given.
+    #[cfg(test)]
+    fn settle(&mut self, oldest_running: i64) {
+        let _ = self.settle_while(|xid| Ok(xid <= oldest_running));
     }
 }
+
+/// Whether every transaction of this database older than transaction `$1` (a full id) has
+/// ended, prepared ones included. Ids are compared by their age, which wraps as they do.
+const NOTHING_OLDER_RUNS_SQL: &str = "
+SELECT NOT EXISTS (
+         SELECT 1 FROM pg_stat_activity
+          WHERE datname = current_database() AND pid <> pg_backend_pid()
+            AND backend_xid IS NOT NULL
+            AND age(backend_xid) > age(($1::bigint % 4294967296)::text::xid))
+   AND NOT EXISTS (
+         SELECT 1 FROM pg_prepared_xacts
+          WHERE database = current_database()
+            AND age(transaction) > age(($1::bigint % 4294967296)::text::xid))";
 
 impl PgStore {
     /// Up to `limit` events after the tail's last one, only from its settled part, in Seq
@@ -101,14 +125,8 @@ impl PgStore {
             (drawn, xid)
         };
         tail.mark(xid, drawn.unwrap_or(0).max(0) as u64);
-        let oldest: i64 = self
-            .client()
-            .query_one(
-                "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint",
-                &[],
-            )?
-            .get(0);
-        tail.settle(oldest);
+        let ended = self.prepared(NOTHING_OLDER_RUNS_SQL)?;
+        tail.settle_while(|xid| Ok(self.client().query_one(&ended, &[&xid])?.get(0)))?;
         let rows = self.all_events_between(tail.last, tail.settled, limit)?;
         if let Some(r) = rows.last() {
             tail.last = r.seq;
@@ -116,6 +134,10 @@ impl PgStore {
         Ok(rows)
     }
 }
+
+/// A transaction still open: its server process id, how long it has been open and its
+/// application's name (where this user may see them).
+pub type OpenTransaction = (i32, Option<f64>, Option<String>);
 
 impl PgStore {
     /// Up to `limit` events from the first, in Seq order, once every row up to the sequence's
@@ -143,14 +165,16 @@ impl PgStore {
         Ok(Some(rows))
     }
 
-    /// The oldest transaction still open on the server (another than this connection's):
-    /// its process id, how long it has been open, and its application's name.
-    pub fn oldest_open_transaction(&mut self) -> Result<Option<(i32, f64, String)>> {
+    /// The oldest writing transaction still open in this database (another than this
+    /// connection's): its process id, how long it has been open, and its application's
+    /// name, the last two where this user may see them.
+    pub fn oldest_open_transaction(&mut self) -> Result<Option<OpenTransaction>> {
         let row = self.client().query_opt(
             "SELECT pid, EXTRACT(EPOCH FROM now() - xact_start)::float8, application_name
                FROM pg_stat_activity
-              WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid()
-              ORDER BY xact_start LIMIT 1",
+              WHERE datname = current_database() AND backend_xid IS NOT NULL
+                AND pid <> pg_backend_pid()
+              ORDER BY age(backend_xid) DESC LIMIT 1",
             &[],
         )?;
         Ok(row.map(|r| (r.get(0), r.get(1), r.get(2))))
@@ -161,13 +185,16 @@ impl PgStore {
     /// The oldest open transaction as a reader is told of it, ` (server pid N, app, open S s)`,
     /// or nothing when there is none (or the question fails).
     pub fn open_transaction_named(&mut self) -> String {
-        match self.oldest_open_transaction() {
-            Ok(Some((pid, secs, app))) if app.is_empty() => {
-                format!(" (server pid {pid}, open {secs:.0} s)")
-            }
-            Ok(Some((pid, secs, app))) => format!(" (server pid {pid}, {app}, open {secs:.0} s)"),
-            _ => String::new(),
-        }
+        let Ok(Some((pid, secs, app))) = self.oldest_open_transaction() else {
+            return String::new();
+        };
+        let app = app
+            .map(|a| crate::engine::text::printable(&a, 64))
+            .filter(|a| !a.is_empty())
+            .map(|a| format!(", {a}"))
+            .unwrap_or_default();
+        let open = secs.map(|s| format!(", open {s:.0} s")).unwrap_or_default();
+        format!(" (server pid {pid}{app}{open})")
     }
 }
 

@@ -170,7 +170,8 @@ fn marker_and_schema(conn: &Connection, shown: &str) -> Result<Identity> {
             3 => "without the seeding a lease fences on",
             4 => "with the claim's older indexes",
             5 => "without redrives in its LeaseEvents",
-            _ => "with an index of unfinished messages that every claim rewrote",
+            6 => "with an index of unfinished messages that every claim rewrote",
+            _ => "without the crashes, pauses, provider calls and settings a replay shows",
         };
         return Err(OutboxError::Foreign(format!(
             "{shown} was made by an earlier leaselab (schema version {version}, {lacks}; this leaselab needs version {SCHEMA_VERSION}); refusing to touch it: remove it or pass another --db"

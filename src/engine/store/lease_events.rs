@@ -6,78 +6,7 @@ use std::time::Instant;
 
 use super::prepared::{Hot, Tx};
 use super::{Result, Store};
-
-/// What a row says happened (the `Kind` column).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LeaseEventKind {
-    Seeded,
-    Added,
-    Claimed,
-    Heartbeat,
-    Finalized,
-    FinalizeRejected,
-    Marked,
-    Retry,
-    DeadLettered,
-    /// A heartbeat changed no row: the worker's lease had run out, and it dropped the message.
-    LeaseLost,
-    /// A dead letter put back to Pending with fresh attempts.
-    Redriven,
-}
-
-impl LeaseEventKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LeaseEventKind::Seeded => "Seeded",
-            LeaseEventKind::Added => "Added",
-            LeaseEventKind::Claimed => "Claimed",
-            LeaseEventKind::Heartbeat => "Heartbeat",
-            LeaseEventKind::Finalized => "Finalized",
-            LeaseEventKind::FinalizeRejected => "FinalizeRejected",
-            LeaseEventKind::Marked => "Marked",
-            LeaseEventKind::Retry => "Retry",
-            LeaseEventKind::DeadLettered => "DeadLettered",
-            LeaseEventKind::LeaseLost => "LeaseLost",
-            LeaseEventKind::Redriven => "Redriven",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<LeaseEventKind> {
-        use LeaseEventKind::*;
-        [
-            Seeded,
-            Added,
-            Claimed,
-            Heartbeat,
-            Finalized,
-            FinalizeRejected,
-            Marked,
-            Retry,
-            DeadLettered,
-            LeaseLost,
-            Redriven,
-        ]
-        .into_iter()
-        .find(|k| k.as_str() == text)
-    }
-}
-
-/// One row of `LeaseEvents`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseEventRow {
-    /// Commit order: never reused, also after the outbox is emptied.
-    pub seq: u64,
-    pub at_ms: i64,
-    pub worker: String,
-    pub kind: LeaseEventKind,
-    pub id: Option<i64>,
-    pub key: Option<String>,
-    pub version: Option<i64>,
-    /// The lease's expiry, for a claim or a heartbeat.
-    pub until_ms: Option<i64>,
-    /// The provider's answer, the error of a failed attempt, or the number seeded.
-    pub detail: Option<String>,
-}
+pub use crate::engine::outbox::{LeaseEventKind, LeaseEventRow};
 
 /// A row about to be written; `Seq` is the table's to give.
 #[derive(Debug, Clone, Copy)]
@@ -169,6 +98,27 @@ pub fn time_events_on_this_thread() {
 /// Nanoseconds this thread spent writing event rows since it started timing them.
 pub fn events_ns_on_this_thread() -> u64 {
     EVENTS_NS.with(Cell::get)
+}
+
+impl crate::engine::outbox::Recording for Store {
+    fn record(&mut self, fact: &crate::engine::outbox::Fact) -> Result<u64> {
+        self.write(|tx, shared| {
+            record(
+                tx,
+                &NewEvent {
+                    at_ms: fact.at_ms,
+                    worker: &fact.worker,
+                    kind: fact.kind,
+                    id: fact.id,
+                    key: fact.key.as_deref(),
+                    version: fact.version,
+                    until_ms: fact.until_ms,
+                    detail: fact.detail.as_deref(),
+                },
+            )?;
+            Ok((shared.next_seq(), super::conn::End::Commit))
+        })
+    }
 }
 
 impl Store {

@@ -83,7 +83,7 @@ pub const SCHEMA_SQL: &str = include_str!("../../../assets/schema.sql");
 /// files from another application's before anything is written.
 pub const APPLICATION_ID: i32 = 0x4C53_4C42;
 /// `PRAGMA user_version`: the version of `assets/schema.sql` a database was made with.
-pub const SCHEMA_VERSION: i32 = 7;
+pub const SCHEMA_VERSION: i32 = 8;
 /// The longest absolute database path SQLite opens: its 512-byte path buffer must also
 /// hold the `-journal` name.
 pub const MAX_PATH_BYTES: usize = 504;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 
 use crate::engine::events::{Event, EventKind};
+use crate::engine::outbox::{Fact, LeaseEventKind, CRASH_PANIC};
 use crate::engine::provider::WorkerThread;
 use crate::engine::worker_id::WorkerId;
 
@@ -114,6 +115,11 @@ pub fn spawn_named(
     }
 }
 
+/// A `Crashed` row's `Detail` for a panic.
+fn crash_detail(message: &str) -> String {
+    format!("{CRASH_PANIC}{message}")
+}
+
 fn run_thread(
     ctx: WorkerContext,
     slot: usize,
@@ -123,6 +129,7 @@ fn run_thread(
     status: Arc<Mutex<WorkerStatus>>,
 ) {
     let events = ctx.events.clone();
+    let db = ctx.db.clone();
     let shared = ctx.shared.clone();
     let clock = ctx.clock.clone();
     let st = status.clone();
@@ -160,9 +167,27 @@ fn run_thread(
             s.state = WorkerState::Crashed;
             s.next = NextAction::Nothing;
             let holding = s.lease.as_ref().map(|l| (l.id, l.key.clone(), l.until_ms));
-            emit(EventKind::Crashed {
-                holding,
-                panic: Some(msg),
+            // Its connection went with the panic: a fresh one records the crash.
+            let now = clock.now();
+            let fact = Fact::of(LeaseEventKind::Crashed, now, &name, &crash_detail(&msg)).holding(
+                s.lease
+                    .as_ref()
+                    .map(|l| (l.id, l.key.as_str(), l.version, l.until_ms)),
+            );
+            let seq = db
+                .open(shared.clone())
+                .and_then(|mut store| store.record(&fact))
+                .unwrap_or_else(|_| shared.next_seq());
+            let _ = events.send(Event {
+                seq,
+                at_ms: now,
+                slot: Some(slot),
+                actor: name.clone(),
+                kind: EventKind::Crashed {
+                    holding,
+                    panic: Some(msg),
+                    how: None,
+                },
             });
         }
     }

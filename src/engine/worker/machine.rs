@@ -9,10 +9,13 @@ use crossbeam_channel::Receiver;
 
 use crate::engine::backend::Outbox;
 use crate::engine::events::{Event, EventKind};
-use crate::engine::outbox::{ClaimOutcome, FailOutcome, FinalizeOutcome, Lease, MessageRef};
+use crate::engine::outbox::{
+    ClaimOutcome, Fact, FailOutcome, FinalizeOutcome, Lease, LeaseEventKind, MessageRef,
+};
 use crate::engine::provider::StatusCheck;
 
 use super::*;
+use crate::engine::outbox::CRASH_TOLD;
 
 enum Phase {
     Idle,
@@ -347,12 +350,23 @@ impl Worker {
                 self.set_status(|s| s.state = WorkerState::Stopped);
             }
             Exit::Crash => {
-                let holding = match &self.phase {
-                    Phase::Holding(l) | Phase::Checked(l, _) => {
-                        Some((l.id, l.key.clone(), l.until_ms))
-                    }
+                let held = match &self.phase {
+                    Phase::Holding(l) | Phase::Checked(l, _) => Some(l.clone()),
                     _ => None,
                 };
+                let holding = held.as_ref().map(|l| (l.id, l.key.clone(), l.until_ms));
+                // Recorded, so a replay says CRASHED only where a crash happened. A crash
+                // the table could not take is still a crash here; the replay then says only
+                // what it knows (the lease ran out).
+                let now = self.ctx.clock.now();
+                let fact = Fact::of(LeaseEventKind::Crashed, now, &self.name, CRASH_TOLD).holding(
+                    held.as_ref()
+                        .map(|l| (l.id, l.key.as_str(), l.version, l.until_ms)),
+                );
+                let seq = self
+                    .store
+                    .record(&fact)
+                    .unwrap_or_else(|_| self.ctx.shared.next_seq());
                 self.set_status(|s| {
                     s.state = WorkerState::Crashed;
                     s.next = NextAction::Nothing;
@@ -360,10 +374,15 @@ impl Worker {
                     s.queued = 0;
                     s.blocked_on = None;
                 });
-                self.emit(EventKind::Crashed {
-                    holding,
-                    panic: None,
-                });
+                self.emit_when(
+                    seq,
+                    now,
+                    EventKind::Crashed {
+                        holding,
+                        panic: None,
+                        how: None,
+                    },
+                );
             }
         }
         None
@@ -468,7 +487,7 @@ impl Worker {
             Phase::Naive {
                 queue,
                 current: None,
-            } => self.check_next_loaded(queue),
+            } => self.check_next_loaded(queue)?,
         };
         self.publish();
         // Processing takes time on the scenario clock: a run waits for it, a single step
@@ -502,13 +521,41 @@ impl Worker {
                 return Ok(Acted::Done);
             }
         };
-        self.emit(EventKind::ProviderCalled {
-            id: lease.id,
-            key: lease.key.clone(),
-            status: check.status,
-        });
+        let seq = self.record_check(Some(&lease), lease.id, &lease.key, &check)?;
+        self.emit_at(
+            seq,
+            EventKind::ProviderCalled {
+                id: lease.id,
+                key: lease.key.clone(),
+                status: check.status,
+            },
+        );
         self.phase = Phase::Checked(lease, check);
         Ok(Acted::Done)
+    }
+
+    /// Record a provider call and its answer when it is made (a `Checked` row): a replay then
+    /// shows it where it happened, also when the worker never gets to write a result.
+    fn record_check(
+        &mut self,
+        lease: Option<&Lease>,
+        id: i64,
+        key: &str,
+        check: &StatusCheck,
+    ) -> Result<u64, String> {
+        let now = self.ctx.clock.now();
+        let fact = Fact {
+            id: Some(id),
+            key: Some(key.to_string()),
+            version: lease.map(|l| l.version),
+            ..Fact::of(
+                LeaseEventKind::Checked,
+                now,
+                &self.name,
+                check.status.as_str(),
+            )
+        };
+        self.store.record(&fact).map_err(|e| e.to_string())
     }
 
     /// The provider failed: release the lease with a backoff, or dead-letter the message
@@ -610,20 +657,24 @@ impl Worker {
     }
 
     /// Leasing off: ask the provider about the next loaded message, owning nothing.
-    fn check_next_loaded(&mut self, mut queue: VecDeque<MessageRef>) -> Acted {
+    fn check_next_loaded(&mut self, mut queue: VecDeque<MessageRef>) -> Result<Acted, String> {
         if let Some(msg) = queue.pop_front() {
             let check = self.ctx.provider.check_status(&msg.key);
-            self.emit(EventKind::ProviderCalled {
-                id: msg.id,
-                key: msg.key.clone(),
-                status: check.status,
-            });
+            let seq = self.record_check(None, msg.id, &msg.key, &check)?;
+            self.emit_at(
+                seq,
+                EventKind::ProviderCalled {
+                    id: msg.id,
+                    key: msg.key.clone(),
+                    status: check.status,
+                },
+            );
             self.phase = Phase::Naive {
                 queue,
                 current: Some((msg, check)),
             };
         }
-        Acted::Done
+        Ok(Acted::Done)
     }
 
     fn claim(&mut self, id: Option<i64>) -> Result<Acted, String> {

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use crate::engine::outbox::RetryPolicy;
+use crate::engine::outbox::{RetryPolicy, RunSettings};
 
 /// Settings every worker reads at the start of each cycle, so a change applies live.
 #[derive(Debug)]
@@ -77,6 +77,17 @@ impl Settings {
     }
     pub fn batch(&self) -> usize {
         self.batch.load(Ordering::SeqCst).clamp(1, MAX_BATCH as i64) as usize
+    }
+    /// What a `Settings` or `Joined` row records of these settings now.
+    pub fn recorded(&self) -> RunSettings {
+        RunSettings {
+            lease_ms: self.lease_ms(),
+            process_ms: self.process_ms(),
+            leasing: self.leasing(),
+            heartbeats: self.heartbeats(),
+            heartbeat_ms: self.heartbeat_ms(),
+            batch: self.batch() as i64,
+        }
     }
 }
 

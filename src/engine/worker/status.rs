@@ -15,6 +15,13 @@ pub enum WorkerState {
     Blocked,
     Crashed,
     Stopped,
+    /// A worker process started held, waiting for the dashboard's first space.
+    Held,
+    /// A worker process that stopped between two actions (Ctrl-C), as its row records.
+    Left,
+    /// Nothing recorded says what it does: its lease ran out, or was taken, with no result,
+    /// no crash and no freeze recorded (a killed process and a sleeping laptop look alike).
+    Unknown,
 }
 
 impl WorkerState {
@@ -28,6 +35,9 @@ impl WorkerState {
             WorkerState::Blocked => "BLOCKED",
             WorkerState::Crashed => "CRASHED",
             WorkerState::Stopped => "stopped",
+            WorkerState::Held => "held",
+            WorkerState::Left => "left",
+            WorkerState::Unknown => "unknown",
         }
     }
 }

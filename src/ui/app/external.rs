@@ -7,10 +7,11 @@
 use std::collections::HashSet;
 
 use crate::engine::backend::{Db, Outbox};
-use crate::engine::events::{Event, EventKind};
+
+use crate::engine::events::Event;
 use crate::engine::events_table::{Tail, TAIL_EVERY};
 use crate::engine::ledger::{HistoryStep, Ledger};
-use crate::engine::outbox::{Lease, MessageRow};
+use crate::engine::outbox::{Fact, Lease, LeaseEventKind, MessageRow};
 use crate::engine::worker::{WorkerState, WorkerStatus};
 use crate::engine::worker_id::WorkerId;
 use crate::engine::{Engine, EngineConfig};
@@ -20,6 +21,7 @@ use crate::setup::Timing;
 use crate::ui::snapshot::WorkerView;
 
 use super::keys::Action;
+use super::witness::{Fate, Witness};
 use super::{App, DashboardOptions, Theme};
 
 /// What the dashboard knows of workers it follows through the events table.
@@ -28,16 +30,17 @@ pub struct External {
     pub(super) children: Option<WorkerProcesses>,
     /// What reads the events table as workers write it; none in a replay.
     _tail: Option<Tail>,
-    /// By slot: the newest name seen there (`Worker-A#2`, `laptop-3`).
-    names: Vec<String>,
-    /// What the newest claim or unguarded mark says about the workers' settings.
-    pub(super) seen_lease_ms: Option<i64>,
-    pub(super) seen_leasing: Option<bool>,
+    /// What the events say of each worker: its name, a recorded crash, freeze or leaving,
+    /// its settings.
+    pub(super) witness: Witness,
     /// Worker processes of this dashboard already counted as crashed, by name.
     reaped: HashSet<String>,
     /// `--processes` opens with its children stopped, like free play opens paused: the
     /// first space starts them all.
-    started: bool,
+    pub(super) started: bool,
+    /// When the events table stopped answering (a lost connection): the view is as it stood
+    /// then, and nothing counts down.
+    pub(super) stale_since: Option<i64>,
 }
 
 impl External {
@@ -46,39 +49,21 @@ impl External {
         External {
             children: None,
             _tail: None,
-            names: Vec::new(),
-            seen_lease_ms: None,
-            seen_leasing: None,
+            witness: Witness::default(),
             reaped: HashSet::new(),
             started: true,
+            stale_since: None,
         }
     }
 
     /// Take in one event from the table.
     pub(super) fn saw(&mut self, ev: &Event) {
-        let Some(slot) = ev.slot else { return };
-        if self.names.len() <= slot {
-            self.names.resize(slot + 1, String::new());
-        }
-        self.names[slot] = ev.actor.clone();
-        match &ev.kind {
-            EventKind::Claimed { until_ms, .. } => {
-                self.seen_lease_ms = Some(until_ms - ev.at_ms);
-                self.seen_leasing = Some(true);
-            }
-            EventKind::Marked { .. } => self.seen_leasing = Some(false),
-            _ => {}
-        }
+        self.witness.saw(ev);
     }
 
     /// Worker processes of this dashboard found gone since the last look (killed, or ended
-    /// on their own): each becomes one crash, holding the lease it held (`row_of` gives its
-    /// expiry now).
-    pub(super) fn reap(
-        &mut self,
-        ledger: &Ledger,
-        row_of: impl Fn(i64) -> Option<MessageRow>,
-    ) -> Vec<Gone> {
+    /// on their own), with how each ended.
+    pub(super) fn reap(&mut self) -> Vec<(usize, String, String)> {
         let Some(c) = self.children.as_mut() else {
             return Vec::new();
         };
@@ -88,28 +73,15 @@ impl External {
             if c.state(slot) != ProcessState::Gone || !self.reaped.insert(name.clone()) {
                 continue;
             }
-            let holding = ledger
-                .holdings
-                .of(slot)
-                .filter(|l| l.owner == name)
-                .cloned()
-                .and_then(|l| {
-                    let row = row_of(l.id)?;
-                    (row.locked_by.as_deref() == Some(name.as_str()))
-                        .then(|| (l.id, l.key, row.locked_until_ms.unwrap_or(l.until_ms)))
-                });
-            gone.push(Gone {
-                slot,
-                name,
-                holding,
-            });
+            let how = c.ended(slot).unwrap_or("ended").to_string();
+            gone.push((slot, name, how));
         }
         gone
     }
 
     pub(super) fn count(&self) -> usize {
         let children = self.children.as_ref().map_or(0, WorkerProcesses::len);
-        children.max(self.names.len())
+        children.max(self.witness.count())
     }
 
     /// One line per slot for the workers panel.
@@ -128,7 +100,7 @@ impl External {
                     .as_ref()
                     .and_then(|c| c.name(slot))
                     .map(str::to_string)
-                    .or_else(|| self.names.get(slot).cloned())
+                    .or_else(|| self.witness.names.get(slot).cloned())
                     .unwrap_or_default();
                 // A new process's claim of an older incarnation's lease is not its own.
                 let lease = ledger
@@ -145,16 +117,10 @@ impl External {
                     });
                 let taken_by = lease.as_ref().and_then(|l| taken_by(ledger, l));
                 let process = self.children.as_mut().map(|c| c.state(slot));
-                let state = match (process, &lease) {
-                    (Some(ProcessState::Gone), _) => WorkerState::Crashed,
-                    (Some(ProcessState::Stopped), _) => WorkerState::Paused,
-                    // A lease run out with no result: for all the database knows, it died.
-                    (None, Some(l)) if !l.is_live(now_ms) || taken_by.is_some() => {
-                        WorkerState::Crashed
-                    }
-                    (_, Some(_)) => WorkerState::Processing,
-                    (_, None) => WorkerState::Idle,
-                };
+                let state = state_of(process, self.witness.fate(slot), lease.as_ref(), {
+                    let run_out = lease.as_ref().is_some_and(|l| !l.is_live(now_ms));
+                    run_out || taken_by.is_some()
+                });
                 let base = WorkerId::parse(&name).map_or(name.clone(), |id| id.base().to_string());
                 WorkerView {
                     slot,
@@ -166,7 +132,7 @@ impl External {
                         ..WorkerStatus::default()
                     },
                     done: ledger.per_worker.get(&base).copied().unwrap_or(0),
-                    frozen: false,
+                    frozen: state == WorkerState::Paused,
                     taken_by,
                 }
             })
@@ -174,23 +140,42 @@ impl External {
     }
 }
 
-/// A worker process found gone: the crash the dashboard reports for it.
-pub(super) struct Gone {
-    slot: usize,
-    name: String,
-    /// The message whose lease it left in the database, and that lease's expiry.
-    holding: Option<(i64, String, i64)>,
+/// What a worker the dashboard did not start is doing, as far as anyone knows: its process
+/// (for `--processes`, whose parent knows), else what its rows recorded. A lease that ran
+/// out, or that another worker took, with nothing recorded about its holder is `unknown`:
+/// a crash, a sleeping laptop and a slow worker look alike from the database.
+fn state_of(
+    process: Option<ProcessState>,
+    fate: Fate,
+    lease: Option<&Lease>,
+    lease_ran_out: bool,
+) -> WorkerState {
+    match (process, fate) {
+        (Some(ProcessState::Held), _) => WorkerState::Held,
+        (Some(ProcessState::Gone), _) | (None, Fate::Crashed) => WorkerState::Crashed,
+        (Some(ProcessState::Stopped), _) | (None, Fate::Frozen) => WorkerState::Paused,
+        (None, Fate::Left) => WorkerState::Left,
+        _ if lease.is_none() => WorkerState::Idle,
+        // Its parent knows a running process is at work, whatever its lease says.
+        (Some(ProcessState::Running), _) => WorkerState::Processing,
+        _ if lease_ran_out => WorkerState::Unknown,
+        _ => WorkerState::Processing,
+    }
 }
 
-/// Space under `--processes`: the first one starts every child (they open stopped), later
-/// ones stop or wake the selected one. The log's note and the answer to the key.
-fn toggle_pause(c: &mut WorkerProcesses, slot: usize, started: bool) -> (String, String) {
+/// Space under `--processes`: the first one starts every child (they open held), later
+/// ones stop or wake the selected one. The signal sent, if any, and the answer to the key.
+fn toggle_pause(
+    c: &mut WorkerProcesses,
+    slot: usize,
+    started: bool,
+) -> (Option<&'static str>, String) {
     if !started {
         for s in 0..c.len() {
             c.set_stopped(s, false);
         }
         return (
-            "every worker process started".into(),
+            None,
             "the worker processes start: space now stops or wakes the selected one (SIGSTOP / SIGCONT)"
                 .into(),
         );
@@ -198,10 +183,7 @@ fn toggle_pause(c: &mut WorkerProcesses, slot: usize, started: bool) -> (String,
     let name = c.name(slot).unwrap_or_default().to_string();
     let stop = !c.is_stopped(slot);
     if !c.set_stopped(slot, stop) {
-        return (
-            String::new(),
-            format!("{name} is gone: r starts a new process"),
-        );
+        return (None, format!("{name} is gone: r starts a new process"));
     }
     let (signal, what) = if stop {
         (
@@ -211,10 +193,7 @@ fn toggle_pause(c: &mut WorkerProcesses, slot: usize, started: bool) -> (String,
     } else {
         ("SIGCONT", "it carries on where it stood")
     };
-    (
-        format!("{signal} sent to {name}"),
-        format!("{signal} sent to {name}: {what}"),
-    )
+    (Some(signal), format!("{signal} sent to {name}: {what}"))
 }
 
 /// Start `--processes`' children, stopped until the first space: a class sees the seeded
@@ -340,11 +319,10 @@ impl App {
         app.external = Some(External {
             children,
             _tail: Some(tail),
-            names: Vec::new(),
-            seen_lease_ms: None,
-            seen_leasing: None,
+            witness: Witness::default(),
             reaped: HashSet::new(),
             started,
+            stale_since: None,
         });
         app.paused = false;
         app.absorb_events();
@@ -362,26 +340,43 @@ impl App {
         Ok(app)
     }
 
-    /// Count each worker process found gone as a crash: its event goes through the
-    /// ledger, the timeline and the log like a worker thread's.
+    /// Record each worker process found gone on its own (not killed from here, which was
+    /// recorded when it was sent) as a crash: its parent knows how it ended.
     pub(super) fn reap_processes(&mut self) {
         let Some(x) = &mut self.external else {
             return;
         };
+        for (slot, name, how) in x.reap() {
+            self.record_process_fact(slot, &name, LeaseEventKind::Crashed, &how);
+        }
+    }
+
+    /// Record what the dashboard did to one of its worker processes (SIGKILL, SIGSTOP,
+    /// SIGCONT, a new process), or found of it, with the lease it holds. Its event comes
+    /// back through the events table, like the workers' own rows.
+    fn record_process_fact(&mut self, slot: usize, name: &str, kind: LeaseEventKind, how: &str) {
         let reader = &self.reader;
-        let gone = x.reap(&self.ledger, |id| row_at(reader.as_ref(), id));
-        for g in gone {
-            let ev = Event {
-                seq: self.engine.shared.next_seq(),
-                at_ms: self.engine.clock.now(),
-                slot: Some(g.slot),
-                actor: g.name,
-                kind: EventKind::Crashed {
-                    holding: g.holding,
-                    panic: None,
-                },
-            };
-            self.apply_event(&ev);
+        let held = self
+            .ledger
+            .holdings
+            .of(slot)
+            .filter(|l| l.owner == name)
+            .cloned();
+        // The row says whether the lease is still its own, and until when.
+        let held = held.and_then(|l| {
+            let row = row_at(reader.as_ref(), l.id)?;
+            (row.locked_by.as_deref() == Some(name)).then(|| Lease {
+                until_ms: row.locked_until_ms.unwrap_or(l.until_ms),
+                ..l
+            })
+        });
+        let fact = Fact::of(kind, self.engine.clock.now(), name, how).holding(
+            held.as_ref()
+                .map(|l| (l.id, l.key.as_str(), l.version, l.until_ms)),
+        );
+        if let Err(e) = self.engine.record(&fact) {
+            self.ui
+                .say(format!("could not record it in the events table: {e}"));
         }
     }
 
@@ -392,14 +387,7 @@ impl App {
         };
         match c.restart(slot) {
             Ok(name) => {
-                let ev = Event {
-                    seq: self.engine.shared.next_seq(),
-                    at_ms: self.engine.clock.now(),
-                    slot: Some(slot),
-                    actor: name.clone(),
-                    kind: EventKind::Restarted { previous },
-                };
-                self.apply_event(&ev);
+                self.record_process_fact(slot, &name, LeaseEventKind::Restarted, &previous);
                 format!("{name} started as a new process")
             }
             Err(e) => e,
@@ -436,9 +424,8 @@ impl App {
             (Some(c), Action::Crash) => {
                 let name = c.name(slot).unwrap_or_default().to_string();
                 if c.kill(slot) {
-                    self.log
-                        .note(self.engine.clock.now(), format!("SIGKILL sent to {name}"));
-                    self.reap_processes();
+                    x.reaped.insert(name.clone());
+                    self.record_process_fact(slot, &name, LeaseEventKind::Crashed, "SIGKILL");
                     format!("{name} killed with SIGKILL; its lease stays until it runs out")
                 } else {
                     format!("{name} is already gone: r starts a new process")
@@ -446,15 +433,24 @@ impl App {
             }
             (Some(c), Action::Restart) => {
                 let previous = c.name(slot).unwrap_or_default().to_string();
-                // A live one is killed first: that is a crash, counted as one.
-                c.kill(slot);
-                self.reap_processes();
+                // A live one is killed first: that is a crash, recorded as one.
+                if c.kill(slot) {
+                    x.reaped.insert(previous.clone());
+                    self.record_process_fact(slot, &previous, LeaseEventKind::Crashed, "SIGKILL");
+                }
                 self.restart_process(slot, previous)
             }
             (Some(c), Action::TogglePause) => {
-                let (note, said) = toggle_pause(c, slot, x_started);
-                if !note.is_empty() {
-                    self.log.note(self.engine.clock.now(), note);
+                let (signal, said) = toggle_pause(c, slot, x_started);
+                let name = c.name(slot).unwrap_or_default().to_string();
+                match signal {
+                    Some("SIGSTOP") => {
+                        self.record_process_fact(slot, &name, LeaseEventKind::Paused, "SIGSTOP")
+                    }
+                    Some(sig) => {
+                        self.record_process_fact(slot, &name, LeaseEventKind::Resumed, sig)
+                    }
+                    None => {}
                 }
                 said
             }

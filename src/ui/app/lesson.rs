@@ -105,7 +105,7 @@ impl App {
                 )
             });
         let mut runner = LessonRunner::new(lesson);
-        runner.prepare(&app.engine);
+        runner.prepare(&mut app.engine);
         app.absorb_events();
         app.lesson = Some(LessonMode::new(runner, app.engine.clock.now(), false));
         // A recovered database is news the teacher must see; the strip says how to go on.

@@ -12,8 +12,8 @@ use crate::engine::worker::WorkerHandle;
 
 use super::super::render::timeline;
 use super::super::snapshot::{
-    DbView, LedgerFigures, LessonView, LogView, MessageHistoryView, QuestionView, RevealView, Spot,
-    ThroughputView, Unknown, WorkerView,
+    DbView, LedgerFigures, LessonView, LogView, MessageHistoryView, QuestionView, RevealView,
+    SettingsView, Spot, ThroughputView, Unknown, WorkerView,
 };
 use super::{App, LessonMode};
 
@@ -39,22 +39,22 @@ impl App {
         self.reap_processes();
         self.count_idle_polls();
         self.ui.clamp_to(self.snap.db.total, self.log.len());
-        let s = &self.engine.settings;
         let now_ms = self.engine.clock.now();
         self.snap.now_ms = now_ms;
         self.snap.speed = self.speed;
         self.snap.paused = self.paused;
-        self.snap.leasing = s.leasing();
-        self.snap.heartbeats = s.heartbeats();
-        self.snap.lease_ms = s.lease_ms();
-        self.snap.process_ms = s.process_ms();
+        self.snap.settings = SettingsView::of(&self.engine.run_settings());
+        self.snap.held = false;
+        self.snap.stale_since = None;
         self.snap.db_file = (!self.engine.is_temporary()).then(|| self.engine.db_shown());
         self.snap.setting = self.setting_label();
         self.snap.workers = match &mut self.external {
             Some(x) => {
-                // Watched workers have settings of their own: show what their events say.
-                self.snap.lease_ms = x.seen_lease_ms.unwrap_or(self.snap.lease_ms);
-                self.snap.leasing = x.seen_leasing.unwrap_or(self.snap.leasing);
+                // Watched and recorded workers have settings of their own: show what their
+                // rows recorded, and nothing where they recorded none.
+                self.snap.settings = x.witness.settings();
+                self.snap.held = !x.started;
+                self.snap.stale_since = x.stale_since;
                 self.snap.setting = match x.children {
                     _ if self.replay.is_some() => self.snap.setting.clone(),
                     Some(_) => ("worker processes ", String::new()),
@@ -72,6 +72,13 @@ impl App {
                 .map(|w| self.worker_view(w))
                 .collect(),
         };
+        // The bars and the timeline need a scale even where the lease is not known.
+        self.snap.lease_ms = self
+            .snap
+            .settings
+            .lease_ms
+            .known()
+            .unwrap_or(crate::setup::Timing::DASHBOARD.lease_ms);
         self.snap.replay = self.replay_view();
         self.snap.next_mover = if self.paused { self.next_mover() } else { None };
         self.snap.drained = self.drained();
@@ -88,7 +95,7 @@ impl App {
         self.snap.log = self.log_view();
         let from = match self.ui.width {
             0 => i64::MIN,
-            w => timeline::shown_from(w, s.lease_ms(), now_ms),
+            w => timeline::shown_from(w, self.snap.lease_ms, now_ms),
         };
         self.snap.lanes = self.timeline.lanes.iter().map(|l| l.since(from)).collect();
         // An open history follows the cursor, so j/k walk from message to message.

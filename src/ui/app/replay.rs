@@ -360,6 +360,12 @@ impl Seeding for ReplayOutbox {
     }
 }
 
+impl crate::engine::outbox::Recording for ReplayOutbox {
+    fn record(&mut self, _: &crate::engine::outbox::Fact) -> Result<u64> {
+        read_only()
+    }
+}
+
 impl Reading for ReplayOutbox {
     fn outbox_counts(&self) -> Result<OutboxCounts> {
         Ok(self.table().counts())

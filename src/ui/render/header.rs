@@ -8,7 +8,7 @@ use ratatui::Frame;
 
 use super::{speed_label, styled};
 use crate::engine::clock::hms;
-use crate::ui::snapshot::Snapshot;
+use crate::ui::snapshot::{Setting, Snapshot};
 use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
 
@@ -21,7 +21,10 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
         used = spans.iter().map(|s| s.width()).sum();
     }
     // Extras only where they fit, so the scenario name is never the part cut off.
-    let mut extras = vec![Span::raw(format!("  process {} ms", s.process_ms))];
+    let mut extras = vec![Span::raw(format!(
+        "  process {}",
+        shown(s.settings.process_ms, |ms| format!("{ms} ms"))
+    ))];
     if let Some(db) = &s.db_file {
         extras.push(styled(format!("  db {db}"), t.dim));
     }
@@ -42,27 +45,35 @@ fn header_spans(s: &Snapshot, t: &Theme, compact: bool) -> Vec<Span<'static>> {
         styled(format!("{}Z", hms(s.now_ms)), t.header),
         Span::raw(format!("{gap}x{}{gap}", speed_label(s.speed))),
     ];
-    if s.paused {
-        spans.push(styled(" PAUSED ", t.paused));
-    } else {
-        spans.push(styled(" RUNNING ", t.running));
-    }
+    spans.push(run_state(s, t));
     spans.push(Span::raw(gap));
-    if s.leasing {
-        spans.push(styled("LEASING ON", t.leasing_on));
-    } else {
-        spans.push(styled(" LEASING OFF ", t.leasing_off));
-    }
-    spans.push(Span::raw(format!("{gap}lease {} ms{gap}", s.lease_ms)));
+    let set = &s.settings;
+    spans.push(match set.leasing {
+        Setting::Is(true) => styled("LEASING ON", t.leasing_on),
+        Setting::Is(false) => styled(" LEASING OFF ", t.leasing_off),
+        other => styled(
+            format!("leasing {}", shown(other, |_| String::new())),
+            t.warn,
+        ),
+    });
+    let lease = shown(set.lease_ms, |ms| format!("{ms} ms"));
+    spans.push(Span::raw(format!("{gap}lease {lease}{gap}")));
     // Heartbeats matter only to a lease: said beside it, whether they are on.
-    if s.leasing {
-        let beats = match (compact, s.heartbeats) {
-            (false, true) => "heartbeats on",
-            (false, false) => "heartbeats OFF",
-            (true, true) => "♥on",
-            (true, false) => "♥OFF",
+    if set.leasing != Setting::Is(false) {
+        let beats = match (compact, set.heartbeats) {
+            (false, Setting::Is(true)) => "heartbeats on".to_string(),
+            (false, Setting::Is(false)) => "heartbeats OFF".to_string(),
+            (true, Setting::Is(true)) => "♥on".to_string(),
+            (true, Setting::Is(false)) => "♥OFF".to_string(),
+            (false, other) => format!("heartbeats {}", shown(other, |_| String::new())),
+            (true, other) => format!("♥{}", shown(other, |_| String::new())),
         };
-        spans.push(styled(beats, if s.heartbeats { t.base } else { t.warn }));
+        let style = if set.heartbeats == Setting::Is(true) {
+            t.base
+        } else {
+            t.warn
+        };
+        spans.push(styled(beats, style));
         spans.push(Span::raw(gap));
     }
     let (label, name) = s.setting.clone();
@@ -71,6 +82,31 @@ fn header_spans(s: &Snapshot, t: &Theme, compact: bool) -> Vec<Span<'static>> {
     }
     spans.push(styled(name, t.header));
     spans
+}
+
+/// A setting's value, `-` where nothing recorded says it, `mixed` where workers differ.
+fn shown<T: Copy>(v: Setting<T>, value: impl Fn(T) -> String) -> String {
+    match v {
+        Setting::Is(x) => value(x),
+        Setting::Unknown => "-".to_string(),
+        Setting::Mixed => "mixed".to_string(),
+    }
+}
+
+/// Whether anything moves: a stale view first (nothing shown is current), then worker
+/// processes held before their start, then paused or running.
+fn run_state(s: &Snapshot, t: &Theme) -> Span<'static> {
+    if let Some(since) = s.stale_since {
+        return styled(format!(" STALE since {} ", hms(since)), t.bad);
+    }
+    if s.held {
+        return styled(" HELD ", t.paused);
+    }
+    if s.paused {
+        styled(" PAUSED ", t.paused)
+    } else {
+        styled(" RUNNING ", t.running)
+    }
 }
 
 /// What the teacher should know right now: paused and what moves next, the story step,
@@ -116,7 +152,7 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
     }
     if spans.is_empty() {
         // Nothing else to say: explain what is happening and where to start.
-        if s.leasing {
+        if s.settings.leasing != Setting::Is(false) {
             spans.push(styled(
                 " workers claim a lease, call the provider, finalize; space pauses, - slows down, c crashes, ? help ",
                 t.dim,

@@ -81,8 +81,8 @@ impl View<'_> {
         let s = &w.status;
         let state_style = match s.state {
             WorkerState::Crashed | WorkerState::Stopped => t.crashed,
-            WorkerState::Blocked => t.warn,
-            WorkerState::Paused => t.dim,
+            WorkerState::Blocked | WorkerState::Unknown => t.warn,
+            WorkerState::Paused | WorkerState::Held | WorkerState::Left => t.dim,
             WorkerState::Idle => t.base,
             _ => t.processing,
         };
@@ -120,7 +120,11 @@ impl View<'_> {
     fn owns(&self, w: &WorkerView, room: usize) -> (String, ratatui::style::Style) {
         let (t, wide) = (self.t, self.wide);
         let s = &w.status;
-        let crashed = matches!(s.state, WorkerState::Crashed);
+        // A worker that no longer works on its lease: what matters is what became of it.
+        let crashed = matches!(
+            s.state,
+            WorkerState::Crashed | WorkerState::Left | WorkerState::Unknown
+        );
         if let Some(lease) = &s.lease {
             let left = lease.until_ms - self.now_ms;
             if !crashed {

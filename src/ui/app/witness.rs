@@ -1,0 +1,108 @@
+//! What the events table says of each worker the dashboard did not start (worker processes,
+//! a recorded run): its name, whether a crash, a freeze or its leaving was recorded, and the
+//! settings it recorded. Only what a row records is said; a lease that ran out with nothing
+//! recorded about its holder is just that, not a crash.
+
+use crate::engine::events::{Event, EventKind};
+use crate::engine::outbox::RunSettings;
+use crate::ui::snapshot::{Setting, SettingsView};
+
+/// What was last recorded about a worker itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fate {
+    /// Nothing but its work: it claims, calls and finalizes.
+    #[default]
+    Working,
+    /// A crash was recorded (by the lab, a panic, or a worker process killed or ended).
+    Crashed,
+    /// It was frozen (a lesson's pause, SIGSTOP) and not woken since.
+    Frozen,
+    /// A worker process stopped between two actions (Ctrl-C, SIGTERM).
+    Left,
+}
+
+/// Each slot's newest name, fate and recorded settings, folded from events.
+#[derive(Debug, Clone, Default)]
+pub struct Witness {
+    /// By slot: the newest name seen there (`Worker-A#2`, `laptop-3`).
+    pub names: Vec<String>,
+    pub fates: Vec<Fate>,
+    /// By slot: the settings its worker process recorded when it joined.
+    joined: Vec<Option<RunSettings>>,
+    /// The settings the engine's worker threads ran with, as last recorded.
+    engine: Option<RunSettings>,
+}
+
+impl Witness {
+    /// Take in one event.
+    pub fn saw(&mut self, ev: &Event) {
+        if let EventKind::SettingsRecorded { settings } = &ev.kind {
+            self.engine = Some(*settings);
+        }
+        let Some(slot) = ev.slot else { return };
+        if self.names.len() <= slot {
+            self.names.resize(slot + 1, String::new());
+            self.fates.resize(slot + 1, Fate::Working);
+            self.joined.resize(slot + 1, None);
+        }
+        self.names[slot] = ev.actor.clone();
+        let fate = &mut self.fates[slot];
+        match &ev.kind {
+            EventKind::Crashed { .. } => *fate = Fate::Crashed,
+            EventKind::Froze { .. } => *fate = Fate::Frozen,
+            EventKind::Woke { .. } | EventKind::Restarted { .. } => *fate = Fate::Working,
+            EventKind::Left { .. } => *fate = Fate::Left,
+            EventKind::Joined { settings } => {
+                *fate = Fate::Working;
+                self.joined[slot] = Some(*settings);
+            }
+            // A worker recorded as gone that acts again is a new process under its name.
+            EventKind::Claimed { .. } | EventKind::Loaded { .. }
+                if matches!(*fate, Fate::Crashed | Fate::Left) =>
+            {
+                *fate = Fate::Working
+            }
+            _ => {}
+        }
+    }
+
+    pub fn count(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn fate(&self, slot: usize) -> Fate {
+        self.fates.get(slot).copied().unwrap_or_default()
+    }
+
+    /// The settings the header shows: the engine's as recorded, else those of the worker
+    /// processes still there (each value `Mixed` where they differ), else unknown.
+    pub fn settings(&self) -> SettingsView {
+        if let Some(s) = self.engine {
+            return SettingsView::of(&s);
+        }
+        let present: Vec<&RunSettings> = self
+            .joined
+            .iter()
+            .zip(&self.fates)
+            .filter(|(_, f)| matches!(f, Fate::Working | Fate::Frozen))
+            .filter_map(|(s, _)| s.as_ref())
+            .collect();
+        SettingsView {
+            lease_ms: agreed(&present, |s| s.lease_ms),
+            process_ms: agreed(&present, |s| s.process_ms),
+            leasing: agreed(&present, |s| s.leasing),
+            heartbeats: agreed(&present, |s| s.heartbeats),
+        }
+    }
+}
+
+/// One setting over several workers: theirs when they agree, `Mixed` when not, unknown when
+/// there are none.
+fn agreed<T: Copy + PartialEq>(all: &[&RunSettings], of: impl Fn(&RunSettings) -> T) -> Setting<T> {
+    let mut values = all.iter().map(|s| of(s));
+    match values.next() {
+        None => Setting::Unknown,
+        Some(first) if values.all(|v| v == first) => Setting::Is(first),
+        Some(_) => Setting::Mixed,
+    }
+}
