@@ -77,7 +77,7 @@ fn help_overlay_scrolls_at_the_minimum_size() {
         support::key(&mut app, crossterm::event::KeyCode::Down);
         seen.push_str(&frame(&mut app, 80, 24).backend().to_string());
     }
-    for b in leaselab::ui::keys::help_entries() {
+    for b in leaselab::ui::keys::help_entries(leaselab::ui::keys::Mode::Free) {
         assert!(seen.contains(b.label), "{} missing", b.label);
     }
 }

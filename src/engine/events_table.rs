@@ -25,7 +25,7 @@ const TAIL_BATCH: u64 = 2_000;
 pub const HELD_BACK_TELL: Duration = Duration::from_secs(2);
 
 /// Turns rows into events, giving each worker name a slot in the order it first appears.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Translator {
     slots: HashMap<String, usize>,
     names: Vec<String>,

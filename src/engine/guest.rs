@@ -60,6 +60,44 @@ impl Engine {
         })
     }
 
+    /// An engine over a recorded run: no connection, no worker, a paused clock the replay
+    /// sets; `store` answers with the rebuilt table and refuses every write.
+    pub fn over_recording(
+        db: Db,
+        config: EngineConfig,
+        store: Box<dyn super::backend::Outbox>,
+    ) -> Engine {
+        let (events_tx, events_rx) = crossbeam_channel::unbounded();
+        let clock = Arc::new(Clock::frozen_at(0));
+        clock.pause();
+        Engine {
+            settings: Arc::new(Settings::new(
+                config.leasing,
+                config.lease_ms,
+                config.process_ms,
+                config.idle_ms.max(1),
+            )),
+            config,
+            db_path: match &db {
+                Db::Sqlite(path) => path.clone(),
+                Db::Postgres(_) => PathBuf::from(db.shown()),
+            },
+            db,
+            origin: super::outbox::DbOrigin::Reused,
+            recovered: None,
+            clock,
+            provider: Arc::new(Provider::new()),
+            shared: Arc::new(StoreShared::default()),
+            store,
+            workers: Vec::new(),
+            events_tx,
+            events_rx,
+            table_events: true,
+            _lock: None,
+            _tmp: None,
+        }
+    }
+
     /// Move this engine onto the wall clock, running, so that its workers and worker
     /// processes agree on when a lease runs out.
     pub fn follow_wall_clock(&self) {

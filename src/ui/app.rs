@@ -252,32 +252,82 @@ impl App {
         if self.ui.help {
             return self.key_under_help(&key);
         }
-        if !self.ui.too_small && self.replay_key(key.code) {
-            return;
-        }
-        match keys::action_for(&key) {
+        let mode = self.mode();
+        match keys::action_for(mode, &key) {
             // On the too-small screen nothing else can be seen happening, so only quit acts.
             Some(Action::Quit) => self.act(Action::Quit),
             Some(action) if !self.ui.too_small => self.act(action),
+            None if !self.ui.too_small => {
+                if let Some(action) = keys::elsewhere(mode, &key) {
+                    self.not_here(mode, action);
+                }
+            }
             _ => {}
         }
+    }
+
+    /// Which dashboard this is, and so which keys it has.
+    pub fn mode(&self) -> keys::Mode {
+        match (&self.replay, &self.external, &self.lesson) {
+            (Some(_), _, _) => keys::Mode::Replay,
+            (_, Some(x), _) if x.children.is_some() => keys::Mode::Processes,
+            (_, Some(_), _) => keys::Mode::Watch,
+            (_, _, Some(_)) => keys::Mode::Lesson,
+            _ => keys::Mode::Free,
+        }
+    }
+
+    /// A key this dashboard does not have, though another has: say why, and where the keys
+    /// that work are listed.
+    fn not_here(&mut self, mode: keys::Mode, action: Action) {
+        use keys::Mode;
+        let why = match (mode, action) {
+            (Mode::Replay, _) => {
+                "a replay changes nothing: ←/→ one event, [/] a mark, Home/End the ends, ? the keys"
+            }
+            (Mode::Free, Action::StepBack) => "b steps back in a lesson (leaselab lesson NAME)",
+            (Mode::Watch, Action::Crash | Action::Restart | Action::TogglePause) => {
+                "watch mode: the workers are other processes; stop them where they run"
+            }
+            (
+                Mode::Watch | Mode::Processes,
+                Action::Step
+                | Action::AdvanceStep
+                | Action::AdvanceLease
+                | Action::Faster
+                | Action::Slower,
+            ) => "worker processes run on the wall clock: it cannot step, jump or change speed",
+            (Mode::Watch | Mode::Processes, Action::ToggleLeasing | Action::ToggleHeartbeats) => {
+                "each worker process has its own leasing and heartbeats (worker --no-leasing, --no-heartbeat)"
+            }
+            (Mode::Watch, Action::Reset) => "watch mode never empties a database other workers use",
+            (Mode::Processes, Action::Reset) => {
+                "R does nothing with worker processes: quit and start again for a fresh outbox"
+            }
+            (Mode::Watch | Mode::Processes, Action::AddWorker | Action::RemoveWorker) => {
+                "w and W add and stop worker threads; these workers are processes"
+            }
+            _ => "that key does nothing here: ? lists the keys of this screen",
+        };
+        self.ui.say(why);
     }
 
     /// While the help is open only its own keys act: it scrolls, `?` closes it, `q` quits.
     /// Nothing happens behind it.
     fn key_under_help(&mut self, key: &KeyEvent) {
-        let lines = super::render::help::line_count(self.lesson.is_some()) as i64;
+        let mode = self.mode();
+        let lines = super::render::help::line_count(mode) as i64;
         let shown = i64::from(self.ui.height.saturating_sub(2)).max(1);
         let most = (lines - shown).max(0);
-        let by = match keys::action_for(key) {
+        let by = match keys::action_for(mode, key) {
             Some(Action::Quit) => return self.act(Action::Quit),
             Some(Action::Help) => return self.ui.help = false,
             Some(Action::ScrollUp) => -1,
             Some(Action::ScrollDown) => 1,
             Some(Action::PageUp) => -shown,
             Some(Action::PageDown) => shown,
-            Some(Action::Top) => -lines,
-            Some(Action::Bottom) => lines,
+            Some(Action::Top | Action::FirstEvent) => -lines,
+            Some(Action::Bottom | Action::LastEvent) => lines,
             _ => return,
         };
         let at = (i64::from(self.ui.help_offset) + by).clamp(0, most);
@@ -318,6 +368,12 @@ impl App {
             | Action::AdvanceLease
             | Action::Faster
             | Action::Slower => self.act_on_time(action),
+            Action::EventBack
+            | Action::EventOn
+            | Action::MarkBack
+            | Action::MarkOn
+            | Action::FirstEvent
+            | Action::LastEvent => self.replay_move(action),
         }
     }
 

@@ -41,6 +41,63 @@ pub enum Action {
     Bottom,
     /// The message under the table's cursor: its own history from the ledger.
     History,
+    /// A replay: one event back / on, the previous / next mark, the first / last event.
+    EventBack,
+    EventOn,
+    MarkBack,
+    MarkOn,
+    FirstEvent,
+    LastEvent,
+}
+
+/// Which dashboard is on screen: each has its own keys, and its footer and help list
+/// those and no others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Worker threads of this dashboard: free play and the scenarios.
+    #[default]
+    Free,
+    /// A lesson, or a scenario's story, stepped with its narration.
+    Lesson,
+    /// `leaselab replay DB`: a recorded run; nothing changes.
+    Replay,
+    /// `--watch`: worker processes someone else started, on their own settings.
+    Watch,
+    /// `--processes`: worker processes this dashboard started and signals.
+    Processes,
+}
+
+impl Mode {
+    fn bit(self) -> u8 {
+        match self {
+            Mode::Free => FREE.0,
+            Mode::Lesson => LESSON.0,
+            Mode::Replay => REPLAY.0,
+            Mode::Watch => WATCH.0,
+            Mode::Processes => PROCESSES.0,
+        }
+    }
+}
+
+/// The modes a binding works in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Modes(u8);
+
+const FREE: Modes = Modes(1);
+const LESSON: Modes = Modes(2);
+const REPLAY: Modes = Modes(4);
+const WATCH: Modes = Modes(8);
+const PROCESSES: Modes = Modes(16);
+/// Worker threads of this dashboard.
+const THREADS: Modes = Modes(FREE.0 | LESSON.0);
+/// Every mode where something runs.
+const LIVE: Modes = Modes(FREE.0 | LESSON.0 | WATCH.0 | PROCESSES.0);
+const EVERY: Modes = Modes(LIVE.0 | REPLAY.0);
+
+impl Modes {
+    pub fn has(self, mode: Mode) -> bool {
+        self.0 & mode.bit() != 0
+    }
 }
 
 /// A key as a binding names it.
@@ -95,6 +152,10 @@ impl Section {
 }
 
 pub struct Binding {
+    /// Where it works.
+    pub modes: Modes,
+    /// A mode where the key says something else: (mode, footer hint, help line).
+    pub differs: &'static [(Mode, &'static str, &'static str)],
     pub keys: &'static [Key],
     /// How the keys are written on screen.
     pub label: &'static str,
@@ -109,6 +170,16 @@ pub struct Binding {
 /// Every binding, in footer order (the footer drops the last ones first when narrow).
 pub const BINDINGS: &[Binding] = &[
     Binding {
+        modes: EVERY,
+        differs: &[
+            (Mode::Watch, "quit", "quit (Ctrl-C too): the workers go on, the database stays"),
+            (Mode::Replay, "quit", "quit (Ctrl-C too): a replay changes nothing on disk"),
+            (
+                Mode::Processes,
+                "quit",
+                "quit (Ctrl-C too): every worker process is killed",
+            ),
+        ],
         keys: &[Key::Char('q'), Key::Ctrl('c')],
         label: "q",
         hint: "quit",
@@ -117,6 +188,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::Quit,
     },
     Binding {
+        modes: EVERY,
+        differs: &[],
         keys: &[Key::Char('?')],
         label: "?",
         hint: "help",
@@ -125,6 +198,72 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::Help,
     },
     Binding {
+        modes: REPLAY,
+        differs: &[],
+        keys: &[Key::Code(KeyCode::Left)],
+        label: "←/→",
+        hint: "event",
+        help: "one event back / on",
+        section: Section::Clock,
+        action: Action::EventBack,
+    },
+    Binding {
+        modes: REPLAY,
+        differs: &[],
+        keys: &[Key::Code(KeyCode::Right)],
+        label: "→",
+        hint: "",
+        help: "one event on",
+        section: Section::Clock,
+        action: Action::EventOn,
+    },
+    Binding {
+        modes: REPLAY,
+        differs: &[],
+        keys: &[Key::Char('[')],
+        label: "[/]",
+        hint: "mark",
+        help: "the previous / next mark: a takeover, a rejected finalize, a duplicate, a lost lease, a dead letter",
+        section: Section::Clock,
+        action: Action::MarkBack,
+    },
+    Binding {
+        modes: REPLAY,
+        differs: &[],
+        keys: &[Key::Char(']')],
+        label: "]",
+        hint: "",
+        help: "the next mark",
+        section: Section::Clock,
+        action: Action::MarkOn,
+    },
+    Binding {
+        modes: REPLAY,
+        differs: &[],
+        keys: &[Key::Code(KeyCode::Home), Key::Char('g')],
+        label: "Home/End",
+        hint: "ends",
+        help: "the first / last event (g/G too)",
+        section: Section::Clock,
+        action: Action::FirstEvent,
+    },
+    Binding {
+        modes: REPLAY,
+        differs: &[],
+        keys: &[Key::Code(KeyCode::End), Key::Char('G')],
+        label: "End",
+        hint: "",
+        help: "the last event",
+        section: Section::Clock,
+        action: Action::LastEvent,
+    },
+    Binding {
+        modes: Modes(THREADS.0 | PROCESSES.0),
+        differs: &[(
+            Mode::Processes,
+            "stop",
+            "first: start every worker process; then SIGSTOP / SIGCONT the selected one",
+        )],
         keys: &[Key::Char(' ')],
         label: "space",
         hint: "pause",
@@ -133,6 +272,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::TogglePause,
     },
     Binding {
+        modes: THREADS,
+        differs: &[],
         keys: &[Key::Char('n')],
         label: "n",
         hint: "step",
@@ -141,6 +282,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::Step,
     },
     Binding {
+        modes: LESSON,
+        differs: &[],
         keys: &[Key::Char('b')],
         label: "b",
         hint: "back",
@@ -149,6 +292,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::StepBack,
     },
     Binding {
+        modes: EVERY,
+        differs: &[],
         keys: &[Key::Code(KeyCode::Tab)],
         label: "tab",
         hint: "worker",
@@ -157,6 +302,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::NextWorker,
     },
     Binding {
+        modes: EVERY,
+        differs: &[],
         keys: &[Key::Code(KeyCode::BackTab)],
         label: "S-tab",
         hint: "",
@@ -165,6 +312,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::PrevWorker,
     },
     Binding {
+        modes: EVERY,
+        differs: &[],
         keys: &[Key::Digit],
         label: "1-9",
         hint: "",
@@ -173,6 +322,12 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::SelectWorker(0),
     },
     Binding {
+        modes: Modes(THREADS.0 | PROCESSES.0),
+        differs: &[(
+            Mode::Processes,
+            "kill",
+            "SIGKILL the selected worker process: its lease stays until it runs out",
+        )],
         keys: &[Key::Char('c')],
         label: "c",
         hint: "crash",
@@ -181,6 +336,12 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::Crash,
     },
     Binding {
+        modes: Modes(THREADS.0 | PROCESSES.0),
+        differs: &[(
+            Mode::Processes,
+            "restart",
+            "start a new process in the selected slot (Worker-A#2); a live one is killed",
+        )],
         keys: &[Key::Char('r')],
         label: "r",
         hint: "restart",
@@ -189,6 +350,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::Restart,
     },
     Binding {
+        modes: THREADS,
+        differs: &[],
         keys: &[Key::Char('w')],
         label: "w / W",
         hint: "",
@@ -197,6 +360,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::AddWorker,
     },
     Binding {
+        modes: THREADS,
+        differs: &[],
         keys: &[Key::Char('W')],
         label: "W",
         hint: "",
@@ -205,6 +370,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::RemoveWorker,
     },
     Binding {
+        modes: THREADS,
+        differs: &[],
         keys: &[Key::Char('a')],
         label: "a",
         hint: "advance",
@@ -213,6 +380,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::AdvanceStep,
     },
     Binding {
+        modes: THREADS,
+        differs: &[],
         keys: &[Key::Char('A')],
         label: "A",
         hint: "+lease",
@@ -221,6 +390,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::AdvanceLease,
     },
     Binding {
+        modes: THREADS,
+        differs: &[],
         keys: &[Key::Char('l')],
         label: "l",
         hint: "leasing",
@@ -229,6 +400,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::ToggleLeasing,
     },
     Binding {
+        modes: THREADS,
+        differs: &[],
         keys: &[Key::Char('h')],
         label: "h",
         hint: "",
@@ -237,6 +410,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::ToggleHeartbeats,
     },
     Binding {
+        modes: THREADS,
+        differs: &[],
         keys: &[Key::Char('R')],
         label: "R",
         hint: "reset",
@@ -245,6 +420,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::Reset,
     },
     Binding {
+        modes: LIVE,
+        differs: &[],
         keys: &[Key::Char('p')],
         label: "p",
         hint: "payment",
@@ -253,6 +430,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::AddPayment,
     },
     Binding {
+        modes: LIVE,
+        differs: &[],
         keys: &[Key::Char('D')],
         label: "D",
         hint: "",
@@ -261,6 +440,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::Redrive,
     },
     Binding {
+        modes: THREADS,
+        differs: &[],
         keys: &[Key::Char('+'), Key::Char('=')],
         label: "+/-",
         hint: "speed",
@@ -269,6 +450,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::Faster,
     },
     Binding {
+        modes: THREADS,
+        differs: &[],
         keys: &[Key::Char('-'), Key::Char('_')],
         label: "-",
         hint: "",
@@ -277,6 +460,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::Slower,
     },
     Binding {
+        modes: LIVE,
+        differs: &[],
         keys: &[Key::Code(KeyCode::Left), Key::Code(KeyCode::Right)],
         label: "←/→",
         hint: "focus",
@@ -285,6 +470,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::FocusNext,
     },
     Binding {
+        modes: EVERY,
+        differs: &[],
         keys: &[Key::Code(KeyCode::Up), Key::Char('k')],
         label: "↑/↓ j/k",
         hint: "row",
@@ -293,6 +480,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::ScrollUp,
     },
     Binding {
+        modes: EVERY,
+        differs: &[],
         keys: &[Key::Code(KeyCode::Down), Key::Char('j')],
         label: "↓",
         hint: "",
@@ -301,6 +490,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::ScrollDown,
     },
     Binding {
+        modes: EVERY,
+        differs: &[],
         keys: &[Key::Code(KeyCode::Enter)],
         label: "⏎",
         hint: "history",
@@ -309,6 +500,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::History,
     },
     Binding {
+        modes: EVERY,
+        differs: &[],
         keys: &[Key::Code(KeyCode::PageUp)],
         label: "PgUp/PgDn",
         hint: "",
@@ -317,6 +510,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::PageUp,
     },
     Binding {
+        modes: EVERY,
+        differs: &[],
         keys: &[Key::Code(KeyCode::PageDown)],
         label: "PgDn",
         hint: "",
@@ -325,6 +520,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::PageDown,
     },
     Binding {
+        modes: LIVE,
+        differs: &[],
         keys: &[Key::Code(KeyCode::Home), Key::Char('g')],
         label: "Home/End",
         hint: "",
@@ -333,6 +530,8 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::Top,
     },
     Binding {
+        modes: LIVE,
+        differs: &[],
         keys: &[Key::Code(KeyCode::End), Key::Char('G')],
         label: "End",
         hint: "",
@@ -342,11 +541,27 @@ pub const BINDINGS: &[Binding] = &[
     },
 ];
 
-/// The action a key press asks for, if any.
-pub fn action_for(ev: &KeyEvent) -> Option<Action> {
-    let binding = BINDINGS
-        .iter()
-        .find(|b| b.keys.iter().any(|k| k.matches(ev)))?;
+impl Binding {
+    /// Its footer hint in `mode`.
+    pub fn hint_in(&self, mode: Mode) -> &'static str {
+        self.differs
+            .iter()
+            .find(|d| d.0 == mode)
+            .map_or(self.hint, |d| d.1)
+    }
+
+    /// Its help line in `mode`.
+    pub fn help_in(&self, mode: Mode) -> &'static str {
+        self.differs
+            .iter()
+            .find(|d| d.0 == mode)
+            .map_or(self.help, |d| d.2)
+    }
+}
+
+/// The binding a key press matches among `bindings`, with the action it asks for.
+fn matching<'b>(mut bindings: impl Iterator<Item = &'b Binding>, ev: &KeyEvent) -> Option<Action> {
+    let binding = bindings.find(|b| b.keys.iter().any(|k| k.matches(ev)))?;
     Some(match (binding.action, ev.code) {
         (Action::SelectWorker(_), KeyCode::Char(d)) => {
             Action::SelectWorker(d.to_digit(10).unwrap_or(1) as usize - 1)
@@ -355,10 +570,26 @@ pub fn action_for(ev: &KeyEvent) -> Option<Action> {
     })
 }
 
-/// Bindings the help overlay lists: a pair such as ↑ and ↓ is shown once, by its first half
-/// (and `1`-`9` on the line of `tab`, so the help fits 80x24).
-pub fn help_entries() -> impl Iterator<Item = &'static Binding> {
-    BINDINGS.iter().filter(|b| !is_second_half(b.action))
+/// The action a key press asks for in `mode`, if it has one there.
+pub fn action_for(mode: Mode, ev: &KeyEvent) -> Option<Action> {
+    matching(BINDINGS.iter().filter(|b| b.modes.has(mode)), ev)
+}
+
+/// A key with no action in `mode` that has one in another: that action, so the dashboard
+/// can say why the key does nothing here.
+pub fn elsewhere(mode: Mode, ev: &KeyEvent) -> Option<Action> {
+    if action_for(mode, ev).is_some() {
+        return None;
+    }
+    matching(BINDINGS.iter(), ev)
+}
+
+/// Bindings the help overlay lists in `mode`: a pair such as ↑ and ↓ is shown once, by its
+/// first half (and `1`-`9` on the line of `tab`, so the help fits 80x24).
+pub fn help_entries(mode: Mode) -> impl Iterator<Item = &'static Binding> {
+    BINDINGS
+        .iter()
+        .filter(move |b| b.modes.has(mode) && !is_second_half(b.action))
 }
 
 fn is_second_half(a: Action) -> bool {
@@ -371,12 +602,17 @@ fn is_second_half(a: Action) -> bool {
             | Action::SelectWorker(_)
             | Action::Slower
             | Action::RemoveWorker
+            | Action::EventOn
+            | Action::MarkOn
+            | Action::LastEvent
     )
 }
 
-/// Bindings the footer shows, in order.
-pub fn footer_entries() -> impl Iterator<Item = &'static Binding> {
-    BINDINGS.iter().filter(|b| !b.hint.is_empty())
+/// Bindings the footer shows in `mode`, in order.
+pub fn footer_entries(mode: Mode) -> impl Iterator<Item = &'static Binding> {
+    BINDINGS
+        .iter()
+        .filter(move |b| b.modes.has(mode) && !b.hint_in(mode).is_empty())
 }
 
 #[cfg(test)]
@@ -386,6 +622,18 @@ mod tests {
     fn press(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
         KeyEvent::new(code, modifiers)
     }
+
+    fn action_for(ev: &KeyEvent) -> Option<Action> {
+        super::action_for(Mode::Free, ev)
+    }
+
+    const MODES: [Mode; 5] = [
+        Mode::Free,
+        Mode::Lesson,
+        Mode::Replay,
+        Mode::Watch,
+        Mode::Processes,
+    ];
 
     #[test]
     fn ctrl_c_quits_but_plain_c_crashes() {
@@ -418,14 +666,44 @@ mod tests {
     }
 
     #[test]
-    fn every_binding_is_described_and_keys_are_not_shared() {
-        let mut seen = Vec::new();
-        for b in BINDINGS {
-            assert!(!b.help.is_empty() && !b.label.is_empty());
-            for k in b.keys {
-                assert!(!seen.contains(k), "{k:?} bound twice");
-                seen.push(*k);
+    fn every_binding_is_described_and_no_key_is_bound_twice_in_one_mode() {
+        for mode in MODES {
+            let mut seen = Vec::new();
+            for b in BINDINGS.iter().filter(|b| b.modes.has(mode)) {
+                assert!(!b.help_in(mode).is_empty() && !b.label.is_empty());
+                for k in b.keys {
+                    assert!(!seen.contains(k), "{k:?} bound twice in {mode:?}");
+                    seen.push(*k);
+                }
             }
+        }
+    }
+
+    #[test]
+    fn each_mode_has_its_own_keys() {
+        let right = press(KeyCode::Right, KeyModifiers::NONE);
+        assert_eq!(
+            super::action_for(Mode::Replay, &right),
+            Some(Action::EventOn)
+        );
+        assert_eq!(
+            super::action_for(Mode::Free, &right),
+            Some(Action::FocusNext)
+        );
+        let c = press(KeyCode::Char('c'), KeyModifiers::NONE);
+        assert_eq!(super::action_for(Mode::Replay, &c), None);
+        assert_eq!(super::action_for(Mode::Watch, &c), None);
+        assert_eq!(elsewhere(Mode::Watch, &c), Some(Action::Crash));
+        assert_eq!(super::action_for(Mode::Processes, &c), Some(Action::Crash));
+        let h = press(KeyCode::Char('h'), KeyModifiers::NONE);
+        assert_eq!(super::action_for(Mode::Watch, &h), None);
+        let ctrl_c = press(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        for mode in MODES {
+            assert_eq!(
+                super::action_for(mode, &ctrl_c),
+                Some(Action::Quit),
+                "{mode:?}"
+            );
         }
     }
 }

@@ -253,7 +253,7 @@ fn capacity(app: &App, area: Rect) -> render::Capacity {
         .lesson
         .as_ref()
         .map_or(0, |l| render::narration::want(l, &app.theme, area.width));
-    render::capacity(area, app.worker_count(), s.db.total, narration)
+    render::capacity(area, app.worker_count(), s.db.total, narration, s.mode)
 }
 
 fn run_loop<B: Backend>(

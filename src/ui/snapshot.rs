@@ -13,6 +13,8 @@ use super::timeline::Lane;
 
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
+    /// Which dashboard this is: its keys.
+    pub mode: crate::ui::keys::Mode,
     /// Where a replay stands, in a replay.
     pub replay: Option<ReplayView>,
     pub now_ms: i64,

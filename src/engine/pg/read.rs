@@ -65,6 +65,15 @@ impl PgStore {
         self.all_events_between(seq, i64::MAX as u64, limit)
     }
 
+    /// The lowest Seq below 1, if a row has one: no leaselab writes such a row, and a reader
+    /// that starts after 0 would never see it.
+    pub fn events_below_one(&mut self) -> Result<Option<i64>> {
+        Ok(self
+            .client()
+            .query_one("SELECT MIN(Seq) FROM LeaseEvents WHERE Seq < 1", &[])?
+            .get(0))
+    }
+
     /// Up to `limit` events with `after < Seq <= upto`, in Seq order.
     pub(super) fn all_events_between(
         &mut self,

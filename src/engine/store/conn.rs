@@ -155,6 +155,19 @@ impl Store {
         })
     }
 
+    /// A connection that reads without creating or changing anything beside the file (no
+    /// `-wal`, no `-shm`): a replay changes nothing on disk.
+    pub fn open_untouched(path: &Path) -> Result<Store> {
+        refuse_special_path(path)?;
+        let conn = open_untouched(path)?;
+        Ok(Store {
+            conn: Conn::new(conn),
+            path: path.to_path_buf(),
+            shared: Arc::new(StoreShared::default()),
+            rules: Default::default(),
+        })
+    }
+
     fn configure(mut conn: Connection, path: &Path, shared: Arc<StoreShared>) -> Result<Store> {
         conn.busy_handler(Some(busy_handler))?;
         let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
@@ -245,4 +258,32 @@ pub(super) fn refuse_special_path(path: &Path) -> Result<()> {
         Ok(meta) => refuse_special(path, &meta),
         Err(_) => Ok(()),
     }
+}
+
+/// A read-only connection that creates nothing beside the file. A plain read-only open of
+/// a WAL database creates its -wal and -shm files; with no -wal present there is nothing
+/// but the main file to read, so it is opened as immutable.
+pub(super) fn open_untouched(path: &Path) -> rusqlite::Result<Connection> {
+    use std::os::unix::ffi::OsStrExt;
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut uri = String::from("file:");
+    for &b in absolute.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    let mut wal = absolute.into_os_string();
+    wal.push("-wal");
+    uri.push_str("?mode=ro");
+    if !Path::new(&wal).exists() {
+        uri.push_str("&immutable=1");
+    }
+    Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
 }

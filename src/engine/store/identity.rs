@@ -104,7 +104,7 @@ fn identify(path: &Path) -> Result<Identity> {
     if !is_sqlite_file(path)? {
         return Ok(Identity::Absent);
     }
-    let conn = open_untouched(path).map_err(|e| match folder_not_writable(path) {
+    let conn = super::conn::open_untouched(path).map_err(|e| match folder_not_writable(path) {
         Some(why) => OutboxError::BadPath(format!("{shown}: {why}")),
         None => OutboxError::Foreign(format!("{shown}: not a readable SQLite database: {e}")),
     })?;
@@ -337,34 +337,6 @@ fn open_failure(path: &Path, e: OutboxError) -> OutboxError {
         )),
         None => OutboxError::BadPath(format!("{shown}: cannot be opened for writing: {e}")),
     }
-}
-
-/// A read-only connection that creates nothing beside the file. A plain read-only open of
-/// a WAL database creates its -wal and -shm files; with no -wal present there is nothing
-/// but the main file to read, so it is opened as immutable.
-fn open_untouched(path: &Path) -> rusqlite::Result<Connection> {
-    use std::os::unix::ffi::OsStrExt;
-    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut uri = String::from("file:");
-    for &b in absolute.as_os_str().as_bytes() {
-        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
-            uri.push(b as char);
-        } else {
-            uri.push_str(&format!("%{b:02X}"));
-        }
-    }
-    let mut wal = absolute.into_os_string();
-    wal.push("-wal");
-    uri.push_str("?mode=ro");
-    if !Path::new(&wal).exists() {
-        uri.push_str("&immutable=1");
-    }
-    Connection::open_with_flags(
-        uri,
-        OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_URI
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
 }
 
 /// Every table and index with its SQL, as `sqlite_schema` holds them.

@@ -152,6 +152,60 @@ impl Store {
         Ok(rows)
     }
 
+    /// Up to `limit` events of a recording, every row whatever its Seq, in Seq order. A
+    /// row whose columns hold what no leaselab writes (text for a number, an unknown kind) is
+    /// refused, naming its Seq: the table of a file is untrusted.
+    pub fn recorded_events(&self, limit: u64) -> Result<Vec<LeaseEventRow>> {
+        use rusqlite::types::ValueRef;
+        let mut stmt = self.conn.prepare(
+            "SELECT Seq, AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion,
+                    LockedUntilUtc, Detail
+               FROM LeaseEvents ORDER BY Seq LIMIT ?1",
+        )?;
+        let mut rows = stmt.query([limit.min(i64::MAX as u64) as i64])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let seq: i64 = r.get(0)?;
+            let bad = |what: String| {
+                super::OutboxError::Foreign(format!("LeaseEvents row Seq {seq}: {what}"))
+            };
+            let int = |i: usize, name: &str| -> Result<Option<i64>> {
+                match r.get_ref(i)? {
+                    ValueRef::Null => Ok(None),
+                    ValueRef::Integer(v) => Ok(Some(v)),
+                    _ => Err(bad(format!("{name} is not a whole number"))),
+                }
+            };
+            let text = |i: usize, name: &str| -> Result<Option<String>> {
+                match r.get_ref(i)? {
+                    ValueRef::Null => Ok(None),
+                    ValueRef::Text(t) => String::from_utf8(t.to_vec())
+                        .map(Some)
+                        .map_err(|_| bad(format!("{name} is not UTF-8 text"))),
+                    _ => Err(bad(format!("{name} is not text"))),
+                }
+            };
+            let kind = text(3, "Kind")?.unwrap_or_default();
+            out.push(LeaseEventRow {
+                seq: u64::try_from(seq).map_err(|_| bad("Seq is not above 0".into()))?,
+                at_ms: int(1, "AtUtc")?.ok_or_else(|| bad("AtUtc is empty".into()))?,
+                worker: text(2, "Worker")?.ok_or_else(|| bad("Worker is empty".into()))?,
+                kind: LeaseEventKind::parse(&kind).ok_or_else(|| {
+                    bad(format!(
+                        "unknown kind '{}'",
+                        crate::engine::text::printable(&kind, 40)
+                    ))
+                })?,
+                id: int(4, "MessageId")?,
+                key: text(5, "PaymentKey")?,
+                version: int(6, "LeaseVersion")?,
+                until_ms: int(7, "LockedUntilUtc")?,
+                detail: text(8, "Detail")?,
+            });
+        }
+        Ok(out)
+    }
+
     /// Every event since the last seeding, in commit order.
     pub fn all_events(&self) -> Result<Vec<LeaseEventRow>> {
         self.events_after(0, i64::MAX as u64)

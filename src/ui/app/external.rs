@@ -454,27 +454,6 @@ impl App {
                 }
                 said
             }
-            (None, Action::Crash | Action::Restart | Action::TogglePause) => {
-                "watch mode: the workers are other processes; stop them where they run".into()
-            }
-            (
-                _,
-                Action::Step
-                | Action::StepBack
-                | Action::AdvanceStep
-                | Action::AdvanceLease
-                | Action::Faster
-                | Action::Slower,
-            ) => "worker processes run on the wall clock: it cannot step, jump or change speed"
-                .into(),
-            (_, Action::ToggleLeasing) => {
-                "each worker process has its own leasing setting (worker --no-leasing)".into()
-            }
-            (None, Action::Reset) => "watch mode never empties a database other workers use".into(),
-            (Some(_), Action::Reset) => {
-                "R does nothing with worker processes: quit and start again for a fresh outbox"
-                    .into()
-            }
             _ => return false,
         };
         self.ui.say(why);

@@ -43,35 +43,10 @@ impl App {
         self.snap.now_ms = now_ms;
         self.snap.speed = self.speed;
         self.snap.paused = self.paused;
-        self.snap.settings = SettingsView::of(&self.engine.run_settings());
-        self.snap.held = false;
-        self.snap.stale_since = None;
+        self.snap.mode = self.mode();
         self.snap.db_file = (!self.engine.is_temporary()).then(|| self.engine.db_shown());
         self.snap.setting = self.setting_label();
-        self.snap.workers = match &mut self.external {
-            Some(x) => {
-                // Watched and recorded workers have settings of their own: show what their
-                // rows recorded, and nothing where they recorded none.
-                self.snap.settings = x.witness.settings();
-                self.snap.held = !x.started;
-                self.snap.stale_since = x.stale_since;
-                self.snap.setting = match x.children {
-                    _ if self.replay.is_some() => self.snap.setting.clone(),
-                    Some(_) => ("worker processes ", String::new()),
-                    None => ("watching ", "worker processes".to_string()),
-                };
-                let reader = &self.reader;
-                x.views(now_ms, &self.ledger, |id| {
-                    super::external::row_at(reader.as_ref(), id)
-                })
-            }
-            None => self
-                .engine
-                .workers()
-                .iter()
-                .map(|w| self.worker_view(w))
-                .collect(),
-        };
+        self.snap.workers = self.take_workers(now_ms);
         // The bars and the timeline need a scale even where the lease is not known.
         self.snap.lease_ms = self
             .snap
@@ -110,6 +85,38 @@ impl App {
         }
         self.snap.message_history = self.ui.history.map(|id| self.message_history(id));
         self.snap.throughput = self.throughput_view();
+    }
+
+    /// The workers panel's lines, with the settings and state the header shows for them:
+    /// this dashboard's threads, or what the rows of outside workers recorded.
+    fn take_workers(&mut self, now_ms: i64) -> Vec<WorkerView> {
+        self.snap.settings = SettingsView::of(&self.engine.run_settings());
+        self.snap.held = false;
+        self.snap.stale_since = None;
+        match &mut self.external {
+            Some(x) => {
+                // Watched and recorded workers have settings of their own: show what their
+                // rows recorded, and nothing where they recorded none.
+                self.snap.settings = x.witness.settings();
+                self.snap.held = !x.started;
+                self.snap.stale_since = x.stale_since;
+                self.snap.setting = match x.children {
+                    _ if self.replay.is_some() => self.snap.setting.clone(),
+                    Some(_) => ("worker processes ", String::new()),
+                    None => ("watching ", "worker processes".to_string()),
+                };
+                let reader = &self.reader;
+                x.views(now_ms, &self.ledger, |id| {
+                    super::external::row_at(reader.as_ref(), id)
+                })
+            }
+            None => self
+                .engine
+                .workers()
+                .iter()
+                .map(|w| self.worker_view(w))
+                .collect(),
+        }
     }
 
     /// The throughput strip's figures, when it is on; sampled every frame while it is.

@@ -1,4 +1,5 @@
-//! The help overlay: every binding, grouped, from the same list as the footer.
+//! The help overlay: every binding of the screen's mode, grouped, from the same list as the
+//! footer, and what the screen's marks and words mean.
 
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
@@ -6,7 +7,7 @@ use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
 
 use super::{pane, styled};
-use crate::ui::keys::{self, Section};
+use crate::ui::keys::{self, Mode, Section};
 use crate::ui::snapshot::Snapshot;
 use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
@@ -14,7 +15,7 @@ use crate::ui::theme::Theme;
 const LABEL_W: usize = 10;
 
 pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &Theme) {
-    let lines = help_lines(t, s.lesson.is_some());
+    let lines = help_lines(t, s.mode);
     let total = lines.len() as u16;
     let width = lines.iter().map(|l| l.width()).max().unwrap_or(40) as u16 + 4;
     let height = (total + 2).min(area.height);
@@ -41,44 +42,56 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
     );
 }
 
-/// Lines the help holds, so a key can scroll it no further than its end.
-pub fn line_count(in_lesson: bool) -> usize {
-    help_lines(&Theme::plain(), in_lesson).len()
+/// Lines the help of `mode` holds, so a key can scroll it no further than its end.
+pub fn line_count(mode: Mode) -> usize {
+    help_lines(&Theme::plain(), mode).len()
 }
 
-fn help_lines(t: &Theme, in_lesson: bool) -> Vec<Line<'static>> {
+/// The label and line of a binding in `mode`'s help; None for the second of a pair, which
+/// shares the line of the first (so the overlay still fits 80x24).
+fn entry(b: &keys::Binding, mode: Mode) -> Option<(&'static str, &'static str)> {
+    use keys::Action::*;
+    Some(match b.action {
+        StepBack | ToggleHeartbeats | Redrive | Restart => return None,
+        Crash if mode == Mode::Processes => (
+            "c / r",
+            "SIGKILL the selected worker process (its lease stays) / start a new one",
+        ),
+        Crash => (
+            "c / r",
+            "crash the selected worker (its lease stays) / restart it as #2",
+        ),
+        ToggleLeasing => (
+            "l / h",
+            "switch leasing / heartbeats on or off (at the next worker cycle)",
+        ),
+        AddPayment => (
+            "p / D",
+            "add a payment and its outbox row / redrive every dead letter",
+        ),
+        Step if mode == Mode::Lesson => (
+            "n / b",
+            "one lesson step forward / back (back reseeds and replays)",
+        ),
+        _ => (b.label, b.help_in(mode)),
+    })
+}
+
+fn help_lines(t: &Theme, mode: Mode) -> Vec<Line<'static>> {
     let mut lines: Vec<Line> = Vec::new();
     for section in Section::ALL {
+        let entries: Vec<_> = keys::help_entries(mode)
+            .filter(|b| b.section == section)
+            .filter_map(|b| entry(b, mode))
+            .collect();
+        if entries.is_empty() {
+            continue;
+        }
         if !lines.is_empty() {
             lines.push(Line::raw(""));
         }
         lines.push(Line::from(styled(section.title(), t.title)));
-        for b in keys::help_entries().filter(|b| b.section == section) {
-            // A lesson's step back shares the line of its step forward.
-            let (label, help) = match b.action {
-                keys::Action::StepBack
-                | keys::Action::ToggleHeartbeats
-                | keys::Action::Redrive
-                | keys::Action::Restart => continue,
-                keys::Action::Crash => (
-                    "c / r",
-                    "crash the selected worker (its lease stays) / restart it as #2",
-                ),
-                // Pairs share a line so the overlay still fits 80x24.
-                keys::Action::ToggleLeasing => (
-                    "l / h",
-                    "switch leasing / heartbeats on or off (at the next worker cycle)",
-                ),
-                keys::Action::AddPayment => (
-                    "p / D",
-                    "add a payment and its outbox row / redrive every dead letter",
-                ),
-                keys::Action::Step if in_lesson => (
-                    "n / b",
-                    "one lesson step forward / back (back reseeds and replays)",
-                ),
-                _ => (b.label, b.help),
-            };
+        for (label, help) in entries {
             lines.push(Line::from(vec![
                 Span::raw("  "),
                 styled(format!("{label:<LABEL_W$}"), t.key),
@@ -87,17 +100,29 @@ fn help_lines(t: &Theme, in_lesson: bool) -> Vec<Line<'static>> {
         }
     }
     lines.push(Line::raw(""));
-    for text in [
-        "The table is read from SQLite (read-only); ledgers, timeline and events",
-        "come from the workers' events.",
-        "Ver: the row's lease version in SQLite. ┊Runs: times the event ledger saw",
-        "it processed (not in SQLite).",
+    let source: &[&str] = match mode {
+        Mode::Replay => &[
+            "The table is rebuilt from the recorded events up to this one; so are",
+            "the ledgers, timeline and log. Nothing a row did not record is shown.",
+        ],
+        _ => &[
+            "The table is read from the database (read-only); ledgers, timeline and",
+            "events come from the workers' events.",
+        ],
+    };
+    let legend = [
+        "Ver: the row's lease version in the database. ┊Runs: times the event",
+        "ledger saw it processed (not in the database).",
         "Timeline: ━ lease ┄ no lease ░ dead lease ✗ crash ! blocked ✓ done",
         "× rejected L loaded ↻ restarted.",
-        "Workers: `PAY-002 no lease +N`: a worker without leases holds N more",
-        "loaded rows.",
-    ] {
-        lines.push(Line::from(styled(text, t.dim)));
+        "Workers: ▶ selected, → moves at the next n. CRASHED: a crash was",
+        "recorded. FROZEN: frozen holding its lease. unknown: its lease ran out",
+        "and nothing recorded says why. left: stopped between actions (Ctrl-C).",
+        "held: waits for the first space. `PAY-002 no lease +N`: a worker",
+        "without leases holds N more loaded rows.",
+    ];
+    for text in source.iter().chain(legend.iter()) {
+        lines.push(Line::from(styled(*text, t.dim)));
     }
     lines
 }

@@ -101,12 +101,18 @@ impl Areas {
     /// lesson's panel asks for (0 without a lesson): it is whole when the screen allows,
     /// the timeline gives way first, then the top row down to [`LESSON_LEDGER_H`], and the
     /// log keeps [`LOG_MIN_H`] rows.
-    pub fn compute(area: Rect, workers: usize, messages: u64, narration: u16) -> Areas {
+    pub fn compute(
+        area: Rect,
+        workers: usize,
+        messages: u64,
+        narration: u16,
+        mode: crate::ui::keys::Mode,
+    ) -> Areas {
         let worker_lines = (workers as u16).clamp(1, MAX_WORKER_LINES);
         let workers_h = worker_lines + 2;
         let top_min = (workers_h + LEDGER_H).max(TABLE_MIN_H);
         let timeline_full = (workers as u16).clamp(1, MAX_LANES) + 2;
-        let footer_h = footer::height(area.width, area.height, narration > 0).max(FOOTER_H);
+        let footer_h = footer::height(area.width, area.height, mode).max(FOOTER_H);
         let body = area.height.saturating_sub(HEADER_H + STRIP_H + footer_h);
         let table_needs = (messages.min(u16::MAX as u64) as u16).saturating_add(3);
         let top_needs = table_needs.max(workers_h + LEDGER_FULL_H).max(top_min);
@@ -203,11 +209,17 @@ pub struct Capacity {
     pub narration: u16,
 }
 
-pub fn capacity(area: Rect, workers: usize, messages: u64, narration: u16) -> Capacity {
+pub fn capacity(
+    area: Rect,
+    workers: usize,
+    messages: u64,
+    narration: u16,
+    mode: crate::ui::keys::Mode,
+) -> Capacity {
     if too_small(area) {
         return Capacity::default();
     }
-    let a = Areas::compute(area, workers, messages, narration);
+    let a = Areas::compute(area, workers, messages, narration, mode);
     Capacity {
         table: table::visible_rows(a.table),
         log: a.log.height.saturating_sub(2),
@@ -226,7 +238,7 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, ui: &UiState, t: &Theme) {
         .lesson
         .as_ref()
         .map_or(0, |l| narration::want(l, t, area.width));
-    let a = Areas::compute(area, s.workers.len(), s.db.total, want);
+    let a = Areas::compute(area, s.workers.len(), s.db.total, want, s.mode);
     header::render(frame, a.header, s, t);
     match &s.throughput {
         Some(v) => {

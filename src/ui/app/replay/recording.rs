@@ -1,0 +1,304 @@
+//! A recorded run read for a replay: every `LeaseEvents` row, checked before anything is
+//! shown. The table of a file or a server is untrusted: a row a leaselab could not have
+//! written (a Seq below 1, a time past the year 9999, a claim of a message nobody seeded,
+//! a seeding of a trillion payments) refuses the whole recording in one line that names
+//! the database and the row, rather than showing a history the database never held.
+
+use std::collections::HashMap;
+
+use crate::engine::backend::Db;
+use crate::engine::outbox::RunSettings;
+use crate::engine::store::{LeaseEventKind, LeaseEventRow};
+
+/// The most events a recording may hold to be replayed.
+pub const MAX_REPLAY_EVENTS: usize = 2_000_000;
+/// The most payments one seeding may name (the bench's largest outbox).
+pub const MAX_SEEDED: i64 = 1_000_000;
+/// The latest time a row may carry: the last millisecond of the year 9999.
+const MAX_TIME_MS: i64 = 253_402_300_799_999;
+/// The largest lease version a row may carry.
+const MAX_VERSION: i64 = 1_000_000_000;
+/// The longest worker name (a process's `--name` is at most 32 characters).
+const MAX_WORKER: usize = 64;
+/// The longest payment key and the longest `Detail` (an error, the settings).
+const MAX_KEY: usize = 64;
+const MAX_DETAIL: usize = 1_000;
+
+/// Something worth jumping to, at the position just after its event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mark {
+    pub position: usize,
+    pub text: String,
+}
+
+/// A recorded run: its events in commit order, and its marks.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    pub rows: Vec<LeaseEventRow>,
+    pub marks: Vec<Mark>,
+}
+
+impl Recording {
+    /// Every event of `db`. A database that is missing, not leaselab's, holds no event or
+    /// holds a row no leaselab writes is refused in one line.
+    pub fn load(db: &Db) -> Result<Recording, String> {
+        let rows = match db {
+            Db::Sqlite(path) => sqlite_events(path)?,
+            Db::Postgres(url) => settled_pg_events(db, url)?,
+        };
+        Recording::of_rows(&db.shown(), rows)
+    }
+
+    /// A recording of rows already read; `shown` names their database in a refusal.
+    pub fn of_rows(shown: &str, rows: Vec<LeaseEventRow>) -> Result<Recording, String> {
+        if rows.is_empty() {
+            return Err(format!("{shown}: no events recorded"));
+        }
+        if rows.len() > MAX_REPLAY_EVENTS {
+            return Err(format!(
+                "{shown}: more than {MAX_REPLAY_EVENTS} events, too many to replay"
+            ));
+        }
+        let mut check = Checker::default();
+        for (i, row) in rows.iter().enumerate() {
+            check.row(i, row).map_err(|why| {
+                format!(
+                    "{shown}: LeaseEvents row Seq {}: {why}; refusing to replay it",
+                    row.seq
+                )
+            })?;
+        }
+        let marks = marks(&rows);
+        Ok(Recording { rows, marks })
+    }
+}
+
+/// The events of a SQLite file, read without writing a byte beside it.
+fn sqlite_events(path: &std::path::Path) -> Result<Vec<LeaseEventRow>, String> {
+    if !path.exists() {
+        return Err(format!("{}: no such database file", path.display()));
+    }
+    crate::engine::store::inspect(path).map_err(|e| e.to_string())?;
+    let store = crate::engine::store::Store::open_untouched(path).map_err(|e| e.to_string())?;
+    store
+        .recorded_events(MAX_REPLAY_EVENTS as u64 + 1)
+        .map_err(|e| format!("{}: {e}; refusing to replay it", path.display()))
+}
+
+/// How long a replay waits for transactions still open on the server, whose event rows could
+/// commit below rows already visible.
+const PG_SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The events of a PostgreSQL database, once they have settled: workers may still be writing,
+/// and a row that commits later can take a lower Seq than one already visible, so the
+/// history is read only when no transaction of this database older than the read is still
+/// open. Refused in one line when one stays open longer than `PG_SETTLE_WAIT`, naming it.
+fn settled_pg_events(db: &Db, url: &str) -> Result<Vec<LeaseEventRow>, String> {
+    let mut store = crate::engine::pg::PgStore::open_existing(url).map_err(|e| e.to_string())?;
+    let below = store.events_below_one().map_err(|e| e.to_string())?;
+    if let Some(seq) = below {
+        return Err(format!(
+            "{}: LeaseEvents row Seq {seq}: Seq is not above 0; refusing to replay it",
+            db.shown()
+        ));
+    }
+    let settled = store
+        .settled_events(MAX_REPLAY_EVENTS as u64 + 1, PG_SETTLE_WAIT)
+        .map_err(|e| e.to_string())?;
+    let Some(rows) = settled else {
+        let who = store.open_transaction_named();
+        return Err(format!(
+            "{}: its events are held back by an open transaction{who}; replay it once that \
+             transaction ends",
+            db.shown()
+        ));
+    };
+    Ok(rows)
+}
+
+/// What the rows so far have made: each message's key, by id.
+#[derive(Default)]
+struct Checker {
+    keys: HashMap<i64, String>,
+    seeded: bool,
+    messages: i64,
+}
+
+impl Checker {
+    /// Whether row `i` is one a leaselab could have written after the rows before it.
+    fn row(&mut self, i: usize, r: &LeaseEventRow) -> Result<(), String> {
+        use LeaseEventKind::*;
+        within("AtUtc", r.at_ms, 0, MAX_TIME_MS)?;
+        if let Some(until) = r.until_ms {
+            within("LockedUntilUtc", until, 0, MAX_TIME_MS)?;
+        }
+        if let Some(v) = r.version {
+            within("LeaseVersion", v, 0, MAX_VERSION)?;
+        }
+        text("Worker", Some(&r.worker), MAX_WORKER)?;
+        if r.worker.is_empty() {
+            return Err("Worker is empty".into());
+        }
+        text("PaymentKey", r.key.as_deref(), MAX_KEY)?;
+        text("Detail", r.detail.as_deref(), MAX_DETAIL)?;
+        match (i, r.kind) {
+            (0, Seeded) => {}
+            (0, kind) => {
+                return Err(format!(
+                    "the recording starts with {kind}, not with its seeding"
+                ))
+            }
+            (_, Seeded) => return Err("a second seeding in one recording".into()),
+            _ => {}
+        }
+        match r.kind {
+            Seeded => self.seeding(r),
+            Added => self.added(r),
+            Settings | Joined => RunSettings::parse(r.detail.as_deref().unwrap_or("")).map(|_| ()),
+            Paused | Resumed | Restarted | Left | Crashed => self.held(r),
+            _ => self.about_a_message(r),
+        }
+    }
+
+    fn seeding(&mut self, r: &LeaseEventRow) -> Result<(), String> {
+        let n = r
+            .detail
+            .as_deref()
+            .and_then(|d| d.parse::<i64>().ok())
+            .filter(|n| (0..=MAX_SEEDED).contains(n))
+            .ok_or_else(|| {
+                format!("a seeding's Detail is not a number of payments in 0-{MAX_SEEDED}")
+            })?;
+        for id in 1..=n {
+            self.keys
+                .insert(id, crate::engine::store::payment_key(id as u64));
+        }
+        self.messages = n;
+        self.seeded = true;
+        Ok(())
+    }
+
+    fn added(&mut self, r: &LeaseEventRow) -> Result<(), String> {
+        let (Some(id), Some(key)) = (r.id, &r.key) else {
+            return Err("an added payment names no message".into());
+        };
+        if id < 1 || self.keys.contains_key(&id) {
+            return Err(format!(
+                "an added payment takes message id {id}, which is not free"
+            ));
+        }
+        if self.messages >= MAX_SEEDED {
+            return Err(format!("more than {MAX_SEEDED} messages"));
+        }
+        self.keys.insert(id, key.clone());
+        self.messages += 1;
+        Ok(())
+    }
+
+    /// A row about a worker: it may name the lease the worker held, which must be a message.
+    fn held(&self, r: &LeaseEventRow) -> Result<(), String> {
+        match r.id {
+            Some(_) => self.about_a_message(r),
+            None => Ok(()),
+        }
+    }
+
+    fn about_a_message(&self, r: &LeaseEventRow) -> Result<(), String> {
+        let Some(id) = r.id else {
+            return Err(format!("a {} row names no message", r.kind));
+        };
+        let Some(key) = self.keys.get(&id) else {
+            return Err(format!(
+                "a {} of message {id}, which was never seeded or added",
+                r.kind
+            ));
+        };
+        if r.key.as_deref() != Some(key.as_str()) {
+            return Err(format!(
+                "message {id} is {key}, but the row names another payment"
+            ));
+        }
+        use LeaseEventKind::*;
+        if matches!(r.kind, Claimed | Heartbeat) && r.until_ms.is_none() {
+            return Err(format!("a {} without the lease's expiry", r.kind));
+        }
+        if matches!(r.kind, Checked | Finalized | Marked)
+            && !matches!(r.detail.as_deref(), Some("Paid" | "Failed"))
+        {
+            return Err(format!("a {}'s answer is neither Paid nor Failed", r.kind));
+        }
+        Ok(())
+    }
+}
+
+fn within(name: &str, v: i64, min: i64, max: i64) -> Result<(), String> {
+    if (min..=max).contains(&v) {
+        Ok(())
+    } else {
+        Err(format!("{name} {v} is outside {min}-{max}"))
+    }
+}
+
+/// Text a row carries: printable and bounded, or the row is refused.
+fn text(name: &str, v: Option<&str>, max: usize) -> Result<(), String> {
+    let Some(v) = v else { return Ok(()) };
+    if v.chars().count() > max {
+        return Err(format!("{name} is longer than {max} characters"));
+    }
+    if !v.chars().all(crate::engine::text::is_printable) {
+        return Err(format!("{name} holds a control character"));
+    }
+    Ok(())
+}
+
+/// The marks of a recording: where a lease was taken over, a finalize rejected, a message
+/// processed again, a lease found lost, or a message dead-lettered.
+fn marks(rows: &[LeaseEventRow]) -> Vec<Mark> {
+    let mut processed: HashMap<i64, u32> = Default::default();
+    let mut held: HashMap<i64, String> = Default::default();
+    let mut out = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        let key = r.key.clone().unwrap_or_default();
+        let id = r.id.unwrap_or(0);
+        let text = match r.kind {
+            LeaseEventKind::Claimed => {
+                let before = held.insert(id, r.worker.clone());
+                before.map(|b| {
+                    format!(
+                        "takeover: {} claims {key} (v{}) after {b}'s lease ran out",
+                        r.worker,
+                        r.version.unwrap_or(0)
+                    )
+                })
+            }
+            LeaseEventKind::FinalizeRejected => Some(format!(
+                "rejected finalize: {} no longer held {key} (v{})",
+                r.worker,
+                r.version.unwrap_or(0)
+            )),
+            LeaseEventKind::Finalized | LeaseEventKind::Marked => {
+                let n = processed.entry(id).or_default();
+                *n += 1;
+                held.remove(&id);
+                (*n > 1).then(|| format!("duplicate: {key} processed again by {}", r.worker))
+            }
+            LeaseEventKind::LeaseLost => Some(format!("lease lost: {} gives {key} up", r.worker)),
+            LeaseEventKind::DeadLettered => {
+                held.remove(&id);
+                Some(format!("dead letter: {key}"))
+            }
+            LeaseEventKind::Retry => {
+                held.remove(&id);
+                None
+            }
+            _ => None,
+        };
+        if let Some(text) = text {
+            out.push(Mark {
+                position: i + 1,
+                text,
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,333 @@
+//! A replay shows what the recording holds and nothing else: a frozen worker is frozen, not
+//! crashed; a provider call is where it happened; the header shows the settings the run
+//! recorded (or `-`); its help lists its own keys; a row no leaselab writes refuses the
+//! whole recording in one line naming the file and the row; and nothing appears on disk.
+
+#[allow(dead_code)]
+mod pg_support;
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use leaselab::engine::backend::Db;
+use leaselab::engine::worker::WorkerState;
+use leaselab::lesson::{built_in, Session};
+use leaselab::ui::app::App;
+use leaselab::ui::Theme;
+use support::{frame_lines, key, leaselab, stderr};
+
+/// Step a built-in lesson to its end on `db` (a file or a URL).
+fn record_lesson(name: &str, db: &Path) {
+    let mut s = Session::start_in(built_in(name).unwrap(), Some(db.to_path_buf())).unwrap();
+    while !s.runner.finished() {
+        assert!(s.forward().passed());
+    }
+}
+
+fn replay(db: &Path) -> App {
+    App::replay(Db::parse(db), Theme::plain()).expect("replay")
+}
+
+fn worker_state(app: &App, name: &str) -> WorkerState {
+    app.snapshot()
+        .workers
+        .iter()
+        .find(|w| w.status.name == name)
+        .unwrap_or_else(|| panic!("no {name}"))
+        .status
+        .state
+}
+
+#[test]
+fn the_zombie_is_frozen_not_crashed_and_its_provider_call_is_where_it_happened() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("z.db");
+    record_lesson("zombie-worker", &db);
+    let mut app = replay(&db);
+    key(&mut app, KeyCode::Char(']'));
+    let screen = frame_lines(&mut app, 120, 40).join("\n");
+    let mark = app
+        .snapshot()
+        .replay
+        .clone()
+        .unwrap()
+        .mark
+        .unwrap_or_default();
+    assert!(
+        mark.starts_with("takeover: Worker-B claims PAY-001"),
+        "{mark}"
+    );
+    assert_eq!(worker_state(&app, "Worker-A"), WorkerState::Paused);
+    assert!(screen.contains("FROZEN"), "{screen}");
+    assert!(!screen.contains("CRASHED"), "{screen}");
+    assert_eq!(app.ledger.crashes, 0);
+    // The zombie's status check is logged at its own time, before Worker-B's takeover.
+    let log: Vec<String> = app
+        .log
+        .lines()
+        .iter()
+        .map(|l| format!("{} {}", leaselab::engine::clock::hms(l.at_ms), l.text))
+        .collect();
+    let check = log
+        .iter()
+        .position(|l| l.starts_with("09:00:01.200") && l.contains("status check PAY-001"))
+        .unwrap_or_else(|| panic!("{log:#?}"));
+    let takeover = log
+        .iter()
+        .position(|l| l.contains("RECLAIMED PAY-001"))
+        .unwrap_or_else(|| panic!("{log:#?}"));
+    assert!(check < takeover, "{log:#?}");
+    // Woken, the zombie is no longer frozen; its finalize is refused.
+    key(&mut app, KeyCode::Char(']'));
+    frame_lines(&mut app, 120, 40);
+    assert_ne!(worker_state(&app, "Worker-A"), WorkerState::Paused);
+}
+
+#[test]
+fn a_recorded_crash_shows_as_one_and_the_settings_are_the_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db");
+    let out = leaselab(
+        &["run", "outbox-leasing", "--db", db.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut app = replay(&db);
+    // Only the seeding so far: nothing says what the workers ran with.
+    let header = frame_lines(&mut app, 120, 40)[0].clone();
+    assert!(header.contains("lease - "), "{header}");
+    key(&mut app, KeyCode::Right);
+    let header = frame_lines(&mut app, 120, 40)[0].clone();
+    assert!(header.contains("lease 500 ms"), "{header}");
+    assert!(header.contains("heartbeats on"), "{header}");
+    key(&mut app, KeyCode::Char(']'));
+    let screen = frame_lines(&mut app, 120, 40).join("\n");
+    assert_eq!(worker_state(&app, "Worker-A"), WorkerState::Crashed);
+    assert!(screen.contains("CRASHED"), "{screen}");
+}
+
+#[test]
+fn a_lesson_with_heartbeats_replays_with_heartbeats_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("slow.db");
+    record_lesson("slow-job", &db);
+    let mut app = replay(&db);
+    key(&mut app, KeyCode::Right);
+    let header = frame_lines(&mut app, 160, 40)[0].clone();
+    assert!(header.contains("heartbeats"), "{header}");
+    let settings = app.snapshot().settings;
+    assert!(settings.heartbeats.known().is_some(), "{settings:?}");
+}
+
+#[test]
+fn the_replays_help_and_footer_list_its_own_keys_and_ctrl_c_quits() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db");
+    record_lesson("lease-expiry", &db);
+    let mut app = replay(&db);
+    let lines = frame_lines(&mut app, 120, 40);
+    let footer = lines[lines.len() - 2..].join(" ");
+    for shown in ["←/→ event", "[/] mark", "Home/End ends"] {
+        assert!(footer.contains(shown), "{shown} missing from {footer}");
+    }
+    for absent in ["space", " n ", "c crash", "leasing", "reset"] {
+        assert!(!footer.contains(absent), "{absent} in {footer}");
+    }
+    key(&mut app, KeyCode::Char('?'));
+    let help = frame_lines(&mut app, 120, 60).join("\n");
+    for shown in [
+        "[/]",
+        "Home/End",
+        "the previous / next mark",
+        "FROZEN",
+        "unknown",
+    ] {
+        assert!(help.contains(shown), "{shown} missing from {help}");
+    }
+    for absent in ["space ", "c / r", "l / h", "p / D", "move the focus"] {
+        assert!(!help.contains(absent), "{absent} in {help}");
+    }
+    key(&mut app, KeyCode::Esc);
+    app.handle_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+    assert!(app.ui.quit, "Ctrl-C quits a replay");
+}
+
+/// A copy of a recorded run with `sql` run on it.
+fn tampered(dir: &Path, name: &str, sql: &str) -> PathBuf {
+    let db = dir.join(name);
+    record_lesson("lease-expiry", &db);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(sql).unwrap();
+    conn.close().unwrap();
+    db
+}
+
+#[test]
+fn a_hand_edited_history_is_refused_in_one_line_naming_the_file_and_the_row() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, sql, why) in [
+        (
+            "negative.db",
+            "UPDATE LeaseEvents SET Seq = -5 WHERE Kind = 'Finalized'",
+            "row Seq -5: Seq is not above 0",
+        ),
+        (
+            "unseeded.db",
+            "DELETE FROM LeaseEvents WHERE Kind = 'Seeded'",
+            "not with its seeding",
+        ),
+        (
+            "ghost.db",
+            "UPDATE LeaseEvents SET MessageId = 42, PaymentKey = 'PAY-042'
+              WHERE Seq = (SELECT MIN(Seq) FROM LeaseEvents WHERE Kind = 'Claimed')",
+            "a Claimed of message 42, which was never seeded or added",
+        ),
+        (
+            "forever.db",
+            "UPDATE LeaseEvents SET AtUtc = 9223372036854775807 WHERE Kind = 'Claimed'",
+            "AtUtc 9223372036854775807 is outside",
+        ),
+        (
+            "huge.db",
+            "UPDATE LeaseEvents SET Detail = '999999999999' WHERE Kind = 'Seeded'",
+            "not a number of payments in 0-1000000",
+        ),
+        (
+            "escape.db",
+            "UPDATE LeaseEvents SET Worker = 'Worker-' || char(27) || '[2JA' WHERE Seq = 3",
+            "Worker holds a control character",
+        ),
+        (
+            "text.db",
+            "UPDATE LeaseEvents SET AtUtc = 'noon' WHERE Seq = 3",
+            "row Seq 3: AtUtc is not a whole number",
+        ),
+        (
+            "answer.db",
+            "UPDATE LeaseEvents SET Detail = 'Maybe' WHERE Kind = 'Finalized'",
+            "neither Paid nor Failed",
+        ),
+        (
+            "reseeded.db",
+            "INSERT INTO LeaseEvents (AtUtc, Worker, Kind, Detail)
+             SELECT AtUtc, 'engine', 'Seeded', '300' FROM LeaseEvents WHERE Seq = 1",
+            "a second seeding",
+        ),
+    ] {
+        let db = tampered(dir.path(), name, sql);
+        let out = support::leaselab_bounded(&["replay", db.to_str().unwrap()], dir.path());
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{name}: {err}");
+        assert!(err.contains(name), "{name}: {err}");
+        assert!(err.contains(why), "{name}: {why} not in {err}");
+        assert!(!err.contains('\u{1b}'), "{name}: {err:?}");
+    }
+}
+
+/// Files beside `db` other than itself.
+fn beside(db: &Path) -> Vec<String> {
+    let name = db.file_name().unwrap().to_string_lossy().to_string();
+    std::fs::read_dir(db.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with(&name) && *n != name)
+        .collect()
+}
+
+#[test]
+fn a_replay_changes_nothing_on_disk_refused_or_not_through_a_symlink_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db");
+    record_lesson("lease-expiry", &db);
+    assert_eq!(
+        beside(&db),
+        Vec::<String>::new(),
+        "the run closed its files"
+    );
+    let link = dir.path().join("link.db");
+    std::os::unix::fs::symlink(&db, &link).unwrap();
+    let bad = tampered(
+        dir.path(),
+        "bad.db",
+        "DELETE FROM LeaseEvents WHERE Seq = 1",
+    );
+    // Not a terminal; refused; through the link: each leaves the files alone.
+    for target in [&db, &link, &bad] {
+        let out = leaselab(&["replay", target.to_str().unwrap()], dir.path());
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    }
+    assert_eq!(beside(&db), Vec::<String>::new());
+    assert_eq!(beside(&bad), Vec::<String>::new());
+    // The dashboard over it, opened and ended, too.
+    let app = replay(&link);
+    drop(app);
+    assert_eq!(beside(&db), Vec::<String>::new());
+}
+
+#[test]
+fn a_hand_edited_postgres_history_is_refused_too() {
+    let Some(db) = pg_support::scratch("replay_hostile") else {
+        return;
+    };
+    let url = PathBuf::from(&db.url);
+    record_lesson("lease-expiry", &url);
+    let dir = tempfile::tempdir().unwrap();
+    for (sql, why) in [
+        (
+            "UPDATE LeaseEvents SET Detail = '999999999999' WHERE Kind = 'Seeded'",
+            "not a number of payments",
+        ),
+        (
+            "UPDATE LeaseEvents SET Detail = '1' WHERE Kind = 'Seeded';
+             UPDATE LeaseEvents SET MessageId = 7, PaymentKey = 'PAY-007' WHERE Kind = 'Claimed'",
+            "which was never seeded or added",
+        ),
+        (
+            "INSERT INTO LeaseEvents (Seq, AtUtc, Worker, Kind, MessageId, PaymentKey)
+               OVERRIDING SYSTEM VALUE VALUES (-5, 0, 'Worker-A', 'Finalized', 1, 'PAY-001')",
+            "row Seq -5",
+        ),
+    ] {
+        db.client().batch_execute(sql).unwrap();
+        let out = support::leaselab_bounded(&["replay", &db.url], dir.path());
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(why), "{why} not in {err}");
+        // Put the recording back for the next case.
+        db.client()
+            .batch_execute("TRUNCATE LeaseEvents, OutboxMessages, Payments CASCADE")
+            .unwrap();
+        record_lesson("lease-expiry", &url);
+    }
+}
+
+/// A transaction open in another database of the same server cannot write this one's events:
+/// it does not hold a replay back. One open in this database does.
+#[test]
+fn a_postgres_replay_waits_only_for_transactions_of_its_own_database() {
+    let Some(db) = pg_support::scratch("replay_own") else {
+        return;
+    };
+    let Some(other) = pg_support::scratch("replay_other") else {
+        return;
+    };
+    let url = PathBuf::from(&db.url);
+    record_lesson("lease-expiry", &url);
+    let mut elsewhere = other.client();
+    let mut open = elsewhere.transaction().unwrap();
+    open.query_one("SELECT pg_current_xact_id()", &[]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let recording = leaselab::ui::app::Recording::load(&Db::Postgres(db.url.clone()));
+    assert!(recording.is_ok(), "{:?}", recording.err());
+    let mut here = db.client();
+    let mut mine = here.transaction().unwrap();
+    mine.query_one("SELECT pg_current_xact_id()", &[]).unwrap();
+    let out = leaselab(&["replay", &db.url], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("held back by an open transaction"));
+    mine.rollback().unwrap();
+    open.rollback().unwrap();
+}
