@@ -1,9 +1,13 @@
 //! Everything the command prints goes through here, so a write that fails never panics:
 //! a reader that went away (`| head`) ends the output quietly, any other failure (a full
-//! disk, `/dev/full`) ends the program with exit 3.
+//! disk, `/dev/full`) ends the program with exit 3. What is printed may
+//! quote a file, a row or a flag: it reaches the terminal without control characters, and
+//! an error quotes at most a prefix of an over-long command-line value.
 
 use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
+
+use leaselab::text::{self, printable};
 
 /// Exit code of bad input (one line on stderr).
 pub const USAGE: u8 = 2;
@@ -14,6 +18,12 @@ pub const RUNTIME_FAILURE: u8 = 3;
 /// Write `text` to stderr. False when it could not be written for any reason but a
 /// closed pipe.
 pub fn to_stderr(text: &str) -> bool {
+    // Not env::args(), which panics on an argument that is not UTF-8 (a path may be).
+    let args = std::env::args_os().skip(1);
+    let text = bound_arguments(
+        &printable_lines(text),
+        args.map(|a| a.to_string_lossy().into_owned()),
+    );
     let mut err = std::io::stderr().lock();
     match err.write_all(text.as_bytes()).and_then(|()| err.flush()) {
         Ok(()) => true,
@@ -21,7 +31,41 @@ pub fn to_stderr(text: &str) -> bool {
     }
 }
 
-/// One line on stderr as it is, and `code`; exit 3 instead if stderr cannot take it.
+/// Each line of `text` printable, the line breaks kept.
+fn printable_lines(text: &str) -> String {
+    text.split('\n')
+        .map(printable)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `text` with every over-long command-line value in it (an argument, or what follows
+/// `=` in `--flag=value`) cut to its prefix: whichever error echoes a value (a refusal, a
+/// path the system could not open), it quotes at most [`text::MAX_QUOTED`] characters.
+fn bound_arguments(text: &str, args: impl Iterator<Item = String>) -> String {
+    let mut values: Vec<String> = args
+        .flat_map(|a| {
+            let after = a.split_once('=').map(|(_, v)| v.to_string());
+            [
+                Some(printable(&a).into_owned()),
+                after.map(|v| printable(&v).into_owned()),
+            ]
+        })
+        .flatten()
+        .filter(|v| v.chars().count() > text::MAX_QUOTED)
+        .collect();
+    // The longest first, so a value is not cut inside one that holds it.
+    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    let mut text = text.to_string();
+    for v in values {
+        if text.contains(&v) {
+            text = text.replace(&v, &text::bounded(&v, text::MAX_QUOTED));
+        }
+    }
+    text
+}
+
+/// One line on stderr, and `code`; exit 3 instead if stderr cannot take it.
 pub fn line_and_exit(line: &str, code: u8) -> ExitCode {
     if to_stderr(&format!("{line}\n")) {
         ExitCode::from(code)
@@ -63,7 +107,15 @@ impl Out {
         }
     }
 
+    /// `text`, each line printable: what it quotes from a file, a row or a flag cannot
+    /// drive the terminal.
     pub fn print(&mut self, text: &str) {
+        self.print_own(&printable_lines(text));
+    }
+
+    /// `text` as it is: only for text leaselab made itself with styles of its own (the
+    /// coloured `--help`).
+    pub fn print_own(&mut self, text: &str) {
         if !self.open() {
             return;
         }
@@ -92,5 +144,25 @@ impl Out {
             Some(e) => runtime_error(format!("cannot write to standard output: {e}")),
             None => code,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_over_long_argument_is_cut_wherever_an_error_echoes_it() {
+        let long = "y".repeat(200);
+        let args = [format!("--name={long}"), "short".to_string()];
+        let text = format!("--name={long}: no; '{long}' twice; short stays");
+        let shown = bound_arguments(&text, args.into_iter());
+        // The whole argument first (its first 80 characters), then the value alone.
+        let want = format!(
+            "--name={}…: no; '{}…' twice; short stays",
+            "y".repeat(73),
+            "y".repeat(80)
+        );
+        assert_eq!(shown, want);
     }
 }
