@@ -155,3 +155,28 @@ fn an_over_long_value_is_quoted_as_a_bounded_prefix() {
     std::fs::write(d.join("key.toml"), format!("{long} = 1\n")).unwrap();
     assert_bounded_error(&["lesson", "key.toml", "--check"], d, &long, 2);
 }
+
+#[test]
+fn a_picture_of_a_title_with_characters_xml_forbids_is_still_xml() {
+    let dir = tempfile::tempdir().unwrap();
+    let lesson = HOSTILE_LESSON.replace(
+        "Evil",
+        "Evil \\uFFFE \\uFFFF \\u0001 \\u0008 \\uD7FF \\U0001F600",
+    );
+    std::fs::write(dir.path().join("xml.toml"), lesson).unwrap();
+    let o = leaselab(
+        &["lesson", "xml.toml", "--shot", "x.svg", "--step", "0"],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let svg = std::fs::read_to_string(dir.path().join("x.svg")).unwrap();
+    if let Err(e) = roxmltree::Document::parse(&svg) {
+        panic!("not XML: {e}");
+    }
+    // The title is there, each forbidden character in it shown as U+FFFD.
+    assert!(svg.contains("Evil \u{FFFD} \u{FFFD}"), "{svg}");
+    assert!(
+        svg.contains('\u{D7FF}') && svg.contains('\u{1F600}'),
+        "{svg}"
+    );
+}
