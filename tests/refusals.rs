@@ -1,0 +1,91 @@
+//! What the real binary refuses rather than ignores: flags that would mean nothing. Each
+//! refusal is one line on stderr and a non-zero exit.
+
+use std::process::Output;
+
+mod support;
+
+use support::{leaselab_bounded, stderr};
+
+/// A usage error: exit 2 and exactly one line on stderr, which holds `needle`.
+fn assert_refused(o: &Output, needle: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "one line expected, got: {err:?}");
+    assert!(err.contains(needle), "{needle:?} not in {err:?}");
+}
+
+#[test]
+fn a_fault_list_that_means_nothing_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (list, why) in [
+        ("", "names no fault"),
+        (",", "names no fault"),
+        ("crash,crash", "names crash twice"),
+        ("crash,", "has an empty item"),
+        ("none,crash", "puts none beside a fault"),
+    ] {
+        let o = leaselab_bounded(&["explore", "--faults", list], dir.path());
+        assert_refused(&o, &format!("--faults: '{list}' {why}"));
+    }
+    // What a list may be still works: none alone, spaces after the commas.
+    for list in ["none", "crash, pause"] {
+        let o = leaselab_bounded(
+            &[
+                "explore",
+                "--workers",
+                "1",
+                "--messages",
+                "1",
+                "--faults",
+                list,
+            ],
+            dir.path(),
+        );
+        assert!(o.status.code() != Some(2), "{list}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn an_empty_payment_key_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db").display().to_string();
+    let o = leaselab_bounded(
+        &["worker", "--name", "w1", "--db", &db, "--fail-always", ""],
+        dir.path(),
+    );
+    assert_refused(&o, "--fail-always: '' is not a payment key");
+    assert!(!dir.path().join("w.db").exists(), "nothing was created");
+    let o = leaselab_bounded(&["run", "soak", "--fail-first", " =2"], dir.path());
+    assert_refused(&o, "--fail-first: ' =2' is not KEY=N");
+}
+
+#[test]
+fn a_lessons_flags_that_do_nothing_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lesson = |rest: &[&str]| {
+        let mut args = vec!["lesson", "lease-expiry"];
+        args.extend_from_slice(rest);
+        leaselab_bounded(&args, d)
+    };
+    let o = lesson(&["--check", "--size", "80x24"]);
+    assert_refused(&o, "--size is the screen size of --cast and --shot");
+    let o = lesson(&["--shot", "x.svg", "--db", "x.db"]);
+    assert_refused(&o, "--db does not apply to --shot");
+    let o = lesson(&["--shot", "x.png"]);
+    assert_refused(
+        &o,
+        "--shot writes an SVG picture; name the file .svg, not x.png",
+    );
+    let o = lesson(&["--check", "--speed", "2"]);
+    assert_refused(&o, "--speed is the dashboard's free-play clock");
+    let o = lesson(&["--print", "--db", "x.db"]);
+    assert_refused(&o, "--print only writes the lesson's file");
+    // Nothing was written or run for any of them.
+    let left: Vec<_> = std::fs::read_dir(d).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+    // An upper-case extension is still SVG.
+    let o = lesson(&["--shot", "x.SVG", "--step", "0"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
