@@ -1,11 +1,13 @@
-//! What the real binary refuses rather than ignores: flags that would mean nothing. Each
-//! refusal is one line on stderr and a non-zero exit.
+//! What the real binary refuses rather than ignores: flags that would mean nothing, and a
+//! saved lesson over a file that exists. Each refusal is one line on stderr and a non-zero
+//! exit.
 
+use std::path::Path;
 use std::process::Output;
 
 mod support;
 
-use support::{leaselab_bounded, stderr};
+use support::{leaselab_bounded, stderr, stdout};
 
 /// A usage error: exit 2 and exactly one line on stderr, which holds `needle`.
 fn assert_refused(o: &Output, needle: &str) {
@@ -88,4 +90,69 @@ fn a_lessons_flags_that_do_nothing_are_refused() {
     // An upper-case extension is still SVG.
     let o = lesson(&["--shot", "x.SVG", "--step", "0"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// `explore` on a world whose search breaks a check at once, saving its lesson at `path`.
+fn explore_saving(path: &str, force: bool, dir: &Path) -> Output {
+    let mut args = vec![
+        "explore",
+        "--workers",
+        "1",
+        "--messages",
+        "1",
+        "--mode",
+        "no-leasing",
+        "--save-lesson",
+        path,
+    ];
+    if force {
+        args.push("--force");
+    }
+    leaselab_bounded(&args, dir)
+}
+
+#[test]
+fn a_saved_lesson_never_replaces_a_file_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("mine.toml"), "my own lesson").unwrap();
+    std::fs::write(d.join("target.toml"), "the link's target").unwrap();
+    std::os::unix::fs::symlink("target.toml", d.join("link.toml")).unwrap();
+    std::os::unix::fs::symlink("nowhere.toml", d.join("dangling.toml")).unwrap();
+
+    let o = explore_saving("mine.toml", false, d);
+    assert_refused(
+        &o,
+        "--save-lesson mine.toml exists; add --force to replace it",
+    );
+    // Refused before the search: no report was printed.
+    assert_eq!(stdout(&o), "");
+    let o = explore_saving("link.toml", false, d);
+    assert_refused(&o, "--save-lesson link.toml is a symlink");
+    let o = explore_saving("dangling.toml", false, d);
+    assert_refused(&o, "--save-lesson dangling.toml is a symlink");
+    assert_eq!(
+        std::fs::read_to_string(d.join("mine.toml")).unwrap(),
+        "my own lesson"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("target.toml")).unwrap(),
+        "the link's target"
+    );
+    assert!(!d.join("nowhere.toml").exists());
+
+    // A new file is written; --force replaces one that exists.
+    let o = explore_saving("new.toml", false, d);
+    assert_eq!(o.status.code(), Some(1), "a check broke: {}", stderr(&o));
+    assert!(std::fs::read_to_string(d.join("new.toml"))
+        .unwrap()
+        .contains("[[step]]"));
+    let o = explore_saving("mine.toml", true, d);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(d.join("mine.toml"))
+        .unwrap()
+        .contains("[[step]]"));
+    // --force alone means nothing.
+    let o = leaselab_bounded(&["explore", "--force"], d);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }

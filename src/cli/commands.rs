@@ -77,9 +77,13 @@ pub struct ExploreArgs {
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Write the shortest counterexample found as a lesson file (`leaselab lesson FILE`).
+    /// Write the shortest counterexample found as a lesson file (`leaselab lesson FILE`);
+    /// a file that exists (or a symlink) is refused before the search, unless --force.
     #[arg(long, value_name = "FILE")]
     pub save_lesson: Option<PathBuf>,
+    /// Let --save-lesson replace a file that exists (through a symlink, its target).
+    #[arg(long, requires = "save_lesson")]
+    pub force: bool,
 }
 
 /// `explore --mode`.
