@@ -1,9 +1,10 @@
-//! What the real binary refuses rather than ignores: flags that would mean nothing, and a
-//! saved lesson over a file that exists. Each refusal is one line on stderr and a non-zero
-//! exit.
+//! What the real binary refuses rather than ignores: flags that would mean nothing, a saved
+//! lesson over a file that exists, and output that nobody can see (a closed stdout). Each
+//! refusal is one line on stderr and a non-zero exit.
 
+use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output};
 
 mod support;
 
@@ -155,4 +156,65 @@ fn a_saved_lesson_never_replaces_a_file_unless_forced() {
     // --force alone means nothing.
     let o = leaselab_bounded(&["explore", "--force"], d);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// The real binary started with its standard output closed (`>&-`).
+fn with_stdout_closed(args: &[&str], cwd: &Path) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_leaselab"));
+    cmd.args(args).current_dir(cwd).env("NO_COLOR", "1");
+    // SAFETY: close(2) is async-signal-safe, as a pre_exec hook must be.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::close(libc::STDOUT_FILENO);
+            Ok(())
+        });
+    }
+    cmd.output().expect("run leaselab")
+}
+
+#[test]
+fn a_closed_stdout_is_an_error_not_a_silent_success() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["man"][..],
+        &["lessons"],
+        &["lessons", "--reference"],
+        &["lesson", "lease-expiry", "--print"],
+        &["lesson", "lease-expiry", "--check"],
+        &["run", "outbox-leasing"],
+        &["list"],
+        &["completions", "bash"],
+        &["explore", "--workers", "1", "--messages", "1"],
+        &["bench", "--json", "--messages", "100", "--workers", "1"],
+        &["--help"],
+        &["--version"],
+    ] {
+        let o = with_stdout_closed(args, dir.path());
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("standard output") && err.contains("closed"),
+            "{args:?}: {err}"
+        );
+    }
+    // Nothing ran: no report was saved.
+    assert!(!dir.path().join("reports").exists());
+}
+
+#[test]
+fn output_to_dev_null_is_still_a_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let null = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .arg("man")
+        .current_dir(dir.path())
+        .stdout(null)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
 }

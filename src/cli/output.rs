@@ -1,11 +1,12 @@
 //! Everything the command prints goes through here, so a write that fails never panics:
 //! a reader that went away (`| head`) ends the output quietly, any other failure (a full
-//! disk, `/dev/full`) ends the program with exit 3. What is printed may
+//! disk, `/dev/full`, a closed stdout) ends the program with exit 3. What is printed may
 //! quote a file, a row or a flag: it reaches the terminal without control characters, and
 //! an error quotes at most a prefix of an over-long command-line value.
 
 use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use leaselab::text::{self, printable};
 
@@ -14,6 +15,28 @@ pub const USAGE: u8 = 2;
 /// Exit code of a run that started and then failed (a database error, a stall, output
 /// that could not be written).
 pub const RUNTIME_FAILURE: u8 = 3;
+
+/// Whether the program was started with its standard output closed (`>&-`). Rust's
+/// runtime opens /dev/null in its place before `main`, so everything printed would vanish
+/// and the program would exit 0; this is looked at earlier, as the program is loaded.
+static STDOUT_CLOSED_AT_START: AtomicBool = AtomicBool::new(false);
+
+/// Run by the loader before Rust's runtime starts (as every constructor in `.init_array`).
+#[used]
+#[link_section = ".init_array"]
+static LOOK_AT_STDOUT_AT_START: extern "C" fn() = look_at_stdout;
+
+extern "C" fn look_at_stdout() {
+    // SAFETY: F_GETFD only asks whether the descriptor is open; it changes nothing.
+    let closed = unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFD) } == -1;
+    STDOUT_CLOSED_AT_START.store(closed, Ordering::Relaxed);
+}
+
+/// Whether the program was started with its standard output closed: nothing it prints
+/// can be seen. A pipe whose reader went away (`| head`) is not this: it ends quietly.
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED_AT_START.load(Ordering::Relaxed)
+}
 
 /// Write `text` to stderr. False when it could not be written for any reason but a
 /// closed pipe.
@@ -103,7 +126,7 @@ impl Out {
         Out {
             stdout: std::io::stdout(),
             closed: false,
-            failed: None,
+            failed: stdout_closed().then(|| std::io::Error::other("it is closed (>&-)")),
         }
     }
 
