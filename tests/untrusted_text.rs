@@ -6,6 +6,7 @@ use std::path::Path;
 
 mod support;
 
+use leaselab::text::MAX_QUOTED;
 use support::{leaselab, stderr, stdout};
 
 /// The control characters in `text`, line breaks aside.
@@ -120,7 +121,7 @@ fn assert_bounded_error(args: &[&str], dir: &Path, long: &str, code: i32) {
         .find('…')
         .unwrap_or_else(|| panic!("{shown:?}: no ellipsis: {err}"));
     assert!(
-        cut >= 60 && long[..80].contains(&err[cut - 60..cut]),
+        cut >= 60 && long[..MAX_QUOTED].contains(&err[cut - 60..cut]),
         "{shown:?}: {err}"
     );
 }
@@ -136,7 +137,7 @@ fn an_over_long_value_is_quoted_as_a_bounded_prefix() {
     let o = leaselab(&["worker", "--name", &long, "--db", &db], d);
     let want = format!(
         "leaselab: --name '{}…' is longer than 32 characters\n",
-        &long[..80]
+        &long[..MAX_QUOTED]
     );
     assert_eq!(stderr(&o), want);
     assert_bounded_error(&["worker", &name_eq, "--db", &db], d, &long, 2);

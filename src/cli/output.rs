@@ -176,15 +176,16 @@ mod tests {
 
     #[test]
     fn an_over_long_argument_is_cut_wherever_an_error_echoes_it() {
-        let long = "y".repeat(200);
+        let q = text::MAX_QUOTED;
+        let long = "y".repeat(2 * q);
         let args = [format!("--name={long}"), "short".to_string()];
         let text = format!("--name={long}: no; '{long}' twice; short stays");
         let shown = bound_arguments(&text, args.into_iter());
-        // The whole argument first (its first 80 characters), then the value alone.
+        // The whole argument first (its first q characters), then the value alone.
         let want = format!(
             "--name={}…: no; '{}…' twice; short stays",
-            "y".repeat(73),
-            "y".repeat(80)
+            "y".repeat(q - "--name=".len()),
+            "y".repeat(q)
         );
         assert_eq!(shown, want);
     }

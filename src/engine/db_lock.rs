@@ -162,11 +162,8 @@ fn describe(text: &str) -> String {
 /// A holder's field as the one-line error and the report quote it: the lock file is
 /// anyone's to write.
 fn one_line(s: &str) -> String {
-    text::bounded(&text::printable(s), HOLDER_CHARS).into_owned()
+    text::quoted(s)
 }
-
-/// Most characters of a holder's field quoted (its command line may be long).
-const HOLDER_CHARS: usize = 160;
 
 fn read_holder(file: &mut File) -> String {
     let mut text = String::new();

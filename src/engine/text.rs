@@ -3,9 +3,9 @@
 
 use std::borrow::Cow;
 
-/// Most characters of one value an error or a line quotes; a longer one is cut to a prefix
-/// and `…`.
-pub const MAX_QUOTED: usize = 80;
+/// Most characters of one value an error or a line quotes (a deep path still fits); a
+/// longer one is cut to a prefix and `…`.
+pub const MAX_QUOTED: usize = 160;
 
 /// `s` without the control characters a terminal would obey (`ESC]0;…` retitles it,
 /// `ESC[2J` clears it, `ESC]52;…` writes the clipboard): a tab, a line break or a carriage
