@@ -141,6 +141,15 @@ fn an_over_long_value_is_quoted_as_a_bounded_prefix() {
     );
     assert_eq!(stderr(&o), want);
     assert_bounded_error(&["worker", &name_eq, "--db", &db], d, &long, 2);
+    // Spaces and line breaks do not split the value, nor the error's one line.
+    let spaced = "a b\n".repeat(25_000);
+    let o = leaselab(&["worker", "--name", &spaced, "--db", &db], d);
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{}", &err[..err.len().min(300)]);
+    assert!(
+        err.len() < 600 && err.contains("'a b a b") && err.contains('…'),
+        "{err}"
+    );
     assert_bounded_error(&["run", &long], d, &long, 2);
     assert_bounded_error(&["lesson", &long], d, &long, 2);
     assert_bounded_error(&["lesson", &long, "--print"], d, &long, 2);

@@ -43,10 +43,10 @@ pub fn stdout_closed() -> bool {
 pub fn to_stderr(text: &str) -> bool {
     // Not env::args(), which panics on an argument that is not UTF-8 (a path may be).
     let args = std::env::args_os().skip(1);
-    let text = bound_arguments(
-        &printable_lines(text),
+    let text = printable_lines(&bound_arguments(
+        text,
         args.map(|a| a.to_string_lossy().into_owned()),
-    );
+    ));
     let mut err = std::io::stderr().lock();
     match err.write_all(text.as_bytes()).and_then(|()| err.flush()) {
         Ok(()) => true,
@@ -63,16 +63,14 @@ fn printable_lines(text: &str) -> String {
 }
 
 /// `text` with every over-long command-line value in it (an argument, or what follows
-/// `=` in `--flag=value`) cut to its prefix: whichever error echoes a value (a refusal, a
-/// path the system could not open), it quotes at most [`text::MAX_QUOTED`] characters.
+/// `=` in `--flag=value`) quoted as its printable prefix: whichever error echoes a value (a
+/// refusal, a path the system could not open), it shows at most [`text::MAX_QUOTED`]
+/// characters of it, and a line break inside it cannot split the error's line.
 fn bound_arguments(text: &str, args: impl Iterator<Item = String>) -> String {
     let mut values: Vec<String> = args
         .flat_map(|a| {
             let after = a.split_once('=').map(|(_, v)| v.to_string());
-            [
-                Some(printable(&a).into_owned()),
-                after.map(|v| printable(&v).into_owned()),
-            ]
+            [Some(a), after]
         })
         .flatten()
         .filter(|v| v.chars().count() > text::MAX_QUOTED)
@@ -82,7 +80,7 @@ fn bound_arguments(text: &str, args: impl Iterator<Item = String>) -> String {
     let mut text = text.to_string();
     for v in values {
         if text.contains(&v) {
-            text = text.replace(&v, &text::bounded(&v, text::MAX_QUOTED));
+            text = text.replace(&v, &text::quoted(&v));
         }
     }
     text

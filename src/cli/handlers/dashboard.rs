@@ -140,9 +140,10 @@ fn unused_flag(a: &LessonArgs) -> Option<String> {
     }
 }
 
+/// A file name that ends in `.svg` (`X.SVG` and a bare `.svg` too).
 fn is_svg(path: &std::path::Path) -> bool {
-    path.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+    path.file_name()
+        .is_some_and(|n| n.to_string_lossy().to_ascii_lowercase().ends_with(".svg"))
 }
 
 pub(crate) fn lesson_dashboard(a: &LessonArgs, lesson: leaselab::lesson::Lesson) -> ExitCode {
