@@ -54,10 +54,14 @@ pub fn to_stderr(text: &str) -> bool {
     }
 }
 
-/// Each line of `text` printable, the line breaks kept.
+/// Each line of `text` printable, its line breaks and tabs kept (a terminal only moves on
+/// for those).
 fn printable_lines(text: &str) -> String {
     text.split('\n')
-        .map(printable)
+        .map(|line| {
+            let cells: Vec<_> = line.split('\t').map(printable).collect();
+            cells.join("\t")
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -186,5 +190,11 @@ mod tests {
             "y".repeat(q)
         );
         assert_eq!(shown, want);
+    }
+
+    #[test]
+    fn printed_text_keeps_its_lines_and_tabs_and_loses_escape_codes() {
+        let text = "a\tb \u{1b}[2Jc\r\nd\u{7}\n";
+        assert_eq!(printable_lines(text), "a\tb [2Jc \nd\n");
     }
 }
