@@ -19,5 +19,8 @@ pub mod scenario;
 /// takes them; named here as well, as every command resolves them).
 pub use engine::setup;
 pub mod signals;
+/// Text from outside (files, rows, flags) made fit to print (kept in the engine, whose
+/// errors quote such text too).
+pub use engine::text;
 pub mod ui;
 pub mod worker_cmd;

@@ -13,6 +13,10 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
+    // Nothing any command makes could be seen, so none is run (a dashboard could not draw).
+    if cli::output::stdout_closed() {
+        return cli::runtime_error("standard output is closed (>&-): nothing was run");
+    }
     match &cli.command {
         Some(Command::List) => cli::handlers::list(),
         Some(Command::Run(a)) => run::run(a),

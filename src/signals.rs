@@ -1,11 +1,12 @@
 //! SIGTERM, SIGHUP and SIGINT as a channel: the dashboard's loop and a headless run watch it,
 //! so a signal ends them the same way a quit does (terminal restored, workers stopped,
-//! temporary database removed) instead of killing the process where it stands.
+//! temporary database removed) instead of killing the process where it stands. SIGTSTP and
+//! SIGCONT as another, for the dashboard, which hands the terminal back while stopped.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use crossbeam_channel::Receiver;
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGCONT, SIGHUP, SIGINT, SIGTERM, SIGTSTP};
 use signal_hook::iterator::Signals;
 
 /// The signals that stop leaselab cleanly.
@@ -40,6 +41,34 @@ pub fn watch() -> Result<Receiver<i32>, String> {
         })
         .map_err(|e| format!("cannot watch for signals: {e}"))?;
     Ok(rx)
+}
+
+/// SIGTSTP (a stop asked from outside: `kill -TSTP`) and SIGCONT as a channel, for the
+/// dashboard, which must give the terminal back before it stops and take it again when it
+/// is continued. Once watched, SIGTSTP no longer stops the process by itself: the watcher
+/// stops it with [`stop_this_process`].
+pub fn watch_job_control() -> Result<Receiver<i32>, String> {
+    let mut signals =
+        Signals::new([SIGTSTP, SIGCONT]).map_err(|e| format!("cannot watch for signals: {e}"))?;
+    let (tx, rx) = crossbeam_channel::unbounded();
+    std::thread::Builder::new()
+        .name("job-control".into())
+        .spawn(move || {
+            for signo in signals.forever() {
+                if tx.send(signo).is_err() {
+                    break;
+                }
+            }
+        })
+        .map_err(|e| format!("cannot watch for signals: {e}"))?;
+    Ok(rx)
+}
+
+/// Stop this process, as SIGTSTP's default would, until a SIGCONT (`fg`) continues it.
+/// SIGSTOP, because the kernel drops a SIGTSTP to a process group no shell controls.
+pub fn stop_this_process() {
+    // SAFETY: raise(3) with a valid signal number; SIGSTOP cannot be caught.
+    unsafe { libc::raise(libc::SIGSTOP) };
 }
 
 /// `SIGTERM` for 15.

@@ -93,7 +93,7 @@ pub struct ReliabilityArgs {
     #[arg(long = "fail-first", value_name = "KEY=N", value_parser = numbers::fail_first)]
     pub fail_first: Vec<(String, u64)>,
     /// The provider fails every status check of KEY (a poison message); may be repeated.
-    #[arg(long = "fail-always", value_name = "KEY")]
+    #[arg(long = "fail-always", value_name = "KEY", value_parser = numbers::key)]
     pub fail_always: Vec<String>,
 }
 

@@ -57,8 +57,8 @@ pub struct ExploreArgs {
     /// The provider honours the payment's idempotency key.
     #[arg(long)]
     pub idempotent: bool,
-    /// Faults a scheduler may choose at any point: crash, jump, pause (comma-separated, or
-    /// none).
+    /// Faults a scheduler may choose at any point: crash, jump, pause (comma-separated, each
+    /// once), or none alone.
     #[arg(long, value_name = "LIST", default_value = "crash,jump,pause", value_parser = numbers::faults)]
     pub faults: leaselab::explore::Faults,
     /// The longest schedule explored, in steps (1-40).
@@ -77,9 +77,13 @@ pub struct ExploreArgs {
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Write the shortest counterexample found as a lesson file (`leaselab lesson FILE`).
+    /// Write the shortest counterexample found as a lesson file (`leaselab lesson FILE`);
+    /// a file that exists (or a symlink) is refused before the search, unless --force.
     #[arg(long, value_name = "FILE")]
     pub save_lesson: Option<PathBuf>,
+    /// Let --save-lesson replace a file that exists (through a symlink, its target).
+    #[arg(long, requires = "save_lesson")]
+    pub force: bool,
 }
 
 /// `explore --mode`.
@@ -185,23 +189,26 @@ pub struct LessonArgs {
     /// Write a built-in lesson's file to standard output, to start a lesson of your own.
     #[arg(long)]
     pub print: bool,
-    /// Keep the lesson's database in this file, or use a PostgreSQL database.
+    /// Keep the lesson's database in this file, or use a PostgreSQL database (not with
+    /// --cast or --shot, which draw on a database of their own).
     #[arg(long, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
-    /// Free play's clock speed: scenario seconds per wall second (0.05-1000).
+    /// Free play's clock speed in the dashboard: scenario seconds per wall second
+    /// (0.05-1000).
     #[arg(long, value_name = "X", allow_negative_numbers = true, value_parser = numbers::speed)]
     pub speed: Option<f64>,
     /// Write the lesson, step by step, as an asciicast v2 recording with a marker per step,
     /// instead of opening it.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["check", "print"])]
     pub cast: Option<PathBuf>,
-    /// Write one screen of the lesson as an SVG picture, instead of opening it.
+    /// Write one screen of the lesson as an SVG picture (FILE ends in .svg), instead of
+    /// opening it.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["check", "print"])]
     pub shot: Option<PathBuf>,
     /// The step --shot draws: 0 before the first step (default: after the last).
     #[arg(long, value_name = "N", requires = "shot", value_parser = numbers::whole::<0, 1000>)]
     pub step: Option<i64>,
-    /// The screen size of --cast and --shot (default 120x40).
+    /// The screen size of --cast and --shot (default 120x40); only with one of them.
     #[arg(long, value_name = "COLSxROWS", value_parser = numbers::size)]
     pub size: Option<(u16, u16)>,
 }

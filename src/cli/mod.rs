@@ -52,7 +52,7 @@ pub fn parse() -> Result<Cli, ExitCode> {
                 e.render().to_string()
             };
             let mut out = Out::new();
-            out.print(&text);
+            out.print_own(&text);
             out.finish(ExitCode::SUCCESS)
         }
         _ => {

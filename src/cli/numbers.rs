@@ -81,7 +81,21 @@ pub fn fail_first(s: &str) -> Result<(String, u64), String> {
     if key.is_empty() {
         return Err(bad());
     }
+    key_of(key).map_err(|_| bad())?;
     Ok((key.to_string(), n as u64))
+}
+
+/// `--fail-always PAY-005`: a payment key, which names a message only when it is not empty
+/// and holds no space or control character.
+pub fn key(s: &str) -> Result<String, String> {
+    key_of(s).map(str::to_string)
+}
+
+fn key_of(s: &str) -> Result<&str, String> {
+    if s.is_empty() || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("is not a payment key (PAY-005): not empty, no spaces".into());
+    }
+    Ok(s)
 }
 
 /// `explore --faults`: crash, jump, pause, comma-separated (or none).

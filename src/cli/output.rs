@@ -1,9 +1,14 @@
 //! Everything the command prints goes through here, so a write that fails never panics:
 //! a reader that went away (`| head`) ends the output quietly, any other failure (a full
-//! disk, `/dev/full`) ends the program with exit 3.
+//! disk, `/dev/full`, a closed stdout) ends the program with exit 3. What is printed may
+//! quote a file, a row or a flag: it reaches the terminal without control characters, and
+//! an error quotes at most a prefix of an over-long command-line value.
 
 use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use leaselab::text::{self, printable};
 
 /// Exit code of bad input (one line on stderr).
 pub const USAGE: u8 = 2;
@@ -11,9 +16,37 @@ pub const USAGE: u8 = 2;
 /// that could not be written).
 pub const RUNTIME_FAILURE: u8 = 3;
 
+/// Whether the program was started with its standard output closed (`>&-`). Rust's
+/// runtime opens /dev/null in its place before `main`, so everything printed would vanish
+/// and the program would exit 0; this is looked at earlier, as the program is loaded.
+static STDOUT_CLOSED_AT_START: AtomicBool = AtomicBool::new(false);
+
+/// Run by the loader before Rust's runtime starts (as every constructor in `.init_array`).
+#[used]
+#[link_section = ".init_array"]
+static LOOK_AT_STDOUT_AT_START: extern "C" fn() = look_at_stdout;
+
+extern "C" fn look_at_stdout() {
+    // SAFETY: F_GETFD only asks whether the descriptor is open; it changes nothing.
+    let closed = unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFD) } == -1;
+    STDOUT_CLOSED_AT_START.store(closed, Ordering::Relaxed);
+}
+
+/// Whether the program was started with its standard output closed: nothing it prints
+/// can be seen. A pipe whose reader went away (`| head`) is not this: it ends quietly.
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED_AT_START.load(Ordering::Relaxed)
+}
+
 /// Write `text` to stderr. False when it could not be written for any reason but a
 /// closed pipe.
 pub fn to_stderr(text: &str) -> bool {
+    // Not env::args(), which panics on an argument that is not UTF-8 (a path may be).
+    let args = std::env::args_os().skip(1);
+    let text = printable_lines(&bound_arguments(
+        text,
+        args.map(|a| a.to_string_lossy().into_owned()),
+    ));
     let mut err = std::io::stderr().lock();
     match err.write_all(text.as_bytes()).and_then(|()| err.flush()) {
         Ok(()) => true,
@@ -21,7 +54,43 @@ pub fn to_stderr(text: &str) -> bool {
     }
 }
 
-/// One line on stderr as it is, and `code`; exit 3 instead if stderr cannot take it.
+/// Each line of `text` printable, its line breaks and tabs kept (a terminal only moves on
+/// for those).
+fn printable_lines(text: &str) -> String {
+    text.split('\n')
+        .map(|line| {
+            let cells: Vec<_> = line.split('\t').map(printable).collect();
+            cells.join("\t")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `text` with every over-long command-line value in it (an argument, or what follows
+/// `=` in `--flag=value`) quoted as its printable prefix: whichever error echoes a value (a
+/// refusal, a path the system could not open), it shows at most [`text::MAX_QUOTED`]
+/// characters of it, and a line break inside it cannot split the error's line.
+fn bound_arguments(text: &str, args: impl Iterator<Item = String>) -> String {
+    let mut values: Vec<String> = args
+        .flat_map(|a| {
+            let after = a.split_once('=').map(|(_, v)| v.to_string());
+            [Some(a), after]
+        })
+        .flatten()
+        .filter(|v| v.chars().count() > text::MAX_QUOTED)
+        .collect();
+    // The longest first, so a value is not cut inside one that holds it.
+    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    let mut text = text.to_string();
+    for v in values {
+        if text.contains(&v) {
+            text = text.replace(&v, &text::quoted(&v));
+        }
+    }
+    text
+}
+
+/// One line on stderr, and `code`; exit 3 instead if stderr cannot take it.
 pub fn line_and_exit(line: &str, code: u8) -> ExitCode {
     if to_stderr(&format!("{line}\n")) {
         ExitCode::from(code)
@@ -59,11 +128,19 @@ impl Out {
         Out {
             stdout: std::io::stdout(),
             closed: false,
-            failed: None,
+            failed: stdout_closed().then(|| std::io::Error::other("it is closed (>&-)")),
         }
     }
 
+    /// `text`, each line printable: what it quotes from a file, a row or a flag cannot
+    /// drive the terminal.
     pub fn print(&mut self, text: &str) {
+        self.print_own(&printable_lines(text));
+    }
+
+    /// `text` as it is: only for text leaselab made itself with styles of its own (the
+    /// coloured `--help`).
+    pub fn print_own(&mut self, text: &str) {
         if !self.open() {
             return;
         }
@@ -92,5 +169,32 @@ impl Out {
             Some(e) => runtime_error(format!("cannot write to standard output: {e}")),
             None => code,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_over_long_argument_is_cut_wherever_an_error_echoes_it() {
+        let q = text::MAX_QUOTED;
+        let long = "y".repeat(2 * q);
+        let args = [format!("--name={long}"), "short".to_string()];
+        let text = format!("--name={long}: no; '{long}' twice; short stays");
+        let shown = bound_arguments(&text, args.into_iter());
+        // The whole argument first (its first q characters), then the value alone.
+        let want = format!(
+            "--name={}…: no; '{}…' twice; short stays",
+            "y".repeat(q - "--name=".len()),
+            "y".repeat(q)
+        );
+        assert_eq!(shown, want);
+    }
+
+    #[test]
+    fn printed_text_keeps_its_lines_and_tabs_and_loses_escape_codes() {
+        let text = "a\tb \u{1b}[2Jc\r\nd\u{7}\n";
+        assert_eq!(printable_lines(text), "a\tb [2Jc \nd\n");
     }
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::clock;
 use super::outbox::OutboxError;
+use super::text;
 
 /// How often a lock taken on a lock file that its holder removed meanwhile is retried.
 const TAKE_ATTEMPTS: usize = 5;
@@ -158,17 +159,10 @@ fn describe(text: &str) -> String {
     }
 }
 
-/// Control characters would break the one-line error and the report.
+/// A holder's field as the one-line error and the report quote it: the lock file is
+/// anyone's to write.
 fn one_line(s: &str) -> String {
-    let s: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    if s.chars().count() > 160 {
-        s.chars().take(157).chain("...".chars()).collect()
-    } else {
-        s
-    }
+    text::quoted(s)
 }
 
 fn read_holder(file: &mut File) -> String {

@@ -84,17 +84,27 @@ impl Faults {
         }
     }
 
-    /// `crash,jump,pause` (any of them, `none` for none).
+    /// `crash,jump,pause` (any of them, each once), or `none`.
     /// The error follows the quoted input (`--faults: 'foo' is not a fault: ...`), so it
-    /// names the unknown part only when the list has others beside it.
+    /// names the unknown part only when the list has others beside it. A list that means
+    /// nothing (empty, an empty item, a fault twice, none beside a fault) is refused.
     pub fn parse(s: &str) -> Result<Faults, String> {
+        const CHOOSE: &str = "choose from crash, jump, pause (or none)";
         let mut f = Faults::default();
-        let parts: Vec<&str> = s
-            .split(',')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .collect();
-        for part in &parts {
+        let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+        if parts.iter().all(|p| p.is_empty()) {
+            return Err(format!("names no fault: {CHOOSE}"));
+        }
+        if parts.iter().any(|p| p.is_empty()) {
+            return Err(format!("has an empty item: {CHOOSE}, comma-separated"));
+        }
+        if parts.len() > 1 && parts.contains(&"none") {
+            return Err("puts none beside a fault: give none alone".into());
+        }
+        for (i, part) in parts.iter().enumerate() {
+            if parts[..i].contains(part) {
+                return Err(format!("names {part} twice"));
+            }
             match *part {
                 "crash" => f.crash = true,
                 "jump" => f.jump = true,
@@ -104,9 +114,12 @@ impl Faults {
                     let what = if parts.len() == 1 {
                         "is not a fault".to_string()
                     } else {
-                        format!("has an unknown fault '{other}'")
+                        format!(
+                            "has an unknown fault '{}'",
+                            crate::engine::text::quoted(other)
+                        )
                     };
-                    return Err(format!("{what}: choose from crash, jump, pause (or none)"));
+                    return Err(format!("{what}: {CHOOSE}"));
                 }
             }
         }

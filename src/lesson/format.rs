@@ -8,6 +8,7 @@ use toml::Spanned;
 
 use crate::engine::outbox::{OutboxStatus, PaymentStatus, RetryPolicy};
 use crate::engine::provider::ProviderFaults;
+use crate::engine::text::{self, quoted};
 use crate::engine::worker::MAX_BATCH;
 use crate::engine::worker_id::WorkerId;
 use crate::engine::MAX_WORKERS;
@@ -422,8 +423,7 @@ fn parse_with(p: &Parser, name: &str) -> Result<Lesson, String> {
     let (path, text) = (p.path, p.text);
     let raw: RawLesson = toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| p.line_of(s.start)).unwrap_or(1);
-        let msg = e.message().trim().replace('\n', " ");
-        format!("{path}:{line}: {msg}")
+        format!("{path}:{line}: {}", toml_message(e.message()))
     })?;
     p.format_version(&raw.format_version)?;
     let title = raw
@@ -461,6 +461,16 @@ fn parse_with(p: &Parser, name: &str) -> Result<Lesson, String> {
         setup,
         steps,
     })
+}
+
+/// The TOML reader's message on one line, each value it quotes (a key, a string of the
+/// file) cut to a prefix: the file may hold a megabyte on one line.
+fn toml_message(msg: &str) -> String {
+    let words: Vec<String> = text::printable(msg.trim())
+        .split(' ')
+        .map(|w| text::bounded(w, text::MAX_QUOTED).into_owned())
+        .collect();
+    text::bounded(&words.join(" "), 4 * text::MAX_QUOTED).into_owned()
 }
 
 /// Most mistakes one run reports; the rest are counted.
@@ -624,7 +634,10 @@ impl<'a> Parser<'a> {
                 .ok_or_else(|| {
                     self.err(
                         span,
-                        &format!("'{word}' is not a seeded payment (PAY-001 to PAY-{messages:03})"),
+                        &format!(
+                            "'{}' is not a seeded payment (PAY-001 to PAY-{messages:03})",
+                            quoted(word)
+                        ),
                     )
                 })?;
             Ok(crate::engine::store::payment_key(n))
@@ -765,7 +778,8 @@ impl Ctx<'_> {
                 self.p.err(
                     span.clone(),
                     &format!(
-                        "unknown worker '{word}' (this lesson has {})",
+                        "unknown worker '{}' (this lesson has {})",
+                        quoted(word),
                         known.join(", ")
                     ),
                 )
@@ -781,14 +795,18 @@ impl Ctx<'_> {
             .ok_or_else(|| {
                 self.p.err(
                     span.clone(),
-                    &format!("'{word}' is not a message (write PAY-001 or an outbox id)"),
+                    &format!(
+                        "'{}' is not a message (write PAY-001 or an outbox id)",
+                        quoted(word)
+                    ),
                 )
             })?;
         if n == 0 || n > self.messages {
             return Err(self.p.err(
                 span.clone(),
                 &format!(
-                    "unknown message '{word}' (this lesson has PAY-001 to {})",
+                    "unknown message '{}' (this lesson has PAY-001 to {})",
+                    quoted(word),
                     crate::engine::store::payment_key(self.messages)
                 ),
             ));
@@ -814,7 +832,8 @@ impl Ctx<'_> {
                 self.p.err(
                     span.clone(),
                     &format!(
-                        "'{word}' is not a status (one of {})",
+                        "'{}' is not a status (one of {})",
+                        quoted(word),
                         names(all).join(", ")
                     ),
                 )
@@ -844,7 +863,10 @@ impl Ctx<'_> {
             .ok_or_else(|| {
                 self.p.err(
                     span.clone(),
-                    &format!("bad number '{word}' for {what} (a whole number, {min}-{max})"),
+                    &format!(
+                        "bad number '{}' for {what} (a whole number, {min}-{max})",
+                        quoted(word)
+                    ),
                 )
             })?;
         if !(min..=max).contains(&n) {
@@ -867,7 +889,10 @@ impl Ctx<'_> {
             Some("drained") => Ok(Condition::Drained),
             Some(w) => Err(self.p.err(
                 span.clone(),
-                &format!("unknown condition '{w}' for run-until (known: drained)"),
+                &format!(
+                    "unknown condition '{}' for run-until (known: drained)",
+                    quoted(w)
+                ),
             )),
             None => Err(self
                 .p
@@ -928,7 +953,8 @@ impl Ctx<'_> {
                 return Err(self.p.err(
                     span,
                     &format!(
-                        "unknown action '{other}' (known: {})",
+                        "unknown action '{}' (known: {})",
+                        quoted(other),
                         super::reference::action_verbs().join(", ")
                     ),
                 ))
@@ -937,7 +963,11 @@ impl Ctx<'_> {
         match words.get(used) {
             Some(w) => Err(self.p.err(
                 span,
-                &format!("unexpected '{w}' in '{}'", a.get_ref().trim()),
+                &format!(
+                    "unexpected '{}' in '{}'",
+                    quoted(w),
+                    quoted(a.get_ref().trim())
+                ),
             )),
             None => Ok(action),
         }
@@ -1022,7 +1052,11 @@ impl Ctx<'_> {
         let words: Vec<&str> = text.split_whitespace().collect();
         let bad = |msg: &str| Err(self.p.err(span.clone(), msg));
         if words.len() > 4 {
-            return bad(&format!("unexpected '{}' in '{text}'", words[4]));
+            return bad(&format!(
+                "unexpected '{}' in '{}'",
+                quoted(words[4]),
+                quoted(&text)
+            ));
         }
         let (figure, value) = match words.first().copied() {
             Some("ledger") => {
@@ -1030,7 +1064,8 @@ impl Ctx<'_> {
                 let Some((name, _)) = LEDGER_FIGURES.iter().find(|(n, _)| *n == name) else {
                     let known: Vec<&str> = LEDGER_FIGURES.iter().map(|(n, _)| *n).collect();
                     return bad(&format!(
-                        "unknown ledger figure '{name}' (known: {})",
+                        "unknown ledger figure '{}' (known: {})",
+                        quoted(name),
                         known.join(", ")
                     ));
                 };
@@ -1061,7 +1096,12 @@ impl Ctx<'_> {
                 match rest.0 {
                     "calls" => (Figure::ProviderCalls(key), v.to_string()),
                     "effects" => (Figure::ProviderEffects(key), v.to_string()),
-                    w => return bad(&format!("'{w}' is not a provider figure (calls, effects)")),
+                    w => {
+                        return bad(&format!(
+                            "'{}' is not a provider figure (calls, effects)",
+                            quoted(w)
+                        ))
+                    }
                 }
             }
             Some(m) => self.message_figure(&span, m, &words, &text)?,
@@ -1090,7 +1130,11 @@ impl Ctx<'_> {
                     Some(w) if allowed.iter().any(|a| a == w) => Ok(w.to_string()),
                     Some(w) => Err(self.p.err(
                         span.clone(),
-                        &format!("'{w}' is not a {what} (one of {})", allowed.join(", ")),
+                        &format!(
+                            "'{}' is not a {what} (one of {})",
+                            quoted(w),
+                            allowed.join(", ")
+                        ),
                     )),
                     None => Err(self.p.err(span.clone(), &format!("the {what} is missing"))),
                 }
@@ -1127,7 +1171,8 @@ impl Ctx<'_> {
             ),
             Some(w) => {
                 return bad(&format!(
-                    "unknown message figure '{w}' (known: status, owner, lease, payment, processed, attempts)"
+                    "unknown message figure '{}' (known: status, owner, lease, payment, processed, attempts)",
+                    quoted(w)
                 ))
             }
             None => {
@@ -1137,7 +1182,11 @@ impl Ctx<'_> {
             }
         };
         if words.len() > 3 {
-            return bad(&format!("unexpected '{}' in '{text}'", words[3]));
+            return bad(&format!(
+                "unexpected '{}' in '{}'",
+                quoted(words[3]),
+                quoted(text)
+            ));
         }
         Ok(figure)
     }

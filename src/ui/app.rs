@@ -221,6 +221,17 @@ impl App {
         }
     }
 
+    /// Stop the scenario clock for a suspension, if it runs: its workers stop with the
+    /// process, and a lease must not run out while nobody can act. The wall clock of
+    /// worker processes, which go on, is left alone. True when it was stopped here.
+    pub fn hold_clock(&self) -> bool {
+        let hold = self.external.is_none() && self.engine.clock.is_running();
+        if hold {
+            self.engine.clock.pause();
+        }
+        hold
+    }
+
     /// Nothing left for anyone: Pending and Processing are both empty.
     pub fn drained(&self) -> bool {
         let db = &self.snap.db;
@@ -248,6 +259,10 @@ impl App {
             self.ui.help = false;
             self.ui.history = None;
             return;
+        }
+        // Ctrl-Z suspends from any screen, the help and a replay included, as in a shell.
+        if keys::action_for(self.mode(), &key) == Some(Action::Suspend) {
+            return self.ui.suspend = true;
         }
         if self.ui.help {
             return self.key_under_help(&key);
@@ -349,7 +364,8 @@ impl App {
             | Action::PageDown
             | Action::Top
             | Action::Bottom
-            | Action::History => self.act_on_view(action),
+            | Action::History
+            | Action::Suspend => self.act_on_view(action),
             Action::NextWorker
             | Action::PrevWorker
             | Action::SelectWorker(_)
@@ -382,6 +398,7 @@ impl App {
         let page = self.ui.page() as i64;
         let by = match action {
             Action::Quit => return self.ui.quit = true,
+            Action::Suspend => return self.ui.suspend = true,
             Action::Help => {
                 self.ui.help = !self.ui.help;
                 self.ui.help_offset = 0;

@@ -207,9 +207,18 @@ fn hex((r, g, b): (u8, u8, u8)) -> String {
     format!("#{r:02x}{g:02x}{b:02x}")
 }
 
-/// Text for an SVG text node.
+/// Text for an SVG text node: markup escaped, and each character XML 1.0 does not allow
+/// (a C0 control but tab and line breaks, U+FFFE, U+FFFF), which a lesson's text may hold
+/// and for which a parser refuses the whole picture, replaced by U+FFFD.
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
+    let allowed = |c: char| {
+        matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}')
+            || c >= '\u{10000}'
+    };
+    s.chars()
+        .map(|c| if allowed(c) { c } else { '\u{FFFD}' })
+        .collect::<String>()
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
 }

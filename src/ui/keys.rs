@@ -41,6 +41,8 @@ pub enum Action {
     Bottom,
     /// The message under the table's cursor: its own history from the ledger.
     History,
+    /// Give the terminal back to the shell and stop, as a shell's Ctrl-Z does.
+    Suspend,
     /// A replay: one event back / on, the previous / next mark, the first / last event.
     EventBack,
     EventOn,
@@ -538,6 +540,16 @@ pub const BINDINGS: &[Binding] = &[
         help: "jump to the end",
         section: Section::View,
         action: Action::Bottom,
+    },
+    Binding {
+        modes: EVERY,
+        differs: &[],
+        keys: &[Key::Ctrl('z')],
+        label: "Ctrl-Z",
+        hint: "",
+        help: "suspend to the shell, the clock held (fg comes back)",
+        section: Section::View,
+        action: Action::Suspend,
     },
 ];
 

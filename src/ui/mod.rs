@@ -147,12 +147,16 @@ fn run_app(
         }
         Err(e) => return Err(e),
     };
+    let signals = Signals {
+        stopping: interrupts,
+        job: crate::signals::watch_job_control()?,
+    };
     let previous_hook = install_panic_hook();
     let result = open_terminal().and_then(|mut terminal| {
         let input = InputThread::spawn();
         // Free play opens paused too: a class sees the seeded outbox until space runs it.
         let result = draw(&mut terminal, &mut app)
-            .and_then(|()| run_loop(&mut terminal, &mut app, &input.keys, &interrupts));
+            .and_then(|()| run_loop(&mut terminal, &mut app, &input.keys, &signals));
         restore_terminal();
         // A terminal that went away cannot show the cursor again: its Drop would then
         // report that with eprintln!, which panics when stderr is that terminal too.
@@ -163,7 +167,7 @@ fn run_app(
         result
     });
     std::panic::set_hook(Box::new(move |info| previous_hook(info)));
-    let result = result.or_else(|e| hung_up_or(e, &interrupts));
+    let result = result.or_else(|e| hung_up_or(e, &signals.stopping));
     // Dropping the app stops and joins the workers and removes a temporary database.
     drop(app);
     result
@@ -200,14 +204,48 @@ fn install_panic_hook() -> PanicHook {
 
 fn open_terminal() -> Result<ratatui::DefaultTerminal, String> {
     let setup = || -> std::io::Result<ratatui::DefaultTerminal> {
-        crossterm::terminal::enable_raw_mode()?;
-        crossterm::execute!(std::io::stdout(), crossterm::terminal::EnterAlternateScreen)?;
+        take_terminal()?;
         Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))
     };
     setup().map_err(|e| {
         restore_terminal();
         format!("cannot set up the terminal: {e}")
     })
+}
+
+/// Raw mode on and the alternate screen, at the start and again after a suspension.
+fn take_terminal() -> std::io::Result<()> {
+    crossterm::terminal::enable_raw_mode()?;
+    crossterm::execute!(std::io::stdout(), crossterm::terminal::EnterAlternateScreen)
+}
+
+/// Ctrl-Z (a key in raw mode) or SIGTSTP: the terminal is given back as the shell had it
+/// (main screen, line mode, cursor shown) and the process stops, its scenario clock held,
+/// until continued. Then, and on any SIGCONT (after a SIGSTOP, which nobody can catch, the
+/// shell may have written over the screen), the terminal is taken again and drawn whole.
+fn job_control<B: Backend>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    signo: i32,
+) -> Result<(), String> {
+    if signo == signal_hook::consts::SIGTSTP {
+        let held = app.hold_clock();
+        restore_terminal();
+        crate::signals::stop_this_process();
+        if held {
+            app.engine.clock.resume();
+        }
+    }
+    take_terminal().map_err(|e| format!("cannot take the terminal again: {e}"))?;
+    // The screen cleared and both buffers emptied, so the next frame is drawn whole, not as
+    // the difference from the last one (`Terminal::clear` would ask the terminal where its
+    // cursor is, and the answer would race the input thread).
+    terminal
+        .backend_mut()
+        .clear()
+        .map_err(|e| format!("cannot draw: {e}"))?;
+    terminal.swap_buffers();
+    Ok(())
 }
 
 /// Raw mode off, the main screen back and the cursor shown, whatever ended the dashboard.
@@ -256,11 +294,19 @@ fn capacity(app: &App, area: Rect) -> render::Capacity {
     render::capacity(area, app.worker_count(), s.db.total, narration, s.mode)
 }
 
+/// The signals the main loop listens to.
+struct Signals {
+    /// SIGTERM, SIGHUP, SIGINT: end the dashboard as a quit does.
+    stopping: Receiver<i32>,
+    /// SIGTSTP and SIGCONT: give the terminal back and stop, take it again.
+    job: Receiver<i32>,
+}
+
 fn run_loop<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
     input: &Receiver<Input>,
-    interrupts: &Receiver<i32>,
+    signals: &Signals,
 ) -> Result<Ended, String> {
     let events = app.engine.events().clone();
     let ticker = crossbeam_channel::tick(FRAME);
@@ -283,6 +329,9 @@ fn run_loop<B: Backend>(
             recv(input) -> msg => match msg {
                 Ok(Input::Key(key)) => {
                     app.handle_key(key);
+                    if std::mem::take(&mut app.ui.suspend) {
+                        job_control(terminal, app, signal_hook::consts::SIGTSTP)?;
+                    }
                     dirty = true;
                 }
                 Ok(Input::Resize) => dirty = true,
@@ -297,9 +346,15 @@ fn run_loop<B: Backend>(
                 app.absorb_events();
                 changed = true;
             },
-            recv(interrupts) -> signo => {
+            recv(signals.stopping) -> signo => {
                 if let Ok(signo) = signo {
                     return Ok(Ended::Interrupted(signo));
+                }
+            },
+            recv(signals.job) -> signo => {
+                if let Ok(signo) = signo {
+                    job_control(terminal, app, signo)?;
+                    dirty = true;
                 }
             },
             recv(tick) -> _ => {

@@ -33,6 +33,9 @@ pub struct UiState {
     /// Help lines scrolled past (the help scrolls when the terminal is short).
     pub help_offset: u16,
     pub quit: bool,
+    /// Ctrl-Z asked to give the terminal back and stop: the main loop, which holds the
+    /// terminal, does it and clears this.
+    pub suspend: bool,
     /// The last frame was the "terminal too small" screen.
     pub too_small: bool,
     /// Feedback on the last key press, shown in the status strip.
@@ -64,6 +67,7 @@ impl Default for UiState {
             help: false,
             help_offset: 0,
             quit: false,
+            suspend: false,
             too_small: false,
             notice: None,
             throughput: false,

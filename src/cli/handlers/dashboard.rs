@@ -54,6 +54,9 @@ pub(crate) fn dashboard(d: &DashboardArgs) -> ExitCode {
 }
 
 pub(crate) fn lesson_command(a: &LessonArgs) -> ExitCode {
+    if let Some(why) = unused_flag(a) {
+        return usage_error(why);
+    }
     if a.print {
         let Some(text) = leaselab::lesson::built_in_text(&a.lesson) else {
             return usage_error(format!(
@@ -102,6 +105,45 @@ pub(crate) fn lesson_command(a: &LessonArgs) -> ExitCode {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// A flag the rest of the command line gives nothing to do, refused rather than ignored:
+/// each of a lesson's flags belongs to one way of taking it.
+fn unused_flag(a: &LessonArgs) -> Option<String> {
+    let export = match (&a.shot, &a.cast) {
+        (Some(_), _) => Some("--shot"),
+        (None, Some(_)) => Some("--cast"),
+        (None, None) => None,
+    };
+    if a.size.is_some() && export.is_none() {
+        return Some("--size is the screen size of --cast and --shot; give one of them".into());
+    }
+    if let (Some(flag), Some(_)) = (export, &a.db) {
+        return Some(format!(
+            "--db does not apply to {flag}: its screens are drawn on a database of their own"
+        ));
+    }
+    if let Some(shot) = a.shot.as_deref().filter(|p| !is_svg(p)) {
+        return Some(format!(
+            "--shot writes an SVG picture; name the file .svg, not {}",
+            shot.display()
+        ));
+    }
+    if a.print && (a.db.is_some() || a.speed.is_some()) {
+        return Some("--print only writes the lesson's file; --db and --speed do not apply".into());
+    }
+    match export.or(a.check.then_some("--check")) {
+        Some(way) if a.speed.is_some() => Some(format!(
+            "--speed is the dashboard's free-play clock; it does not apply to {way}"
+        )),
+        _ => None,
+    }
+}
+
+/// A file name that ends in `.svg` (`X.SVG` and a bare `.svg` too).
+fn is_svg(path: &std::path::Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.to_string_lossy().to_ascii_lowercase().ends_with(".svg"))
 }
 
 pub(crate) fn lesson_dashboard(a: &LessonArgs, lesson: leaselab::lesson::Lesson) -> ExitCode {

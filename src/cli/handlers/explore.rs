@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use leaselab::explore::{self, ExploreOptions, Mode};
 
 use crate::cli::commands::{ExploreArgs, ExploreMode};
-use crate::cli::{runtime_error, Out};
+use crate::cli::{runtime_error, usage_error, Out};
 
 fn options(a: &ExploreArgs) -> ExploreOptions {
     ExploreOptions {
@@ -44,6 +44,18 @@ fn spinner() -> Option<ProgressBar> {
 }
 
 pub(crate) fn explore(a: &ExploreArgs) -> ExitCode {
+    if let Some(path) = a.save_lesson.as_deref().filter(|_| !a.force) {
+        // Asked before the search, which may take minutes, and asked of the name itself:
+        // a symlink, even a dangling one, would have its target written.
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            let what = if meta.is_symlink() {
+                "is a symlink; add --force to write its target"
+            } else {
+                "exists; add --force to replace it"
+            };
+            return usage_error(format!("--save-lesson {} {what}", path.display()));
+        }
+    }
     let opts = options(a);
     let signals = match leaselab::signals::watch() {
         Ok(rx) => rx,
@@ -83,7 +95,7 @@ pub(crate) fn explore(a: &ExploreArgs) -> ExitCode {
         out.print(&report.text());
     }
     if let Some(path) = &a.save_lesson {
-        if let Err(code) = save(&report, path, a.json, &mut out) {
+        if let Err(code) = save(&report, path, a.force, a.json, &mut out) {
             return code;
         }
     }
@@ -99,12 +111,13 @@ pub(crate) fn explore(a: &ExploreArgs) -> ExitCode {
 fn save(
     report: &explore::Report,
     path: &std::path::Path,
+    force: bool,
     json: bool,
     out: &mut Out,
 ) -> Result<(), ExitCode> {
     match explore::save_lesson(report) {
         Ok(Some(text)) => {
-            std::fs::write(path, text)
+            write_new(path, &text, force)
                 .map_err(|e| runtime_error(format!("cannot write {}: {e}", path.display())))?;
             if !json {
                 out.line(&format!(
@@ -122,4 +135,17 @@ fn save(
         }
         Err(e) => Err(runtime_error(format!("cannot save the lesson: {e}"))),
     }
+}
+
+/// `text` into a file made for it, or with `force` over what is there: a file that appeared
+/// during the search is not replaced either.
+fn write_new(path: &std::path::Path, text: &str, force: bool) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .create_new(!force)
+        .truncate(true)
+        .open(path)?;
+    file.write_all(text.as_bytes())
 }

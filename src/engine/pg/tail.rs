@@ -189,7 +189,7 @@ impl PgStore {
             return String::new();
         };
         let app = app
-            .map(|a| crate::engine::text::printable(&a, 64))
+            .map(|a| crate::engine::text::quoted(&a))
             .filter(|a| !a.is_empty())
             .map(|a| format!(", {a}"))
             .unwrap_or_default();

@@ -193,7 +193,7 @@ impl Store {
                 kind: LeaseEventKind::parse(&kind).ok_or_else(|| {
                     bad(format!(
                         "unknown kind '{}'",
-                        crate::engine::text::printable(&kind, 40)
+                        crate::engine::text::quoted(&kind)
                     ))
                 })?,
                 id: int(4, "MessageId")?,
