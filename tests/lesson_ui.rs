@@ -381,3 +381,40 @@ fn a_question_waits_for_a_prediction_then_the_step_reveals_the_answer() {
     press(&mut app, '2');
     assert_eq!(app.ui.selected, 1);
 }
+
+/// The history verdict judges what the log shows above it: when a frame first logs it,
+/// every worker's line is already above, and only the verdict's own lines follow it.
+#[test]
+fn the_verdict_comes_after_every_event_it_judges() {
+    for b in lesson::BUILT_INS {
+        let mut app = lesson_app(b.name);
+        let total = app.lesson.as_ref().unwrap().runner.total();
+        let mut verdicts = 0;
+        for k in 1..=total {
+            next(&mut app);
+            screen(&mut app, 80, 24);
+            let lines: Vec<_> = app.log.lines().iter().collect();
+            let seen = lines
+                .iter()
+                .filter(|l| l.text.starts_with("VERDICT"))
+                .count();
+            if seen > verdicts {
+                let at = lines
+                    .iter()
+                    .rposition(|l| l.text.starts_with("VERDICT"))
+                    .unwrap();
+                let after: Vec<String> = lines[at + 1..]
+                    .iter()
+                    .filter(|l| l.actor != "history")
+                    .map(|l| format!("{} {}", l.actor, l.text))
+                    .collect();
+                assert!(
+                    after.is_empty(),
+                    "{} step {k}: the verdict precedes {after:?}",
+                    b.name
+                );
+            }
+            verdicts = seen;
+        }
+    }
+}

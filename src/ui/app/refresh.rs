@@ -35,13 +35,15 @@ impl App {
     pub fn refresh(&mut self, table_rows: u16, log_rows: u16) {
         self.ui.table_page = table_rows.max(1);
         self.ui.log_page = log_rows.max(1);
+        // The time first: a verdict the read below logs is stamped now, after the events it
+        // judges, not at the last frame's time, above them.
+        let now_ms = self.engine.clock.now();
+        self.snap.now_ms = now_ms;
         self.read_db(table_rows);
         self.reap_processes();
         self.count_idle_polls();
         self.ui.clamp_to(self.snap.db.total, self.log.len());
         let s = &self.engine.settings;
-        let now_ms = self.engine.clock.now();
-        self.snap.now_ms = now_ms;
         self.snap.speed = self.speed;
         self.snap.paused = self.paused;
         self.snap.leasing = s.leasing();
