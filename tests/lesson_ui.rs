@@ -418,3 +418,30 @@ fn the_verdict_comes_after_every_event_it_judges() {
         }
     }
 }
+
+/// A worker's block lasts as long as the lease it met: once the clock passes that lease,
+/// the pane no longer calls it BLOCKED (lease-expiry step 4 says the row is claimable).
+#[test]
+fn a_block_ends_when_the_lease_it_met_runs_out() {
+    let mut app = lesson_app("lease-expiry");
+    for _ in 0..3 {
+        next(&mut app);
+    }
+    let s = screen(&mut app, 80, 24);
+    // The Workers pane's line of Worker-B (right of the table).
+    let worker_b = |s: &str| {
+        s.lines()
+            .filter_map(|l| l.split_once("┃│").map(|(_, pane)| pane.to_string()))
+            .find(|l| l.contains("Worker-B"))
+            .unwrap()
+    };
+    assert!(worker_b(&s).contains("BLOCKED"), "{s}");
+    next(&mut app); // advance 3100: past Worker-A's lease
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("claimable again"), "{s}");
+    let line = worker_b(&s);
+    assert!(
+        !line.contains("BLOCKED") && !line.contains("PAY-001"),
+        "{s}"
+    );
+}

@@ -288,8 +288,24 @@ impl App {
     }
 
     /// Whether the lease a worker was blocked by still holds its message, as far as the
-    /// events tell: the message's newest step is its owner's claim, call or heartbeat.
-    fn still_blocked(&self, b: &crate::engine::worker::BlockedOn) -> bool {
+    /// events tell: the lease has not run out (a heartbeat since would have told of a new
+    /// end), and the message's newest step is its owner's claim, call or heartbeat.
+    fn still_blocked(&self, b: &crate::engine::worker::BlockedOn, now_ms: i64) -> bool {
+        let extended = self.ledger.messages.get(&b.id).and_then(|m| {
+            m.steps
+                .iter()
+                .filter_map(|(_, s)| match s {
+                    HistoryStep::Heartbeat {
+                        owner, until_ms, ..
+                    } if **owner == *b.owner => Some(*until_ms),
+                    _ => None,
+                })
+                .max()
+        });
+        let until = extended.map_or(b.until_ms, |u| u.max(b.until_ms));
+        if !crate::engine::lease::is_live(until, now_ms) {
+            return false;
+        }
         let Some(m) = self.ledger.messages.get(&b.id) else {
             return true;
         };
@@ -307,9 +323,9 @@ impl App {
     fn worker_view(&self, w: &WorkerHandle) -> WorkerView {
         let mut status = w.status();
         // A block is news only while the blocking lease still holds its message: once it
-        // is finalized or taken over, the worker's line must not say BLOCKED any more.
+        // runs out, is finalized or is taken over, the line must not say BLOCKED any more.
         if let Some(b) = &status.blocked_on {
-            if !self.still_blocked(b) {
+            if !self.still_blocked(b, self.engine.clock.now()) {
                 status.blocked_on = None;
                 if status.state == crate::engine::worker::WorkerState::Blocked {
                     status.state = crate::engine::worker::WorkerState::Idle;
