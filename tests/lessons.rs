@@ -401,3 +401,32 @@ fn a_question_needs_choices_with_one_true_answer() {
     let wrong = asked.replace("PAY-001 status Processing", "PAY-001 colour blue");
     assert!(error_of(&wrong).contains("unknown message figure 'colour'"));
 }
+
+/// A lesson's clock moves only when a step says so (`advance`, `work`): a scripted claim
+/// or provider call takes no scenario time, whatever `process_ms` free play uses.
+#[test]
+fn a_lessons_clock_moves_only_by_advance_and_work() {
+    for b in BUILT_INS {
+        let lesson = lesson::built_in(b.name).expect("built-in");
+        let mut s = Session::start(lesson.clone()).expect("starts");
+        let mut expected = s.engine.clock.now();
+        for (i, step) in lesson.steps.iter().enumerate() {
+            expected += step
+                .actions
+                .iter()
+                .map(|a| match a {
+                    lesson::Action::Advance { ms } | lesson::Action::Work { ms } => *ms,
+                    _ => 0,
+                })
+                .sum::<i64>();
+            s.forward();
+            assert_eq!(
+                s.engine.clock.now() - expected,
+                0,
+                "{} step {}: the clock moved beyond its advance and work",
+                b.name,
+                i + 1
+            );
+        }
+    }
+}

@@ -406,6 +406,14 @@ impl Engine {
             .is_some_and(|w| w.is_alive() && w.step(STEP_TIMEOUT))
     }
 
+    /// As [`Engine::step`], for a lesson's script: the action takes no scenario time, since
+    /// a lesson moves the clock only when a step says so.
+    pub fn step_scripted(&self, slot: usize) -> bool {
+        self.workers
+            .get(slot)
+            .is_some_and(|w| w.is_alive() && w.step_scripted(STEP_TIMEOUT))
+    }
+
     /// Ask a paused worker to claim one particular message.
     pub fn claim_id(&self, slot: usize, id: i64) -> bool {
         self.workers

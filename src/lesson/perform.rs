@@ -32,7 +32,7 @@ impl<'a> Performer<'a> {
             Action::Claim { slot, message } => self.claim(engine, *slot, message.as_ref())?,
             Action::Act { slot } => {
                 self.live(engine, *slot)?;
-                engine.step(*slot);
+                engine.step_scripted(*slot);
             }
             Action::Beat { slot } => {
                 self.live(engine, *slot)?;
@@ -145,7 +145,7 @@ impl<'a> Performer<'a> {
                 engine.claim_id(slot, m.id);
             }
             None => {
-                engine.step(slot);
+                engine.step_scripted(slot);
             }
         }
         Ok(())
@@ -214,7 +214,7 @@ impl<'a> Performer<'a> {
                 ));
             }
             let slot = movers[turn % movers.len()];
-            engine.step(slot);
+            engine.step_scripted(slot);
         }
         Err(format!("still not drained after {RUN_UNTIL_LIMIT} actions"))
     }

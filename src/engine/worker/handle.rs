@@ -48,6 +48,12 @@ impl WorkerHandle {
         self.send(Control::Step(Some(tx))) && rx.recv_timeout(timeout).is_ok()
     }
 
+    /// As [`WorkerHandle::step`], for a lesson's script: the action takes no scenario time.
+    pub fn step_scripted(&self, timeout: Duration) -> bool {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.send(Control::ScriptedStep(Some(tx))) && rx.recv_timeout(timeout).is_ok()
+    }
+
     /// Ask for a claim of one message and wait until its events are out.
     pub fn claim_id(&self, id: i64, timeout: Duration) -> bool {
         let (tx, rx) = crossbeam_channel::bounded(1);
