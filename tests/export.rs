@@ -106,3 +106,124 @@ fn the_readme_picture_is_what_the_binary_draws_today() {
         "{kept} is out of date: leaselab lesson lease-expiry --shot {kept} --step 5"
     );
 }
+
+/// The recording of a lesson without questions, byte for byte as it was made when every
+/// frame was kept in memory before the file was written: writing each frame as it is
+/// drawn changes nothing in the file.
+#[test]
+fn a_cast_written_frame_by_frame_is_the_recording_it_always_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = leaselab(
+        &[
+            "lesson",
+            "atomic-claim",
+            "--cast",
+            "ac.cast",
+            "--size",
+            "80x24",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(dir.path().join("ac.cast")).unwrap();
+    insta::assert_snapshot!("atomic_claim_cast_80x24", text);
+}
+
+/// A lesson file of `steps` steps, each moving the clock one millisecond.
+fn long_lesson(dir: &Path, steps: usize) -> std::path::PathBuf {
+    let step = "[[step]]\ndo = [\"advance 1\"]\nsay = \"The clock moves one millisecond.\"\n";
+    let text = format!(
+        "format_version = 1\ntitle = \"Long\"\n[setup]\nworkers = 2\nmessages = 2\n{}",
+        step.repeat(steps)
+    );
+    let path = dir.join("long.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_recording_that_cannot_be_written_is_one_line_and_leaves_no_half_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["lesson", "lease-expiry", "--cast", "/dev/full"][..],
+        &["lesson", "lease-expiry", "--shot", "/dev/full"][..],
+    ] {
+        let o = leaselab(args, dir.path());
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            "leaselab: cannot write /dev/full: No space left on device (os error 28)\n"
+        );
+    }
+    // A file that runs out of room midway (the process may write 1 MiB per file, as on a
+    // full disk): the file the name held before is left as it was, and nothing else.
+    let lesson = long_lesson(dir.path(), 60);
+    std::fs::write(dir.path().join("rec.cast"), "before\n").unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_leaselab"));
+    cmd.args(["lesson", lesson.to_str().unwrap(), "--cast", "rec.cast"])
+        .args(["--size", "200x100"])
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path());
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            let limit = libc::rlimit {
+                rlim_cur: 1 << 20,
+                rlim_max: 1 << 20,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
+            // A write past the limit then fails with EFBIG instead of killing the process.
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "leaselab: cannot write rec.cast: File too large (os error 27)\n"
+    );
+    let before = std::fs::read_to_string(dir.path().join("rec.cast")).unwrap();
+    assert_eq!(before, "before\n");
+    assert_eq!(names_in(dir.path()), ["long.toml", "rec.cast"]);
+}
+
+#[test]
+fn a_stopping_signal_ends_a_recording_with_its_file_unwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let lesson = long_lesson(dir.path(), 1000);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["lesson", lesson.to_str().unwrap(), "--cast", "rec.cast"])
+        .args(["--size", "400x200"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The recording is under way once its temporary file holds a frame.
+    let deadline = std::time::Instant::now() + support::DEADLINE;
+    while !names_in(dir.path())
+        .iter()
+        .any(|n| n.ends_with(".tmp") && dir.path().join(n).metadata().unwrap().len() > 0)
+    {
+        assert!(std::time::Instant::now() < deadline, "no recording began");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = support::signal_and_wait(child, libc::SIGINT, "the recording");
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "leaselab: interrupted by SIGINT; rec.cast was not written\n"
+    );
+    assert_eq!(names_in(dir.path()), ["long.toml"]);
+}

@@ -94,3 +94,78 @@ impl Out {
         }
     }
 }
+
+/// Write a file through `write`, never leaving half of it under its name: a regular file
+/// (a new one, or one a symlink names) is written beside itself under a temporary name,
+/// synced, and renamed over the name once whole; a failed write removes the temporary
+/// file. Anything else the name holds (a device such as `/dev/stdout`, a fifo) is
+/// written in place, as it is: a rename would replace the device node itself.
+pub fn write_file<E: From<std::io::Error>>(
+    path: &std::path::Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<(), E>,
+) -> Result<(), E> {
+    use std::io::BufWriter;
+    let target = match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => {
+            let file = std::fs::OpenOptions::new().write(true).open(path)?;
+            let mut out = BufWriter::new(file);
+            write(&mut out)?;
+            return Ok(out.flush()?);
+        }
+        // Through a symlink, the file it names is replaced, as a plain write would do.
+        Ok(_) => std::fs::canonicalize(path)?,
+        Err(e) if e.kind() == ErrorKind::NotFound => path.to_path_buf(),
+        Err(e) => return Err(e.into()),
+    };
+    let mut tmp = Unfinished::beside(&target)?;
+    let mut out = BufWriter::new(&mut tmp.file);
+    write(&mut out)?;
+    out.flush()?;
+    drop(out);
+    tmp.file.sync_all()?;
+    std::fs::rename(&tmp.path, &target)?;
+    tmp.path = std::path::PathBuf::new();
+    Ok(())
+}
+
+/// A file being written under a temporary name beside its target; removed when dropped
+/// before it is renamed (an empty path: renamed, nothing to remove).
+struct Unfinished {
+    file: std::fs::File,
+    path: std::path::PathBuf,
+}
+
+impl Unfinished {
+    /// `.NAME.PID-N.tmp` in the target's folder, made new (never an existing file), with
+    /// the mode a plain write gives a new file (0666 less the umask).
+    fn beside(target: &std::path::Path) -> std::io::Result<Unfinished> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        let name = target.file_name().unwrap_or_default().to_string_lossy();
+        let mut n = 0;
+        loop {
+            let path = dir.join(format!(".{name}.{}-{n}.tmp", std::process::id()));
+            let made = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o666)
+                .open(&path);
+            match made {
+                Ok(file) => return Ok(Unfinished { file, path }),
+                Err(e) if e.kind() == ErrorKind::AlreadyExists && n < 100 => n += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if !self.path.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
