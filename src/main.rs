@@ -34,6 +34,7 @@ fn main() -> ExitCode {
             cast: None,
             shot: None,
             step: None,
+            question: false,
             size: None,
         }),
         None => dashboard::dashboard(&cli.dashboard),

@@ -30,11 +30,11 @@ fn a_cast_is_asciicast_v2_with_a_screen_and_a_marker_per_step() {
         (header["width"].as_u64(), header["height"].as_u64()),
         (Some(100), Some(30))
     );
-    let steps = leaselab::lesson::built_in("lease-expiry")
-        .unwrap()
-        .steps
-        .len();
-    let (mut outputs, mut markers, mut last_time) = (0, Vec::new(), -1.0);
+    let lesson = leaselab::lesson::built_in("lease-expiry").unwrap();
+    let steps = lesson.steps.len();
+    let asking = lesson.steps.iter().filter(|s| s.quiz.is_some()).count();
+    assert_eq!(asking, 1, "lease-expiry asks at step 3");
+    let (mut screens, mut markers, mut last_time) = (Vec::new(), Vec::new(), -1.0);
     for line in lines {
         let event: serde_json::Value = serde_json::from_str(line).unwrap();
         let e = event.as_array().expect("an event is an array");
@@ -44,19 +44,56 @@ fn a_cast_is_asciicast_v2_with_a_screen_and_a_marker_per_step() {
         last_time = at;
         match e[1].as_str() {
             Some("o") => {
-                outputs += 1;
-                assert!(
-                    e[2].as_str().unwrap().contains("Worker-A"),
-                    "a whole screen"
-                );
+                let screen = e[2].as_str().unwrap().to_string();
+                assert!(screen.contains("Worker-A"), "a whole screen");
+                screens.push(screen);
             }
             Some("m") => markers.push(e[2].as_str().unwrap().to_string()),
             other => panic!("unknown event type {other:?}"),
         }
     }
-    assert_eq!(outputs, steps + 1, "the start and every step");
-    assert_eq!(markers.len(), steps + 1);
-    assert_eq!(markers[3], format!("step 3 of {steps}"));
+    assert_eq!(
+        screens.len(),
+        steps + 1 + asking,
+        "the start, every step, the question"
+    );
+    assert_eq!(markers.len(), screens.len());
+    // The question comes before its step's reveal, with a marker of its own.
+    assert_eq!(markers[2], format!("step 2 of {steps}"));
+    assert_eq!(markers[3], format!("step 3 of {steps}: question"));
+    assert_eq!(markers[4], format!("step 3 of {steps}"));
+    let plain = |s: &str| {
+        let mut out = String::new();
+        let mut chars = s.chars();
+        while let Some(c) = chars.next() {
+            if c == '\x1b' {
+                // An escape sequence runs up to its final letter.
+                for d in chars.by_ref() {
+                    if d.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    };
+    let (question, reveal) = (plain(&screens[3]), plain(&screens[4]));
+    assert!(
+        question.contains("Predict: Worker-A is dead, but its lease runs"),
+        "{question}"
+    );
+    assert!(
+        question.contains("Worker-B takes PAY-001: its owner has crashed"),
+        "{question}"
+    );
+    assert!(
+        question.contains("Worker-B is refused until the lease runs out"),
+        "{question}"
+    );
+    assert!(!question.contains("the answer is"), "{question}");
+    assert!(reveal.contains("the answer is 2"), "{reveal}");
 }
 
 #[test]
@@ -226,4 +263,44 @@ fn a_stopping_signal_ends_a_recording_with_its_file_unwritten() {
         "leaselab: interrupted by SIGINT; rec.cast was not written\n"
     );
     assert_eq!(names_in(dir.path()), ["long.toml"]);
+}
+
+#[test]
+fn a_shot_draws_a_question_as_the_dashboard_asks_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let shot = |extra: &[&str]| {
+        let mut args = vec!["lesson", "lease-expiry", "--shot", "q.svg"];
+        args.extend_from_slice(extra);
+        leaselab(&args, dir.path())
+    };
+    let o = shot(&["--step", "3", "--question"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let svg = std::fs::read_to_string(dir.path().join("q.svg")).unwrap();
+    assert!(svg.contains("Predict: Worker-A is dead"), "{svg}");
+    assert!(
+        svg.contains("Worker-B is refused until the lease runs out"),
+        "{svg}"
+    );
+    assert!(!svg.contains("the answer is"), "{svg}");
+    // After the step, its answer.
+    let o = shot(&["--step", "3"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let svg = std::fs::read_to_string(dir.path().join("q.svg")).unwrap();
+    assert!(svg.contains("the answer is 2"), "{svg}");
+    for (extra, says) in [
+        (
+            &["--step", "2", "--question"][..],
+            "leaselab: --question: step 2 asks no question (the steps of lesson lease-expiry \
+             that ask one: 3)\n",
+        ),
+        (
+            &["--question"][..],
+            "leaselab: --question needs --step N, the step whose question to draw (the steps \
+             of lesson lease-expiry that ask one: 3)\n",
+        ),
+    ] {
+        let o = shot(extra);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        assert_eq!(stderr(&o), says);
+    }
 }

@@ -23,9 +23,11 @@ const CELL_H: f64 = 17.0;
 pub const MIN_SIZE: (u16, u16) = (80, 24);
 pub const MAX_SIZE: (u16, u16) = (400, 200);
 
-/// One drawn screen: the lesson before its first step (`step` 0), or after step `step`.
+/// One drawn screen: the lesson before its first step (`step` 0), after step `step`, or,
+/// with `question`, step `step`'s question as the dashboard asks it before the step runs.
 pub struct Screen<'a> {
     pub step: usize,
+    pub question: bool,
     pub buffer: &'a Buffer,
 }
 
@@ -45,6 +47,7 @@ impl From<std::io::Error> for ExportError {
 /// Draw the screens of `lesson` at `cols` x `rows`, from its start through step `upto`
 /// (every step when None), as the dashboard shows them after each `n`, and hand each to
 /// `each` as it is drawn: only one screen is held at a time, however long the lesson.
+/// At a question the first `n` asks it: that screen comes before the step's own.
 pub fn walk(
     lesson: Lesson,
     (cols, rows): (u16, u16),
@@ -64,46 +67,52 @@ pub fn walk(
     let mut terminal = Terminal::new(TestBackend::new(cols, rows))
         .map_err(|e| ExportError::Draw(format!("cannot draw: {e}")))?;
     let done = |app: &App| app.lesson.as_ref().map_or(0, |l| l.runner.done);
-    let mut show = |app: &mut App, step: usize| -> Result<(), ExportError> {
+    let mut show = |app: &mut App, step: usize, question: bool| -> Result<(), ExportError> {
         super::draw(&mut terminal, app).map_err(ExportError::Draw)?;
         let buffer = terminal.backend().buffer();
-        Ok(each(&Screen { step, buffer })?)
+        Ok(each(&Screen {
+            step,
+            question,
+            buffer,
+        })?)
     };
-    show(&mut app, 0)?;
+    show(&mut app, 0, false)?;
     for step in 1..=last {
-        // `n`, as a teacher steps the lesson; at a question the first `n` asks for a
-        // prediction and the second reveals without one.
+        // `n`, as a teacher steps the lesson.
         let before = done(&app);
         app.handle_key(KeyEvent::new(KeyCode::Char('n'), KeyModifiers::NONE));
         if done(&app) == before {
+            // A question: on screen now; the second `n` reveals without a prediction.
+            show(&mut app, step, true)?;
             app.handle_key(KeyEvent::new(KeyCode::Char('n'), KeyModifiers::NONE));
         }
-        show(&mut app, step)?;
+        show(&mut app, step, false)?;
     }
     Ok(())
 }
 
-/// The one screen a picture shows: after step `step` (the last when None). `stopped` is
-/// asked after each screen drawn: a reason it gives ends the walk with it.
+/// The one screen a picture shows: after step `step` (the last when None), or with
+/// `question` that step's question, before it runs. None when that step asks nothing.
+/// `stopped` is asked after each screen drawn: a reason it gives ends the walk with it.
 pub fn shot(
     lesson: Lesson,
     size: (u16, u16),
-    step: Option<usize>,
+    (step, question): (Option<usize>, bool),
     stopped: &dyn Fn() -> Option<String>,
-) -> Result<Buffer, String> {
+) -> Result<Option<Buffer>, String> {
     let want = step.unwrap_or(lesson.steps.len());
     let mut kept = None;
     let walked = walk(lesson, size, Some(want), &mut |s| {
         if let Some(why) = stopped() {
             return Err(std::io::Error::other(why));
         }
-        if s.step == want {
+        if s.step == want && s.question == question {
             kept = Some(s.buffer.clone());
         }
         Ok(())
     });
     match walked {
-        Ok(()) => kept.ok_or_else(|| format!("no screen after step {want}")),
+        Ok(()) => Ok(kept),
         Err(ExportError::Draw(e)) => Err(e),
         Err(ExportError::Write(e)) => Err(e.to_string()),
     }
@@ -129,9 +138,10 @@ pub fn cast(
     walk(lesson, (cols, rows), None, &mut |screen| {
         let at = f64::from(frames) * STEP_SECONDS;
         frames += 1;
-        let label = match screen.step {
-            0 => format!("{name}: before the first step"),
-            n => format!("step {n} of {total}"),
+        let label = match (screen.step, screen.question) {
+            (0, _) => format!("{name}: before the first step"),
+            (n, true) => format!("step {n} of {total}: question"),
+            (n, false) => format!("step {n} of {total}"),
         };
         let output = format!("\x1b[H\x1b[2J{}", ansi(screen.buffer));
         serde_json::to_writer(&mut *out, &serde_json::json!([at, "o", output]))?;

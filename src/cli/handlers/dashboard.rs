@@ -139,6 +139,9 @@ fn lesson_export(a: &LessonArgs, lesson: leaselab::lesson::Lesson) -> ExitCode {
             lesson.name
         ));
     }
+    if let Err(e) = question_asked(a, &lesson) {
+        return usage_error(e);
+    }
     // A stopping signal ends a long recording between two writes, its file unwritten.
     let _signals = leaselab::signals::watch();
     let mut out = Out::new();
@@ -162,8 +165,9 @@ fn lesson_export(a: &LessonArgs, lesson: leaselab::lesson::Lesson) -> ExitCode {
     if let Some(path) = &a.shot {
         let step = a.step.map(|n| n as usize);
         let stopped = || leaselab::signals::received().map(leaselab::signals::name);
-        let buffer = match export::shot(lesson, size, step, &stopped) {
-            Ok(b) => b,
+        let buffer = match export::shot(lesson, size, (step, a.question), &stopped) {
+            Ok(Some(b)) => b,
+            Ok(None) => return usage_error("--question: that step asks no question"),
             Err(_) if leaselab::signals::received().is_some() => {
                 let signo = leaselab::signals::received().unwrap_or(2);
                 return interrupted(signo, &format!("{} was not written", path.display()));
@@ -177,6 +181,32 @@ fn lesson_export(a: &LessonArgs, lesson: leaselab::lesson::Lesson) -> ExitCode {
         out.line(&format!("wrote {}", path.display()));
     }
     out.finish(ExitCode::SUCCESS)
+}
+
+/// `--question` draws the question of the step `--step` names, which must ask one.
+fn question_asked(a: &LessonArgs, lesson: &leaselab::lesson::Lesson) -> Result<(), String> {
+    if !a.question {
+        return Ok(());
+    }
+    let asking: Vec<String> = (1..=lesson.steps.len())
+        .filter(|n| lesson.steps[n - 1].quiz.is_some())
+        .map(|n| n.to_string())
+        .collect();
+    let asks = match asking.as_slice() {
+        [] => format!("lesson {} asks no question", lesson.name),
+        steps => format!(
+            "the steps of lesson {} that ask one: {}",
+            lesson.name,
+            steps.join(", ")
+        ),
+    };
+    match a.step {
+        None => Err(format!(
+            "--question needs --step N, the step whose question to draw ({asks})"
+        )),
+        Some(n) if n >= 1 && lesson.steps[n as usize - 1].quiz.is_some() => Ok(()),
+        Some(n) => Err(format!("--question: step {n} asks no question ({asks})")),
+    }
 }
 
 /// A writer that fails once a stopping signal has arrived, so a recording stops at its next
