@@ -445,3 +445,44 @@ fn a_block_ends_when_the_lease_it_met_runs_out() {
         "{s}"
     );
 }
+
+/// Two workers of one name after a stall: the Workers pane, the timeline and the log say
+/// which is which, at the smallest screen too.
+#[test]
+fn a_stalled_worker_and_its_namesake_are_told_apart_on_screen() {
+    let text = r#"format_version = 1
+title = "stall"
+[setup]
+workers = 2
+messages = 1
+[[step]]
+do = ["claim Worker-A PAY-001", "act Worker-A", "stall Worker-A"]
+say = "Worker-A stalls; a new Worker-A starts."
+[[step]]
+do = ["advance 3100", "claim Worker-A (new) PAY-001"]
+say = "The new Worker-A takes PAY-001 over."
+"#;
+    let lesson = lesson::parse("stall", "stall.toml", text).unwrap();
+    let mut app = App::for_lesson(lesson, DashboardOptions::default(), Theme::plain()).unwrap();
+    next(&mut app);
+    next(&mut app);
+    let narrow = screen(&mut app, 80, 24);
+    for shown in [
+        "A stalled  FROZEN",
+        "A new ",
+        "Worker-B",
+        "(new) RECLAIMED PAY-001",
+    ] {
+        assert!(narrow.contains(shown), "{shown}:\n{narrow}");
+    }
+    let wide = screen(&mut app, 120, 40);
+    for shown in ["Worker-A (stalled) FROZEN", "Worker-A (new)", "Worker-B"] {
+        assert!(wide.contains(shown), "{shown}:\n{wide}");
+    }
+    // Without a stall, names are as ever.
+    let plain = screen(&mut lesson_app("zombie-worker"), 120, 40);
+    assert!(
+        !plain.contains("(new)") && !plain.contains("stalled"),
+        "{plain}"
+    );
+}

@@ -51,6 +51,7 @@ impl Engine {
             shared,
             store,
             workers: Vec::new(),
+            namesakes: Vec::new(),
             events_tx,
             events_rx,
             // Whatever a guest writes, its tail of the events table reads back.

@@ -59,16 +59,20 @@ impl<'a> Performer<'a> {
                 engine.emit(EventKind::Note {
                     text: format!(
                         "{} frozen (a long pause): it still believes it owns what it claimed",
-                        WorkerId::first(*slot)
+                        label(engine, *slot)
                     ),
                 });
             }
+            Action::Stall { slot, new } => self.stall(engine, *slot, *new)?,
             Action::Resume { slot } => {
+                if engine.worker(*slot).is_none() {
+                    return Err(format!("there is no {}", label(engine, *slot)));
+                }
                 if !self.frozen.remove(slot) {
-                    return Err(format!("{} is not paused", WorkerId::first(*slot)));
+                    return Err(format!("{} is not paused", label(engine, *slot)));
                 }
                 engine.emit(EventKind::Note {
-                    text: format!("{} wakes up and carries on", WorkerId::first(*slot)),
+                    text: format!("{} wakes up and carries on", label(engine, *slot)),
                 });
             }
             Action::Advance { ms } => engine.advance(*ms),
@@ -107,15 +111,34 @@ impl<'a> Performer<'a> {
     }
 
     fn live(&self, engine: &Engine, slot: usize) -> Result<(), String> {
-        let w = engine
-            .worker(slot)
-            .ok_or_else(|| format!("there is no {}", WorkerId::first(slot)))?;
-        if !w.is_alive() {
-            return Err(format!("{} is down; restart it first", w.name));
+        if engine.worker(slot).is_none() {
+            return Err(format!("there is no {}", label(engine, slot)));
+        }
+        let (w, shown) = (engine.worker(slot), label(engine, slot));
+        if !w.is_some_and(|w| w.is_alive()) {
+            return Err(format!("{shown} is down; restart it first"));
         }
         if self.frozen.contains(&slot) {
-            return Err(format!("{} is paused; resume it first", w.name));
+            return Err(format!("{shown} is paused; resume it first"));
         }
+        Ok(())
+    }
+
+    /// The worker in `slot` freezes where it is, and its supervisor starts a new worker
+    /// under its name, in slot `new` (the lesson's parser counted the slots).
+    fn stall(&mut self, engine: &mut Engine, slot: usize, new: usize) -> Result<(), String> {
+        self.live(engine, slot)?;
+        if engine.namesake(slot).is_some() {
+            return Err(format!("{} has stalled already", label(engine, slot)));
+        }
+        if engine.workers().len() != new {
+            return Err(format!(
+                "the new worker would take slot {}, not {new}: the crew changed",
+                engine.workers().len()
+            ));
+        }
+        self.frozen.insert(slot);
+        engine.start_namesake(slot, true);
         Ok(())
     }
 
@@ -233,4 +256,19 @@ fn set_idempotency(engine: &Engine, on: bool) {
             }
         ),
     });
+}
+
+/// A worker as a lesson names it: `Worker-A`, or `Worker-A (stalled)` and `Worker-A (new)`
+/// once a stall has made two of that name.
+pub fn label(engine: &Engine, slot: usize) -> String {
+    let name = match engine.worker(slot) {
+        Some(w) => w.name.clone(),
+        // Past the crew, a slot is the worker a stall starts: one that has not happened.
+        None if slot >= engine.config.workers => "worker its stall would have started".into(),
+        None => WorkerId::first(slot).to_string(),
+    };
+    match engine.namesake(slot) {
+        Some(n) => format!("{name} ({})", n.word()),
+        None => name,
+    }
 }

@@ -137,6 +137,11 @@ impl LessonRunner {
             .settings
             .batch
             .store(setup.batch as i64, std::sync::atomic::Ordering::SeqCst);
+        let owner_only = setup.finalize_guard == crate::engine::outbox::FinalizeGuard::OwnerOnly;
+        engine
+            .settings
+            .owner_only_finalize
+            .store(owner_only, std::sync::atomic::Ordering::SeqCst);
         self.done = 0;
         self.frozen.clear();
         self.reports.clear();

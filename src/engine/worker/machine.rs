@@ -563,6 +563,10 @@ impl Worker {
     /// Leasing on, the provider answered: the ownership-guarded finalize.
     fn finalize(&mut self, lease: Lease, check: StatusCheck) -> Result<Acted, String> {
         let now = self.ctx.clock.now();
+        let guard = self.ctx.settings.finalize_guard();
+        self.store
+            .guard_finalize(guard)
+            .map_err(|e| e.to_string())?;
         let (outcome, seq) = self
             .store
             .finalize(&lease, &check, now)

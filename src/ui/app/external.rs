@@ -168,6 +168,7 @@ impl External {
                     done: ledger.per_worker.get(&base).copied().unwrap_or(0),
                     frozen: false,
                     taken_by,
+                    namesake: None,
                 }
             })
             .collect()

@@ -48,6 +48,8 @@ impl App {
         self.snap.paused = self.paused;
         self.snap.leasing = s.leasing();
         self.snap.heartbeats = s.heartbeats();
+        self.snap.owner_only_finalize =
+            s.finalize_guard() == crate::engine::outbox::FinalizeGuard::OwnerOnly;
         self.snap.lease_ms = s.lease_ms();
         self.snap.process_ms = s.process_ms();
         self.snap.db_file = (!self.engine.is_temporary()).then(|| self.engine.db_shown());
@@ -332,12 +334,17 @@ impl App {
                 }
             }
         }
-        let done = self
-            .ledger
-            .per_worker
-            .get(&status.id.base().to_string())
-            .copied()
-            .unwrap_or(0);
+        let namesake = self.engine.namesake(w.slot);
+        // Two workers of one name share its results in the ledger: each counts its own.
+        let done = match namesake {
+            Some(_) => status.processed,
+            None => self
+                .ledger
+                .per_worker
+                .get(&status.id.base().to_string())
+                .copied()
+                .unwrap_or(0),
+        };
         let frozen = self
             .lesson
             .as_ref()
@@ -357,6 +364,7 @@ impl App {
             done,
             frozen,
             taken_by,
+            namesake,
         };
         view.frozen &= view.alive();
         view
