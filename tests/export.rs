@@ -202,6 +202,15 @@ fn a_recording_that_cannot_be_written_is_one_line_and_leaves_no_half_file() {
             "leaselab: cannot write /dev/full: No space left on device (os error 28)\n"
         );
     }
+    // A fifo nobody reads is refused at once, never waited on.
+    let fifo = dir.path().join("ff");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) with a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let o = support::leaselab_bounded(&["lesson", "lease-expiry", "--cast", "ff"], dir.path());
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "leaselab: cannot write ff: a fifo nobody reads\n");
+    std::fs::remove_file(&fifo).unwrap();
     // A file that runs out of room midway (the process may write 1 MiB per file, as on a
     // full disk): the file the name held before is left as it was, and nothing else.
     let lesson = long_lesson(dir.path(), 60);

@@ -107,8 +107,7 @@ pub fn write_file<E: From<std::io::Error>>(
     use std::io::BufWriter;
     let target = match std::fs::metadata(path) {
         Ok(m) if !m.is_file() => {
-            let file = std::fs::OpenOptions::new().write(true).open(path)?;
-            let mut out = BufWriter::new(file);
+            let mut out = BufWriter::new(open_in_place(path)?);
             write(&mut out)?;
             return Ok(out.flush()?);
         }
@@ -126,6 +125,30 @@ pub fn write_file<E: From<std::io::Error>>(
     std::fs::rename(&tmp.path, &target)?;
     tmp.path = std::path::PathBuf::new();
     Ok(())
+}
+
+/// A device or a fifo opened for writing without waiting: a fifo nobody reads is refused at
+/// once (a blocked open would not hear Ctrl-C), then the writes block as usual.
+fn open_in_place(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => std::io::Error::other("a fifo nobody reads"),
+            _ => e,
+        })?;
+    // SAFETY: fcntl on a descriptor this function owns, with flags read from it.
+    unsafe {
+        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+        if flags < 0 || libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(file)
 }
 
 /// A file being written under a temporary name beside its target; removed when dropped
