@@ -38,6 +38,7 @@ fn main() -> ExitCode {
             cast: None,
             shot: None,
             step: None,
+            question: false,
             size: None,
         }),
         None => dashboard::dashboard(&cli.dashboard),

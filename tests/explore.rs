@@ -284,35 +284,79 @@ fn the_command_prints_json_and_exits_one_when_a_check_breaks() {
     assert!(stdout(&ok).contains("ok    finalize by a non-owner: no schedule breaks it"));
 }
 
+/// `explore --save-lesson` in `dir`: the lesson's text.
+fn save(dir: &std::path::Path, workers: &str, mode: &str, file: &str) -> String {
+    let path = dir.join(file);
+    let out = leaselab(
+        &[
+            "explore",
+            "--workers",
+            workers,
+            "--messages",
+            "1",
+            "--mode",
+            mode,
+            "--max-depth",
+            "8",
+            "--save-lesson",
+            path.to_str().unwrap(),
+        ],
+        dir,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stdout(&out).contains("saved the shortest counterexample as a lesson"));
+    std::fs::read_to_string(&path).unwrap()
+}
+
 #[test]
 fn saved_counterexamples_are_lessons_that_pass_their_check() {
     let dir = tempfile::tempdir().unwrap();
-    for (mode, check) in [
-        ("no-leasing", "processed twice"),
-        ("owner-guard", "finalize by a non-owner"),
+    for (workers, mode, check, proof) in [
+        (
+            "2",
+            "no-leasing",
+            "processed twice",
+            "\"PAY-001 processed 2\"",
+        ),
+        (
+            "1",
+            "no-leasing",
+            "processed twice",
+            "\"ledger duplicates 1\"",
+        ),
+        (
+            "2",
+            "owner-guard",
+            "finalize by a non-owner",
+            "\"ledger violations 1\"",
+        ),
+        (
+            "1",
+            "owner-guard",
+            "finalize by a non-owner",
+            "\"ledger violations 1\"",
+        ),
+        (
+            "2",
+            "fencing-token",
+            "provider side effect twice",
+            "\"provider PAY-001 effects 2\"",
+        ),
+        (
+            "1",
+            "fencing-token",
+            "provider side effect twice",
+            "\"provider PAY-001 effects 2\"",
+        ),
     ] {
-        let file = dir.path().join(format!("{mode}.toml"));
-        let out = leaselab(
-            &[
-                "explore",
-                "--workers",
-                "2",
-                "--messages",
-                "1",
-                "--mode",
-                mode,
-                "--max-depth",
-                "8",
-                "--save-lesson",
-                file.to_str().unwrap(),
-            ],
-            dir.path(),
-        );
-        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-        assert!(stdout(&out).contains("saved the shortest counterexample as a lesson"));
-        let text = std::fs::read_to_string(&file).unwrap();
+        let file = format!("{mode}-{workers}.toml");
+        let text = save(dir.path(), workers, mode, &file);
         assert!(text.contains(&format!("breaks \"{check}\"")), "{text}");
-        let checked = leaselab(&["lesson", file.to_str().unwrap(), "--check"], dir.path());
+        // The last step states the figure that shows the check broken.
+        let last = text.rsplit("[[step]]").next().unwrap();
+        assert!(last.contains(proof), "{mode} x {workers}: {last}");
+        let path = dir.path().join(&file);
+        let checked = leaselab(&["lesson", path.to_str().unwrap(), "--check"], dir.path());
         assert_eq!(
             checked.status.code(),
             Some(0),
@@ -323,6 +367,71 @@ fn saved_counterexamples_are_lessons_that_pass_their_check() {
             stdout(&checked).contains("steps passed"),
             "{}",
             stdout(&checked)
+        );
+    }
+}
+
+/// The owner-guard counterexample as the search found it: the stalled Worker-A, the new
+/// Worker-A its supervisor started under the same name, and the stale finalize accepted by
+/// a guard that checks the owner's name only.
+#[test]
+fn the_owner_guard_lesson_replays_the_search_with_its_own_names_and_guard() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = save(dir.path(), "2", "owner-guard", "stale.toml");
+    assert!(text.contains("workers = 2\n"), "{text}");
+    assert!(text.contains("finalize_guard = \"owner\"\n"), "{text}");
+    assert!(!text.contains("Worker-C"), "{text}");
+    let actions: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("do = "))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "[\"act Worker-A\"]",
+            "[\"act Worker-A\"]",
+            "[\"stall Worker-A\"]",
+            "[\"resume Worker-A (stalled)\"]",
+            "[\"advance 3100\"]",
+            "[\"act Worker-A (new)\"]",
+            "[\"act Worker-A (stalled)\"]",
+        ]
+    );
+    let last = text.rsplit("[[step]]").next().unwrap();
+    assert!(
+        last.contains("The stalled Worker-A finalizes PAY-001 under lease v1: accepted"),
+        "{last}"
+    );
+    assert!(!text.contains("refuses"), "{text}");
+    assert!(last.contains("\"PAY-001 status Processed\""), "{last}");
+    // The dashboard's last screen: the stalled one's finalize accepted, as told.
+    let lesson = leaselab::lesson::load(dir.path().join("stale.toml").to_str().unwrap()).unwrap();
+    let mut app = leaselab::ui::App::for_lesson(
+        lesson,
+        leaselab::ui::DashboardOptions::default(),
+        leaselab::ui::Theme::plain(),
+    )
+    .unwrap();
+    for _ in 0..7 {
+        support::next(&mut app);
+    }
+    let screen = support::frame_lines(&mut app, 120, 40).join("\n");
+    for shown in [
+        "Worker-A (stalled)",
+        "Worker-A (new)",
+        "Worker-A   (stalled) FINALIZED PAY-001 Paid (lease v1)",
+        "Worker-A   (new) RECLAIMED PAY-001",
+        "✓ ledger violations 1",
+    ] {
+        assert!(screen.contains(shown), "{shown}:\n{screen}");
+    }
+    assert!(!screen.contains("REJECTED"), "{screen}");
+    // The header says which guard the finalizes meet, whatever room it has.
+    for width in [80, 200] {
+        let header = support::frame_lines(&mut app, width, 40).remove(0);
+        assert!(
+            header.contains("guard:owner") || header.contains("owner-only guard"),
+            "{header}"
         );
     }
 }

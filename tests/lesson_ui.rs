@@ -381,3 +381,108 @@ fn a_question_waits_for_a_prediction_then_the_step_reveals_the_answer() {
     press(&mut app, '2');
     assert_eq!(app.ui.selected, 1);
 }
+
+/// The history verdict judges what the log shows above it: when a frame first logs it,
+/// every worker's line is already above, and only the verdict's own lines follow it.
+#[test]
+fn the_verdict_comes_after_every_event_it_judges() {
+    for b in lesson::BUILT_INS {
+        let mut app = lesson_app(b.name);
+        let total = app.lesson.as_ref().unwrap().runner.total();
+        let mut verdicts = 0;
+        for k in 1..=total {
+            next(&mut app);
+            screen(&mut app, 80, 24);
+            let lines: Vec<_> = app.log.lines().iter().collect();
+            let seen = lines
+                .iter()
+                .filter(|l| l.text.starts_with("VERDICT"))
+                .count();
+            if seen > verdicts {
+                let at = lines
+                    .iter()
+                    .rposition(|l| l.text.starts_with("VERDICT"))
+                    .unwrap();
+                let after: Vec<String> = lines[at + 1..]
+                    .iter()
+                    .filter(|l| l.actor != "history")
+                    .map(|l| format!("{} {}", l.actor, l.text))
+                    .collect();
+                assert!(
+                    after.is_empty(),
+                    "{} step {k}: the verdict precedes {after:?}",
+                    b.name
+                );
+            }
+            verdicts = seen;
+        }
+    }
+}
+
+/// A worker's block lasts as long as the lease it met: once the clock passes that lease,
+/// the pane no longer calls it BLOCKED (lease-expiry step 4 says the row is claimable).
+#[test]
+fn a_block_ends_when_the_lease_it_met_runs_out() {
+    let mut app = lesson_app("lease-expiry");
+    for _ in 0..3 {
+        next(&mut app);
+    }
+    let s = screen(&mut app, 80, 24);
+    // The Workers pane's line of Worker-B (right of the table).
+    let worker_b = |s: &str| {
+        s.lines()
+            .filter_map(|l| l.split_once("┃│").map(|(_, pane)| pane.to_string()))
+            .find(|l| l.contains("Worker-B"))
+            .unwrap()
+    };
+    assert!(worker_b(&s).contains("BLOCKED"), "{s}");
+    next(&mut app); // advance 3100: past Worker-A's lease
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("claimable again"), "{s}");
+    let line = worker_b(&s);
+    assert!(
+        !line.contains("BLOCKED") && !line.contains("PAY-001"),
+        "{s}"
+    );
+}
+
+/// Two workers of one name after a stall: the Workers pane, the timeline and the log say
+/// which is which, at the smallest screen too.
+#[test]
+fn a_stalled_worker_and_its_namesake_are_told_apart_on_screen() {
+    let text = r#"format_version = 1
+title = "stall"
+[setup]
+workers = 2
+messages = 1
+[[step]]
+do = ["claim Worker-A PAY-001", "act Worker-A", "stall Worker-A"]
+say = "Worker-A stalls; a new Worker-A starts."
+[[step]]
+do = ["advance 3100", "claim Worker-A (new) PAY-001"]
+say = "The new Worker-A takes PAY-001 over."
+"#;
+    let lesson = lesson::parse("stall", "stall.toml", text).unwrap();
+    let mut app = App::for_lesson(lesson, DashboardOptions::default(), Theme::plain()).unwrap();
+    next(&mut app);
+    next(&mut app);
+    let narrow = screen(&mut app, 80, 24);
+    for shown in [
+        "A stalled  FROZEN",
+        "A new ",
+        "Worker-B",
+        "(new) RECLAIMED PAY-001",
+    ] {
+        assert!(narrow.contains(shown), "{shown}:\n{narrow}");
+    }
+    let wide = screen(&mut app, 120, 40);
+    for shown in ["Worker-A (stalled) FROZEN", "Worker-A (new)", "Worker-B"] {
+        assert!(wide.contains(shown), "{shown}:\n{wide}");
+    }
+    // Without a stall, names are as ever.
+    let plain = screen(&mut lesson_app("zombie-worker"), 120, 40);
+    assert!(
+        !plain.contains("(new)") && !plain.contains("stalled"),
+        "{plain}"
+    );
+}

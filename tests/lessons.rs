@@ -401,3 +401,139 @@ fn a_question_needs_choices_with_one_true_answer() {
     let wrong = asked.replace("PAY-001 status Processing", "PAY-001 colour blue");
     assert!(error_of(&wrong).contains("unknown message figure 'colour'"));
 }
+
+/// A lesson's clock moves only when a step says so (`advance`, `work`): a scripted claim
+/// or provider call takes no scenario time, whatever `process_ms` free play uses.
+#[test]
+fn a_lessons_clock_moves_only_by_advance_and_work() {
+    for b in BUILT_INS {
+        let lesson = lesson::built_in(b.name).expect("built-in");
+        let mut s = Session::start(lesson.clone()).expect("starts");
+        let mut expected = s.engine.clock.now();
+        for (i, step) in lesson.steps.iter().enumerate() {
+            expected += step
+                .actions
+                .iter()
+                .map(|a| match a {
+                    lesson::Action::Advance { ms } | lesson::Action::Work { ms } => *ms,
+                    _ => 0,
+                })
+                .sum::<i64>();
+            s.forward();
+            assert_eq!(
+                s.engine.clock.now() - expected,
+                0,
+                "{} step {}: the clock moved beyond its advance and work",
+                b.name,
+                i + 1
+            );
+        }
+    }
+}
+
+/// Worker-A claims and calls the provider, stalls; the new Worker-A takes PAY-001 over after
+/// the lease ran out, and the stalled one wakes and finalizes under its old lease.
+const STALL: &str = r#"format_version = 1
+title = "stall"
+
+[setup]
+workers = 2
+messages = 1
+GUARD
+
+[[step]]
+do = ["claim Worker-A PAY-001", "act Worker-A", "stall Worker-A"]
+say = "Worker-A stalls holding PAY-001; its supervisor starts a new Worker-A."
+expect = ["PAY-001 owner Worker-A", "PAY-001 lease 1"]
+
+[[step]]
+do = ["advance 3100", "claim Worker-A (new) PAY-001"]
+say = "The new Worker-A takes PAY-001 over: the row's owner is the same name."
+expect = ["PAY-001 owner Worker-A", "PAY-001 lease 2"]
+
+[[step]]
+do = ["resume Worker-A (stalled)", "act Worker-A (stalled)"]
+say = "The stalled Worker-A finalizes under lease 1."
+expect = [EXPECT]
+"#;
+
+fn stall_lesson(guard: &str, expect: &str) -> String {
+    STALL.replace("GUARD", guard).replace("EXPECT", expect)
+}
+
+#[test]
+fn a_stall_starts_a_second_worker_of_the_same_name_and_the_guard_decides_its_finalize() {
+    // The owner-only guard accepts the stalled worker's stale finalize: a violation.
+    let owner = stall_lesson(
+        "finalize_guard = \"owner\"",
+        "\"ledger violations 1\", \"ledger rejected 0\", \"PAY-001 status Processed\"",
+    );
+    let lesson = parse("stall", "stall.toml", &owner).expect("parses");
+    let reports = check_lesson(lesson.clone()).expect("runs");
+    for r in &reports {
+        assert!(r.passed(), "{}", r.line(reports.len()));
+    }
+    let mut s = Session::start(lesson).unwrap();
+    s.forward();
+    let names: Vec<String> = s.engine.workers().iter().map(|w| w.name.clone()).collect();
+    assert_eq!(names, ["Worker-A", "Worker-B", "Worker-A"]);
+    assert_eq!(lesson::perform::label(&s.engine, 0), "Worker-A (stalled)");
+    assert_eq!(lesson::perform::label(&s.engine, 2), "Worker-A (new)");
+    // Leaselab's own guard refuses the same finalize.
+    for guard in ["", "finalize_guard = \"fencing-token\""] {
+        let fencing = stall_lesson(
+            guard,
+            "\"ledger violations 0\", \"ledger rejected 1\", \"PAY-001 status Processing\"",
+        );
+        let reports = check_lesson(parse("stall", "stall.toml", &fencing).unwrap()).unwrap();
+        for r in &reports {
+            assert!(r.passed(), "{guard:?}: {}", r.line(reports.len()));
+        }
+    }
+}
+
+#[test]
+fn after_a_stall_each_action_names_which_of_the_two_workers_it_moves() {
+    let good = stall_lesson("# the guard", "\"ledger rejected 1\"");
+    assert!(parse("stall", "stall.toml", &good).is_ok());
+    for (from, to, says) in [
+        (
+            "\"resume Worker-A (stalled)\", \"act Worker-A (stalled)\"",
+            "\"resume Worker-A\"",
+            "stall.toml:20: 'Worker-A' is two workers since the stall at line 10: write \
+             'Worker-A (stalled)' or 'Worker-A (new)'",
+        ),
+        (
+            "\"claim Worker-A (new) PAY-001\"",
+            "\"claim Worker-B (new) PAY-001\"",
+            "stall.toml:15: 'Worker-B (new)': Worker-B has not stalled (a 'stall Worker-B' \
+             comes first)",
+        ),
+        (
+            "\"claim Worker-A (new) PAY-001\"",
+            "\"claim Worker-A (old) PAY-001\"",
+            "stall.toml:15: unknown '(old)' after Worker-A (write (stalled) or (new))",
+        ),
+        (
+            "\"claim Worker-A (new) PAY-001\"",
+            "\"stall Worker-A (new)\"",
+            "stall.toml:15: 'Worker-A (new)' cannot stall: a worker stalls once, and the one \
+             started in its name does not",
+        ),
+        (
+            "\"advance 3100\", ",
+            "\"workers 3\", ",
+            "stall.toml:15: workers N cannot change the crew of a lesson that stalls a worker \
+             (line 10)",
+        ),
+        (
+            "# the guard",
+            "finalize_guard = \"names\"",
+            "stall.toml:7: finalize_guard = 'names' is not a guard (fencing-token or owner)",
+        ),
+    ] {
+        assert!(good.contains(from), "{from}");
+        let e = parse("stall", "stall.toml", &good.replace(from, to)).unwrap_err();
+        assert_eq!(e, says);
+    }
+}

@@ -141,7 +141,7 @@ fn the_dashboard_on_postgres_shows_its_rows_and_a_reset_reseeds_them() {
             (
                 "Settings".to_string(),
                 Some(
-                    "lease_ms=3000 process_ms=1200 leasing=on heartbeats=on heartbeat_ms=1000 batch=1"
+                    "lease_ms=3000 process_ms=1200 leasing=on heartbeats=on heartbeat_ms=1000 batch=1 guard=token"
                         .to_string()
                 )
             )
@@ -285,4 +285,36 @@ fn a_run_on_postgres_records_its_settings_crash_restart_and_provider_calls() {
     );
     let checks = rows.iter().filter(|r| r.1 == "Checked").count() as u64;
     assert_eq!(checks, outcome.ledger.processing_attempts);
+}
+
+/// A stall on PostgreSQL: the new Worker-A takes PAY-001 over under the same name, and the
+/// stalled one's finalize under lease 1 is accepted by the owner-only guard (a violation)
+/// and refused by leaselab's own.
+#[test]
+fn a_stalled_workers_finalize_on_postgres_follows_the_lessons_guard() {
+    let dir = tempfile::tempdir().unwrap();
+    for (guard, expect) in [
+        (
+            "finalize_guard = \"owner\"",
+            "\"ledger violations 1\", \"PAY-001 status Processed\", \"PAY-001 lease 2\"",
+        ),
+        (
+            "finalize_guard = \"fencing-token\"",
+            "\"ledger rejected 1\", \"PAY-001 status Processing\", \"PAY-001 owner Worker-A\"",
+        ),
+    ] {
+        let Some(db) = scratch("stall") else { return };
+        let text = format!(
+            "format_version = 1\ntitle = \"stall\"\n[setup]\nworkers = 2\nmessages = 1\n{guard}\n\
+             [[step]]\ndo = [\"claim Worker-A PAY-001\", \"act Worker-A\", \"stall Worker-A\", \
+             \"advance 3100\", \"claim Worker-A (new) PAY-001\", \"resume Worker-A (stalled)\", \
+             \"act Worker-A (stalled)\"]\nsay = \"x\"\nexpect = [{expect}]\n"
+        );
+        let file = dir.path().join("stall.toml");
+        std::fs::write(&file, text).unwrap();
+        let out = leaselab(&["lesson", file.to_str().unwrap(), "--check", "--db", &db.url]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{guard}: {stdout}");
+        assert!(stdout.contains("1 of 1 steps passed"), "{guard}: {stdout}");
+    }
 }

@@ -197,8 +197,8 @@ pub struct LessonArgs {
     /// (0.05-1000).
     #[arg(long, value_name = "X", allow_negative_numbers = true, value_parser = numbers::speed)]
     pub speed: Option<f64>,
-    /// Write the lesson, step by step, as an asciicast v2 recording with a marker per step,
-    /// instead of opening it.
+    /// Write the lesson, step by step, as an asciicast v2 recording with a marker per step
+    /// (and one per question, before its step), instead of opening it.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["check", "print"])]
     pub cast: Option<PathBuf>,
     /// Write one screen of the lesson as an SVG picture (FILE ends in .svg), instead of
@@ -208,6 +208,10 @@ pub struct LessonArgs {
     /// The step --shot draws: 0 before the first step (default: after the last).
     #[arg(long, value_name = "N", requires = "shot", value_parser = numbers::whole::<0, 1000>)]
     pub step: Option<i64>,
+    /// With --shot: draw the question step N asks, as the dashboard shows it before the step
+    /// runs (a shot of that step otherwise shows its answer).
+    #[arg(long, requires = "shot")]
+    pub question: bool,
     /// The screen size of --cast and --shot (default 120x40); only with one of them.
     #[arg(long, value_name = "COLSxROWS", value_parser = numbers::size)]
     pub size: Option<(u16, u16)>,

@@ -172,6 +172,104 @@ impl Out {
     }
 }
 
+/// Write a file through `write`, never leaving half of it under its name: a regular file
+/// (a new one, or one a symlink names) is written beside itself under a temporary name,
+/// synced, and renamed over the name once whole; a failed write removes the temporary
+/// file. Anything else the name holds (a device such as `/dev/stdout`, a fifo) is
+/// written in place, as it is: a rename would replace the device node itself.
+pub fn write_file<E: From<std::io::Error>>(
+    path: &std::path::Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<(), E>,
+) -> Result<(), E> {
+    use std::io::BufWriter;
+    let target = match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => {
+            let mut out = BufWriter::new(open_in_place(path)?);
+            write(&mut out)?;
+            return Ok(out.flush()?);
+        }
+        // Through a symlink, the file it names is replaced, as a plain write would do.
+        Ok(_) => std::fs::canonicalize(path)?,
+        Err(e) if e.kind() == ErrorKind::NotFound => path.to_path_buf(),
+        Err(e) => return Err(e.into()),
+    };
+    let mut tmp = Unfinished::beside(&target)?;
+    let mut out = BufWriter::new(&mut tmp.file);
+    write(&mut out)?;
+    out.flush()?;
+    drop(out);
+    tmp.file.sync_all()?;
+    std::fs::rename(&tmp.path, &target)?;
+    tmp.path = std::path::PathBuf::new();
+    Ok(())
+}
+
+/// A device or a fifo opened for writing without waiting: a fifo nobody reads is refused at
+/// once (a blocked open would not hear Ctrl-C), then the writes block as usual.
+fn open_in_place(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => std::io::Error::other("a fifo nobody reads"),
+            _ => e,
+        })?;
+    // SAFETY: fcntl on a descriptor this function owns, with flags read from it.
+    unsafe {
+        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+        if flags < 0 || libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(file)
+}
+
+/// A file being written under a temporary name beside its target; removed when dropped
+/// before it is renamed (an empty path: renamed, nothing to remove).
+struct Unfinished {
+    file: std::fs::File,
+    path: std::path::PathBuf,
+}
+
+impl Unfinished {
+    /// `.NAME.PID-N.tmp` in the target's folder, made new (never an existing file), with
+    /// the mode a plain write gives a new file (0666 less the umask).
+    fn beside(target: &std::path::Path) -> std::io::Result<Unfinished> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        let name = target.file_name().unwrap_or_default().to_string_lossy();
+        let mut n = 0;
+        loop {
+            let path = dir.join(format!(".{name}.{}-{n}.tmp", std::process::id()));
+            let made = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o666)
+                .open(&path);
+            match made {
+                Ok(file) => return Ok(Unfinished { file, path }),
+                Err(e) if e.kind() == ErrorKind::AlreadyExists && n < 100 => n += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if !self.path.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

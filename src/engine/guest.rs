@@ -51,6 +51,7 @@ impl Engine {
             shared,
             store,
             workers: Vec::new(),
+            namesakes: Vec::new(),
             events_tx,
             events_rx,
             // Whatever a guest writes, its tail of the events table reads back.
@@ -90,6 +91,7 @@ impl Engine {
             shared: Arc::new(StoreShared::default()),
             store,
             workers: Vec::new(),
+            namesakes: Vec::new(),
             events_tx,
             events_rx,
             table_events: true,

@@ -39,6 +39,7 @@ use provider::Provider;
 use setup::{Reliability, Timing};
 use store::{DbOrigin, Durability, OutboxError, Store, StoreShared};
 use worker::{Control, Settings, WorkerContext, WorkerHandle, WorkerState};
+use worker_id::WorkerId;
 
 /// A stopping signal arrived: every wait for a locked SQLite file gives up at once, and every
 /// statement running on a PostgreSQL connection of this process is cancelled.
@@ -99,6 +100,9 @@ pub struct Engine {
     pub shared: Arc<StoreShared>,
     store: Box<dyn Outbox>,
     workers: Vec<WorkerHandle>,
+    /// Each stalled worker's slot with the slot of the worker its supervisor started under
+    /// its name.
+    namesakes: Vec<(usize, usize)>,
     events_tx: Sender<Event>,
     events_rx: Receiver<Event>,
     /// A reader of the `LeaseEvents` table sends the events of this engine's own writes
@@ -141,6 +145,7 @@ impl Engine {
             shared,
             store,
             workers: Vec::new(),
+            namesakes: Vec::new(),
             events_tx,
             events_rx,
             table_events: false,
@@ -330,8 +335,9 @@ impl Engine {
         self.crash(slot);
         let old = &self.workers[slot];
         let previous = old.name.clone();
-        let incarnation = old.incarnation + 1;
-        let fresh = worker::spawn(self.context(), slot, incarnation, paused);
+        // The next start of whose name it carries (a namesake's restart too).
+        let id = WorkerId::new(old.id.slot, old.id.incarnation + 1);
+        let fresh = worker::spawn_as(self.context(), slot, id, paused);
         self.workers[slot] = fresh;
         self.record_worker_fact(
             slot,
@@ -339,6 +345,46 @@ impl Engine {
             &previous.clone(),
             EventKind::Restarted { previous },
         );
+    }
+
+    /// A supervisor starts a new worker under the very name of the one in `slot`, which has
+    /// stalled (frozen, holding what it holds): the new one goes in a slot of its own after
+    /// the others, and its claims and finalizes carry the same LockedBy. Returns that slot;
+    /// None when `slot` has no worker, or has already stalled or stands in for one that did.
+    pub fn start_namesake(&mut self, slot: usize, paused: bool) -> Option<usize> {
+        let stalled = self.workers.get(slot)?;
+        if self.namesake(slot).is_some() {
+            return None;
+        }
+        let new = self.workers.len();
+        let w = worker::spawn_as(self.context(), new, stalled.id, paused);
+        // Recorded as the freeze it is: a replay shows the stalled worker frozen.
+        let how = format!(
+            "stall: its supervisor starts a new {} under the same name",
+            w.name
+        );
+        self.record_worker_fact(
+            slot,
+            LeaseEventKind::Paused,
+            &how,
+            EventKind::Froze { how: how.clone() },
+        );
+        self.workers.push(w);
+        self.namesakes.push((slot, new));
+        Some(new)
+    }
+
+    /// Whether the worker in `slot` stalled, or stands in for one that did.
+    pub fn namesake(&self, slot: usize) -> Option<Namesake> {
+        self.namesakes.iter().find_map(|(stalled, new)| {
+            if *stalled == slot {
+                Some(Namesake::Stalled)
+            } else if *new == slot {
+                Some(Namesake::New)
+            } else {
+                None
+            }
+        })
     }
 
     /// Grow or shrink the crew while it runs: new slots start as first incarnations (paused
@@ -355,6 +401,8 @@ impl Engine {
         }
         while self.workers.len() > n {
             let mut w = self.workers.pop().expect("more than n workers");
+            let gone = self.workers.len();
+            self.namesakes.retain(|(s, new)| *s < gone && *new < gone);
             w.send(Control::Shutdown);
             w.join();
             self.emit(EventKind::Note {
@@ -468,6 +516,7 @@ impl Engine {
         self.clock.set(SCENARIO_START_MS);
         self.config.messages = messages;
         self.seed()?;
+        self.namesakes.clear();
         self.workers = (0..self.config.workers)
             .map(|slot| worker::spawn(self.context(), slot, 1, paused))
             .collect();
@@ -489,6 +538,14 @@ impl Engine {
         self.workers
             .get(slot)
             .is_some_and(|w| w.is_alive() && w.step(STEP_TIMEOUT))
+    }
+
+    /// As [`Engine::step`], for a lesson's script: the action takes no scenario time, since
+    /// a lesson moves the clock only when a step says so.
+    pub fn step_scripted(&self, slot: usize) -> bool {
+        self.workers
+            .get(slot)
+            .is_some_and(|w| w.is_alive() && w.step_scripted(STEP_TIMEOUT))
     }
 
     /// Ask a paused worker to claim one particular message.
@@ -578,6 +635,24 @@ fn claim_database(db: &Path) -> Result<DbLock, OutboxError> {
         });
     }
     DbLock::acquire(db)
+}
+
+/// One of two workers of one name: the one that stalled, or the one its supervisor started
+/// under that name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Namesake {
+    Stalled,
+    New,
+}
+
+impl Namesake {
+    /// How a lesson and the dashboard tell the two apart: `Worker-A (stalled)`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Namesake::Stalled => "stalled",
+            Namesake::New => "new",
+        }
+    }
 }
 
 /// A single action is one short transaction; this only guards against a wedged worker.

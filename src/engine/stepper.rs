@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::provider::WorkerThread;
-use super::worker::{NextAction, Worker, WorkerContext, WorkerStatus};
+use super::worker::{NextAction, Pace, Worker, WorkerContext, WorkerStatus};
 use super::worker_id::WorkerId;
 
 /// Each `act` is exactly one action on the worker's own connection, as a single step would be.
@@ -32,7 +32,7 @@ impl Stepper {
     /// One action: a claim (or load), a provider call, or a finalize (or mark).
     pub fn act(&mut self) -> Result<(), String> {
         let _worker = WorkerThread::enter();
-        self.worker.act(true).map(|_| ())
+        self.worker.act(Pace::Step).map(|_| ())
     }
 
     /// Extend the held lease now, if heartbeats are on and it holds one; a lease found

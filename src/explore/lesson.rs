@@ -2,97 +2,83 @@
 //! as narration, and expectations read from the engine itself by running the lesson once,
 //! so `leaselab lesson FILE --check` holds by construction and the dashboard steps it.
 
+use crate::engine::worker_id::WorkerId;
 use crate::lesson::runner::{figure, Session};
 use crate::lesson::{Expect, Figure, MessageSel};
 
 use super::{Check, Mode, Move, Report, Told, Verdict, JUMP_MS, LEASE_MS};
 
-/// The engine's slot for each actor of the explorer: the first workers keep theirs, and
-/// each replacement (the new worker a supervisor starts under a stalled one's name) gets
-/// a worker of its own after them, since the engine's workers have names of their own.
-fn slot_names(workers: usize, steps: &[Told]) -> Vec<String> {
-    let last = steps.last().map(|t| {
-        let mut w = t.before.clone();
-        if let Move::Stall(i) = t.mv {
-            w.actors[i].stalled = true;
-            w.actors.push(w.actors[i].clone());
+/// Each actor's name in the engine along a schedule, before each step and after the last:
+/// the explorer's names, except that the engine names a restart `Worker-A#2`. A
+/// replacement starts under the name its stalled twin has then.
+fn engine_names(workers: usize, steps: &[Told]) -> Vec<Vec<String>> {
+    let mut names: Vec<String> = (0..workers)
+        .map(|i| WorkerId::first(i).to_string())
+        .collect();
+    let mut out = vec![names.clone()];
+    for t in steps {
+        match t.mv {
+            Move::Crash(i) => {
+                let next = WorkerId::parse(&names[i])
+                    .map(|id| WorkerId::new(id.slot, id.incarnation + 1).to_string());
+                names[i] = next.unwrap_or_else(|| format!("{}#2", names[i]));
+            }
+            Move::Stall(i) => names.push(names[i].clone()),
+            _ => {}
         }
-        w
-    });
-    let actors = last.map_or(workers, |w| w.actors.len());
-    (0..actors)
-        .map(|i| crate::engine::worker_id::WorkerId::first(i).to_string())
-        .collect()
+        out.push(names.clone());
+    }
+    out
+}
+
+/// How a lesson action names actor `i` of `before`: its engine name, with `(stalled)` or
+/// `(new)` once a stall has made two of that name.
+fn named(before: &super::World, names: &[String], i: usize) -> String {
+    let a = &before.actors[i];
+    match (a.replacement, a.twin) {
+        (true, _) => format!("{} (new)", names[i]),
+        (false, Some(_)) => format!("{} (stalled)", names[i]),
+        (false, None) => names[i].clone(),
+    }
 }
 
 /// The lesson actions of one explorer move.
-fn actions(mv: Move, names: &[String]) -> Vec<String> {
-    match mv {
-        Move::Step(i) => vec![format!("act {}", names[i])],
-        Move::Crash(i) => vec![
-            format!("crash {}", names[i]),
-            format!("restart {}", names[i]),
-        ],
+fn actions(t: &Told, names: &[String]) -> Vec<String> {
+    let w = |i| named(&t.before, names, i);
+    match t.mv {
+        Move::Step(i) => vec![format!("act {}", w(i))],
+        Move::Crash(i) => vec![format!("crash {}", w(i)), format!("restart {}", w(i))],
         Move::Jump => vec![format!("advance {JUMP_MS}")],
-        Move::Beat(i) => vec![format!("beat {}", names[i])],
-        Move::Stall(i) => vec![format!("pause {}", names[i])],
-        Move::Wake(i) => vec![format!("resume {}", names[i])],
+        Move::Beat(i) => vec![format!("beat {}", w(i))],
+        Move::Stall(i) => vec![format!("stall {}", w(i))],
+        Move::Wake(i) => vec![format!("resume {}", w(i))],
     }
 }
 
-/// The explorer's sentence, with each replacement called by its engine name.
-fn narrate(t: &Told, names: &[String], mode: Mode) -> String {
+/// The explorer's sentence, in the engine's names: a restarted worker is `Worker-A#2`.
+fn narrate(t: &Told, before: &[String], after: &[String]) -> String {
     let mut text = t.text.clone();
-    let after = match t.mv {
-        Move::Stall(_) => t.before.actors.len(),
-        _ => usize::MAX,
+    let moved = match t.mv {
+        Move::Step(i) | Move::Crash(i) | Move::Beat(i) | Move::Stall(i) | Move::Wake(i) => Some(i),
+        Move::Jump => None,
     };
-    let replaced = t
-        .before
-        .actors
-        .iter()
-        .enumerate()
-        .filter(|(_, a)| a.replacement)
-        .map(|(i, a)| (i, a.name.clone()))
-        .chain((after < names.len()).then(|| (after, stalled_name(t))));
-    for (i, name) in replaced {
-        text = text.replace(
-            &format!("the new {name}"),
-            &format!("{} (standing in for the new {name})", names[i]),
-        );
-        text = text.replace(
-            &format!("starts a new {name}"),
-            &format!("starts a new {name}: here {}", names[i]),
-        );
-    }
-    if let Some((done, _)) = text
-        .split_once(": accepted, though")
-        .filter(|_| mode == Mode::OwnerGuard)
-    {
-        let row = text
-            .split("row was at lease ")
-            .nth(1)
-            .and_then(|r| r.split(',').next())
-            .unwrap_or("a newer lease");
-        text = format!(
-            "{done}. A guard that checks only the owner's name accepts it, though the row is \
-             at lease {row}: a finalize by a worker that no longer owns the message. leaselab's \
-             own finalize also checks the lease version, so here the database refuses it \
-             (ledger rejected)"
-        );
+    if let Some(i) = moved {
+        let explorer = &t.before.actors[i].name;
+        if *explorer != before[i] {
+            text = text.replace(explorer.as_str(), &before[i]);
+        }
+        if matches!(t.mv, Move::Crash(_)) {
+            text = text.replace(
+                "restarts it with nothing in hand",
+                &format!("restarts it, as {}, with nothing in hand", after[i]),
+            );
+        }
     }
     let mut s = text;
     if let Some(c) = s.get(..1) {
         s = c.to_uppercase() + &s[1..];
     }
     s + "."
-}
-
-fn stalled_name(t: &Told) -> String {
-    match t.mv {
-        Move::Stall(i) => t.before.actors[i].name.clone(),
-        _ => String::new(),
-    }
 }
 
 /// Figures worth expecting after a step: each message's row and provider counts, and the
@@ -109,6 +95,7 @@ fn candidates(messages: u64) -> Vec<(String, Figure)> {
         out.push((format!("{key} owner"), Figure::Owner(sel())));
         out.push((format!("{key} lease"), Figure::Lease(sel())));
         out.push((format!("{key} processed"), Figure::Processed(sel())));
+        out.push((format!("{key} payment"), Figure::Payment(sel())));
         out.push((
             format!("provider {key} calls"),
             Figure::ProviderCalls(Some(sel())),
@@ -125,7 +112,7 @@ fn candidates(messages: u64) -> Vec<(String, Figure)> {
 }
 
 /// The lesson's text without expectations.
-fn draft(report: &Report, v: &Verdict, names: &[String], expects: &[Vec<String>]) -> String {
+fn draft(report: &Report, v: &Verdict, names: &[Vec<String>], expects: &[Vec<String>]) -> String {
     let o = &report.options;
     let mut t = format!(
         "# Found by: leaselab explore --workers {} --messages {} --mode {}{} --faults {}\n\
@@ -142,20 +129,23 @@ fn draft(report: &Report, v: &Verdict, names: &[String], expects: &[Vec<String>]
         v.check.name(),
         v.check.name(),
         o.mode.name(),
-        summary(report, v, names),
-        names.len(),
+        summary(report, v),
+        o.workers,
         o.messages,
         o.mode.leasing(),
         o.idempotent,
         o.heartbeats,
     );
+    if o.mode == Mode::OwnerGuard {
+        t.push_str("finalize_guard = \"owner\"\n");
+    }
     for (i, told) in v.shortest.iter().enumerate() {
-        let acts: Vec<String> = actions(told.mv, names)
+        let acts: Vec<String> = actions(told, &names[i])
             .into_iter()
             .map(|a| format!("\"{a}\""))
             .collect();
-        let mut say = narrate(told, names, o.mode);
-        if i + 1 == v.shortest.len() && !say.contains("(ledger rejected)") {
+        let mut say = narrate(told, &names[i], &names[i + 1]);
+        if i + 1 == v.shortest.len() {
             say.pop();
             say.push_str(&format!(": {}.", v.check.consequence(&v.about)));
         }
@@ -172,26 +162,26 @@ fn draft(report: &Report, v: &Verdict, names: &[String], expects: &[Vec<String>]
     t
 }
 
-fn summary(report: &Report, v: &Verdict, names: &[String]) -> String {
+fn summary(report: &Report, v: &Verdict) -> String {
     let o = &report.options;
     let mut s = format!(
         "The explorer ran every schedule of {} and {} ({}) on real SQLite; this is a \
-         shortest one that breaks {}.",
+         shortest one that breaks {}, step by step on leaselab's engine.",
         super::plural(o.workers as u64, "worker"),
         super::plural(o.messages, "message"),
         o.mode.name(),
         v.check.name()
     );
-    if names.len() > o.workers {
-        s.push_str(&format!(
-            " Workers after {} stand in for replacements started under a stalled worker's name.",
-            names[o.workers - 1]
-        ));
+    if v.shortest.iter().any(|t| matches!(t.mv, Move::Stall(_))) {
+        s.push_str(
+            " A stalled worker's supervisor starts a new worker under its very name: the \
+             steps call them Worker-A (stalled) and Worker-A (new), the rows see one name.",
+        );
     }
     if o.mode == Mode::OwnerGuard {
         s.push_str(
-            " It was found with a finalize that checks the owner's name only; the engine here \
-             also checks the lease version.",
+            " As in the search, a finalize checks the owner's name only (finalize_guard = \
+             owner), not the lease version.",
         );
     }
     s
@@ -228,7 +218,9 @@ const LESSON_ORDER: [Check; 6] = [
 ];
 
 /// The lesson of a shortest counterexample in `report` (of the first broken check in
-/// [`LESSON_ORDER`]), with expectations the engine itself shows. None when nothing broke.
+/// [`LESSON_ORDER`]), with expectations the engine itself shows: what each step changed,
+/// and after the last the figures that show the check broken. None when nothing broke; an
+/// error when the engine's replay does not break it.
 pub fn save_lesson(report: &Report) -> Result<Option<String>, String> {
     let Some(v) = LESSON_ORDER.iter().find_map(|c| {
         report
@@ -238,7 +230,7 @@ pub fn save_lesson(report: &Report) -> Result<Option<String>, String> {
     }) else {
         return Ok(None);
     };
-    let names = slot_names(report.options.workers, &v.shortest);
+    let names = engine_names(report.options.workers, &v.shortest);
     let text = draft(report, v, &names, &[]);
     let lesson = crate::lesson::parse("explored", "explored.toml", &text)?;
     let mut session = Session::start(lesson)?;
@@ -253,7 +245,76 @@ pub fn save_lesson(report: &Report) -> Result<Option<String>, String> {
     }
     let mut changed = trim(expects);
     changed.remove(0);
+    let shown = read_all(&session, &proof(v.check, &v.about))?;
+    if !breaks(v.check, &shown) {
+        return Err(format!(
+            "leaselab's engine did not break {} on this schedule (it shows {})",
+            v.check.name(),
+            shown.join(", ")
+        ));
+    }
+    if let Some(last) = changed.last_mut() {
+        for e in shown {
+            if !last.contains(&e) {
+                last.push(e);
+            }
+        }
+    }
     Ok(Some(draft(report, v, &names, &changed)))
+}
+
+/// The figures that show `check` broken on message `key`, as its lesson's last step
+/// states them.
+fn proof(check: Check, key: &str) -> Vec<(String, Figure)> {
+    let id = key
+        .strip_prefix("PAY-")
+        .and_then(|n| n.parse::<i64>().ok())
+        .unwrap_or(1);
+    let sel = || MessageSel {
+        id,
+        key: key.to_string(),
+    };
+    let row = |what: &str, f: Figure| (format!("{key} {what}"), f);
+    match check {
+        Check::ProcessedTwice => vec![
+            row("processed", Figure::Processed(sel())),
+            ("ledger duplicates".into(), Figure::Ledger("duplicates")),
+        ],
+        Check::SideEffectTwice => vec![(
+            format!("provider {key} effects"),
+            Figure::ProviderEffects(Some(sel())),
+        )],
+        Check::NonOwnerFinalize => vec![("ledger violations".into(), Figure::Ledger("violations"))],
+        Check::Lost => vec![
+            row("status", Figure::Status(sel())),
+            row("payment", Figure::Payment(sel())),
+        ],
+        Check::LeaseExclusivity | Check::Stuck => vec![
+            row("status", Figure::Status(sel())),
+            row("owner", Figure::Owner(sel())),
+        ],
+    }
+}
+
+/// Whether the figures of [`proof`], as read, show the check broken.
+fn breaks(check: Check, shown: &[String]) -> bool {
+    let value = |i: usize| {
+        shown
+            .get(i)
+            .and_then(|e| e.rsplit(' ').next())
+            .unwrap_or_default()
+    };
+    let at_least = |i: usize, n: u64| value(i).parse::<u64>().is_ok_and(|v| v >= n);
+    match check {
+        Check::ProcessedTwice => at_least(0, 2) && at_least(1, 1),
+        Check::SideEffectTwice => at_least(0, 2),
+        Check::NonOwnerFinalize => at_least(0, 1),
+        Check::Lost => value(0) == "Processed" && value(1) == "Pending",
+        // Two live leases at once is what leaselab's claim refuses: its engine cannot show
+        // one (the explorer finds it only with a claim defect planted by its tests).
+        Check::LeaseExclusivity => false,
+        Check::Stuck => value(0) != "Processed",
+    }
 }
 
 /// Each figure's value in the session right now, as an expectation's text.

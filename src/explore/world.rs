@@ -42,16 +42,19 @@ pub struct Actor {
     pub name: String,
     pub replacement: bool,
     pub stalled: bool,
+    /// The other of a stalled worker and its replacement: each names the other's index.
+    pub twin: Option<usize>,
     pub local: Local,
 }
 
 impl Actor {
-    /// `Worker-A`, or `the new Worker-A` for a replacement.
+    /// `Worker-A`; `the new Worker-A` for a replacement, `the stalled Worker-A` for the
+    /// worker it stands in for.
     pub fn shown(&self) -> String {
-        if self.replacement {
-            format!("the new {}", self.name)
-        } else {
-            self.name.clone()
+        match (self.replacement, self.twin) {
+            (true, _) => format!("the new {}", self.name),
+            (false, Some(_)) => format!("the stalled {}", self.name),
+            (false, None) => self.name.clone(),
         }
     }
 
@@ -159,6 +162,7 @@ impl World {
                     name: crate::engine::worker_id::WorkerId::first(i).to_string(),
                     replacement: false,
                     stalled: false,
+                    twin: None,
                     local: Local::Idle,
                 })
                 .collect(),
@@ -183,11 +187,8 @@ impl World {
             if faults.crash && a.local != Local::Idle {
                 out.push(Move::Crash(i));
             }
-            let stalled_before = self
-                .actors
-                .iter()
-                .any(|b| b.name == a.name && b.replacement);
-            if faults.pause && !a.replacement && !stalled_before && a.local != Local::Idle {
+            // Once per worker: a stalled worker and its replacement stall no more.
+            if faults.pause && a.twin.is_none() && a.local != Local::Idle {
                 out.push(Move::Stall(i));
             }
         }
@@ -249,14 +250,17 @@ impl World {
                 )
             }
             Move::Stall(i) => {
+                let new = self.actors.len();
                 let a = &mut self.actors[i];
                 a.stalled = true;
+                a.twin = Some(new);
                 let held = a.holds().unwrap_or_default();
                 let name = a.name.clone();
                 self.actors.push(Actor {
                     name: name.clone(),
                     replacement: true,
                     stalled: false,
+                    twin: Some(i),
                     local: Local::Idle,
                 });
                 format!("{name} stalls holding {held}; its supervisor starts a new {name}")
@@ -489,7 +493,11 @@ impl World {
             }
         };
         for a in &self.actors {
-            let _ = write!(k, "{}{}{}:", a.name, a.replacement as u8, a.stalled as u8);
+            let _ = write!(
+                k,
+                "{}{}{}{:?}:",
+                a.name, a.replacement as u8, a.stalled as u8, a.twin
+            );
             let _ = match &a.local {
                 Local::Holding(l) => write!(k, "H{}v{}u{}", l.id, l.version, rel(l.until_ms)),
                 Local::Checked(l, c) => write!(

@@ -6,7 +6,7 @@ use std::ops::Range;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::engine::outbox::{OutboxStatus, PaymentStatus, RetryPolicy};
+use crate::engine::outbox::{FinalizeGuard, OutboxStatus, PaymentStatus, RetryPolicy};
 use crate::engine::provider::ProviderFaults;
 use crate::engine::text::{self, quoted};
 use crate::engine::worker::MAX_BATCH;
@@ -32,6 +32,9 @@ pub struct Setup {
     pub reliability: Reliability,
     /// Messages a worker claims per transaction (1: one at a time).
     pub batch: usize,
+    /// What a finalize checks: leaselab's fencing token, or (to show it fail) the owner's
+    /// name only.
+    pub finalize_guard: FinalizeGuard,
 }
 
 impl Default for Setup {
@@ -46,6 +49,7 @@ impl Default for Setup {
             idempotent_provider: false,
             reliability: Reliability::default(),
             batch: 1,
+            finalize_guard: FinalizeGuard::FencingToken,
         }
     }
 }
@@ -82,6 +86,12 @@ pub enum Action {
     /// The worker freezes (a long GC pause): it holds what it holds and does nothing.
     Pause {
         slot: usize,
+    },
+    /// The worker in `slot` freezes holding what it holds, and its supervisor starts a new
+    /// worker under its very name, in slot `new`.
+    Stall {
+        slot: usize,
+        new: usize,
     },
     Resume {
         slot: usize,
@@ -135,6 +145,7 @@ impl Action {
             Action::Crash { slot } => format!("{} crashes", w(slot)),
             Action::Restart { slot } => format!("{} restarts", w(slot)),
             Action::Pause { slot } => format!("{} pauses", w(slot)),
+            Action::Stall { slot, .. } => format!("{} stalls", w(slot)),
             Action::Resume { slot } => format!("{} resumes", w(slot)),
             Action::Advance { ms } => format!("advance the clock by {ms} ms"),
             Action::Work { ms } => format!("work for {ms} ms"),
@@ -159,6 +170,7 @@ impl Action {
             | Action::Crash { slot }
             | Action::Restart { slot }
             | Action::Pause { slot }
+            | Action::Stall { slot, .. }
             | Action::Resume { slot } => Some(*slot),
             _ => None,
         }
@@ -342,6 +354,7 @@ struct RawSetup {
     fail_first: Option<std::collections::BTreeMap<String, Spanned<i64>>>,
     fail_always: Option<Vec<Spanned<String>>>,
     batch: Option<Spanned<i64>>,
+    finalize_guard: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -440,6 +453,8 @@ fn parse_with(p: &Parser, name: &str) -> Result<Lesson, String> {
         workers: setup.workers,
         messages: p.lesson_messages(&raw.step, setup.messages)?,
         beat_ms: setup.reliability.heartbeat_for(setup.lease_ms).max(1),
+        stalls: Default::default(),
+        crew_change: Default::default(),
     };
     // Every mistake in the steps is reported in one run, each on its own line.
     let mut steps = Vec::new();
@@ -450,6 +465,7 @@ fn parse_with(p: &Parser, name: &str) -> Result<Lesson, String> {
             Err(e) => errors.extend(e),
         }
     }
+    errors.extend(ctx.crew_and_stalls());
     if !errors.is_empty() {
         return Err(many_errors(errors));
     }
@@ -615,6 +631,7 @@ impl<'a> Parser<'a> {
             batch: self
                 .number(&s.batch, "batch", 1, MAX_BATCH as i64)?
                 .unwrap_or(d.batch as i64) as usize,
+            finalize_guard: self.finalize_guard(&s.finalize_guard)?,
         };
         if let Err(e) = setup.reliability.check(setup.lease_ms) {
             let span = s.heartbeat_ms.as_ref().map_or(0..0, |v| v.span());
@@ -622,6 +639,25 @@ impl<'a> Parser<'a> {
         }
         setup.reliability.faults = self.faults(s, setup.messages)?;
         Ok(setup)
+    }
+
+    /// `finalize_guard = "fencing-token"` (leaselab's) or `"owner"` (the owner's name only).
+    fn finalize_guard(&self, v: &Option<Spanned<String>>) -> Result<FinalizeGuard, String> {
+        let Some(v) = v else {
+            return Ok(FinalizeGuard::default());
+        };
+        [FinalizeGuard::FencingToken, FinalizeGuard::OwnerOnly]
+            .into_iter()
+            .find(|g| g.name() == v.get_ref())
+            .ok_or_else(|| {
+                self.err(
+                    v.span(),
+                    &format!(
+                        "finalize_guard = '{}' is not a guard (fencing-token or owner)",
+                        v.get_ref()
+                    ),
+                )
+            })
     }
 
     /// The provider failures a lesson asks for, each naming a seeded payment.
@@ -664,6 +700,11 @@ struct Ctx<'a> {
     messages: u64,
     /// The heartbeat interval a `work` step moves the clock by.
     beat_ms: i64,
+    /// Each `stall` read so far, in file order: the stalled worker's slot, the slot of the
+    /// new worker started under its name, and the line.
+    stalls: std::cell::RefCell<Vec<(usize, usize, usize)>>,
+    /// The line of the first `workers N`, if any.
+    crew_change: std::cell::Cell<Option<usize>>,
 }
 
 impl Ctx<'_> {
@@ -763,6 +804,63 @@ impl Ctx<'_> {
             choices: out,
             line: self.p.line_of(ask_span.start),
         }))
+    }
+
+    /// A worker an action names, from `words`: `Worker-A`, or after a stall of Worker-A,
+    /// `Worker-A (stalled)` or `Worker-A (new)`. The slot, and how many words it took.
+    fn worker_ref(&self, span: &Range<usize>, words: &[&str]) -> Result<(usize, usize), String> {
+        let word = words.first().copied();
+        let base = self.worker(span, word)?;
+        let word = word.unwrap_or_default();
+        let stall = self.stalls.borrow().iter().find(|s| s.0 == base).copied();
+        let qualifier = words.get(1).copied().filter(|w| w.starts_with('('));
+        let err = |msg: String| Err(self.p.err(span.clone(), &msg));
+        match (qualifier, stall) {
+            (None, None) => Ok((base, 1)),
+            (None, Some((_, _, line))) => err(format!(
+                "'{word}' is two workers since the stall at line {line}: write \
+                 '{word} (stalled)' or '{word} (new)'"
+            )),
+            (Some("(stalled)"), Some((stalled, _, _))) => Ok((stalled, 2)),
+            (Some("(new)"), Some((_, new, _))) => Ok((new, 2)),
+            (Some(q), Some(_)) => err(format!(
+                "unknown '{q}' after {word} (write (stalled) or (new))"
+            )),
+            (Some(q), None) => err(format!(
+                "'{word} {q}': {word} has not stalled (a 'stall {word}' comes first)"
+            )),
+        }
+    }
+
+    /// `stall W`: a worker of the setup that has not stalled yet; the new worker takes the
+    /// next slot after the setup's workers and the new workers of earlier stalls.
+    fn stall(&self, span: &Range<usize>, words: &[&str]) -> Result<(Action, usize), String> {
+        let (slot, used) = self.worker_ref(span, words)?;
+        if used > 1 {
+            let msg = format!(
+                "'{}' cannot stall: a worker stalls once, and the one started in its name \
+                 does not",
+                words[..used].join(" ")
+            );
+            return Err(self.p.err(span.clone(), &msg));
+        }
+        let mut stalls = self.stalls.borrow_mut();
+        let new = self.workers + stalls.len();
+        stalls.push((slot, new, self.p.line_of(span.start)));
+        Ok((Action::Stall { slot, new }, 1 + used))
+    }
+
+    /// A lesson that stalls a worker keeps its crew: `workers N` would stop or renumber
+    /// the worker started in a stalled one's name.
+    fn crew_and_stalls(&self) -> Vec<String> {
+        match (self.crew_change.get(), self.stalls.borrow().first()) {
+            (Some(line), Some((_, _, stall))) => vec![format!(
+                "{}:{line}: workers N cannot change the crew of a lesson that stalls a worker \
+                 (line {stall})",
+                self.p.path
+            )],
+            _ => Vec::new(),
+        }
     }
 
     fn worker(&self, span: &Range<usize>, word: Option<&str>) -> Result<usize, String> {
@@ -906,13 +1004,18 @@ impl Ctx<'_> {
         let verb = words.first().copied().unwrap_or("");
         let (action, used) = match verb {
             "claim" => {
-                let slot = self.worker(&span, words.get(1).copied())?;
-                let message = words.get(2).map(|w| self.message(&span, w)).transpose()?;
-                (Action::Claim { slot, message }, 3)
+                let (slot, used) = self.worker_ref(&span, &words[1..])?;
+                let message = words
+                    .get(1 + used)
+                    .map(|w| self.message(&span, w))
+                    .transpose()?;
+                (Action::Claim { slot, message }, 2 + used)
             }
             "act" | "beat" | "crash" | "restart" | "pause" | "resume" => {
-                (self.worker_action(&span, verb, words.get(1).copied())?, 2)
+                let (slot, used) = self.worker_ref(&span, &words[1..])?;
+                (worker_action(verb, slot), 1 + used)
             }
+            "stall" => self.stall(&span, &words[1..])?,
             "advance" | "work" => (self.clock_action(&span, verb, words.get(1).copied())?, 2),
             "redrive" | "heal" => (self.message_action(&span, verb, words.get(1).copied())?, 2),
             "heartbeats" | "heartbeat" | "leasing" | "idempotency" => {
@@ -924,19 +1027,7 @@ impl Ctx<'_> {
                 };
                 (action, 2)
             }
-            "workers" | "batch" => {
-                let (max, what) = match verb {
-                    "workers" => (MAX_WORKERS, "workers"),
-                    _ => (MAX_BATCH, "batch"),
-                };
-                let n = self.bounded(&span, words.get(1).copied(), what, 1, max as i64)? as usize;
-                let action = if verb == "workers" {
-                    Action::Workers(n)
-                } else {
-                    Action::Batch(n)
-                };
-                (action, 2)
-            }
+            "workers" | "batch" => (self.crew_action(&span, verb, words.get(1).copied())?, 2),
             "add-payment" => {
                 let n = match words.get(1) {
                     Some(w) => self.bounded(&span, Some(w), "add-payment", 1, MAX_ADD_PAYMENT)?,
@@ -973,21 +1064,25 @@ impl Ctx<'_> {
         }
     }
 
-    /// `act W`, `beat W`, `crash W`, `restart W`, `pause W`, `resume W`.
-    fn worker_action(
+    /// `workers N` and `batch K`.
+    fn crew_action(
         &self,
         span: &Range<usize>,
         verb: &str,
-        word: Option<&str>,
+        n: Option<&str>,
     ) -> Result<Action, String> {
-        let slot = self.worker(span, word)?;
-        Ok(match verb {
-            "act" => Action::Act { slot },
-            "beat" => Action::Beat { slot },
-            "crash" => Action::Crash { slot },
-            "restart" => Action::Restart { slot },
-            "pause" => Action::Pause { slot },
-            _ => Action::Resume { slot },
+        let (max, what) = match verb {
+            "workers" => (MAX_WORKERS, "workers"),
+            _ => (MAX_BATCH, "batch"),
+        };
+        let n = self.bounded(span, n, what, 1, max as i64)? as usize;
+        Ok(if verb == "workers" {
+            if self.crew_change.get().is_none() {
+                self.crew_change.set(Some(self.p.line_of(span.start)));
+            }
+            Action::Workers(n)
+        } else {
+            Action::Batch(n)
         })
     }
 
@@ -1152,6 +1247,7 @@ impl Ctx<'_> {
             ),
             Some("owner") => {
                 let w = value.ok_or_else(|| self.p.err(span.clone(), "the owner is missing"))?;
+                // A name as LockedBy holds it: two workers of one name are one owner here.
                 if w != "none" {
                     self.worker(span, Some(w))?;
                 }
@@ -1189,6 +1285,18 @@ impl Ctx<'_> {
             ));
         }
         Ok(figure)
+    }
+}
+
+/// `act W`, `beat W`, `crash W`, `restart W`, `pause W`, `resume W`.
+fn worker_action(verb: &str, slot: usize) -> Action {
+    match verb {
+        "act" => Action::Act { slot },
+        "beat" => Action::Beat { slot },
+        "crash" => Action::Crash { slot },
+        "restart" => Action::Restart { slot },
+        "pause" => Action::Pause { slot },
+        _ => Action::Resume { slot },
     }
 }
 

@@ -32,7 +32,7 @@ impl<'a> Performer<'a> {
             Action::Claim { slot, message } => self.claim(engine, *slot, message.as_ref())?,
             Action::Act { slot } => {
                 self.live(engine, *slot)?;
-                engine.step(*slot);
+                engine.step_scripted(*slot);
             }
             Action::Beat { slot } => {
                 self.live(engine, *slot)?;
@@ -58,9 +58,13 @@ impl<'a> Performer<'a> {
                 self.frozen.insert(*slot);
                 engine.freeze(*slot);
             }
+            Action::Stall { slot, new } => self.stall(engine, *slot, *new)?,
             Action::Resume { slot } => {
+                if engine.worker(*slot).is_none() {
+                    return Err(format!("there is no {}", label(engine, *slot)));
+                }
                 if !self.frozen.remove(slot) {
-                    return Err(format!("{} is not paused", WorkerId::first(*slot)));
+                    return Err(format!("{} is not paused", label(engine, *slot)));
                 }
                 engine.wake(*slot);
             }
@@ -100,15 +104,34 @@ impl<'a> Performer<'a> {
     }
 
     fn live(&self, engine: &Engine, slot: usize) -> Result<(), String> {
-        let w = engine
-            .worker(slot)
-            .ok_or_else(|| format!("there is no {}", WorkerId::first(slot)))?;
-        if !w.is_alive() {
-            return Err(format!("{} is down; restart it first", w.name));
+        if engine.worker(slot).is_none() {
+            return Err(format!("there is no {}", label(engine, slot)));
+        }
+        let (w, shown) = (engine.worker(slot), label(engine, slot));
+        if !w.is_some_and(|w| w.is_alive()) {
+            return Err(format!("{shown} is down; restart it first"));
         }
         if self.frozen.contains(&slot) {
-            return Err(format!("{} is paused; resume it first", w.name));
+            return Err(format!("{shown} is paused; resume it first"));
         }
+        Ok(())
+    }
+
+    /// The worker in `slot` freezes where it is, and its supervisor starts a new worker
+    /// under its name, in slot `new` (the lesson's parser counted the slots).
+    fn stall(&mut self, engine: &mut Engine, slot: usize, new: usize) -> Result<(), String> {
+        self.live(engine, slot)?;
+        if engine.namesake(slot).is_some() {
+            return Err(format!("{} has stalled already", label(engine, slot)));
+        }
+        if engine.workers().len() != new {
+            return Err(format!(
+                "the new worker would take slot {}, not {new}: the crew changed",
+                engine.workers().len()
+            ));
+        }
+        self.frozen.insert(slot);
+        engine.start_namesake(slot, true);
         Ok(())
     }
 
@@ -138,7 +161,7 @@ impl<'a> Performer<'a> {
                 engine.claim_id(slot, m.id);
             }
             None => {
-                engine.step(slot);
+                engine.step_scripted(slot);
             }
         }
         Ok(())
@@ -207,7 +230,7 @@ impl<'a> Performer<'a> {
                 ));
             }
             let slot = movers[turn % movers.len()];
-            engine.step(slot);
+            engine.step_scripted(slot);
         }
         Err(format!("still not drained after {RUN_UNTIL_LIMIT} actions"))
     }
@@ -226,4 +249,19 @@ fn set_idempotency(engine: &Engine, on: bool) {
             }
         ),
     });
+}
+
+/// A worker as a lesson names it: `Worker-A`, or `Worker-A (stalled)` and `Worker-A (new)`
+/// once a stall has made two of that name.
+pub fn label(engine: &Engine, slot: usize) -> String {
+    let name = match engine.worker(slot) {
+        Some(w) => w.name.clone(),
+        // Past the crew, a slot is the worker a stall starts: one that has not happened.
+        None if slot >= engine.config.workers => "worker its stall would have started".into(),
+        None => WorkerId::first(slot).to_string(),
+    };
+    match engine.namesake(slot) {
+        Some(n) => format!("{name} ({})", n.word()),
+        None => name,
+    }
 }

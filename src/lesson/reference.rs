@@ -71,6 +71,11 @@ pub const SETUP_KEYS: &[Entry] = &[
         "the provider fails every status check of a key (a poison message)",
     ),
     entry("batch", "batch = 4", "messages a worker claims per transaction, 1-100 (default 1)"),
+    entry(
+        "finalize_guard",
+        "finalize_guard = \"owner\"",
+        "what a finalize checks: `fencing-token` (default: owner, lease version and seeding, leaselab's rule) or `owner` (the owner's name only, the weaker guard, to show a stalled worker's finalize accepted)",
+    ),
 ];
 
 /// The `do` actions. `W` is a worker (`Worker-A`, or a restarted `Worker-A#2`); a message
@@ -82,6 +87,11 @@ pub const ACTIONS: &[Entry] = &[
     entry("crash W", "crash Worker-B", "the worker dies where it is, holding what it holds"),
     entry("restart W", "restart Worker-B", "a new start of a crashed worker"),
     entry("pause W", "pause Worker-A", "the worker freezes (a long GC pause), also in free play"),
+    entry(
+        "stall W",
+        "stall Worker-A",
+        "the worker freezes holding what it holds, and its supervisor starts a new worker under its very name (the same LockedBy); from then on the two are `Worker-A (stalled)` and `Worker-A (new)`",
+    ),
     entry("resume W", "resume Worker-A", "a paused worker goes on"),
     entry("advance MS", "advance 3100", "a clock jump: nobody beats"),
     entry(
@@ -221,7 +231,11 @@ pub fn reference() -> String {
     table(&mut out, SETUP_KEYS);
     out.push_str(
         "\n## Actions (`do`)\n\n`W` is a worker: `Worker-A`, `Worker-B`, ... (a restarted \
-         `Worker-A#2` names the same worker). A message is `PAY-001` or its outbox id.\n\n",
+         `Worker-A#2` names the same worker). After `stall Worker-A` two workers have that \
+         name: each action names one, `Worker-A (stalled)` or `Worker-A (new)`, and plain \
+         `Worker-A` is refused; a worker stalls once, and a lesson that stalls one keeps its \
+         crew (no `workers N`). An expectation's owner is a name as `LockedBy` holds it, \
+         without `(stalled)` or `(new)`. A message is `PAY-001` or its outbox id.\n\n",
     );
     table(&mut out, ACTIONS);
     out.push_str("\n## Expectations (`expect`)\n\n");

@@ -138,6 +138,11 @@ impl LessonRunner {
             .settings
             .batch
             .store(setup.batch as i64, std::sync::atomic::Ordering::SeqCst);
+        let owner_only = setup.finalize_guard == crate::engine::outbox::FinalizeGuard::OwnerOnly;
+        engine
+            .settings
+            .owner_only_finalize
+            .store(owner_only, std::sync::atomic::Ordering::SeqCst);
         if engine.run_settings() != before {
             // The seeding recorded the engine's first settings: the lesson's replace them.
             let _ = engine.record_settings();

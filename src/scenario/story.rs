@@ -60,6 +60,7 @@ pub fn lease_expiry_story(config: &EngineConfig) -> Lesson {
             idempotent_provider: false,
             reliability: config.reliability.clone(),
             batch: 1,
+            finalize_guard: Default::default(),
         },
         steps: steps
             .into_iter()

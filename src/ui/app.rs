@@ -215,7 +215,13 @@ impl App {
         }
         self.ledger.apply(ev);
         self.timeline.apply(ev);
-        if self.log.push_event(ev) && self.ui.log_back > 0 {
+        // Two workers of one name: the line says which one acted.
+        let tag = ev
+            .slot
+            .filter(|_| self.external.is_none() && self.replay.is_none())
+            .and_then(|slot| self.engine.namesake(slot))
+            .map(|n| n.word());
+        if self.log.push_event_of(ev, tag) && self.ui.log_back > 0 {
             // Keep the lines the reader is looking at in place while new ones arrive.
             self.ui.log_back += 1;
         }

@@ -1,5 +1,6 @@
 //! A lesson's screens outside the terminal: drawn into a buffer as the dashboard draws them,
-//! then written as an asciicast v2 recording (one marker per step) or as an SVG picture.
+//! then written as an asciicast v2 recording (one marker per screen), each frame as it is
+//! drawn, or as an SVG picture.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
@@ -22,79 +23,134 @@ const CELL_H: f64 = 17.0;
 pub const MIN_SIZE: (u16, u16) = (80, 24);
 pub const MAX_SIZE: (u16, u16) = (400, 200);
 
-/// One drawn screen: the lesson before its first step (`step` 0), or after step `step`.
-pub struct Screen {
+/// One drawn screen: the lesson before its first step (`step` 0), after step `step`, or,
+/// with `question`, step `step`'s question as the dashboard asks it before the step runs.
+pub struct Screen<'a> {
     pub step: usize,
-    pub buffer: Buffer,
+    pub question: bool,
+    pub buffer: &'a Buffer,
 }
 
-/// The screens of `lesson` at `cols` x `rows`, from its start through step `upto` (every
-/// step when None), as the dashboard shows them after each `n`.
-pub fn screens(
+/// Why an export stopped: the lesson could not be drawn, or a screen could not be written.
+#[derive(Debug)]
+pub enum ExportError {
+    Draw(String),
+    Write(std::io::Error),
+}
+
+impl From<std::io::Error> for ExportError {
+    fn from(e: std::io::Error) -> ExportError {
+        ExportError::Write(e)
+    }
+}
+
+/// Draw the screens of `lesson` at `cols` x `rows`, from its start through step `upto`
+/// (every step when None), as the dashboard shows them after each `n`, and hand each to
+/// `each` as it is drawn: only one screen is held at a time, however long the lesson.
+/// At a question the first `n` asks it: that screen comes before the step's own.
+pub fn walk(
     lesson: Lesson,
     (cols, rows): (u16, u16),
     upto: Option<usize>,
-) -> Result<Vec<Screen>, String> {
+    each: &mut dyn FnMut(&Screen) -> std::io::Result<()>,
+) -> Result<(), ExportError> {
     let total = lesson.steps.len();
     let last = upto.unwrap_or(total);
     if last > total {
-        return Err(format!(
+        return Err(ExportError::Draw(format!(
             "--step {last}: the lesson has {total} step{}",
             if total == 1 { "" } else { "s" }
-        ));
+        )));
     }
-    let mut app = App::for_lesson(lesson, DashboardOptions::default(), Theme::colored())?;
-    let mut terminal =
-        Terminal::new(TestBackend::new(cols, rows)).map_err(|e| format!("cannot draw: {e}"))?;
-    let mut out = Vec::with_capacity(last + 1);
-    for step in 0..=last {
-        if step > 0 {
-            // `n`, as a teacher steps the lesson; at a question the first `n` asks for a
-            // prediction and the second reveals without one.
-            let done = |app: &App| app.lesson.as_ref().map_or(0, |l| l.runner.done);
-            let before = done(&app);
-            app.handle_key(KeyEvent::new(KeyCode::Char('n'), KeyModifiers::NONE));
-            if done(&app) == before {
-                app.handle_key(KeyEvent::new(KeyCode::Char('n'), KeyModifiers::NONE));
-            }
-        }
-        super::draw(&mut terminal, &mut app)?;
-        out.push(Screen {
+    let mut app = App::for_lesson(lesson, DashboardOptions::default(), Theme::colored())
+        .map_err(ExportError::Draw)?;
+    let mut terminal = Terminal::new(TestBackend::new(cols, rows))
+        .map_err(|e| ExportError::Draw(format!("cannot draw: {e}")))?;
+    let done = |app: &App| app.lesson.as_ref().map_or(0, |l| l.runner.done);
+    let mut show = |app: &mut App, step: usize, question: bool| -> Result<(), ExportError> {
+        super::draw(&mut terminal, app).map_err(ExportError::Draw)?;
+        let buffer = terminal.backend().buffer();
+        Ok(each(&Screen {
             step,
-            buffer: terminal.backend().buffer().clone(),
-        });
+            question,
+            buffer,
+        })?)
+    };
+    show(&mut app, 0, false)?;
+    for step in 1..=last {
+        // `n`, as a teacher steps the lesson.
+        let before = done(&app);
+        app.handle_key(KeyEvent::new(KeyCode::Char('n'), KeyModifiers::NONE));
+        if done(&app) == before {
+            // A question: on screen now; the second `n` reveals without a prediction.
+            show(&mut app, step, true)?;
+            app.handle_key(KeyEvent::new(KeyCode::Char('n'), KeyModifiers::NONE));
+        }
+        show(&mut app, step, false)?;
     }
-    Ok(out)
+    Ok(())
 }
 
-/// An asciicast v2 recording: the header line, then each screen as output and a marker
-/// naming its step, [`STEP_SECONDS`] apart.
-pub fn cast(lesson: &Lesson, screens: &[Screen]) -> String {
-    let Some(first) = screens.first() else {
-        return String::new();
-    };
-    let area = first.buffer.area;
+/// The one screen a picture shows: after step `step` (the last when None), or with
+/// `question` that step's question, before it runs. None when that step asks nothing.
+/// `stopped` is asked after each screen drawn: a reason it gives ends the walk with it.
+pub fn shot(
+    lesson: Lesson,
+    size: (u16, u16),
+    (step, question): (Option<usize>, bool),
+    stopped: &dyn Fn() -> Option<String>,
+) -> Result<Option<Buffer>, String> {
+    let want = step.unwrap_or(lesson.steps.len());
+    let mut kept = None;
+    let walked = walk(lesson, size, Some(want), &mut |s| {
+        if let Some(why) = stopped() {
+            return Err(std::io::Error::other(why));
+        }
+        if s.step == want && s.question == question {
+            kept = Some(s.buffer.clone());
+        }
+        Ok(())
+    });
+    match walked {
+        Ok(()) => Ok(kept),
+        Err(ExportError::Draw(e)) => Err(e),
+        Err(ExportError::Write(e)) => Err(e.to_string()),
+    }
+}
+
+/// The lesson as an asciicast v2 recording written to `out` as it is drawn: the header
+/// line, then each screen as output and a marker naming it, [`STEP_SECONDS`] apart.
+pub fn cast(
+    lesson: Lesson,
+    (cols, rows): (u16, u16),
+    out: &mut dyn std::io::Write,
+) -> Result<(), ExportError> {
     let header = serde_json::json!({
         "version": 2,
-        "width": area.width,
-        "height": area.height,
+        "width": cols,
+        "height": rows,
         "title": format!("leaselab lesson {}: {}", lesson.name, lesson.title),
         "env": {"TERM": "xterm-256color"},
     });
-    let mut text = header.to_string() + "\n";
-    for (i, screen) in screens.iter().enumerate() {
-        let at = i as f64 * STEP_SECONDS;
-        let label = match screen.step {
-            0 => format!("{}: before the first step", lesson.name),
-            n => format!("step {n} of {}", lesson.steps.len()),
+    writeln!(out, "{header}")?;
+    let (name, total) = (lesson.name.clone(), lesson.steps.len());
+    let mut frames = 0u32;
+    walk(lesson, (cols, rows), None, &mut |screen| {
+        let at = f64::from(frames) * STEP_SECONDS;
+        frames += 1;
+        let label = match (screen.step, screen.question) {
+            (0, _) => format!("{name}: before the first step"),
+            (n, true) => format!("step {n} of {total}: question"),
+            (n, false) => format!("step {n} of {total}"),
         };
-        let output = format!("\x1b[H\x1b[2J{}", ansi(&screen.buffer));
-        text += &serde_json::json!([at, "o", output]).to_string();
-        text += "\n";
-        text += &serde_json::json!([at, "m", label]).to_string();
-        text += "\n";
-    }
-    text
+        let output = format!("\x1b[H\x1b[2J{}", ansi(screen.buffer));
+        serde_json::to_writer(&mut *out, &serde_json::json!([at, "o", output]))?;
+        out.write_all(b"\n")?;
+        serde_json::to_writer(&mut *out, &serde_json::json!([at, "m", label]))?;
+        out.write_all(b"\n")
+    })?;
+    out.flush()?;
+    Ok(())
 }
 
 /// The buffer as terminal output: each row's cells with their colors and weights.

@@ -61,6 +61,12 @@ impl EventLog {
 
     /// Log an engine event. True when a new line was added (not for a fold or a skip).
     pub fn push_event(&mut self, ev: &Event) -> bool {
+        self.push_event_of(ev, None)
+    }
+
+    /// Log an engine event of one of two workers of one name, told apart by `tag`
+    /// (`stalled`, `new`) before what it did.
+    pub fn push_event_of(&mut self, ev: &Event, tag: Option<&str>) -> bool {
         let tone = match &ev.kind {
             // Each worker reports these; the dashboard logs the pause itself, once.
             EventKind::Paused | EventKind::Resumed => return false,
@@ -76,7 +82,10 @@ impl EventLog {
             EventKind::ProviderCalled { .. } => Tone::Plain,
             _ => Tone::Teacher,
         };
-        let text = ev.describe();
+        let text = match tag {
+            Some(tag) => format!("({tag}) {}", ev.describe()),
+            None => ev.describe(),
+        };
         let fold = match &ev.kind {
             EventKind::ClaimEmpty | EventKind::Loaded { count: 0 } => Some(text.clone()),
             EventKind::ClaimBlocked { key, owner, .. } => Some(format!("blocked {key} {owner}")),

@@ -6,6 +6,7 @@ use crate::checks::Check;
 use crate::engine::checker::HistoryCheck;
 use crate::engine::outbox::{MessageRow, OutboxCounts, PaymentCounts};
 use crate::engine::worker::{WorkerState, WorkerStatus};
+use crate::engine::Namesake;
 use crate::lesson::StepReport;
 
 use super::log::LogLine;
@@ -20,6 +21,8 @@ pub struct Snapshot {
     pub now_ms: i64,
     pub speed: f64,
     pub paused: bool,
+    /// A finalize checks the owner's name only: the weaker guard a lesson may show.
+    pub owner_only_finalize: bool,
     /// Worker processes started held, before the first space.
     pub held: bool,
     /// The watched database stopped answering at this time: what is shown is as it stood.
@@ -132,9 +135,26 @@ pub struct WorkerView {
     pub frozen: bool,
     /// Crashed holding a lease that another worker has since claimed: who.
     pub taken_by: Option<String>,
+    /// One of two workers of one name: the one that stalled, or the one started under its
+    /// name.
+    pub namesake: Option<Namesake>,
 }
 
 impl WorkerView {
+    /// Its name, and `(stalled)` or `(new)` for one of two workers of one name. `short`
+    /// drops the `Worker-` a narrow column has no room for (`A stalled`), when it must.
+    pub fn label(&self, short: bool) -> String {
+        let name = &self.status.name;
+        match (self.namesake, short) {
+            (None, _) => name.clone(),
+            (Some(n), false) => format!("{name} ({})", n.word()),
+            (Some(n), true) => {
+                let letter = name.strip_prefix("Worker-").unwrap_or(name);
+                format!("{letter} {}", n.word())
+            }
+        }
+    }
+
     pub fn alive(&self) -> bool {
         !matches!(
             self.status.state,

@@ -8,7 +8,7 @@ use leaselab::ui::{self, DashboardOptions};
 
 use super::interrupted;
 use super::run::scenario_named;
-use crate::cli::output::{line_and_exit, USAGE};
+use crate::cli::output::{line_and_exit, write_file, USAGE};
 use crate::cli::{runtime_error, usage_error, DashboardArgs, LessonArgs, Out};
 
 pub(crate) fn dashboard(d: &DashboardArgs) -> ExitCode {
@@ -123,9 +123,12 @@ fn unused_flag(a: &LessonArgs) -> Option<String> {
             "--db does not apply to {flag}: its screens are drawn on a database of their own"
         ));
     }
-    if let Some(shot) = a.shot.as_deref().filter(|p| !is_svg(p)) {
+    // A device or a fifo (/dev/stdout) takes the picture as it is; a file is named for it.
+    let device =
+        |p: &std::path::Path| std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir());
+    if let Some(shot) = a.shot.as_deref().filter(|p| !is_svg(p) && !device(p)) {
         return Some(format!(
-            "--shot writes an SVG picture; name the file .svg, not {}",
+            "--shot writes an SVG picture; name the file .svg (or a device such as /dev/stdout), not {}",
             shot.display()
         ));
     }
@@ -172,7 +175,7 @@ pub(crate) fn replay(db: &std::path::Path) -> ExitCode {
 
 /// `--cast FILE` and `--shot FILE`: the lesson's screens written to files, not a terminal.
 fn lesson_export(a: &LessonArgs, lesson: leaselab::lesson::Lesson) -> ExitCode {
-    use leaselab::ui::export;
+    use leaselab::ui::export::{self, ExportError};
     let size = a.size.unwrap_or((120, 40));
     let total = lesson.steps.len();
     if let Some(n) = a.step.filter(|n| *n as usize > total) {
@@ -181,31 +184,90 @@ fn lesson_export(a: &LessonArgs, lesson: leaselab::lesson::Lesson) -> ExitCode {
             lesson.name
         ));
     }
-    let upto = match (&a.cast, a.step) {
-        (Some(_), _) => None,
-        (None, step) => step.map(|n| n as usize),
-    };
-    let screens = match export::screens(lesson.clone(), size, upto) {
-        Ok(s) => s,
-        Err(e) => return usage_error(e),
-    };
-    let mut written = Vec::new();
-    if let Some(path) = &a.cast {
-        written.push((path, export::cast(&lesson, &screens)));
+    if let Err(e) = question_asked(a, &lesson) {
+        return usage_error(e);
     }
-    if let (Some(path), Some(last)) = (&a.shot, screens.last()) {
-        let shown = match a.step {
-            Some(n) => &screens[n as usize],
-            None => last,
-        };
-        written.push((path, export::svg(&shown.buffer)));
-    }
+    // A stopping signal ends a long recording between two writes, its file unwritten.
+    let _signals = leaselab::signals::watch();
     let mut out = Out::new();
-    for (path, text) in written {
-        if let Err(e) = std::fs::write(path, text) {
+    if let Some(path) = &a.cast {
+        let written = write_file(path, |w| {
+            export::cast(lesson.clone(), size, &mut StopsOnSignal(w))
+        });
+        match written {
+            Ok(()) => out.line(&format!("wrote {}", path.display())),
+            Err(ExportError::Draw(e)) => return usage_error(e),
+            Err(ExportError::Write(_)) if leaselab::signals::received().is_some() => {
+                let signo = leaselab::signals::received().unwrap_or(2);
+                let what = format!("{} was not written", path.display());
+                return interrupted(signo, &what);
+            }
+            Err(ExportError::Write(e)) => {
+                return runtime_error(format!("cannot write {}: {e}", path.display()))
+            }
+        }
+    }
+    if let Some(path) = &a.shot {
+        let step = a.step.map(|n| n as usize);
+        let stopped = || leaselab::signals::received().map(leaselab::signals::name);
+        let buffer = match export::shot(lesson, size, (step, a.question), &stopped) {
+            Ok(Some(b)) => b,
+            Ok(None) => return usage_error("--question: that step asks no question"),
+            Err(_) if leaselab::signals::received().is_some() => {
+                let signo = leaselab::signals::received().unwrap_or(2);
+                return interrupted(signo, &format!("{} was not written", path.display()));
+            }
+            Err(e) => return usage_error(e),
+        };
+        let svg = export::svg(&buffer);
+        if let Err(e) = write_file(path, |w| w.write_all(svg.as_bytes())) {
             return runtime_error(format!("cannot write {}: {e}", path.display()));
         }
         out.line(&format!("wrote {}", path.display()));
     }
     out.finish(ExitCode::SUCCESS)
+}
+
+/// `--question` draws the question of the step `--step` names, which must ask one.
+fn question_asked(a: &LessonArgs, lesson: &leaselab::lesson::Lesson) -> Result<(), String> {
+    if !a.question {
+        return Ok(());
+    }
+    let asking: Vec<String> = (1..=lesson.steps.len())
+        .filter(|n| lesson.steps[n - 1].quiz.is_some())
+        .map(|n| n.to_string())
+        .collect();
+    let asks = match asking.as_slice() {
+        [] => format!("lesson {} asks no question", lesson.name),
+        steps => format!(
+            "the steps of lesson {} that ask one: {}",
+            lesson.name,
+            steps.join(", ")
+        ),
+    };
+    match a.step {
+        None => Err(format!(
+            "--question needs --step N, the step whose question to draw ({asks})"
+        )),
+        Some(n) if n >= 1 && lesson.steps[n as usize - 1].quiz.is_some() => Ok(()),
+        Some(n) => Err(format!("--question: step {n} asks no question ({asks})")),
+    }
+}
+
+/// A writer that fails once a stopping signal has arrived, so a recording stops at its next
+/// write and its temporary file is removed.
+struct StopsOnSignal<'a>(&'a mut dyn std::io::Write);
+
+impl std::io::Write for StopsOnSignal<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Some(signo) = leaselab::signals::received() {
+            let name = leaselab::signals::name(signo);
+            return Err(std::io::Error::other(format!("stopped by {name}")));
+        }
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }

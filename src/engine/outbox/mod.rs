@@ -14,8 +14,8 @@ pub use record::{Fact, LeaseEventRow, Recording, RunSettings, CRASH_PANIC, CRASH
 pub use retry::{FailOutcome, RetryPolicy};
 pub use status::{LeaseEventKind, OutboxStatus, PaymentStatus};
 pub use types::{
-    ClaimOutcome, DbOrigin, Durability, FinalizeOutcome, Lease, MessageRef, MessageRow,
-    OutboxCounts, PaymentCounts, PaymentRow, RowsPerKey, StoreShared,
+    ClaimOutcome, DbOrigin, Durability, FinalizeGuard, FinalizeOutcome, Lease, MessageRef,
+    MessageRow, OutboxCounts, PaymentCounts, PaymentRow, RowsPerKey, StoreShared,
 };
 
 use super::provider::{Provider, StatusCheck};
@@ -97,6 +97,17 @@ pub trait Finalizing {
         check: &StatusCheck,
         now: i64,
     ) -> Result<(FinalizeOutcome, u64)>;
+
+    /// What [`Finalizing::finalize`] checks from now on. A store with no weaker guard
+    /// refuses one rather than finalize under a guard it was not asked for.
+    fn guard_finalize(&mut self, guard: FinalizeGuard) -> Result<()> {
+        match guard {
+            FinalizeGuard::FencingToken => Ok(()),
+            FinalizeGuard::OwnerOnly => Err(OutboxError::Io(
+                "this outbox has no owner-only finalize".into(),
+            )),
+        }
+    }
 }
 
 /// Leasing off: the naive relay that loads and processes without a claim.

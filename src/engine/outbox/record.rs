@@ -96,34 +96,38 @@ pub struct RunSettings {
     pub heartbeat_ms: i64,
     /// Messages a claim takes in one transaction.
     pub batch: i64,
+    /// A finalize checks the owner's name only (a lesson's weaker guard), not the token.
+    pub owner_only: bool,
 }
 
 impl RunSettings {
     /// The row's `Detail`: `lease_ms=3000 process_ms=1200 leasing=on heartbeats=on
-    /// heartbeat_ms=1000 batch=1`.
+    /// heartbeat_ms=1000 batch=1 guard=token` (`guard=owner` for the owner-only guard).
     pub fn detail(&self) -> String {
         let on = |b: bool| if b { "on" } else { "off" };
         format!(
-            "lease_ms={} process_ms={} leasing={} heartbeats={} heartbeat_ms={} batch={}",
+            "lease_ms={} process_ms={} leasing={} heartbeats={} heartbeat_ms={} batch={} guard={}",
             self.lease_ms,
             self.process_ms,
             on(self.leasing),
             on(self.heartbeats),
             self.heartbeat_ms,
-            self.batch
+            self.batch,
+            if self.owner_only { "owner" } else { "token" }
         )
     }
 
     /// Read a row's `Detail` back: every key once, each value in its range, or why not.
     pub fn parse(detail: &str) -> Result<RunSettings, String> {
-        let mut values: [Option<&str>; 6] = [None; 6];
-        const KEYS: [&str; 6] = [
+        let mut values: [Option<&str>; 7] = [None; 7];
+        const KEYS: [&str; 7] = [
             "lease_ms",
             "process_ms",
             "leasing",
             "heartbeats",
             "heartbeat_ms",
             "batch",
+            "guard",
         ];
         for pair in detail.split(' ') {
             let (key, value) = pair
@@ -159,6 +163,11 @@ impl RunSettings {
             heartbeats: switch(3)?,
             heartbeat_ms: ms(4, 1, MAX_SETTING_MS)?,
             batch: ms(5, 1, MAX_SETTING_BATCH)?,
+            owner_only: match get(6)? {
+                "owner" => true,
+                "token" => false,
+                _ => return Err("settings' guard is neither owner nor token".into()),
+            },
         })
     }
 }
@@ -176,12 +185,15 @@ mod tests {
             heartbeats: true,
             heartbeat_ms: 166,
             batch: 4,
+            owner_only: true,
         };
         assert_eq!(RunSettings::parse(&s.detail()), Ok(s));
         for bad in [
             "",
             "lease_ms=500",
-            "lease_ms=0 process_ms=0 leasing=on heartbeats=on heartbeat_ms=1 batch=1",
+            "lease_ms=0 process_ms=0 leasing=on heartbeats=on heartbeat_ms=1 batch=1 guard=token",
+            "lease_ms=5 process_ms=0 leasing=on heartbeats=on heartbeat_ms=1 batch=1 guard=nope",
+            "lease_ms=5 process_ms=0 leasing=on heartbeats=on heartbeat_ms=1 batch=1",
             "lease_ms=9999999999999 process_ms=0 leasing=on heartbeats=on heartbeat_ms=1 batch=1",
             "lease_ms=5 process_ms=0 leasing=yes heartbeats=on heartbeat_ms=1 batch=1",
             "lease_ms=5 lease_ms=5 process_ms=0 leasing=on heartbeats=on heartbeat_ms=1 batch=1",

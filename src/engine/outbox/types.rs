@@ -129,6 +129,27 @@ pub enum ClaimOutcome {
     },
 }
 
+/// What a finalize checks before it commits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FinalizeGuard {
+    /// The owner's name, the lease version (the fencing token) and the seeding: leaselab's.
+    #[default]
+    FencingToken,
+    /// The owner's name only: the weaker guard a lesson may show failing (a stalled
+    /// worker's finalize passes once a new worker of its name holds the row).
+    OwnerOnly,
+}
+
+impl FinalizeGuard {
+    /// As a lesson's setup writes it (`finalize_guard = "owner"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FinalizeGuard::FencingToken => "fencing-token",
+            FinalizeGuard::OwnerOnly => "owner",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FinalizeOutcome {
     Committed,

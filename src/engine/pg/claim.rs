@@ -11,7 +11,8 @@ use postgres::{Statement, Transaction};
 use super::{PgStore, Result};
 use crate::engine::outbox::Result as OutboxResult;
 use crate::engine::outbox::{
-    BatchClaiming, ClaimOutcome, Claiming, FinalizeOutcome, Finalizing, Lease, StoreShared,
+    BatchClaiming, ClaimOutcome, Claiming, FinalizeGuard, FinalizeOutcome, Finalizing, Lease,
+    StoreShared,
 };
 use crate::engine::provider::StatusCheck;
 
@@ -51,12 +52,18 @@ const CLAIM_NEXT_TYPES: &[Type] = &[Type::TEXT, Type::INT8, Type::INT8];
 /// still holds this very lease, and the event row either way. `outcome` counts the guarded
 /// update's rows and takes the transaction id before the event row draws its Seq (a
 /// rejected finalize has locked nothing). $1 now, $2 id, $3 owner, $4 version, $5 seeding,
-/// $6 payment key, $7 the provider's status, $8 its transaction id.
-const FINALIZE_SQL: &str = "
+/// $6 payment key, $7 the provider's status, $8 its transaction id. `$version_check` is
+/// the guard's condition on the lease version.
+macro_rules! finalize_sql {
+    ($version_check:literal) => {
+        concat!(
+            "
 WITH guarded AS (
        UPDATE OutboxMessages
           SET Status = 'Processed', ProcessedAtUtc = $1, LockedUntilUtc = NULL
-        WHERE Id = $2 AND Status = 'Processing' AND LockedBy = $3 AND LeaseVersion = $4
+        WHERE Id = $2 AND Status = 'Processing' AND LockedBy = $3 AND ",
+            $version_check,
+            "
           AND Seeding = $5
        RETURNING Id),
      answered AS (
@@ -71,7 +78,13 @@ WITH guarded AS (
               $4, CASE WHEN n = 1 THEN $7 END
          FROM outcome
        RETURNING Seq)
-SELECT o.n, r.Seq FROM outcome o CROSS JOIN recorded r";
+SELECT o.n, r.Seq FROM outcome o CROSS JOIN recorded r"
+        )
+    };
+}
+const FINALIZE_SQL: &str = finalize_sql!("LeaseVersion = $4");
+/// The weaker guard a lesson may show: the owner's name only, no fencing token.
+const OWNER_ONLY_FINALIZE_SQL: &str = finalize_sql!("$4 = $4");
 const FINALIZE_TYPES: &[Type] = &[
     Type::INT8,
     Type::INT8,
@@ -227,7 +240,11 @@ impl PgStore {
         now: i64,
     ) -> Result<Stamped<FinalizeOutcome>> {
         // Outside a transaction the statement commits on its own: one round trip.
-        let finalize = self.prepared_typed(FINALIZE_SQL, FINALIZE_TYPES)?;
+        let sql = match self.finalize_guard {
+            FinalizeGuard::FencingToken => FINALIZE_SQL,
+            FinalizeGuard::OwnerOnly => OWNER_ONLY_FINALIZE_SQL,
+        };
+        let finalize = self.prepared_typed(sql, FINALIZE_TYPES)?;
         let row = self.client().query_one(
             &finalize,
             &[
@@ -434,5 +451,10 @@ impl Finalizing for PgStore {
     ) -> OutboxResult<(FinalizeOutcome, u64)> {
         let s = self.finalize_stamped(lease, check, now)?;
         Ok((s.value, s.stamp))
+    }
+
+    fn guard_finalize(&mut self, guard: FinalizeGuard) -> OutboxResult<()> {
+        self.finalize_guard = guard;
+        Ok(())
     }
 }

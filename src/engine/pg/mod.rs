@@ -196,6 +196,8 @@ pub struct PgStore {
     shared: Arc<StoreShared>,
     /// Statements prepared once per connection: a query by text costs a parse round trip.
     prepared: RefCell<HashMap<&'static str, Statement>>,
+    /// What a finalize checks: leaselab's fencing token, or the owner's name only.
+    finalize_guard: crate::engine::outbox::FinalizeGuard,
     /// The connection's cancel token, kept where a stopping signal finds it.
     _cancel: cancel::Registered,
 }
@@ -271,6 +273,7 @@ impl PgStore {
         })?;
         let registered = cancel::register(&client);
         Ok(PgStore {
+            finalize_guard: Default::default(),
             _cancel: registered,
             client: RefCell::new(client),
             shown,

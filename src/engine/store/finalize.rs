@@ -6,7 +6,7 @@ use rusqlite::params;
 use super::conn::End;
 use super::lease_events::{record, LeaseEventKind, NewEvent};
 use super::prepared::{Hot, Tx};
-use super::{FinalizeOutcome, Lease, Result, Store};
+use super::{FinalizeGuard, FinalizeOutcome, Lease, Result, Store};
 use crate::engine::provider::StatusCheck;
 
 /// The provider's answer written onto the payment.
@@ -19,7 +19,8 @@ pub(super) const GUARDED_FINALIZE_SQL: &str = "UPDATE OutboxMessages
   WHERE Id = ?2 AND Status = 'Processing' AND LockedBy = ?3 AND LeaseVersion = ?4
     AND Seeding = ?5";
 
-/// The weaker guard the explorer compares: the owner's name only, no fencing token.
+/// The weaker guard the explorer compares, and a lesson may show: the owner's name only, no
+/// fencing token.
 const OWNER_ONLY_FINALIZE_SQL: &str = "UPDATE OutboxMessages
     SET Status = 'Processed', ProcessedAtUtc = ?1, LockedUntilUtc = NULL
   WHERE Id = ?2 AND Status = 'Processing' AND LockedBy = ?3 AND ?4 = ?4 AND Seeding = ?5";
@@ -88,5 +89,10 @@ impl Finalizing for Store {
             };
             Ok(((outcome, shared.next_seq()), End::Commit))
         })
+    }
+
+    fn guard_finalize(&mut self, guard: FinalizeGuard) -> Result<()> {
+        self.rules.owner_only_finalize = guard == FinalizeGuard::OwnerOnly;
+        Ok(())
     }
 }

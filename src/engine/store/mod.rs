@@ -62,9 +62,9 @@ use std::sync::Arc;
 use super::outbox::Failure;
 
 pub use super::outbox::{
-    ClaimOutcome, DbOrigin, Durability, FailOutcome, FinalizeOutcome, Lease, MessageRef,
-    MessageRow, OutboxCounts, OutboxStatus, PaymentCounts, PaymentRow, PaymentStatus, RetryPolicy,
-    RowsPerKey, StoreShared,
+    ClaimOutcome, DbOrigin, Durability, FailOutcome, FinalizeGuard, FinalizeOutcome, Lease,
+    MessageRef, MessageRow, OutboxCounts, OutboxStatus, PaymentCounts, PaymentRow, PaymentStatus,
+    RetryPolicy, RowsPerKey, StoreShared,
 };
 pub use conn::{
     busy_give_up, stop_waiting_for_the_lock, wait_for_the_lock_without_limit, BUSY_GIVE_UP_ENV,

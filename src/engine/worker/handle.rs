@@ -16,8 +16,12 @@ use crate::engine::worker_id::WorkerId;
 use super::*;
 
 pub struct WorkerHandle {
+    /// Where it sits among the engine's workers, which its events carry.
     pub slot: usize,
     pub incarnation: u32,
+    /// Whose name it carries: its own slot's, or, for a worker started under a stalled
+    /// one's name, that one's.
+    pub id: WorkerId,
     pub name: String,
     pub status: Arc<Mutex<WorkerStatus>>,
     control: Sender<Control>,
@@ -49,6 +53,12 @@ impl WorkerHandle {
         self.send(Control::Step(Some(tx))) && rx.recv_timeout(timeout).is_ok()
     }
 
+    /// As [`WorkerHandle::step`], for a lesson's script: the action takes no scenario time.
+    pub fn step_scripted(&self, timeout: Duration) -> bool {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.send(Control::ScriptedStep(Some(tx))) && rx.recv_timeout(timeout).is_ok()
+    }
+
     /// Ask for a claim of one message and wait until its events are out.
     pub fn claim_id(&self, id: i64, timeout: Duration) -> bool {
         let (tx, rx) = crossbeam_channel::bounded(1);
@@ -74,8 +84,13 @@ impl Drop for WorkerHandle {
 
 /// Start a worker thread. A paused worker acts only on `Step`/`ClaimId` until resumed.
 pub fn spawn(ctx: WorkerContext, slot: usize, incarnation: u32, paused: bool) -> WorkerHandle {
-    let name = WorkerId::new(slot, incarnation).to_string();
-    spawn_named(ctx, slot, incarnation, name, paused)
+    spawn_as(ctx, slot, WorkerId::new(slot, incarnation), paused)
+}
+
+/// Start a worker thread in `slot` under the name of `id`, which may be another slot's: a
+/// worker a supervisor starts under a stalled one's name.
+pub fn spawn_as(ctx: WorkerContext, slot: usize, id: WorkerId, paused: bool) -> WorkerHandle {
+    start(ctx, slot, id, id.to_string(), paused)
 }
 
 /// Start a worker thread under a name of its own (a worker process's `--name`).
@@ -86,9 +101,19 @@ pub fn spawn_named(
     name: String,
     paused: bool,
 ) -> WorkerHandle {
+    start(ctx, slot, WorkerId::new(slot, incarnation), name, paused)
+}
+
+fn start(
+    ctx: WorkerContext,
+    slot: usize,
+    id: WorkerId,
+    name: String,
+    paused: bool,
+) -> WorkerHandle {
     let (control, rx) = crossbeam_channel::unbounded();
     let status = Arc::new(Mutex::new(WorkerStatus {
-        id: WorkerId::new(slot, incarnation),
+        id,
         name: name.clone(),
         state: if paused {
             WorkerState::Paused
@@ -107,7 +132,8 @@ pub fn spawn_named(
         .expect("spawn worker thread");
     WorkerHandle {
         slot,
-        incarnation,
+        incarnation: id.incarnation,
+        id,
         name,
         status,
         control,

@@ -259,7 +259,7 @@ impl Worker {
                 }
                 self.set_wait(None);
             }
-            match self.act(false) {
+            match self.act(Pace::Run) {
                 Ok(Acted::Done) => {}
                 Ok(Acted::WaitUntil(t)) => self.set_wait(Some(t)),
                 Err(e) => return Some(e),
@@ -404,14 +404,10 @@ impl Worker {
                     self.emit(EventKind::Resumed);
                 }
             }
-            Control::Step(reply) => {
-                // A single step does not wait for the running clock: it moves it (see `act`).
-                self.set_wait(None);
-                self.act(true)?;
-                if let Some(r) = reply {
-                    let _ = r.send(());
-                }
-            }
+            // A single step does not wait for the running clock: it moves it, or, in a
+            // lesson's script, skips the processing time (see `act`).
+            Control::Step(reply) => self.single_step(Pace::Step, reply)?,
+            Control::ScriptedStep(reply) => self.single_step(Pace::Script, reply)?,
             Control::ClaimId(id, reply) => {
                 if matches!(self.phase, Phase::Idle) {
                     self.claim(Some(id))?;
@@ -449,16 +445,28 @@ impl Worker {
         Ok(None)
     }
 
-    /// One action of the worker's cycle. `stepping` is a teacher's single step.
-    pub(crate) fn act(&mut self, stepping: bool) -> Result<Acted, String> {
+    /// Exactly one action, then the reply that its events are out.
+    fn single_step(&mut self, pace: Pace, reply: Option<Sender<()>>) -> Result<(), String> {
+        self.set_wait(None);
+        self.act(pace)?;
+        if let Some(r) = reply {
+            let _ = r.send(());
+        }
+        Ok(())
+    }
+
+    /// One action of the worker's cycle, at `pace`.
+    pub(crate) fn act(&mut self, pace: Pace) -> Result<Acted, String> {
+        let stepping = pace != Pace::Run;
         self.set_status(|s| s.acts += 1);
         let leasing = self.ctx.settings.leasing();
         let calls_provider = matches!(self.phase, Phase::Holding(_))
             || matches!(self.phase, Phase::Naive { current: None, .. });
         if let Some(done_at) = self.work_done_at.take().filter(|_| calls_provider) {
-            // A single step takes the processing time on the scenario clock, as a run does.
+            // A single step takes the processing time on the scenario clock, as a run does;
+            // a scripted one skips it.
             let now = self.ctx.clock.now();
-            if stepping && done_at > now {
+            if pace == Pace::Step && done_at > now {
                 self.ctx.clock.advance(done_at - now);
             }
         }
@@ -602,6 +610,10 @@ impl Worker {
     /// Leasing on, the provider answered: the ownership-guarded finalize.
     fn finalize(&mut self, lease: Lease, check: StatusCheck) -> Result<Acted, String> {
         let now = self.ctx.clock.now();
+        let guard = self.ctx.settings.finalize_guard();
+        self.store
+            .guard_finalize(guard)
+            .map_err(|e| e.to_string())?;
         let (outcome, seq) = self
             .store
             .finalize(&lease, &check, now)
@@ -806,4 +818,15 @@ impl Worker {
         };
         Ok(Acted::Done)
     }
+}
+
+/// How an action meets the processing time of the message it works on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pace {
+    /// A running worker waits for it on the scenario clock.
+    Run,
+    /// A teacher's single step moves the clock by what is left of it, as a run would take.
+    Step,
+    /// A lesson's scripted step skips it: a lesson moves the clock by `advance` and `work`.
+    Script,
 }

@@ -22,7 +22,7 @@ mod settings;
 mod status;
 
 pub use handle::*;
-pub(crate) use machine::Worker;
+pub(crate) use machine::{Pace, Worker};
 pub use settings::*;
 pub use status::*;
 
@@ -44,6 +44,9 @@ pub enum Control {
     Resume,
     /// While paused: perform exactly one action (a claim, a provider call or a finalize).
     Step(Option<Sender<()>>),
+    /// As `Step`, for a lesson's script: the action takes no scenario time (a lesson moves
+    /// the clock only by its `advance` and `work` actions).
+    ScriptedStep(Option<Sender<()>>),
     /// While paused and holding nothing: try to claim this message.
     ClaimId(i64, Option<Sender<()>>),
     /// If it holds a lease and heartbeats are on: extend the lease now.

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use crate::engine::outbox::{RetryPolicy, RunSettings};
+use crate::engine::outbox::{FinalizeGuard, RetryPolicy, RunSettings};
 
 /// Settings every worker reads at the start of each cycle, so a change applies live.
 #[derive(Debug)]
@@ -23,6 +23,9 @@ pub struct Settings {
     /// Messages a worker claims per transaction (1: one at a time). The rest of a batch
     /// waits, leased, until the worker is done with the one before.
     pub batch: AtomicI64,
+    /// A finalize checks the owner's name only, not the fencing token: the weaker guard a
+    /// lesson may show failing (`finalize_guard = "owner"`). Off: leaselab's own guard.
+    pub owner_only_finalize: AtomicBool,
 }
 
 impl Settings {
@@ -38,6 +41,7 @@ impl Settings {
             backoff_cap_ms: AtomicI64::new(RetryPolicy::default().cap_ms),
             max_attempts: AtomicI64::new(RetryPolicy::default().max_attempts),
             batch: AtomicI64::new(1),
+            owner_only_finalize: AtomicBool::new(false),
         }
     }
     /// Take over heartbeats and retries from a setup.
@@ -75,6 +79,13 @@ impl Settings {
     pub fn idle_ms(&self) -> i64 {
         self.idle_ms.load(Ordering::SeqCst)
     }
+    pub fn finalize_guard(&self) -> FinalizeGuard {
+        if self.owner_only_finalize.load(Ordering::SeqCst) {
+            FinalizeGuard::OwnerOnly
+        } else {
+            FinalizeGuard::FencingToken
+        }
+    }
     pub fn batch(&self) -> usize {
         self.batch.load(Ordering::SeqCst).clamp(1, MAX_BATCH as i64) as usize
     }
@@ -87,6 +98,7 @@ impl Settings {
             heartbeats: self.heartbeats(),
             heartbeat_ms: self.heartbeat_ms(),
             batch: self.batch() as i64,
+            owner_only: self.finalize_guard() == FinalizeGuard::OwnerOnly,
         }
     }
 }

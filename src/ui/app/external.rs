@@ -134,6 +134,7 @@ impl External {
                     done: ledger.per_worker.get(&base).copied().unwrap_or(0),
                     frozen: state == WorkerState::Paused,
                     taken_by,
+                    namesake: None,
                 }
             })
             .collect()

@@ -35,6 +35,10 @@ impl App {
     pub fn refresh(&mut self, table_rows: u16, log_rows: u16) {
         self.ui.table_page = table_rows.max(1);
         self.ui.log_page = log_rows.max(1);
+        // The time first: a verdict the read below logs is stamped now, after the events it
+        // judges, not at the last frame's time, above them.
+        let now_ms = self.engine.clock.now();
+        self.snap.now_ms = now_ms;
         self.read_db(table_rows);
         self.reap_processes();
         self.count_idle_polls();
@@ -44,6 +48,8 @@ impl App {
         self.snap.speed = self.speed;
         self.snap.paused = self.paused;
         self.snap.mode = self.mode();
+        self.snap.owner_only_finalize = self.engine.settings.finalize_guard()
+            == crate::engine::outbox::FinalizeGuard::OwnerOnly;
         self.snap.db_file = (!self.engine.is_temporary()).then(|| self.engine.db_shown());
         self.snap.setting = self.setting_label();
         self.snap.workers = self.take_workers(now_ms);
@@ -98,6 +104,7 @@ impl App {
                 // Watched and recorded workers have settings of their own: show what their
                 // rows recorded, and nothing where they recorded none.
                 self.snap.settings = x.witness.settings();
+                self.snap.owner_only_finalize = x.witness.owner_only();
                 self.snap.held = !x.started;
                 self.snap.stale_since = x.stale_since;
                 self.snap.setting = match x.children {
@@ -300,8 +307,24 @@ impl App {
     }
 
     /// Whether the lease a worker was blocked by still holds its message, as far as the
-    /// events tell: the message's newest step is its owner's claim, call or heartbeat.
-    fn still_blocked(&self, b: &crate::engine::worker::BlockedOn) -> bool {
+    /// events tell: the lease has not run out (a heartbeat since would have told of a new
+    /// end), and the message's newest step is its owner's claim, call or heartbeat.
+    fn still_blocked(&self, b: &crate::engine::worker::BlockedOn, now_ms: i64) -> bool {
+        let extended = self.ledger.messages.get(&b.id).and_then(|m| {
+            m.steps
+                .iter()
+                .filter_map(|(_, s)| match s {
+                    HistoryStep::Heartbeat {
+                        owner, until_ms, ..
+                    } if **owner == *b.owner => Some(*until_ms),
+                    _ => None,
+                })
+                .max()
+        });
+        let until = extended.map_or(b.until_ms, |u| u.max(b.until_ms));
+        if !crate::engine::lease::is_live(until, now_ms) {
+            return false;
+        }
         let Some(m) = self.ledger.messages.get(&b.id) else {
             return true;
         };
@@ -319,21 +342,26 @@ impl App {
     fn worker_view(&self, w: &WorkerHandle) -> WorkerView {
         let mut status = w.status();
         // A block is news only while the blocking lease still holds its message: once it
-        // is finalized or taken over, the worker's line must not say BLOCKED any more.
+        // runs out, is finalized or is taken over, the line must not say BLOCKED any more.
         if let Some(b) = &status.blocked_on {
-            if !self.still_blocked(b) {
+            if !self.still_blocked(b, self.engine.clock.now()) {
                 status.blocked_on = None;
                 if status.state == crate::engine::worker::WorkerState::Blocked {
                     status.state = crate::engine::worker::WorkerState::Idle;
                 }
             }
         }
-        let done = self
-            .ledger
-            .per_worker
-            .get(&status.id.base().to_string())
-            .copied()
-            .unwrap_or(0);
+        let namesake = self.engine.namesake(w.slot);
+        // Two workers of one name share its results in the ledger: each counts its own.
+        let done = match namesake {
+            Some(_) => status.processed,
+            None => self
+                .ledger
+                .per_worker
+                .get(&status.id.base().to_string())
+                .copied()
+                .unwrap_or(0),
+        };
         let frozen = self
             .lesson
             .as_ref()
@@ -353,6 +381,7 @@ impl App {
             done,
             frozen,
             taken_by,
+            namesake,
         };
         view.frozen &= view.alive();
         view

@@ -74,6 +74,11 @@ impl Witness {
         self.fates.get(slot).copied().unwrap_or_default()
     }
 
+    /// Whether the recorded settings say finalizes checked the owner's name only.
+    pub fn owner_only(&self) -> bool {
+        self.engine.is_some_and(|s| s.owner_only)
+    }
+
     /// The settings the header shows: the engine's as recorded, else those of the worker
     /// processes still there (each value `Mixed` where they differ), else unknown.
     pub fn settings(&self) -> SettingsView {

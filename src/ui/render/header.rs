@@ -75,6 +75,16 @@ fn header_spans(s: &Snapshot, t: &Theme, compact: bool) -> Vec<Span<'static>> {
         };
         spans.push(styled(beats, style));
         spans.push(Span::raw(gap));
+        // The weaker guard is news: a stale finalize of a worker's namesake passes it.
+        if s.owner_only_finalize {
+            let guard = if compact {
+                "guard:owner"
+            } else {
+                "owner-only guard"
+            };
+            spans.push(styled(guard, t.bad));
+            spans.push(Span::raw(gap));
+        }
     }
     let (label, name) = s.setting.clone();
     if !compact {

@@ -14,6 +14,8 @@ use crate::ui::theme::Theme;
 
 /// Inner width from which a line has room for countdowns and words.
 const WIDE: u16 = 50;
+/// The name column's usual width.
+const NAME_W: usize = 10;
 
 pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &Theme) {
     let block = pane(" Workers ", t, false);
@@ -34,10 +36,19 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
     } else {
         block
     };
+    // Two workers of one name are told apart: a wide column makes room for `(stalled)`.
+    let name_w = s
+        .workers
+        .iter()
+        .map(|w| w.label(!wide).chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(NAME_W, NAME_W + 8);
     let view = View {
         now_ms: s.now_ms,
         selected: ui.selected,
         wide,
+        name_w,
         t,
     };
     let lines: Vec<Line> = s
@@ -71,6 +82,8 @@ struct View<'t> {
     now_ms: i64,
     selected: usize,
     wide: bool,
+    /// The name column: wider when two workers of one name need `(stalled)` and `(new)`.
+    name_w: usize,
     t: &'t Theme,
 }
 
@@ -97,13 +110,17 @@ impl View<'_> {
         } else {
             format!("{}", w.done)
         };
-        let owns_w = width.saturating_sub(24 + done.len() + 1);
+        let name_w = self.name_w;
+        let owns_w = width.saturating_sub(24 + (name_w - NAME_W) + done.len() + 1);
         let (owns, owns_style) = self.owns(w, owns_w);
         let name_style = if selected { t.selected } else { t.header };
         Line::from(vec![
             styled(if selected { "▶" } else { " " }, t.selected),
             styled(if next { "→" } else { " " }, t.next_mover),
-            styled(format!("{:<10}", fit(&s.name, 10)), name_style),
+            styled(
+                format!("{:<name_w$}", fit(&w.label(!wide), name_w)),
+                name_style,
+            ),
             Span::raw(" "),
             styled(format!("{:<10}", state_label), state_style),
             Span::raw(" "),
