@@ -79,7 +79,7 @@ fn a_lessons_flags_that_do_nothing_are_refused() {
     let o = lesson(&["--shot", "x.png"]);
     assert_refused(
         &o,
-        "--shot writes an SVG picture; name the file .svg, not x.png",
+        "--shot writes an SVG picture; name the file .svg (or a device such as /dev/stdout), not x.png",
     );
     let o = lesson(&["--check", "--speed", "2"]);
     assert_refused(&o, "--speed is the dashboard's free-play clock");

@@ -15,7 +15,12 @@ use super::outbox::{RunSettings, CRASH_PANIC, CRASH_TOLD};
 use super::pg::{PgStore, PgTail};
 use super::provider::ProviderStatus;
 use super::store::{LeaseEventKind, LeaseEventRow, OutboxError, Store};
+use super::text;
 use super::worker_id::WorkerId;
+
+/// The longest name or key a row's event carries, and the longest error or detail.
+const MAX_NAME: usize = 64;
+const MAX_DETAIL: usize = 1_000;
 
 /// How often a tail asks the table for new rows when the last look found none.
 pub const TAIL_EVERY: Duration = Duration::from_millis(150);
@@ -69,8 +74,17 @@ impl Translator {
         Some(slot)
     }
 
-    /// The events one row stands for.
+    /// The events one row stands for. What a row says in words (a worker's name, a key, an
+    /// error) comes from a database anyone may write: it is made printable and bounded
+    /// before it can reach a screen.
     pub fn events(&mut self, row: &LeaseEventRow) -> Vec<Event> {
+        let clean = |t: &str, max| text::bounded(&text::printable(t), max).into_owned();
+        let row = &LeaseEventRow {
+            worker: clean(&row.worker, MAX_NAME),
+            key: row.key.as_deref().map(|k| clean(k, MAX_NAME)),
+            detail: row.detail.as_deref().map(|d| clean(d, MAX_DETAIL)),
+            ..row.clone()
+        };
         let slot = self.slot(&row.worker);
         let actor = if slot.is_some() {
             row.worker.clone()

@@ -211,6 +211,10 @@ impl App {
             l.saw(ev);
         }
         if let Some(x) = &mut self.external {
+            // The events table could not be read (a lost connection): the view is stale.
+            if ev.slot.is_none() && matches!(ev.kind, EventKind::Failed { .. }) {
+                x.stale_since.get_or_insert(self.engine.clock.now());
+            }
             x.saw(ev);
         }
         self.ledger.apply(ev);

@@ -43,7 +43,7 @@ impl App {
         self.reap_processes();
         self.count_idle_polls();
         self.ui.clamp_to(self.snap.db.total, self.log.len());
-        let now_ms = self.engine.clock.now();
+        let now_ms = self.now_or_when_stale();
         self.snap.now_ms = now_ms;
         self.snap.speed = self.speed;
         self.snap.paused = self.paused;
@@ -91,6 +91,22 @@ impl App {
         }
         self.snap.message_history = self.ui.history.map(|id| self.message_history(id));
         self.snap.throughput = self.throughput_view();
+    }
+
+    /// The clock's time; for workers followed through a database that stopped answering,
+    /// the time it stopped, so that nothing counts down on a view that is no longer current.
+    fn now_or_when_stale(&mut self) -> i64 {
+        let now = self.engine.clock.now();
+        let failed = self.snap.db.error.is_some();
+        match &mut self.external {
+            Some(x) if x.children.is_some() || self.replay.is_none() => {
+                if failed && x.stale_since.is_none() {
+                    x.stale_since = Some(now);
+                }
+                x.stale_since.unwrap_or(now)
+            }
+            _ => now,
+        }
     }
 
     /// The workers panel's lines, with the settings and state the header shows for them:

@@ -8,6 +8,7 @@ use ratatui::Frame;
 
 use super::{speed_label, styled};
 use crate::engine::clock::hms;
+use crate::ui::keys::Mode;
 use crate::ui::snapshot::{Setting, Snapshot};
 use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
@@ -123,12 +124,22 @@ fn run_state(s: &Snapshot, t: &Theme) -> Span<'static> {
 /// a drained outbox, or the answer to the last key.
 pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &Theme) {
     let mut spans: Vec<Span> = Vec::new();
-    // The answer to the last key comes first: it is what the teacher is looking for.
-    if let Some(n) = &ui.notice {
+    // The answer to the last key comes first: it is what the teacher is looking for; only a
+    // view that is no longer current says so before it.
+    if let Some(n) = ui.notice.as_ref().filter(|_| s.stale_since.is_none()) {
         spans.push(styled(format!(" {n} "), t.notice));
         spans.push(Span::raw("  "));
     }
-    if let Some(r) = &s.replay {
+    if let Some(since) = s.stale_since {
+        spans.push(styled(
+            format!(
+                " CONNECTION LOST at {}: the view is as it stood then and nothing counts down ",
+                hms(since)
+            ),
+            t.bad,
+        ));
+        spans.push(Span::raw(" the workers may go on · q quits"));
+    } else if let Some(r) = &s.replay {
         replay_spans(&mut spans, r, area.width, t);
     } else if let Some(l) = &s.lesson {
         lesson_spans(&mut spans, l, t);
@@ -145,9 +156,10 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
             )),
             None => spans.push(styled(" outbox drained ", t.notice)),
         }
-        spans.push(Span::raw(
-            " R reseeds · p adds a payment · events list each check",
-        ));
+        spans.push(Span::raw(match s.mode {
+            Mode::Watch | Mode::Processes => " p adds a payment · events list each check",
+            _ => " R reseeds · p adds a payment · events list each check",
+        }));
     } else if s.paused {
         spans.push(styled(" PAUSED ", t.paused));
         // What moves next comes before the keys: on a narrow screen the keys give way.
@@ -162,7 +174,9 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
     }
     if spans.is_empty() {
         // Nothing else to say: explain what is happening and where to start.
-        if s.settings.leasing != Setting::Is(false) {
+        if let Some(text) = outside_workers(s) {
+            spans.push(styled(text, t.dim));
+        } else if s.settings.leasing != Setting::Is(false) {
             spans.push(styled(
                 " workers claim a lease, call the provider, finalize; space pauses, - slows down, c crashes, ? help ",
                 t.dim,
@@ -175,6 +189,22 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
         }
     }
     frame.render_widget(Paragraph::new(Line::from(fit(spans, area.width))), area);
+}
+
+/// What the strip says, with nothing else to say, of workers that are processes.
+fn outside_workers(s: &Snapshot) -> Option<&'static str> {
+    match s.mode {
+        Mode::Processes if s.held => {
+            Some(" HELD: the worker processes wait before touching the database; space starts them all ")
+        }
+        Mode::Processes => Some(
+            " worker processes at work: space stops or wakes the selected one, c kills it, r starts a new one, ? help ",
+        ),
+        Mode::Watch => Some(
+            " watching worker processes: each runs on its own settings; stop them where they run; ? help ",
+        ),
+        _ => None,
+    }
 }
 
 /// A replay's position: the count, a bar with the marks on it, and the mark here or the

@@ -207,7 +207,7 @@ fn table_block<'a>(s: &Snapshot, ui: &UiState, t: &Theme, width: u16) -> Block<'
         }
     }
     match &db.error {
-        Some(e) => block.title_bottom(styled(format!(" SQLite read failed: {e} "), t.bad)),
+        Some(e) => block.title_bottom(styled(format!(" read failed: {e} "), t.bad)),
         None => block.title_bottom(counts),
     }
 }
