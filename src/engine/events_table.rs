@@ -78,12 +78,23 @@ impl Translator {
     /// error) comes from a database anyone may write: it is made printable and bounded
     /// before it can reach a screen.
     pub fn events(&mut self, row: &LeaseEventRow) -> Vec<Event> {
+        let fits =
+            |t: &str, max: usize| t.chars().count() <= max && t.chars().all(text::is_printable);
         let clean = |t: &str, max| text::bounded(&text::printable(t), max).into_owned();
-        let row = &LeaseEventRow {
-            worker: clean(&row.worker, MAX_NAME),
-            key: row.key.as_deref().map(|k| clean(k, MAX_NAME)),
-            detail: row.detail.as_deref().map(|d| clean(d, MAX_DETAIL)),
-            ..row.clone()
+        let cleaned;
+        let row = if fits(&row.worker, MAX_NAME)
+            && row.key.as_deref().is_none_or(|k| fits(k, MAX_NAME))
+            && row.detail.as_deref().is_none_or(|d| fits(d, MAX_DETAIL))
+        {
+            row
+        } else {
+            cleaned = LeaseEventRow {
+                worker: clean(&row.worker, MAX_NAME),
+                key: row.key.as_deref().map(|k| clean(k, MAX_NAME)),
+                detail: row.detail.as_deref().map(|d| clean(d, MAX_DETAIL)),
+                ..row.clone()
+            };
+            &cleaned
         };
         let slot = self.slot(&row.worker);
         let actor = if slot.is_some() {

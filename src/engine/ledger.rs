@@ -204,7 +204,9 @@ pub struct Ledger {
     pub failures: u64,
     pub per_worker: BTreeMap<String, u64>,
     pub loaded_by_worker: BTreeMap<String, u64>,
-    pub messages: BTreeMap<i64, MessageHistory>,
+    /// Each message's history, shared between copies of the ledger until one of them
+    /// changes it: a replay keeps copies at many positions, each as large as the outbox.
+    pub messages: BTreeMap<i64, Arc<MessageHistory>>,
     pub events_seen: u64,
     /// The lease each worker slot holds now.
     pub holdings: Holdings,
@@ -368,7 +370,7 @@ impl Ledger {
                     .collect();
                 for id in ids {
                     self.dead.remove(&id);
-                    if let Some(m) = self.messages.get_mut(&id) {
+                    if let Some(m) = self.messages.get_mut(&id).map(Arc::make_mut) {
                         let step = HistoryStep::Redriven {
                             owner: actor.clone(),
                             at_ms: ev.at_ms,
@@ -495,7 +497,7 @@ impl Ledger {
     }
 
     fn message(&mut self, id: i64, key: &str) -> &mut MessageHistory {
-        let m = self.messages.entry(id).or_default();
+        let m = Arc::make_mut(self.messages.entry(id).or_default());
         if m.key.is_empty() {
             m.key = key.to_string();
         }
@@ -503,7 +505,7 @@ impl Ledger {
     }
 
     fn recount(&mut self, id: i64) {
-        if let Some(m) = self.messages.get_mut(&id) {
+        if let Some(m) = self.messages.get_mut(&id).map(Arc::make_mut) {
             let before = m.violations as u64;
             let after = m.count_violations() as u64;
             self.ownership_violations = self.ownership_violations + after - before;

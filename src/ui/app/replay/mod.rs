@@ -100,6 +100,9 @@ impl App {
             spacing: (total / KEPT).max(MIN_SPACING),
         });
         app.keep_fold();
+        // One pass to the end keeps a fold every `spacing` events: from then on any position
+        // is at most that many events from one.
+        app.replay_to(total);
         app.replay_to(1);
         app.ui
             .say("replay: → one event, ] the next mark, End the last event, ? the keys, q quits");
@@ -149,14 +152,16 @@ impl App {
         self.ui.log_back = 0;
     }
 
-    /// Move the replay to `position` events: forward by folding the events in between,
-    /// back by folding again from the nearest kept position before it.
+    /// Move the replay to `position` events, folding the events from the nearest kept
+    /// position before it (or from where it stands, when that is nearer).
     pub fn replay_to(&mut self, position: usize) {
         let Some(mut r) = self.replay.take() else {
             return;
         };
         let position = position.min(r.recording.rows.len());
-        if position < r.position {
+        // Back, or forward past a kept fold: start from the nearest fold before `position`.
+        let nearest = r.kept.iter().rev().find(|(p, _)| *p <= position);
+        if position < r.position || nearest.is_some_and(|(p, _)| *p > r.position) {
             self.restore_fold(&mut r, position);
         }
         while r.position < position {

@@ -23,8 +23,9 @@ pub struct Table {
     seeded_at: Option<i64>,
     /// Ids added after the seeding, in order.
     added: Vec<i64>,
-    /// Every row an event has made or changed, by id.
-    rows: HashMap<i64, MessageRow>,
+    /// Every row an event has made or changed, by id; shared with the copies a replay keeps
+    /// until one of them changes it.
+    rows: HashMap<i64, Arc<MessageRow>>,
     outbox: OutboxCounts,
     payments: PaymentCounts,
 }
@@ -33,7 +34,7 @@ impl Table {
     /// The row of `id` as it stands: changed by an event, or as its seeding made it.
     fn row(&self, id: i64) -> Option<MessageRow> {
         if let Some(r) = self.rows.get(&id) {
-            return Some(r.clone());
+            return Some(MessageRow::clone(r));
         }
         (1..=self.seeded).contains(&id).then(|| MessageRow {
             id,
@@ -83,7 +84,7 @@ impl Table {
             LeaseEventKind::Added => {
                 if let (Some(id), Some(key)) = (r.id, r.key.clone()) {
                     self.added.push(id);
-                    self.rows.insert(id, pending(id, key, r.at_ms));
+                    self.rows.insert(id, Arc::new(pending(id, key, r.at_ms)));
                     self.outbox.pending += 1;
                     self.payments.pending += 1;
                 }
@@ -95,11 +96,16 @@ impl Table {
     /// What a worker's event did to its message's row, with the counts kept in step.
     fn change(&mut self, r: &LeaseEventRow) {
         let Some(id) = r.id else { return };
-        let Some(mut m) = self.row(id) else { return };
-        count(&mut self.outbox, &mut self.payments, &m, false);
-        change_row(&mut m, r);
-        count(&mut self.outbox, &mut self.payments, &m, true);
-        self.rows.insert(id, m);
+        if !self.rows.contains_key(&id) {
+            let Some(m) = self.row(id) else { return };
+            self.rows.insert(id, Arc::new(m));
+        }
+        let Some(m) = self.rows.get_mut(&id).map(Arc::make_mut) else {
+            return;
+        };
+        count(&mut self.outbox, &mut self.payments, m, false);
+        change_row(m, r);
+        count(&mut self.outbox, &mut self.payments, m, true);
     }
 }
 
