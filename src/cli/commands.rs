@@ -23,7 +23,8 @@ pub enum Command {
     /// Measure claim throughput against the database's own ceiling (see README, Performance).
     Bench(BenchArgs),
     /// Open the dashboard on a recorded run (a --db workers used), read from its events:
-    /// ←/→ one event, [/] the previous or next mark, Home/End.
+    /// ←/→ one event, [/] the previous or next mark, Home/End; it shows only what the rows
+    /// recorded, refuses a row no leaselab writes, and writes nothing to disk.
     Replay(ReplayArgs),
     /// Run every schedule of a small world's worker steps and faults on real SQLite, and
     /// show a shortest one that breaks each check.
