@@ -405,3 +405,38 @@ impl Drop for Tail {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row anyone could have written into a watched database: its words reach the screen
+    /// without a control character and within their bounds.
+    #[test]
+    fn a_hostile_rows_words_are_made_printable_and_bounded() {
+        let row = LeaseEventRow {
+            seq: 3,
+            at_ms: 0,
+            worker: format!("Worker\u{1b}[2J-{}", "x".repeat(200)),
+            kind: LeaseEventKind::Claimed,
+            id: Some(1),
+            key: Some("PAY\u{7}-001".into()),
+            version: Some(1),
+            until_ms: Some(10),
+            detail: None,
+        };
+        let events = Translator::new().events(&row);
+        let ev = &events[0];
+        assert!(ev.actor.chars().all(text::is_printable), "{:?}", ev.actor);
+        assert_eq!(
+            ev.actor.chars().count(),
+            MAX_NAME + 1,
+            "cut, with its ellipsis"
+        );
+        assert!(ev.actor.starts_with("Worker[2J-"));
+        assert_eq!(
+            ev.message().map(|m| m.1.to_string()),
+            Some("PAY-001".into())
+        );
+    }
+}
