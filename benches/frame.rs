@@ -15,18 +15,8 @@ use leaselab::ui::{self, render, App, DashboardOptions, Theme};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
-/// Peak resident set size of this process, from the kernel.
-fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
+mod support;
+use support::peak_rss_mb;
 
 fn frame(c: &mut Criterion) {
     let opts = DashboardOptions {

@@ -19,18 +19,8 @@ use ratatui::Terminal;
 const MESSAGES: i64 = 66_000;
 const T0: i64 = 1_768_467_600_000;
 
-/// Peak resident set size of this process, from the kernel.
-fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
+mod support;
+use support::peak_rss_mb;
 
 fn row(seq: u64, at: i64, worker: &str, kind: LeaseEventKind, id: Option<i64>) -> LeaseEventRow {
     LeaseEventRow {

@@ -9,7 +9,6 @@ mod pg_support;
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,21 +18,13 @@ use leaselab::engine::store::{ClaimOutcome, StoreShared};
 use leaselab::engine::worker::WorkerState;
 use leaselab::ui::app::{App, ExternalMode};
 use leaselab::ui::{DashboardOptions, Theme};
+use support::processes::WorkerProcess;
 use support::{frame_lines, press};
 
 const DEADLINE: Duration = Duration::from_secs(90);
 
-fn worker(db: &Path, name: &str, args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_leaselab"))
-        .args(["worker", "--db"])
-        .arg(db)
-        .args(["--name", name])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start a worker")
+fn worker(db: &Path, name: &str, args: &[&str]) -> WorkerProcess {
+    WorkerProcess::start(db, name, args)
 }
 
 fn watcher(db: &Path, messages: u64) -> App {
@@ -72,7 +63,8 @@ fn state_of(app: &App, name: &str) -> Option<WorkerState> {
         .map(|w| w.status.state)
 }
 
-fn stop(mut child: Child, signo: i32) {
+fn stop(mut w: WorkerProcess, signo: i32) {
+    let mut child = w.child.take().expect("running");
     unsafe { libc::kill(child.id() as libc::pid_t, signo) };
     child.wait().unwrap();
 }

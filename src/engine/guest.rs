@@ -1,20 +1,30 @@
 //! An engine that shares its database with workers it did not start (worker processes, on
 //! this machine or others): it runs on the wall clock, the one time separate processes
-//! share, and learns what the workers did from the events table.
+//! share, and learns what the workers did from the events table. An engine over a recorded
+//! run is one too, with no connection at all.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 
-use super::backend::Db;
+use super::backend::{Db, Outbox};
 use super::clock::{wall_now_ms, Clock};
 use super::events::Event;
 use super::outbox::OutboxError;
-use super::outbox::{Durability, StoreShared};
+use super::outbox::{DbOrigin, Durability, StoreShared};
 use super::provider::Provider;
 use super::worker::Settings;
 use super::{Engine, EngineConfig};
+
+/// What an engine without workers is given: its connection and what it shares.
+struct Shared {
+    store: Box<dyn Outbox>,
+    origin: DbOrigin,
+    clock: Arc<Clock>,
+    provider: Arc<Provider>,
+    shared: Arc<StoreShared>,
+}
 
 impl Engine {
     /// Join the database `db` as a guest: no lock (the workers and other watchers share
@@ -25,12 +35,39 @@ impl Engine {
         let clock = Arc::new(Clock::wall());
         let provider = Arc::new(Provider::new());
         let (store, origin) = db.join(shared.clone(), &provider, config.messages, clock.now())?;
-        let db_path = match db {
-            Db::Sqlite(path) => path.clone(),
-            Db::Postgres(_) => PathBuf::from(db.shown()),
+        Ok(Engine::without_workers(
+            db.clone(),
+            config,
+            Shared {
+                store,
+                origin,
+                clock,
+                provider,
+                shared,
+            },
+        ))
+    }
+
+    /// An engine over a recorded run: no connection, no worker, a paused clock the replay
+    /// sets; `store` answers with the rebuilt table and refuses every write.
+    pub fn over_recording(db: Db, config: EngineConfig, store: Box<dyn Outbox>) -> Engine {
+        let clock = Arc::new(Clock::frozen_at(0));
+        clock.pause();
+        let parts = Shared {
+            store,
+            origin: DbOrigin::Reused,
+            clock,
+            provider: Arc::new(Provider::new()),
+            shared: Arc::new(StoreShared::default()),
         };
+        Engine::without_workers(db, config, parts)
+    }
+
+    /// An engine of no worker threads over `db`, whose other workers' events come from its
+    /// table: whatever it writes, a reader of the table brings back.
+    fn without_workers(db: Db, config: EngineConfig, parts: Shared) -> Engine {
         let (events_tx, events_rx) = crossbeam_channel::unbounded();
-        Ok(Engine {
+        Engine {
             settings: Arc::new(Settings::new(
                 config.leasing,
                 config.lease_ms,
@@ -42,54 +79,17 @@ impl Engine {
                 db: Some(db.clone()),
                 ..config
             },
-            db: db.clone(),
-            db_path,
-            origin,
-            recovered: None,
-            clock,
-            provider,
-            shared,
-            store,
-            workers: Vec::new(),
-            namesakes: Vec::new(),
-            events_tx,
-            events_rx,
-            // Whatever a guest writes, its tail of the events table reads back.
-            table_events: true,
-            _lock: None,
-            _tmp: None,
-        })
-    }
-
-    /// An engine over a recorded run: no connection, no worker, a paused clock the replay
-    /// sets; `store` answers with the rebuilt table and refuses every write.
-    pub fn over_recording(
-        db: Db,
-        config: EngineConfig,
-        store: Box<dyn super::backend::Outbox>,
-    ) -> Engine {
-        let (events_tx, events_rx) = crossbeam_channel::unbounded();
-        let clock = Arc::new(Clock::frozen_at(0));
-        clock.pause();
-        Engine {
-            settings: Arc::new(Settings::new(
-                config.leasing,
-                config.lease_ms,
-                config.process_ms,
-                config.idle_ms.max(1),
-            )),
-            config,
             db_path: match &db {
                 Db::Sqlite(path) => path.clone(),
                 Db::Postgres(_) => PathBuf::from(db.shown()),
             },
             db,
-            origin: super::outbox::DbOrigin::Reused,
+            origin: parts.origin,
             recovered: None,
-            clock,
-            provider: Arc::new(Provider::new()),
-            shared: Arc::new(StoreShared::default()),
-            store,
+            clock: parts.clock,
+            provider: parts.provider,
+            shared: parts.shared,
+            store: parts.store,
             workers: Vec::new(),
             namesakes: Vec::new(),
             events_tx,
