@@ -332,3 +332,39 @@ fn a_postgres_replay_waits_only_for_transactions_of_its_own_database() {
     mine.rollback().unwrap();
     open.rollback().unwrap();
 }
+
+/// A failed attempt gives its message back (Pending after its backoff, or the dead
+/// letter): the worker holds nothing after it, as its row says, and another worker's later
+/// claim is not a lease taken from it.
+#[test]
+fn a_worker_whose_attempt_failed_holds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("poison.db");
+    record_lesson("poison-message", &db);
+    let mut app = replay(&db);
+    // Rows 1-6: the seeding, the settings, and each worker's claim and failed attempt.
+    for _ in 0..5 {
+        key(&mut app, KeyCode::Right);
+    }
+    let screen = frame_lines(&mut app, 120, 40).join("\n");
+    assert_eq!(app.snapshot().replay.clone().unwrap().position, 6);
+    assert_eq!(
+        worker_state(&app, "Worker-A"),
+        WorkerState::Idle,
+        "{screen}"
+    );
+    assert_eq!(
+        worker_state(&app, "Worker-B"),
+        WorkerState::Idle,
+        "{screen}"
+    );
+    // The end: Worker-B dead-lettered PAY-002, which Worker-A took after its redrive.
+    key(&mut app, KeyCode::End);
+    let screen = frame_lines(&mut app, 120, 40).join("\n");
+    assert_eq!(
+        worker_state(&app, "Worker-B"),
+        WorkerState::Idle,
+        "{screen}"
+    );
+    assert!(!screen.contains("taken by"), "{screen}");
+}

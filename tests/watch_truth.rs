@@ -104,6 +104,48 @@ fn the_header_shows_the_workers_own_settings_and_h_changes_nothing() {
     stop(b, libc::SIGTERM);
 }
 
+/// A database a run seeded keeps the run's settings row; a worker process that joins it
+/// later runs with its own, and the header must not go on showing the run's alone.
+#[test]
+fn a_worker_joining_a_run_s_database_is_not_given_the_run_s_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("class.db");
+    let run = support::leaselab(
+        &[
+            "run",
+            "outbox-leasing",
+            "--db",
+            db.to_str().unwrap(),
+            "--messages",
+            "2",
+            "--lease-ms",
+            "500",
+            "--process-ms",
+            "100",
+            "--report-dir",
+            dir.path().join("reports").to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(run.status.success(), "{run:?}");
+    let mut app = watcher(&db, 2);
+    wait_until(&mut app, "the run's own settings", |_, l| {
+        l[0].contains("lease 500 ms")
+    });
+    let w = worker(
+        &db,
+        "slowpoke",
+        &["--lease-ms", "9000", "--process-ms", "4000"],
+    );
+    let lines = wait_until(&mut app, "slowpoke joined", |a, _| {
+        state_of(a, "slowpoke").is_some()
+    });
+    // Stopped before the asserts, so a failing one leaves no worker behind.
+    stop(w, libc::SIGTERM);
+    assert!(lines[0].contains("lease mixed"), "{}", lines[0]);
+    assert!(!lines[0].contains("500 ms"), "{}", lines[0]);
+}
+
 #[test]
 fn the_watch_lists_only_the_keys_it_obeys_and_a_ctrl_c_worker_is_left() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,6 +1,7 @@
 //! Which lease each worker holds, as the events tell it: taken by its claim, given up by
-//! the result it writes, the rejection of its finalize or the loss its heartbeat finds, and
-//! forgotten by a new seeding. Folded once, in the ledger, for every reader of the stream.
+//! the result it writes, a failed attempt, the rejection of its finalize or the loss its
+//! heartbeat finds, and forgotten by a new seeding. Folded once, in the ledger, for every
+//! reader of the stream.
 
 use super::events::{Event, EventKind};
 use super::outbox::Lease;
@@ -34,10 +35,14 @@ impl Holdings {
                 self.by_slot[slot] =
                     Some(Lease::taken(&ev.actor, *until_ms, message, (*version, 0)));
             }
+            // A failed attempt gives its message back too: Pending after its backoff, or
+            // the dead letter.
             EventKind::Finalized { id, .. }
             | EventKind::FinalizeRejected { id, .. }
             | EventKind::LeaseLost { id, .. }
-            | EventKind::Marked { id, .. } => {
+            | EventKind::Marked { id, .. }
+            | EventKind::AttemptFailed { id, .. }
+            | EventKind::DeadLettered { id, .. } => {
                 if let Some(held) = self.by_slot.get_mut(slot) {
                     if held.as_ref().is_some_and(|l| l.id == *id) {
                         *held = None;

@@ -11,7 +11,7 @@ use crate::engine::backend::{Db, Outbox};
 use crate::engine::events::Event;
 use crate::engine::events_table::{Tail, TAIL_EVERY};
 use crate::engine::ledger::{HistoryStep, Ledger};
-use crate::engine::outbox::{Fact, Lease, LeaseEventKind, MessageRow};
+use crate::engine::outbox::{Fact, Lease, LeaseEventKind, MessageRow, OutboxStatus};
 use crate::engine::worker::{WorkerState, WorkerStatus};
 use crate::engine::worker_id::WorkerId;
 use crate::engine::{Engine, EngineConfig};
@@ -363,10 +363,14 @@ impl App {
             .of(slot)
             .filter(|l| l.owner == name)
             .cloned();
-        // The row says whether the lease is still its own, and until when.
+        // The row says whether the lease is still its own, and until when. A finished row
+        // keeps its last owner's name: only a row in Processing under this very lease is.
         let held = held.and_then(|l| {
             let row = row_at(reader.as_ref(), l.id)?;
-            (row.locked_by.as_deref() == Some(name)).then(|| Lease {
+            let own = row.status == OutboxStatus::Processing
+                && row.lease_version == l.version
+                && row.locked_by.as_deref() == Some(name);
+            own.then(|| Lease {
                 until_ms: row.locked_until_ms.unwrap_or(l.until_ms),
                 ..l
             })
@@ -459,5 +463,65 @@ impl App {
         };
         self.ui.say(why);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use crate::engine::clock::wall_now_ms;
+    use crate::engine::outbox::prelude::*;
+    use crate::engine::outbox::{ClaimOutcome, StoreShared};
+    use crate::engine::provider::{ProviderStatus, StatusCheck};
+    use crate::engine::store::Store;
+    use crate::ui::{DashboardOptions, Theme};
+
+    use super::*;
+
+    /// What the dashboard records of a worker process it signals names the lease the
+    /// worker holds then. Its view of the events lags the table, and a finished row keeps
+    /// its last owner's name: a message the worker has finished is not one it holds.
+    #[test]
+    fn a_signalled_worker_is_not_recorded_holding_a_message_it_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("class.db");
+        let opts = DashboardOptions {
+            db: Some(db.clone()),
+            messages: Some(2),
+            watch: true,
+            ..DashboardOptions::default()
+        };
+        let mut app = App::external(ExternalMode::Watch, opts, Theme::plain()).unwrap();
+        let mut worker = Store::open(&db, Arc::new(StoreShared::default())).unwrap();
+        let ClaimOutcome::Claimed(lease) = worker
+            .claim_next("Worker-A", wall_now_ms(), 600_000)
+            .unwrap()
+            .0
+        else {
+            panic!("nothing to claim");
+        };
+        let start = Instant::now();
+        while app.ledger.holdings.of(0).is_none() {
+            assert!(start.elapsed() < Duration::from_secs(60), "no claim seen");
+            std::thread::sleep(Duration::from_millis(10));
+            app.absorb_events();
+        }
+        // Finished while the dashboard has not looked again.
+        let paid = StatusCheck {
+            status: ProviderStatus::Paid,
+            transaction_id: Some("tx-1".into()),
+        };
+        worker.finalize(&lease, &paid, wall_now_ms()).unwrap();
+        app.record_process_fact(0, "Worker-A", LeaseEventKind::Paused, "SIGSTOP");
+        let paused = Store::open_read_only(&db)
+            .unwrap()
+            .all_events()
+            .unwrap()
+            .into_iter()
+            .find(|r| r.kind == LeaseEventKind::Paused)
+            .expect("the stop is recorded");
+        assert_eq!(paused.id, None, "{paused:?}");
     }
 }

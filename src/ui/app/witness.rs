@@ -79,19 +79,23 @@ impl Witness {
         self.engine.is_some_and(|s| s.owner_only)
     }
 
-    /// The settings the header shows: the engine's as recorded, else those of the worker
-    /// processes still there (each value `Mixed` where they differ), else unknown.
+    /// The settings the header shows: those of the workers still there, each a process
+    /// with the settings it joined with or a thread with the engine's as last recorded
+    /// (each value `Mixed` where they differ); the engine's before any worker is seen;
+    /// else unknown. A database a run seeded keeps the run's row when worker processes
+    /// join it later: theirs are not the run's.
     pub fn settings(&self) -> SettingsView {
-        if let Some(s) = self.engine {
-            return SettingsView::of(&s);
-        }
-        let present: Vec<&RunSettings> = self
+        let present: Vec<RunSettings> = self
             .joined
             .iter()
             .zip(&self.fates)
             .filter(|(_, f)| matches!(f, Fate::Working | Fate::Frozen))
-            .filter_map(|(s, _)| s.as_ref())
+            .filter_map(|(s, _)| s.or(self.engine))
             .collect();
+        if let (true, Some(s)) = (present.is_empty(), self.engine) {
+            return SettingsView::of(&s);
+        }
+        let present: Vec<&RunSettings> = present.iter().collect();
         SettingsView {
             lease_ms: agreed(&present, |s| s.lease_ms),
             process_ms: agreed(&present, |s| s.process_ms),
