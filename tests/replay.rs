@@ -281,9 +281,8 @@ fn a_postgres_replay_waits_for_a_lower_seq_still_in_flight_and_never_shows_a_hol
     };
     let (mut store, _) = PgStore::create(&db.config).expect("create");
     store.seed(&Provider::new(), 2, 0).expect("seed");
-    let insert =
-        "INSERT INTO LeaseEvents (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion)
-                  SELECT 0, 'Worker-Z', 'LeaseLost', 2, 'PAY-002', 0
+    let insert = "INSERT INTO LeaseEvents (AtUtc, Worker, Kind, Detail)
+                  SELECT 0, 'Worker-Z', 'Paused', 'pause'
                     FROM (SELECT pg_current_xact_id()) AS identified
                   RETURNING Seq";
     // A writer draws a Seq and has not committed; another row, drawn after it, commits.

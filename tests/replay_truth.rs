@@ -210,6 +210,36 @@ fn a_hand_edited_history_is_refused_in_one_line_naming_the_file_and_the_row() {
             "neither Paid nor Failed",
         ),
         (
+            "unclaimed.db",
+            "UPDATE LeaseEvents SET LeaseVersion = 9 WHERE Kind = 'Checked'",
+            "a Checked under lease v9 of message 1, which nobody claimed",
+        ),
+        (
+            "stranger.db",
+            "UPDATE LeaseEvents SET Worker = 'Worker-C' WHERE Kind = 'Finalized'",
+            "a Finalized by Worker-C under lease v2 of message 1, which Worker-B claimed",
+        ),
+        (
+            "skipped.db",
+            "UPDATE LeaseEvents SET LeaseVersion = 7 WHERE Seq = 3",
+            "under lease version 7, where the next is 1",
+        ),
+        (
+            "early.db",
+            "UPDATE LeaseEvents SET AtUtc = AtUtc - 100000 WHERE Kind = 'Checked'",
+            "is before the seeding's",
+        ),
+        (
+            "engine.db",
+            "UPDATE LeaseEvents SET Worker = 'engine' WHERE Kind = 'Crashed'",
+            "a Crashed by the engine, which only workers write",
+        ),
+        (
+            "mute.db",
+            "UPDATE LeaseEvents SET Detail = NULL WHERE Kind = 'Crashed'",
+            "a Crashed that says nothing of how",
+        ),
+        (
             "reseeded.db",
             "INSERT INTO LeaseEvents (AtUtc, Worker, Kind, Detail)
              SELECT AtUtc, 'engine', 'Seeded', '300' FROM LeaseEvents WHERE Seq = 1",
@@ -367,4 +397,155 @@ fn a_worker_whose_attempt_failed_holds_nothing() {
         "{screen}"
     );
     assert!(!screen.contains("taken by"), "{screen}");
+}
+
+/// Every recording the lab itself writes reads back: each built-in lesson, a saved
+/// counterexample of every explorer mode, and runs with crashes, restarts, pauses, clock
+/// jumps, retries and dead letters. The checks that refuse a hand-edited history refuse
+/// nothing a leaselab wrote.
+#[test]
+fn every_recording_the_lab_writes_is_accepted_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let accept = |db: &Path, what: &str| {
+        let r = leaselab::ui::app::Recording::load(&Db::parse(db));
+        assert!(r.is_ok(), "{what}: {}", r.err().unwrap_or_default());
+    };
+    for b in leaselab::lesson::BUILT_INS {
+        let db = dir.path().join(format!("{}.db", b.name));
+        record_lesson(b.name, &db);
+        accept(&db, b.name);
+    }
+    for mode in ["no-leasing", "owner-guard", "fencing-token"] {
+        let toml = dir.path().join(format!("{mode}.toml"));
+        let args = [
+            "explore",
+            "--workers",
+            "2",
+            "--messages",
+            "1",
+            "--mode",
+            mode,
+        ];
+        let save = ["--save-lesson", toml.to_str().unwrap()];
+        let out = leaselab(&[&args[..], &save[..]].concat(), dir.path());
+        assert!(toml.exists(), "{mode}: {}", stderr(&out));
+        let db = dir.path().join(format!("{mode}.db"));
+        let check = [
+            "lesson",
+            toml.to_str().unwrap(),
+            "--check",
+            "--db",
+            db.to_str().unwrap(),
+        ];
+        let out = leaselab(&check, dir.path());
+        assert_eq!(out.status.code(), Some(0), "{mode}: {}", stderr(&out));
+        accept(&db, mode);
+    }
+    for (name, run) in [
+        (
+            "soak.db",
+            &[
+                "run",
+                "soak",
+                "--workers",
+                "4",
+                "--messages",
+                "200",
+                "--seed",
+                "7",
+            ][..],
+        ),
+        (
+            "retries.db",
+            &[
+                "run",
+                "outbox-leasing",
+                "--fail-first",
+                "PAY-002=2",
+                "--fail-always",
+                "PAY-005",
+            ][..],
+        ),
+        ("naive.db", &["run", "competing-no-claim"][..]),
+        (
+            "batch.db",
+            &[
+                "run",
+                "outbox-leasing",
+                "--workers",
+                "3",
+                "--messages",
+                "50",
+            ][..],
+        ),
+    ] {
+        let db = dir.path().join(name);
+        let out = leaselab(
+            &[run, &["--db", db.to_str().unwrap()][..]].concat(),
+            dir.path(),
+        );
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{name}: {}",
+            stderr(&out)
+        );
+        accept(&db, name);
+    }
+}
+
+/// slow-job's first half checks PAY-001 twice at a provider that does the work twice: the
+/// live lesson ends on that failed check, and so does its replay, from the calls' own rows
+/// (each says whether it did new work). With the idempotent provider, the repeat did none.
+#[test]
+fn a_replay_judges_side_effects_from_the_calls_it_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("slow.db");
+    record_lesson("slow-job", &db);
+    let mut app = replay(&db);
+    key(&mut app, KeyCode::End);
+    let screen = frame_lines(&mut app, 160, 50).join("\n");
+    let h = app
+        .snapshot()
+        .history
+        .clone()
+        .expect("a verdict at the end");
+    assert!(h.duplicate_side_effects.count >= 1, "{h:?}\n{screen}");
+    let checks = &app.snapshot().checks;
+    assert!(checks.iter().any(|c| !c.passed), "{checks:?}");
+    // The zombie lesson ends with the idempotent provider: its repeated call is recorded as a
+    // replay of the first answer, and its replay counts one side effect for that payment.
+    let z = dir.path().join("z.db");
+    record_lesson("zombie-worker", &z);
+    let rows = leaselab::engine::store::Store::open_read_only(&z)
+        .unwrap()
+        .all_events()
+        .unwrap();
+    assert!(
+        rows.iter()
+            .any(|r| r.detail.as_deref() == Some("Paid replayed")),
+        "{rows:#?}"
+    );
+}
+
+/// A worker whose freeze ended is shown at work on what it believed it held (its next
+/// write says what became of it), not as a worker nothing is known of.
+#[test]
+fn a_woken_zombie_is_at_work_not_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("z.db");
+    record_lesson("zombie-worker", &db);
+    let recording = leaselab::ui::app::Recording::load(&Db::parse(&db)).unwrap();
+    let woke = recording
+        .rows
+        .iter()
+        .position(|r| r.kind == leaselab::engine::store::LeaseEventKind::Resumed)
+        .expect("a Resumed row")
+        + 1;
+    let mut app = replay(&db);
+    app.replay_to(woke);
+    frame_lines(&mut app, 120, 40);
+    assert_eq!(worker_state(&app, "Worker-A"), WorkerState::Processing);
+    app.replay_to(woke + 1);
+    frame_lines(&mut app, 120, 40);
+    assert_ne!(worker_state(&app, "Worker-A"), WorkerState::Unknown);
 }

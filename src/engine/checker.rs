@@ -127,6 +127,17 @@ impl HistoryCheck {
     }
 }
 
+impl HistoryCheck {
+    /// Duplicate side effects as the ledger's events recorded them (each provider call says
+    /// whether it did new work): for workers whose provider is out of this process's sight.
+    pub fn count_recorded_side_effects(&mut self, ledger: &Ledger) {
+        for m in ledger.messages.values().filter(|m| m.side_effects > 1) {
+            self.duplicate_side_effects
+                .add(format!("{}: {} side effects", m.key, m.side_effects));
+        }
+    }
+}
+
 /// Check a run's history against the final rows (all of them, in id order).
 pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
     let mut c = HistoryCheck::default();

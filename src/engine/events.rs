@@ -47,6 +47,9 @@ pub enum EventKind {
         id: i64,
         key: String,
         status: ProviderStatus,
+        /// The call did new work at the provider (a side effect); false when an idempotent
+        /// provider replayed its first answer for the key.
+        effect: bool,
     },
     /// Leasing on: the ownership-guarded finalize committed.
     Finalized {
@@ -217,9 +220,20 @@ impl Event {
                 ..
             } => Some(format!("BLOCKED on {key} by {owner}, {left_ms} ms left")),
             EventKind::Loaded { count } => Some(format!("LOADED {count} pending (no claim)")),
-            EventKind::ProviderCalled { key, status, .. } => {
-                Some(format!("status check {key} -> {}", status.as_str()))
-            }
+            EventKind::ProviderCalled {
+                key,
+                status,
+                effect,
+                ..
+            } => Some(format!(
+                "status check {key} -> {}{}",
+                status.as_str(),
+                if *effect {
+                    ""
+                } else {
+                    " (its first answer replayed: no new side effect)"
+                }
+            )),
             EventKind::Finalized {
                 key,
                 version,
@@ -345,11 +359,17 @@ impl Event {
                 None => format!("LEFT ({how}) holding nothing"),
             }),
             EventKind::SettingsRecorded { settings } => Some(format!(
-                "settings: lease {} ms, processing {} ms, leasing {}, heartbeats {}",
+                "settings: lease {} ms, processing {} ms, leasing {}, heartbeats {}, batch {}, {} guard",
                 settings.lease_ms,
                 settings.process_ms,
                 on_off(settings.leasing),
-                on_off(settings.heartbeats)
+                on_off(settings.heartbeats),
+                settings.batch,
+                if settings.owner_only {
+                    "owner-only"
+                } else {
+                    "fencing-token"
+                }
             )),
             EventKind::ClockMoved { from_ms, to_ms } => Some(format!(
                 "clock advanced {} ms to {}",

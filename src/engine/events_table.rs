@@ -11,7 +11,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use super::backend::Db;
 use super::events::{Event, EventKind, ENGINE};
-use super::outbox::{RunSettings, CRASH_PANIC, CRASH_TOLD};
+use super::outbox::{RunSettings, CRASH_PANIC, CRASH_TOLD, REPLAYED};
 use super::pg::{PgStore, PgTail};
 use super::provider::ProviderStatus;
 use super::store::{LeaseEventKind, LeaseEventRow, OutboxError, Store};
@@ -158,7 +158,12 @@ fn row_events(
             version,
             reclaim: version > 1,
         },
-        LeaseEventKind::Checked => EventKind::ProviderCalled { id, key, status },
+        LeaseEventKind::Checked => EventKind::ProviderCalled {
+            id,
+            key,
+            status,
+            effect: !row.detail.as_deref().is_some_and(|d| d.ends_with(REPLAYED)),
+        },
         LeaseEventKind::Finalized => EventKind::Finalized {
             id,
             key,
@@ -184,9 +189,9 @@ fn row_events(
     vec![event(kind)]
 }
 
-/// The provider's answer a row carries (`Paid` or `Failed`).
+/// The provider's answer a row carries (`Paid` or `Failed`, a call's perhaps `replayed`).
 fn answer(row: &LeaseEventRow) -> ProviderStatus {
-    match row.detail.as_deref() {
+    match row.detail.as_deref().map(|d| d.trim_end_matches(REPLAYED)) {
         Some("Failed") => ProviderStatus::Failed,
         _ => ProviderStatus::Paid,
     }

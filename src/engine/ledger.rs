@@ -108,6 +108,9 @@ pub struct MessageHistory {
     pub runs: u32,
     /// Provider status checks made for it.
     pub attempts: u32,
+    /// Those of its calls that did new work at the provider (an idempotent provider answers
+    /// a repeat from its record, with none).
+    pub side_effects: u32,
     pub claims: u32,
     pub rejected: u32,
     /// (commit stamp, step), in arrival order; sorted when evaluated.
@@ -268,17 +271,12 @@ impl Ledger {
                 }
                 self.claimed(ev.seq, *id, key, *reclaim, step);
             }
-            EventKind::ProviderCalled { id, key, status } => {
-                self.processing_attempts += 1;
-                let m = self.message(*id, key);
-                m.attempts += 1;
-                let step = HistoryStep::Call {
-                    owner: actor.clone(),
-                    at_ms: ev.at_ms,
-                    status: *status,
-                };
-                m.record((ev.seq, step));
-            }
+            EventKind::ProviderCalled {
+                id,
+                key,
+                status,
+                effect,
+            } => self.called(ev, actor.clone(), (*id, key), *status, *effect),
             EventKind::Finalized {
                 id,
                 key,
@@ -496,6 +494,27 @@ impl Ledger {
         }
     }
 
+    /// A provider call: one processing attempt, and a side effect when it did new work.
+    fn called(
+        &mut self,
+        ev: &Event,
+        owner: Arc<str>,
+        (id, key): (i64, &str),
+        status: crate::engine::provider::ProviderStatus,
+        effect: bool,
+    ) {
+        self.processing_attempts += 1;
+        let m = self.message(id, key);
+        m.attempts += 1;
+        m.side_effects += u32::from(effect);
+        let step = HistoryStep::Call {
+            owner,
+            at_ms: ev.at_ms,
+            status,
+        };
+        m.record((ev.seq, step));
+    }
+
     fn message(&mut self, id: i64, key: &str) -> &mut MessageHistory {
         let m = Arc::make_mut(self.messages.entry(id).or_default());
         if m.key.is_empty() {
@@ -526,6 +545,14 @@ impl Ledger {
             + self.leases_lost
             + self.retries
             + self.dead_letters
+    }
+
+    /// Provider calls that did new work, as their events said.
+    pub fn side_effects(&self) -> u64 {
+        self.messages
+            .values()
+            .map(|m| u64::from(m.side_effects))
+            .sum()
     }
 
     /// Results written, in total (finalized + marked).

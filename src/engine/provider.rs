@@ -169,6 +169,12 @@ impl Provider {
     /// The status check as a worker meets it: a served fault fails the call (it counts as a
     /// call, with no side effect), otherwise [`Provider::check_status`].
     pub fn try_check_status(&self, key: &str) -> Result<StatusCheck, String> {
+        self.try_call(key).map(|(check, _)| check)
+    }
+
+    /// [`Provider::try_check_status`], and whether the call did new work at the provider (a
+    /// side effect) rather than replay its first answer for the idempotency key.
+    pub fn try_call(&self, key: &str) -> Result<(StatusCheck, bool), String> {
         let failing = {
             let faults = self.faults.lock().unwrap_or_else(|p| p.into_inner());
             let always = faults.fail_always.contains(key);
@@ -196,7 +202,7 @@ impl Provider {
         };
         match failing {
             Some(error) => Err(error),
-            None => Ok(self.check_status(key)),
+            None => Ok(self.call(key)),
         }
     }
 
@@ -220,6 +226,12 @@ impl Provider {
     /// The status check a worker makes to reconcile a payment. Deterministic: a key whose
     /// number is a multiple of three fails (PAY-003, PAY-006), every other key is paid.
     pub fn check_status(&self, key: &str) -> StatusCheck {
+        self.call(key).0
+    }
+
+    /// [`Provider::check_status`], and whether it did new work (a side effect) rather than
+    /// replay its first answer for the idempotency key.
+    pub fn call(&self, key: &str) -> (StatusCheck, bool) {
         let idempotent = self.is_idempotent();
         let mut guard = self.lock();
         let inner = &mut *guard;
@@ -229,7 +241,7 @@ impl Provider {
         inner.status_checks += 1;
         if idempotent {
             if let Some(first) = &calls.first {
-                return first.clone();
+                return (first.clone(), false);
             }
         }
         calls.side_effects += 1;
@@ -251,7 +263,7 @@ impl Provider {
         if calls.first.is_none() {
             calls.first = Some(check.clone());
         }
-        check
+        (check, true)
     }
 
     /// What the provider has been asked and answered so far.

@@ -286,6 +286,7 @@ mod tests {
             id,
             key: format!("PAY-00{id}"),
             status: ProviderStatus::Paid,
+            effect: true,
         };
         let marked = |id: i64| EventKind::Marked {
             id,

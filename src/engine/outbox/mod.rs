@@ -10,7 +10,9 @@ mod status;
 mod types;
 
 pub use error::{Failure, OutboxError, Result};
-pub use record::{Fact, LeaseEventRow, Recording, RunSettings, CRASH_PANIC, CRASH_TOLD};
+pub use record::{
+    checked_detail, Fact, LeaseEventRow, Recording, RunSettings, CRASH_PANIC, CRASH_TOLD, REPLAYED,
+};
 pub use retry::{FailOutcome, RetryPolicy};
 pub use status::{LeaseEventKind, OutboxStatus, PaymentStatus};
 pub use types::{

@@ -74,6 +74,16 @@ impl Fact {
 pub const CRASH_TOLD: &str = "crash";
 pub const CRASH_PANIC: &str = "panic: ";
 
+/// A `Checked` row's `Detail` when the provider replayed its first answer for the key (an
+/// idempotent provider): the call did no new work.
+pub const REPLAYED: &str = " replayed";
+
+/// A `Checked` row's `Detail`: the answer, and whether the call did new work at the provider
+/// (`Paid`, or `Paid replayed` when an idempotent provider answered from its record).
+pub fn checked_detail(status: crate::engine::provider::ProviderStatus, effect: bool) -> String {
+    format!("{}{}", status.as_str(), if effect { "" } else { REPLAYED })
+}
+
 /// Writing a [`Fact`]: one row in a transaction of its own. Returns the engine's stamp of
 /// the write, which orders it among the workers' writes as the database committed them.
 pub trait Recording {

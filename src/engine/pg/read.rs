@@ -65,6 +65,15 @@ impl PgStore {
         self.all_events_between(seq, i64::MAX as u64, limit)
     }
 
+    /// How many rows the events table holds.
+    pub fn event_count(&mut self) -> Result<u64> {
+        let n: i64 = self
+            .client()
+            .query_one("SELECT COUNT(*) FROM LeaseEvents", &[])?
+            .get(0);
+        Ok(n as u64)
+    }
+
     /// The lowest Seq below 1, if a row has one: no leaselab writes such a row, and a reader
     /// that starts after 0 would never see it.
     pub fn events_below_one(&mut self) -> Result<Option<i64>> {

@@ -206,6 +206,14 @@ impl Store {
         Ok(out)
     }
 
+    /// How many rows the events table holds.
+    pub fn event_count(&self) -> Result<u64> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT COUNT(*) FROM LeaseEvents", [], |r| r.get(0))?;
+        Ok(n as u64)
+    }
+
     /// Every event since the last seeding, in commit order.
     pub fn all_events(&self) -> Result<Vec<LeaseEventRow>> {
         self.events_after(0, i64::MAX as u64)

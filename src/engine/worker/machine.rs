@@ -15,7 +15,7 @@ use crate::engine::outbox::{
 use crate::engine::provider::StatusCheck;
 
 use super::*;
-use crate::engine::outbox::CRASH_TOLD;
+use crate::engine::outbox::{checked_detail, CRASH_TOLD};
 
 enum Phase {
     Idle,
@@ -522,20 +522,21 @@ impl Worker {
     /// Leasing on, holding a lease: ask the provider for the payment's status. A failed
     /// call is recorded on the row: back to Pending after a backoff, or dead-lettered.
     fn call_provider(&mut self, lease: Lease) -> Result<Acted, String> {
-        let check = match self.ctx.provider.try_check_status(&lease.key) {
-            Ok(check) => check,
+        let (check, effect) = match self.ctx.provider.try_call(&lease.key) {
+            Ok(call) => call,
             Err(error) => {
                 self.failed_attempt(lease, error)?;
                 return Ok(Acted::Done);
             }
         };
-        let seq = self.record_check(Some(&lease), lease.id, &lease.key, &check)?;
+        let seq = self.record_check(Some(&lease), lease.id, &lease.key, &check, effect)?;
         self.emit_at(
             seq,
             EventKind::ProviderCalled {
                 id: lease.id,
                 key: lease.key.clone(),
                 status: check.status,
+                effect,
             },
         );
         self.phase = Phase::Checked(lease, check);
@@ -550,6 +551,7 @@ impl Worker {
         id: i64,
         key: &str,
         check: &StatusCheck,
+        effect: bool,
     ) -> Result<u64, String> {
         let now = self.ctx.clock.now();
         let fact = Fact {
@@ -560,7 +562,7 @@ impl Worker {
                 LeaseEventKind::Checked,
                 now,
                 &self.name,
-                check.status.as_str(),
+                &checked_detail(check.status, effect),
             )
         };
         self.store.record(&fact).map_err(|e| e.to_string())
@@ -671,14 +673,15 @@ impl Worker {
     /// Leasing off: ask the provider about the next loaded message, owning nothing.
     fn check_next_loaded(&mut self, mut queue: VecDeque<MessageRef>) -> Result<Acted, String> {
         if let Some(msg) = queue.pop_front() {
-            let check = self.ctx.provider.check_status(&msg.key);
-            let seq = self.record_check(None, msg.id, &msg.key, &check)?;
+            let (check, effect) = self.ctx.provider.call(&msg.key);
+            let seq = self.record_check(None, msg.id, &msg.key, &check, effect)?;
             self.emit_at(
                 seq,
                 EventKind::ProviderCalled {
                     id: msg.id,
                     key: msg.key.clone(),
                     status: check.status,
+                    effect,
                 },
             );
             self.phase = Phase::Naive {

@@ -157,6 +157,8 @@ fn state_of(
         (Some(ProcessState::Stopped), _) | (None, Fate::Frozen) => WorkerState::Paused,
         (None, Fate::Left) => WorkerState::Left,
         _ if lease.is_none() => WorkerState::Idle,
+        // Woken, it works on with what it believed, whatever became of its lease meanwhile.
+        (None, Fate::Woken) => WorkerState::Processing,
         // Its parent knows a running process is at work, whatever its lease says.
         (Some(ProcessState::Running), _) => WorkerState::Processing,
         _ if lease_ran_out => WorkerState::Unknown,
@@ -446,16 +448,20 @@ impl App {
                 self.restart_process(slot, previous)
             }
             (Some(c), Action::TogglePause) => {
-                let (signal, said) = toggle_pause(c, slot, x_started);
                 let name = c.name(slot).unwrap_or_default().to_string();
-                match signal {
-                    Some("SIGSTOP") => {
-                        self.record_process_fact(slot, &name, LeaseEventKind::Paused, "SIGSTOP")
-                    }
-                    Some(sig) => {
-                        self.record_process_fact(slot, &name, LeaseEventKind::Resumed, sig)
-                    }
-                    None => {}
+                // A wake is recorded before SIGCONT (the worker's next row may follow at once),
+                // a stop after SIGSTOP (it held what it held from then on).
+                let waking =
+                    x_started && c.is_stopped(slot) && c.state(slot) == ProcessState::Stopped;
+                if waking {
+                    self.record_process_fact(slot, &name, LeaseEventKind::Resumed, "SIGCONT");
+                }
+                let Some(c) = self.external.as_mut().and_then(|x| x.children.as_mut()) else {
+                    return true;
+                };
+                let (signal, said) = toggle_pause(c, slot, x_started);
+                if signal == Some("SIGSTOP") {
+                    self.record_process_fact(slot, &name, LeaseEventKind::Paused, "SIGSTOP");
                 }
                 said
             }

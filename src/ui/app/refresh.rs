@@ -299,9 +299,12 @@ impl App {
             }
             self.history_waits = None;
             let mut h = checker::check(&self.ledger, &rows);
-            // Worker processes each have a provider of their own, out of this one's sight.
+            // Worker processes each have a provider of their own, out of this one's sight: their
+            // calls' rows say which did new work; threads' calls are the provider's own count.
             if self.external.is_none() {
                 h.count_side_effects(&self.engine.provider.calls());
+            } else {
+                h.count_recorded_side_effects(&self.ledger);
             }
             self.snap.checks = checks::of_history(&h);
             self.log_verdict(&h);
@@ -440,8 +443,9 @@ impl App {
                 Some(_) => l.processing_attempts,
                 None => p.status_checks_total(),
             },
+            // Each call's row says whether it did new work at the provider.
             provider_effects: match self.external {
-                Some(_) => l.processing_attempts,
+                Some(_) => l.side_effects(),
                 None => p.side_effects_total(),
             },
             provider_idempotent: p.is_idempotent(),
@@ -461,9 +465,12 @@ impl App {
             // only guesses at crashes, while --processes sees its children die.
             unknown: match &self.external {
                 None => Unknown::default(),
+                // A recording of the lab's threads holds every crash; one of worker
+                // processes cannot hold a kill from outside.
                 Some(x) => Unknown {
                     claims: true,
-                    crashes: x.children.is_none(),
+                    crashes: x.children.is_none()
+                        && (self.replay.is_none() || x.witness.has_processes()),
                 },
             },
         }

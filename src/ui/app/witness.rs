@@ -19,6 +19,9 @@ pub enum Fate {
     Frozen,
     /// A worker process stopped between two actions (Ctrl-C, SIGTERM).
     Left,
+    /// Woken from a recorded freeze: it carries on with the lease it believed it held, until
+    /// its next write says what became of it.
+    Woken,
 }
 
 /// Each slot's newest name, fate and recorded settings, folded from events.
@@ -49,8 +52,23 @@ impl Witness {
         let fate = &mut self.fates[slot];
         match &ev.kind {
             EventKind::Crashed { .. } => *fate = Fate::Crashed,
+            // A stall freezes a worker whose name a new one goes on using: the rows cannot tell
+            // the two apart, so the name's slot is not shown frozen while the new one works.
+            EventKind::Froze { how } if how.starts_with("stall") => {}
             EventKind::Froze { .. } => *fate = Fate::Frozen,
-            EventKind::Woke { .. } | EventKind::Restarted { .. } => *fate = Fate::Working,
+            EventKind::Woke { .. } => *fate = Fate::Woken,
+            EventKind::Restarted { .. } => *fate = Fate::Working,
+            // Its first write after waking says what became of its lease.
+            EventKind::Finalized { .. }
+            | EventKind::FinalizeRejected { .. }
+            | EventKind::Heartbeat { .. }
+            | EventKind::LeaseLost { .. }
+            | EventKind::AttemptFailed { .. }
+            | EventKind::DeadLettered { .. }
+                if *fate == Fate::Woken =>
+            {
+                *fate = Fate::Working
+            }
             EventKind::Left { .. } => *fate = Fate::Left,
             EventKind::Joined { settings } => {
                 *fate = Fate::Working;
@@ -64,6 +82,11 @@ impl Witness {
             }
             _ => {}
         }
+    }
+
+    /// Whether any worker recorded here was a process of its own (a `Joined` row).
+    pub fn has_processes(&self) -> bool {
+        self.joined.iter().any(Option::is_some)
     }
 
     pub fn count(&self) -> usize {
@@ -89,7 +112,7 @@ impl Witness {
             .joined
             .iter()
             .zip(&self.fates)
-            .filter(|(_, f)| matches!(f, Fate::Working | Fate::Frozen))
+            .filter(|(_, f)| matches!(f, Fate::Working | Fate::Frozen | Fate::Woken))
             .filter_map(|(s, _)| s.or(self.engine))
             .collect();
         if let (true, Some(s)) = (present.is_empty(), self.engine) {

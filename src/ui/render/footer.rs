@@ -20,12 +20,13 @@ fn hint_width(b: &keys::Binding, hint: &str) -> usize {
 /// event lines fit (the help lists every key).
 const TWO_LINES_FROM: u16 = 30;
 
-/// The hint of `b` as the footer shows it now: space says `run` while paused.
-fn hint(b: &keys::Binding, mode: Mode, paused: bool) -> &'static str {
-    if b.action == keys::Action::TogglePause && paused && mode != Mode::Processes {
-        "run"
-    } else {
-        b.hint_in(mode)
+/// The hint of `b` as the footer shows it now: space says `run` while paused, and `start`
+/// while worker processes are held.
+fn hint(b: &keys::Binding, mode: Mode, paused: bool, held: bool) -> &'static str {
+    match (b.action == keys::Action::TogglePause, mode) {
+        (true, Mode::Processes) if held => "start",
+        (true, Mode::Free | Mode::Lesson) if paused => "run",
+        _ => b.hint_in(mode),
     }
 }
 
@@ -36,7 +37,7 @@ pub fn height(width: u16, height: u16, mode: Mode) -> u16 {
         return 1;
     }
     let all: usize = keys::footer_entries(mode)
-        .map(|b| hint_width(b, hint(b, mode, true)))
+        .map(|b| hint_width(b, hint(b, mode, true, true)))
         .sum();
     if all <= width as usize {
         1
@@ -50,7 +51,7 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
     let mut spans: Vec<Span> = Vec::new();
     let mut used = 0usize;
     for b in keys::footer_entries(s.mode) {
-        let hint = hint(b, s.mode, s.paused);
+        let hint = hint(b, s.mode, s.paused, s.held);
         let width = hint_width(b, hint);
         if used + width > area.width as usize {
             if lines.len() + 1 >= area.height as usize {

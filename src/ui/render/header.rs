@@ -44,8 +44,13 @@ fn header_spans(s: &Snapshot, t: &Theme, compact: bool) -> Vec<Span<'static>> {
         styled(" leaselab ", t.title),
         Span::raw(if compact { " " } else { " clock " }),
         styled(format!("{}Z", hms(s.now_ms)), t.header),
-        Span::raw(format!("{gap}x{}{gap}", speed_label(s.speed))),
     ];
+    // Only the dashboard's own clock has a speed: a replay stands still, processes keep
+    // the wall clock.
+    spans.push(Span::raw(match s.mode {
+        Mode::Free | Mode::Lesson => format!("{gap}x{}{gap}", speed_label(s.speed)),
+        _ => gap.to_string(),
+    }));
     spans.push(run_state(s, t));
     spans.push(Span::raw(gap));
     let set = &s.settings;

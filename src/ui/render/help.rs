@@ -115,14 +115,34 @@ fn help_lines(t: &Theme, mode: Mode) -> Vec<Line<'static>> {
         "ledger saw it processed (not in the database).",
         "Timeline: ━ lease ┄ no lease ░ dead lease ✗ crash ! blocked ✓ done",
         "× rejected L loaded ↻ restarted.",
-        "Workers: ▶ selected, → moves at the next n. CRASHED: a crash was",
-        "recorded. FROZEN: frozen holding its lease. unknown: its lease ran out",
-        "and nothing recorded says why. left: stopped between actions (Ctrl-C).",
-        "held: waits for the first space. `PAY-002 no lease +N`: a worker",
-        "without leases holds N more loaded rows.",
     ];
-    for text in source.iter().chain(legend.iter()) {
+    for text in source
+        .iter()
+        .chain(legend.iter())
+        .chain(workers_legend(mode))
+    {
         lines.push(Line::from(styled(*text, t.dim)));
     }
     lines
+}
+
+/// What the workers pane's marks and words mean on this screen.
+fn workers_legend(mode: Mode) -> &'static [&'static str] {
+    match mode {
+        Mode::Free | Mode::Lesson => &[
+            "Workers: ▶ selected, → moves at the next n. CRASHED: crashed holding",
+            "what it held. FROZEN: frozen holding its lease. `PAY-002 no lease +N`:",
+            "a worker without leases holds N more loaded rows.",
+        ],
+        Mode::Replay | Mode::Watch => &[
+            "Workers (as their rows recorded them): ▶ selected. CRASHED: a crash was",
+            "recorded. FROZEN: a freeze was. left: stopped between actions (Ctrl-C).",
+            "unknown: its lease ran out or was taken, and nothing recorded says why.",
+        ],
+        Mode::Processes => &[
+            "Workers: ▶ selected. held: waits for the first space. FROZEN: stopped",
+            "with SIGSTOP. CRASHED: killed, or ended on its own. unknown: its lease",
+            "ran out or was taken, and nothing recorded says why.",
+        ],
+    }
 }

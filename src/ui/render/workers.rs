@@ -137,11 +137,13 @@ impl View<'_> {
     fn owns(&self, w: &WorkerView, room: usize) -> (String, ratatui::style::Style) {
         let (t, wide) = (self.t, self.wide);
         let s = &w.status;
-        // A worker that no longer works on its lease: what matters is what became of it.
-        let crashed = matches!(
-            s.state,
-            WorkerState::Crashed | WorkerState::Left | WorkerState::Unknown
-        );
+        // A worker that no longer works on its lease, or whose lease another worker took:
+        // what matters is what became of it.
+        let crashed = w.taken_by.is_some()
+            || matches!(
+                s.state,
+                WorkerState::Crashed | WorkerState::Left | WorkerState::Unknown
+            );
         if let Some(lease) = &s.lease {
             let left = lease.until_ms - self.now_ms;
             if !crashed {

@@ -10,8 +10,9 @@ use crate::engine::backend::Db;
 use crate::engine::outbox::RunSettings;
 use crate::engine::store::{LeaseEventKind, LeaseEventRow};
 
-/// The most events a recording may hold to be replayed.
-pub const MAX_REPLAY_EVENTS: usize = 2_000_000;
+/// The most events a recording may hold to be replayed: a run of 100,000 messages writes
+/// about 300,000, and a replay holds about 1.2 KB an event.
+pub const MAX_REPLAY_EVENTS: usize = 1_000_000;
 /// The most payments one seeding may name (the bench's largest outbox).
 pub const MAX_SEEDED: i64 = 1_000_000;
 /// The latest time a row may carry: the last millisecond of the year 9999.
@@ -54,11 +55,7 @@ impl Recording {
         if rows.is_empty() {
             return Err(format!("{shown}: no events recorded"));
         }
-        if rows.len() > MAX_REPLAY_EVENTS {
-            return Err(format!(
-                "{shown}: more than {MAX_REPLAY_EVENTS} events, too many to replay"
-            ));
-        }
+        too_many(shown, rows.len() as u64)?;
         let mut check = Checker::default();
         for (i, row) in rows.iter().enumerate() {
             check.row(i, row).map_err(|why| {
@@ -80,9 +77,22 @@ fn sqlite_events(path: &std::path::Path) -> Result<Vec<LeaseEventRow>, String> {
     }
     crate::engine::store::inspect(path).map_err(|e| e.to_string())?;
     let store = crate::engine::store::Store::open_untouched(path).map_err(|e| e.to_string())?;
+    // Counted before anything is read: a recording too long is refused at once.
+    let count = store.event_count().map_err(|e| e.to_string())?;
+    too_many(&path.display().to_string(), count)?;
     store
         .recorded_events(MAX_REPLAY_EVENTS as u64 + 1)
         .map_err(|e| format!("{}: {e}; refusing to replay it", path.display()))
+}
+
+/// A recording longer than [`MAX_REPLAY_EVENTS`] is refused, saying how long it is.
+fn too_many(shown: &str, count: u64) -> Result<(), String> {
+    if count > MAX_REPLAY_EVENTS as u64 {
+        return Err(format!(
+            "{shown}: {count} events, more than the {MAX_REPLAY_EVENTS} a replay takes"
+        ));
+    }
+    Ok(())
 }
 
 /// How long a replay waits for transactions still open on the server, whose event rows could
@@ -95,6 +105,8 @@ const PG_SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// open. Refused in one line when one stays open longer than `PG_SETTLE_WAIT`, naming it.
 fn settled_pg_events(db: &Db, url: &str) -> Result<Vec<LeaseEventRow>, String> {
     let mut store = crate::engine::pg::PgStore::open_existing(url).map_err(|e| e.to_string())?;
+    let count = store.event_count().map_err(|e| e.to_string())?;
+    too_many(&db.shown(), count)?;
     let below = store.events_below_one().map_err(|e| e.to_string())?;
     if let Some(seq) = below {
         return Err(format!(
@@ -116,12 +128,22 @@ fn settled_pg_events(db: &Db, url: &str) -> Result<Vec<LeaseEventRow>, String> {
     Ok(rows)
 }
 
-/// What the rows so far have made: each message's key, by id.
+/// What the rows so far have made: the messages (ids 1 to `seeded`, and those added, by
+/// id), and who claimed each of their lease versions.
 #[derive(Default)]
 struct Checker {
-    keys: HashMap<i64, String>,
-    seeded: bool,
+    seeded: i64,
+    added: HashMap<i64, String>,
+    /// By message: the worker of each claim, version 1 first.
+    claimers: HashMap<i64, Vec<String>>,
+    seeded_at: i64,
     messages: i64,
+}
+
+/// Rows the lab itself writes, under the name `engine`; every other row is a worker's.
+fn by_the_engine(kind: LeaseEventKind) -> bool {
+    use LeaseEventKind::*;
+    matches!(kind, Seeded | Added | Settings | Redriven)
 }
 
 impl Checker {
@@ -141,6 +163,16 @@ impl Checker {
         }
         text("PaymentKey", r.key.as_deref(), MAX_KEY)?;
         text("Detail", r.detail.as_deref(), MAX_DETAIL)?;
+        if i > 0 && r.at_ms < self.seeded_at {
+            return Err(format!("AtUtc {} is before the seeding's", r.at_ms));
+        }
+        let engine = r.worker == crate::engine::events::ENGINE;
+        if engine != by_the_engine(r.kind) {
+            return Err(match engine {
+                true => format!("a {} by the engine, which only workers write", r.kind),
+                false => format!("a {} by a worker, which only the engine writes", r.kind),
+            });
+        }
         match (i, r.kind) {
             (0, Seeded) => {}
             (0, kind) => {
@@ -155,9 +187,74 @@ impl Checker {
             Seeded => self.seeding(r),
             Added => self.added(r),
             Settings | Joined => RunSettings::parse(r.detail.as_deref().unwrap_or("")).map(|_| ()),
-            Paused | Resumed | Restarted | Left | Crashed => self.held(r),
-            _ => self.about_a_message(r),
+            Paused | Resumed | Restarted | Left | Crashed => {
+                if r.detail.as_deref().is_none_or(str::is_empty) {
+                    return Err(format!("a {} that says nothing of how", r.kind));
+                }
+                self.held(r)
+            }
+            Claimed => {
+                self.about_a_message(r)?;
+                self.claim(r)
+            }
+            _ => {
+                self.about_a_message(r)?;
+                self.under_a_claimed_lease(r)
+            }
         }
+    }
+
+    /// A claim takes the next lease version of its message.
+    fn claim(&mut self, r: &LeaseEventRow) -> Result<(), String> {
+        let id = r.id.unwrap_or_default();
+        let claimers = self.claimers.entry(id).or_default();
+        let next = claimers.len() as i64 + 1;
+        if r.version != Some(next) {
+            return Err(format!(
+                "a claim of message {id} under lease version {}, where the next is {next}",
+                r.version.map_or("none".to_string(), |v| v.to_string())
+            ));
+        }
+        claimers.push(r.worker.clone());
+        Ok(())
+    }
+
+    /// A row under a lease names a version its message was claimed under, by this worker.
+    fn under_a_claimed_lease(&self, r: &LeaseEventRow) -> Result<(), String> {
+        use LeaseEventKind::*;
+        let Some(v) = r.version else {
+            // A provider call, a mark or a redrive may concern a message nobody leased.
+            return match r.kind {
+                Checked | Marked | Redriven => Ok(()),
+                kind => Err(format!("a {kind} under no lease version")),
+            };
+        };
+        if r.kind == Redriven {
+            return Ok(());
+        }
+        let id = r.id.unwrap_or_default();
+        let claimer = usize::try_from(v - 1)
+            .ok()
+            .and_then(|i| self.claimers.get(&id)?.get(i));
+        match claimer {
+            Some(w) if *w == r.worker => Ok(()),
+            Some(w) => Err(format!(
+                "a {} by {} under lease v{v} of message {id}, which {w} claimed",
+                r.kind, r.worker
+            )),
+            None => Err(format!(
+                "a {} under lease v{v} of message {id}, which nobody claimed",
+                r.kind
+            )),
+        }
+    }
+
+    /// The key of message `id`, if it was seeded or added.
+    fn key_of(&self, id: i64) -> Option<String> {
+        if (1..=self.seeded).contains(&id) {
+            return Some(crate::engine::store::payment_key(id as u64));
+        }
+        self.added.get(&id).cloned()
     }
 
     fn seeding(&mut self, r: &LeaseEventRow) -> Result<(), String> {
@@ -169,12 +266,9 @@ impl Checker {
             .ok_or_else(|| {
                 format!("a seeding's Detail is not a number of payments in 0-{MAX_SEEDED}")
             })?;
-        for id in 1..=n {
-            self.keys
-                .insert(id, crate::engine::store::payment_key(id as u64));
-        }
+        self.seeded = n;
         self.messages = n;
-        self.seeded = true;
+        self.seeded_at = r.at_ms;
         Ok(())
     }
 
@@ -182,7 +276,7 @@ impl Checker {
         let (Some(id), Some(key)) = (r.id, &r.key) else {
             return Err("an added payment names no message".into());
         };
-        if id < 1 || self.keys.contains_key(&id) {
+        if id < 1 || self.key_of(id).is_some() {
             return Err(format!(
                 "an added payment takes message id {id}, which is not free"
             ));
@@ -190,7 +284,7 @@ impl Checker {
         if self.messages >= MAX_SEEDED {
             return Err(format!("more than {MAX_SEEDED} messages"));
         }
-        self.keys.insert(id, key.clone());
+        self.added.insert(id, key.clone());
         self.messages += 1;
         Ok(())
     }
@@ -198,7 +292,10 @@ impl Checker {
     /// A row about a worker: it may name the lease the worker held, which must be a message.
     fn held(&self, r: &LeaseEventRow) -> Result<(), String> {
         match r.id {
-            Some(_) => self.about_a_message(r),
+            Some(_) => {
+                self.about_a_message(r)?;
+                self.under_a_claimed_lease(r)
+            }
             None => Ok(()),
         }
     }
@@ -207,7 +304,7 @@ impl Checker {
         let Some(id) = r.id else {
             return Err(format!("a {} row names no message", r.kind));
         };
-        let Some(key) = self.keys.get(&id) else {
+        let Some(key) = self.key_of(id) else {
             return Err(format!(
                 "a {} of message {id}, which was never seeded or added",
                 r.kind
@@ -222,8 +319,14 @@ impl Checker {
         if matches!(r.kind, Claimed | Heartbeat) && r.until_ms.is_none() {
             return Err(format!("a {} without the lease's expiry", r.kind));
         }
+        let answer = match (r.kind, r.detail.as_deref()) {
+            (Checked, Some(d)) => {
+                Some(d.strip_suffix(crate::engine::outbox::REPLAYED).unwrap_or(d))
+            }
+            (_, d) => d,
+        };
         if matches!(r.kind, Checked | Finalized | Marked)
-            && !matches!(r.detail.as_deref(), Some("Paid" | "Failed"))
+            && !matches!(answer, Some("Paid" | "Failed"))
         {
             return Err(format!("a {}'s answer is neither Paid nor Failed", r.kind));
         }
