@@ -381,6 +381,9 @@ impl crate::engine::outbox::Recording for PgStore {
         let shared = self.shared.clone();
         let mut client = self.client();
         let mut tx = client.transaction()?;
+        // Its commit does not wait for the disk: the next commit that does flushes the log
+        // past it (as on SQLite, see the store's `record`).
+        tx.batch_execute("SET LOCAL synchronous_commit = off")?;
         let seq: i64 = tx
             .query_one(
                 &insert,
