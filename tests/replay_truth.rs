@@ -127,6 +127,9 @@ fn the_replays_help_and_footer_list_its_own_keys_and_ctrl_c_quits() {
     let db = dir.path().join("run.db");
     record_lesson("lease-expiry", &db);
     let mut app = replay(&db);
+    // The header names the recording once, at 80 columns too.
+    let header = frame_lines(&mut app, 80, 24)[0].clone();
+    assert_eq!(header.matches("run.db").count(), 1, "{header}");
     let lines = frame_lines(&mut app, 120, 40);
     let footer = lines[lines.len() - 2..].join(" ");
     for shown in ["←/→ event", "[/] mark", "Home/End ends"] {

@@ -50,7 +50,9 @@ impl App {
         self.snap.mode = self.mode();
         self.snap.owner_only_finalize = self.engine.settings.finalize_guard()
             == crate::engine::outbox::FinalizeGuard::OwnerOnly;
-        self.snap.db_file = (!self.engine.is_temporary()).then(|| self.engine.db_shown());
+        // A replay's setting names the database already.
+        self.snap.db_file = (!self.engine.is_temporary() && self.replay.is_none())
+            .then(|| self.engine.db_shown());
         self.snap.setting = self.setting_label();
         self.snap.workers = self.take_workers(now_ms);
         // The bars and the timeline need a scale even where the lease is not known.
