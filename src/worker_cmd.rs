@@ -123,12 +123,11 @@ pub fn run(
             return Ok(Ended::Interrupted(signo));
         }
     }
-    let (ctx, leaving) = match join(opts, interrupts, &mut line)? {
-        Ok(joined) => joined,
-        Err(signo) => return Ok(Ended::Interrupted(signo)),
+    let (ctx, events, leaving) = match join(opts, interrupts, &mut line)? {
+        Joined::Ready(ctx, events, leaving) => (ctx, events, leaving),
+        Joined::Interrupted(signo) => return Ok(Ended::Interrupted(signo)),
     };
-    let mut handle = worker::spawn_named(ctx.0, 0, 1, opts.name.clone(), false);
-    let events = ctx.1;
+    let mut handle = worker::spawn_named(ctx, 0, 1, opts.name.clone(), false);
     let mut idle = false;
     loop {
         select! {
@@ -164,15 +163,21 @@ pub fn run(
     }
 }
 
-/// Join the database and record this worker's settings there (a `Joined` row): what its
-/// thread needs to start, and what it needs to record its leaving. `Err(signal)` when a
-/// stopping signal came while it waited for the write lock to record them.
-#[allow(clippy::type_complexity)]
+/// A worker process that has joined its database, or the signal that stopped it first.
+enum Joined {
+    /// What its thread needs to start, where its events come, and what it needs to record
+    /// its leaving.
+    Ready(WorkerContext, Receiver<Event>, Leaving),
+    /// A stopping signal came while it waited for the write lock.
+    Interrupted(i32),
+}
+
+/// Join the database and record this worker's settings there (a `Joined` row).
 fn join(
     opts: &WorkerOptions,
     interrupts: &Receiver<i32>,
     line: &mut impl FnMut(&str) -> bool,
-) -> Result<Result<((WorkerContext, Receiver<Event>), Leaving), i32>, Failure> {
+) -> Result<Joined, Failure> {
     let shared = Arc::new(StoreShared::new(Durability::Full));
     let clock = Arc::new(Clock::wall());
     let provider = Arc::new(Provider::new());
@@ -199,7 +204,7 @@ fn join(
     let fact = Fact::of(LeaseEventKind::Joined, clock.now(), &opts.name, &detail);
     if let Err(e) = store.record(&fact) {
         return match interrupts.try_recv() {
-            Ok(signo) => Ok(Err(signo)),
+            Ok(signo) => Ok(Joined::Interrupted(signo)),
             Err(_) => Err(Failure::Runtime(e.to_string())),
         };
     }
@@ -220,7 +225,7 @@ fn join(
         settings,
         events: events_tx,
     };
-    Ok(Ok(((ctx, events), leaving)))
+    Ok(Joined::Ready(ctx, events, leaving))
 }
 
 /// What a worker process needs to record that it left.

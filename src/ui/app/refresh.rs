@@ -51,8 +51,8 @@ impl App {
         self.snap.owner_only_finalize = self.engine.settings.finalize_guard()
             == crate::engine::outbox::FinalizeGuard::OwnerOnly;
         // A replay's setting names the database already.
-        self.snap.db_file = (!self.engine.is_temporary() && self.replay.is_none())
-            .then(|| self.engine.db_shown());
+        self.snap.db_file =
+            (!self.engine.is_temporary() && self.replay.is_none()).then(|| self.engine.db_shown());
         self.snap.setting = self.setting_label();
         self.snap.workers = self.take_workers(now_ms);
         // The bars and the timeline need a scale even where the lease is not known.
