@@ -2,6 +2,10 @@
 //! SIGKILL while it holds a lease shows as such, and its message is taken over once the
 //! lease runs out. Every wait polls the app's own stream with a deadline.
 
+mod support;
+
+use support::watcher;
+
 use leaselab::engine::outbox::prelude::*;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -120,17 +124,6 @@ fn a_killed_worker_shows_holding_its_lease_until_another_takes_it_over() {
         return;
     }
     panic!("the worker finished before the kill five times in a row");
-}
-
-/// A watching dashboard on `db`, made with `messages` payments when it is missing.
-fn watcher(db: &Path, messages: u64) -> App {
-    let opts = DashboardOptions {
-        db: Some(db.to_path_buf()),
-        messages: Some(messages),
-        watch: true,
-        ..DashboardOptions::default()
-    };
-    App::external(ExternalMode::Watch, opts, Theme::plain()).unwrap()
 }
 
 #[test]

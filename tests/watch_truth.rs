@@ -16,25 +16,15 @@ use leaselab::engine::clock::wall_now_ms;
 use leaselab::engine::outbox::prelude::*;
 use leaselab::engine::store::{ClaimOutcome, StoreShared};
 use leaselab::engine::worker::WorkerState;
-use leaselab::ui::app::{App, ExternalMode};
-use leaselab::ui::{DashboardOptions, Theme};
+use leaselab::ui::app::App;
 use support::processes::WorkerProcess;
+use support::watcher;
 use support::{frame_lines, press};
 
 const DEADLINE: Duration = Duration::from_secs(90);
 
 fn worker(db: &Path, name: &str, args: &[&str]) -> WorkerProcess {
     WorkerProcess::start(db, name, args)
-}
-
-fn watcher(db: &Path, messages: u64) -> App {
-    let opts = DashboardOptions {
-        db: Some(db.to_path_buf()),
-        messages: Some(messages),
-        watch: true,
-        ..DashboardOptions::default()
-    };
-    App::external(ExternalMode::Watch, opts, Theme::plain()).unwrap()
 }
 
 /// Fold what arrived and draw frames until `done` holds of the screen's lines.

@@ -350,6 +350,17 @@ pub fn app(opts: DashboardOptions) -> App {
     App::new(opts, Theme::plain()).expect("dashboard app")
 }
 
+/// A watching dashboard on `db` (`--watch`), made with `messages` payments when missing.
+pub fn watcher(db: &Path, messages: u64) -> App {
+    let opts = DashboardOptions {
+        db: Some(db.to_path_buf()),
+        messages: Some(messages),
+        watch: true,
+        ..DashboardOptions::default()
+    };
+    App::external(leaselab::ui::app::ExternalMode::Watch, opts, Theme::plain()).unwrap()
+}
+
 /// The dashboard's `App` stepping a built-in lesson, drawn without colour.
 pub fn lesson_app(name: &str) -> App {
     App::for_lesson(
