@@ -6,7 +6,9 @@
 
 pub mod bench;
 pub mod checks;
-pub mod engine;
+/// The engine, a crate of its own (`crates/leaselab-engine`): it knows nothing of terminals
+/// or command lines, and the compiler keeps it so.
+pub use leaselab_engine as engine;
 pub mod explore;
 /// Sweeping what killed makers left behind (kept in the engine, which makes those files).
 pub use engine::leftovers;

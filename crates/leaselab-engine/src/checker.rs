@@ -1,0 +1,473 @@
+//! The history checker: from what the workers did (the ledger's per-message history, in
+//! commit order) and what SQLite holds at the end, decide whether the outbox kept its
+//! promises. In the spirit of the queue checkers of Jepsen: lost, duplicated, unexpected,
+//! plus the lease rules this lab teaches.
+
+use std::sync::Arc;
+
+use super::ledger::{HistoryStep, Ledger};
+use super::outbox::{MessageRow, OutboxStatus};
+use super::provider::KeyCalls;
+
+/// At most this many example ids are kept per finding.
+const EXAMPLES: usize = 10;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Finding {
+    pub count: u64,
+    /// A few of the messages concerned, with a word on each.
+    pub examples: Vec<String>,
+}
+
+impl Finding {
+    fn add(&mut self, what: String) {
+        self.count += 1;
+        if self.examples.len() < EXAMPLES {
+            self.examples.push(what);
+        }
+    }
+
+    /// The examples found, or `none` when there were none.
+    pub fn detail(&self, none: &str) -> String {
+        if self.count == 0 {
+            none.to_string()
+        } else {
+            format!("{}: {}", self.count, self.examples.join("; "))
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct HistoryCheck {
+    pub seeded: u64,
+    pub processed: u64,
+    /// Seeded but never processed.
+    pub lost: Finding,
+    /// Processed more than once.
+    pub duplicated: Finding,
+    /// Processed but never seeded.
+    pub unexpected: Finding,
+    /// Two successful claims of one message whose leases overlap.
+    pub overlapping_leases: Finding,
+    /// A committed finalize that did not carry the message's newest lease version.
+    pub non_owner_finalizes: Finding,
+    /// The final database disagrees with the history.
+    pub state_mismatches: Finding,
+    /// A result written while the message was dead-lettered (no redrive in between).
+    pub processed_after_dead_letter: Finding,
+    /// A heartbeat that extended a lease its worker no longer held.
+    pub heartbeats_without_lease: Finding,
+    /// A payment the provider did work for more than once (a crash after the call, with no
+    /// idempotency): the outbox may be clean while the world saw the payment twice.
+    pub duplicate_side_effects: Finding,
+    /// Seeded messages dead-lettered at the end: kept for a redrive, so not lost.
+    pub dead_lettered: u64,
+}
+
+impl HistoryCheck {
+    pub fn passed(&self) -> bool {
+        self.problems() == 0
+    }
+
+    /// Every finding's count added up: what the dashboard's verdict line shows.
+    pub fn problems(&self) -> u64 {
+        [
+            &self.lost,
+            &self.duplicated,
+            &self.unexpected,
+            &self.overlapping_leases,
+            &self.non_owner_finalizes,
+            &self.state_mismatches,
+            &self.processed_after_dead_letter,
+            &self.heartbeats_without_lease,
+            &self.duplicate_side_effects,
+        ]
+        .iter()
+        .map(|f| f.count)
+        .sum()
+    }
+
+    /// Each finding there is, in a few words with its count: `6 duplicated`.
+    pub fn findings(&self) -> Vec<String> {
+        [
+            (&self.lost, "lost"),
+            (&self.duplicated, "duplicated"),
+            (&self.unexpected, "unexpected"),
+            (&self.overlapping_leases, "with overlapping leases"),
+            (&self.non_owner_finalizes, "finalized by a non-owner"),
+            (&self.state_mismatches, "rows unlike their history"),
+            (
+                &self.processed_after_dead_letter,
+                "processed while dead-lettered",
+            ),
+            (
+                &self.heartbeats_without_lease,
+                "heartbeats without the lease",
+            ),
+            (&self.duplicate_side_effects, "paid twice at the provider"),
+        ]
+        .iter()
+        .filter(|(f, _)| f.count > 0)
+        .map(|(f, what)| format!("{} {what}", f.count))
+        .collect()
+    }
+
+    /// Add what the provider counted: every key it did work for more than once is a
+    /// duplicate side effect (`PAY-001: 2 side effects`).
+    pub fn count_side_effects<'a>(
+        &mut self,
+        calls: impl IntoIterator<Item = (&'a String, &'a KeyCalls)>,
+    ) {
+        for (key, c) in calls {
+            if c.side_effects > 1 {
+                self.duplicate_side_effects
+                    .add(format!("{key}: {} side effects", c.side_effects));
+            }
+        }
+    }
+}
+
+impl HistoryCheck {
+    /// Duplicate side effects as the ledger's events recorded them (each provider call says
+    /// whether it did new work): for workers whose provider is out of this process's sight.
+    pub fn count_recorded_side_effects(&mut self, ledger: &Ledger) {
+        for m in ledger.messages.values().filter(|m| m.side_effects > 1) {
+            self.duplicate_side_effects
+                .add(format!("{}: {} side effects", m.key, m.side_effects));
+        }
+    }
+}
+
+/// Check a run's history against the final rows (all of them, in id order).
+pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
+    let mut c = HistoryCheck::default();
+    count_seeded(&mut c, ledger);
+    for (id, m) in &ledger.messages {
+        if m.runs > 0 {
+            c.processed += 1;
+        }
+        if m.runs > 1 {
+            c.duplicated.add(format!("{} x{}", m.key, m.runs));
+        }
+        if m.runs > 0 && !ledger.was_seeded(*id) {
+            c.unexpected.add(m.key.clone());
+        }
+        let mut steps = m.steps.clone();
+        steps.sort_by_key(|(seq, _)| *seq);
+        let mut walk = Walk::default();
+        for (_, step) in &steps {
+            walk.step(&mut c, &m.key, step);
+        }
+    }
+    compare_rows(&mut c, ledger, rows);
+    c
+}
+
+/// Every seeded message is processed or waits in the dead letter; otherwise it is lost.
+fn count_seeded(c: &mut HistoryCheck, ledger: &Ledger) {
+    let seeded_ids = (1..=ledger.seeded_upto).chain(ledger.added.iter().copied());
+    for id in seeded_ids {
+        c.seeded += 1;
+        let runs = ledger.messages.get(&id).map_or(0, |m| m.runs);
+        if ledger.dead.contains(&id) {
+            c.dead_lettered += 1;
+        } else if runs == 0 {
+            c.lost.add(format!("message {id}"));
+        }
+    }
+}
+
+/// A row someone deleted, or one that disagrees with its history.
+fn compare_rows(c: &mut HistoryCheck, ledger: &Ledger, rows: &[MessageRow]) {
+    let seeded_ids = (1..=ledger.seeded_upto).chain(ledger.added.iter().copied());
+    for id in seeded_ids {
+        if rows.binary_search_by_key(&id, |r| r.id).is_err() {
+            let key = ledger.messages.get(&id).map_or("", |m| &m.key);
+            c.state_mismatches
+                .add(format!("message {id} {key}: missing from the outbox table"));
+        }
+    }
+    for row in rows {
+        let wrong = row_mismatches(ledger, row);
+        if !wrong.is_empty() {
+            c.state_mismatches
+                .add(format!("{}: {}", row.key, wrong.join(", ")));
+        }
+    }
+}
+
+/// What a walk through one message's history carries from step to step.
+#[derive(Default)]
+struct Walk {
+    /// The newest lease's owner and end (`i64::MAX` once processed).
+    previous: Option<(Arc<str>, i64)>,
+    /// The newest lease version claimed.
+    newest: Option<i64>,
+    /// The lease held now (owner and version), if any.
+    held: Option<(Arc<str>, i64)>,
+    /// A dead letter waiting for a redrive.
+    dead: bool,
+}
+
+impl Walk {
+    fn step(&mut self, c: &mut HistoryCheck, key: &str, step: &HistoryStep) {
+        match step {
+            HistoryStep::Heartbeat {
+                owner,
+                version,
+                until_ms,
+                ..
+            } => {
+                if self.held.as_ref() == Some(&(owner.clone(), *version)) {
+                    self.previous = Some((owner.clone(), *until_ms));
+                } else {
+                    c.heartbeats_without_lease.add(format!(
+                        "{key}: {owner} extended lease v{version}, which it no longer held"
+                    ));
+                }
+            }
+            // Released by a failed attempt: the next claim may come at any time.
+            HistoryStep::Released { .. } => self.release(false),
+            HistoryStep::DeadLettered { .. } => self.release(true),
+            HistoryStep::Redriven { .. } => self.dead = false,
+            HistoryStep::Claim {
+                owner,
+                version,
+                at_ms,
+                until_ms,
+            } => self.claim(c, key, owner, *version, (*at_ms, *until_ms)),
+            HistoryStep::Finalize { owner, version, .. } => self.finalize(c, key, owner, *version),
+            HistoryStep::Mark { owner, .. } => {
+                if self.dead {
+                    c.processed_after_dead_letter.add(format!(
+                        "{key}: {owner} marked it while it was dead-lettered"
+                    ));
+                }
+            }
+            HistoryStep::Call { .. } | HistoryStep::Rejected { .. } => {}
+        }
+    }
+
+    fn release(&mut self, dead: bool) {
+        self.previous = None;
+        self.held = None;
+        self.dead |= dead;
+    }
+
+    /// A reclaim is only allowed once the previous lease has run out.
+    fn claim(
+        &mut self,
+        c: &mut HistoryCheck,
+        key: &str,
+        owner: &Arc<str>,
+        version: i64,
+        (at_ms, until_ms): (i64, i64),
+    ) {
+        if let Some((prev_owner, prev_until)) = &self.previous {
+            if at_ms <= *prev_until {
+                c.overlapping_leases.add(format!(
+                    "{key}: {owner} claimed at {at_ms} while {prev_owner} held it until {prev_until}"
+                ));
+            }
+        }
+        self.previous = Some((owner.clone(), until_ms));
+        self.newest = Some(version);
+        self.held = Some((owner.clone(), version));
+    }
+
+    fn finalize(&mut self, c: &mut HistoryCheck, key: &str, owner: &Arc<str>, version: i64) {
+        if self.newest != Some(version) {
+            c.non_owner_finalizes.add(format!(
+                "{key}: {owner} finalized with lease v{version}, newest was v{}",
+                self.newest.unwrap_or(0)
+            ));
+        }
+        // Processed: a later claim of it would be an overlap of its own kind.
+        self.previous = Some((owner.clone(), i64::MAX));
+        self.held = None;
+        if self.dead {
+            c.processed_after_dead_letter.add(format!(
+                "{key}: {owner} finalized it while it was dead-lettered"
+            ));
+        }
+    }
+}
+
+/// How one final row disagrees with its history (empty when it agrees).
+fn row_mismatches(ledger: &Ledger, row: &MessageRow) -> Vec<String> {
+    let h = ledger.messages.get(&row.id);
+    let runs = h.map_or(0, |m| m.runs);
+    let mut steps = h.map(|m| m.steps.clone()).unwrap_or_default();
+    steps.sort_by_key(|(seq, _)| *seq);
+    let newest_claim = steps.iter().rev().find_map(|(_, s)| match s {
+        HistoryStep::Claim { owner, version, .. } => Some((owner.clone(), *version)),
+        _ => None,
+    });
+    let last_result = steps.iter().rev().find_map(|(_, s)| match s {
+        HistoryStep::Finalize { status, .. } | HistoryStep::Mark { status, .. } => {
+            Some(status.as_str())
+        }
+        _ => None,
+    });
+    let mut wrong = Vec::new();
+    let dead = ledger.dead.contains(&row.id);
+    if dead != (row.status == OutboxStatus::DeadLettered) {
+        wrong.push(format!(
+            "status {} but the history says {}dead-lettered",
+            row.status,
+            if dead { "" } else { "not " }
+        ));
+    }
+    if (runs > 0) != (row.status == OutboxStatus::Processed) {
+        wrong.push(format!("status {} after {runs} results", row.status));
+    }
+    let version = newest_claim.as_ref().map_or(0, |(_, v)| *v);
+    if row.lease_version != version {
+        wrong.push(format!(
+            "lease v{} in the table, v{version} in history",
+            row.lease_version
+        ));
+    }
+    if row.status == OutboxStatus::Processing {
+        let owner = newest_claim.as_ref().map(|(o, _)| &**o);
+        if row.locked_by.as_deref() != owner {
+            wrong.push(format!(
+                "locked by {:?}, newest claim by {owner:?}",
+                row.locked_by
+            ));
+        }
+    }
+    let expected_payment = last_result.unwrap_or("Pending");
+    if row.payment_status.as_str() != expected_payment {
+        wrong.push(format!(
+            "payment {} but history wrote {expected_payment}",
+            row.payment_status
+        ));
+    }
+    wrong
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{Event, EventKind};
+    use crate::provider::ProviderStatus;
+
+    /// A ledger of one seeded message fed these (actor, event) pairs in commit order.
+    fn history(events: Vec<(&str, EventKind)>) -> HistoryCheck {
+        let mut l = Ledger::new();
+        l.apply(&ev(0, "engine", EventKind::Seeded { messages: 1 }));
+        for (i, (actor, kind)) in events.into_iter().enumerate() {
+            l.apply(&ev(i as u64 + 1, actor, kind));
+        }
+        check(&l, &[])
+    }
+
+    fn ev(seq: u64, actor: &str, kind: EventKind) -> Event {
+        Event {
+            seq,
+            at_ms: seq as i64 * 1_000,
+            slot: None,
+            actor: actor.into(),
+            kind,
+        }
+    }
+
+    fn claimed(version: i64, at: i64) -> EventKind {
+        EventKind::Claimed {
+            id: 1,
+            key: "PAY-001".into(),
+            until_ms: at + 500,
+            version,
+            reclaim: version > 1,
+        }
+    }
+
+    fn dead(version: i64) -> EventKind {
+        EventKind::DeadLettered {
+            id: 1,
+            key: "PAY-001".into(),
+            version,
+            attempts: 1,
+            error: "rejected".into(),
+        }
+    }
+
+    fn finalized(version: i64) -> EventKind {
+        EventKind::Finalized {
+            id: 1,
+            key: "PAY-001".into(),
+            version,
+            status: ProviderStatus::Paid,
+        }
+    }
+
+    fn beat(version: i64) -> EventKind {
+        EventKind::Heartbeat {
+            id: 1,
+            key: "PAY-001".into(),
+            version,
+            until_ms: 99_000,
+        }
+    }
+
+    #[test]
+    fn a_dead_letter_is_not_lost_but_a_message_never_processed_is() {
+        let c = history(vec![("Worker-A", claimed(1, 1_000)), ("Worker-A", dead(1))]);
+        assert_eq!((c.lost.count, c.dead_lettered), (0, 1));
+        let c = history(vec![("Worker-A", claimed(1, 1_000))]);
+        assert_eq!((c.lost.count, c.dead_lettered), (1, 0));
+    }
+
+    #[test]
+    fn a_result_for_a_dead_letter_before_its_redrive_is_found() {
+        let c = history(vec![
+            ("Worker-A", claimed(1, 1_000)),
+            ("Worker-A", dead(1)),
+            ("Worker-A", finalized(1)),
+        ]);
+        assert_eq!(c.processed_after_dead_letter.count, 1);
+        let redriven = EventKind::Redriven {
+            key: Some("PAY-001".into()),
+            count: 1,
+        };
+        let c = history(vec![
+            ("Worker-A", claimed(1, 1_000)),
+            ("Worker-A", dead(1)),
+            ("engine", redriven),
+            ("Worker-B", claimed(2, 4_000)),
+            ("Worker-B", finalized(2)),
+        ]);
+        assert_eq!(c.processed_after_dead_letter.count, 0);
+        assert_eq!(
+            c.overlapping_leases.count, 0,
+            "a released lease is no overlap"
+        );
+        assert!(c.passed() || c.state_mismatches.count > 0);
+    }
+
+    #[test]
+    fn a_heartbeat_by_a_worker_that_lost_its_lease_is_found() {
+        let c = history(vec![
+            ("Worker-A", claimed(1, 1_000)),
+            ("Worker-B", claimed(2, 2_000)),
+            ("Worker-B", beat(2)),
+            ("Worker-A", beat(1)),
+        ]);
+        assert_eq!(c.heartbeats_without_lease.count, 1);
+        assert!(c.heartbeats_without_lease.examples[0].contains("Worker-A"));
+        let c = history(vec![("Worker-A", claimed(1, 1_000)), ("Worker-A", beat(1))]);
+        assert_eq!(c.heartbeats_without_lease.count, 0);
+    }
+
+    #[test]
+    fn a_heartbeat_moves_the_lease_end_a_reclaim_must_wait_for() {
+        // Worker-A's lease ran to 2_500, a beat moved it to 99_000: B's claim overlaps.
+        let c = history(vec![
+            ("Worker-A", claimed(1, 2_000)),
+            ("Worker-A", beat(1)),
+            ("Worker-B", claimed(2, 3_000)),
+        ]);
+        assert_eq!(c.overlapping_leases.count, 1);
+    }
+}

@@ -1,0 +1,463 @@
+//! Claim and finalize on PostgreSQL, each one statement with its `LeaseEvents` row, run
+//! outside a transaction so that it commits on its own: one round trip each. Its engine
+//! stamp comes from the event row's Seq, drawn under the row lock (see
+//! `StoreShared::stamp_of_row`), so nothing needs to happen between the write and its commit.
+
+use std::sync::Arc;
+
+use postgres::types::Type;
+use postgres::{Statement, Transaction};
+
+use super::{PgStore, Result};
+use crate::outbox::Result as OutboxResult;
+use crate::outbox::{
+    BatchClaiming, ClaimOutcome, Claiming, FinalizeGuard, FinalizeOutcome, Finalizing, Lease,
+    StoreShared,
+};
+use crate::provider::StatusCheck;
+
+/// The claim as one statement with its event row. The candidate is the oldest claimable
+/// message, read from `IX_Outbox_Unfinished` as SQLite's claim reads it, skipping rows
+/// another claim has locked; the claimable condition is asked again in the update's
+/// `WHERE`. The event row is made from the updated row, so its Seq is drawn while the claim
+/// holds the row's lock (and has its transaction id): Seq order is each message's commit
+/// order, and a tail can tell when every Seq up to a point is settled (see `tail`).
+/// $1 worker, $2 now, $3 until.
+const CLAIM_NEXT_SQL: &str = "
+WITH candidate AS (
+       SELECT Id FROM OutboxMessages
+        WHERE ProcessedAtUtc IS NULL
+          AND ((Status = 'Pending' AND AvailableAtUtc <= $2)
+               OR (Status = 'Processing' AND LockedUntilUtc < $2))
+        ORDER BY CreatedAtUtc, Id LIMIT 1
+          FOR UPDATE SKIP LOCKED),
+     claimed AS (
+       UPDATE OutboxMessages o
+          SET Status = 'Processing', LockedBy = $1, LockedUntilUtc = $3,
+              LeaseVersion = o.LeaseVersion + 1, Attempts = o.Attempts + 1
+         FROM candidate
+        WHERE o.Id = candidate.Id
+          AND ((o.Status = 'Pending' AND o.AvailableAtUtc <= $2)
+               OR (o.Status = 'Processing' AND o.LockedUntilUtc < $2))
+       RETURNING o.Id, o.PaymentKey, o.LeaseVersion, o.Seeding),
+     recorded AS (
+       INSERT INTO LeaseEvents (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion,
+                                LockedUntilUtc)
+       SELECT $2, $1, 'Claimed', Id, PaymentKey, LeaseVersion, $3 FROM claimed
+       RETURNING Seq)
+SELECT c.Id, c.PaymentKey, c.LeaseVersion, c.Seeding, r.Seq FROM claimed c CROSS JOIN recorded r";
+const CLAIM_NEXT_TYPES: &[Type] = &[Type::TEXT, Type::INT8, Type::INT8];
+
+/// A finalize as one statement: Processed and the provider's answer only while this worker
+/// still holds this very lease, and the event row either way. `outcome` counts the guarded
+/// update's rows and takes the transaction id before the event row draws its Seq (a
+/// rejected finalize has locked nothing). $1 now, $2 id, $3 owner, $4 version, $5 seeding,
+/// $6 payment key, $7 the provider's status, $8 its transaction id. `$version_check` is
+/// the guard's condition on the lease version.
+macro_rules! finalize_sql {
+    ($version_check:literal) => {
+        concat!(
+            "
+WITH guarded AS (
+       UPDATE OutboxMessages
+          SET Status = 'Processed', ProcessedAtUtc = $1, LockedUntilUtc = NULL
+        WHERE Id = $2 AND Status = 'Processing' AND LockedBy = $3 AND ",
+            $version_check,
+            "
+          AND Seeding = $5
+       RETURNING Id),
+     answered AS (
+       UPDATE Payments SET PaymentStatus = $7, TransactionId = $8
+        WHERE IdempotencyKey = $6 AND EXISTS (SELECT 1 FROM guarded)
+       RETURNING 1),
+     outcome AS (SELECT count(*) AS n, pg_current_xact_id() AS xid FROM guarded),
+     recorded AS (
+       INSERT INTO LeaseEvents (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion,
+                                PaymentStatus)
+       SELECT $1, $3, CASE WHEN n = 1 THEN 'Finalized' ELSE 'FinalizeRejected' END, $2, $6,
+              $4, CASE WHEN n = 1 THEN $7 END
+         FROM outcome
+       RETURNING Seq)
+SELECT o.n, r.Seq FROM outcome o CROSS JOIN recorded r"
+        )
+    };
+}
+const FINALIZE_SQL: &str = finalize_sql!("LeaseVersion = $4");
+/// The weaker guard a lesson may show: the owner's name only, no fencing token.
+const OWNER_ONLY_FINALIZE_SQL: &str = finalize_sql!("$4 = $4");
+const FINALIZE_TYPES: &[Type] = &[
+    Type::INT8,
+    Type::INT8,
+    Type::TEXT,
+    Type::INT8,
+    Type::INT8,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+];
+
+/// A write's outcome, the `LeaseEvents` Seq it wrote (if any), and its engine stamp, taken
+/// from that Seq, so stamps order each message's history as PostgreSQL committed it.
+pub(crate) struct Stamped<T> {
+    pub value: T,
+    pub event: Option<u64>,
+    pub stamp: u64,
+}
+
+impl<T> Stamped<T> {
+    /// A write that recorded no event: its stamp orders nothing that another could change.
+    fn unrecorded(value: T, shared: &StoreShared) -> Stamped<T> {
+        Stamped {
+            value,
+            event: None,
+            stamp: shared.next_seq(),
+        }
+    }
+}
+
+/// The soonest-ending live lease held by another worker. It reads `IX_Outbox_Unfinished`:
+/// nothing is claimable when it runs, so what is left there is held or backing off.
+const SOONEST_LIVE_LEASE_SQL: &str = "
+SELECT Id, PaymentKey, LockedBy, LockedUntilUtc FROM OutboxMessages
+ WHERE ProcessedAtUtc IS NULL AND Status = 'Processing' AND LockedUntilUtc >= $2
+   AND LockedBy <> $1
+ ORDER BY LockedUntilUtc LIMIT 1";
+
+impl PgStore {
+    /// Claim the oldest claimable message: Pending, or Processing with an expired lease.
+    /// Returns the outcome and, for a claim, the `LeaseEvents` Seq written with it.
+    pub fn claim_next_recorded(
+        &mut self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<(ClaimOutcome, Option<u64>)> {
+        let s = self.claim_next_stamped(worker, now, lease_ms)?;
+        Ok((s.value, s.event))
+    }
+
+    fn claim_next_stamped(
+        &mut self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Stamped<ClaimOutcome>> {
+        let until = now + lease_ms;
+        // Outside a transaction the statement commits on its own: one round trip.
+        let claim = self.prepared_typed(CLAIM_NEXT_SQL, CLAIM_NEXT_TYPES)?;
+        let Some(r) = self.client().query_opt(&claim, &[&worker, &now, &until])? else {
+            return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &self.shared));
+        };
+        let lease = Lease::taken(worker, until, (r.get(0), r.get(1)), (r.get(2), r.get(3)));
+        let seq = r.get::<_, i64>(4) as u64;
+        Ok(Stamped {
+            value: ClaimOutcome::Claimed(lease),
+            event: Some(seq),
+            stamp: self.shared.stamp_of_row(seq),
+        })
+    }
+
+    /// Claim one particular message. Reports who holds it, and for how long, when another
+    /// worker's lease on it still runs.
+    pub fn claim_id_recorded(
+        &mut self,
+        id: i64,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<(ClaimOutcome, Option<u64>)> {
+        let s = self.claim_id_stamped(id, worker, now, lease_ms)?;
+        Ok((s.value, s.event))
+    }
+
+    fn claim_id_stamped(
+        &mut self,
+        id: i64,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Stamped<ClaimOutcome>> {
+        let until = now + lease_ms;
+        let (look, take) = (self.prepared(HOLDER_SQL)?, self.prepared(TAKE_LEASE_SQL)?);
+        let rec = self.recorder()?;
+        let shared = rec.shared.clone();
+        let mut client = self.client();
+        let mut tx = client.transaction()?;
+        let row = tx.query_opt(&look, &[&id])?;
+        let Some(row) = row else {
+            tx.commit()?;
+            return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &shared));
+        };
+        let (key, status): (String, String) = (row.get(0), row.get(1));
+        let owner: Option<String> = row.get(2);
+        let held_until: Option<i64> = row.get(3);
+        if let (true, Some(held_until)) = (status == "Processing", held_until) {
+            if held_until >= now {
+                tx.commit()?;
+                let blocked = ClaimOutcome::Blocked {
+                    id,
+                    key,
+                    owner: owner.unwrap_or_default(),
+                    left_ms: held_until - now,
+                };
+                return Ok(Stamped::unrecorded(blocked, &shared));
+            }
+        }
+        let taken: Option<(i64, i64)> = tx
+            .query_opt(&take, &[&worker, &until, &id, &now])?
+            .map(|r| (r.get(0), r.get(1)));
+        let Some((version, seeding)) = taken else {
+            tx.commit()?;
+            return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &shared));
+        };
+        let lease = Lease::taken(worker, until, (id, key), (version, seeding));
+        let (seq, stamp) = rec.record(&mut tx, &NewEvent::claim(&lease, now))?;
+        tx.commit()?;
+        Ok(Stamped {
+            value: ClaimOutcome::Claimed(lease),
+            event: Some(seq),
+            stamp,
+        })
+    }
+
+    /// Write the provider's answer and mark the message Processed, in one transaction, only
+    /// if this worker still holds this lease. Otherwise roll the writes back, record the
+    /// rejection, and say so. Returns the outcome and its `LeaseEvents` Seq.
+    pub fn finalize_recorded(
+        &mut self,
+        lease: &Lease,
+        check: &StatusCheck,
+        now: i64,
+    ) -> Result<(FinalizeOutcome, u64)> {
+        let s = self.finalize_stamped(lease, check, now)?;
+        Ok((s.value, s.event.unwrap_or_default()))
+    }
+
+    fn finalize_stamped(
+        &mut self,
+        lease: &Lease,
+        check: &StatusCheck,
+        now: i64,
+    ) -> Result<Stamped<FinalizeOutcome>> {
+        // Outside a transaction the statement commits on its own: one round trip.
+        let sql = match self.finalize_guard {
+            FinalizeGuard::FencingToken => FINALIZE_SQL,
+            FinalizeGuard::OwnerOnly => OWNER_ONLY_FINALIZE_SQL,
+        };
+        let finalize = self.prepared_typed(sql, FINALIZE_TYPES)?;
+        let row = self.client().query_one(
+            &finalize,
+            &[
+                &now,
+                &lease.id,
+                &lease.owner,
+                &lease.version,
+                &lease.seeding,
+                &lease.key,
+                &check.status.as_str(),
+                &check.transaction_id,
+            ],
+        )?;
+        let (changed, seq): (i64, i64) = (row.get(0), row.get(1));
+        let outcome = if changed == 1 {
+            FinalizeOutcome::Committed
+        } else {
+            FinalizeOutcome::Rejected
+        };
+        Ok(Stamped {
+            value: outcome,
+            event: Some(seq as u64),
+            stamp: self.shared.stamp_of_row(seq as u64),
+        })
+    }
+}
+
+/// The conditional update of one chosen message, with the claimable condition repeated.
+const TAKE_LEASE_SQL: &str = "
+UPDATE OutboxMessages
+   SET Status = 'Processing', LockedBy = $1, LockedUntilUtc = $2,
+       LeaseVersion = LeaseVersion + 1, Attempts = Attempts + 1
+ WHERE Id = $3
+   AND ((Status = 'Pending' AND AvailableAtUtc <= $4)
+        OR (Status = 'Processing' AND LockedUntilUtc < $4))
+RETURNING LeaseVersion, Seeding";
+
+/// Who holds one message, as a claim by id reads it. FOR UPDATE: the row cannot change
+/// between this look and the update after it.
+const HOLDER_SQL: &str =
+    "SELECT PaymentKey, Status, LockedBy, LockedUntilUtc FROM OutboxMessages WHERE Id = $1 FOR UPDATE";
+
+/// The provider's answer written onto the payment.
+pub(super) const WRITE_ANSWER_SQL: &str =
+    "UPDATE Payments SET PaymentStatus = $1::text, TransactionId = $2 WHERE IdempotencyKey = $3";
+
+/// One `LeaseEvents` row. Its transaction takes its id in the FROM, before the row and its
+/// Seq are made, so every Seq is drawn by a transaction that already has its id (what a
+/// tail's settled point rests on, see `tail`).
+const RECORD_SQL: &str = "
+INSERT INTO LeaseEvents
+       (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc, PaymentStatus,
+        Detail)
+SELECT $1::bigint, $2::text, $3::text, $4::bigint, $5::text, $6::bigint, $7::bigint, $8::text,
+       $9::text
+  FROM (SELECT pg_current_xact_id()) AS identified
+RETURNING Seq";
+
+/// One `LeaseEvents` row about to be written.
+pub(super) struct NewEvent<'a> {
+    pub at: i64,
+    pub worker: &'a str,
+    pub kind: &'a str,
+    pub id: i64,
+    pub key: &'a str,
+    pub version: i64,
+    pub until: Option<i64>,
+    pub status: Option<&'a str>,
+    /// The error of a failed attempt.
+    pub detail: Option<&'a str>,
+}
+
+impl<'a> NewEvent<'a> {
+    /// An event about `lease`, by its owner.
+    pub fn of(lease: &'a Lease, kind: &'a str, now: i64) -> NewEvent<'a> {
+        NewEvent {
+            at: now,
+            worker: &lease.owner,
+            kind,
+            id: lease.id,
+            key: &lease.key,
+            version: lease.version,
+            until: None,
+            status: None,
+            detail: None,
+        }
+    }
+
+    fn claim(lease: &'a Lease, now: i64) -> NewEvent<'a> {
+        NewEvent {
+            until: Some(lease.until_ms),
+            ..NewEvent::of(lease, "Claimed", now)
+        }
+    }
+}
+
+/// Writes event rows and draws the engine's stamps for one connection.
+pub(super) struct Recorder {
+    insert: Statement,
+    pub shared: Arc<StoreShared>,
+}
+
+impl PgStore {
+    pub(super) fn recorder(&mut self) -> Result<Recorder> {
+        Ok(Recorder {
+            insert: self.prepared(RECORD_SQL)?,
+            shared: self.shared.clone(),
+        })
+    }
+}
+
+impl Recorder {
+    /// Append one `LeaseEvents` row, after the transaction's writes: the row lock it holds
+    /// orders each message's Seqs as PostgreSQL commits them, and the stamp is the Seq's
+    /// ([`StoreShared::stamp_of_row`]). Returns (Seq, stamp).
+    pub fn record(&self, tx: &mut Transaction<'_>, e: &NewEvent<'_>) -> Result<(u64, u64)> {
+        let seq: i64 = tx
+            .query_one(
+                &self.insert,
+                &[
+                    &e.at, &e.worker, &e.kind, &e.id, &e.key, &e.version, &e.until, &e.status,
+                    &e.detail,
+                ],
+            )?
+            .get(0);
+        Ok((seq as u64, self.shared.stamp_of_row(seq as u64)))
+    }
+}
+
+impl crate::outbox::Recording for PgStore {
+    /// One row in a transaction of its own; its stamp is its Seq's, as every write's here.
+    fn record(&mut self, fact: &crate::outbox::Fact) -> OutboxResult<u64> {
+        let insert = self.prepared(RECORD_SQL)?;
+        let shared = self.shared.clone();
+        let mut client = self.client();
+        let mut tx = client.transaction()?;
+        // Its commit does not wait for the disk: the next commit that does flushes the log
+        // past it (as on SQLite, see the store's `record`).
+        tx.batch_execute("SET LOCAL synchronous_commit = off")?;
+        let seq: i64 = tx
+            .query_one(
+                &insert,
+                &[
+                    &fact.at_ms,
+                    &fact.worker,
+                    &fact.kind.as_str(),
+                    &fact.id,
+                    &fact.key,
+                    &fact.version,
+                    &fact.until_ms,
+                    &None::<String>,
+                    &fact.detail,
+                ],
+            )?
+            .get(0);
+        tx.commit()?;
+        Ok(shared.stamp_of_row(seq as u64))
+    }
+}
+
+impl Claiming for PgStore {
+    /// After an empty claim: the live lease that blocks `worker` soonest, if any.
+    fn blocked_by(&self, worker: &str, now: i64) -> OutboxResult<Option<ClaimOutcome>> {
+        let q = self.prepared(SOONEST_LIVE_LEASE_SQL)?;
+        Ok(self.client().query_opt(&q, &[&worker, &now])?.map(|r| {
+            let until: i64 = r.get(3);
+            ClaimOutcome::Blocked {
+                id: r.get(0),
+                key: r.get(1),
+                owner: r.get(2),
+                left_ms: until - now,
+            }
+        }))
+    }
+
+    fn claim_next(
+        &mut self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> OutboxResult<(ClaimOutcome, u64)> {
+        let s = self.claim_next_stamped(worker, now, lease_ms)?;
+        Ok((s.value, s.stamp))
+    }
+
+    fn claim_id(
+        &mut self,
+        id: i64,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> OutboxResult<(ClaimOutcome, u64)> {
+        let s = self.claim_id_stamped(id, worker, now, lease_ms)?;
+        Ok((s.value, s.stamp))
+    }
+}
+
+/// PostgreSQL claims one message a statement: the batch is the default's one at a time.
+impl BatchClaiming for PgStore {}
+
+impl Finalizing for PgStore {
+    fn finalize(
+        &mut self,
+        lease: &Lease,
+        check: &StatusCheck,
+        now: i64,
+    ) -> OutboxResult<(FinalizeOutcome, u64)> {
+        let s = self.finalize_stamped(lease, check, now)?;
+        Ok((s.value, s.stamp))
+    }
+
+    fn guard_finalize(&mut self, guard: FinalizeGuard) -> OutboxResult<()> {
+        self.finalize_guard = guard;
+        Ok(())
+    }
+}

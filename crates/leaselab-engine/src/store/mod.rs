@@ -1,0 +1,135 @@
+//! The outbox in SQLite. Every SQL statement of leaselab lives under this folder, one file
+//! per job: the connection and its write transaction (`conn`), seeding (`seed`), claiming
+//! (`claim`), finalizing (`finalize`), the leasing-off load and mark (`naive`), read queries
+//! (`snapshot`), the events table every change writes a row to (`lease_events`), inspection of a file before use (`identity`) and the bench's batches
+//! (`batch`).
+//!
+//! Each worker opens its own [`Store`] (its own connection), as a separate application
+//! instance would. `now` is always a bound parameter taken from the scenario clock.
+
+/// A Processing row whose lease has run out (`:now` is past its until): the half of the
+/// claimable condition that takes a message from its owner. Written once for every statement.
+macro_rules! expired {
+    () => {
+        "(Status = 'Processing' AND LockedUntilUtc < :now)"
+    };
+}
+
+/// A Pending row whose backoff is over (`AvailableAtUtc` not after `:now`).
+macro_rules! available {
+    () => {
+        "(Status = 'Pending' AND AvailableAtUtc <= :now)"
+    };
+}
+
+/// The claimable condition: Pending and available, or Processing with an expired lease. Its
+/// Rust side is `lease::is_live`.
+macro_rules! claimable {
+    () => {
+        concat!("(", available!(), " OR ", expired!(), ")")
+    };
+}
+
+/// Rows of `IX_Outbox_Unfinished`, in claim order: a query that starts `FROM` this reads
+/// the unfinished messages through their index (the partial index's own condition must be
+/// in the query for SQLite to use it).
+macro_rules! unfinished {
+    () => {
+        "FROM OutboxMessages INDEXED BY IX_Outbox_Unfinished
+          WHERE ProcessedAtUtc IS NULL AND "
+    };
+}
+
+mod batch;
+mod claim;
+mod conn;
+mod finalize;
+mod identity;
+mod image;
+mod lease_events;
+mod naive;
+mod plain;
+mod prepared;
+mod retry;
+mod seed;
+mod snapshot;
+mod status;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::outbox::Failure;
+
+pub use super::outbox::{
+    ClaimOutcome, DbOrigin, Durability, FailOutcome, FinalizeGuard, FinalizeOutcome, Lease,
+    MessageRef, MessageRow, OutboxCounts, OutboxStatus, PaymentCounts, PaymentRow, PaymentStatus,
+    RetryPolicy, RowsPerKey, StoreShared,
+};
+pub use conn::{
+    busy_give_up, stop_waiting_for_the_lock, wait_for_the_lock_without_limit, BUSY_GIVE_UP_ENV,
+};
+pub use identity::{inspect, write_locked};
+pub use image::Rules;
+pub use lease_events::{
+    events_ns_on_this_thread, time_events_on_this_thread, LeaseEventKind, LeaseEventRow,
+};
+pub use plain::PlainOutbox;
+pub use seed::{amount_for, payment_key, CreationLog};
+
+pub const SCHEMA_SQL: &str = include_str!("../../assets/schema.sql");
+
+/// `PRAGMA application_id` of every leaselab database ("LSLB"): the marker that tells our
+/// files from another application's before anything is written.
+pub const APPLICATION_ID: i32 = 0x4C53_4C42;
+/// `PRAGMA user_version`: the version of `assets/schema.sql` a database was made with.
+pub const SCHEMA_VERSION: i32 = 8;
+/// The longest absolute database path SQLite opens: its 512-byte path buffer must also
+/// hold the `-journal` name.
+pub const MAX_PATH_BYTES: usize = 504;
+
+/// The store's error is the outbox's; SQLite's own errors become one here.
+/// `StoreError` is the outbox's error under the name the store's callers knew it by.
+pub use super::outbox::{OutboxError, OutboxError as StoreError, Result};
+
+impl From<rusqlite::Error> for OutboxError {
+    fn from(e: rusqlite::Error) -> Self {
+        use rusqlite::ErrorCode;
+        let code = match &e {
+            rusqlite::Error::SqliteFailure(f, _) => Some(f.code),
+            _ => None,
+        };
+        let failure = match code {
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Failure::Busy,
+            Some(ErrorCode::DiskFull) => Failure::Full,
+            Some(ErrorCode::SystemIoFailure) => Failure::Io,
+            Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly) => Failure::CannotOpen,
+            _ => Failure::Other,
+        };
+        let message = if code == Some(ErrorCode::DatabaseBusy) {
+            format!(
+                "the database stayed locked by another connection for more than {} ms \
+                 (SQLite: {e})",
+                busy_give_up().as_millis()
+            )
+        } else {
+            format!("SQLite: {e}")
+        };
+        OutboxError::Database { failure, message }
+    }
+}
+
+/// One connection to the outbox database.
+pub struct Store {
+    conn: prepared::Conn,
+    path: PathBuf,
+    shared: Arc<StoreShared>,
+    /// Weaker rules the explorer compares against leaselab's own (never set otherwise).
+    rules: image::Rules,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}

@@ -1,0 +1,65 @@
+//! Leasing off: load every Pending message, then mark each Processed asking nobody.
+
+use crate::outbox::prelude::*;
+use rusqlite::{named_params, params};
+
+use super::conn::End;
+use super::finalize::write_answer;
+use super::lease_events::{record, LeaseEventKind, NewEvent};
+
+use super::{MessageRef, Result, Store};
+use crate::provider::StatusCheck;
+
+impl Unleased for Store {
+    /// Leasing off: every Pending message whose backoff is over at `now`, as the naive
+    /// worker loads them (a dead letter is not Pending, so it is never loaded).
+    fn load_pending(&self, now: i64) -> Result<Vec<MessageRef>> {
+        let mut stmt = self.conn.prepare_cached(concat!(
+            "SELECT Id, PaymentKey ",
+            unfinished!(),
+            available!(),
+            " ORDER BY CreatedAtUtc, Id"
+        ))?;
+        let rows = stmt
+            .query_map(named_params! {":now": now}, |r| {
+                Ok(MessageRef {
+                    id: r.get(0)?,
+                    key: r.get(1)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        self.absorb_busy();
+        Ok(rows)
+    }
+
+    /// Leasing off: write the answer and mark Processed, asking nobody. Returns its stamp.
+    fn mark_processed(&mut self, msg: &MessageRef, check: &StatusCheck, now: i64) -> Result<u64> {
+        self.mark_processed_by("", msg, check, now)
+    }
+
+    /// [`Store::mark_processed`] with the worker's name written in its event row.
+    fn mark_processed_by(
+        &mut self,
+        worker: &str,
+        msg: &MessageRef,
+        check: &StatusCheck,
+        now: i64,
+    ) -> Result<u64> {
+        self.write(|tx, shared| {
+            write_answer(tx, &msg.key, check)?;
+            tx.prepare_cached(
+                "UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = ?1,
+                        LockedBy = NULL, LockedUntilUtc = NULL WHERE Id = ?2",
+            )?
+            .execute(params![now, msg.id])?;
+            record(
+                tx,
+                &NewEvent {
+                    detail: Some(check.status.as_str()),
+                    ..NewEvent::about(LeaseEventKind::Marked, now, worker, msg.id, &msg.key)
+                },
+            )?;
+            Ok((shared.next_seq(), End::Commit))
+        })
+    }
+}
