@@ -24,7 +24,7 @@ fn screen(app: &mut App, width: u16, height: u16) -> String {
 fn every_built_in_narration_fits_the_minimum_screen() {
     for b in lesson::BUILT_INS {
         let mut app = lesson_app(b.name);
-        let total = app.lesson.as_ref().unwrap().runner.total();
+        let total = app.stage().lesson().unwrap().runner.total();
         for step in 0..=total {
             app.refresh(20, 10);
             let view = app.snapshot().lesson.as_ref().unwrap();
@@ -64,7 +64,7 @@ fn rows(app: &App) -> Vec<(String, String, Option<String>, i64)> {
 }
 
 fn done(app: &App) -> usize {
-    app.lesson.as_ref().unwrap().runner.done
+    app.stage().lesson().unwrap().runner.done
 }
 
 #[test]
@@ -118,7 +118,7 @@ fn the_first_frame_is_paused_before_step_one_and_says_how_to_go_on() {
 fn b_steps_back_to_the_same_state_at_every_step() {
     let mut app = lesson_app("lease-expiry");
     let mut states = vec![rows(&app)];
-    let total = app.lesson.as_ref().unwrap().runner.total();
+    let total = app.stage().lesson().unwrap().runner.total();
     for _ in 0..total {
         next(&mut app);
         states.push(rows(&app));
@@ -131,7 +131,7 @@ fn b_steps_back_to_the_same_state_at_every_step() {
         assert_eq!(done(&app), k);
         assert_eq!(rows(&app), states[k], "after stepping back to {k}");
         // The checks shown are the replayed step's own, and they hold again.
-        if let Some(r) = app.lesson.as_ref().unwrap().last_report() {
+        if let Some(r) = app.stage().lesson().unwrap().last_report() {
             assert!(r.passed(), "{r:?}");
         }
     }
@@ -154,7 +154,7 @@ fn a_change_in_free_play_leaves_the_script_and_n_replays_it() {
     assert!(s.contains("n or b puts the lesson back"), "{s}");
     next(&mut app); // replays steps 1-2, then runs step 3: Worker-B is blocked
     assert_eq!(done(&app), 3);
-    let r = app.lesson.as_ref().unwrap().last_report().unwrap().clone();
+    let r = app.stage().lesson().unwrap().last_report().unwrap().clone();
     assert!(r.passed(), "{r:?}");
     let s = screen(&mut app, 80, 24);
     assert!(!s.contains("OFF SCRIPT"), "{s}");
@@ -193,7 +193,13 @@ fn a_frozen_worker_stays_frozen_in_free_play() {
     assert_eq!(app.ledger.rejected_finalizes, 0);
     next(&mut app); // back on the script: step 3, Worker-B reclaims PAY-001
     assert_eq!(done(&app), 3);
-    assert!(app.lesson.as_ref().unwrap().last_report().unwrap().passed());
+    assert!(app
+        .stage()
+        .lesson()
+        .unwrap()
+        .last_report()
+        .unwrap()
+        .passed());
 }
 
 #[test]
@@ -230,7 +236,7 @@ fn the_ledger_shows_provider_side_effects_once_the_provider_is_idempotent() {
 fn every_built_in_lesson_steps_to_the_end_and_back_in_the_dashboard() {
     for b in lesson::BUILT_INS {
         let mut app = lesson_app(b.name);
-        let total = app.lesson.as_ref().unwrap().runner.total();
+        let total = app.stage().lesson().unwrap().runner.total();
         for k in 1..=total {
             next(&mut app);
             let s = screen(&mut app, 80, 24);
@@ -388,7 +394,7 @@ fn a_question_waits_for_a_prediction_then_the_step_reveals_the_answer() {
 fn the_verdict_comes_after_every_event_it_judges() {
     for b in lesson::BUILT_INS {
         let mut app = lesson_app(b.name);
-        let total = app.lesson.as_ref().unwrap().runner.total();
+        let total = app.stage().lesson().unwrap().runner.total();
         let mut verdicts = 0;
         for k in 1..=total {
             next(&mut app);

@@ -142,7 +142,7 @@ fn a_dead_letter_and_its_redrive_are_replayed_as_the_database_held_them() {
         frame_lines(&mut app, 120, 40);
         assert_eq!(&rows_of(&app.snapshot().db.rows), rows, "at event {events}");
     }
-    let marks = app.replay.as_ref().unwrap().position;
+    let marks = app.stage().replay().unwrap().position;
     assert!(marks > 0);
     key(&mut app, KeyCode::Home);
     key(&mut app, KeyCode::Char(']'));

@@ -82,7 +82,7 @@ fn the_lease_expiry_story_steps_from_start_to_end() {
     });
     app.start();
     assert!(app.paused() && !app.engine.clock.is_running());
-    assert_eq!(app.lesson.as_ref().map(|l| l.runner.total()), Some(7));
+    assert_eq!(app.stage().lesson().map(|l| l.runner.total()), Some(7));
     let t0 = app.engine.clock.now();
 
     press(&mut app, 'n'); // Worker-A claims message 1
@@ -605,7 +605,7 @@ fn the_story_steps_back_like_a_lesson_and_space_leaves_it_for_free_play() {
         row_status(&app, 1),
         ("Processing".into(), Some("Worker-A".into()))
     );
-    assert_eq!(app.lesson.as_ref().map(|l| l.runner.done), Some(1));
+    assert_eq!(app.stage().lesson().map(|l| l.runner.done), Some(1));
     assert!(app.is_story());
     assert!(app.log.contains("LESSON back to step 1/7"));
     // Space leaves the story: the workers run on their own, and R tells it again.
@@ -614,5 +614,5 @@ fn the_story_steps_back_like_a_lesson_and_space_leaves_it_for_free_play() {
     press(&mut app, ' ');
     press(&mut app, 'R');
     assert!(app.is_story());
-    assert_eq!(app.lesson.as_ref().map(|l| l.runner.done), Some(0));
+    assert_eq!(app.stage().lesson().map(|l| l.runner.done), Some(0));
 }

@@ -498,7 +498,7 @@ fn whole_help(app: &mut App) -> String {
 #[test]
 fn help_is_modal_and_scrolls_to_every_key_at_80x24() {
     let mut app = lesson_app("lease-expiry");
-    let done = |app: &App| app.lesson.as_ref().unwrap().runner.done;
+    let done = |app: &App| app.stage().lesson().unwrap().runner.done;
     press(&mut app, '?');
     let first = frame_lines(&mut app, 80, 24).join("\n");
     assert!(

@@ -7,10 +7,11 @@ use std::time::Instant;
 use crossbeam_channel::Receiver;
 use crossterm::event::{KeyCode, KeyEvent};
 
-use crate::engine::backend::{Db, Outbox};
+use crate::engine::backend::Db;
 use crate::engine::clock::hms;
 use crate::engine::events::{Event, EventKind};
 use crate::engine::ledger::Ledger;
+use crate::engine::outbox::Reading;
 use crate::engine::{Engine, EngineConfig};
 use crate::scenario::Scenario;
 
@@ -28,23 +29,26 @@ mod lesson;
 mod refresh;
 mod replay;
 mod spotlight;
+mod stage;
 mod witness;
 pub use super::snapshot::{DbView, WorkerView};
 pub use super::state::Focus;
 pub use external::ExternalMode;
 pub use lesson::LessonMode;
 pub use replay::{Mark, Recording, Replay};
+pub use stage::Stage;
 
 /// What `a` adds to the clock.
 pub const SMALL_ADVANCE_MS: i64 = 250;
 pub const SPEEDS: [f64; 8] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
 
 pub struct App {
-    /// Worker processes and the events table's reader, when the workers are processes;
-    /// declared first so they end before the database does.
-    external: Option<external::External>,
+    /// What kind of dashboard this is: free play, a lesson, worker processes or a replay.
+    /// Declared first, so worker processes and the events table's reader end before the
+    /// database does.
+    stage: Stage,
     /// Declared before `engine` so it closes before the temporary database is removed.
-    reader: Box<dyn Outbox>,
+    reader: Box<dyn Reading + Send>,
     pub engine: Engine,
     events: Receiver<Event>,
     pub theme: Theme,
@@ -55,11 +59,6 @@ pub struct App {
     pub log: EventLog,
     pub timeline: Timeline,
     pub ui: UiState,
-    /// A recorded run being replayed (`leaselab replay DB`).
-    pub replay: Option<Replay>,
-    /// A lesson being stepped, with its narration; the lease-expiry scenario's story is
-    /// one too.
-    pub lesson: Option<LessonMode>,
     paused: bool,
     speed: f64,
     /// Round-robin position of the single step.
@@ -119,13 +118,13 @@ impl App {
     /// timeline, no story, no lesson and no worker processes.
     pub(super) fn around(
         engine: Engine,
-        reader: Box<dyn Outbox>,
+        reader: Box<dyn Reading + Send>,
         theme: Theme,
         scenario: Scenario,
         messages: u64,
     ) -> App {
         App {
-            external: None,
+            stage: Stage::Free,
             reader,
             events: engine.events().clone(),
             theme,
@@ -135,8 +134,6 @@ impl App {
             log: EventLog::default(),
             timeline: Timeline::default(),
             ui: UiState::default(),
-            lesson: None,
-            replay: None,
             paused: true,
             speed: 1.0,
             next_slot: 0,
@@ -152,9 +149,14 @@ impl App {
 
     /// Let the clock and the workers run, unless this is a story to be stepped.
     pub fn start(&mut self) {
-        if !self.is_story() && self.lesson.is_none() {
+        if !self.is_story() && self.stage.lesson().is_none() {
             self.resume();
         }
+    }
+
+    /// What kind of dashboard this is.
+    pub fn stage(&self) -> &Stage {
+        &self.stage
     }
 
     /// The frame last taken by [`App::refresh`].
@@ -164,7 +166,7 @@ impl App {
 
     /// True while the scenario's story has steps left.
     pub fn is_story(&self) -> bool {
-        self.lesson.as_ref().is_some_and(|l| l.story)
+        self.stage.lesson().is_some_and(|l| l.story)
     }
 
     pub fn paused(&self) -> bool {
@@ -207,10 +209,10 @@ impl App {
             // A reseed starts a new story: the old ledger describes rows that are gone.
             self.ledger = Ledger::new();
         }
-        if let Some(l) = &mut self.lesson {
+        if let Some(l) = self.stage.lesson_mut() {
             l.saw(ev);
         }
-        if let Some(x) = &mut self.external {
+        if let Some(x) = self.stage.external_mut() {
             // The events table could not be read (a lost connection): the view is stale.
             if ev.slot.is_none() && matches!(ev.kind, EventKind::Failed { .. }) {
                 x.stale_since.get_or_insert(self.engine.clock.now());
@@ -222,7 +224,7 @@ impl App {
         // Two workers of one name: the line says which one acted.
         let tag = ev
             .slot
-            .filter(|_| self.external.is_none() && self.replay.is_none())
+            .filter(|_| self.stage.external().is_none() && self.stage.replay().is_none())
             .and_then(|slot| self.engine.namesake(slot))
             .map(|n| n.word());
         if self.log.push_event_of(ev, tag) && self.ui.log_back > 0 {
@@ -235,7 +237,7 @@ impl App {
     /// process, and a lease must not run out while nobody can act. The wall clock of
     /// worker processes, which go on, is left alone. True when it was stopped here.
     pub fn hold_clock(&self) -> bool {
-        let hold = self.external.is_none() && self.engine.clock.is_running();
+        let hold = self.stage.external().is_none() && self.engine.clock.is_running();
         if hold {
             self.engine.clock.pause();
         }
@@ -250,7 +252,7 @@ impl App {
 
     /// The worker a single step would move, while paused.
     pub fn next_mover(&self) -> Option<usize> {
-        if let Some(l) = self.lesson.as_ref().filter(|l| l.story) {
+        if let Some(l) = self.stage.lesson().filter(|l| l.story) {
             let next = l.runner.lesson.steps.get(l.runner.done);
             return next
                 .and_then(|s| s.actions.first())
@@ -293,13 +295,7 @@ impl App {
 
     /// Which dashboard this is, and so which keys it has.
     pub fn mode(&self) -> keys::Mode {
-        match (&self.replay, &self.external, &self.lesson) {
-            (Some(_), _, _) => keys::Mode::Replay,
-            (_, Some(x), _) if x.children.is_some() => keys::Mode::Processes,
-            (_, Some(_), _) => keys::Mode::Watch,
-            (_, _, Some(_)) => keys::Mode::Lesson,
-            _ => keys::Mode::Free,
-        }
+        self.stage.mode()
     }
 
     /// A key this dashboard does not have, though another has: say why, and where the keys
@@ -485,7 +481,7 @@ impl App {
 
     /// `w` and `W`: one worker thread more or fewer, and the throughput strip to watch.
     fn change_crew(&mut self, action: Action) {
-        if self.external.is_some() {
+        if self.stage.external().is_some() {
             return self
                 .ui
                 .say("w and W add and stop worker threads; these workers are processes");
@@ -550,7 +546,7 @@ impl App {
         match action {
             Action::TogglePause if self.paused => self.resume(),
             Action::TogglePause => self.pause(),
-            Action::Step if self.lesson.is_some() => self.lesson_next(),
+            Action::Step if self.stage.lesson().is_some() => self.lesson_next(),
             Action::Step => self.step(),
             Action::StepBack => self.lesson_back(),
             Action::AdvanceStep => self.advance(SMALL_ADVANCE_MS),
@@ -583,7 +579,7 @@ impl App {
 
     fn resume(&mut self) {
         if self.is_story() {
-            self.lesson = None;
+            self.stage = Stage::Free;
             self.ui.say("story left: the workers now run on their own");
         }
         self.engine.clock.set_speed(self.speed);
@@ -632,7 +628,7 @@ impl App {
 
     /// Reseed and restart the workers; leasing mode, speed and worker count stay.
     fn reset(&mut self) {
-        if self.lesson.is_some() {
+        if self.stage.lesson().is_some() {
             return self.lesson_goto(0);
         }
         if let Err(e) = self.engine.reset(self.messages, self.paused) {

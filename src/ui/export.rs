@@ -66,7 +66,7 @@ pub fn walk(
         .map_err(ExportError::Draw)?;
     let mut terminal = Terminal::new(TestBackend::new(cols, rows))
         .map_err(|e| ExportError::Draw(format!("cannot draw: {e}")))?;
-    let done = |app: &App| app.lesson.as_ref().map_or(0, |l| l.runner.done);
+    let done = |app: &App| app.stage().lesson().map_or(0, |l| l.runner.done);
     let mut show = |app: &mut App, step: usize, question: bool| -> Result<(), ExportError> {
         super::draw(&mut terminal, app).map_err(ExportError::Draw)?;
         let buffer = terminal.backend().buffer();

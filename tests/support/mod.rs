@@ -383,7 +383,7 @@ pub fn press(app: &mut App, c: char) {
 /// `n` puts on screen) `n` again, revealing without a prediction.
 pub fn next(app: &mut App) {
     press(app, 'n');
-    if app.lesson.as_ref().is_some_and(|l| l.asked) {
+    if app.stage().lesson().is_some_and(|l| l.asked) {
         press(app, 'n');
     }
 }

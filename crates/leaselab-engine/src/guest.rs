@@ -8,18 +8,19 @@ use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 
-use super::backend::{Db, Outbox};
+use super::backend::Db;
 use super::clock::{wall_now_ms, Clock};
 use super::events::Event;
+use super::holding::Holding;
 use super::outbox::OutboxError;
-use super::outbox::{DbOrigin, Durability, StoreShared};
+use super::outbox::{DbOrigin, Durability, Reading, StoreShared};
 use super::provider::Provider;
 use super::worker::Settings;
 use super::{Engine, EngineConfig};
 
 /// What an engine without workers is given: its connection and what it shares.
 struct Shared {
-    store: Box<dyn Outbox>,
+    store: Holding,
     origin: DbOrigin,
     clock: Arc<Clock>,
     provider: Arc<Provider>,
@@ -39,7 +40,7 @@ impl Engine {
             db.clone(),
             config,
             Shared {
-                store,
+                store: Holding::Outbox(store),
                 origin,
                 clock,
                 provider,
@@ -49,12 +50,12 @@ impl Engine {
     }
 
     /// An engine over a recorded run: no connection, no worker, a paused clock the replay
-    /// sets; `store` answers with the rebuilt table and refuses every write.
-    pub fn over_recording(db: Db, config: EngineConfig, store: Box<dyn Outbox>) -> Engine {
+    /// sets; `table` answers with the rebuilt table, and every write is refused.
+    pub fn over_recording(db: Db, config: EngineConfig, table: Box<dyn Reading + Send>) -> Engine {
         let clock = Arc::new(Clock::frozen_at(0));
         clock.pause();
         let parts = Shared {
-            store,
+            store: Holding::Reader(table),
             origin: DbOrigin::Reused,
             clock,
             provider: Arc::new(Provider::new()),

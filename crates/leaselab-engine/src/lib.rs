@@ -9,6 +9,7 @@ pub mod db_lock;
 pub mod events;
 pub mod events_table;
 mod guest;
+mod holding;
 pub mod holdings;
 pub mod lease;
 pub mod ledger;
@@ -34,7 +35,7 @@ use backend::{Db, Outbox};
 use clock::{Clock, SCENARIO_START_MS};
 use db_lock::DbLock;
 use events::{Event, EventKind, ENGINE};
-use outbox::{Fact, LeaseEventKind, RunSettings};
+use outbox::{Fact, LeaseEventKind, Reading, RunSettings};
 use provider::Provider;
 use setup::{Reliability, Timing};
 use store::{DbOrigin, Durability, OutboxError, Store, StoreShared};
@@ -98,7 +99,7 @@ pub struct Engine {
     pub provider: Arc<Provider>,
     pub settings: Arc<Settings>,
     pub shared: Arc<StoreShared>,
-    store: Box<dyn Outbox>,
+    store: holding::Holding,
     workers: Vec<WorkerHandle>,
     /// Each stalled worker's slot with the slot of the worker its supervisor started under
     /// its name.
@@ -143,7 +144,7 @@ impl Engine {
             clock: Arc::new(Clock::frozen_at(SCENARIO_START_MS)),
             provider: Arc::new(Provider::new()),
             shared,
-            store,
+            store: holding::Holding::Outbox(store),
             workers: Vec::new(),
             namesakes: Vec::new(),
             events_tx,
@@ -167,9 +168,9 @@ impl Engine {
     }
 
     fn seed(&mut self) -> Result<(), OutboxError> {
-        self.store.empty()?;
-        self.store
-            .seed(&self.provider, self.config.messages, self.clock.now())?;
+        let store = self.store.writing()?;
+        store.empty()?;
+        store.seed(&self.provider, self.config.messages, self.clock.now())?;
         if !self.table_events {
             self.emit(EventKind::Seeded {
                 messages: self.config.messages,
@@ -182,7 +183,7 @@ impl Engine {
     /// Record a fact in the engine's own connection (what a dashboard did to a worker
     /// process); returns the write's stamp.
     pub fn record(&mut self, fact: &Fact) -> Result<u64, OutboxError> {
-        self.store.record(fact)
+        self.store.writing()?.record(fact)
     }
 
     /// The settings this engine's worker threads run with now.
@@ -199,7 +200,7 @@ impl Engine {
         }
         let detail = self.run_settings().detail();
         let fact = Fact::of(LeaseEventKind::Settings, self.clock.now(), ENGINE, &detail);
-        self.store.record(&fact)?;
+        self.store.writing()?.record(&fact)?;
         Ok(())
     }
 
@@ -226,7 +227,8 @@ impl Engine {
         // replay of this database says only what the table holds.
         let seq = self
             .store
-            .record(&fact)
+            .writing()
+            .and_then(|s| s.record(&fact))
             .unwrap_or_else(|_| self.shared.next_seq());
         let _ = self.events_tx.send(Event {
             seq,
@@ -292,8 +294,9 @@ impl Engine {
         &self.events_rx
     }
 
-    pub fn store(&self) -> &dyn Outbox {
-        self.store.as_ref()
+    /// The outbox's rows as they stand, read through the engine's connection.
+    pub fn store(&self) -> &dyn Reading {
+        self.store.reading()
     }
 
     /// The database as a report or the header names it.
@@ -475,7 +478,7 @@ impl Engine {
     /// Returns how many were redriven.
     pub fn redrive(&mut self, key: Option<&str>) -> Result<u64, OutboxError> {
         let now = self.clock.now();
-        let (count, seq) = self.store.redrive(key, now)?;
+        let (count, seq) = self.store.writing()?.redrive(key, now)?;
         if self.table_events {
             // A reader of the events table brings one event per message redriven.
             return Ok(count);
@@ -495,11 +498,11 @@ impl Engine {
 
     /// A new payment and its outbox row, in one transaction.
     pub fn add_payment(&mut self) -> Result<(), OutboxError> {
-        let n = self.store.next_payment_number()?;
+        let store = self.store.writing()?;
+        let n = store.next_payment_number()?;
         let key = store::payment_key(n);
         let msg =
-            self.store
-                .add_payment(&self.provider, &key, store::amount_for(n), self.clock.now())?;
+            store.add_payment(&self.provider, &key, store::amount_for(n), self.clock.now())?;
         if !self.table_events {
             self.emit(EventKind::MessageAdded {
                 id: msg.id,

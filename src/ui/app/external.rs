@@ -6,7 +6,8 @@
 
 use std::collections::HashSet;
 
-use crate::engine::backend::{Db, Outbox};
+use crate::engine::backend::Db;
+use crate::engine::outbox::Reading;
 
 use crate::engine::events::Event;
 use crate::engine::events_table::{Tail, TAIL_EVERY};
@@ -218,7 +219,7 @@ fn taken_by(ledger: &Ledger, lease: &Lease) -> Option<String> {
 
 /// The outbox row of message `id`, read through the dashboard's reader. Ids are dense
 /// from 1, so a message's row is at offset id - 1.
-pub(super) fn row_at(reader: &dyn Outbox, id: i64) -> Option<MessageRow> {
+pub(super) fn row_at(reader: &dyn Reading, id: i64) -> Option<MessageRow> {
     let offset = u64::try_from(id - 1).ok()?;
     reader
         .messages(offset, 1)
@@ -319,7 +320,7 @@ impl App {
         let started = children.is_none();
         let messages = engine.config.messages;
         let mut app = App::around(engine, reader, theme, Scenario::OutboxLeasing, messages);
-        app.external = Some(External {
+        app.stage.begin_external(External {
             children,
             _tail: Some(tail),
             witness: Witness::default(),
@@ -346,7 +347,7 @@ impl App {
     /// Record each worker process found gone on its own (not killed from here, which was
     /// recorded when it was sent) as a crash: its parent knows how it ended.
     pub(super) fn reap_processes(&mut self) {
-        let Some(x) = &mut self.external else {
+        let Some(x) = self.stage.external_mut() else {
             return;
         };
         for (slot, name, how) in x.reap() {
@@ -389,7 +390,7 @@ impl App {
 
     /// Start a new process in `slot` (after `previous`): a restart, as the ledger counts it.
     fn restart_process(&mut self, slot: usize, previous: String) -> String {
-        let Some(c) = self.external.as_mut().and_then(|x| x.children.as_mut()) else {
+        let Some(c) = self.stage.external_mut().and_then(|x| x.children.as_mut()) else {
             return String::new();
         };
         match c.restart(slot) {
@@ -403,7 +404,7 @@ impl App {
 
     /// How many workers the panels show.
     pub fn worker_count(&self) -> usize {
-        match &self.external {
+        match self.stage.external() {
             Some(x) => x.count(),
             None => self.engine.workers().len(),
         }
@@ -411,15 +412,15 @@ impl App {
 
     /// The pids of the worker processes this dashboard started, while they live.
     pub fn worker_pids(&self) -> Vec<u32> {
-        self.external
-            .as_ref()
+        self.stage
+            .external()
             .and_then(|x| x.children.as_ref())
             .map_or_else(Vec::new, WorkerProcesses::pids)
     }
 
     /// A key among workers that are processes. True when it was handled here.
     pub(super) fn act_on_external(&mut self, action: Action) -> bool {
-        let Some(x) = &mut self.external else {
+        let Some(x) = self.stage.external_mut() else {
             return false;
         };
         let slot = self.ui.selected;
@@ -456,7 +457,7 @@ impl App {
                 if waking {
                     self.record_process_fact(slot, &name, LeaseEventKind::Resumed, "SIGCONT");
                 }
-                let Some(c) = self.external.as_mut().and_then(|x| x.children.as_mut()) else {
+                let Some(c) = self.stage.external_mut().and_then(|x| x.children.as_mut()) else {
                     return true;
                 };
                 let (signal, said) = toggle_pause(c, slot, x_started);

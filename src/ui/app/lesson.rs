@@ -107,7 +107,8 @@ impl App {
         let mut runner = LessonRunner::new(lesson);
         runner.prepare(&mut app.engine);
         app.absorb_events();
-        app.lesson = Some(LessonMode::new(runner, app.engine.clock.now(), false));
+        app.stage
+            .begin_lesson(LessonMode::new(runner, app.engine.clock.now(), false));
         // A recovered database is news the teacher must see; the strip says how to go on.
         if app.ui.notice.is_none() {
             app.ui.say("n takes the first step");
@@ -125,17 +126,17 @@ impl App {
         };
         let runner = LessonRunner::new(crate::scenario::lease_expiry_story(&config));
         let now = self.engine.clock.now();
-        self.lesson = Some(LessonMode::new(runner, now, true));
+        self.stage.begin_lesson(LessonMode::new(runner, now, true));
         self.ui
             .say("the lease-expiry story: press n to take each step");
     }
 
     /// `lesson NAME` in the header instead of the scenario.
     pub fn setting_label(&self) -> (&'static str, String) {
-        if self.replay.is_some() {
+        if self.stage.replay().is_some() {
             return ("replay ", self.engine.db_shown());
         }
-        match &self.lesson {
+        match self.stage.lesson() {
             Some(l) if !l.story => ("lesson ", l.runner.lesson.name.clone()),
             // Headless, this scenario also tells the recovery story; here it does not.
             None if self.scenario == Scenario::OutboxLeasing => {
@@ -151,11 +152,11 @@ impl App {
             self.pause();
         }
         let off = self
-            .lesson
-            .as_ref()
+            .stage
+            .lesson()
             .is_some_and(|l| l.left_script(self.engine.clock.now()));
         if off {
-            let done = self.lesson.as_ref().map_or(0, |l| l.runner.done);
+            let done = self.stage.lesson().map_or(0, |l| l.runner.done);
             self.lesson_goto(done);
         }
     }
@@ -164,7 +165,7 @@ impl App {
     /// waits (the digit then selects a worker).
     pub(super) fn predict(&mut self, choice: usize) -> bool {
         let now = self.engine.clock.now();
-        let Some(mode) = self.lesson.as_mut() else {
+        let Some(mode) = self.stage.lesson_mut() else {
             return false;
         };
         let Some(n) = mode
@@ -187,7 +188,7 @@ impl App {
     pub(super) fn lesson_next(&mut self) {
         self.back_on_script();
         let now = self.engine.clock.now();
-        if let Some(mode) = self.lesson.as_mut() {
+        if let Some(mode) = self.stage.lesson_mut() {
             let waiting = mode.question(now).map(|q| q.choices.len());
             if let (Some(n), false) = (waiting, mode.asked) {
                 mode.asked = true;
@@ -197,13 +198,13 @@ impl App {
                 return;
             }
         }
-        let Some(mut mode) = self.lesson.take() else {
+        let Some(mut mode) = self.stage.take_lesson() else {
             return;
         };
         if mode.runner.finished() {
             self.ui
                 .say("the lesson is over: b steps back, R starts again");
-            self.lesson = Some(mode);
+            self.stage.begin_lesson(mode);
             return;
         }
         self.run_next(&mut mode);
@@ -216,11 +217,11 @@ impl App {
             self.ui
                 .say("last step: b steps back, R starts again, space plays");
         }
-        self.lesson = Some(mode);
+        self.stage.begin_lesson(mode);
     }
 
     pub(super) fn lesson_back(&mut self) {
-        let Some(done) = self.lesson.as_ref().map(|l| l.runner.done) else {
+        let Some(done) = self.stage.lesson().map(|l| l.runner.done) else {
             self.ui
                 .say("b steps back in a lesson (leaselab lesson NAME)");
             return;
@@ -233,13 +234,13 @@ impl App {
 
     /// Reseed and replay the first `steps` steps.
     pub(super) fn lesson_goto(&mut self, steps: usize) {
-        let Some(mut mode) = self.lesson.take() else {
+        let Some(mut mode) = self.stage.take_lesson() else {
             return;
         };
         // While the mode is taken out, events count as the script's own.
         if let Err(e) = mode.runner.reseed(&mut self.engine) {
             self.ui.say(format!("could not reseed: {e}"));
-            self.lesson = Some(mode);
+            self.stage.begin_lesson(mode);
             return;
         }
         self.paused = true;
@@ -261,7 +262,7 @@ impl App {
                 mode.runner.total()
             ),
         );
-        self.lesson = Some(mode);
+        self.stage.begin_lesson(mode);
     }
 
     /// Run the next step on the engine and check its expectations.
@@ -298,7 +299,7 @@ impl App {
 
     /// Free play resumes every worker but one the lesson froze.
     pub(super) fn resume_workers(&self) {
-        match &self.lesson {
+        match self.stage.lesson() {
             None => self.engine.resume_all(),
             Some(l) => {
                 for w in self.engine.workers() {

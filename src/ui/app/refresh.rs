@@ -51,8 +51,8 @@ impl App {
         self.snap.owner_only_finalize = self.engine.settings.finalize_guard()
             == crate::engine::outbox::FinalizeGuard::OwnerOnly;
         // A replay's setting names the database already.
-        self.snap.db_file =
-            (!self.engine.is_temporary() && self.replay.is_none()).then(|| self.engine.db_shown());
+        self.snap.db_file = (!self.engine.is_temporary() && self.stage.replay().is_none())
+            .then(|| self.engine.db_shown());
         self.snap.setting = self.setting_label();
         self.snap.workers = self.take_workers(now_ms);
         // The bars and the timeline need a scale even where the lease is not known.
@@ -67,7 +67,7 @@ impl App {
         self.snap.drained = self.drained();
         self.snap.figures = self.figures();
         let spots = self.spots(now_ms);
-        self.snap.lesson = self.lesson.as_ref().map(|l| lesson_view(l, now_ms, spots));
+        self.snap.lesson = self.stage.lesson().map(|l| lesson_view(l, now_ms, spots));
         if let Some(l) = &self.snap.lesson {
             // A new step's narration starts at its top.
             if l.done != self.ui.narration_step {
@@ -100,8 +100,9 @@ impl App {
     fn now_or_when_stale(&mut self) -> i64 {
         let now = self.engine.clock.now();
         let failed = self.snap.db.error.is_some();
-        match &mut self.external {
-            Some(x) if x.children.is_some() || self.replay.is_none() => {
+        let replaying = self.stage.replay().is_some();
+        match self.stage.external_mut() {
+            Some(x) if x.children.is_some() || !replaying => {
                 if failed && x.stale_since.is_none() {
                     x.stale_since = Some(now);
                 }
@@ -117,7 +118,8 @@ impl App {
         self.snap.settings = SettingsView::of(&self.engine.run_settings());
         self.snap.held = false;
         self.snap.stale_since = None;
-        match &mut self.external {
+        let replaying = self.stage.replay().is_some();
+        match self.stage.external_mut() {
             Some(x) => {
                 // Watched and recorded workers have settings of their own: show what their
                 // rows recorded, and nothing where they recorded none.
@@ -126,7 +128,7 @@ impl App {
                 self.snap.held = !x.started;
                 self.snap.stale_since = x.stale_since;
                 self.snap.setting = match x.children {
-                    _ if self.replay.is_some() => self.snap.setting.clone(),
+                    _ if replaying => self.snap.setting.clone(),
                     Some(_) => ("worker processes ", String::new()),
                     None => ("watching ", "worker processes".to_string()),
                 };
@@ -303,7 +305,7 @@ impl App {
             let mut h = checker::check(&self.ledger, &rows);
             // Worker processes each have a provider of their own, out of this one's sight: their
             // calls' rows say which did new work; threads' calls are the provider's own count.
-            if self.external.is_none() {
+            if self.stage.external().is_none() {
                 h.count_side_effects(&self.engine.provider.calls());
             } else {
                 h.count_recorded_side_effects(&self.ledger);
@@ -384,8 +386,8 @@ impl App {
                 .unwrap_or(0),
         };
         let frozen = self
-            .lesson
-            .as_ref()
+            .stage
+            .lesson()
             .is_some_and(|l| l.runner.frozen.contains(&w.slot));
         let taken_by = status.lease.as_ref().and_then(|lease| {
             let m = self.ledger.messages.get(&lease.id)?;
@@ -441,12 +443,12 @@ impl App {
             crashes: l.crashes,
             restarts: l.restarts,
             // Each worker process has a provider of its own: count what the table shows.
-            provider_checks: match self.external {
+            provider_checks: match self.stage.external() {
                 Some(_) => l.processing_attempts,
                 None => p.status_checks_total(),
             },
             // Each call's row says whether it did new work at the provider.
-            provider_effects: match self.external {
+            provider_effects: match self.stage.external() {
                 Some(_) => l.side_effects(),
                 None => p.side_effects_total(),
             },
@@ -459,20 +461,20 @@ impl App {
             transactions: l.claim_transactions,
             writes: l.writes(),
             unique: l.unique_processed(),
-            payments: match self.lesson {
+            payments: match self.stage.lesson() {
                 Some(_) => self.reader.payment_counts().unwrap_or_default(),
                 None => Default::default(),
             },
             // Worker processes: their empty and blocked claims are never written; a watcher
             // only guesses at crashes, while --processes sees its children die.
-            unknown: match &self.external {
+            unknown: match self.stage.external() {
                 None => Unknown::default(),
                 // A recording of the lab's threads holds every crash; one of worker
                 // processes cannot hold a kill from outside.
                 Some(x) => Unknown {
                     claims: true,
                     crashes: x.children.is_none()
-                        && (self.replay.is_none() || x.witness.has_processes()),
+                        && (self.stage.replay().is_none() || x.witness.has_processes()),
                 },
             },
         }

@@ -85,7 +85,7 @@ impl App {
     /// The spotlight lines of the step just run: a message it names gets one when the step
     /// names a figure of it that is no column, or when it is backing off.
     pub(super) fn spots(&self, now_ms: i64) -> Vec<Spot> {
-        let Some(mode) = &self.lesson else {
+        let Some(mode) = self.stage.lesson() else {
             return Vec::new();
         };
         let r = &mode.runner;

@@ -142,8 +142,6 @@ pub trait Upkeep {
     ) -> Result<(FailOutcome, u64)>;
     /// Dead letters back to Pending with fresh attempts (one key, or all).
     fn redrive(&mut self, key: Option<&str>, now: i64) -> Result<(u64, u64)>;
-    /// The error of a message's last failed attempt.
-    fn last_error(&self, key: &str) -> Result<Option<String>>;
 }
 
 /// Making the rows a run works on.
@@ -175,4 +173,6 @@ pub trait Reading {
     fn max_rows_per_key(&self) -> Result<RowsPerKey>;
     fn orphans(&self) -> Result<u64>;
     fn schema(&self) -> Result<Vec<String>>;
+    /// The error of a message's last failed attempt.
+    fn last_error(&self, key: &str) -> Result<Option<String>>;
 }

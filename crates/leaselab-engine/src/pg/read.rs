@@ -133,6 +133,17 @@ fn payment_status(text: &str) -> Result<crate::outbox::PaymentStatus> {
 }
 
 impl Reading for PgStore {
+    /// The last provider error recorded for the message of `key`.
+    fn last_error(&self, key: &str) -> OutboxResult<Option<String>> {
+        Ok(self
+            .client()
+            .query_opt(
+                "SELECT LastError FROM OutboxMessages WHERE PaymentKey = $1",
+                &[&key],
+            )?
+            .and_then(|r| r.get(0)))
+    }
+
     /// Rows per outbox status.
     fn outbox_counts(&self) -> OutboxResult<OutboxCounts> {
         let row = self.client().query_one(

@@ -158,17 +158,6 @@ impl Upkeep for PgStore {
         };
         Ok((rows.len() as u64, stamp))
     }
-
-    /// The last provider error recorded for the message of `key`.
-    fn last_error(&self, key: &str) -> OutboxResult<Option<String>> {
-        Ok(self
-            .client()
-            .query_opt(
-                "SELECT LastError FROM OutboxMessages WHERE PaymentKey = $1",
-                &[&key],
-            )?
-            .and_then(|r| r.get(0)))
-    }
 }
 
 impl Unleased for PgStore {

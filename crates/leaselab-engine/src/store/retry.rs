@@ -141,14 +141,4 @@ impl Upkeep for Store {
             Ok(((redriven.len() as u64, shared.next_seq()), End::Commit))
         })
     }
-
-    /// The last provider error recorded for the message of `key`.
-    fn last_error(&self, key: &str) -> Result<Option<String>> {
-        Ok(self
-            .conn
-            .prepare_cached("SELECT LastError FROM OutboxMessages WHERE PaymentKey = ?1")?
-            .query_row([key], |r| r.get(0))
-            .optional()?
-            .flatten())
-    }
 }

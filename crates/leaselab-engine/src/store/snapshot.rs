@@ -6,6 +6,16 @@ use rusqlite::{params, OptionalExtension};
 use super::{MessageRow, OutboxCounts, PaymentCounts, PaymentRow, Result, RowsPerKey, Store};
 
 impl Reading for Store {
+    /// The last provider error recorded for the message of `key`.
+    fn last_error(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT LastError FROM OutboxMessages WHERE PaymentKey = ?1")?
+            .query_row([key], |r| r.get(0))
+            .optional()?
+            .flatten())
+    }
+
     /// The unfinished messages are counted in their index, without reading their rows;
     /// of those, the Processing ones by reading each row the index names (the index holds
     /// no column a claim changes); DeadLettered in its own index, Processed as the rest. A

@@ -49,6 +49,7 @@ const KEPT: usize = 32;
 const MIN_SPACING: usize = 2_048;
 
 /// Where a replay stands.
+#[derive(Default)]
 pub struct Replay {
     recording: Recording,
     /// Events folded so far.
@@ -89,9 +90,8 @@ impl App {
             table: table.clone(),
         });
         let mut app = App::around(engine, reader, theme, Scenario::OutboxLeasing, 0);
-        app.external = Some(super::external::External::replaying());
         let total = recording.rows.len();
-        app.replay = Some(Replay {
+        let replay = Box::new(Replay {
             recording,
             position: 0,
             table,
@@ -99,6 +99,8 @@ impl App {
             kept: Vec::new(),
             spacing: (total / KEPT).max(MIN_SPACING),
         });
+        app.stage
+            .begin_replay(replay, super::external::External::replaying());
         app.keep_fold();
         // One pass to the end keeps a fold every `spacing` events: from then on any position
         // is at most that many events from one.
@@ -118,8 +120,8 @@ impl App {
             timeline: self.timeline.clone(),
             log: self.log.clone(),
             witness: self
-                .external
-                .as_ref()
+                .stage
+                .external()
                 .map(|x| x.witness.clone())
                 .unwrap_or_default(),
         }
@@ -127,11 +129,13 @@ impl App {
 
     /// Keep the fold of the replay's position.
     fn keep_fold(&mut self) {
-        let Some(r) = self.replay.take() else { return };
+        let Some(r) = self.stage.take_replay() else {
+            return;
+        };
         let fold = self.fold(&r);
         let mut r = r;
         r.kept.push((r.position, fold));
-        self.replay = Some(r);
+        self.stage.put_replay(r);
     }
 
     /// Go back to the nearest kept fold at or before `position`.
@@ -146,7 +150,7 @@ impl App {
         self.ledger = fold.ledger;
         self.timeline = fold.timeline;
         self.log = fold.log;
-        if let Some(x) = self.external.as_mut() {
+        if let Some(x) = self.stage.external_mut() {
             x.witness = fold.witness;
         }
         self.ui.log_back = 0;
@@ -155,7 +159,7 @@ impl App {
     /// Move the replay to `position` events, folding the events from the nearest kept
     /// position before it (or from where it stands, when that is nearer).
     pub fn replay_to(&mut self, position: usize) {
-        let Some(mut r) = self.replay.take() else {
+        let Some(mut r) = self.stage.take_replay() else {
             return;
         };
         let position = position.min(r.recording.rows.len());
@@ -183,12 +187,12 @@ impl App {
             .or(r.recording.rows.first())
             .map_or(0, |row| row.at_ms);
         self.engine.clock.set(at);
-        self.replay = Some(r);
+        self.stage.put_replay(r);
     }
 
     /// A replay's own keys: one event, a mark, either end.
     pub(super) fn replay_move(&mut self, action: Action) {
-        let Some(r) = &self.replay else { return };
+        let Some(r) = self.stage.replay() else { return };
         let (at, total) = (r.position, r.recording.rows.len());
         let next_mark = r.recording.marks.iter().find(|m| m.position > at);
         let prev_mark = r.recording.marks.iter().rev().find(|m| m.position < at);
@@ -212,7 +216,7 @@ impl App {
 
     /// The position bar's figures.
     pub(super) fn replay_view(&self) -> Option<ReplayView> {
-        let r = self.replay.as_ref()?;
+        let r = self.stage.replay()?;
         let at = r.position;
         Some(ReplayView {
             position: at,

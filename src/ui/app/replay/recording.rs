@@ -33,7 +33,7 @@ pub struct Mark {
 }
 
 /// A recorded run: its events in commit order, and its marks.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Recording {
     pub rows: Vec<LeaseEventRow>,
     pub marks: Vec<Mark>,

@@ -6,13 +6,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::engine::outbox::prelude::*;
 use crate::engine::outbox::{
-    BatchClaiming, ClaimOutcome, Fact, FailOutcome, FinalizeOutcome, Lease, MessageRef, MessageRow,
-    OutboxCounts, OutboxError, OutboxStatus, PaymentCounts, PaymentRow, PaymentStatus, Result,
-    RetryPolicy, RowsPerKey,
+    MessageRow, OutboxCounts, OutboxStatus, PaymentCounts, PaymentRow, PaymentStatus, Reading,
+    Result, RowsPerKey,
 };
-use crate::engine::provider::{Provider, StatusCheck};
 use crate::engine::store::{LeaseEventKind, LeaseEventRow};
 
 /// The rows after some events.
@@ -183,8 +180,8 @@ fn change_row(m: &mut MessageRow, r: &LeaseEventRow) {
     }
 }
 
-/// The dashboard's reader during a replay: the rebuilt table. It only reads: the writes of
-/// the interface answer that a replay changes nothing.
+/// The dashboard's reader during a replay: the rebuilt table, read through the reading
+/// part of the outbox interface, the only part the dashboard holds.
 pub struct ReplayOutbox {
     pub table: Arc<Mutex<Table>>,
 }
@@ -192,93 +189,6 @@ pub struct ReplayOutbox {
 impl ReplayOutbox {
     fn table(&self) -> std::sync::MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-fn read_only<T>() -> Result<T> {
-    Err(OutboxError::Database {
-        failure: crate::engine::outbox::Failure::Other,
-        message: "a replay only reads".into(),
-    })
-}
-
-impl Claiming for ReplayOutbox {
-    fn claim_next(&mut self, _: &str, _: i64, _: i64) -> Result<(ClaimOutcome, u64)> {
-        read_only()
-    }
-    fn blocked_by(&self, _: &str, _: i64) -> Result<Option<ClaimOutcome>> {
-        Ok(None)
-    }
-    fn claim_id(&mut self, _: i64, _: &str, _: i64, _: i64) -> Result<(ClaimOutcome, u64)> {
-        read_only()
-    }
-}
-
-impl BatchClaiming for ReplayOutbox {}
-
-impl Finalizing for ReplayOutbox {
-    fn finalize(&mut self, _: &Lease, _: &StatusCheck, _: i64) -> Result<(FinalizeOutcome, u64)> {
-        read_only()
-    }
-}
-
-impl Unleased for ReplayOutbox {
-    fn load_pending(&self, _: i64) -> Result<Vec<MessageRef>> {
-        Ok(Vec::new())
-    }
-    fn mark_processed(&mut self, _: &MessageRef, _: &StatusCheck, _: i64) -> Result<u64> {
-        read_only()
-    }
-    fn mark_processed_by(
-        &mut self,
-        _: &str,
-        _: &MessageRef,
-        _: &StatusCheck,
-        _: i64,
-    ) -> Result<u64> {
-        read_only()
-    }
-}
-
-impl Upkeep for ReplayOutbox {
-    fn heartbeat(&mut self, _: &Lease, _: i64, _: i64) -> Result<(Option<i64>, u64)> {
-        read_only()
-    }
-    fn fail_attempt(
-        &mut self,
-        _: &Lease,
-        _: &str,
-        _: i64,
-        _: &RetryPolicy,
-    ) -> Result<(FailOutcome, u64)> {
-        read_only()
-    }
-    fn redrive(&mut self, _: Option<&str>, _: i64) -> Result<(u64, u64)> {
-        read_only()
-    }
-    fn last_error(&self, _: &str) -> Result<Option<String>> {
-        Ok(None)
-    }
-}
-
-impl Seeding for ReplayOutbox {
-    fn empty(&mut self) -> Result<()> {
-        read_only()
-    }
-    fn seed(&mut self, _: &Provider, _: u64, _: i64) -> Result<()> {
-        read_only()
-    }
-    fn add_payment(&mut self, _: &Provider, _: &str, _: i64, _: i64) -> Result<MessageRef> {
-        read_only()
-    }
-    fn next_payment_number(&self) -> Result<u64> {
-        Ok(self.table().len() + 1)
-    }
-}
-
-impl Recording for ReplayOutbox {
-    fn record(&mut self, _: &Fact) -> Result<u64> {
-        read_only()
     }
 }
 
@@ -324,5 +234,8 @@ impl Reading for ReplayOutbox {
     }
     fn schema(&self) -> Result<Vec<String>> {
         Ok(Vec::new())
+    }
+    fn last_error(&self, _: &str) -> Result<Option<String>> {
+        Ok(None)
     }
 }
