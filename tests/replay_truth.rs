@@ -411,7 +411,11 @@ fn every_recording_the_lab_writes_is_accepted_whole() {
     let dir = tempfile::tempdir().unwrap();
     let accept = |db: &Path, what: &str| {
         let r = leaselab::ui::app::Recording::load(&Db::parse(db));
-        assert!(r.is_ok(), "{what}: {}", r.err().unwrap_or_default());
+        assert!(
+            r.is_ok(),
+            "{what}: {}",
+            r.err().map(|e| e.to_string()).unwrap_or_default()
+        );
     };
     for b in leaselab::lesson::BUILT_INS {
         let db = dir.path().join(format!("{}.db", b.name));

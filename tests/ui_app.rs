@@ -371,7 +371,8 @@ fn refuses_a_story_without_leases() {
         Theme::plain(),
     )
     .err()
-    .expect("refused");
+    .expect("refused")
+    .to_string();
     assert!(err.contains("lease-expiry"));
 }
 

@@ -22,12 +22,12 @@ use super::snapshot::Snapshot;
 use super::state::UiState;
 use super::theme::Theme;
 use super::timeline::Timeline;
-use super::DashboardOptions;
+use super::{DashboardError, DashboardOptions};
 
 mod external;
 mod lesson;
 mod refresh;
-mod replay;
+pub mod replay;
 mod spotlight;
 mod stage;
 mod witness;
@@ -78,11 +78,13 @@ pub struct App {
 
 impl App {
     /// Start the engine with everything paused; [`App::start`] lets it run.
-    pub fn new(opts: DashboardOptions, theme: Theme) -> Result<App, String> {
+    pub fn new(opts: DashboardOptions, theme: Theme) -> Result<App, DashboardError> {
         let scenario = opts.scenario;
         let leasing = scenario.leasing() && !opts.no_leasing;
         // The dashboard steps the story only for lease-expiry; outbox-leasing runs freely.
-        scenario.check_setup(leasing, opts.workers, scenario == Scenario::LeaseExpiry)?;
+        scenario
+            .check_setup(leasing, opts.workers, scenario == Scenario::LeaseExpiry)
+            .map_err(|e| DashboardError::Refused(e.to_string()))?;
         let messages = opts.messages.unwrap_or(scenario.default_messages());
         let timing = opts.timing;
         let (lease_ms, speed) = (timing.lease_ms, timing.speed);
@@ -97,9 +99,9 @@ impl App {
             durability: Default::default(),
             reliability: opts.reliability.clone(),
         };
-        let engine = Engine::start(config, true).map_err(|e| e.to_string())?;
+        let engine = Engine::start(config, true)?;
         engine.clock.set_speed(speed);
-        let reader = engine.db.open_reader().map_err(|e| e.to_string())?;
+        let reader = engine.db.open_reader()?;
         let mut app = App::around(engine, reader, theme, scenario, messages);
         app.speed = speed;
         app.absorb_events();

@@ -32,16 +32,14 @@ pub struct Screen<'a> {
 }
 
 /// Why an export stopped: the lesson could not be drawn, or a screen could not be written.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ExportError {
-    Draw(String),
-    Write(std::io::Error),
-}
-
-impl From<std::io::Error> for ExportError {
-    fn from(e: std::io::Error) -> ExportError {
-        ExportError::Write(e)
-    }
+    #[error("--step {last}: the lesson has {total} step{}", if *total == 1 { "" } else { "s" })]
+    NoSuchStep { last: usize, total: usize },
+    #[error(transparent)]
+    Draw(#[from] super::DashboardError),
+    #[error("{0}")]
+    Write(#[from] std::io::Error),
 }
 
 /// Draw the screens of `lesson` at `cols` x `rows`, from its start through step `upto`
@@ -57,18 +55,14 @@ pub fn walk(
     let total = lesson.steps.len();
     let last = upto.unwrap_or(total);
     if last > total {
-        return Err(ExportError::Draw(format!(
-            "--step {last}: the lesson has {total} step{}",
-            if total == 1 { "" } else { "s" }
-        )));
+        return Err(ExportError::NoSuchStep { last, total });
     }
-    let mut app = App::for_lesson(lesson, DashboardOptions::default(), Theme::colored())
-        .map_err(ExportError::Draw)?;
+    let mut app = App::for_lesson(lesson, DashboardOptions::default(), Theme::colored())?;
     let mut terminal = Terminal::new(TestBackend::new(cols, rows))
-        .map_err(|e| ExportError::Draw(format!("cannot draw: {e}")))?;
+        .map_err(|e| super::DashboardError::Draw(std::io::Error::other(e)))?;
     let done = |app: &App| app.stage().lesson().map_or(0, |l| l.runner.done);
     let mut show = |app: &mut App, step: usize, question: bool| -> Result<(), ExportError> {
-        super::draw(&mut terminal, app).map_err(ExportError::Draw)?;
+        super::draw(&mut terminal, app)?;
         let buffer = terminal.backend().buffer();
         Ok(each(&Screen {
             step,
@@ -99,7 +93,7 @@ pub fn shot(
     size: (u16, u16),
     (step, question): (Option<usize>, bool),
     stopped: &dyn Fn() -> Option<String>,
-) -> Result<Option<Buffer>, String> {
+) -> Result<Option<Buffer>, ExportError> {
     let want = step.unwrap_or(lesson.steps.len());
     let mut kept = None;
     let walked = walk(lesson, size, Some(want), &mut |s| {
@@ -111,11 +105,7 @@ pub fn shot(
         }
         Ok(())
     });
-    match walked {
-        Ok(()) => Ok(kept),
-        Err(ExportError::Draw(e)) => Err(e),
-        Err(ExportError::Write(e)) => Err(e.to_string()),
-    }
+    walked.map(|()| kept)
 }
 
 /// The lesson as an asciicast v2 recording written to `out` as it is drawn: the header

@@ -2,6 +2,7 @@
 //! starts, a screen says what it waits for, `q`, Esc or Ctrl-C end the wait at once, and it
 //! goes on by itself when the lock is released (or gives up after the busy limit).
 
+use super::DashboardError;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -21,7 +22,7 @@ const LOOK_EVERY: Duration = Duration::from_millis(100);
 pub(super) fn wait_out(
     db: Option<&Path>,
     interrupts: &Receiver<i32>,
-) -> Result<Option<Ended>, String> {
+) -> Result<Option<Ended>, DashboardError> {
     let Some(path) = db.filter(|p| p.is_file()) else {
         return Ok(None);
     };
@@ -43,7 +44,7 @@ fn wait_on_screen(
     terminal: &mut ratatui::DefaultTerminal,
     path: &Path,
     interrupts: &Receiver<i32>,
-) -> Result<Option<Ended>, String> {
+) -> Result<Option<Ended>, DashboardError> {
     // Keys are read on a thread of their own, as the dashboard reads them: a terminal that
     // went away can keep a read from returning, and the wait must still hear its signals.
     let input = super::InputThread::spawn();
@@ -57,7 +58,7 @@ fn wait_loop(
     path: &Path,
     interrupts: &Receiver<i32>,
     keys: &Receiver<super::Input>,
-) -> Result<Option<Ended>, String> {
+) -> Result<Option<Ended>, DashboardError> {
     let start = Instant::now();
     while write_locked(path) {
         let waited = start.elapsed();
@@ -75,8 +76,8 @@ fn wait_loop(
             },
             recv(keys) -> input => match input {
                 Ok(super::Input::Key(k)) if quits(&k) => return Ok(Some(Ended::Quit)),
-                Ok(super::Input::Failed(e)) => return Err(format!("cannot read the keyboard: {e}")),
-                Err(_) => return Err("cannot read the keyboard: its reader ended".into()),
+                Ok(super::Input::Failed(e)) => return Err(DashboardError::Keyboard(e)),
+                Err(_) => return Err(DashboardError::KeyboardEnded),
                 Ok(_) => {}
             },
             default(LOOK_EVERY) => {},
@@ -96,7 +97,7 @@ fn draw_wait(
     terminal: &mut ratatui::DefaultTerminal,
     path: &Path,
     waited: Duration,
-) -> Result<(), String> {
+) -> Result<(), DashboardError> {
     let text = format!(
         "{} is locked: another program is in a write transaction on it.\n\n\
          Waiting for it to finish ({} s so far, at most {} s).\n\n\
@@ -117,5 +118,5 @@ fn draw_wait(
             );
         })
         .map(|_| ())
-        .map_err(|e| format!("cannot draw: {e}"))
+        .map_err(DashboardError::Draw)
 }

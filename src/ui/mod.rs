@@ -6,6 +6,7 @@
 //! clock is frozen and nothing changed, the tick is off and the loop sleeps until news arrives.
 
 pub mod app;
+mod error;
 pub mod export;
 pub mod keys;
 mod lock_wait;
@@ -31,6 +32,7 @@ use ratatui::layout::Rect;
 use ratatui::Terminal;
 
 pub use app::App;
+pub use error::DashboardError;
 pub use theme::Theme;
 
 use crate::scenario::Scenario;
@@ -86,7 +88,7 @@ pub enum Ended {
 }
 
 /// Open the dashboard; returns when the user quits or a signal arrives. Errors are one line.
-pub fn run(opts: DashboardOptions) -> Result<Ended, String> {
+pub fn run(opts: DashboardOptions) -> Result<Ended, DashboardError> {
     let mode = match (opts.watch, opts.processes) {
         (true, _) => Some(app::ExternalMode::Watch),
         (false, true) => Some(app::ExternalMode::Processes),
@@ -100,38 +102,37 @@ pub fn run(opts: DashboardOptions) -> Result<Ended, String> {
 }
 
 /// Open the dashboard on the run recorded in `db`'s events.
-pub fn run_replay(db: PathBuf) -> Result<Ended, String> {
+pub fn run_replay(db: PathBuf) -> Result<Ended, DashboardError> {
     let at = crate::engine::backend::Db::parse(&db);
     // A database that cannot be replayed is refused before the terminal is looked at.
     let recording = app::Recording::load(&at)?;
     let lock_path = (!at.is_postgres()).then(|| db.clone());
     run_app(lock_path, || {
-        App::replay_of(at, recording, Theme::from_env())
+        Ok(App::replay_of(at, recording, Theme::from_env())?)
     })
 }
 
 /// Open the dashboard paused on a lesson, with its narration panel.
-pub fn run_lesson(lesson: crate::lesson::Lesson, opts: DashboardOptions) -> Result<Ended, String> {
+pub fn run_lesson(
+    lesson: crate::lesson::Lesson,
+    opts: DashboardOptions,
+) -> Result<Ended, DashboardError> {
     let db = opts.db.clone();
     run_app(db, || App::for_lesson(lesson, opts, Theme::from_env()))
 }
 
 fn run_app(
     db: Option<PathBuf>,
-    make_app: impl FnOnce() -> Result<App, String>,
-) -> Result<Ended, String> {
+    make_app: impl FnOnce() -> Result<App, DashboardError>,
+) -> Result<Ended, DashboardError> {
     if std::env::var_os("TERM").is_some_and(|t| t == "dumb") {
-        return Err(
-            "TERM=dumb cannot show the dashboard; use `leaselab run SCENARIO` or `leaselab lesson NAME --check` for a headless run".into(),
-        );
+        return Err(DashboardError::DumbTerminal);
     }
     if !std::io::stdout().is_terminal() {
-        return Err(
-            "stdout is not a terminal; use `leaselab run SCENARIO` or `leaselab lesson NAME --check` for a headless run".into(),
-        );
+        return Err(DashboardError::NotATerminal);
     }
     // Watch before the temporary database exists, so no signal can leave it behind.
-    let interrupts = crate::signals::watch()?;
+    let interrupts = crate::signals::watch().map_err(refused)?;
     // Another program's write transaction on the file: say so, and let q end the wait.
     match lock_wait::wait_out(db.as_deref(), &interrupts) {
         Ok(Some(ended)) => return Ok(ended),
@@ -149,7 +150,7 @@ fn run_app(
     };
     let signals = Signals {
         stopping: interrupts,
-        job: crate::signals::watch_job_control()?,
+        job: crate::signals::watch_job_control().map_err(refused)?,
     };
     let previous_hook = install_panic_hook();
     let result = open_terminal().and_then(|mut terminal| {
@@ -175,11 +176,21 @@ fn run_app(
 
 /// A terminal that went away fails the next draw or read a moment before its SIGHUP is taken
 /// in: the hang-up is what happened, so wait for it briefly; else the error stands.
-fn hung_up_or(e: String, interrupts: &Receiver<i32>) -> Result<Ended, String> {
+fn hung_up_or(e: DashboardError, interrupts: &Receiver<i32>) -> Result<Ended, DashboardError> {
     match crate::signals::received().or_else(|| interrupts.recv_timeout(HANGUP_GRACE).ok()) {
         Some(signo) => Ok(Ended::Interrupted(signo)),
         None => Err(e),
     }
+}
+
+/// A backend's error as the I/O error it is (or carries).
+fn io_error(e: impl std::error::Error + Send + Sync + 'static) -> std::io::Error {
+    std::io::Error::other(e)
+}
+
+/// What a layer below refused, in its own words.
+fn refused(e: impl std::fmt::Display) -> DashboardError {
+    DashboardError::Refused(e.to_string())
 }
 
 /// How long a failed terminal waits for the signal that may explain it.
@@ -202,14 +213,14 @@ fn install_panic_hook() -> PanicHook {
     previous
 }
 
-fn open_terminal() -> Result<ratatui::DefaultTerminal, String> {
+fn open_terminal() -> Result<ratatui::DefaultTerminal, DashboardError> {
     let setup = || -> std::io::Result<ratatui::DefaultTerminal> {
         take_terminal()?;
         Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))
     };
     setup().map_err(|e| {
         restore_terminal();
-        format!("cannot set up the terminal: {e}")
+        DashboardError::SetUp(e)
     })
 }
 
@@ -227,7 +238,10 @@ fn job_control<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
     signo: i32,
-) -> Result<(), String> {
+) -> Result<(), DashboardError>
+where
+    B::Error: Send + Sync + 'static,
+{
     if signo == signal_hook::consts::SIGTSTP {
         let held = app.hold_clock();
         restore_terminal();
@@ -236,14 +250,14 @@ fn job_control<B: Backend>(
             app.engine.clock.resume();
         }
     }
-    take_terminal().map_err(|e| format!("cannot take the terminal again: {e}"))?;
+    take_terminal().map_err(DashboardError::TakeAgain)?;
     // The screen cleared and both buffers emptied, so the next frame is drawn whole, not as
     // the difference from the last one (`Terminal::clear` would ask the terminal where its
     // cursor is, and the answer would race the input thread).
     terminal
         .backend_mut()
         .clear()
-        .map_err(|e| format!("cannot draw: {e}"))?;
+        .map_err(|e| DashboardError::Draw(io_error(e)))?;
     terminal.swap_buffers();
     Ok(())
 }
@@ -259,8 +273,13 @@ fn restore_terminal() {
 }
 
 /// Take this frame's snapshot and draw it.
-pub fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(), String> {
-    let size = terminal.size().map_err(|e| e.to_string())?;
+pub fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(), DashboardError>
+where
+    B::Error: Send + Sync + 'static,
+{
+    let size = terminal
+        .size()
+        .map_err(|e| DashboardError::Draw(io_error(e)))?;
     let area = Rect::new(0, 0, size.width, size.height);
     app.ui.too_small = render::too_small(area);
     app.ui.width = area.width;
@@ -279,7 +298,7 @@ pub fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(),
     });
     terminal
         .draw(|frame| render::draw(frame, app.snapshot(), &app.ui, &app.theme))
-        .map_err(|e| format!("cannot draw: {e}"))?;
+        .map_err(|e| DashboardError::Draw(io_error(e)))?;
     Ok(())
 }
 
@@ -307,7 +326,10 @@ fn run_loop<B: Backend>(
     app: &mut App,
     input: &Receiver<Input>,
     signals: &Signals,
-) -> Result<Ended, String> {
+) -> Result<Ended, DashboardError>
+where
+    B::Error: Send + Sync + 'static,
+{
     let events = app.engine.events().clone();
     let ticker = crossbeam_channel::tick(FRAME);
     let stopped = crossbeam_channel::never();
@@ -335,8 +357,8 @@ fn run_loop<B: Backend>(
                     dirty = true;
                 }
                 Ok(Input::Resize) => dirty = true,
-                Ok(Input::Failed(e)) => return Err(format!("cannot read the keyboard: {e}")),
-                Err(_) => return Err("the keyboard reader stopped".into()),
+                Ok(Input::Failed(e)) => return Err(DashboardError::Keyboard(e)),
+                Err(_) => return Err(DashboardError::KeyboardGone),
             },
             recv(events) -> ev => {
                 if let Ok(ev) = ev {
@@ -370,7 +392,7 @@ fn run_loop<B: Backend>(
 enum Input {
     Key(KeyEvent),
     Resize,
-    Failed(String),
+    Failed(std::io::Error),
 }
 
 /// The only reader of the terminal's input.
@@ -406,9 +428,9 @@ impl InputThread {
                             }
                             Ok(event::Event::Resize(..)) => Input::Resize,
                             Ok(_) => continue,
-                            Err(e) => Input::Failed(e.to_string()),
+                            Err(e) => Input::Failed(e),
                         },
-                        Err(e) => Input::Failed(e.to_string()),
+                        Err(e) => Input::Failed(e),
                     };
                     let failed = matches!(msg, Input::Failed(_));
                     if tx.send(msg).is_err() || failed {

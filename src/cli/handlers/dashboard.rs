@@ -196,7 +196,9 @@ fn lesson_export(a: &LessonArgs, lesson: leaselab::lesson::Lesson) -> ExitCode {
         });
         match written {
             Ok(()) => out.line(&format!("wrote {}", path.display())),
-            Err(ExportError::Draw(e)) => return usage_error(e),
+            Err(e @ (ExportError::Draw(_) | ExportError::NoSuchStep { .. })) => {
+                return usage_error(e)
+            }
             Err(ExportError::Write(_)) if leaselab::signals::received().is_some() => {
                 let signo = leaselab::signals::received().unwrap_or(2);
                 let what = format!("{} was not written", path.display());

@@ -24,6 +24,7 @@ use crate::ui::snapshot::WorkerView;
 use super::keys::Action;
 use super::witness::{Fate, Witness};
 use super::{App, DashboardOptions, Theme};
+use crate::ui::DashboardError;
 
 /// What the dashboard knows of workers it follows through the events table.
 pub struct External {
@@ -202,8 +203,11 @@ fn toggle_pause(
 
 /// Start `--processes`' children, stopped until the first space: a class sees the seeded
 /// outbox before anything happens, as in free play.
-fn start_stopped(settings: ProcessSettings, count: usize) -> Result<WorkerProcesses, String> {
-    WorkerProcesses::start_held(settings, count)
+fn start_stopped(
+    settings: ProcessSettings,
+    count: usize,
+) -> Result<WorkerProcesses, DashboardError> {
+    WorkerProcesses::start_held(settings, count).map_err(|e| DashboardError::Refused(e.to_string()))
 }
 
 /// Who claimed the message of `lease` after it, if anyone.
@@ -257,19 +261,19 @@ fn config_of(opts: &DashboardOptions, timing: &Timing) -> EngineConfig {
 
 /// The engine of an external dashboard: a guest that only watches, or the holder of the
 /// database that its worker processes share, seeded on the wall clock.
-fn open_engine(mode: ExternalMode, config: EngineConfig) -> Result<Engine, String> {
+fn open_engine(mode: ExternalMode, config: EngineConfig) -> Result<Engine, DashboardError> {
     match mode {
         ExternalMode::Watch => {
             let Some(db) = config.db.clone() else {
-                return Err("--watch needs --db PATH|URL: the database the workers use".into());
+                return Err(DashboardError::WatchNeedsDb);
             };
-            Engine::guest(&db, config).map_err(|e| e.to_string())
+            Ok(Engine::guest(&db, config)?)
         }
         ExternalMode::Processes => {
-            let mut engine = Engine::start(config, true).map_err(|e| e.to_string())?;
+            let mut engine = Engine::start(config, true)?;
             // The dashboard's tail reads its seeding and added payments back from the table.
             engine.events_from_table();
-            engine.reseed_on_wall_clock().map_err(|e| e.to_string())?;
+            engine.reseed_on_wall_clock()?;
             Ok(engine)
         }
     }
@@ -290,7 +294,7 @@ impl App {
         mode: ExternalMode,
         opts: DashboardOptions,
         theme: Theme,
-    ) -> Result<App, String> {
+    ) -> Result<App, DashboardError> {
         // Worker processes run on the wall clock: a speed means nothing to them.
         let timing = Timing {
             speed: Timing::DASHBOARD.speed,
@@ -298,9 +302,8 @@ impl App {
         };
         let leasing = !opts.no_leasing;
         let engine = open_engine(mode, config_of(&opts, &timing))?;
-        let reader = engine.db.open_reader().map_err(|e| e.to_string())?;
-        let tail = Tail::start(&engine.db, TAIL_EVERY, engine.events_sender())
-            .map_err(|e| e.to_string())?;
+        let reader = engine.db.open_reader()?;
+        let tail = Tail::start(&engine.db, TAIL_EVERY, engine.events_sender())?;
         let children = match mode {
             ExternalMode::Watch => None,
             ExternalMode::Processes => Some(start_stopped(

@@ -81,7 +81,11 @@ impl LessonMode {
 impl App {
     /// Open a lesson paused before its first step. `opts` gives speed and database only:
     /// the lesson's setup decides the outbox.
-    pub fn for_lesson(lesson: Lesson, opts: DashboardOptions, theme: Theme) -> Result<App, String> {
+    pub fn for_lesson(
+        lesson: Lesson,
+        opts: DashboardOptions,
+        theme: Theme,
+    ) -> Result<App, crate::ui::DashboardError> {
         let setup = lesson.setup.clone();
         let opts = DashboardOptions {
             scenario: Scenario::OutboxLeasing,

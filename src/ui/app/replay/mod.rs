@@ -10,6 +10,7 @@
 //! folds again from the nearest kept position, not from the first event.
 
 mod recording;
+mod refusal;
 mod table;
 
 use std::sync::{Arc, Mutex};
@@ -25,6 +26,7 @@ use crate::ui::snapshot::ReplayView;
 use crate::ui::timeline::Timeline;
 
 pub use recording::{Mark, Recording};
+pub use refusal::{BadRow, ReplayError};
 use table::{ReplayOutbox, Table};
 
 use super::witness::Witness;
@@ -63,7 +65,7 @@ pub struct Replay {
 
 impl App {
     /// The dashboard over `db`'s recorded run, at its first event.
-    pub fn replay(db: Db, theme: Theme) -> std::result::Result<App, String> {
+    pub fn replay(db: Db, theme: Theme) -> std::result::Result<App, ReplayError> {
         let recording = Recording::load(&db)?;
         App::replay_of(db, recording, theme)
     }
@@ -74,7 +76,7 @@ impl App {
         db: Db,
         recording: Recording,
         theme: Theme,
-    ) -> std::result::Result<App, String> {
+    ) -> std::result::Result<App, ReplayError> {
         let config = EngineConfig {
             workers: 0,
             messages: 0,

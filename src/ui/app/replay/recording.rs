@@ -10,6 +10,8 @@ use crate::engine::backend::Db;
 use crate::engine::outbox::RunSettings;
 use crate::engine::store::{LeaseEventKind, LeaseEventRow};
 
+use super::refusal::{BadRow, ReplayError};
+
 /// The most events a recording may hold to be replayed: a run of 100,000 messages writes
 /// about 300,000, and a replay holds about 1.2 KB an event.
 pub const MAX_REPLAY_EVENTS: usize = 1_000_000;
@@ -42,7 +44,7 @@ pub struct Recording {
 impl Recording {
     /// Every event of `db`. A database that is missing, not leaselab's, holds no event or
     /// holds a row no leaselab writes is refused in one line.
-    pub fn load(db: &Db) -> Result<Recording, String> {
+    pub fn load(db: &Db) -> Result<Recording, ReplayError> {
         let rows = match db {
             Db::Sqlite(path) => sqlite_events(path)?,
             Db::Postgres(url) => settled_pg_events(db, url)?,
@@ -51,18 +53,17 @@ impl Recording {
     }
 
     /// A recording of rows already read; `shown` names their database in a refusal.
-    pub fn of_rows(shown: &str, rows: Vec<LeaseEventRow>) -> Result<Recording, String> {
+    pub fn of_rows(shown: &str, rows: Vec<LeaseEventRow>) -> Result<Recording, ReplayError> {
         if rows.is_empty() {
-            return Err(format!("{shown}: no events recorded"));
+            return Err(ReplayError::Empty(shown.to_string()));
         }
         too_many(shown, rows.len() as u64)?;
         let mut check = Checker::default();
         for (i, row) in rows.iter().enumerate() {
-            check.row(i, row).map_err(|why| {
-                format!(
-                    "{shown}: LeaseEvents row Seq {}: {why}; refusing to replay it",
-                    row.seq
-                )
+            check.row(i, row).map_err(|why| ReplayError::Row {
+                shown: shown.to_string(),
+                seq: row.seq,
+                why,
             })?;
         }
         let marks = marks(&rows);
@@ -71,26 +72,28 @@ impl Recording {
 }
 
 /// The events of a SQLite file, read without writing a byte beside it.
-fn sqlite_events(path: &std::path::Path) -> Result<Vec<LeaseEventRow>, String> {
+fn sqlite_events(path: &std::path::Path) -> Result<Vec<LeaseEventRow>, ReplayError> {
+    let shown = path.display().to_string();
     if !path.exists() {
-        return Err(format!("{}: no such database file", path.display()));
+        return Err(ReplayError::NoFile(shown));
     }
-    crate::engine::store::inspect(path).map_err(|e| e.to_string())?;
-    let store = crate::engine::store::Store::open_untouched(path).map_err(|e| e.to_string())?;
+    crate::engine::store::inspect(path)?;
+    let store = crate::engine::store::Store::open_untouched(path)?;
     // Counted before anything is read: a recording too long is refused at once.
-    let count = store.event_count().map_err(|e| e.to_string())?;
-    too_many(&path.display().to_string(), count)?;
+    let count = store.event_count()?;
+    too_many(&shown, count)?;
     store
         .recorded_events(MAX_REPLAY_EVENTS as u64 + 1)
-        .map_err(|e| format!("{}: {e}; refusing to replay it", path.display()))
+        .map_err(|source| ReplayError::Unreadable { shown, source })
 }
 
 /// A recording longer than [`MAX_REPLAY_EVENTS`] is refused, saying how long it is.
-fn too_many(shown: &str, count: u64) -> Result<(), String> {
+fn too_many(shown: &str, count: u64) -> Result<(), ReplayError> {
     if count > MAX_REPLAY_EVENTS as u64 {
-        return Err(format!(
-            "{shown}: {count} events, more than the {MAX_REPLAY_EVENTS} a replay takes"
-        ));
+        return Err(ReplayError::TooMany {
+            shown: shown.to_string(),
+            count,
+        });
     }
     Ok(())
 }
@@ -103,27 +106,22 @@ const PG_SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// and a row that commits later can take a lower Seq than one already visible, so the
 /// history is read only when no transaction of this database older than the read is still
 /// open. Refused in one line when one stays open longer than `PG_SETTLE_WAIT`, naming it.
-fn settled_pg_events(db: &Db, url: &str) -> Result<Vec<LeaseEventRow>, String> {
-    let mut store = crate::engine::pg::PgStore::open_existing(url).map_err(|e| e.to_string())?;
-    let count = store.event_count().map_err(|e| e.to_string())?;
+fn settled_pg_events(db: &Db, url: &str) -> Result<Vec<LeaseEventRow>, ReplayError> {
+    let mut store = crate::engine::pg::PgStore::open_existing(url)?;
+    let count = store.event_count()?;
     too_many(&db.shown(), count)?;
-    let below = store.events_below_one().map_err(|e| e.to_string())?;
-    if let Some(seq) = below {
-        return Err(format!(
-            "{}: LeaseEvents row Seq {seq}: Seq is not above 0; refusing to replay it",
-            db.shown()
-        ));
+    if let Some(seq) = store.events_below_one()? {
+        return Err(ReplayError::SeqBelowOne {
+            shown: db.shown(),
+            seq,
+        });
     }
-    let settled = store
-        .settled_events(MAX_REPLAY_EVENTS as u64 + 1, PG_SETTLE_WAIT)
-        .map_err(|e| e.to_string())?;
+    let settled = store.settled_events(MAX_REPLAY_EVENTS as u64 + 1, PG_SETTLE_WAIT)?;
     let Some(rows) = settled else {
-        let who = store.open_transaction_named();
-        return Err(format!(
-            "{}: its events are held back by an open transaction{who}; replay it once that \
-             transaction ends",
-            db.shown()
-        ));
+        return Err(ReplayError::HeldBack {
+            shown: db.shown(),
+            who: store.open_transaction_named(),
+        });
     };
     Ok(rows)
 }
@@ -148,7 +146,7 @@ fn by_the_engine(kind: LeaseEventKind) -> bool {
 
 impl Checker {
     /// Whether row `i` is one a leaselab could have written after the rows before it.
-    fn row(&mut self, i: usize, r: &LeaseEventRow) -> Result<(), String> {
+    fn row(&mut self, i: usize, r: &LeaseEventRow) -> Result<(), BadRow> {
         use LeaseEventKind::*;
         within("AtUtc", r.at_ms, 0, MAX_TIME_MS)?;
         if let Some(until) = r.until_ms {
@@ -159,37 +157,35 @@ impl Checker {
         }
         text("Worker", Some(&r.worker), MAX_WORKER)?;
         if r.worker.is_empty() {
-            return Err("Worker is empty".into());
+            return Err(BadRow::NoWorker);
         }
         text("PaymentKey", r.key.as_deref(), MAX_KEY)?;
         text("Detail", r.detail.as_deref(), MAX_DETAIL)?;
         if i > 0 && r.at_ms < self.seeded_at {
-            return Err(format!("AtUtc {} is before the seeding's", r.at_ms));
+            return Err(BadRow::BeforeSeeding(r.at_ms));
         }
         let engine = r.worker == crate::engine::events::ENGINE;
         if engine != by_the_engine(r.kind) {
             return Err(match engine {
-                true => format!("a {} by the engine, which only workers write", r.kind),
-                false => format!("a {} by a worker, which only the engine writes", r.kind),
+                true => BadRow::WorkersRowByEngine(r.kind),
+                false => BadRow::EnginesRowByWorker(r.kind),
             });
         }
         match (i, r.kind) {
             (0, Seeded) => {}
-            (0, kind) => {
-                return Err(format!(
-                    "the recording starts with {kind}, not with its seeding"
-                ))
-            }
-            (_, Seeded) => return Err("a second seeding in one recording".into()),
+            (0, kind) => return Err(BadRow::NoSeedingFirst(kind)),
+            (_, Seeded) => return Err(BadRow::SecondSeeding),
             _ => {}
         }
         match r.kind {
             Seeded => self.seeding(r),
             Added => self.added(r),
-            Settings | Joined => RunSettings::parse(r.detail.as_deref().unwrap_or("")).map(|_| ()),
+            Settings | Joined => RunSettings::parse(r.detail.as_deref().unwrap_or(""))
+                .map(|_| ())
+                .map_err(BadRow::Settings),
             Paused | Resumed | Restarted | Left | Crashed => {
                 if r.detail.as_deref().is_none_or(str::is_empty) {
-                    return Err(format!("a {} that says nothing of how", r.kind));
+                    return Err(BadRow::SaysNotHow(r.kind));
                 }
                 self.held(r)
             }
@@ -205,28 +201,29 @@ impl Checker {
     }
 
     /// A claim takes the next lease version of its message.
-    fn claim(&mut self, r: &LeaseEventRow) -> Result<(), String> {
+    fn claim(&mut self, r: &LeaseEventRow) -> Result<(), BadRow> {
         let id = r.id.unwrap_or_default();
         let claimers = self.claimers.entry(id).or_default();
         let next = claimers.len() as i64 + 1;
         if r.version != Some(next) {
-            return Err(format!(
-                "a claim of message {id} under lease version {}, where the next is {next}",
-                r.version.map_or("none".to_string(), |v| v.to_string())
-            ));
+            return Err(BadRow::ClaimOutOfTurn {
+                id,
+                version: r.version.map_or("none".to_string(), |v| v.to_string()),
+                next,
+            });
         }
         claimers.push(r.worker.clone());
         Ok(())
     }
 
     /// A row under a lease names a version its message was claimed under, by this worker.
-    fn under_a_claimed_lease(&self, r: &LeaseEventRow) -> Result<(), String> {
+    fn under_a_claimed_lease(&self, r: &LeaseEventRow) -> Result<(), BadRow> {
         use LeaseEventKind::*;
         let Some(v) = r.version else {
             // A provider call, a mark or a redrive may concern a message nobody leased.
             return match r.kind {
                 Checked | Marked | Redriven => Ok(()),
-                kind => Err(format!("a {kind} under no lease version")),
+                kind => Err(BadRow::NoLeaseVersion(kind)),
             };
         };
         if r.kind == Redriven {
@@ -238,14 +235,18 @@ impl Checker {
             .and_then(|i| self.claimers.get(&id)?.get(i));
         match claimer {
             Some(w) if *w == r.worker => Ok(()),
-            Some(w) => Err(format!(
-                "a {} by {} under lease v{v} of message {id}, which {w} claimed",
-                r.kind, r.worker
-            )),
-            None => Err(format!(
-                "a {} under lease v{v} of message {id}, which nobody claimed",
-                r.kind
-            )),
+            Some(w) => Err(BadRow::AnothersLease {
+                kind: r.kind,
+                worker: r.worker.clone(),
+                version: v,
+                id,
+                claimer: w.clone(),
+            }),
+            None => Err(BadRow::UnclaimedLease {
+                kind: r.kind,
+                version: v,
+                id,
+            }),
         }
     }
 
@@ -257,32 +258,28 @@ impl Checker {
         self.added.get(&id).cloned()
     }
 
-    fn seeding(&mut self, r: &LeaseEventRow) -> Result<(), String> {
+    fn seeding(&mut self, r: &LeaseEventRow) -> Result<(), BadRow> {
         let n = r
             .detail
             .as_deref()
             .and_then(|d| d.parse::<i64>().ok())
             .filter(|n| (0..=MAX_SEEDED).contains(n))
-            .ok_or_else(|| {
-                format!("a seeding's Detail is not a number of payments in 0-{MAX_SEEDED}")
-            })?;
+            .ok_or(BadRow::BadSeeding)?;
         self.seeded = n;
         self.messages = n;
         self.seeded_at = r.at_ms;
         Ok(())
     }
 
-    fn added(&mut self, r: &LeaseEventRow) -> Result<(), String> {
+    fn added(&mut self, r: &LeaseEventRow) -> Result<(), BadRow> {
         let (Some(id), Some(key)) = (r.id, &r.key) else {
-            return Err("an added payment names no message".into());
+            return Err(BadRow::AddedNamesNoMessage);
         };
         if id < 1 || self.key_of(id).is_some() {
-            return Err(format!(
-                "an added payment takes message id {id}, which is not free"
-            ));
+            return Err(BadRow::IdNotFree(id));
         }
         if self.messages >= MAX_SEEDED {
-            return Err(format!("more than {MAX_SEEDED} messages"));
+            return Err(BadRow::TooManyMessages);
         }
         self.added.insert(id, key.clone());
         self.messages += 1;
@@ -290,7 +287,7 @@ impl Checker {
     }
 
     /// A row about a worker: it may name the lease the worker held, which must be a message.
-    fn held(&self, r: &LeaseEventRow) -> Result<(), String> {
+    fn held(&self, r: &LeaseEventRow) -> Result<(), BadRow> {
         match r.id {
             Some(_) => {
                 self.about_a_message(r)?;
@@ -300,24 +297,19 @@ impl Checker {
         }
     }
 
-    fn about_a_message(&self, r: &LeaseEventRow) -> Result<(), String> {
+    fn about_a_message(&self, r: &LeaseEventRow) -> Result<(), BadRow> {
         let Some(id) = r.id else {
-            return Err(format!("a {} row names no message", r.kind));
+            return Err(BadRow::NamesNoMessage(r.kind));
         };
         let Some(key) = self.key_of(id) else {
-            return Err(format!(
-                "a {} of message {id}, which was never seeded or added",
-                r.kind
-            ));
+            return Err(BadRow::UnknownMessage { kind: r.kind, id });
         };
         if r.key.as_deref() != Some(key.as_str()) {
-            return Err(format!(
-                "message {id} is {key}, but the row names another payment"
-            ));
+            return Err(BadRow::WrongPayment { id, key });
         }
         use LeaseEventKind::*;
         if matches!(r.kind, Claimed | Heartbeat) && r.until_ms.is_none() {
-            return Err(format!("a {} without the lease's expiry", r.kind));
+            return Err(BadRow::NoExpiry(r.kind));
         }
         let answer = match (r.kind, r.detail.as_deref()) {
             (Checked, Some(d)) => {
@@ -328,28 +320,33 @@ impl Checker {
         if matches!(r.kind, Checked | Finalized | Marked)
             && !matches!(answer, Some("Paid" | "Failed"))
         {
-            return Err(format!("a {}'s answer is neither Paid nor Failed", r.kind));
+            return Err(BadRow::BadAnswer(r.kind));
         }
         Ok(())
     }
 }
 
-fn within(name: &str, v: i64, min: i64, max: i64) -> Result<(), String> {
-    if (min..=max).contains(&v) {
+fn within(name: &'static str, value: i64, min: i64, max: i64) -> Result<(), BadRow> {
+    if (min..=max).contains(&value) {
         Ok(())
     } else {
-        Err(format!("{name} {v} is outside {min}-{max}"))
+        Err(BadRow::OutOfRange {
+            name,
+            value,
+            min,
+            max,
+        })
     }
 }
 
 /// Text a row carries: printable and bounded, or the row is refused.
-fn text(name: &str, v: Option<&str>, max: usize) -> Result<(), String> {
+fn text(name: &'static str, v: Option<&str>, max: usize) -> Result<(), BadRow> {
     let Some(v) = v else { return Ok(()) };
     if v.chars().count() > max {
-        return Err(format!("{name} is longer than {max} characters"));
+        return Err(BadRow::TooLong { name, max });
     }
     if !v.chars().all(crate::engine::text::is_printable) {
-        return Err(format!("{name} holds a control character"));
+        return Err(BadRow::ControlCharacter { name });
     }
     Ok(())
 }
