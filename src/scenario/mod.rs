@@ -1,5 +1,7 @@
 //! The scripted stories, run headless by `leaselab run` and stepped in the dashboard.
 
+pub mod checks;
+pub mod report;
 mod story;
 
 pub use story::lease_expiry_story;

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use leaselab::report::{self, Report};
+use leaselab::scenario::report::{self, Report};
 use leaselab::scenario::{self, RunOptions, Scenario};
 use leaselab::setup::Timing;
 

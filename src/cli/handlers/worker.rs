@@ -11,12 +11,12 @@ use crate::cli::{runtime_error, usage_error, Out, WorkerArgs};
 const WORKER_SEED_MESSAGES: u64 = 6;
 
 pub(crate) fn worker(a: &WorkerArgs) -> ExitCode {
-    use leaselab::worker_cmd::{self, WorkerOptions};
+    use leaselab::processes::worker::{self as process, WorkerOptions};
     let name = a.name.as_str();
     let Some(db) = a.db.clone() else {
         return usage_error("`worker` needs --db PATH|URL: the database it shares with the others");
     };
-    if let Err(e) = worker_cmd::check_name(name) {
+    if let Err(e) = process::check_name(name) {
         return usage_error(e);
     }
     let messages = a.outbox.messages().unwrap_or(WORKER_SEED_MESSAGES);
@@ -51,14 +51,14 @@ pub(crate) fn worker(a: &WorkerArgs) -> ExitCode {
         out.line(l);
         out.open()
     };
-    match worker_cmd::run(&opts, &interrupts, |l| said(&mut out, l)) {
+    match process::run(&opts, &interrupts, |l| said(&mut out, l)) {
         // A closed pipe ends it quietly; a failed write (a full disk) says so, exit 3.
-        Ok(worker_cmd::Ended::OutputLost) => out.finish(ExitCode::SUCCESS),
-        Ok(worker_cmd::Ended::Interrupted(signo)) => {
+        Ok(process::Ended::OutputLost) => out.finish(ExitCode::SUCCESS),
+        Ok(process::Ended::Interrupted(signo)) => {
             let what = format!("{name} stopped between two actions");
             out.finish(interrupted(signo, &what))
         }
-        Err(worker_cmd::Failure::BadInput(e)) => usage_error(e),
-        Err(worker_cmd::Failure::Runtime(e)) => runtime_error(e),
+        Err(process::Failure::BadInput(e)) => usage_error(e),
+        Err(process::Failure::Runtime(e)) => runtime_error(e),
     }
 }

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::checks::loaded_detail;
-pub use crate::checks::Check;
+use super::checks::loaded_detail;
+pub use super::checks::Check;
 use crate::engine::clock::{hms, iso, SCENARIO_START_MS};
 use crate::engine::outbox::DbOrigin;
 use crate::engine::worker_id::WorkerId;
@@ -66,7 +66,7 @@ fn failed_verdict(checks: &[Check]) -> String {
     let failed: Vec<&Check> = checks.iter().filter(|c| !c.passed).collect();
     let (story, safety): (Vec<&Check>, Vec<&Check>) = failed
         .iter()
-        .partition(|c| crate::checks::is_story(&c.name));
+        .partition(|c| super::checks::is_story(&c.name));
     let names = |cs: &[&Check]| {
         cs.iter()
             .map(|c| c.name.as_str())
@@ -86,7 +86,7 @@ fn failed_verdict(checks: &[Check]) -> String {
 
 impl Report {
     pub fn build(o: &RunOutcome) -> Report {
-        let checks = crate::checks::of_run(o);
+        let checks = super::checks::of_run(o);
         let passed = checks.iter().all(|c| c.passed);
         let verdict = verdict(o, &checks);
         let json = to_json(o, &checks, passed, &verdict);
