@@ -6,12 +6,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use super::catalog::Scenario;
 use super::checks::loaded_detail;
 pub use super::checks::Check;
+use super::outcome::RunOutcome;
 use crate::engine::clock::{hms, iso, SCENARIO_START_MS};
 use crate::engine::outbox::DbOrigin;
 use crate::engine::worker_id::WorkerId;
-use crate::scenario::{RunOutcome, Scenario};
 
 /// Rows of the timeline and the ownership table a report prints before it summarises.
 const TIMELINE_LINES: usize = 120;
