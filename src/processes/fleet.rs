@@ -9,37 +9,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 
 use crate::engine::worker_id::WorkerId;
 
-/// What every worker process is started with.
-#[derive(Debug, Clone)]
-pub struct ProcessSettings {
-    pub db: PathBuf,
-    pub lease_ms: i64,
-    pub process_ms: i64,
-    pub leasing: bool,
-    /// Heartbeats, retries and provider failures, passed on to every child.
-    pub reliability: crate::setup::Reliability,
-}
-
-/// The command-line options that give a `leaselab worker` child `r`.
-fn reliability_args(r: &crate::setup::Reliability) -> Vec<String> {
-    let mut args = vec![
-        format!("--max-attempts={}", r.retry.max_attempts),
-        format!("--backoff-ms={}", r.retry.base_ms),
-        format!("--backoff-cap-ms={}", r.retry.cap_ms),
-    ];
-    match (r.heartbeats, r.heartbeat_ms) {
-        (false, _) => args.push("--no-heartbeat".into()),
-        (true, Some(ms)) => args.push(format!("--heartbeat-ms={ms}")),
-        (true, None) => {}
-    }
-    for (key, n) in &r.faults.fail_first {
-        args.push(format!("--fail-first={key}={n}"));
-    }
-    for key in &r.faults.fail_always {
-        args.push(format!("--fail-always={key}"));
-    }
-    args
-}
+use super::flags::{ProcessSettings, CHILD_ENV, HOLD_ENV};
 
 /// One slot's process, as the dashboard knows it.
 #[derive(Debug)]
@@ -61,14 +31,6 @@ pub struct WorkerProcesses {
     exe: PathBuf,
     slots: Vec<Slot>,
 }
-
-/// Set in the environment of a child started held: it waits for its standard input to
-/// give a byte or close before it opens the database (see `WorkerProcesses::start_held`).
-pub const HOLD_ENV: &str = "LEASELAB_HOLD_UNTIL_STARTED";
-
-/// Set in the environment of a `--processes` child: it may take a worker thread's name
-/// (`Worker-A`), since its dashboard runs no threads of its own.
-pub const CHILD_ENV: &str = "LEASELAB_PROCESSES_CHILD";
 
 /// How a slot's process is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,24 +96,14 @@ impl WorkerProcesses {
     }
 
     fn spawn(&self, name: &str, held: bool) -> Result<Child, String> {
-        let s = &self.settings;
         let mut cmd = Command::new(&self.exe);
-        cmd.arg("worker")
-            .arg("--db")
-            .arg(&s.db)
-            .args(["--name", name])
-            .args(["--lease-ms", &s.lease_ms.to_string()])
-            .args(["--process-ms", &s.process_ms.to_string()])
-            .args(reliability_args(&s.reliability))
+        cmd.args(self.settings.worker_args(name))
             .env(CHILD_ENV, "1")
             .stdin(if held { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             // Its own process group: the terminal's Ctrl-C and SIGHUP are the dashboard's to handle.
             .process_group(0);
-        if !s.leasing {
-            cmd.arg("--no-leasing");
-        }
         if held {
             cmd.env(HOLD_ENV, "1");
         }

@@ -1,7 +1,10 @@
 //! Workers as OS processes: `leaselab worker` (one worker alone in its process, `worker.rs`)
-//! and the fleet of such children a `--processes` dashboard starts and signals (`fleet.rs`).
+//! and the fleet of such children a `--processes` dashboard starts and signals (`fleet.rs`),
+//! both spelling the worker's command line from `flags.rs`.
 
+pub mod flags;
 pub mod fleet;
 pub mod worker;
 
-pub use fleet::{ProcessSettings, ProcessState, WorkerProcesses, CHILD_ENV, HOLD_ENV};
+pub use flags::{ProcessSettings, CHILD_ENV, HOLD_ENV};
+pub use fleet::{ProcessState, WorkerProcesses};

@@ -58,7 +58,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
     // `Worker-A`, `Worker-B#2`, ... are the names of an engine's worker threads: a process
     // under one would read as that thread in every table, event and ledger. Only the
     // children of a `--processes` dashboard, which has no threads of its own, take them.
-    let is_child = std::env::var_os(super::fleet::CHILD_ENV).is_some();
+    let is_child = std::env::var_os(super::flags::CHILD_ENV).is_some();
     if WorkerId::parse(name).is_some() && !is_child {
         return Err(format!(
             "--name {name} is the name of a leaselab worker thread, which a process would be confused with; choose another (laptop-1, proc-2, ...)"
@@ -118,7 +118,7 @@ pub fn run(
     mut line: impl FnMut(&str) -> bool,
 ) -> Result<Ended, Failure> {
     check_name(&opts.name).map_err(Failure::BadInput)?;
-    if std::env::var_os(super::fleet::HOLD_ENV).is_some() {
+    if std::env::var_os(super::flags::HOLD_ENV).is_some() {
         if let Some(signo) = wait_for_the_start(interrupts) {
             return Ok(Ended::Interrupted(signo));
         }
