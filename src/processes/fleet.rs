@@ -11,6 +11,19 @@ use crate::engine::worker_id::WorkerId;
 
 use super::flags::{ProcessSettings, CHILD_ENV, HOLD_ENV};
 
+/// Why a worker process could not be started, in the one line the dashboard shows.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    #[error("cannot find the leaselab program to start workers: {0}")]
+    NoProgram(#[source] std::io::Error),
+    #[error("cannot start worker process {name}: {source}")]
+    Start {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// One slot's process, as the dashboard knows it.
 #[derive(Debug)]
 struct Slot {
@@ -56,14 +69,17 @@ fn ended_how(status: std::process::ExitStatus) -> String {
 
 impl WorkerProcesses {
     /// Start `count` worker processes named `Worker-A`, `Worker-B`, ...
-    pub fn start(settings: ProcessSettings, count: usize) -> Result<WorkerProcesses, String> {
+    pub fn start(settings: ProcessSettings, count: usize) -> Result<WorkerProcesses, FleetError> {
         WorkerProcesses::start_with(settings, count, false)
     }
 
     /// Start `count` worker processes held before their first database access, shown
     /// stopped, until [`WorkerProcesses::set_stopped`] wakes them. A SIGSTOP sent as they
     /// start could stop one inside a write transaction and lock the database for everyone.
-    pub fn start_held(settings: ProcessSettings, count: usize) -> Result<WorkerProcesses, String> {
+    pub fn start_held(
+        settings: ProcessSettings,
+        count: usize,
+    ) -> Result<WorkerProcesses, FleetError> {
         WorkerProcesses::start_with(settings, count, true)
     }
 
@@ -71,9 +87,8 @@ impl WorkerProcesses {
         settings: ProcessSettings,
         count: usize,
         held: bool,
-    ) -> Result<WorkerProcesses, String> {
-        let exe = std::env::current_exe()
-            .map_err(|e| format!("cannot find the leaselab program to start workers: {e}"))?;
+    ) -> Result<WorkerProcesses, FleetError> {
+        let exe = std::env::current_exe().map_err(FleetError::NoProgram)?;
         let mut set = WorkerProcesses {
             settings,
             exe,
@@ -95,7 +110,7 @@ impl WorkerProcesses {
         Ok(set)
     }
 
-    fn spawn(&self, name: &str, held: bool) -> Result<Child, String> {
+    fn spawn(&self, name: &str, held: bool) -> Result<Child, FleetError> {
         let mut cmd = Command::new(&self.exe);
         cmd.args(self.settings.worker_args(name))
             .env(CHILD_ENV, "1")
@@ -122,8 +137,10 @@ impl WorkerProcesses {
                 Ok(())
             });
         }
-        cmd.spawn()
-            .map_err(|e| format!("cannot start worker process {name}: {e}"))
+        cmd.spawn().map_err(|source| FleetError::Start {
+            name: name.to_string(),
+            source,
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -197,7 +214,7 @@ impl WorkerProcesses {
 
     /// Replace the slot's process by a new one under the next name (`Worker-A#2`); a live
     /// one is killed first. Returns the new name.
-    pub fn restart(&mut self, slot: usize) -> Result<String, String> {
+    pub fn restart(&mut self, slot: usize) -> Result<String, FleetError> {
         self.kill(slot);
         let incarnation = self.slots.get(slot).map_or(1, |s| s.incarnation + 1);
         let name = WorkerId::new(slot, incarnation).to_string();

@@ -73,17 +73,12 @@ impl Scenario {
 
     /// Refuse a setup that cannot tell this story: lease-expiry needs leases, and the
     /// recovery story (`story`) needs Worker-A and Worker-B.
-    pub fn check_setup(self, leasing: bool, workers: usize, story: bool) -> Result<(), String> {
+    pub fn check_setup(self, leasing: bool, workers: usize, story: bool) -> Result<(), SetupError> {
         if self == Scenario::LeaseExpiry && !leasing {
-            return Err(
-                "lease-expiry is a story about leases; it cannot run with --no-leasing".into(),
-            );
+            return Err(SetupError::NeedsLeasing);
         }
         if story && workers < 2 {
-            return Err(format!(
-                "{} needs at least 2 workers (the story has Worker-A and Worker-B)",
-                self.name()
-            ));
+            return Err(SetupError::NeedsTwoWorkers(self));
         }
         Ok(())
     }
@@ -92,4 +87,13 @@ impl Scenario {
     pub fn has_story(self) -> bool {
         matches!(self, Scenario::OutboxLeasing | Scenario::LeaseExpiry)
     }
+}
+
+/// A setup that cannot tell its scenario's story.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SetupError {
+    #[error("lease-expiry is a story about leases; it cannot run with --no-leasing")]
+    NeedsLeasing,
+    #[error("{} needs at least 2 workers (the story has Worker-A and Worker-B)", .0.name())]
+    NeedsTwoWorkers(Scenario),
 }

@@ -55,9 +55,7 @@ pub(crate) fn drain_outbox(
         }
         results.check(engine, ledger, stall_after)?;
         if engine.alive_slots().is_empty() {
-            return Err(RunError::Runtime(
-                "every worker stopped before the outbox drained".into(),
-            ));
+            return Err(RunError::EveryWorkerStopped);
         }
         // Counting a large outbox reads its indexes: look a few dozen times a second, and
         // never spend more than a tenth of the time counting (10 ms a count at 100,000
@@ -154,15 +152,12 @@ impl ResultWatch {
 /// Workers keep claiming yet nothing finishes since `since_ms`: a lease shorter than the
 /// processing is taken over mid-message, and every finalize is rejected.
 fn no_result_written(engine: &Engine, ledger: &Ledger, since_ms: i64) -> RunError {
-    RunError::Runtime(format!(
-        "the outbox stopped draining: no result written for {} s of scenario time \
-         ({} finalizes rejected so far; a lease of {} ms must outlive {} ms of \
-         processing)",
-        (engine.clock.now() - since_ms) / 1000,
-        ledger.rejected_finalizes,
-        engine.settings.lease_ms(),
-        engine.settings.process_ms()
-    ))
+    RunError::NoResultWritten {
+        secs: (engine.clock.now() - since_ms) / 1000,
+        rejected: ledger.rejected_finalizes,
+        lease_ms: engine.settings.lease_ms(),
+        process_ms: engine.settings.process_ms(),
+    }
 }
 
 /// Work is left, the clock is frozen, and every live worker waits for a later time.
@@ -195,11 +190,10 @@ fn jump_past_leases(
     }
     if at_last_jump.1 >= 3 {
         let counts = &state.0;
-        return Err(RunError::Runtime(format!(
-            "the outbox stopped draining: {} Pending and {} Processing left, yet every \
-             worker finds nothing to claim",
-            counts.pending, counts.processing
-        )));
+        return Err(RunError::NothingToClaim {
+            pending: counts.pending,
+            processing: counts.processing,
+        });
     }
     at_last_jump.0 = Some(state);
     let lease = engine.settings.lease_ms();
@@ -235,12 +229,11 @@ fn check_stall(
         stall_after
     };
     if !someone_waits && quiet_since.elapsed() > patience {
-        return Err(RunError::Stalled(format!(
-            "no worker did anything for {} s with {} Pending and {} Processing left; giving up",
-            stall_after.as_secs(),
-            counts.pending,
-            counts.processing
-        )));
+        return Err(RunError::Stalled {
+            secs: stall_after.as_secs(),
+            pending: counts.pending,
+            processing: counts.processing,
+        });
     }
     Ok(())
 }

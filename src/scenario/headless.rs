@@ -24,9 +24,7 @@ fn engine_config(scenario: Scenario, opts: &RunOptions) -> Result<(EngineConfig,
     let leasing = scenario.leasing() && !opts.no_leasing;
     let story = scenario.has_story() && leasing;
     let workers = opts.workers.unwrap_or(scenario.default_workers());
-    scenario
-        .check_setup(leasing, workers, story)
-        .map_err(RunError::Usage)?;
+    scenario.check_setup(leasing, workers, story)?;
     let config = EngineConfig {
         workers,
         messages: opts.messages.unwrap_or(scenario.default_messages()),
@@ -124,9 +122,7 @@ fn first_moves(
     if story {
         let mut runner = LessonRunner::new(lease_expiry_story(&engine.config));
         while !runner.finished() {
-            runner
-                .apply_next(engine)
-                .map_err(|e| RunError::Runtime(format!("the lease-expiry story: {e}")))?;
+            runner.apply_next(engine).map_err(RunError::Story)?;
         }
         drain_now(engine, ledger, events)?;
         // Worker-A comes back as a new incarnation to compete for the rest.

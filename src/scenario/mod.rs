@@ -10,11 +10,12 @@ mod options;
 mod outcome;
 mod proof;
 pub mod report;
+pub mod save;
 pub mod soak;
 mod story;
 mod timeline;
 
-pub use catalog::Scenario;
+pub use catalog::{Scenario, SetupError};
 pub use error::RunError;
 pub use headless::run;
 pub use options::RunOptions;

@@ -34,7 +34,10 @@ pub(crate) fn absorb(
 ) -> Result<(), RunError> {
     ledger.settle_claim(&mut e);
     let failed = match &e.kind {
-        EventKind::Failed { error } => Some(format!("{} stopped: {error}", e.actor)),
+        EventKind::Failed { error } => Some(RunError::WorkerStopped {
+            worker: e.actor.to_string(),
+            error: error.to_string(),
+        }),
         _ => None,
     };
     ledger.apply(&e);
@@ -44,7 +47,7 @@ pub(crate) fn absorb(
             events.kept.push(e);
         }
     }
-    failed.map_or(Ok(()), |m| Err(RunError::Runtime(m)))
+    failed.map_or(Ok(()), Err)
 }
 
 /// Take every event already sent.

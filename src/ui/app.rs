@@ -83,7 +83,9 @@ impl App {
         let scenario = opts.scenario;
         let leasing = scenario.leasing() && !opts.no_leasing;
         // The dashboard steps the story only for lease-expiry; outbox-leasing runs freely.
-        scenario.check_setup(leasing, opts.workers, scenario == Scenario::LeaseExpiry)?;
+        scenario
+            .check_setup(leasing, opts.workers, scenario == Scenario::LeaseExpiry)
+            .map_err(|e| e.to_string())?;
         let messages = opts.messages.unwrap_or(scenario.default_messages());
         let timing = opts.timing;
         let (lease_ms, speed) = (timing.lease_ms, timing.speed);

@@ -131,7 +131,7 @@ fn run_app(
         );
     }
     // Watch before the temporary database exists, so no signal can leave it behind.
-    let interrupts = crate::signals::watch()?;
+    let interrupts = crate::signals::watch().map_err(|e| e.to_string())?;
     // Another program's write transaction on the file: say so, and let q end the wait.
     match lock_wait::wait_out(db.as_deref(), &interrupts) {
         Ok(Some(ended)) => return Ok(ended),
@@ -149,7 +149,7 @@ fn run_app(
     };
     let signals = Signals {
         stopping: interrupts,
-        job: crate::signals::watch_job_control()?,
+        job: crate::signals::watch_job_control().map_err(|e| e.to_string())?,
     };
     let previous_hook = install_panic_hook();
     let result = open_terminal().and_then(|mut terminal| {

@@ -40,8 +40,8 @@ pub(crate) fn worker(a: &WorkerArgs) -> ExitCode {
             let what = format!("{name} stopped between two actions");
             out.finish(interrupted(signo, &what))
         }
-        Err(process::Failure::BadInput(e)) => usage_error(e),
-        Err(process::Failure::Runtime(e)) => runtime_error(e),
+        Err(e) if e.is_bad_input() => usage_error(e),
+        Err(e) => runtime_error(e),
     }
 }
 

@@ -202,7 +202,7 @@ fn toggle_pause(
 /// Start `--processes`' children, stopped until the first space: a class sees the seeded
 /// outbox before anything happens, as in free play.
 fn start_stopped(settings: ProcessSettings, count: usize) -> Result<WorkerProcesses, String> {
-    WorkerProcesses::start_held(settings, count)
+    WorkerProcesses::start_held(settings, count).map_err(|e| e.to_string())
 }
 
 /// Who claimed the message of `lease` after it, if anyone.
@@ -397,7 +397,7 @@ impl App {
                 self.record_process_fact(slot, &name, LeaseEventKind::Restarted, &previous);
                 format!("{name} started as a new process")
             }
-            Err(e) => e,
+            Err(e) => e.to_string(),
         }
     }
 
