@@ -5,7 +5,6 @@
 //! dashboard are all built on it.
 
 pub mod bench;
-pub mod checks;
 /// The engine, a crate of its own (`crates/leaselab-engine`): it knows nothing of terminals
 /// or command lines, and the compiler keeps it so.
 pub use leaselab_engine as engine;
@@ -15,7 +14,6 @@ pub use engine::leftovers;
 pub mod lesson;
 pub mod processes;
 pub mod progress;
-pub mod report;
 pub mod scenario;
 /// The timing and reliability settings the engine runs with (kept in the engine, which
 /// takes them; named here as well, as every command resolves them).
@@ -25,4 +23,3 @@ pub mod signals;
 /// errors quote such text too).
 pub use engine::text;
 pub mod ui;
-pub mod worker_cmd;

@@ -9,6 +9,11 @@ use crossbeam_channel::Receiver;
 use signal_hook::consts::{SIGCONT, SIGHUP, SIGINT, SIGTERM, SIGTSTP};
 use signal_hook::iterator::Signals;
 
+/// Signals could not be watched (their handler, or the thread that reads them).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot watch for signals: {0}")]
+pub struct WatchError(#[source] std::io::Error);
+
 /// The signals that stop leaselab cleanly.
 pub const STOPPING: [i32; 3] = [SIGTERM, SIGHUP, SIGINT];
 
@@ -24,9 +29,8 @@ pub fn received() -> Option<i32> {
 
 /// Catch the stopping signals from now on; each one arrives on the channel by number, and
 /// every wait for a locked database in this process gives up at once.
-pub fn watch() -> Result<Receiver<i32>, String> {
-    let mut signals =
-        Signals::new(STOPPING).map_err(|e| format!("cannot watch for signals: {e}"))?;
+pub fn watch() -> Result<Receiver<i32>, WatchError> {
+    let mut signals = Signals::new(STOPPING).map_err(WatchError)?;
     let (tx, rx) = crossbeam_channel::unbounded();
     std::thread::Builder::new()
         .name("signals".into())
@@ -39,7 +43,7 @@ pub fn watch() -> Result<Receiver<i32>, String> {
                 }
             }
         })
-        .map_err(|e| format!("cannot watch for signals: {e}"))?;
+        .map_err(WatchError)?;
     Ok(rx)
 }
 
@@ -47,9 +51,8 @@ pub fn watch() -> Result<Receiver<i32>, String> {
 /// dashboard, which must give the terminal back before it stops and take it again when it
 /// is continued. Once watched, SIGTSTP no longer stops the process by itself: the watcher
 /// stops it with [`stop_this_process`].
-pub fn watch_job_control() -> Result<Receiver<i32>, String> {
-    let mut signals =
-        Signals::new([SIGTSTP, SIGCONT]).map_err(|e| format!("cannot watch for signals: {e}"))?;
+pub fn watch_job_control() -> Result<Receiver<i32>, WatchError> {
+    let mut signals = Signals::new([SIGTSTP, SIGCONT]).map_err(WatchError)?;
     let (tx, rx) = crossbeam_channel::unbounded();
     std::thread::Builder::new()
         .name("job-control".into())
@@ -60,7 +63,7 @@ pub fn watch_job_control() -> Result<Receiver<i32>, String> {
                 }
             }
         })
-        .map_err(|e| format!("cannot watch for signals: {e}"))?;
+        .map_err(WatchError)?;
     Ok(rx)
 }
 

@@ -8,7 +8,7 @@ use leaselab::engine::ledger::Ledger;
 use leaselab::engine::store::payment_key;
 use leaselab::engine::worker::{Control, WorkerState};
 use leaselab::engine::{Engine, EngineConfig};
-use leaselab::report::Report;
+use leaselab::scenario::report::Report;
 use leaselab::scenario::{run, RunOptions, Scenario};
 
 /// Fold events until one matches, with a generous deadline instead of a sleep.

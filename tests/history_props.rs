@@ -405,7 +405,7 @@ fn run_case_on(case: &Case, leasing: bool, pg: Option<&str>) -> Result<Seen, Str
     if h.passed() && world.ledger.ownership_violations == 0 {
         Ok(Seen::of(&world.ledger))
     } else {
-        let bad: Vec<String> = leaselab::checks::of_history(&h)
+        let bad: Vec<String> = leaselab::scenario::checks::of_history(&h)
             .into_iter()
             .filter(|c| !c.passed)
             .map(|c| format!("{}: {}", c.name, c.detail))

@@ -12,7 +12,7 @@ use leaselab::bench::BenchOptions;
 use leaselab::engine::backend::Db;
 use leaselab::engine::store::Durability;
 use leaselab::engine::{Engine, EngineConfig};
-use leaselab::report::Report;
+use leaselab::scenario::report::Report;
 use leaselab::scenario::{run, RunOptions, Scenario};
 use leaselab::ui::{self, App, DashboardOptions, Theme};
 use pg_support::scratch;

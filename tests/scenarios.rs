@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use leaselab::engine::worker::Control;
-use leaselab::report::Report;
+use leaselab::scenario::report::Report;
 use leaselab::scenario::{run, RunOptions, Scenario};
 use serde_json::Value;
 
@@ -315,8 +315,10 @@ fn the_dashboards_history_checks_are_the_reports_own() {
     };
     let outcome = run(Scenario::OutboxLeasing, &opts).expect("runs");
     let r = Report::build(&outcome);
-    let shown = leaselab::checks::of_history(&outcome.history);
-    let in_table = leaselab::checks::CHECKS.iter().filter(|d| d.of_history());
+    let shown = leaselab::scenario::checks::of_history(&outcome.history);
+    let in_table = leaselab::scenario::checks::CHECKS
+        .iter()
+        .filter(|d| d.of_history());
     assert_eq!(shown.len(), in_table.count());
     assert!(shown.iter().any(|c| !c.passed), "{shown:?}");
     for c in &shown {

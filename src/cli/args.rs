@@ -1,10 +1,13 @@
 //! Argument groups more than one command shares, each flattened into the commands that
-//! use it (`#[command(flatten)]`), so a command lists exactly the flags it acts on.
+//! use it (`#[command(flatten)]`), so a command lists exactly the flags it acts on. The
+//! flags `worker` takes are named from `leaselab::processes::flags`, which the
+//! `--processes` dashboard's fleet renders for its children: one spelling for both.
 
 use clap::Args;
 
 use leaselab::engine::outbox::RetryPolicy;
 use leaselab::engine::provider::ProviderFaults;
+use leaselab::processes::flags;
 use leaselab::setup::Reliability;
 
 use super::numbers::{self, MAX_THREADS};
@@ -18,10 +21,10 @@ pub const MAX_RUN_MESSAGES: i64 = 100_000;
 #[derive(Args, Debug, Clone, Default)]
 pub struct OutboxArgs {
     /// Payments (and outbox messages) to seed (1-100000).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<1, MAX_RUN_MESSAGES>)]
+    #[arg(long = flags::MESSAGES, value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<1, MAX_RUN_MESSAGES>)]
     pub messages: Option<i64>,
     /// Switch leasing off: workers load every Pending row and process it unguarded.
-    #[arg(long = "no-leasing")]
+    #[arg(long = flags::NO_LEASING)]
     pub no_leasing: bool,
 }
 
@@ -57,11 +60,11 @@ pub const MAX_PROCESS_MS: i64 = 600_000;
 #[derive(Args, Debug, Clone, Default)]
 pub struct TimingArgs {
     /// Lease length in scenario milliseconds (1-3600000).
-    #[arg(long = "lease-ms", value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<1, MAX_LEASE_MS>)]
+    #[arg(long = flags::LEASE_MS, value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<1, MAX_LEASE_MS>)]
     pub lease_ms: Option<i64>,
     /// Scenario milliseconds one message takes to process (0-600000); `run` needs a
     /// --lease-ms above it without heartbeats.
-    #[arg(long = "process-ms", value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<0, MAX_PROCESS_MS>)]
+    #[arg(long = flags::PROCESS_MS, value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<0, MAX_PROCESS_MS>)]
     pub process_ms: Option<i64>,
 }
 
@@ -73,27 +76,27 @@ pub const MAX_ATTEMPTS: i64 = 1_000;
 pub struct ReliabilityArgs {
     /// A worker processing a message extends its lease every N scenario ms (1 to below the
     /// lease; default a third of the lease).
-    #[arg(long = "heartbeat-ms", value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<1, MAX_LEASE_MS>)]
+    #[arg(long = flags::HEARTBEAT_MS, value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<1, MAX_LEASE_MS>)]
     pub heartbeat_ms: Option<i64>,
     /// Workers never extend a lease: a message that outlives it is taken over.
-    #[arg(long = "no-heartbeat", conflicts_with = "heartbeat_ms")]
+    #[arg(long = flags::NO_HEARTBEAT, conflicts_with = "heartbeat_ms")]
     pub no_heartbeat: bool,
     /// Attempts a message gets before it is dead-lettered (1-1000; default 5).
-    #[arg(long = "max-attempts", value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<1, MAX_ATTEMPTS>)]
+    #[arg(long = flags::MAX_ATTEMPTS, value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<1, MAX_ATTEMPTS>)]
     pub max_attempts: Option<i64>,
     /// Backoff after the first failed attempt, doubled after each further one (0-3600000;
     /// default 100).
-    #[arg(long = "backoff-ms", value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<0, MAX_LEASE_MS>)]
+    #[arg(long = flags::BACKOFF_MS, value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<0, MAX_LEASE_MS>)]
     pub backoff_ms: Option<i64>,
     /// The longest backoff (0-3600000; default 2000).
-    #[arg(long = "backoff-cap-ms", value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<0, MAX_LEASE_MS>)]
+    #[arg(long = flags::BACKOFF_CAP_MS, value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<0, MAX_LEASE_MS>)]
     pub backoff_cap_ms: Option<i64>,
     /// The provider fails the first N status checks of KEY (a transient fault), e.g.
     /// PAY-002=2; may be repeated.
-    #[arg(long = "fail-first", value_name = "KEY=N", value_parser = numbers::fail_first)]
+    #[arg(long = flags::FAIL_FIRST, value_name = "KEY=N", value_parser = numbers::fail_first)]
     pub fail_first: Vec<(String, u64)>,
     /// The provider fails every status check of KEY (a poison message); may be repeated.
-    #[arg(long = "fail-always", value_name = "KEY", value_parser = numbers::key)]
+    #[arg(long = flags::FAIL_ALWAYS, value_name = "KEY", value_parser = numbers::key)]
     pub fail_always: Vec<String>,
 }
 

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
+use leaselab::processes::flags;
 
 use super::args::{OutboxArgs, ReliabilityArgs, ThreadArgs, TimingArgs};
 use super::numbers;
@@ -19,6 +20,7 @@ pub enum Command {
     Lessons(LessonsArgs),
     /// One worker as its own process on the real clock, sharing --db with other workers
     /// (processes, on this machine or others); creates and seeds --db when it is missing.
+    #[command(name = flags::WORKER)]
     Worker(WorkerArgs),
     /// Measure claim throughput against the database's own ceiling (see README, Performance).
     Bench(BenchArgs),
@@ -229,10 +231,10 @@ pub struct LessonsArgs {
 #[derive(Args, Debug, Clone)]
 pub struct WorkerArgs {
     /// The worker's name, as the table and the events show it (Worker-A, laptop-3, ...).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long = flags::NAME, value_name = "NAME")]
     pub name: String,
     /// The database it shares with the other workers: a file or a postgres:// URL.
-    #[arg(long, value_name = "PATH|URL")]
+    #[arg(long = flags::DB, value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
     #[command(flatten)]
     pub outbox: OutboxArgs,

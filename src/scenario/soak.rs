@@ -8,7 +8,9 @@ use crate::engine::ledger::Ledger;
 use crate::engine::worker::Control;
 use crate::engine::Engine;
 
-use super::RunError;
+use super::drain::drain_outbox;
+use super::error::RunError;
+use super::timeline::{absorb, Timeline};
 
 /// A small, fast, seedable generator (splitmix64): enough for a fault schedule.
 #[derive(Debug, Clone)]
@@ -57,7 +59,7 @@ pub(crate) fn run_faults(
     engine: &mut Engine,
     seed: u64,
     ledger: &mut Ledger,
-    events: &mut super::Timeline,
+    events: &mut Timeline,
     stall_after: Duration,
     interrupt: &crossbeam_channel::Receiver<i32>,
 ) -> Result<FaultTally, RunError> {
@@ -77,7 +79,7 @@ pub(crate) fn run_faults(
         if events_until_fault > 0 {
             match engine.events().recv_timeout(Duration::from_millis(20)) {
                 Ok(e) => {
-                    super::absorb(e, ledger, events)?;
+                    absorb(e, ledger, events)?;
                     events_until_fault -= 1;
                     continue;
                 }
@@ -124,7 +126,7 @@ pub(crate) fn run_faults(
     }
     // Everyone back to work; the drain lets any lease a crashed owner left behind expire.
     back_to_work(engine, &paused, &mut tally);
-    let (jumps, jumped_ms) = super::drain_outbox(engine, ledger, events, stall_after, interrupt)?;
+    let (jumps, jumped_ms) = drain_outbox(engine, ledger, events, stall_after, interrupt)?;
     tally.clock_jumps += jumps;
     tally.clock_jumped_ms += jumped_ms;
     Ok(tally)

@@ -2,12 +2,12 @@
 //! the folded events; the renderers read nothing else, so none of them can touch a live
 //! atomic, a lock or a connection.
 
-use crate::checks::Check;
 use crate::engine::checker::HistoryCheck;
 use crate::engine::outbox::{MessageRow, OutboxCounts, PaymentCounts};
 use crate::engine::worker::{WorkerState, WorkerStatus};
 use crate::engine::Namesake;
 use crate::lesson::StepReport;
+use crate::scenario::checks::Check;
 
 use super::log::LogLine;
 use super::timeline::Lane;

@@ -2,7 +2,8 @@
 
 use std::process::ExitCode;
 
-use leaselab::report::{self, Report};
+use leaselab::scenario::report::Report;
+use leaselab::scenario::save;
 use leaselab::scenario::{self, RunOptions, Scenario};
 use leaselab::setup::Timing;
 
@@ -38,7 +39,7 @@ pub(crate) fn run(a: &RunArgs) -> ExitCode {
         Err(e) => return usage_error(e),
     };
     // Find out before the run whether the report can be saved, so no run is wasted.
-    if let Err(e) = report::check_writable(&a.report_dir) {
+    if let Err(e) = save::check_writable(&a.report_dir) {
         return usage_error(e);
     }
     // From here on a signal stops the run cleanly: workers joined, temporary database removed.

@@ -3,12 +3,12 @@
 
 use std::time::{Duration, Instant};
 
-use crate::checks;
 use crate::engine::checker;
 use crate::engine::ledger::HistoryStep;
 use crate::engine::outbox::OutboxError;
 use crate::engine::outbox::OutboxStatus;
 use crate::engine::worker::WorkerHandle;
+use crate::scenario::checks;
 
 use super::super::render::timeline;
 use super::super::snapshot::{

@@ -1,10 +1,12 @@
 //! Every check leaselab makes, as one table of data: the headless report lists the ones
 //! that apply to its run, the dashboard the history checker's own, and tests read both.
 
+use super::catalog::Scenario;
+use super::outcome::RunOutcome;
+use super::proof::StoryProof;
 use crate::engine::checker::HistoryCheck;
 use crate::engine::outbox::RowsPerKey;
 use crate::engine::worker_id::WorkerId;
-use crate::scenario::{RunOutcome, Scenario, StoryProof};
 
 /// A check as made: its name, whether it passed, and what it found.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

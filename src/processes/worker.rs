@@ -12,10 +12,12 @@ use crossbeam_channel::{select, Receiver};
 use crate::engine::backend::{Db, Outbox};
 use crate::engine::clock::{hms, Clock};
 use crate::engine::events::{Event, EventKind};
+use crate::engine::outbox::OutboxError;
 use crate::engine::outbox::{DbOrigin, Durability, Fact, LeaseEventKind, StoreShared};
 use crate::engine::provider::Provider;
 use crate::engine::worker::{self, Control, Settings, WorkerContext};
-use crate::engine::worker_id::WorkerId;
+
+pub use super::name::{check_name, NameError, MAX_NAME};
 
 /// How a worker process is set up.
 #[derive(Debug, Clone)]
@@ -34,46 +36,44 @@ pub struct WorkerOptions {
     pub reliability: crate::setup::Reliability,
 }
 
-/// Longest worker name: it is shown in a table column and written in every event row.
-pub const MAX_NAME: usize = 32;
-
-/// A name other workers and the dashboard can tell apart, or why it cannot be one.
-pub fn check_name(name: &str) -> Result<(), String> {
-    if name.trim().is_empty() {
-        return Err("--name must not be empty".into());
-    }
-    if name.chars().count() > MAX_NAME {
-        return Err(format!(
-            "--name '{name}' is longer than {MAX_NAME} characters"
-        ));
-    }
-    if name.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err(format!(
-            "--name {name:?} holds a space or a control character; use letters, digits, - or _"
-        ));
-    }
-    if name == crate::engine::events::ENGINE {
-        return Err("--name engine is taken by leaselab itself; choose another".into());
-    }
-    // `Worker-A`, `Worker-B#2`, ... are the names of an engine's worker threads: a process
-    // under one would read as that thread in every table, event and ledger. Only the
-    // children of a `--processes` dashboard, which has no threads of its own, take them.
-    let is_child = std::env::var_os(crate::processes::CHILD_ENV).is_some();
-    if WorkerId::parse(name).is_some() && !is_child {
-        return Err(format!(
-            "--name {name} is the name of a leaselab worker thread, which a process would be confused with; choose another (laptop-1, proc-2, ...)"
-        ));
-    }
-    Ok(())
+/// Why a worker process could not go on, in the one line it prints.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// The name cannot be a worker's: nothing was done.
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// The database cannot be used (not ours, a bad path): nothing was done.
+    #[error(transparent)]
+    Unusable(OutboxError),
+    /// An owner runs on the database on the scenario clock: nothing was done.
+    #[error(
+        "{db} is in use by {owner}, which runs on the scenario clock (seeded at {seeded}): its \
+         leases are not in wall-clock time and a worker process would take them over; \
+         let it end, or start worker processes with `leaselab --processes`"
+    )]
+    OffTheWallClock {
+        db: String,
+        owner: String,
+        seeded: String,
+    },
+    /// A database error while working.
+    #[error(transparent)]
+    Database(OutboxError),
+    #[error("the worker thread ended")]
+    ThreadEnded,
+    /// The worker thread said it stopped on an error, or panicked.
+    #[error("{0}")]
+    Stopped(String),
 }
 
-/// Why a worker process could not go on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
-    /// The database cannot be used (not ours, a bad path): nothing was done.
-    BadInput(String),
-    /// The worker failed while working (a database error, a panic).
-    Runtime(String),
+impl Failure {
+    /// Was the worker given what it cannot use (exit 2), rather than failing while it worked?
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            Failure::Name(_) | Failure::Unusable(_) | Failure::OffTheWallClock { .. }
+        )
+    }
 }
 
 /// How the worker process ended, when it did not fail.
@@ -117,8 +117,8 @@ pub fn run(
     interrupts: &Receiver<i32>,
     mut line: impl FnMut(&str) -> bool,
 ) -> Result<Ended, Failure> {
-    check_name(&opts.name).map_err(Failure::BadInput)?;
-    if std::env::var_os(crate::processes::HOLD_ENV).is_some() {
+    check_name(&opts.name)?;
+    if std::env::var_os(super::flags::HOLD_ENV).is_some() {
         if let Some(signo) = wait_for_the_start(interrupts) {
             return Ok(Ended::Interrupted(signo));
         }
@@ -132,10 +132,10 @@ pub fn run(
     loop {
         select! {
             recv(events) -> ev => {
-                let Ok(ev) = ev else { return Err(Failure::Runtime("the worker thread ended".into())) };
+                let Ok(ev) = ev else { return Err(Failure::ThreadEnded) };
                 if let Some(error) = failure(&ev) {
                     handle.join();
-                    return Err(Failure::Runtime(error));
+                    return Err(Failure::Stopped(error));
                 }
                 // One line when the outbox runs dry, not one per empty claim.
                 let empty = matches!(ev.kind, EventKind::ClaimEmpty | EventKind::Loaded { count: 0 });
@@ -186,13 +186,13 @@ fn join(
         .join(shared.clone(), &provider, opts.messages, clock.now())
         .map_err(|e| {
             if e.is_bad_input() {
-                Failure::BadInput(e.to_string())
+                Failure::Unusable(e)
             } else {
-                Failure::Runtime(e.to_string())
+                Failure::Database(e)
             }
         })?;
     if let Some(why) = owner_off_the_wall_clock(store.as_ref(), clock.now(), &db) {
-        return Err(Failure::BadInput(why));
+        return Err(why);
     }
     provider.set_faults(opts.reliability.faults.clone());
     let settings = Arc::new(settings(opts));
@@ -205,7 +205,7 @@ fn join(
     if let Err(e) = store.record(&fact) {
         return match interrupts.try_recv() {
             Ok(signo) => Ok(Joined::Interrupted(signo)),
-            Err(_) => Err(Failure::Runtime(e.to_string())),
+            Err(_) => Err(Failure::Database(e)),
         };
     }
     drop(store);
@@ -292,17 +292,13 @@ const WALL_CLOCK_SLACK_MS: i64 = 3_600_000;
 /// Why a worker process must not join: an owner runs on the database now, on the scenario
 /// clock (a `run`, free play, a lesson). Its leases are not in wall-clock time: this
 /// worker would read every live lease as long expired and take it over.
-fn owner_off_the_wall_clock(store: &dyn Outbox, now: i64, db: &Db) -> Option<String> {
+fn owner_off_the_wall_clock(store: &dyn Outbox, now: i64, db: &Db) -> Option<Failure> {
     let owner = store.owner().ok()??;
     let seeded = store.seeded_at().ok()??;
-    ((seeded - now).abs() > WALL_CLOCK_SLACK_MS).then(|| {
-        format!(
-            "{} is in use by {owner}, which runs on the scenario clock (seeded at {}): its \
-             leases are not in wall-clock time and a worker process would take them over; \
-             let it end, or start worker processes with `leaselab --processes`",
-            db.shown(),
-            crate::engine::clock::iso(seeded)
-        )
+    ((seeded - now).abs() > WALL_CLOCK_SLACK_MS).then(|| Failure::OffTheWallClock {
+        db: db.shown(),
+        owner,
+        seeded: crate::engine::clock::iso(seeded),
     })
 }
 

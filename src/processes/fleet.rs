@@ -9,36 +9,19 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 
 use crate::engine::worker_id::WorkerId;
 
-/// What every worker process is started with.
-#[derive(Debug, Clone)]
-pub struct ProcessSettings {
-    pub db: PathBuf,
-    pub lease_ms: i64,
-    pub process_ms: i64,
-    pub leasing: bool,
-    /// Heartbeats, retries and provider failures, passed on to every child.
-    pub reliability: crate::setup::Reliability,
-}
+use super::flags::{ProcessSettings, CHILD_ENV, HOLD_ENV};
 
-/// The command-line options that give a `leaselab worker` child `r`.
-fn reliability_args(r: &crate::setup::Reliability) -> Vec<String> {
-    let mut args = vec![
-        format!("--max-attempts={}", r.retry.max_attempts),
-        format!("--backoff-ms={}", r.retry.base_ms),
-        format!("--backoff-cap-ms={}", r.retry.cap_ms),
-    ];
-    match (r.heartbeats, r.heartbeat_ms) {
-        (false, _) => args.push("--no-heartbeat".into()),
-        (true, Some(ms)) => args.push(format!("--heartbeat-ms={ms}")),
-        (true, None) => {}
-    }
-    for (key, n) in &r.faults.fail_first {
-        args.push(format!("--fail-first={key}={n}"));
-    }
-    for key in &r.faults.fail_always {
-        args.push(format!("--fail-always={key}"));
-    }
-    args
+/// Why a worker process could not be started, in the one line the dashboard shows.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    #[error("cannot find the leaselab program to start workers: {0}")]
+    NoProgram(#[source] std::io::Error),
+    #[error("cannot start worker process {name}: {source}")]
+    Start {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// One slot's process, as the dashboard knows it.
@@ -61,14 +44,6 @@ pub struct WorkerProcesses {
     exe: PathBuf,
     slots: Vec<Slot>,
 }
-
-/// Set in the environment of a child started held: it waits for its standard input to
-/// give a byte or close before it opens the database (see `WorkerProcesses::start_held`).
-pub const HOLD_ENV: &str = "LEASELAB_HOLD_UNTIL_STARTED";
-
-/// Set in the environment of a `--processes` child: it may take a worker thread's name
-/// (`Worker-A`), since its dashboard runs no threads of its own.
-pub const CHILD_ENV: &str = "LEASELAB_PROCESSES_CHILD";
 
 /// How a slot's process is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,14 +69,17 @@ fn ended_how(status: std::process::ExitStatus) -> String {
 
 impl WorkerProcesses {
     /// Start `count` worker processes named `Worker-A`, `Worker-B`, ...
-    pub fn start(settings: ProcessSettings, count: usize) -> Result<WorkerProcesses, String> {
+    pub fn start(settings: ProcessSettings, count: usize) -> Result<WorkerProcesses, FleetError> {
         WorkerProcesses::start_with(settings, count, false)
     }
 
     /// Start `count` worker processes held before their first database access, shown
     /// stopped, until [`WorkerProcesses::set_stopped`] wakes them. A SIGSTOP sent as they
     /// start could stop one inside a write transaction and lock the database for everyone.
-    pub fn start_held(settings: ProcessSettings, count: usize) -> Result<WorkerProcesses, String> {
+    pub fn start_held(
+        settings: ProcessSettings,
+        count: usize,
+    ) -> Result<WorkerProcesses, FleetError> {
         WorkerProcesses::start_with(settings, count, true)
     }
 
@@ -109,9 +87,8 @@ impl WorkerProcesses {
         settings: ProcessSettings,
         count: usize,
         held: bool,
-    ) -> Result<WorkerProcesses, String> {
-        let exe = std::env::current_exe()
-            .map_err(|e| format!("cannot find the leaselab program to start workers: {e}"))?;
+    ) -> Result<WorkerProcesses, FleetError> {
+        let exe = std::env::current_exe().map_err(FleetError::NoProgram)?;
         let mut set = WorkerProcesses {
             settings,
             exe,
@@ -133,25 +110,15 @@ impl WorkerProcesses {
         Ok(set)
     }
 
-    fn spawn(&self, name: &str, held: bool) -> Result<Child, String> {
-        let s = &self.settings;
+    fn spawn(&self, name: &str, held: bool) -> Result<Child, FleetError> {
         let mut cmd = Command::new(&self.exe);
-        cmd.arg("worker")
-            .arg("--db")
-            .arg(&s.db)
-            .args(["--name", name])
-            .args(["--lease-ms", &s.lease_ms.to_string()])
-            .args(["--process-ms", &s.process_ms.to_string()])
-            .args(reliability_args(&s.reliability))
+        cmd.args(self.settings.worker_args(name))
             .env(CHILD_ENV, "1")
             .stdin(if held { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             // Its own process group: the terminal's Ctrl-C and SIGHUP are the dashboard's to handle.
             .process_group(0);
-        if !s.leasing {
-            cmd.arg("--no-leasing");
-        }
         if held {
             cmd.env(HOLD_ENV, "1");
         }
@@ -170,8 +137,10 @@ impl WorkerProcesses {
                 Ok(())
             });
         }
-        cmd.spawn()
-            .map_err(|e| format!("cannot start worker process {name}: {e}"))
+        cmd.spawn().map_err(|source| FleetError::Start {
+            name: name.to_string(),
+            source,
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -245,7 +214,7 @@ impl WorkerProcesses {
 
     /// Replace the slot's process by a new one under the next name (`Worker-A#2`); a live
     /// one is killed first. Returns the new name.
-    pub fn restart(&mut self, slot: usize) -> Result<String, String> {
+    pub fn restart(&mut self, slot: usize) -> Result<String, FleetError> {
         self.kill(slot);
         let incarnation = self.slots.get(slot).map_or(1, |s| s.incarnation + 1);
         let name = WorkerId::new(slot, incarnation).to_string();

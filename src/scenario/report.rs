@@ -2,16 +2,16 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::checks::loaded_detail;
-pub use crate::checks::Check;
+use super::catalog::Scenario;
+use super::checks::loaded_detail;
+pub use super::checks::Check;
+use super::outcome::RunOutcome;
 use crate::engine::clock::{hms, iso, SCENARIO_START_MS};
 use crate::engine::outbox::DbOrigin;
 use crate::engine::worker_id::WorkerId;
-use crate::scenario::{RunOutcome, Scenario};
 
 /// Rows of the timeline and the ownership table a report prints before it summarises.
 const TIMELINE_LINES: usize = 120;
@@ -66,7 +66,7 @@ fn failed_verdict(checks: &[Check]) -> String {
     let failed: Vec<&Check> = checks.iter().filter(|c| !c.passed).collect();
     let (story, safety): (Vec<&Check>, Vec<&Check>) = failed
         .iter()
-        .partition(|c| crate::checks::is_story(&c.name));
+        .partition(|c| super::checks::is_story(&c.name));
     let names = |cs: &[&Check]| {
         cs.iter()
             .map(|c| c.name.as_str())
@@ -86,7 +86,7 @@ fn failed_verdict(checks: &[Check]) -> String {
 
 impl Report {
     pub fn build(o: &RunOutcome) -> Report {
-        let checks = crate::checks::of_run(o);
+        let checks = super::checks::of_run(o);
         let passed = checks.iter().all(|c| c.passed);
         let verdict = verdict(o, &checks);
         let json = to_json(o, &checks, passed, &verdict);
@@ -104,136 +104,6 @@ impl Report {
     pub fn json_pretty(&self) -> String {
         serde_json::to_string_pretty(&self.json).unwrap_or_default()
     }
-
-    /// Save `<scenario>-<UTC timestamp>.txt` and `.json` under `dir`. Each file is written
-    /// whole to a temporary file in `dir`, synced, and only then given its name: a failed
-    /// save leaves nothing behind.
-    pub fn save(&self, dir: &Path) -> Result<(PathBuf, PathBuf), String> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create report folder {}: {e}", dir.display()))?;
-        let stamp = wall_stamp();
-        let json = self.json_pretty() + "\n";
-        let room = hooked_room();
-        let txt_tmp = write_temp(dir, self.text.as_bytes(), room)?;
-        let js_tmp = match write_temp(dir, json.as_bytes(), room) {
-            Ok(t) => t,
-            Err(e) => {
-                let _ = std::fs::remove_file(&txt_tmp);
-                return Err(e);
-            }
-        };
-        let named = name_reports(dir, &stamp, self.scenario, &txt_tmp, &js_tmp);
-        let _ = std::fs::remove_file(&txt_tmp);
-        let _ = std::fs::remove_file(&js_tmp);
-        let paths = named?;
-        // The new names are durable once the folder itself is synced.
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(paths)
-    }
-}
-
-/// Test hook: the report folder takes this many bytes, then fails as a full disk would.
-pub const REPORT_DISK_BYTES_ENV: &str = "LEASELAB_REPORT_DISK_BYTES";
-
-/// The room the test hook gives the report folder, if it is set.
-fn hooked_room() -> Option<usize> {
-    std::env::var(REPORT_DISK_BYTES_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-}
-
-/// Write `bytes` to a new temporary file in `dir` and sync it; removed again on failure.
-/// `room`: fail as a full disk would after that many bytes (the test hook).
-fn write_temp(dir: &Path, bytes: &[u8], room: Option<usize>) -> Result<PathBuf, String> {
-    use std::io::Write;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".leaselab-report-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|e| format!("cannot write reports to {}: {e}", dir.display()))?;
-    let written = match room {
-        Some(room) if room < bytes.len() => tmp.write_all(&bytes[..room]).and_then(|()| {
-            Err(std::io::Error::new(
-                std::io::ErrorKind::StorageFull,
-                "No space left on device",
-            ))
-        }),
-        _ => tmp.write_all(bytes),
-    };
-    written
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| format!("cannot write reports to {}: {e}", dir.display()))?;
-    // Kept past this function; the caller links it under its final name and removes it.
-    tmp.into_temp_path()
-        .keep()
-        .map_err(|e| format!("cannot write reports to {}: {e}", dir.display()))
-}
-
-/// Give the two synced files their final names, never replacing an earlier report.
-fn name_reports(
-    dir: &Path,
-    stamp: &str,
-    scenario: Scenario,
-    txt_tmp: &Path,
-    js_tmp: &Path,
-) -> Result<(PathBuf, PathBuf), String> {
-    for n in 1..1000 {
-        let base = if n == 1 {
-            format!("{}-{stamp}", scenario.name())
-        } else {
-            format!("{}-{stamp}-{n}", scenario.name())
-        };
-        let txt = dir.join(format!("{base}.txt"));
-        let js = dir.join(format!("{base}.json"));
-        if js.exists() {
-            continue;
-        }
-        // A hard link takes the name atomically and fails if it is taken.
-        match std::fs::hard_link(txt_tmp, &txt) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(format!("cannot write {}: {e}", txt.display())),
-        }
-        if let Err(e) = std::fs::hard_link(js_tmp, &js) {
-            let _ = std::fs::remove_file(&txt);
-            return Err(format!("cannot write {}: {e}", js.display()));
-        }
-        return Ok((txt, js));
-    }
-    Err(format!(
-        "too many reports with one timestamp in {}",
-        dir.display()
-    ))
-}
-
-/// Can reports be written under `dir`? Creates it if needed, then writes, syncs and
-/// removes a probe as large as a big report, so a full disk is found before the run.
-pub fn check_writable(dir: &Path) -> Result<(), String> {
-    if dir.exists() && !dir.is_dir() {
-        return Err(format!("report folder {} is not a folder", dir.display()));
-    }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("cannot create report folder {}: {e}", dir.display()))?;
-    let probe = write_temp(dir, &[b' '; 64 * 1024], None)
-        .map_err(|e| format!("{e} (checked before the run)"))?;
-    let _ = std::fs::remove_file(probe);
-    Ok(())
-}
-
-/// `20261202T104500Z`: the wall-clock time of the run, for report file names.
-fn wall_stamp() -> String {
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    iso(ms)
-        .replace(['-', ':'], "")
-        .split('.')
-        .next()
-        .unwrap_or_default()
-        .to_string()
-        + "Z"
 }
 
 fn per_worker(o: &RunOutcome) -> BTreeMap<String, u64> {

@@ -1,0 +1,12 @@
+//! Workers as OS processes: `leaselab worker` (one worker alone in its process, `worker.rs`)
+//! and the fleet of such children a `--processes` dashboard starts and signals (`fleet.rs`),
+//! both spelling the worker's command line from `flags.rs`; `name.rs` says what a worker may
+//! be called.
+
+pub mod flags;
+pub mod fleet;
+pub mod name;
+pub mod worker;
+
+pub use flags::{ProcessSettings, CHILD_ENV, HOLD_ENV};
+pub use fleet::{FleetError, ProcessState, WorkerProcesses};
