@@ -6,7 +6,10 @@ use crate::engine::worker_id::WorkerId;
 use crate::lesson::runner::{figure, Session};
 use crate::lesson::{Expect, Figure, MessageSel};
 
-use super::{Check, Mode, Move, Report, Told, Verdict, JUMP_MS, LEASE_MS};
+use super::check::Check;
+use super::options::{Mode, LEASE_MS};
+use super::report::{plural, Report, Told, Verdict};
+use super::world::{Move, World, JUMP_MS};
 
 /// Each actor's name in the engine along a schedule, before each step and after the last:
 /// the explorer's names, except that the engine names a restart `Worker-A#2`. A
@@ -33,7 +36,7 @@ fn engine_names(workers: usize, steps: &[Told]) -> Vec<Vec<String>> {
 
 /// How a lesson action names actor `i` of `before`: its engine name, with `(stalled)` or
 /// `(new)` once a stall has made two of that name.
-fn named(before: &super::World, names: &[String], i: usize) -> String {
+fn named(before: &World, names: &[String], i: usize) -> String {
     let a = &before.actors[i];
     match (a.replacement, a.twin) {
         (true, _) => format!("{} (new)", names[i]),
@@ -167,8 +170,8 @@ fn summary(report: &Report, v: &Verdict) -> String {
     let mut s = format!(
         "The explorer ran every schedule of {} and {} ({}) on real SQLite; this is a \
          shortest one that breaks {}, step by step on leaselab's engine.",
-        super::plural(o.workers as u64, "worker"),
-        super::plural(o.messages, "message"),
+        plural(o.workers as u64, "worker"),
+        plural(o.messages, "message"),
         o.mode.name(),
         v.check.name()
     );
