@@ -9,6 +9,7 @@ mod check;
 mod error;
 mod lesson;
 mod options;
+mod oracle;
 mod report;
 mod search;
 mod store;

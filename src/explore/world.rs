@@ -16,6 +16,7 @@ use crate::engine::store::Store;
 use super::check::Check;
 use super::error::ExploreError;
 use super::options::{Faults, Mode, LEASE_MS};
+use super::oracle::{holds_live_lease, lease_holds};
 
 /// More rows than the explorer's world ever has.
 const ALL_ROWS: u64 = 1_000;
@@ -131,9 +132,7 @@ impl Seen {
 
     /// Whether any row holds a lease that a clock jump would end.
     pub fn live_lease(&self, now: i64) -> bool {
-        self.rows.iter().any(|r| {
-            r.status == OutboxStatus::Processing && r.locked_until_ms.is_some_and(|u| u >= now)
-        })
+        self.rows.iter().any(|r| holds_live_lease(r, now))
     }
 
     /// Every message Processed.
@@ -388,9 +387,8 @@ impl World {
             return Ok((Local::Idle, format!("{who} finds nothing to claim")));
         };
         let prior = before.rows.iter().find(|r| r.id == lease.id);
-        if prior.is_some_and(|r| {
-            r.status == OutboxStatus::Processing && r.locked_until_ms.is_some_and(|u| u >= now)
-        }) {
+        // Judged by the explorer's own oracle, not the engine's rule it judges.
+        if prior.is_some_and(|r| holds_live_lease(r, now)) {
             broke.push(Check::LeaseExclusivity);
         }
         let text = format!(
@@ -476,10 +474,10 @@ impl World {
     pub fn key(&self, seen: &Seen) -> String {
         let mut k = String::new();
         let rel = |until: i64| {
-            if until < self.now {
-                -1
-            } else {
+            if lease_holds(until, self.now) {
                 until - self.now
+            } else {
+                -1
             }
         };
         for a in &self.actors {
