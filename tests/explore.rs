@@ -521,3 +521,32 @@ fn a_faults_list_that_means_nothing_is_refused_with_its_reason() {
         assert_eq!(refused.to_string(), line, "{given:?}");
     }
 }
+
+/// A schedule leaselab's engine replays without breaking its check is not saved: the
+/// search's planted claim defect takes a live lease, the engine's claim does not, and the
+/// refusal says what the engine's figures show instead.
+#[test]
+fn a_counterexample_the_engine_does_not_break_is_refused_with_what_it_shows() {
+    let r = run(ExploreOptions {
+        broken_claim: true,
+        faults: Faults::default(),
+        max_depth: 4,
+        ..two_by_one(Mode::FencingToken)
+    });
+    let err = leaselab::explore::save_lesson(&r).expect_err("the engine keeps the lease");
+    assert!(
+        matches!(
+            err,
+            ExploreError::NotBroken {
+                check: "lease exclusivity",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "leaselab's engine did not break lease exclusivity on this schedule \
+         (it shows PAY-001 status Processing, PAY-001 owner Worker-A)"
+    );
+}

@@ -4,8 +4,9 @@
 
 use crate::engine::outbox::OutboxError;
 
-/// A search that could not finish. Its `Display` is the one line the command prints after
-/// `explore: `.
+/// A search that could not finish, or a counterexample not saved as a lesson. Its
+/// `Display` is the one line the command prints after `explore: ` (or `cannot save the
+/// lesson: `).
 #[derive(Debug, thiserror::Error)]
 pub enum ExploreError {
     /// Its progress callback answered false (the command line reports the signal that
@@ -19,6 +20,23 @@ pub enum ExploreError {
     /// A state's saved image was asked for after it was let go: a defect of the search.
     #[error("a state expanded twice")]
     ExpandedTwice,
+    /// The lesson layer refused the drafted lesson or a figure of it: its own error, kept.
+    #[error(transparent)]
+    Lesson(Box<dyn std::error::Error + Send + Sync>),
+    /// The engine's replay of the counterexample failed at a step.
+    #[error("the engine could not replay the schedule: {0}")]
+    Unreplayed(String),
+    /// The engine replayed the schedule without breaking the check; `shown` is what its
+    /// figures read instead.
+    #[error("leaselab's engine did not break {check} on this schedule (it shows {shown})")]
+    NotBroken { check: &'static str, shown: String },
+}
+
+impl ExploreError {
+    /// The lesson layer's error, whatever its type, as the cause of a lesson not saved.
+    pub(crate) fn lesson(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        ExploreError::Lesson(e.into())
+    }
 }
 
 /// Why a `--faults` list means nothing; it follows the quoted input on the user's line
