@@ -62,7 +62,7 @@ pub struct BenchReport {
     pub runs: Vec<BenchRun>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scaling: Option<Scaling>,
-    /// The targets with what this run measured (filled in by [`run`]).
+    /// The targets with what this run measured (filled in by `run`).
     pub targets: Vec<Target>,
     /// The leased loop on PostgreSQL beside SQLite, with `--db postgres://...`.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -72,7 +72,7 @@ struct Search {
 }
 
 /// Explore every schedule of `opts`' world up to its depth, calling `progress` after each
-/// state's moves; the search stops (with an error) when it answers false.
+/// state's moves; the search stops with [`ExploreError::Stopped`] when it answers false.
 pub fn explore(
     opts: &ExploreOptions,
     progress: &mut dyn FnMut(Progress) -> bool,
