@@ -1,7 +1,7 @@
 //! The bench measures real runs; here only their correctness is checked (never their speed:
 //! timings belong to `leaselab bench`, not to tests).
 
-use leaselab::bench::{measure, BenchOptions, BenchReport, BenchRun, Mode};
+use leaselab::bench::{measure, BenchError, BenchOptions, BenchReport, BenchRun, Mode};
 
 mod support;
 use leaselab::engine::store::Durability;
@@ -158,6 +158,11 @@ fn an_effectum_program_that_never_answers_is_stopped_with_all_it_started() {
     let limit = std::time::Duration::from_secs(5);
     let err = leaselab::bench::measure_effectum(&program, dir.path(), (4, 100), limit)
         .expect_err("no answer");
+    assert!(
+        matches!(err, BenchError::EffectumTimedOut { seconds: 5, .. }),
+        "{err:?}"
+    );
+    let err = err.to_string();
     assert!(err.contains("no result after 5 s; stopped it"), "{err}");
     assert!(!err.contains('\n'), "{err}");
     // The limit allows a minute plus a millisecond a job.
@@ -236,4 +241,31 @@ fn each_target_is_the_median_of_its_figure_taken_within_each_round() {
         .unwrap();
     assert_eq!((batch.got, batch.rounds.len()), (None, 0));
     assert!(report.text().contains("mode     workers batch round"));
+}
+
+/// A failure of the reference program is a type of its own that keeps its cause: what it
+/// printed instead of figures is refused in one line, with the parse error beneath it.
+#[test]
+fn an_effectum_answer_that_is_no_figures_keeps_the_parse_error_as_its_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = support::stand_in(dir.path(), "noise", "echo hello");
+    let limit = std::time::Duration::from_secs(60);
+    let err = leaselab::bench::measure_effectum(&program, dir.path(), (1, 10), limit)
+        .expect_err("no figures");
+    assert!(
+        matches!(err, BenchError::EffectumNoFigures { .. }),
+        "{err:?}"
+    );
+    let cause = std::error::Error::source(&err).expect("the parse error is kept");
+    assert!(cause.is::<serde_json::Error>(), "{cause:?}");
+    let line = err.to_string();
+    let opening = format!(
+        "--effectum {} printed no line of figures (",
+        program.display()
+    );
+    assert!(line.starts_with(&opening), "{line}");
+    assert!(
+        line.ends_with(&format!("({cause}); is it reference/effectum?")),
+        "{line}"
+    );
 }

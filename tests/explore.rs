@@ -4,7 +4,9 @@
 
 mod support;
 
-use leaselab::explore::{explore, Check, Cut, ExploreOptions, Faults, Mode, Report};
+use leaselab::explore::{
+    explore, Check, Cut, ExploreError, ExploreOptions, Faults, FaultsError, Mode, Report,
+};
 use support::{leaselab, stderr, stdout};
 
 fn run(opts: ExploreOptions) -> Report {
@@ -462,4 +464,89 @@ fn bad_input_is_one_line_and_exit_two() {
         let given = args.last().unwrap();
         assert!(err.matches(given).count() <= 1, "{given} said once: {err}");
     }
+}
+
+/// A search its progress callback stops ends with the stop itself, a variant the caller
+/// matches, not a text it compares; it stops at once, at the first state's moves.
+#[test]
+fn a_search_its_progress_stops_ends_with_the_stop_variant() {
+    let mut asked = 0;
+    let result = explore(&two_by_one(Mode::FencingToken), &mut |_| {
+        asked += 1;
+        false
+    });
+    assert!(matches!(result, Err(ExploreError::Stopped)), "{result:?}");
+    assert_eq!(asked, 1);
+    assert_eq!(ExploreError::Stopped.to_string(), "stopped");
+}
+
+/// Each way a `--faults` list means nothing is a variant of its own, with its line; an
+/// unknown fault is kept without its control characters.
+#[test]
+fn a_faults_list_that_means_nothing_is_refused_with_its_reason() {
+    let choose = "choose from crash, jump, pause (or none)";
+    for (given, refused, line) in [
+        (
+            " , ",
+            FaultsError::NoFault,
+            format!("names no fault: {choose}"),
+        ),
+        (
+            "crash,,jump",
+            FaultsError::EmptyItem,
+            format!("has an empty item: {choose}, comma-separated"),
+        ),
+        (
+            "none,jump",
+            FaultsError::NoneBeside,
+            "puts none beside a fault: give none alone".to_string(),
+        ),
+        (
+            "jump,crash,jump",
+            FaultsError::Twice("jump".into()),
+            "names jump twice".to_string(),
+        ),
+        (
+            "flood",
+            FaultsError::NotAFault,
+            format!("is not a fault: {choose}"),
+        ),
+        (
+            "crash,flo\x1bod",
+            FaultsError::Unknown("flood".into()),
+            format!("has an unknown fault 'flood': {choose}"),
+        ),
+    ] {
+        assert_eq!(Faults::parse(given), Err(refused.clone()), "{given:?}");
+        assert_eq!(refused.to_string(), line, "{given:?}");
+    }
+}
+
+/// A schedule leaselab's engine replays without breaking its check is not saved: the
+/// search's planted claim defect takes a live lease, the engine's claim does not, and the
+/// refusal says what the engine's figures show instead.
+#[test]
+fn a_counterexample_the_engine_does_not_break_is_refused_with_what_it_shows() {
+    let r = run(ExploreOptions {
+        broken_claim: true,
+        faults: Faults::default(),
+        max_depth: 4,
+        ..two_by_one(Mode::FencingToken)
+    });
+    let err = leaselab::explore::save_lesson(&r).expect_err("the engine keeps the lease");
+    assert!(
+        matches!(
+            err,
+            ExploreError::NotBroken {
+                check: "lease exclusivity",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "leaselab's engine did not break lease exclusivity on this schedule \
+         (it shows PAY-001 status Processing, PAY-001 owner Worker-A)"
+    );
 }

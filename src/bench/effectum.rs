@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use super::{BenchRun, Mode};
+use super::error::BenchError;
+use super::options::Mode;
+use super::report::BenchRun;
+use super::stop::stop_asked;
 
 /// More jobs a second than any SQLite queue could commit (10 ns a job): a rate above it is
 /// not a measurement.
@@ -30,14 +33,14 @@ struct Line {
 }
 
 /// Refuse a program that cannot be run, before minutes of SQLite runs.
-pub fn ready(program: &Path) -> Result<(), String> {
-    let meta =
-        std::fs::metadata(program).map_err(|e| format!("--effectum {}: {e}", program.display()))?;
+pub fn ready(program: &Path) -> Result<(), BenchError> {
+    let shown = || program.display().to_string();
+    let meta = std::fs::metadata(program).map_err(|source| BenchError::EffectumIo {
+        program: shown(),
+        source,
+    })?;
     if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
-        return Err(format!(
-            "--effectum {}: not an executable file (build it with cargo build --release --manifest-path reference/effectum/Cargo.toml)",
-            program.display()
-        ));
+        return Err(BenchError::EffectumNotExecutable { program: shown() });
     }
     Ok(())
 }
@@ -54,10 +57,10 @@ pub fn measure(
     dir: &Path,
     (workers, messages): (usize, u64),
     limit: Duration,
-) -> Result<BenchRun, String> {
+) -> Result<BenchRun, BenchError> {
     let file = dir.join(format!("effectum-{workers}-{messages}.db"));
     let _ = std::fs::remove_file(&file);
-    let shown = program.display();
+    let shown = program.display().to_string();
     let child = Command::new(program)
         .arg("--db")
         .arg(&file)
@@ -70,10 +73,13 @@ pub fn measure(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("--effectum {shown}: {e}"))?;
-    let finished = wait_bounded(child, limit);
+        .map_err(|source| BenchError::EffectumIo {
+            program: shown.clone(),
+            source,
+        })?;
+    let finished = wait_bounded(child, limit, &shown);
     let _ = std::fs::remove_file(&file);
-    let (status, out, err) = finished.map_err(|why| format!("--effectum {shown}: {why}"))?;
+    let (status, out, err) = finished?;
     if !status.success() {
         let why: String = err
             .lines()
@@ -82,28 +88,13 @@ pub fn measure(
             .chars()
             .take(200)
             .collect();
-        return Err(format!("--effectum {shown} failed ({status}): {why}"));
+        return Err(BenchError::EffectumFailed {
+            program: shown,
+            status,
+            why,
+        });
     }
-    let line: Line = serde_json::from_str(out.trim()).map_err(|e| {
-        format!("--effectum {shown} printed no line of figures ({e}); is it reference/effectum?")
-    })?;
-    // Named by what it said, not quoted: its output may span lines.
-    if line.per_worker.len() != workers {
-        return Err(format!(
-            "--effectum {shown} printed figures of another run ({} worker counts for {workers} workers)",
-            line.per_worker.len(),
-        ));
-    }
-    let rate = line.jobs_per_s;
-    if !(rate > 0.0 && rate <= MOST_JOBS_PER_S) {
-        let said = match rate.abs() < 1e12 {
-            true => format!("{rate}"),
-            false => format!("{rate:e}"),
-        };
-        return Err(format!(
-            "--effectum {shown} printed an impossible rate ({said} jobs/s; a rate is above 0 and at most {MOST_JOBS_PER_S:.0})"
-        ));
-    }
+    let line = figures(&out, shown, workers)?;
     let once = line.all_succeeded && line.per_worker.iter().sum::<u64>() == messages;
     Ok(BenchRun {
         mode: Mode::Effectum,
@@ -122,15 +113,48 @@ pub fn measure(
     })
 }
 
-/// Wait for `child` at most `limit`, reading at most [`MOST_OUTPUT`] of each of its pipes;
-/// past the limit, or when a stopping signal arrives, it is killed with its group. Returns
-/// its status, its output and its error output.
+/// The line of figures the program `shown` printed on `out`, refused when it is not one,
+/// is of another run than `workers` workers, or states an impossible rate.
+fn figures(out: &str, shown: String, workers: usize) -> Result<Line, BenchError> {
+    let line: Line =
+        serde_json::from_str(out.trim()).map_err(|source| BenchError::EffectumNoFigures {
+            program: shown.clone(),
+            source,
+        })?;
+    // Named by what it said, not quoted: its output may span lines.
+    if line.per_worker.len() != workers {
+        return Err(BenchError::EffectumOtherRun {
+            program: shown,
+            counts: line.per_worker.len(),
+            workers,
+        });
+    }
+    let rate = line.jobs_per_s;
+    if !(rate > 0.0 && rate <= MOST_JOBS_PER_S) {
+        let said = match rate.abs() < 1e12 {
+            true => format!("{rate}"),
+            false => format!("{rate:e}"),
+        };
+        return Err(BenchError::EffectumImpossibleRate {
+            program: shown,
+            said,
+            most: MOST_JOBS_PER_S,
+        });
+    }
+    Ok(line)
+}
+
+/// Wait for `child` (the program `shown`) at most `limit`, reading at most [`MOST_OUTPUT`]
+/// of each of its pipes; past the limit, or when a stopping signal arrives, it is killed
+/// with its group. Returns its status, its output and its error output.
 fn wait_bounded(
     mut child: std::process::Child,
     limit: Duration,
-) -> Result<(std::process::ExitStatus, String, String), String> {
+    shown: &str,
+) -> Result<(std::process::ExitStatus, String, String), BenchError> {
+    let program = || shown.to_string();
     let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
-        return Err("no output pipes".to_string());
+        return Err(BenchError::EffectumNoPipes { program: program() });
     };
     let read = |pipe: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
@@ -145,14 +169,20 @@ fn wait_bounded(
     let (out, err) = (read(Box::new(out)), read(Box::new(err)));
     let deadline = Instant::now() + limit;
     let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+        let waited = child.try_wait().map_err(|source| BenchError::EffectumIo {
+            program: program(),
+            source,
+        })?;
+        if let Some(status) = waited {
             break status;
         }
-        let stop = if super::stop_asked() {
-            Some(super::STOPPED.to_string())
+        let stop = if stop_asked() {
+            Some(BenchError::Stopped)
         } else {
-            (Instant::now() > deadline)
-                .then(|| format!("no result after {} s; stopped it", limit.as_secs()))
+            (Instant::now() > deadline).then(|| BenchError::EffectumTimedOut {
+                program: program(),
+                seconds: limit.as_secs(),
+            })
         };
         if let Some(why) = stop {
             // SAFETY: a plain kill(2) of the group this child leads; no memory is shared.

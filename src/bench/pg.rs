@@ -6,12 +6,15 @@ use crate::engine::outbox::prelude::*;
 use std::path::Path;
 use std::sync::{Arc, Barrier};
 
-use serde::Serialize;
-
-use super::{each_once, measure, median, start_and_join, Mode, BENCH_LEASE_MS};
+use super::error::BenchError;
+use super::measure::{each_once, measure, start_and_join};
+use super::options::{Mode, BENCH_LEASE_MS};
+use super::pg_report::{PgComparison, Versus};
+use super::report::{median, workers as some_workers, BenchRun};
+use super::stop::{clean, go_on, stop_asked};
 use crate::engine::backend::{Db, Outbox};
 use crate::engine::clock::SCENARIO_START_MS;
-use crate::engine::outbox::{ClaimOutcome, Durability, FinalizeOutcome, StoreShared};
+use crate::engine::outbox::{ClaimOutcome, Durability, FinalizeOutcome, OutboxError, StoreShared};
 use crate::engine::pg::PgStore;
 use crate::engine::provider::Provider;
 use crate::engine::worker_id::WorkerId;
@@ -22,74 +25,10 @@ pub const REPEATS: usize = 3;
 /// the repeats stay within a few minutes.
 pub const MAX_MESSAGES: u64 = 20_000;
 
-/// One worker count on both databases.
-#[derive(Debug, Clone, Serialize)]
-pub struct Versus {
-    pub workers: usize,
-    /// Medians over [`REPEATS`] runs each.
-    pub postgres_msgs_per_s: f64,
-    pub sqlite_msgs_per_s: f64,
-    pub postgres_over_sqlite: f64,
-    /// Every run, in the order measured.
-    pub postgres_runs: Vec<f64>,
-    pub sqlite_runs: Vec<f64>,
-    /// Results each PostgreSQL worker wrote in the median run.
-    pub postgres_per_worker: Vec<u64>,
-    /// Every run on both databases ended with each message processed exactly once.
-    pub exactly_once: bool,
-}
-
-/// The `postgres` section of the bench report.
-#[derive(Debug, Clone, Serialize)]
-pub struct PgComparison {
-    pub database: String,
-    /// `on` with `--sync full`, else `off` (SQLite's `synchronous=normal` in WAL mode
-    /// likewise returns before the log reaches the disk).
-    pub synchronous_commit: String,
-    pub messages: u64,
-    pub repeats: usize,
-    pub runs: Vec<Versus>,
-}
-
-impl PgComparison {
-    pub fn passed(&self) -> bool {
-        self.runs.iter().all(|r| r.exactly_once)
-    }
-
-    pub fn text(&self) -> String {
-        let mut t = format!(
-            "\nPostgreSQL vs SQLite, leased loop: {}, synchronous_commit={}, {} messages, median of {} runs each\n",
-            self.database, self.synchronous_commit, self.messages, self.repeats
-        );
-        t += "workers  postgres msgs/s  x1-worker  sqlite msgs/s  x1-worker  pg/sqlite  once\n";
-        let first = self.runs.first();
-        let base = |f: fn(&Versus) -> f64| first.map_or(1.0, f).max(f64::MIN_POSITIVE);
-        let (pg1, sq1) = (
-            base(|v| v.postgres_msgs_per_s),
-            base(|v| v.sqlite_msgs_per_s),
-        );
-        for v in &self.runs {
-            t += &format!(
-                "{:>7} {:>16.0} {:>10.2} {:>14.0} {:>10.2} {:>10.2}  {}\n",
-                v.workers,
-                v.postgres_msgs_per_s,
-                v.postgres_msgs_per_s / pg1,
-                v.sqlite_msgs_per_s,
-                v.sqlite_msgs_per_s / sq1,
-                v.postgres_over_sqlite,
-                if v.exactly_once { "yes" } else { "NO" }
-            );
-        }
-        t += "x1-worker: msgs/s over the first worker count's. SKIP LOCKED lets PostgreSQL claims run side by side; SQLite has one writer at a time.\n";
-        t
-    }
-}
-
 /// Connect and check that the database is leaselab's (or empty), writing nothing else.
-pub fn ready(url: &str) -> Result<(), String> {
-    PgStore::create_held(url, Arc::new(StoreShared::default()))
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+pub fn ready(url: &str) -> Result<(), BenchError> {
+    PgStore::create_held(url, Arc::new(StoreShared::default()))?;
+    Ok(())
 }
 
 /// Run the comparison for each worker count of `workers`.
@@ -100,21 +39,21 @@ pub fn compare(
     durability: Durability,
     dir: &Path,
     progress: &mut impl FnMut(&str),
-) -> Result<PgComparison, String> {
+) -> Result<PgComparison, BenchError> {
     let messages = messages.min(MAX_MESSAGES);
     let mut runs = Vec::new();
     for &w in workers {
         let mut pg = Vec::new();
         let mut sq = Vec::new();
         for round in 1..=REPEATS {
-            let workers = super::workers(w);
+            let workers = some_workers(w);
             progress(&format!("PostgreSQL vs SQLite, {workers}, round {round}"));
             // Each round seeds a fresh file of the same name.
-            super::clean(dir, "ceiling.db");
+            clean(dir, "ceiling.db");
             sq.push(measure(dir, Mode::Leased, w, 1, messages, durability, 1.0)?);
-            super::go_on()?;
+            go_on()?;
             pg.push(measure_pg(url, w, messages, durability)?);
-            super::go_on()?;
+            go_on()?;
         }
         runs.push(versus(w, pg, sq));
     }
@@ -131,7 +70,7 @@ pub fn compare(
     })
 }
 
-fn versus(workers: usize, mut pg: Vec<PgRun>, sq: Vec<super::BenchRun>) -> Versus {
+fn versus(workers: usize, mut pg: Vec<PgRun>, sq: Vec<BenchRun>) -> Versus {
     let exactly_once = pg.iter().all(|r| r.exactly_once) && sq.iter().all(|r| r.exactly_once);
     let postgres_runs: Vec<f64> = pg.iter().map(|r| r.msgs_per_s).collect();
     let sqlite_runs: Vec<f64> = sq.iter().map(|r| r.msgs_per_s).collect();
@@ -165,14 +104,12 @@ pub fn measure_pg(
     workers: usize,
     messages: u64,
     durability: Durability,
-) -> Result<PgRun, String> {
+) -> Result<PgRun, BenchError> {
     let shared = Arc::new(StoreShared::new(durability));
-    let (mut store, _) = PgStore::create_held(url, shared.clone()).map_err(|e| e.to_string())?;
+    let (mut store, _) = PgStore::create_held(url, shared.clone())?;
     let provider = Arc::new(Provider::new());
-    store.empty().map_err(|e| e.to_string())?;
-    store
-        .seed(&provider, messages, SCENARIO_START_MS)
-        .map_err(|e| e.to_string())?;
+    store.empty()?;
+    store.seed(&provider, messages, SCENARIO_START_MS)?;
     let db = Db::Postgres(url.to_string());
     let barrier = Arc::new(Barrier::new(workers + 1));
     let handles: Vec<_> = (0..workers)
@@ -183,16 +120,16 @@ pub fn measure_pg(
                 provider.clone(),
                 barrier.clone(),
             );
-            std::thread::spawn(move || -> Result<u64, String> {
-                let mut s = db.open(shared).map_err(|e| e.to_string())?;
+            std::thread::spawn(move || -> Result<u64, BenchError> {
+                let mut s = db.open(shared)?;
                 let me = WorkerId::first(slot).to_string();
                 barrier.wait();
-                leased_loop(s.as_mut(), &provider, &me).map_err(|e| e.to_string())
+                Ok(leased_loop(s.as_mut(), &provider, &me)?)
             })
         })
         .collect();
     let (per_worker, seconds) = start_and_join(&barrier, handles)?;
-    let counts = store.outbox_counts().map_err(|e| e.to_string())?;
+    let counts = store.outbox_counts()?;
     let exactly_once = each_once(&provider, counts.processed, messages);
     Ok(PgRun {
         msgs_per_s: messages as f64 / seconds,
@@ -202,18 +139,14 @@ pub fn measure_pg(
 }
 
 /// Claim, ask the provider, finalize, until a claim finds nothing; returns results written.
-fn leased_loop(
-    s: &mut dyn Outbox,
-    provider: &Provider,
-    me: &str,
-) -> Result<u64, crate::engine::outbox::OutboxError> {
+fn leased_loop(s: &mut dyn Outbox, provider: &Provider, me: &str) -> Result<u64, OutboxError> {
     let now = SCENARIO_START_MS;
     let mut written = 0;
     loop {
         let ClaimOutcome::Claimed(lease) = s.claim_next(me, now, BENCH_LEASE_MS)?.0 else {
             return Ok(written);
         };
-        if super::stop_asked() {
+        if stop_asked() {
             return Ok(written);
         }
         let check = provider.check_status(&lease.key);

@@ -99,7 +99,7 @@ fn key_of(s: &str) -> Result<&str, String> {
 }
 
 /// `explore --faults`: crash, jump, pause, comma-separated (or none).
-pub fn faults(s: &str) -> Result<leaselab::explore::Faults, String> {
+pub fn faults(s: &str) -> Result<leaselab::explore::Faults, leaselab::explore::FaultsError> {
     leaselab::explore::Faults::parse(s)
 }
 

@@ -6,7 +6,11 @@ use crate::engine::worker_id::WorkerId;
 use crate::lesson::runner::{figure, Session};
 use crate::lesson::{Expect, Figure, MessageSel};
 
-use super::{Check, Mode, Move, Report, Told, Verdict, JUMP_MS, LEASE_MS};
+use super::check::Check;
+use super::error::ExploreError;
+use super::options::{Mode, LEASE_MS};
+use super::report::{plural, Report, Told, Verdict};
+use super::world::{Move, World, JUMP_MS};
 
 /// Each actor's name in the engine along a schedule, before each step and after the last:
 /// the explorer's names, except that the engine names a restart `Worker-A#2`. A
@@ -33,7 +37,7 @@ fn engine_names(workers: usize, steps: &[Told]) -> Vec<Vec<String>> {
 
 /// How a lesson action names actor `i` of `before`: its engine name, with `(stalled)` or
 /// `(new)` once a stall has made two of that name.
-fn named(before: &super::World, names: &[String], i: usize) -> String {
+fn named(before: &World, names: &[String], i: usize) -> String {
     let a = &before.actors[i];
     match (a.replacement, a.twin) {
         (true, _) => format!("{} (new)", names[i]),
@@ -167,8 +171,8 @@ fn summary(report: &Report, v: &Verdict) -> String {
     let mut s = format!(
         "The explorer ran every schedule of {} and {} ({}) on real SQLite; this is a \
          shortest one that breaks {}, step by step on leaselab's engine.",
-        super::plural(o.workers as u64, "worker"),
-        super::plural(o.messages, "message"),
+        plural(o.workers as u64, "worker"),
+        plural(o.messages, "message"),
         o.mode.name(),
         v.check.name()
     );
@@ -221,7 +225,7 @@ const LESSON_ORDER: [Check; 6] = [
 /// [`LESSON_ORDER`]), with expectations the engine itself shows: what each step changed,
 /// and after the last the figures that show the check broken. None when nothing broke; an
 /// error when the engine's replay does not break it.
-pub fn save_lesson(report: &Report) -> Result<Option<String>, String> {
+pub fn save_lesson(report: &Report) -> Result<Option<String>, ExploreError> {
     let Some(v) = LESSON_ORDER.iter().find_map(|c| {
         report
             .verdicts
@@ -232,14 +236,15 @@ pub fn save_lesson(report: &Report) -> Result<Option<String>, String> {
     };
     let names = engine_names(report.options.workers, &v.shortest);
     let text = draft(report, v, &names, &[]);
-    let lesson = crate::lesson::parse("explored", "explored.toml", &text)?;
-    let mut session = Session::start(lesson)?;
+    let lesson =
+        crate::lesson::parse("explored", "explored.toml", &text).map_err(ExploreError::lesson)?;
+    let mut session = Session::start(lesson).map_err(ExploreError::lesson)?;
     let figures = candidates(report.options.messages);
     let mut expects = vec![read_all(&session, &figures)?];
     for _ in 0..v.shortest.len() {
         let step = session.forward();
         if let Some(e) = step.error {
-            return Err(format!("the engine could not replay the schedule: {e}"));
+            return Err(ExploreError::Unreplayed(e.to_string()));
         }
         expects.push(read_all(&session, &figures)?);
     }
@@ -247,11 +252,10 @@ pub fn save_lesson(report: &Report) -> Result<Option<String>, String> {
     changed.remove(0);
     let shown = read_all(&session, &proof(v.check, &v.about))?;
     if !breaks(v.check, &shown) {
-        return Err(format!(
-            "leaselab's engine did not break {} on this schedule (it shows {})",
-            v.check.name(),
-            shown.join(", ")
-        ));
+        return Err(ExploreError::NotBroken {
+            check: v.check.name(),
+            shown: shown.join(", "),
+        });
     }
     if let Some(last) = changed.last_mut() {
         for e in shown {
@@ -318,7 +322,7 @@ fn breaks(check: Check, shown: &[String]) -> bool {
 }
 
 /// Each figure's value in the session right now, as an expectation's text.
-fn read_all(s: &Session, figures: &[(String, Figure)]) -> Result<Vec<String>, String> {
+fn read_all(s: &Session, figures: &[(String, Figure)]) -> Result<Vec<String>, ExploreError> {
     figures
         .iter()
         .map(|(text, f)| {
@@ -328,7 +332,8 @@ fn read_all(s: &Session, figures: &[(String, Figure)]) -> Result<Vec<String>, St
                 figure: f.clone(),
                 value: String::new(),
             };
-            Ok(format!("{text} {}", figure(&s.engine, &s.ledger, &e)?))
+            let value = figure(&s.engine, &s.ledger, &e).map_err(ExploreError::lesson)?;
+            Ok(format!("{text} {value}"))
         })
         .collect()
 }

@@ -13,7 +13,10 @@ use crate::engine::outbox::{
 use crate::engine::provider::{KeyCalls, Provider, StatusCheck};
 use crate::engine::store::Store;
 
-use super::{Check, Mode, LEASE_MS};
+use super::check::Check;
+use super::error::ExploreError;
+use super::options::{Faults, Mode, LEASE_MS};
+use super::oracle::{holds_live_lease, lease_holds};
 
 /// More rows than the explorer's world ever has.
 const ALL_ROWS: u64 = 1_000;
@@ -119,20 +122,17 @@ pub struct Seen {
 }
 
 impl Seen {
-    pub fn read(store: &Store, provider: &Provider) -> Result<Seen, String> {
-        let e = |e: crate::engine::outbox::OutboxError| e.to_string();
+    pub fn read(store: &Store, provider: &Provider) -> Result<Seen, ExploreError> {
         Ok(Seen {
-            rows: store.messages(0, ALL_ROWS).map_err(e)?,
-            payments: store.payments().map_err(e)?,
+            rows: store.messages(0, ALL_ROWS)?,
+            payments: store.payments()?,
             calls: provider.calls(),
         })
     }
 
     /// Whether any row holds a lease that a clock jump would end.
     pub fn live_lease(&self, now: i64) -> bool {
-        self.rows.iter().any(|r| {
-            r.status == OutboxStatus::Processing && r.locked_until_ms.is_some_and(|u| u >= now)
-        })
+        self.rows.iter().any(|r| holds_live_lease(r, now))
     }
 
     /// Every message Processed.
@@ -173,7 +173,7 @@ impl World {
 
     /// The moves worth taking here: every running worker's next step, and the faults that
     /// `faults` allows and that would change something.
-    pub fn moves(&self, faults: &super::Faults, beats: bool, live_lease: bool) -> Vec<Move> {
+    pub fn moves(&self, faults: &Faults, beats: bool, live_lease: bool) -> Vec<Move> {
         let mut out = Vec::new();
         for (i, a) in self.actors.iter().enumerate() {
             if a.stalled {
@@ -220,7 +220,7 @@ impl World {
         before: &Seen,
         store: &mut Store,
         provider: &Provider,
-    ) -> Result<Done, String> {
+    ) -> Result<Done, ExploreError> {
         let mut broke = Vec::new();
         let key = match m {
             Move::Step(i) => self.actors[i].acts_on(before),
@@ -300,7 +300,7 @@ impl World {
         store: &mut Store,
         provider: &Provider,
         broke: &mut Vec<Check>,
-    ) -> Result<String, String> {
+    ) -> Result<String, ExploreError> {
         let who = self.actors[i].shown();
         let name = self.actors[i].name.clone();
         let local = std::mem::replace(&mut self.actors[i].local, Local::Idle);
@@ -326,9 +326,7 @@ impl World {
                 None => (Local::Idle, format!("{who} has nothing left")),
             },
             Local::Marking(queue, msg, check) => {
-                store
-                    .mark_processed_by(&name, &msg, &check, self.now)
-                    .map_err(|e| e.to_string())?;
+                store.mark_processed_by(&name, &msg, &check, self.now)?;
                 self.finalized[msg.id as usize] += 1;
                 let text = format!("{who} marks {} Processed, owning nothing", msg.key);
                 let next = match queue.is_empty() {
@@ -344,7 +342,7 @@ impl World {
 
     /// A heartbeat: the lease extended from now, or, when it is no longer this worker's,
     /// dropped (the worker gives the message up, as the engine's workers do).
-    fn beat(&mut self, i: usize, store: &mut Store) -> Result<String, String> {
+    fn beat(&mut self, i: usize, store: &mut Store) -> Result<String, ExploreError> {
         let now = self.now;
         let who = self.actors[i].shown();
         let a = &mut self.actors[i];
@@ -352,9 +350,7 @@ impl World {
         let Local::Holding(lease) = &mut a.local else {
             return Ok(format!("{who} holds nothing to extend"));
         };
-        let (until, _) = store
-            .heartbeat(lease, now, LEASE_MS)
-            .map_err(|e| e.to_string())?;
+        let (until, _) = store.heartbeat(lease, now, LEASE_MS)?;
         let text = match until {
             Some(until) => {
                 lease.until_ms = until;
@@ -384,18 +380,15 @@ impl World {
         before: &Seen,
         store: &mut Store,
         broke: &mut Vec<Check>,
-    ) -> Result<(Local, String), String> {
+    ) -> Result<(Local, String), ExploreError> {
         let now = self.now;
-        let outcome = store
-            .claim_next(name, now, LEASE_MS)
-            .map_err(|e| e.to_string())?;
+        let outcome = store.claim_next(name, now, LEASE_MS)?;
         let ClaimOutcome::Claimed(lease) = outcome.0 else {
             return Ok((Local::Idle, format!("{who} finds nothing to claim")));
         };
         let prior = before.rows.iter().find(|r| r.id == lease.id);
-        if prior.is_some_and(|r| {
-            r.status == OutboxStatus::Processing && r.locked_until_ms.is_some_and(|u| u >= now)
-        }) {
+        // Judged by the explorer's own oracle, not the engine's rule it judges.
+        if prior.is_some_and(|r| holds_live_lease(r, now)) {
             broke.push(Check::LeaseExclusivity);
         }
         let text = format!(
@@ -408,11 +401,8 @@ impl World {
     }
 
     /// Leasing off: every Pending message, owned by nobody.
-    fn load(&self, who: &str, store: &mut Store) -> Result<(Local, String), String> {
-        let loaded: VecDeque<_> = store
-            .load_pending(self.now)
-            .map_err(|e| e.to_string())?
-            .into();
+    fn load(&self, who: &str, store: &mut Store) -> Result<(Local, String), ExploreError> {
+        let loaded: VecDeque<_> = store.load_pending(self.now)?.into();
         if loaded.is_empty() {
             return Ok((Local::Idle, format!("{who} loads nothing")));
         }
@@ -431,10 +421,8 @@ impl World {
         check: &StatusCheck,
         (store, before): (&mut Store, &Seen),
         broke: &mut Vec<Check>,
-    ) -> Result<String, String> {
-        let (outcome, _) = store
-            .finalize(lease, check, self.now)
-            .map_err(|e| e.to_string())?;
+    ) -> Result<String, ExploreError> {
+        let (outcome, _) = store.finalize(lease, check, self.now)?;
         let (key, v) = (&lease.key, lease.version);
         if outcome == FinalizeOutcome::Rejected {
             return Ok(format!(
@@ -486,10 +474,10 @@ impl World {
     pub fn key(&self, seen: &Seen) -> String {
         let mut k = String::new();
         let rel = |until: i64| {
-            if until < self.now {
-                -1
-            } else {
+            if lease_holds(until, self.now) {
                 until - self.now
+            } else {
+                -1
             }
         };
         for a in &self.actors {

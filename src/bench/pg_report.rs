@@ -1,0 +1,67 @@
+//! What the PostgreSQL comparison found, one worker count at a time, and its part of the
+//! report's text.
+
+use serde::Serialize;
+
+/// One worker count on both databases.
+#[derive(Debug, Clone, Serialize)]
+pub struct Versus {
+    pub workers: usize,
+    /// Medians over the runs of each (`REPEATS` in `pg.rs`).
+    pub postgres_msgs_per_s: f64,
+    pub sqlite_msgs_per_s: f64,
+    pub postgres_over_sqlite: f64,
+    /// Every run, in the order measured.
+    pub postgres_runs: Vec<f64>,
+    pub sqlite_runs: Vec<f64>,
+    /// Results each PostgreSQL worker wrote in the median run.
+    pub postgres_per_worker: Vec<u64>,
+    /// Every run on both databases ended with each message processed exactly once.
+    pub exactly_once: bool,
+}
+
+/// The `postgres` section of the bench report.
+#[derive(Debug, Clone, Serialize)]
+pub struct PgComparison {
+    pub database: String,
+    /// `on` with `--sync full`, else `off` (SQLite's `synchronous=normal` in WAL mode
+    /// likewise returns before the log reaches the disk).
+    pub synchronous_commit: String,
+    pub messages: u64,
+    pub repeats: usize,
+    pub runs: Vec<Versus>,
+}
+
+impl PgComparison {
+    pub fn passed(&self) -> bool {
+        self.runs.iter().all(|r| r.exactly_once)
+    }
+
+    pub fn text(&self) -> String {
+        let mut t = format!(
+            "\nPostgreSQL vs SQLite, leased loop: {}, synchronous_commit={}, {} messages, median of {} runs each\n",
+            self.database, self.synchronous_commit, self.messages, self.repeats
+        );
+        t += "workers  postgres msgs/s  x1-worker  sqlite msgs/s  x1-worker  pg/sqlite  once\n";
+        let first = self.runs.first();
+        let base = |f: fn(&Versus) -> f64| first.map_or(1.0, f).max(f64::MIN_POSITIVE);
+        let (pg1, sq1) = (
+            base(|v| v.postgres_msgs_per_s),
+            base(|v| v.sqlite_msgs_per_s),
+        );
+        for v in &self.runs {
+            t += &format!(
+                "{:>7} {:>16.0} {:>10.2} {:>14.0} {:>10.2} {:>10.2}  {}\n",
+                v.workers,
+                v.postgres_msgs_per_s,
+                v.postgres_msgs_per_s / pg1,
+                v.sqlite_msgs_per_s,
+                v.sqlite_msgs_per_s / sq1,
+                v.postgres_over_sqlite,
+                if v.exactly_once { "yes" } else { "NO" }
+            );
+        }
+        t += "x1-worker: msgs/s over the first worker count's. SKIP LOCKED lets PostgreSQL claims run side by side; SQLite has one writer at a time.\n";
+        t
+    }
+}

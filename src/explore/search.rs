@@ -1,0 +1,316 @@
+//! The breadth-first search over every schedule of a small world's worker steps and
+//! faults, so the first schedule found to break a check is a shortest one; a state already
+//! seen is known by its fingerprint and not explored again.
+
+use std::collections::{HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use crate::engine::clock::SCENARIO_START_MS;
+use crate::engine::provider::ProviderState;
+
+use super::check::Check;
+use super::error::ExploreError;
+use super::options::ExploreOptions;
+use super::report::{Cut, Report, Told, Verdict};
+use super::store::{Bench, Image};
+use super::world::{Done, Move, Seen, World};
+
+/// The memory this process holds (its resident set, `VmRSS`), in MiB, where the system
+/// says.
+fn resident_mib() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024)
+}
+
+/// A state's key as 128 bits, the two halves hashed apart: kept instead of the key itself
+/// (about 280 bytes for 3 workers x 3 messages). Two different states share a fingerprint
+/// with a chance of about n^2 / 2^129 for n states, under 10^-25 at five million.
+fn fingerprint(key: &str) -> u128 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let half = |tag: u8| {
+        let mut h = DefaultHasher::new();
+        tag.hash(&mut h);
+        key.hash(&mut h);
+        h.finish()
+    };
+    (u128::from(half(0)) << 64) | u128::from(half(1))
+}
+
+/// How far the search has got, for a progress bar.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub states: u64,
+    pub schedules: u64,
+    pub depth: usize,
+    /// The process's resident memory in MiB when last read (every 256 states), where the
+    /// system says.
+    pub memory_mib: Option<usize>,
+}
+
+/// One reached state: the world, how it was reached, and (until it is expanded) its
+/// database image and the provider's state.
+struct Node {
+    world: World,
+    parent: Option<(usize, Move, String)>,
+    depth: usize,
+    saved: Option<(Image, ProviderState)>,
+}
+
+/// The breadth-first search's bookkeeping.
+struct Search {
+    opts: ExploreOptions,
+    nodes: Vec<Node>,
+    seen: HashSet<u128>,
+    queue: VecDeque<usize>,
+    schedules: u64,
+    depth: usize,
+    cut: Option<Cut>,
+    counts: Vec<u64>,
+    first: Vec<Option<(usize, String)>>,
+}
+
+/// Explore every schedule of `opts`' world up to its depth, calling `progress` after each
+/// state's moves; the search stops with [`ExploreError::Stopped`] when it answers false.
+pub fn explore(
+    opts: &ExploreOptions,
+    progress: &mut dyn FnMut(Progress) -> bool,
+) -> Result<Report, ExploreError> {
+    let started = Instant::now();
+    let mut bench = Bench::new(opts)?;
+    let world = World::new(SCENARIO_START_MS, opts.workers, opts.messages);
+    let seen = Seen::read(&bench.store, &bench.provider)?;
+    let key = fingerprint(&world.key(&seen));
+    let mut s = Search {
+        opts: opts.clone(),
+        nodes: vec![Node {
+            world,
+            parent: None,
+            depth: 0,
+            saved: Some((bench.image()?, bench.provider.state())),
+        }],
+        seen: HashSet::from([key]),
+        queue: VecDeque::from([0]),
+        schedules: 0,
+        depth: 0,
+        cut: None,
+        counts: vec![0; Check::ALL.len()],
+        first: vec![None; Check::ALL.len()],
+    };
+    let mut closed = true;
+    let mut memory_mib = None;
+    while let Some(i) = s.queue.pop_front() {
+        if s.nodes[i].depth >= opts.max_depth {
+            closed = false;
+            continue;
+        }
+        s.expand(i, &mut bench)?;
+        if i % 4096 == 0 {
+            bench.pages.sweep();
+        }
+        // Reading the resident set costs a system call: every 256 states expanded.
+        if i % 256 == 0 {
+            memory_mib = resident_mib();
+            if memory_mib.is_some_and(|mib| mib > opts.max_memory_mib) {
+                s.cut = Some(Cut::Memory);
+            }
+        }
+        let go_on = progress(Progress {
+            states: s.nodes.len() as u64,
+            schedules: s.schedules,
+            depth: s.depth,
+            memory_mib,
+        });
+        if !go_on {
+            return Err(ExploreError::Stopped);
+        }
+        if s.cut.is_some() {
+            closed = false;
+            break;
+        }
+    }
+    Ok(s.report(closed, started.elapsed()))
+}
+
+impl Search {
+    /// Take every move from node `i`, keeping each new state.
+    fn expand(&mut self, i: usize, bench: &mut Bench) -> Result<(), ExploreError> {
+        let (image, provider) = self.nodes[i]
+            .saved
+            .take()
+            .ok_or(ExploreError::ExpandedTwice)?;
+        // What the database and the provider hold is read again here rather than kept
+        // with every state waiting in the queue.
+        bench.restore(&image)?;
+        bench.provider.set_state(&provider);
+        let seen = Seen::read(&bench.store, &bench.provider)?;
+        let world = self.nodes[i].world.clone();
+        let own_key = fingerprint(&world.key(&seen));
+        let mut progressed = false;
+        // The moves that leave the database alone come first: they need no restore, and
+        // their states share the image. After a write, the image is put back.
+        let beats = self.opts.heartbeats && self.opts.mode.leasing();
+        let mut moves = world.moves(&self.opts.faults, beats, seen.live_lease(world.now));
+        moves.sort_by_key(|m| world.writes(*m, self.opts.mode));
+        let mut dirty = false;
+        for mv in moves {
+            if dirty {
+                bench.restore(&image)?;
+            }
+            bench.provider.set_state(&provider);
+            let mut next = world.clone();
+            let done = next.apply(mv, self.opts.mode, &seen, &mut bench.store, &bench.provider)?;
+            let wrote = world.writes(mv, self.opts.mode);
+            dirty = wrote;
+            self.schedules += 1;
+            let key = fingerprint(&next.key(&done.seen));
+            let is_fault = match mv {
+                Move::Crash(_) | Move::Stall(_) => true,
+                Move::Jump => !self.opts.faults.jump,
+                Move::Step(_) | Move::Wake(_) | Move::Beat(_) => false,
+            };
+            if !is_fault && key != own_key {
+                progressed = true;
+            }
+            if self.seen.contains(&key) {
+                continue;
+            }
+            if self.nodes.len() >= self.opts.max_states {
+                self.cut = Some(Cut::States);
+                return Ok(());
+            }
+            self.seen.insert(key);
+            let image = if wrote { bench.image()? } else { image.clone() };
+            self.keep(i, mv, next, done, (image, bench.provider.state()));
+        }
+        if !seen.finished() && !progressed && !world.broken.contains(&Check::Stuck) {
+            let about = about(Check::Stuck, &world, &seen, None);
+            self.counts[Self::at(Check::Stuck)] += 1;
+            self.found(Check::Stuck, i, &about);
+        }
+        Ok(())
+    }
+
+    /// A new state, reached from node `i` by `mv`: kept, queued, and counted for the
+    /// checks it breaks.
+    fn keep(&mut self, i: usize, mv: Move, next: World, done: Done, saved: (Image, ProviderState)) {
+        let depth = self.nodes[i].depth + 1;
+        let before = &self.nodes[i].world.broken;
+        let abouts: Vec<(Check, String)> = done
+            .broke
+            .iter()
+            .filter(|c| !before.contains(c))
+            .map(|c| (*c, about(*c, &next, &done.seen, done.key.as_deref())))
+            .collect();
+        for c in &next.broken {
+            self.counts[Self::at(*c)] += 1;
+        }
+        self.nodes.push(Node {
+            world: next,
+            parent: Some((i, mv, done.text)),
+            depth,
+            saved: Some(saved),
+        });
+        let n = self.nodes.len() - 1;
+        for (c, about) in abouts {
+            self.found(c, n, &about);
+        }
+        self.depth = self.depth.max(depth);
+        self.queue.push_back(n);
+    }
+
+    fn at(c: Check) -> usize {
+        Check::ALL.iter().position(|x| *x == c).unwrap_or(0)
+    }
+
+    /// The first (so a shortest) schedule found to break `c`.
+    fn found(&mut self, c: Check, node: usize, about: &str) {
+        let at = Self::at(c);
+        if self.first[at].is_none() {
+            self.first[at] = Some((node, about.to_string()));
+        }
+    }
+
+    /// The path from the first state to node `n`.
+    fn path(&self, mut n: usize) -> Vec<Told> {
+        let mut out = Vec::new();
+        while let Some((parent, mv, text)) = &self.nodes[n].parent {
+            out.push(Told {
+                mv: *mv,
+                before: self.nodes[*parent].world.clone(),
+                text: text.clone(),
+            });
+            n = *parent;
+        }
+        out.reverse();
+        out
+    }
+
+    fn report(&self, closed: bool, elapsed: Duration) -> Report {
+        let verdicts = Check::ALL
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.applies(self.opts.mode))
+            .map(|(at, c)| Verdict {
+                check: *c,
+                count: self.counts[at],
+                shortest: self.first[at]
+                    .as_ref()
+                    .map(|(n, _)| self.path(*n))
+                    .unwrap_or_default(),
+                about: self.first[at]
+                    .as_ref()
+                    .map(|(_, a)| a.clone())
+                    .unwrap_or_default(),
+            })
+            .collect();
+        Report {
+            options: self.opts.clone(),
+            exhaustive: self.cut.is_none(),
+            cut: self.cut,
+            closed: closed && self.cut.is_none(),
+            states: self.nodes.len() as u64,
+            schedules: self.schedules,
+            depth: self.depth,
+            elapsed,
+            verdicts,
+        }
+    }
+}
+
+/// The message a broken check is about: the one finalized twice, the one the provider
+/// worked on twice, the one the move acted on, or the first unfinished one.
+fn about(c: Check, world: &World, seen: &Seen, moved: Option<&str>) -> String {
+    let key_of = |id: i64| seen.rows.iter().find(|r| r.id == id).map(|r| r.key.clone());
+    let found = match c {
+        Check::ProcessedTwice => world
+            .finalized
+            .iter()
+            .position(|n| *n >= 2)
+            .and_then(|id| key_of(id as i64)),
+        Check::SideEffectTwice => seen
+            .calls
+            .iter()
+            .find(|(_, k)| k.side_effects >= 2)
+            .map(|(key, _)| key.clone()),
+        Check::Lost => seen
+            .rows
+            .iter()
+            .find(|r| {
+                r.status == crate::engine::outbox::OutboxStatus::Processed
+                    && r.payment_status == crate::engine::outbox::PaymentStatus::Pending
+            })
+            .map(|r| r.key.clone()),
+        Check::NonOwnerFinalize | Check::LeaseExclusivity => moved.map(str::to_string),
+        Check::Stuck => None,
+    };
+    found
+        .or_else(|| {
+            seen.rows
+                .iter()
+                .find(|r| r.status != crate::engine::outbox::OutboxStatus::Processed)
+                .map(|r| r.key.clone())
+        })
+        .unwrap_or_default()
+}

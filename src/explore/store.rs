@@ -1,0 +1,106 @@
+//! The explorer's own SQLite outbox, seeded once and held in memory, with each state's
+//! database kept as its pages, every page held once however many states share it.
+
+use std::collections::HashSet;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use crate::engine::clock::SCENARIO_START_MS;
+use crate::engine::outbox::prelude::*;
+use crate::engine::outbox::{Durability, StoreShared};
+use crate::engine::provider::Provider;
+use crate::engine::store::{Rules, Store};
+
+use super::error::ExploreError;
+use super::options::{ExploreOptions, Mode};
+
+/// A state's database image as its pages, each held once in [`Pages`] however many
+/// states share it (most pages, the schema's among them, are the same in every state).
+#[derive(Clone)]
+pub(crate) struct Image(Rc<[Rc<[u8]>]>);
+
+/// Every page some kept image holds, once each.
+#[derive(Default)]
+pub(crate) struct Pages {
+    pool: HashSet<Rc<[u8]>>,
+    /// Where an image is put back together before it is restored.
+    joined: Vec<u8>,
+}
+
+impl Pages {
+    /// The page size the explorer's databases use: small pages make small differences.
+    const SIZE: usize = 512;
+
+    fn keep(&mut self, bytes: &[u8]) -> Image {
+        let pages = bytes
+            .chunks(Self::SIZE)
+            .map(|page| match self.pool.get(page) {
+                Some(kept) => kept.clone(),
+                None => {
+                    let kept: Rc<[u8]> = Rc::from(page);
+                    self.pool.insert(kept.clone());
+                    kept
+                }
+            })
+            .collect();
+        Image(pages)
+    }
+
+    fn join(&mut self, image: &Image) -> &[u8] {
+        self.joined.clear();
+        for page in image.0.iter() {
+            self.joined.extend_from_slice(page);
+        }
+        &self.joined
+    }
+
+    /// Let go of the pages no kept image holds any more.
+    pub(crate) fn sweep(&mut self) {
+        self.pool.retain(|page| Rc::strong_count(page) > 1);
+    }
+}
+
+/// The explorer's own SQLite outbox, seeded, held in memory from the first state on.
+pub(crate) struct Bench {
+    pub(crate) store: Store,
+    pub(crate) provider: Provider,
+    pub(crate) pages: Pages,
+    /// The file the first state was made in; removed at the end.
+    _dir: tempfile::TempDir,
+}
+
+impl Bench {
+    pub(crate) fn new(opts: &ExploreOptions) -> Result<Bench, ExploreError> {
+        let dir = tempfile::tempdir().map_err(ExploreError::Scratch)?;
+        let shared = Arc::new(StoreShared::new(Durability::Off));
+        let (mut store, _) = Store::create(&dir.path().join("explore.db"), shared)?;
+        let provider = Provider::new();
+        provider.set_idempotent(opts.idempotent);
+        store.seed(&provider, opts.messages, SCENARIO_START_MS)?;
+        store.set_rules(Rules {
+            owner_only_finalize: opts.mode == Mode::OwnerGuard,
+            broken_claim: opts.broken_claim,
+            forget_answer: opts.forget_answer,
+        });
+        // Every state is kept as an image: small pages make small images.
+        store.repage(Pages::SIZE as u32)?;
+        let image = store.image()?;
+        store.restore_image(&image)?;
+        Ok(Bench {
+            store,
+            provider,
+            pages: Pages::default(),
+            _dir: dir,
+        })
+    }
+
+    pub(crate) fn image(&mut self) -> Result<Image, ExploreError> {
+        let bytes = self.store.image()?;
+        Ok(self.pages.keep(&bytes))
+    }
+
+    pub(crate) fn restore(&mut self, image: &Image) -> Result<(), ExploreError> {
+        let bytes = self.pages.join(image);
+        self.store.restore_image(bytes).map_err(ExploreError::from)
+    }
+}
