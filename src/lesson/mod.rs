@@ -4,6 +4,7 @@
 //! headless, so a lesson's narration is proven true in CI.
 
 pub mod format;
+pub mod parser;
 pub mod perform;
 pub mod reference;
 pub mod runner;
@@ -11,8 +12,9 @@ pub mod runner;
 use std::path::Path;
 
 pub use format::{
-    parse, Action, Choice, Condition, Expect, Figure, Lesson, MessageSel, Quiz, Setup, Step,
+    Action, Choice, Condition, Expect, Figure, Lesson, MessageSel, Quiz, Setup, Step,
 };
+pub use parser::parse;
 pub use perform::Performer;
 pub use runner::{check_lesson, Check, LessonRunner, Session, StepReport};
 
