@@ -232,8 +232,9 @@ pub fn save_lesson(report: &Report) -> Result<Option<String>, String> {
     };
     let names = engine_names(report.options.workers, &v.shortest);
     let text = draft(report, v, &names, &[]);
-    let lesson = crate::lesson::parse("explored", "explored.toml", &text)?;
-    let mut session = Session::start(lesson)?;
+    let lesson =
+        crate::lesson::parse("explored", "explored.toml", &text).map_err(|e| e.to_string())?;
+    let mut session = Session::start(lesson).map_err(|e| e.to_string())?;
     let figures = candidates(report.options.messages);
     let mut expects = vec![read_all(&session, &figures)?];
     for _ in 0..v.shortest.len() {
@@ -328,7 +329,8 @@ fn read_all(s: &Session, figures: &[(String, Figure)]) -> Result<Vec<String>, St
                 figure: f.clone(),
                 value: String::new(),
             };
-            Ok(format!("{text} {}", figure(&s.engine, &s.ledger, &e)?))
+            let found = figure(&s.engine, &s.ledger, &e).map_err(|e| e.to_string())?;
+            Ok(format!("{text} {found}"))
         })
         .collect()
 }

@@ -10,9 +10,10 @@ use crate::engine::MAX_WORKERS;
 use crate::lesson::format::{Action, MAX_ADD_PAYMENT, MAX_CLOCK_MS, MAX_WORK_BEATS};
 
 use super::ctx::Ctx;
+use super::error::Mistake;
 
 impl Ctx<'_> {
-    pub(super) fn action(&self, a: &Spanned<String>) -> Result<Action, String> {
+    pub(super) fn action(&self, a: &Spanned<String>) -> Result<Action, Mistake> {
         let span = a.span();
         let words: Vec<&str> = a.get_ref().split_whitespace().collect();
         let verb = words.first().copied().unwrap_or("");
@@ -84,7 +85,7 @@ impl Ctx<'_> {
         span: &Range<usize>,
         verb: &str,
         n: Option<&str>,
-    ) -> Result<Action, String> {
+    ) -> Result<Action, Mistake> {
         let (max, what) = match verb {
             "workers" => (MAX_WORKERS, "workers"),
             _ => (MAX_BATCH, "batch"),
@@ -106,7 +107,7 @@ impl Ctx<'_> {
         span: &Range<usize>,
         verb: &str,
         word: Option<&str>,
-    ) -> Result<Action, String> {
+    ) -> Result<Action, Mistake> {
         let ms = self.bounded(
             span,
             word.map(|w| w.strip_suffix("ms").unwrap_or(w)),
@@ -138,7 +139,7 @@ impl Ctx<'_> {
         span: &Range<usize>,
         verb: &str,
         word: Option<&str>,
-    ) -> Result<Action, String> {
+    ) -> Result<Action, Mistake> {
         let which = match word {
             Some("all") => None,
             Some(w) => Some(self.message(span, w)?),

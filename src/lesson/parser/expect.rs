@@ -9,10 +9,11 @@ use crate::engine::text::quoted;
 use crate::lesson::format::{Expect, Figure, LEDGER_FIGURES};
 
 use super::ctx::Ctx;
+use super::error::Mistake;
 use super::words::names;
 
 impl Ctx<'_> {
-    pub(super) fn expect(&self, e: &Spanned<String>) -> Result<Expect, String> {
+    pub(super) fn expect(&self, e: &Spanned<String>) -> Result<Expect, Mistake> {
         let span = e.span();
         let text = e.get_ref().trim().to_string();
         let words: Vec<&str> = text.split_whitespace().collect();
@@ -88,10 +89,10 @@ impl Ctx<'_> {
         m: &str,
         words: &[&str],
         text: &str,
-    ) -> Result<(Figure, String), String> {
+    ) -> Result<(Figure, String), Mistake> {
         let bad = |msg: &str| Err(self.p.err(span.clone(), msg));
         let one_of =
-            |word: Option<&str>, allowed: &[String], what: &str| -> Result<String, String> {
+            |word: Option<&str>, allowed: &[String], what: &str| -> Result<String, Mistake> {
                 match word {
                     Some(w) if allowed.iter().any(|a| a == w) => Ok(w.to_string()),
                     Some(w) => Err(self.p.err(

@@ -3,6 +3,7 @@
 
 mod action;
 mod ctx;
+mod error;
 mod expect;
 mod raw;
 mod setup;
@@ -11,23 +12,25 @@ mod step;
 mod words;
 mod workers;
 
-use crate::engine::text;
-use crate::lesson::format::{Lesson, MAX_REPORTED_ERRORS};
+use crate::lesson::format::Lesson;
 
 use ctx::Ctx;
 use raw::RawLesson;
 use source::Parser;
 
+pub use error::{Mistake, ParseError};
+
 /// Read a lesson. `name` is how it is called; `path` names the file in errors.
-pub fn parse(name: &str, path: &str, text: &str) -> Result<Lesson, String> {
+pub fn parse(name: &str, path: &str, text: &str) -> Result<Lesson, ParseError> {
     parse_with(&Parser::new(path, text), name)
 }
 
-fn parse_with(p: &Parser, name: &str) -> Result<Lesson, String> {
+fn parse_with(p: &Parser, name: &str) -> Result<Lesson, ParseError> {
     let (path, text) = (p.path, p.text);
-    let raw: RawLesson = toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|s| p.line_of(s.start)).unwrap_or(1);
-        format!("{path}:{line}: {}", toml_message(e.message()))
+    let raw: RawLesson = toml::from_str(text).map_err(|e| ParseError::Toml {
+        path: path.to_string(),
+        line: e.span().map(|s| p.line_of(s.start)).unwrap_or(1),
+        cause: e,
     })?;
     p.format_version(&raw.format_version)?;
     let title = raw
@@ -37,7 +40,9 @@ fn parse_with(p: &Parser, name: &str) -> Result<Lesson, String> {
     let summary = raw.summary.unwrap_or_default();
     let setup = p.setup(&raw.setup)?;
     if raw.step.is_empty() {
-        return Err(p.err(text.len()..text.len(), "the lesson has no [[step]]"));
+        return Err(p
+            .err(text.len()..text.len(), "the lesson has no [[step]]")
+            .into());
     }
     let ctx = Ctx {
         p,
@@ -58,7 +63,7 @@ fn parse_with(p: &Parser, name: &str) -> Result<Lesson, String> {
     }
     errors.extend(ctx.crew_and_stalls());
     if !errors.is_empty() {
-        return Err(many_errors(errors));
+        return Err(ParseError::Mistakes(errors));
     }
     Ok(Lesson {
         name: name.to_string(),
@@ -68,28 +73,6 @@ fn parse_with(p: &Parser, name: &str) -> Result<Lesson, String> {
         setup,
         steps,
     })
-}
-
-/// The TOML reader's message on one line, each value it quotes (a key, a string of the
-/// file) cut to a prefix: the file may hold a megabyte on one line.
-fn toml_message(msg: &str) -> String {
-    let words: Vec<String> = text::printable(msg.trim())
-        .split(' ')
-        .map(|w| text::bounded(w, text::MAX_QUOTED).into_owned())
-        .collect();
-    text::bounded(&words.join(" "), 4 * text::MAX_QUOTED).into_owned()
-}
-
-/// Mistakes, one per line, at most [`MAX_REPORTED_ERRORS`] of them.
-fn many_errors(errors: Vec<String>) -> String {
-    let mut lines: Vec<String> = errors.iter().take(MAX_REPORTED_ERRORS).cloned().collect();
-    if errors.len() > MAX_REPORTED_ERRORS {
-        lines.push(format!(
-            "... and {} more mistakes",
-            errors.len() - MAX_REPORTED_ERRORS
-        ));
-    }
-    lines.join("\n")
 }
 
 #[cfg(test)]
@@ -155,14 +138,14 @@ expect = ["PAY-001 owner Worker-A", "ledger claims 1", "provider PAY-001 calls 0
             ("advance +5", "bad number '+5' for advance"),
         ] {
             let bad = GOOD.replace("advance 100", action);
-            let e = parse("t", "t.toml", &bad).unwrap_err();
+            let e = parse("t", "t.toml", &bad).unwrap_err().to_string();
             assert!(e.starts_with(&format!("t.toml:7: {says}")), "{action}: {e}");
         }
         // At the maximum the amounts are taken.
         let ok = GOOD.replace("advance 100", "advance 86400000\", \"work 1000000");
         assert!(parse("t", "t.toml", &ok).is_ok());
         let bad = GOOD.replace("ledger claims 1", "ledger claims 1000000001");
-        let e = parse("t", "t.toml", &bad).unwrap_err();
+        let e = parse("t", "t.toml", &bad).unwrap_err().to_string();
         assert!(
             e.starts_with("t.toml:9: claims 1000000001 is outside 0-1000000000"),
             "{e}"
@@ -171,7 +154,7 @@ expect = ["PAY-001 owner Worker-A", "ledger claims 1", "provider PAY-001 calls 0
         let short = GOOD
             .replace("workers = 2", "lease_ms = 30")
             .replace("advance 100", "work 10001");
-        let e = parse("t", "t.toml", &short).unwrap_err();
+        let e = parse("t", "t.toml", &short).unwrap_err().to_string();
         assert!(
             e.starts_with("t.toml:7: work 10001 is 1001 heartbeat intervals of 10 ms"),
             "{e}"
@@ -188,14 +171,18 @@ expect = ["PAY-001 owner Worker-A", "ledger claims 1", "provider PAY-001 calls 0
         );
         // The seeded 6 and ten thousand added pass the most a lesson may hold.
         let adds = ["\"add-payment 1000\""; 10].join(", ");
-        let e = parse("t", "t.toml", &GOOD.replace("\"advance 100\"", &adds)).unwrap_err();
+        let e = parse("t", "t.toml", &GOOD.replace("\"advance 100\"", &adds))
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "t.toml:7: add-payment 1000 brings the lesson to 10006 payments, more than 10000"
         );
         // Counts that would overflow a sum are refused one by one, never added.
         let huge = ["\"add-payment 18446744073709551615\""; 2].join(", ");
-        let e = parse("t", "t.toml", &GOOD.replace("\"advance 100\"", &huge)).unwrap_err();
+        let e = parse("t", "t.toml", &GOOD.replace("\"advance 100\"", &huge))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("t.toml:7: bad number '18446744073709551615' for add-payment"),
             "{e}"
@@ -227,7 +214,7 @@ expect = ["PAY-001 owner Worker-A", "ledger claims 1", "provider PAY-001 calls 0
             Figure::Payments(PaymentStatus::Paid)
         );
         let bad = GOOD.replace("\"ledger claims 1\"", "\"payments Refunded 0\"");
-        let e = parse("t", "t.toml", &bad).unwrap_err();
+        let e = parse("t", "t.toml", &bad).unwrap_err().to_string();
         assert!(
             e.ends_with("'Refunded' is not a status (one of Pending, Paid, Failed)"),
             "{e}"
@@ -237,22 +224,24 @@ expect = ["PAY-001 owner Worker-A", "ledger claims 1", "provider PAY-001 calls 0
     #[test]
     pub(super) fn errors_name_the_line() {
         let bad = GOOD.replace("advance 100", "advance soon");
-        let e = parse("t", "t.toml", &bad).unwrap_err();
+        let e = parse("t", "t.toml", &bad).unwrap_err().to_string();
         assert!(e.starts_with("t.toml:7: bad number 'soon'"), "{e}");
         let bad = GOOD.replace("workers = 2", "workers = 0");
         assert!(parse("t", "t.toml", &bad)
             .unwrap_err()
+            .to_string()
             .starts_with("t.toml:5: workers = 0"));
         let bad = GOOD.replace("claim Worker-A", "claim Worker-C");
         assert!(parse("t", "t.toml", &bad)
             .unwrap_err()
+            .to_string()
             .starts_with("t.toml:7: unknown worker 'Worker-C'"));
     }
 
     #[test]
     pub(super) fn a_heartbeat_not_shorter_than_the_lease_is_refused_at_its_line() {
         let bad = GOOD.replace("workers = 2", "lease_ms = 900\nheartbeat_ms = 900");
-        let e = parse("t", "t.toml", &bad).unwrap_err();
+        let e = parse("t", "t.toml", &bad).unwrap_err().to_string();
         assert!(e.starts_with("t.toml:6: heartbeat interval 900 ms"), "{e}");
         let ok = GOOD.replace("workers = 2", "heartbeat = false\nheartbeat_ms = 100");
         let l = parse("t", "t.toml", &ok).unwrap();

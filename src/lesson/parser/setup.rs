@@ -12,6 +12,7 @@ use crate::engine::worker::MAX_BATCH;
 use crate::lesson::format::{Setup, FORMAT_VERSION, MAX_ADD_PAYMENT, MAX_LESSON_MESSAGES};
 use crate::setup::Reliability;
 
+use super::error::Mistake;
 use super::raw::{RawSetup, RawStep};
 use super::source::Parser;
 
@@ -22,7 +23,7 @@ impl Parser<'_> {
         &self,
         steps: &[Spanned<RawStep>],
         seeded: u64,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, Mistake> {
         let mut total = seeded;
         for a in steps.iter().flat_map(|s| &s.get_ref().actions) {
             let mut words = a.get_ref().split_whitespace();
@@ -49,7 +50,7 @@ impl Parser<'_> {
     }
 
     /// `max_attempts`, `backoff_ms` and `backoff_cap_ms` over the defaults.
-    pub(super) fn retry(&self, s: &RawSetup) -> Result<RetryPolicy, String> {
+    pub(super) fn retry(&self, s: &RawSetup) -> Result<RetryPolicy, Mistake> {
         let d = RetryPolicy::default();
         let max = self.number(&s.max_attempts, "max_attempts", 1, 1_000)?;
         let base = self.number(&s.backoff_ms, "backoff_ms", 0, 3_600_000)?;
@@ -72,7 +73,7 @@ impl Parser<'_> {
         what: &str,
         min: i64,
         max: i64,
-    ) -> Result<Option<i64>, String> {
+    ) -> Result<Option<i64>, Mistake> {
         match v {
             None => Ok(None),
             Some(n) if (min..=max).contains(n.get_ref()) => Ok(Some(*n.get_ref())),
@@ -83,7 +84,7 @@ impl Parser<'_> {
         }
     }
 
-    pub(super) fn format_version(&self, v: &Option<Spanned<i64>>) -> Result<(), String> {
+    pub(super) fn format_version(&self, v: &Option<Spanned<i64>>) -> Result<(), Mistake> {
         match v {
             None => Err(self.err(0..0, "format_version is missing (write format_version = 1)")),
             Some(v) if *v.get_ref() != FORMAT_VERSION => Err(self.err(
@@ -98,7 +99,7 @@ impl Parser<'_> {
     }
 
     /// The `[setup]` table, each number in its range, defaults for what it leaves out.
-    pub(super) fn setup(&self, s: &RawSetup) -> Result<Setup, String> {
+    pub(super) fn setup(&self, s: &RawSetup) -> Result<Setup, Mistake> {
         let d = Setup::default();
         let mut setup = Setup {
             workers: self
@@ -138,7 +139,7 @@ impl Parser<'_> {
     pub(super) fn finalize_guard(
         &self,
         v: &Option<Spanned<String>>,
-    ) -> Result<FinalizeGuard, String> {
+    ) -> Result<FinalizeGuard, Mistake> {
         let Some(v) = v else {
             return Ok(FinalizeGuard::default());
         };
@@ -157,8 +158,8 @@ impl Parser<'_> {
     }
 
     /// The provider failures a lesson asks for, each naming a seeded payment.
-    pub(super) fn faults(&self, s: &RawSetup, messages: u64) -> Result<ProviderFaults, String> {
-        let key_of = |word: &str, span: Range<usize>| -> Result<String, String> {
+    pub(super) fn faults(&self, s: &RawSetup, messages: u64) -> Result<ProviderFaults, Mistake> {
+        let key_of = |word: &str, span: Range<usize>| -> Result<String, Mistake> {
             let n = word
                 .strip_prefix("PAY-")
                 .and_then(|d| d.parse::<u64>().ok())

@@ -2,6 +2,8 @@
 
 use std::ops::Range;
 
+use super::error::Mistake;
+
 /// Where each line of a text starts, so a byte offset's line is a binary search, not a
 /// scan from the top (a lesson names the line of every step and expectation).
 pub(super) struct LineIndex {
@@ -60,7 +62,16 @@ impl<'a> Parser<'a> {
         self.lines.line_of(offset)
     }
 
-    pub(super) fn err(&self, span: Range<usize>, msg: &str) -> String {
-        format!("{}:{}: {msg}", self.path, self.line_of(span.start))
+    /// A mistake at the line of `span`.
+    pub(super) fn err(&self, span: Range<usize>, msg: &str) -> Mistake {
+        self.mistake(self.line_of(span.start), msg.to_string())
+    }
+
+    pub(super) fn mistake(&self, line: usize, what: String) -> Mistake {
+        Mistake {
+            path: self.path.to_string(),
+            line,
+            what,
+        }
     }
 }

@@ -8,11 +8,12 @@ use toml::Spanned;
 use crate::lesson::format::{Choice, Quiz, Step, CHOICES};
 
 use super::ctx::Ctx;
+use super::error::Mistake;
 use super::raw::{RawChoice, RawStep};
 
 impl Ctx<'_> {
     /// A step, or every mistake in it (its say, each action, each expectation).
-    pub(super) fn step(&self, raw_step: Spanned<RawStep>) -> Result<Step, Vec<String>> {
+    pub(super) fn step(&self, raw_step: Spanned<RawStep>) -> Result<Step, Vec<Mistake>> {
         let step_span = raw_step.span();
         let raw_step = raw_step.into_inner();
         let mut errors = Vec::new();
@@ -61,7 +62,7 @@ impl Ctx<'_> {
         step_span: Range<usize>,
         ask: Option<Spanned<String>>,
         choices: Vec<Spanned<RawChoice>>,
-    ) -> Result<Option<Quiz>, Vec<String>> {
+    ) -> Result<Option<Quiz>, Vec<Mistake>> {
         let Some(ask) = ask else {
             return match choices.first() {
                 None => Ok(None),

@@ -7,9 +7,10 @@ use crate::engine::text::quoted;
 use crate::lesson::format::{Condition, MessageSel, MAX_EXPECTED};
 
 use super::ctx::Ctx;
+use super::error::Mistake;
 
 impl Ctx<'_> {
-    pub(super) fn message(&self, span: &Range<usize>, word: &str) -> Result<MessageSel, String> {
+    pub(super) fn message(&self, span: &Range<usize>, word: &str) -> Result<MessageSel, Mistake> {
         let digits = word.strip_prefix("PAY-").unwrap_or(word);
         let n: u64 = digits
             .parse()
@@ -46,7 +47,7 @@ impl Ctx<'_> {
         span: &Range<usize>,
         word: Option<&str>,
         all: &[S],
-    ) -> Result<S, String> {
+    ) -> Result<S, Mistake> {
         let word = word.unwrap_or("");
         all.iter()
             .copied()
@@ -69,7 +70,7 @@ impl Ctx<'_> {
         span: &Range<usize>,
         word: Option<&str>,
         what: &str,
-    ) -> Result<i64, String> {
+    ) -> Result<i64, Mistake> {
         self.bounded(span, word, what, 0, MAX_EXPECTED)
     }
 
@@ -81,7 +82,7 @@ impl Ctx<'_> {
         what: &str,
         min: i64,
         max: i64,
-    ) -> Result<i64, String> {
+    ) -> Result<i64, Mistake> {
         let word = word.ok_or_else(|| self.p.err(span.clone(), &format!("{what} is missing")))?;
         let n = word
             .bytes()
@@ -109,7 +110,7 @@ impl Ctx<'_> {
         span: &Range<usize>,
         verb: &str,
         word: Option<&str>,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, Mistake> {
         match word {
             Some("on") => Ok(true),
             Some("off") => Ok(false),
@@ -121,7 +122,7 @@ impl Ctx<'_> {
         &self,
         span: &Range<usize>,
         word: Option<&str>,
-    ) -> Result<Condition, String> {
+    ) -> Result<Condition, Mistake> {
         match word {
             Some("drained") => Ok(Condition::Drained),
             Some(w) => Err(self.p.err(

@@ -7,6 +7,7 @@ use crate::engine::worker_id::WorkerId;
 use crate::lesson::format::Action;
 
 use super::ctx::Ctx;
+use super::error::Mistake;
 
 impl Ctx<'_> {
     /// A worker an action names, from `words`: `Worker-A`, or after a stall of Worker-A,
@@ -15,7 +16,7 @@ impl Ctx<'_> {
         &self,
         span: &Range<usize>,
         words: &[&str],
-    ) -> Result<(usize, usize), String> {
+    ) -> Result<(usize, usize), Mistake> {
         let word = words.first().copied();
         let base = self.worker(span, word)?;
         let word = word.unwrap_or_default();
@@ -45,7 +46,7 @@ impl Ctx<'_> {
         &self,
         span: &Range<usize>,
         words: &[&str],
-    ) -> Result<(Action, usize), String> {
+    ) -> Result<(Action, usize), Mistake> {
         let (slot, used) = self.worker_ref(span, words)?;
         if used > 1 {
             let msg = format!(
@@ -63,18 +64,20 @@ impl Ctx<'_> {
 
     /// A lesson that stalls a worker keeps its crew: `workers N` would stop or renumber
     /// the worker started in a stalled one's name.
-    pub(super) fn crew_and_stalls(&self) -> Vec<String> {
+    pub(super) fn crew_and_stalls(&self) -> Vec<Mistake> {
         match (self.crew_change.get(), self.stalls.borrow().first()) {
-            (Some(line), Some((_, _, stall))) => vec![format!(
-                "{}:{line}: workers N cannot change the crew of a lesson that stalls a worker \
-                 (line {stall})",
-                self.p.path
+            (Some(line), Some((_, _, stall))) => vec![self.p.mistake(
+                line,
+                format!(
+                    "workers N cannot change the crew of a lesson that stalls a worker \
+                     (line {stall})"
+                ),
             )],
             _ => Vec::new(),
         }
     }
 
-    pub(super) fn worker(&self, span: &Range<usize>, word: Option<&str>) -> Result<usize, String> {
+    pub(super) fn worker(&self, span: &Range<usize>, word: Option<&str>) -> Result<usize, Mistake> {
         let word = word.ok_or_else(|| self.p.err(span.clone(), "a worker is missing"))?;
         // `Worker-A#2` (a restart) is the same worker as `Worker-A`.
         let base = WorkerId::parse(word).map(WorkerId::base);
