@@ -155,7 +155,9 @@ fn every_example_in_the_reference_parses() {
 #[test]
 fn the_parser_reads_no_setup_key_or_action_the_reference_leaves_out() {
     // The setup keys serde knows, as its refusal of an unknown one lists them.
-    let err = lesson::parse("x", "x.toml", &one("colour = 1", "", "")).unwrap_err();
+    let err = lesson::parse("x", "x.toml", &one("colour = 1", "", ""))
+        .unwrap_err()
+        .to_string();
     let known: Vec<&str> = err
         .split("expected one of")
         .nth(1)
@@ -177,7 +179,9 @@ fn the_parser_reads_no_setup_key_or_action_the_reference_leaves_out() {
         );
     }
     // The parser names its actions from the reference.
-    let err = lesson::parse("x", "x.toml", &one("", "explode Worker-A", "")).unwrap_err();
+    let err = lesson::parse("x", "x.toml", &one("", "explode Worker-A", ""))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains(&reference::action_verbs().join(", ")), "{err}");
     // Every ledger figure is in the reference.
     let doc = reference::reference();

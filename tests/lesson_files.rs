@@ -89,3 +89,73 @@ fn a_lesson_at_the_size_limit_with_every_step_it_holds_is_read() {
     // The last expectation's line is right: found by the line index, not a count.
     assert_eq!(l.steps[steps - 1].expects[0].line, 2 + 4 * steps);
 }
+
+/// Each refusal of a lesson file is a type that keeps its cause, and still one line: what
+/// the file is not, the bytes that are not text, the TOML reader's own error, or the
+/// mistakes the checks found, each with its line.
+#[test]
+fn a_refused_lesson_file_keeps_its_cause() {
+    use lesson::{LoadError, ParseError, ReadError};
+    use std::error::Error;
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    std::fs::create_dir(at("folder.toml")).unwrap();
+    let e = lesson::load(&at("folder.toml")).unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            LoadError::Unreadable {
+                cause: ReadError::NotAFile,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+
+    std::fs::write(at("latin1.toml"), b"title = \"caf\xe9\"\n").unwrap();
+    let e = lesson::load(&at("latin1.toml")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: cannot read the lesson: not UTF-8 text",
+            at("latin1.toml")
+        )
+    );
+    let utf8 = e
+        .source()
+        .and_then(Error::source)
+        .map(|c| c.is::<std::string::FromUtf8Error>());
+    assert_eq!(utf8, Some(true), "{e:?}");
+
+    std::fs::write(at("broken.toml"), "format_version = 1\ntitle = \n").unwrap();
+    let e = lesson::load(&at("broken.toml")).unwrap_err();
+    let parse = e.source().and_then(|c| c.downcast_ref::<ParseError>());
+    assert_eq!(parse.map(ParseError::line), Some(2), "{e:?}");
+    let toml = parse
+        .and_then(Error::source)
+        .map(|c| c.is::<toml::de::Error>());
+    assert_eq!(toml, Some(true), "{e:?}");
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{}:2: ", at("broken.toml"))),
+        "{e}"
+    );
+
+    let text =
+        "format_version = 1\ntitle = \"t\"\n[[step]]\ndo = [\"advance soon\"]\nsay = \"x\"\n\
+                [[step]]\ndo = [\"explode\"]\nsay = \"y\"\n";
+    let e = lesson::parse("t", "t.toml", text).unwrap_err();
+    let found: Vec<(usize, &str)> = e
+        .mistakes()
+        .iter()
+        .map(|m| (m.line, m.what.as_str()))
+        .collect();
+    assert_eq!(found.len(), 2, "{e}");
+    assert_eq!(found[0].0, 4);
+    assert!(
+        found[0].1.starts_with("bad number 'soon' for advance"),
+        "{e}"
+    );
+    assert_eq!(found[1].0, 7);
+    assert_eq!(e.to_string().lines().count(), 2, "{e}");
+}

@@ -23,7 +23,9 @@ expect = ["PAY-001 status Processed", "provider PAY-001 calls 1"]
 "#;
 
 fn error_of(text: &str) -> String {
-    parse("small", "lessons/small.toml", text).expect_err("a bad lesson")
+    parse("small", "lessons/small.toml", text)
+        .expect_err("a bad lesson")
+        .to_string()
 }
 
 #[test]
@@ -231,7 +233,7 @@ fn lessons_load_by_name_or_path_and_unknown_names_are_refused() {
     std::fs::write(&path, SMALL).unwrap();
     let l = lesson::load(path.to_str().unwrap()).unwrap();
     assert_eq!((l.name.as_str(), l.steps.len()), ("mine", 2));
-    let e = lesson::load("no-such-lesson").unwrap_err();
+    let e = lesson::load("no-such-lesson").unwrap_err().to_string();
     assert!(e.contains("unknown lesson 'no-such-lesson'") && e.contains("atomic-claim"));
 }
 
@@ -533,7 +535,51 @@ fn after_a_stall_each_action_names_which_of_the_two_workers_it_moves() {
         ),
     ] {
         assert!(good.contains(from), "{from}");
-        let e = parse("stall", "stall.toml", &good.replace(from, to)).unwrap_err();
+        let e = parse("stall", "stall.toml", &good.replace(from, to))
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, says);
     }
+}
+
+/// An action a step cannot carry out stops the step with a type that names the action as
+/// written and keeps why; a figure of a message that does not exist says so.
+#[test]
+fn a_failed_action_and_an_unreadable_figure_are_typed_with_their_cause() {
+    use lesson::{ActionError, Expect, Figure, FigureError, MessageSel, RunError};
+    use std::error::Error;
+    let text = SMALL.replace(
+        "do = [\"claim Worker-A PAY-001\"]",
+        "do = [\"crash Worker-B\", \"crash Worker-B\"]",
+    );
+    let mut s = Session::start(parse("small", "small.toml", &text).unwrap()).unwrap();
+    let e = s.runner.apply_next(&mut s.engine).unwrap_err();
+    assert!(
+        matches!(&e, RunError::Action { text, cause: ActionError::AlreadyDown(who) }
+            if text == "crash Worker-B" && who == "Worker-B"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "'crash Worker-B' failed: Worker-B is already down"
+    );
+    assert!(e.source().is_some_and(|c| c.is::<ActionError>()), "{e:?}");
+    let report = s.runner.record(Some(e), Vec::new()).clone();
+    assert_eq!(
+        report.line(2),
+        "step 1/2 FAIL: 'crash Worker-B' failed: Worker-B is already down"
+    );
+
+    let missing = Expect {
+        text: "PAY-099 status Pending".into(),
+        line: 1,
+        figure: Figure::Status(MessageSel {
+            id: 99,
+            key: "PAY-099".into(),
+        }),
+        value: "Pending".into(),
+    };
+    let e = lesson::runner::figure(&s.engine, &s.ledger, &missing).unwrap_err();
+    assert!(matches!(e, FigureError::NoSuchMessage(99)), "{e:?}");
+    assert_eq!(e.to_string(), "message 99 does not exist");
 }

@@ -3,16 +3,20 @@
 //! must hold afterwards (`expect`). The same file is stepped in the dashboard and checked
 //! headless, so a lesson's narration is proven true in CI.
 
+pub mod error;
 pub mod format;
+mod load;
+pub mod parser;
 pub mod perform;
 pub mod reference;
 pub mod runner;
 
-use std::path::Path;
-
+pub use error::{ActionError, FigureError, RunError};
 pub use format::{
-    parse, Action, Choice, Condition, Expect, Figure, Lesson, MessageSel, Quiz, Setup, Step,
+    Action, Choice, Condition, Expect, Figure, Lesson, MessageSel, Quiz, Setup, Step,
 };
+pub use load::{load, LoadError, ReadError, MAX_LESSON_BYTES};
+pub use parser::{parse, Mistake, ParseError};
 pub use perform::Performer;
 pub use runner::{check_lesson, Check, LessonRunner, Session, StepReport};
 
@@ -87,70 +91,4 @@ pub fn source(lesson: &Lesson) -> String {
     } else {
         lesson.path.clone()
     }
-}
-
-/// The largest lesson file leaselab reads, in bytes (the built-ins are under 4 KiB).
-pub const MAX_LESSON_BYTES: u64 = 1024 * 1024;
-
-/// A built-in name or a path to a lesson file. The error is one line: `FILE:LINE: what`
-/// for a bad file, or what was not found.
-pub fn load(name_or_path: &str) -> Result<Lesson, String> {
-    if let Some(l) = built_in(name_or_path) {
-        return Ok(l);
-    }
-    let path = Path::new(name_or_path);
-    // A name with a folder or an extension is a file the user meant, not a lesson name.
-    let looks_like_a_file = name_or_path.contains('/') || name_or_path.ends_with(".toml");
-    if looks_like_a_file && !path.exists() {
-        return Err(format!("{name_or_path}: no such file"));
-    }
-    if !path.exists() {
-        let names: Vec<&str> = BUILT_INS.iter().map(|b| b.name).collect();
-        return Err(format!(
-            "unknown lesson '{name_or_path}'; built-in lessons: {} (or give the path of a lesson file)",
-            names.join(", ")
-        ));
-    }
-    let text = read_lesson_file(path)
-        .map_err(|e| format!("{name_or_path}: cannot read the lesson: {e}"))?;
-    let name = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| name_or_path.to_string());
-    parse(&name, name_or_path, &text)
-}
-
-/// The text of a lesson file: a regular file (a symlink is followed) of at most
-/// [`MAX_LESSON_BYTES`]. A fifo, a device or a folder is refused without waiting on it.
-fn read_lesson_file(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    // Opened without blocking, so a fifo with no writer cannot hold the open; what the
-    // descriptor is, is then asked of the descriptor itself, not of the name.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| e.to_string())?;
-    let meta = file.metadata().map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("not a regular file (a lesson is a TOML file)".into());
-    }
-    if meta.len() > MAX_LESSON_BYTES {
-        return Err(format!(
-            "{} bytes, more than the {MAX_LESSON_BYTES} a lesson may hold",
-            meta.len()
-        ));
-    }
-    let mut bytes = Vec::new();
-    // A file that grows while it is read still stops at the limit.
-    file.take(MAX_LESSON_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > MAX_LESSON_BYTES {
-        return Err(format!(
-            "more than the {MAX_LESSON_BYTES} bytes a lesson may hold"
-        ));
-    }
-    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())
 }

@@ -9,6 +9,7 @@ use crate::engine::worker::NextAction;
 use crate::engine::worker_id::WorkerId;
 use crate::engine::Engine;
 
+use super::error::ActionError;
 use super::format::{Action, Condition, MessageSel};
 
 /// Most actions `run-until` may take before it gives up (a frozen worker's lease can keep
@@ -27,7 +28,7 @@ impl<'a> Performer<'a> {
 
     /// Carry out one action; every event it causes is on the engine's channel when this
     /// returns. An action that cannot be carried out says why and changes nothing.
-    pub fn perform(&mut self, engine: &mut Engine, action: &Action) -> Result<(), String> {
+    pub fn perform(&mut self, engine: &mut Engine, action: &Action) -> Result<(), ActionError> {
         match action {
             Action::Claim { slot, message } => self.claim(engine, *slot, message.as_ref())?,
             Action::Act { slot } => {
@@ -37,14 +38,14 @@ impl<'a> Performer<'a> {
             Action::Beat { slot } => {
                 self.live(engine, *slot)?;
                 if !engine.settings.heartbeats() {
-                    return Err("heartbeats are off (heartbeats = true in [setup])".into());
+                    return Err(ActionError::HeartbeatsOff);
                 }
                 engine.heartbeat(*slot);
             }
             Action::Crash { slot } => {
-                let w = engine.worker(*slot).ok_or("no such worker")?;
+                let w = engine.worker(*slot).ok_or(ActionError::NoSuchSlot)?;
                 if !w.is_alive() {
-                    return Err(format!("{} is already down", w.name));
+                    return Err(ActionError::AlreadyDown(w.name.clone()));
                 }
                 engine.crash(*slot);
                 self.frozen.remove(slot);
@@ -61,10 +62,10 @@ impl<'a> Performer<'a> {
             Action::Stall { slot, new } => self.stall(engine, *slot, *new)?,
             Action::Resume { slot } => {
                 if engine.worker(*slot).is_none() {
-                    return Err(format!("there is no {}", label(engine, *slot)));
+                    return Err(ActionError::NoWorker(label(engine, *slot)));
                 }
                 if !self.frozen.remove(slot) {
-                    return Err(format!("{} is not paused", label(engine, *slot)));
+                    return Err(ActionError::NotPaused(label(engine, *slot)));
                 }
                 engine.wake(*slot);
             }
@@ -82,9 +83,7 @@ impl<'a> Performer<'a> {
                 });
             }
             Action::Redrive(which) => {
-                engine
-                    .redrive(which.as_ref().map(|m| m.key.as_str()))
-                    .map_err(|e| e.to_string())?;
+                engine.redrive(which.as_ref().map(|m| m.key.as_str()))?;
             }
             Action::Leasing(on) => engine.set_leasing(*on),
             Action::Idempotency(on) => set_idempotency(engine, *on),
@@ -95,7 +94,7 @@ impl<'a> Performer<'a> {
             Action::Batch(k) => engine.set_batch(*k),
             Action::AddPayment(n) => {
                 for _ in 0..*n {
-                    engine.add_payment().map_err(|e| e.to_string())?;
+                    engine.add_payment()?;
                 }
             }
             Action::RunUntil(c) => self.run_until(engine, *c)?,
@@ -103,32 +102,32 @@ impl<'a> Performer<'a> {
         Ok(())
     }
 
-    fn live(&self, engine: &Engine, slot: usize) -> Result<(), String> {
+    fn live(&self, engine: &Engine, slot: usize) -> Result<(), ActionError> {
         if engine.worker(slot).is_none() {
-            return Err(format!("there is no {}", label(engine, slot)));
+            return Err(ActionError::NoWorker(label(engine, slot)));
         }
         let (w, shown) = (engine.worker(slot), label(engine, slot));
         if !w.is_some_and(|w| w.is_alive()) {
-            return Err(format!("{shown} is down; restart it first"));
+            return Err(ActionError::Down(shown));
         }
         if self.frozen.contains(&slot) {
-            return Err(format!("{shown} is paused; resume it first"));
+            return Err(ActionError::Paused(shown));
         }
         Ok(())
     }
 
     /// The worker in `slot` freezes where it is, and its supervisor starts a new worker
     /// under its name, in slot `new` (the lesson's parser counted the slots).
-    fn stall(&mut self, engine: &mut Engine, slot: usize, new: usize) -> Result<(), String> {
+    fn stall(&mut self, engine: &mut Engine, slot: usize, new: usize) -> Result<(), ActionError> {
         self.live(engine, slot)?;
         if engine.namesake(slot).is_some() {
-            return Err(format!("{} has stalled already", label(engine, slot)));
+            return Err(ActionError::StalledAlready(label(engine, slot)));
         }
         if engine.workers().len() != new {
-            return Err(format!(
-                "the new worker would take slot {}, not {new}: the crew changed",
-                engine.workers().len()
-            ));
+            return Err(ActionError::CrewChanged {
+                taken: engine.workers().len(),
+                new,
+            });
         }
         self.frozen.insert(slot);
         engine.start_namesake(slot, true);
@@ -141,21 +140,20 @@ impl<'a> Performer<'a> {
         engine: &mut Engine,
         slot: usize,
         message: Option<&MessageSel>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ActionError> {
         self.live(engine, slot)?;
         let status = engine.worker(slot).map(|w| w.status()).unwrap_or_default();
         // A worker that holds nothing shows Claim or Load by the leasing mode it
         // last looked at; either way it is free to claim.
         if !matches!(status.next, NextAction::Claim | NextAction::Load) {
-            return Err(format!(
-                "{} is busy: its next action is to {}",
-                status.name,
-                status.next.describe()
-            ));
+            return Err(ActionError::Busy {
+                next: status.next.describe(),
+                name: status.name,
+            });
         }
         match message {
             Some(_) if !engine.settings.leasing() => {
-                return Err("with leasing off there is no claim of one message".into())
+                return Err(ActionError::OneMessageWithoutLeasing)
             }
             Some(m) => {
                 engine.claim_id(slot, m.id);
@@ -191,7 +189,7 @@ impl<'a> Performer<'a> {
     }
 
     /// Every live, unfrozen worker acts in turn (Worker-A first) until the condition holds.
-    fn run_until(&self, engine: &Engine, c: Condition) -> Result<(), String> {
+    fn run_until(&self, engine: &Engine, c: Condition) -> Result<(), ActionError> {
         let n = engine.workers().len();
         // Turns in a row in which every mover held nothing and the outbox did not change.
         let mut idle_turns = 0;
@@ -201,7 +199,7 @@ impl<'a> Performer<'a> {
                 .filter(|s| !self.frozen.contains(s))
                 .filter(|s| engine.worker(*s).is_some_and(|w| w.is_alive()))
                 .collect();
-            let counts = engine.store().outbox_counts().map_err(|e| e.to_string())?;
+            let counts = engine.store().outbox_counts()?;
             let idle = movers
                 .iter()
                 .all(|s| engine.worker(*s).is_some_and(|w| w.status().empty_handed()));
@@ -213,7 +211,7 @@ impl<'a> Performer<'a> {
                 }
             }
             if movers.is_empty() {
-                return Err("no worker can move: every one is down or paused".into());
+                return Err(ActionError::NobodyCanMove);
             }
             if idle && idle_counts.as_ref() == Some(&counts) {
                 idle_turns += 1;
@@ -223,16 +221,15 @@ impl<'a> Performer<'a> {
             }
             // Two whole rounds found nothing to take: on a paused clock nothing will change.
             if idle_turns > 2 * movers.len() {
-                return Err(format!(
-                    "not drained and nothing left to claim ({} Pending, {} Processing): a lease \
-                     held by a paused or crashed worker never expires on a paused clock",
-                    counts.pending, counts.processing
-                ));
+                return Err(ActionError::Stuck {
+                    pending: counts.pending,
+                    processing: counts.processing,
+                });
             }
             let slot = movers[turn % movers.len()];
             engine.step_scripted(slot);
         }
-        Err(format!("still not drained after {RUN_UNTIL_LIMIT} actions"))
+        Err(ActionError::NeverDrained(RUN_UNTIL_LIMIT))
     }
 }
 

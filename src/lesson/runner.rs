@@ -11,6 +11,7 @@ use crate::engine::outbox::{OutboxStatus, PaymentStatus};
 use crate::engine::worker::NextAction;
 use crate::engine::{Engine, EngineConfig};
 
+use super::error::{FigureError, RunError};
 use super::format::{Expect, Figure, Lesson, Setup};
 use super::perform::Performer;
 
@@ -153,38 +154,40 @@ impl LessonRunner {
     }
 
     /// Back to the lesson's first state: a fresh outbox, fresh workers, the clock rewound.
-    pub fn reseed(&mut self, engine: &mut Engine) -> Result<(), String> {
+    pub fn reseed(&mut self, engine: &mut Engine) -> Result<(), RunError> {
         engine.clock.pause();
         engine.config.workers = self.lesson.setup.workers;
-        engine
-            .reset(self.lesson.setup.messages, true)
-            .map_err(|e| e.to_string())?;
+        engine.reset(self.lesson.setup.messages, true)?;
         self.prepare(engine);
         Ok(())
     }
 
     /// Carry out the next step's actions. Every event they cause is on the engine's
     /// channel when this returns. Stops at the first action that cannot be carried out.
-    pub fn apply_next(&mut self, engine: &mut Engine) -> Result<(), String> {
+    pub fn apply_next(&mut self, engine: &mut Engine) -> Result<(), RunError> {
         let Some(step) = self.lesson.steps.get(self.done).cloned() else {
-            return Err("the lesson has no more steps".into());
+            return Err(RunError::NoMoreSteps);
         };
         self.done += 1;
         for (action, text) in step.actions.iter().zip(&step.actions_text) {
             Performer::new(&mut self.frozen)
                 .perform(engine, action)
-                .map_err(|e| format!("'{text}' failed: {e}"))?;
+                .map_err(|cause| RunError::Action {
+                    text: text.clone(),
+                    cause,
+                })?;
         }
         Ok(())
     }
 
-    /// Record the report of the step just applied (its checks from [`Self::evaluate`]).
-    pub fn record(&mut self, error: Option<String>, checks: Vec<Check>) -> &StepReport {
+    /// Record the report of the step just applied (its checks from [`Self::evaluate`]),
+    /// with what stopped its actions, if anything did.
+    pub fn record(&mut self, error: Option<RunError>, checks: Vec<Check>) -> &StepReport {
         self.reports.truncate(self.done.saturating_sub(1));
         let answer = checks.iter().find_map(|c| c.answer);
         self.reports.push(StepReport {
             number: self.done,
-            error,
+            error: error.map(|e| e.to_string()),
             checks,
             answer,
         });
@@ -224,7 +227,7 @@ impl LessonRunner {
                         text: e.text.clone(),
                         line: e.line,
                         passed: false,
-                        detail: err,
+                        detail: err.to_string(),
                         answer: None,
                     },
                 }
@@ -281,15 +284,13 @@ fn quiz_check(q: &crate::lesson::Quiz, engine: &Engine, ledger: &Ledger) -> Chec
 
 /// The value of an expectation's figure right now, as text: what its check compares, and
 /// what the dashboard shows for it.
-pub fn figure(engine: &Engine, ledger: &Ledger, e: &Expect) -> Result<String, String> {
+pub fn figure(engine: &Engine, ledger: &Ledger, e: &Expect) -> Result<String, FigureError> {
     let store = engine.store();
-    let row = |id: i64| -> Result<crate::engine::outbox::MessageRow, String> {
-        let rows = store
-            .messages((id - 1).max(0) as u64, 1)
-            .map_err(|e| e.to_string())?;
+    let row = |id: i64| -> Result<crate::engine::outbox::MessageRow, FigureError> {
+        let rows = store.messages((id - 1).max(0) as u64, 1)?;
         rows.into_iter()
             .find(|r| r.id == id)
-            .ok_or_else(|| format!("message {id} does not exist"))
+            .ok_or(FigureError::NoSuchMessage(id))
     };
     let calls = || engine.provider.calls();
     Ok(match &e.figure {
@@ -301,7 +302,7 @@ pub fn figure(engine: &Engine, ledger: &Ledger, e: &Expect) -> Result<String, St
         Figure::Attempts(m) => row(m.id)?.attempts.to_string(),
         Figure::Ledger(name) => ledger_figure(ledger, name).to_string(),
         Figure::Outbox(status) => {
-            let c = store.outbox_counts().map_err(|e| e.to_string())?;
+            let c = store.outbox_counts()?;
             match status {
                 OutboxStatus::Pending => c.pending,
                 OutboxStatus::Processing => c.processing,
@@ -311,7 +312,7 @@ pub fn figure(engine: &Engine, ledger: &Ledger, e: &Expect) -> Result<String, St
             .to_string()
         }
         Figure::Payments(status) => {
-            let c = store.payment_counts().map_err(|e| e.to_string())?;
+            let c = store.payment_counts()?;
             match status {
                 PaymentStatus::Pending => c.pending,
                 PaymentStatus::Paid => c.paid,
@@ -362,17 +363,17 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn start(lesson: Lesson) -> Result<Session, String> {
+    pub fn start(lesson: Lesson) -> Result<Session, RunError> {
         Session::start_in(lesson, None)
     }
 
     /// As [`Session::start`], keeping the database at `db` when given.
-    pub fn start_in(lesson: Lesson, db: Option<std::path::PathBuf>) -> Result<Session, String> {
+    pub fn start_in(lesson: Lesson, db: Option<std::path::PathBuf>) -> Result<Session, RunError> {
         let config = EngineConfig {
             db: db.map(crate::engine::backend::Db::from),
             ..engine_config(&lesson.setup)
         };
-        let engine = Engine::start(config, true).map_err(|e| e.to_string())?;
+        let engine = Engine::start(config, true)?;
         let mut s = Session {
             runner: LessonRunner::new(lesson),
             ledger: Ledger::new(),
@@ -401,13 +402,13 @@ impl Session {
     }
 
     /// One step back: re-seed and replay every step before the current one.
-    pub fn back(&mut self) -> Result<(), String> {
+    pub fn back(&mut self) -> Result<(), RunError> {
         let target = self.runner.done.saturating_sub(1);
         self.goto(target)
     }
 
     /// Re-seed and replay the first `steps` steps.
-    pub fn goto(&mut self, steps: usize) -> Result<(), String> {
+    pub fn goto(&mut self, steps: usize) -> Result<(), RunError> {
         self.runner.reseed(&mut self.engine)?;
         self.drain();
         for _ in 0..steps.min(self.runner.total()) {
@@ -465,7 +466,7 @@ impl Session {
 }
 
 /// Run every step of a lesson and evaluate every expectation.
-pub fn check_lesson(lesson: Lesson) -> Result<Vec<StepReport>, String> {
+pub fn check_lesson(lesson: Lesson) -> Result<Vec<StepReport>, RunError> {
     check_lesson_in(lesson, None)
 }
 
@@ -473,7 +474,7 @@ pub fn check_lesson(lesson: Lesson) -> Result<Vec<StepReport>, String> {
 pub fn check_lesson_in(
     lesson: Lesson,
     db: Option<std::path::PathBuf>,
-) -> Result<Vec<StepReport>, String> {
+) -> Result<Vec<StepReport>, RunError> {
     let mut s = Session::start_in(lesson, db)?;
     let mut reports = Vec::new();
     while !s.runner.finished() {

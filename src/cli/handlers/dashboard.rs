@@ -71,7 +71,9 @@ pub(crate) fn lesson_command(a: &LessonArgs) -> ExitCode {
     let lesson = match leaselab::lesson::load(&a.lesson) {
         Ok(l) => l,
         // A bad lesson file is reported as FILE:LINE: what, alone on its line.
-        Err(e) if std::path::Path::new(&a.lesson).exists() => return line_and_exit(&e, USAGE),
+        Err(e) if std::path::Path::new(&a.lesson).exists() => {
+            return line_and_exit(&e.to_string(), USAGE)
+        }
         Err(e) => return usage_error(e),
     };
     if a.cast.is_some() || a.shot.is_some() {
