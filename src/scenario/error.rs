@@ -25,7 +25,7 @@ pub enum RunError {
     EveryWorkerStopped,
     /// The lease-expiry story could not carry out a step.
     #[error("the lease-expiry story: {0}")]
-    Story(String),
+    Story(#[source] crate::lesson::error::RunError),
     /// Workers keep claiming yet nothing finishes: a lease shorter than the processing.
     #[error(
         "the outbox stopped draining: no result written for {secs} s of scenario time \

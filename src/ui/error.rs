@@ -2,7 +2,7 @@
 
 use crate::engine::outbox::OutboxError;
 
-use super::app::replay::ReplayError;
+use super::app::replay::refusal::ReplayError;
 
 /// What ends a dashboard with an error. The cause, where there is one, is kept.
 #[derive(Debug, thiserror::Error)]

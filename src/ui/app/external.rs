@@ -401,7 +401,7 @@ impl App {
                 self.record_process_fact(slot, &name, LeaseEventKind::Restarted, &previous);
                 format!("{name} started as a new process")
             }
-            Err(e) => e,
+            Err(e) => e.to_string(),
         }
     }
 

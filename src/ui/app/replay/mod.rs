@@ -10,7 +10,7 @@
 //! folds again from the nearest kept position, not from the first event.
 
 mod recording;
-mod refusal;
+pub mod refusal;
 mod table;
 
 use std::sync::{Arc, Mutex};

@@ -11,12 +11,8 @@ use crate::engine::outbox::RunSettings;
 use crate::engine::store::{LeaseEventKind, LeaseEventRow};
 
 use super::refusal::{BadRow, ReplayError};
+pub use super::refusal::{MAX_REPLAY_EVENTS, MAX_SEEDED};
 
-/// The most events a recording may hold to be replayed: a run of 100,000 messages writes
-/// about 300,000, and a replay holds about 1.2 KB an event.
-pub const MAX_REPLAY_EVENTS: usize = 1_000_000;
-/// The most payments one seeding may name (the bench's largest outbox).
-pub const MAX_SEEDED: i64 = 1_000_000;
 /// The latest time a row may carry: the last millisecond of the year 9999.
 const MAX_TIME_MS: i64 = 253_402_300_799_999;
 /// The largest lease version a row may carry.

@@ -4,7 +4,11 @@
 use crate::engine::outbox::OutboxError;
 use crate::engine::store::LeaseEventKind;
 
-use super::recording::{MAX_REPLAY_EVENTS, MAX_SEEDED};
+/// The most events a recording may hold to be replayed: a run of 100,000 messages writes
+/// about 300,000, and a replay holds about 1.2 KB an event.
+pub const MAX_REPLAY_EVENTS: usize = 1_000_000;
+/// The most payments one seeding may name (the bench's largest outbox).
+pub const MAX_SEEDED: i64 = 1_000_000;
 
 /// A recording that cannot be replayed, in the one line its refusal prints.
 #[derive(Debug, thiserror::Error)]
