@@ -43,7 +43,7 @@ fn claimed(outcome: ClaimOutcome) -> Lease {
 #[test]
 fn a_pending_row_is_claimable_and_the_oldest_goes_first() {
     let (_d, mut s, _p) = fresh(3);
-    let lease = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    let lease = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().value);
     assert_eq!((lease.id, lease.key.as_str()), (1, "PAY-001"));
     assert_eq!(lease.until_ms, T0 + LEASE);
     assert_eq!(lease.version, 1);
@@ -57,18 +57,22 @@ fn a_pending_row_is_claimable_and_the_oldest_goes_first() {
 fn a_processing_row_is_not_claimable_until_its_lease_expires() {
     let (d, mut a, _p) = fresh(1);
     let mut b = second_connection(&d);
-    claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().value);
     // Still leased, also at the last millisecond of the lease.
     assert_eq!(
-        b.claim_next("Worker-B", T0 + 100, LEASE).unwrap().0,
+        b.claim_next("Worker-B", T0 + 100, LEASE).unwrap().value,
         ClaimOutcome::Empty
     );
     assert_eq!(
-        b.claim_next("Worker-B", T0 + LEASE, LEASE).unwrap().0,
+        b.claim_next("Worker-B", T0 + LEASE, LEASE).unwrap().value,
         ClaimOutcome::Empty
     );
     // One millisecond after, it is claimable again.
-    let lease = claimed(b.claim_next("Worker-B", T0 + LEASE + 1, LEASE).unwrap().0);
+    let lease = claimed(
+        b.claim_next("Worker-B", T0 + LEASE + 1, LEASE)
+            .unwrap()
+            .value,
+    );
     assert_eq!(lease.owner, "Worker-B");
     assert_eq!(lease.version, 2);
 }
@@ -77,8 +81,8 @@ fn a_processing_row_is_not_claimable_until_its_lease_expires() {
 fn claim_by_id_reports_blocked_with_owner_and_time_left() {
     let (d, mut a, _p) = fresh(2);
     let mut b = second_connection(&d);
-    claimed(a.claim_id(1, "Worker-A", T0, LEASE).unwrap().0);
-    let (outcome, _) = b.claim_id(1, "Worker-B", T0 + 180, LEASE).unwrap();
+    claimed(a.claim_id(1, "Worker-A", T0, LEASE).unwrap().value);
+    let outcome = b.claim_id(1, "Worker-B", T0 + 180, LEASE).unwrap().value;
     assert_eq!(
         outcome,
         ClaimOutcome::Blocked {
@@ -94,7 +98,7 @@ fn claim_by_id_reports_blocked_with_owner_and_time_left() {
         (row.locked_by.as_deref(), row.lease_version),
         (Some("Worker-A"), 1)
     );
-    let lease = claimed(b.claim_id(1, "Worker-B", T0 + 600, LEASE).unwrap().0);
+    let lease = claimed(b.claim_id(1, "Worker-B", T0 + 600, LEASE).unwrap().value);
     assert_eq!(lease.version, 2);
 }
 
@@ -102,10 +106,10 @@ fn claim_by_id_reports_blocked_with_owner_and_time_left() {
 fn an_empty_claim_names_the_live_lease_of_another_that_frees_first() {
     let (d, mut a, _p) = fresh(2);
     let mut b = second_connection(&d);
-    claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().0);
-    claimed(a.claim_next("Worker-A", T0 + 100, LEASE).unwrap().0);
+    claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().value);
+    claimed(a.claim_next("Worker-A", T0 + 100, LEASE).unwrap().value);
     assert_eq!(
-        b.claim_next("Worker-B", T0 + 200, LEASE).unwrap().0,
+        b.claim_next("Worker-B", T0 + 200, LEASE).unwrap().value,
         ClaimOutcome::Empty
     );
     // The one that runs out first, with what is left of it.
@@ -139,7 +143,7 @@ fn lease_version_increases_on_every_claim() {
     let mut versions = Vec::new();
     let mut now = T0;
     for w in ["Worker-A", "Worker-B", "Worker-C", "Worker-A#2"] {
-        versions.push(claimed(s.claim_next(w, now, LEASE).unwrap().0).version);
+        versions.push(claimed(s.claim_next(w, now, LEASE).unwrap().value).version);
         now += LEASE + 1;
     }
     assert_eq!(versions, [1, 2, 3, 4]);
@@ -149,8 +153,8 @@ fn lease_version_increases_on_every_claim() {
 #[test]
 fn claim_commit_stamps_follow_commit_order() {
     let (_d, mut s, _p) = fresh(2);
-    let (_, first) = s.claim_next("Worker-A", T0, LEASE).unwrap();
-    let (_, second) = s.claim_next("Worker-A", T0, LEASE).unwrap();
+    let first = s.claim_next("Worker-A", T0, LEASE).unwrap().seq;
+    let second = s.claim_next("Worker-A", T0, LEASE).unwrap().seq;
     assert!(second > first);
 }
 
@@ -164,11 +168,15 @@ fn paid(key: &str, p: &Provider) -> StatusCheck {
 fn finalize_after_takeover_is_rejected_and_leaves_the_payment_untouched() {
     let (d, mut a, p) = fresh(1);
     let mut b = second_connection(&d);
-    let a_lease = claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    let a_lease = claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().value);
     let check = paid("PAY-001", &p);
     // Worker-A stalls past its lease; Worker-B takes over.
-    let b_lease = claimed(b.claim_next("Worker-B", T0 + LEASE + 1, LEASE).unwrap().0);
-    let (outcome, _) = a.finalize(&a_lease, &check, T0 + LEASE + 2).unwrap();
+    let b_lease = claimed(
+        b.claim_next("Worker-B", T0 + LEASE + 1, LEASE)
+            .unwrap()
+            .value,
+    );
+    let outcome = a.finalize(&a_lease, &check, T0 + LEASE + 2).unwrap().value;
     assert_eq!(outcome, FinalizeOutcome::Rejected);
     let pay = &a.payments().unwrap()[0];
     assert_eq!(
@@ -181,7 +189,7 @@ fn finalize_after_takeover_is_rejected_and_leaves_the_payment_untouched() {
     // The rightful owner commits payment and outbox row together.
     let check_b = paid("PAY-001", &p);
     assert_eq!(
-        b.finalize(&b_lease, &check_b, T0 + 700).unwrap().0,
+        b.finalize(&b_lease, &check_b, T0 + 700).unwrap().value,
         FinalizeOutcome::Committed
     );
     let pay = &b.payments().unwrap()[0];
@@ -196,11 +204,15 @@ fn finalize_after_takeover_is_rejected_and_leaves_the_payment_untouched() {
 #[test]
 fn finalize_with_a_stale_lease_version_is_rejected_even_under_the_same_name() {
     let (_d, mut s, p) = fresh(1);
-    let old = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
-    claimed(s.claim_next("Worker-A", T0 + LEASE + 1, LEASE).unwrap().0);
+    let old = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().value);
+    claimed(
+        s.claim_next("Worker-A", T0 + LEASE + 1, LEASE)
+            .unwrap()
+            .value,
+    );
     let check = paid("PAY-001", &p);
     assert_eq!(
-        s.finalize(&old, &check, T0 + 600).unwrap().0,
+        s.finalize(&old, &check, T0 + 600).unwrap().value,
         FinalizeOutcome::Rejected
     );
 }
@@ -326,11 +338,15 @@ fn inspect_refuses_what_is_not_a_leaselab_database_and_leaves_it_untouched() {
 fn batch_claims_take_the_oldest_k_and_batch_finalize_guards_each_message() {
     let (d, mut a, p) = fresh(5);
     let mut b = second_connection(&d);
-    let (leases, _) = a.claim_batch("Worker-A", T0, LEASE, 3).unwrap();
+    let leases = a.claim_batch("Worker-A", T0, LEASE, 3).unwrap().value;
     assert_eq!(leases.iter().map(|l| l.id).collect::<Vec<_>>(), [1, 2, 3]);
     // Worker-B takes message 2 over after the lease ran out; A's batch finalize must
     // commit 1 and 3 and leave 2 (and its payment) alone.
-    let stolen = claimed(b.claim_id(2, "Worker-B", T0 + LEASE + 1, LEASE).unwrap().0);
+    let stolen = claimed(
+        b.claim_id(2, "Worker-B", T0 + LEASE + 1, LEASE)
+            .unwrap()
+            .value,
+    );
     assert_eq!(stolen.version, 2);
     let results: Vec<_> = leases
         .into_iter()
@@ -339,7 +355,7 @@ fn batch_claims_take_the_oldest_k_and_batch_finalize_guards_each_message() {
             (l, c)
         })
         .collect();
-    let (outcomes, _) = a.finalize_batch(&results, T0 + LEASE + 2).unwrap();
+    let outcomes = a.finalize_batch(&results, T0 + LEASE + 2).unwrap().value;
     assert_eq!(
         outcomes,
         [
@@ -360,14 +376,14 @@ fn batch_claims_take_the_oldest_k_and_batch_finalize_guards_each_message() {
 fn fail(s: &mut Store, lease: &Lease, now: i64, policy: &RetryPolicy) -> FailOutcome {
     s.fail_attempt(lease, "provider timed out", now, policy)
         .unwrap()
-        .0
+        .value
 }
 
 #[test]
 fn a_failed_attempt_waits_its_backoff_before_it_is_claimable_again() {
     let (_d, mut s, _p) = fresh(2);
     let policy = RetryPolicy::default();
-    let first = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    let first = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().value);
     assert_eq!(
         fail(&mut s, &first, T0 + 10, &policy),
         FailOutcome::Retry {
@@ -380,18 +396,18 @@ fn a_failed_attempt_waits_its_backoff_before_it_is_claimable_again() {
         Some("provider timed out")
     );
     // Still backing off: the older message is skipped, the next one is claimed.
-    let next = claimed(s.claim_next("Worker-A", T0 + 10, LEASE).unwrap().0);
+    let next = claimed(s.claim_next("Worker-A", T0 + 10, LEASE).unwrap().value);
     assert_eq!(next.key, "PAY-002");
     assert_eq!(
         s.claim_next("Worker-B", T0 + 10 + policy.base_ms - 1, LEASE)
             .unwrap()
-            .0,
+            .value,
         ClaimOutcome::Empty
     );
     let again = claimed(
         s.claim_next("Worker-B", T0 + 10 + policy.base_ms, LEASE)
             .unwrap()
-            .0,
+            .value,
     );
     assert_eq!((again.key.as_str(), again.version), ("PAY-001", 2));
     assert_eq!(s.messages(0, 1).unwrap()[0].attempts, 2);
@@ -418,7 +434,7 @@ fn the_last_failed_attempt_dead_letters_the_message_until_a_redrive() {
     let policy = RetryPolicy::new(10, 40, 3).unwrap();
     let mut now = T0;
     for attempt in 1..=3 {
-        let lease = claimed(s.claim_id(1, "Worker-A", now, LEASE).unwrap().0);
+        let lease = claimed(s.claim_id(1, "Worker-A", now, LEASE).unwrap().value);
         let outcome = fail(&mut s, &lease, now, &policy);
         if attempt < 3 {
             let FailOutcome::Retry {
@@ -439,10 +455,10 @@ fn the_last_failed_attempt_dead_letters_the_message_until_a_redrive() {
     );
     assert!(!counts.drained());
     // A dead letter is claimed by no one, also much later.
-    let other = claimed(s.claim_next("Worker-B", now + 60_000, LEASE).unwrap().0);
+    let other = claimed(s.claim_next("Worker-B", now + 60_000, LEASE).unwrap().value);
     assert_eq!(other.key, "PAY-002");
     assert_eq!(
-        s.claim_next("Worker-B", now + 60_000, LEASE).unwrap().0,
+        s.claim_next("Worker-B", now + 60_000, LEASE).unwrap().value,
         ClaimOutcome::Empty
     );
     assert_eq!(s.messages(0, 1).unwrap()[0].status, "DeadLettered");
@@ -453,8 +469,8 @@ fn the_last_failed_attempt_dead_letters_the_message_until_a_redrive() {
         (counts.pending, counts.processing, counts.dead_lettered),
         (0, 1, 1)
     );
-    assert_eq!(s.redrive(Some("PAY-404"), now).unwrap().0, 0);
-    assert_eq!(s.redrive(None, now + 60_000).unwrap().0, 1);
+    assert_eq!(s.redrive(Some("PAY-404"), now).unwrap().value, 0);
+    assert_eq!(s.redrive(None, now + 60_000).unwrap().value, 1);
     assert_eq!(s.messages(0, 1).unwrap()[0].processed_at_ms, None);
     let counts = s.outbox_counts().unwrap();
     assert_eq!(
@@ -468,7 +484,7 @@ fn the_last_failed_attempt_dead_letters_the_message_until_a_redrive() {
         (last.id, last.key.as_deref(), last.worker.as_str()),
         (Some(1), Some("PAY-001"), "engine")
     );
-    let back = claimed(s.claim_next("Worker-B", now + 60_000, LEASE).unwrap().0);
+    let back = claimed(s.claim_next("Worker-B", now + 60_000, LEASE).unwrap().value);
     assert_eq!(back.key, "PAY-001");
     assert_eq!(s.messages(0, 1).unwrap()[0].attempts, 1);
 }
@@ -477,8 +493,12 @@ fn the_last_failed_attempt_dead_letters_the_message_until_a_redrive() {
 fn a_failure_reported_after_the_lease_was_lost_writes_nothing() {
     let (d, mut a, _p) = fresh(1);
     let mut b = second_connection(&d);
-    let old = claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().0);
-    claimed(b.claim_next("Worker-B", T0 + LEASE + 1, LEASE).unwrap().0);
+    let old = claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().value);
+    claimed(
+        b.claim_next("Worker-B", T0 + LEASE + 1, LEASE)
+            .unwrap()
+            .value,
+    );
     assert_eq!(
         fail(&mut a, &old, T0 + LEASE + 2, &RetryPolicy::default()),
         FailOutcome::LeaseLost
@@ -495,26 +515,28 @@ fn a_failure_reported_after_the_lease_was_lost_writes_nothing() {
 fn a_heartbeat_extends_only_a_lease_its_worker_still_holds_and_never_shortens_it() {
     let (d, mut a, _p) = fresh(1);
     let mut b = second_connection(&d);
-    let lease = claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    let lease = claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().value);
     // Extended from now: a later heartbeat moves the expiry on.
     assert_eq!(
-        a.heartbeat(&lease, T0 + 200, LEASE).unwrap().0,
+        a.heartbeat(&lease, T0 + 200, LEASE).unwrap().value,
         Some(T0 + 200 + LEASE)
     );
     // A heartbeat with a shorter lease keeps the later expiry.
     assert_eq!(
-        a.heartbeat(&lease, T0 + 300, 10).unwrap().0,
+        a.heartbeat(&lease, T0 + 300, 10).unwrap().value,
         Some(T0 + 200 + LEASE)
     );
     // Kept: at the old expiry + 1 nobody else can claim it.
     assert_eq!(
-        b.claim_next("Worker-B", T0 + LEASE + 1, LEASE).unwrap().0,
+        b.claim_next("Worker-B", T0 + LEASE + 1, LEASE)
+            .unwrap()
+            .value,
         ClaimOutcome::Empty
     );
     // Run out and reclaimed: the old holder's heartbeat changes nothing.
     let later = T0 + 200 + LEASE + 1;
-    let taken = claimed(b.claim_next("Worker-B", later, LEASE).unwrap().0);
-    assert_eq!(a.heartbeat(&lease, later + 1, LEASE).unwrap().0, None);
+    let taken = claimed(b.claim_next("Worker-B", later, LEASE).unwrap().value);
+    assert_eq!(a.heartbeat(&lease, later + 1, LEASE).unwrap().value, None);
     let row = &a.messages(0, 1).unwrap()[0];
     assert_eq!(row.locked_until_ms, Some(taken.until_ms));
     assert_eq!(row.locked_by.as_deref(), Some("Worker-B"));
@@ -523,8 +545,11 @@ fn a_heartbeat_extends_only_a_lease_its_worker_still_holds_and_never_shortens_it
 #[test]
 fn a_heartbeat_after_the_lease_ran_out_does_not_revive_it() {
     let (_d, mut a, _p) = fresh(1);
-    let lease = claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().0);
-    assert_eq!(a.heartbeat(&lease, T0 + LEASE + 1, LEASE).unwrap().0, None);
+    let lease = claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().value);
+    assert_eq!(
+        a.heartbeat(&lease, T0 + LEASE + 1, LEASE).unwrap().value,
+        None
+    );
     assert_eq!(
         a.messages(0, 1).unwrap()[0].locked_until_ms,
         Some(T0 + LEASE)
@@ -536,10 +561,10 @@ fn batch_claims_and_the_naive_load_skip_backing_off_and_dead_lettered_rows() {
     let (_d, mut s, _p) = fresh(3);
     let policy = RetryPolicy::new(100, 100, 2).unwrap();
     // PAY-001 backs off until T0 + 100; PAY-002 is dead-lettered.
-    let one = claimed(s.claim_id(1, "Worker-A", T0, LEASE).unwrap().0);
+    let one = claimed(s.claim_id(1, "Worker-A", T0, LEASE).unwrap().value);
     fail(&mut s, &one, T0, &policy);
     for now in [T0, T0 + 100] {
-        let two = claimed(s.claim_id(2, "Worker-A", now, LEASE).unwrap().0);
+        let two = claimed(s.claim_id(2, "Worker-A", now, LEASE).unwrap().value);
         fail(&mut s, &two, now, &policy);
     }
     assert_eq!(s.outbox_counts().unwrap().dead_lettered, 1);
@@ -549,12 +574,12 @@ fn batch_claims_and_the_naive_load_skip_backing_off_and_dead_lettered_rows() {
         keys(s.load_pending(T0 + 100).unwrap()),
         ["PAY-001", "PAY-003"]
     );
-    let (early, _) = s.claim_batch("Worker-B", T0 + 50, LEASE, 3).unwrap();
+    let early = s.claim_batch("Worker-B", T0 + 50, LEASE, 3).unwrap().value;
     assert_eq!(
         early.iter().map(|l| l.key.as_str()).collect::<Vec<_>>(),
         ["PAY-003"]
     );
-    let (later, _) = s.claim_batch("Worker-B", T0 + 100, LEASE, 3).unwrap();
+    let later = s.claim_batch("Worker-B", T0 + 100, LEASE, 3).unwrap().value;
     assert_eq!(
         later.iter().map(|l| l.key.as_str()).collect::<Vec<_>>(),
         ["PAY-001"]
@@ -567,10 +592,15 @@ fn batch_claims_and_the_naive_load_skip_backing_off_and_dead_lettered_rows() {
 fn a_lease_from_before_a_reseed_fences_nothing_after_it() {
     let (d, mut engine, provider) = fresh(1);
     let mut stale_process = second_connection(&d);
-    let stale = claimed(stale_process.claim_next("Worker-B", T0, LEASE).unwrap().0);
+    let stale = claimed(
+        stale_process
+            .claim_next("Worker-B", T0, LEASE)
+            .unwrap()
+            .value,
+    );
     engine.empty().unwrap();
     engine.seed(&provider, 1, T0).unwrap();
-    let live = claimed(engine.claim_next("Worker-B", T0, LEASE).unwrap().0);
+    let live = claimed(engine.claim_next("Worker-B", T0, LEASE).unwrap().value);
     assert_eq!(
         (stale.id, stale.version, &stale.owner),
         (live.id, live.version, &live.owner),
@@ -582,7 +612,10 @@ fn a_lease_from_before_a_reseed_fences_nothing_after_it() {
         transaction_id: Some("TX-PAY-001-1".into()),
     };
     assert_eq!(
-        stale_process.heartbeat(&stale, T0 + 1, LEASE).unwrap().0,
+        stale_process
+            .heartbeat(&stale, T0 + 1, LEASE)
+            .unwrap()
+            .value,
         None
     );
     let policy = RetryPolicy::default();
@@ -590,11 +623,14 @@ fn a_lease_from_before_a_reseed_fences_nothing_after_it() {
         stale_process
             .fail_attempt(&stale, "late", T0 + 1, &policy)
             .unwrap()
-            .0,
+            .value,
         FailOutcome::LeaseLost
     );
     assert_eq!(
-        stale_process.finalize(&stale, &check, T0 + 1).unwrap().0,
+        stale_process
+            .finalize(&stale, &check, T0 + 1)
+            .unwrap()
+            .value,
         FinalizeOutcome::Rejected,
         "the stale owner's result was committed to the new seeding's row"
     );
@@ -602,11 +638,11 @@ fn a_lease_from_before_a_reseed_fences_nothing_after_it() {
         stale_process
             .finalize_batch(&[(stale.clone(), check.clone())], T0 + 1)
             .unwrap()
-            .0,
+            .value,
         [FinalizeOutcome::Rejected]
     );
     assert_eq!(
-        engine.finalize(&live, &check, T0 + 2).unwrap().0,
+        engine.finalize(&live, &check, T0 + 2).unwrap().value,
         FinalizeOutcome::Committed
     );
 }
@@ -638,13 +674,13 @@ fn a_claim_writes_two_pages_and_a_finalize_four() {
     let path = d.path().join("outbox.db");
     let raw = rusqlite::Connection::open(&path).unwrap();
     empty_the_wal(&raw, &path);
-    let lease = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    let lease = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().value);
     // The row and the event row: the index of unfinished messages is not touched.
     assert_eq!(frames_in_wal(&raw, &path), 2);
     empty_the_wal(&raw, &path);
     let check = paid(&lease.key, &p);
     assert_eq!(
-        s.finalize(&lease, &check, T0 + 1).unwrap().0,
+        s.finalize(&lease, &check, T0 + 1).unwrap().value,
         FinalizeOutcome::Committed
     );
     // The row, its index entry leaving, the payment and the event row.

@@ -4,6 +4,7 @@
 mod pg_support;
 
 use leaselab::engine::outbox::prelude::*;
+use leaselab::engine::outbox::Stamped;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -679,17 +680,24 @@ fn a_heartbeat_extends_only_the_holders_live_lease_and_never_shortens_it() {
         return;
     };
     let a = claimed(store.claim_next_recorded("Worker-A", NOW, LEASE).unwrap().0);
-    let (until, _) = store.heartbeat(&a, NOW + 100, LEASE).unwrap();
+    let until = store.heartbeat(&a, NOW + 100, LEASE).unwrap().value;
     assert_eq!(until, Some(NOW + 100 + LEASE));
-    let (until, _) = store.heartbeat(&a, NOW + 200, 10).unwrap();
+    let until = store.heartbeat(&a, NOW + 200, 10).unwrap().value;
     assert_eq!(until, Some(NOW + 100 + LEASE), "never shorter");
     let stale = Lease {
         version: a.version + 1,
         ..a.clone()
     };
-    assert_eq!(store.heartbeat(&stale, NOW + 300, LEASE).unwrap().0, None);
+    assert_eq!(
+        store.heartbeat(&stale, NOW + 300, LEASE).unwrap().value,
+        None
+    );
     let late = NOW + 100 + LEASE + 1;
-    assert_eq!(store.heartbeat(&a, late, LEASE).unwrap().0, None, "expired");
+    assert_eq!(
+        store.heartbeat(&a, late, LEASE).unwrap().value,
+        None,
+        "expired"
+    );
     let row = &store.messages(0, 1).unwrap()[0];
     assert_eq!(row.locked_until_ms, Some(NOW + 100 + LEASE));
     // Each heartbeat that found its lease gone wrote a LeaseLost row for a watcher.
@@ -713,7 +721,10 @@ fn failed_attempts_back_off_then_dead_letter_until_a_redrive() {
     let mut now = NOW;
     for attempt in 1..=2 {
         let lease = claimed(store.claim_next_recorded("Worker-A", now, LEASE).unwrap().0);
-        let (outcome, _) = store.fail_attempt(&lease, "timeout", now, &POLICY).unwrap();
+        let outcome = store
+            .fail_attempt(&lease, "timeout", now, &POLICY)
+            .unwrap()
+            .value;
         let at = now + POLICY.backoff_ms(attempt);
         let retry = FailOutcome::Retry {
             attempt,
@@ -738,9 +749,10 @@ fn failed_attempts_back_off_then_dead_letter_until_a_redrive() {
         now = at;
     }
     let lease = claimed(store.claim_next_recorded("Worker-A", now, LEASE).unwrap().0);
-    let (outcome, _) = store
+    let outcome = store
         .fail_attempt(&lease, "declined", now, &POLICY)
-        .unwrap();
+        .unwrap()
+        .value;
     assert_eq!(outcome, FailOutcome::DeadLettered { attempts: 3 });
     assert_eq!(store.outbox_counts().unwrap().dead_lettered, 1);
     assert_eq!(
@@ -752,8 +764,8 @@ fn failed_attempts_back_off_then_dead_letter_until_a_redrive() {
         store.claim_next_recorded("Worker-B", far, LEASE).unwrap().0,
         ClaimOutcome::Empty
     );
-    assert_eq!(store.redrive(Some("PAY-002"), far).unwrap().0, 0);
-    assert_eq!(store.redrive(None, far).unwrap().0, 1);
+    assert_eq!(store.redrive(Some("PAY-002"), far).unwrap().value, 0);
+    assert_eq!(store.redrive(None, far).unwrap().value, 1);
     let last = all_events(&mut store).pop().unwrap();
     assert_eq!(
         (last.kind.as_str(), last.key.as_str(), last.worker.as_str()),
@@ -766,7 +778,10 @@ fn failed_attempts_back_off_then_dead_letter_until_a_redrive() {
         "fresh attempts"
     );
     assert_eq!(
-        store.fail_attempt(&lease, "late", far, &POLICY).unwrap().0,
+        store
+            .fail_attempt(&lease, "late", far, &POLICY)
+            .unwrap()
+            .value,
         FailOutcome::LeaseLost,
         "the old lease writes nothing"
     );
@@ -838,9 +853,12 @@ fn through_the_outbox_interface_writes_are_stamped_from_the_engines_counter() {
     assert!(location.is_postgres());
     assert!(location.shown().contains(&db.name), "{}", location.shown());
     let mut worker = location.open(shared.clone()).unwrap();
-    let (outcome, s1) = worker.claim_next("Worker-A", NOW, LEASE).unwrap();
+    let Stamped {
+        value: outcome,
+        seq: s1,
+    } = worker.claim_next("Worker-A", NOW, LEASE).unwrap();
     let lease = claimed(outcome);
-    let (_, s2) = worker.finalize(&lease, &paid(), NOW).unwrap();
+    let s2 = worker.finalize(&lease, &paid(), NOW).unwrap().seq;
     assert!(s1 < s2, "{s1} {s2}");
     assert_eq!(shared.commit_seq.load(Ordering::SeqCst), s2);
     let reader = location.open_reader().unwrap();
@@ -868,16 +886,16 @@ fn a_lease_from_before_a_reseed_fences_nothing_after_it() {
     );
     engine.empty().unwrap();
     engine.seed(&Provider::new(), 1, 0).unwrap();
-    let live = claimed(engine.claim_next("Worker-B", 0, 500).unwrap().0);
+    let live = claimed(engine.claim_next("Worker-B", 0, 500).unwrap().value);
     assert_eq!((stale.id, stale.version), (live.id, live.version));
     assert_ne!(stale.seeding, live.seeding);
-    assert_eq!(stale_process.heartbeat(&stale, 1, 500).unwrap().0, None);
+    assert_eq!(stale_process.heartbeat(&stale, 1, 500).unwrap().value, None);
     let policy = leaselab::engine::store::RetryPolicy::default();
     assert_eq!(
         stale_process
             .fail_attempt(&stale, "late", 1, &policy)
             .unwrap()
-            .0,
+            .value,
         leaselab::engine::store::FailOutcome::LeaseLost
     );
     assert_eq!(
@@ -889,7 +907,7 @@ fn a_lease_from_before_a_reseed_fences_nothing_after_it() {
         "the stale owner's result was committed to the new seeding's row"
     );
     assert_eq!(
-        engine.finalize(&live, &paid(), 2).unwrap().0,
+        engine.finalize(&live, &paid(), 2).unwrap().value,
         FinalizeOutcome::Committed
     );
 }

@@ -352,9 +352,10 @@ impl World {
         let Local::Holding(lease) = &mut a.local else {
             return Ok(format!("{who} holds nothing to extend"));
         };
-        let (until, _) = store
+        let until = store
             .heartbeat(lease, now, LEASE_MS)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())?
+            .value;
         let text = match until {
             Some(until) => {
                 lease.until_ms = until;
@@ -389,7 +390,7 @@ impl World {
         let outcome = store
             .claim_next(name, now, LEASE_MS)
             .map_err(|e| e.to_string())?;
-        let ClaimOutcome::Claimed(lease) = outcome.0 else {
+        let ClaimOutcome::Claimed(lease) = outcome.value else {
             return Ok((Local::Idle, format!("{who} finds nothing to claim")));
         };
         let prior = before.rows.iter().find(|r| r.id == lease.id);
@@ -432,9 +433,10 @@ impl World {
         (store, before): (&mut Store, &Seen),
         broke: &mut Vec<Check>,
     ) -> Result<String, String> {
-        let (outcome, _) = store
+        let outcome = store
             .finalize(lease, check, self.now)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())?
+            .value;
         let (key, v) = (&lease.key, lease.version);
         if outcome == FinalizeOutcome::Rejected {
             return Ok(format!(

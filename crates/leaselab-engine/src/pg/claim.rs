@@ -12,7 +12,7 @@ use super::{PgStore, Result};
 use crate::outbox::Result as OutboxResult;
 use crate::outbox::{
     BatchClaiming, ClaimOutcome, Claiming, FinalizeGuard, FinalizeOutcome, Finalizing, Lease,
-    StoreShared,
+    Stamped, StoreShared,
 };
 use crate::provider::StatusCheck;
 
@@ -96,21 +96,27 @@ const FINALIZE_TYPES: &[Type] = &[
     Type::TEXT,
 ];
 
-/// A write's outcome, the `LeaseEvents` Seq it wrote (if any), and its engine stamp, taken
-/// from that Seq, so stamps order each message's history as PostgreSQL committed it.
-pub(crate) struct Stamped<T> {
-    pub value: T,
-    pub event: Option<u64>,
-    pub stamp: u64,
+/// A write's stamped outcome and the `LeaseEvents` Seq it wrote (if any); the stamp is
+/// taken from that Seq, so stamps order each message's history as PostgreSQL committed it.
+struct Recorded<T> {
+    stamped: Stamped<T>,
+    event: Option<u64>,
 }
 
-impl<T> Stamped<T> {
+impl<T> Recorded<T> {
+    /// A write that recorded the event row `seq`.
+    fn at(value: T, seq: u64, stamp: u64) -> Recorded<T> {
+        Recorded {
+            stamped: Stamped::new(value, stamp),
+            event: Some(seq),
+        }
+    }
+
     /// A write that recorded no event: its stamp orders nothing that another could change.
-    fn unrecorded(value: T, shared: &StoreShared) -> Stamped<T> {
-        Stamped {
-            value,
+    fn unrecorded(value: T, shared: &StoreShared) -> Recorded<T> {
+        Recorded {
+            stamped: Stamped::new(value, shared.next_seq()),
             event: None,
-            stamp: shared.next_seq(),
         }
     }
 }
@@ -133,7 +139,7 @@ impl PgStore {
         lease_ms: i64,
     ) -> Result<(ClaimOutcome, Option<u64>)> {
         let s = self.claim_next_stamped(worker, now, lease_ms)?;
-        Ok((s.value, s.event))
+        Ok((s.stamped.value, s.event))
     }
 
     fn claim_next_stamped(
@@ -141,20 +147,17 @@ impl PgStore {
         worker: &str,
         now: i64,
         lease_ms: i64,
-    ) -> Result<Stamped<ClaimOutcome>> {
+    ) -> Result<Recorded<ClaimOutcome>> {
         let until = now + lease_ms;
         // Outside a transaction the statement commits on its own: one round trip.
         let claim = self.prepared_typed(CLAIM_NEXT_SQL, CLAIM_NEXT_TYPES)?;
         let Some(r) = self.client().query_opt(&claim, &[&worker, &now, &until])? else {
-            return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &self.shared));
+            return Ok(Recorded::unrecorded(ClaimOutcome::Empty, &self.shared));
         };
         let lease = Lease::taken(worker, until, (r.get(0), r.get(1)), (r.get(2), r.get(3)));
         let seq = r.get::<_, i64>(4) as u64;
-        Ok(Stamped {
-            value: ClaimOutcome::Claimed(lease),
-            event: Some(seq),
-            stamp: self.shared.stamp_of_row(seq),
-        })
+        let stamp = self.shared.stamp_of_row(seq);
+        Ok(Recorded::at(ClaimOutcome::Claimed(lease), seq, stamp))
     }
 
     /// Claim one particular message. Reports who holds it, and for how long, when another
@@ -167,7 +170,7 @@ impl PgStore {
         lease_ms: i64,
     ) -> Result<(ClaimOutcome, Option<u64>)> {
         let s = self.claim_id_stamped(id, worker, now, lease_ms)?;
-        Ok((s.value, s.event))
+        Ok((s.stamped.value, s.event))
     }
 
     fn claim_id_stamped(
@@ -176,7 +179,7 @@ impl PgStore {
         worker: &str,
         now: i64,
         lease_ms: i64,
-    ) -> Result<Stamped<ClaimOutcome>> {
+    ) -> Result<Recorded<ClaimOutcome>> {
         let until = now + lease_ms;
         let (look, take) = (self.prepared(HOLDER_SQL)?, self.prepared(TAKE_LEASE_SQL)?);
         let rec = self.recorder()?;
@@ -186,7 +189,7 @@ impl PgStore {
         let row = tx.query_opt(&look, &[&id])?;
         let Some(row) = row else {
             tx.commit()?;
-            return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &shared));
+            return Ok(Recorded::unrecorded(ClaimOutcome::Empty, &shared));
         };
         let (key, status): (String, String) = (row.get(0), row.get(1));
         let owner: Option<String> = row.get(2);
@@ -200,7 +203,7 @@ impl PgStore {
                     owner: owner.unwrap_or_default(),
                     left_ms: held_until - now,
                 };
-                return Ok(Stamped::unrecorded(blocked, &shared));
+                return Ok(Recorded::unrecorded(blocked, &shared));
             }
         }
         let taken: Option<(i64, i64)> = tx
@@ -208,16 +211,12 @@ impl PgStore {
             .map(|r| (r.get(0), r.get(1)));
         let Some((version, seeding)) = taken else {
             tx.commit()?;
-            return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &shared));
+            return Ok(Recorded::unrecorded(ClaimOutcome::Empty, &shared));
         };
         let lease = Lease::taken(worker, until, (id, key), (version, seeding));
         let (seq, stamp) = rec.record(&mut tx, &NewEvent::claim(&lease, now))?;
         tx.commit()?;
-        Ok(Stamped {
-            value: ClaimOutcome::Claimed(lease),
-            event: Some(seq),
-            stamp,
-        })
+        Ok(Recorded::at(ClaimOutcome::Claimed(lease), seq, stamp))
     }
 
     /// Write the provider's answer and mark the message Processed, in one transaction, only
@@ -230,7 +229,7 @@ impl PgStore {
         now: i64,
     ) -> Result<(FinalizeOutcome, u64)> {
         let s = self.finalize_stamped(lease, check, now)?;
-        Ok((s.value, s.event.unwrap_or_default()))
+        Ok((s.stamped.value, s.event.unwrap_or_default()))
     }
 
     fn finalize_stamped(
@@ -238,7 +237,7 @@ impl PgStore {
         lease: &Lease,
         check: &StatusCheck,
         now: i64,
-    ) -> Result<Stamped<FinalizeOutcome>> {
+    ) -> Result<Recorded<FinalizeOutcome>> {
         // Outside a transaction the statement commits on its own: one round trip.
         let sql = match self.finalize_guard {
             FinalizeGuard::FencingToken => FINALIZE_SQL,
@@ -264,11 +263,8 @@ impl PgStore {
         } else {
             FinalizeOutcome::Rejected
         };
-        Ok(Stamped {
-            value: outcome,
-            event: Some(seq as u64),
-            stamp: self.shared.stamp_of_row(seq as u64),
-        })
+        let stamp = self.shared.stamp_of_row(seq as u64);
+        Ok(Recorded::at(outcome, seq as u64, stamp))
     }
 }
 
@@ -376,7 +372,7 @@ impl Recorder {
 
 impl crate::outbox::Recording for PgStore {
     /// One row in a transaction of its own; its stamp is its Seq's, as every write's here.
-    fn record(&mut self, fact: &crate::outbox::Fact) -> OutboxResult<u64> {
+    fn record(&mut self, fact: &crate::outbox::Fact) -> OutboxResult<Stamped<()>> {
         let insert = self.prepared(RECORD_SQL)?;
         let shared = self.shared.clone();
         let mut client = self.client();
@@ -401,7 +397,7 @@ impl crate::outbox::Recording for PgStore {
             )?
             .get(0);
         tx.commit()?;
-        Ok(shared.stamp_of_row(seq as u64))
+        Ok(Stamped::new((), shared.stamp_of_row(seq as u64)))
     }
 }
 
@@ -425,9 +421,8 @@ impl Claiming for PgStore {
         worker: &str,
         now: i64,
         lease_ms: i64,
-    ) -> OutboxResult<(ClaimOutcome, u64)> {
-        let s = self.claim_next_stamped(worker, now, lease_ms)?;
-        Ok((s.value, s.stamp))
+    ) -> OutboxResult<Stamped<ClaimOutcome>> {
+        Ok(self.claim_next_stamped(worker, now, lease_ms)?.stamped)
     }
 
     fn claim_id(
@@ -436,9 +431,8 @@ impl Claiming for PgStore {
         worker: &str,
         now: i64,
         lease_ms: i64,
-    ) -> OutboxResult<(ClaimOutcome, u64)> {
-        let s = self.claim_id_stamped(id, worker, now, lease_ms)?;
-        Ok((s.value, s.stamp))
+    ) -> OutboxResult<Stamped<ClaimOutcome>> {
+        Ok(self.claim_id_stamped(id, worker, now, lease_ms)?.stamped)
     }
 }
 
@@ -451,9 +445,8 @@ impl Finalizing for PgStore {
         lease: &Lease,
         check: &StatusCheck,
         now: i64,
-    ) -> OutboxResult<(FinalizeOutcome, u64)> {
-        let s = self.finalize_stamped(lease, check, now)?;
-        Ok((s.value, s.stamp))
+    ) -> OutboxResult<Stamped<FinalizeOutcome>> {
+        Ok(self.finalize_stamped(lease, check, now)?.stamped)
     }
 
     fn guard_finalize(&mut self, guard: FinalizeGuard) -> OutboxResult<()> {

@@ -5,7 +5,7 @@ use super::claim::{NewEvent, WRITE_ANSWER_SQL};
 use super::PgStore;
 use crate::outbox::prelude::*;
 use crate::outbox::Result as OutboxResult;
-use crate::outbox::{FailOutcome, Lease, MessageRef, OutboxStatus, RetryPolicy};
+use crate::outbox::{FailOutcome, Lease, MessageRef, OutboxStatus, RetryPolicy, Stamped};
 use crate::provider::StatusCheck;
 
 /// Extend a held lease, never shortening it, only while this worker holds this lease
@@ -48,7 +48,7 @@ impl Upkeep for PgStore {
         lease: &Lease,
         now: i64,
         lease_ms: i64,
-    ) -> OutboxResult<(Option<i64>, u64)> {
+    ) -> OutboxResult<Stamped<Option<i64>>> {
         let (beat, rec) = (self.prepared(HEARTBEAT_SQL)?, self.recorder()?);
         let mut client = self.client();
         let mut tx = client.transaction()?;
@@ -75,9 +75,9 @@ impl Upkeep for PgStore {
             until,
             ..NewEvent::of(lease, kind, now)
         };
-        let stamp = rec.record(&mut tx, &event)?.1;
+        let (_, stamp) = rec.record(&mut tx, &event)?;
         tx.commit()?;
-        Ok((until, stamp))
+        Ok(Stamped::new(until, stamp))
     }
 
     /// Record a failed attempt of a held message: back to Pending after its backoff, or
@@ -88,7 +88,7 @@ impl Upkeep for PgStore {
         error: &str,
         now: i64,
         policy: &RetryPolicy,
-    ) -> OutboxResult<(FailOutcome, u64)> {
+    ) -> OutboxResult<Stamped<FailOutcome>> {
         let (held, release) = (
             self.prepared(HELD_ATTEMPTS_SQL)?,
             self.prepared(RELEASE_SQL)?,
@@ -104,7 +104,7 @@ impl Upkeep for PgStore {
             .map(|r| r.get(0));
         let Some(attempts) = attempts else {
             tx.rollback()?;
-            return Ok((FailOutcome::LeaseLost, rec.shared.next_seq()));
+            return Ok(Stamped::new(FailOutcome::LeaseLost, rec.shared.next_seq()));
         };
         let (status, available, outcome) = policy.after_failure(attempts, now);
         tx.execute(
@@ -132,12 +132,12 @@ impl Upkeep for PgStore {
         };
         let (_, stamp) = rec.record(&mut tx, &event)?;
         tx.commit()?;
-        Ok((outcome, stamp))
+        Ok(Stamped::new(outcome, stamp))
     }
 
     /// Put dead letters back to Pending with fresh attempts: the one of `key`, or all when
     /// `key` is `None`. Returns how many were redriven.
-    fn redrive(&mut self, key: Option<&str>, now: i64) -> OutboxResult<(u64, u64)> {
+    fn redrive(&mut self, key: Option<&str>, now: i64) -> OutboxResult<Stamped<u64>> {
         // One event row each, made from the updated rows (so after their row locks), so a
         // watcher's table follows the redrive.
         let rows = self.client().query(
@@ -156,7 +156,7 @@ impl Upkeep for PgStore {
             Some(seq) => self.shared.stamp_of_row(seq),
             None => self.shared.next_seq(),
         };
-        Ok((rows.len() as u64, stamp))
+        Ok(Stamped::new(rows.len() as u64, stamp))
     }
 
     /// The last provider error recorded for the message of `key`.
@@ -177,7 +177,7 @@ impl Unleased for PgStore {
         msg: &MessageRef,
         check: &StatusCheck,
         now: i64,
-    ) -> OutboxResult<u64> {
+    ) -> OutboxResult<Stamped<()>> {
         self.mark_processed_by("", msg, check, now)
     }
 
@@ -202,7 +202,7 @@ impl Unleased for PgStore {
         msg: &MessageRef,
         check: &StatusCheck,
         now: i64,
-    ) -> OutboxResult<u64> {
+    ) -> OutboxResult<Stamped<()>> {
         let (answer, mark) = (self.prepared(WRITE_ANSWER_SQL)?, self.prepared(MARK_SQL)?);
         let rec = self.recorder()?;
         let mut client = self.client();
@@ -225,6 +225,6 @@ impl Unleased for PgStore {
         };
         let (_, stamp) = rec.record(&mut tx, &event)?;
         tx.commit()?;
-        Ok(stamp)
+        Ok(Stamped::new((), stamp))
     }
 }

@@ -8,6 +8,7 @@ use super::lease_events::{record, LeaseEventKind, NewEvent};
 use super::prepared::{Hot, Tx};
 use super::{ClaimOutcome, Lease, Result, Store};
 use crate::lease;
+use crate::outbox::Stamped;
 
 /// What every claim writes: Processing, the owner, the lease's end, the next fencing
 /// token and one more attempt.
@@ -153,7 +154,12 @@ pub(super) fn record_claim(tx: &Tx<'_, '_>, lease: &Lease, now: i64) -> Result<(
 impl Claiming for Store {
     /// Claim the oldest claimable message: Pending, or Processing with an expired lease.
     /// Returns the outcome and the commit stamp of the claim.
-    fn claim_next(&mut self, worker: &str, now: i64, lease_ms: i64) -> Result<(ClaimOutcome, u64)> {
+    fn claim_next(
+        &mut self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Stamped<ClaimOutcome>> {
         let until = now + lease_ms;
         let broken = self.rules.broken_claim;
         let (candidate, candidate_sql) = if broken {
@@ -179,7 +185,7 @@ impl Claiming for Store {
                 record_claim(tx, lease, now)?;
             }
             let outcome = lease.map_or(ClaimOutcome::Empty, ClaimOutcome::Claimed);
-            Ok(((outcome, shared.next_seq()), End::Commit))
+            Ok((Stamped::new(outcome, shared.next_seq()), End::Commit))
         })
     }
 
@@ -208,7 +214,7 @@ impl Claiming for Store {
         worker: &str,
         now: i64,
         lease_ms: i64,
-    ) -> Result<(ClaimOutcome, u64)> {
+    ) -> Result<Stamped<ClaimOutcome>> {
         self.write(|tx, shared| {
             let holder = tx
                 .prepare_cached(
@@ -253,7 +259,7 @@ impl Claiming for Store {
                     },
                 },
             };
-            Ok(((outcome, shared.next_seq()), End::Commit))
+            Ok((Stamped::new(outcome, shared.next_seq()), End::Commit))
         })
     }
 }

@@ -203,7 +203,7 @@ fn run_thread(
             let seq = db
                 .open(shared.clone())
                 .and_then(|mut store| store.record(&fact))
-                .unwrap_or_else(|_| shared.next_seq());
+                .map_or_else(|_| shared.next_seq(), |s| s.seq);
             let _ = events.send(Event {
                 seq,
                 at_ms: now,

@@ -10,7 +10,7 @@ use crossbeam_channel::Receiver;
 use crate::backend::Outbox;
 use crate::events::{Event, EventKind};
 use crate::outbox::{
-    ClaimOutcome, Fact, FailOutcome, FinalizeOutcome, Lease, LeaseEventKind, MessageRef,
+    ClaimOutcome, Fact, FailOutcome, FinalizeOutcome, Lease, LeaseEventKind, MessageRef, Stamped,
 };
 use crate::provider::StatusCheck;
 
@@ -291,7 +291,7 @@ impl Worker {
         let mut lease = lease.clone();
         let now = self.ctx.clock.now();
         let lease_ms = self.ctx.settings.lease_ms();
-        let (until, seq) = self
+        let Stamped { value: until, seq } = self
             .store
             .heartbeat(&lease, now, lease_ms)
             .map_err(|e| e.to_string())?;
@@ -366,7 +366,7 @@ impl Worker {
                 let seq = self
                     .store
                     .record(&fact)
-                    .unwrap_or_else(|_| self.ctx.shared.next_seq());
+                    .map_or_else(|_| self.ctx.shared.next_seq(), |s| s.seq);
                 self.set_status(|s| {
                     s.state = WorkerState::Crashed;
                     s.next = NextAction::Nothing;
@@ -565,7 +565,10 @@ impl Worker {
                 &checked_detail(check.status, effect),
             )
         };
-        self.store.record(&fact).map_err(|e| e.to_string())
+        self.store
+            .record(&fact)
+            .map(|s| s.seq)
+            .map_err(|e| e.to_string())
     }
 
     /// The provider failed: release the lease with a backoff, or dead-letter the message
@@ -573,7 +576,10 @@ impl Worker {
     fn failed_attempt(&mut self, lease: Lease, error: String) -> Result<(), String> {
         let now = self.ctx.clock.now();
         let policy = self.ctx.settings.retry();
-        let (outcome, seq) = self
+        let Stamped {
+            value: outcome,
+            seq,
+        } = self
             .store
             .fail_attempt(&lease, &error, now, &policy)
             .map_err(|e| e.to_string())?;
@@ -616,7 +622,10 @@ impl Worker {
         self.store
             .guard_finalize(guard)
             .map_err(|e| e.to_string())?;
-        let (outcome, seq) = self
+        let Stamped {
+            value: outcome,
+            seq,
+        } = self
             .store
             .finalize(&lease, &check, now)
             .map_err(|e| e.to_string())?;
@@ -651,7 +660,8 @@ impl Worker {
         let seq = self
             .store
             .mark_processed_by(&self.name, &msg, &check, now)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())?
+            .seq;
         self.set_status(|s| s.processed += 1);
         self.emit_at(
             seq,
@@ -698,7 +708,10 @@ impl Worker {
         let lease_ms = self.ctx.settings.lease_ms();
         self.set_status(|s| s.state = WorkerState::Claiming);
         let batch = self.ctx.settings.batch();
-        let (outcome, seq) = match id {
+        let Stamped {
+            value: outcome,
+            seq,
+        } = match id {
             Some(id) => self.store.claim_id(id, &self.name, now, lease_ms),
             None if batch > 1 => self.claim_batch(now, lease_ms, batch),
             None => self.store.claim_next(&self.name, now, lease_ms),
@@ -785,14 +798,14 @@ impl Worker {
         now: i64,
         lease_ms: i64,
         k: usize,
-    ) -> crate::outbox::Result<(ClaimOutcome, u64)> {
-        let (leases, seq) = self.store.claim_batch(&self.name, now, lease_ms, k)?;
-        let mut leases = VecDeque::from(leases);
+    ) -> crate::outbox::Result<Stamped<ClaimOutcome>> {
+        let claimed = self.store.claim_batch(&self.name, now, lease_ms, k)?;
+        let mut leases = VecDeque::from(claimed.value);
         let outcome = leases
             .pop_front()
             .map_or(ClaimOutcome::Empty, ClaimOutcome::Claimed);
         self.batched = leases;
-        Ok((outcome, seq))
+        Ok(Stamped::new(outcome, claimed.seq))
     }
 
     /// Start on a leased message: heartbeats count from `since`.

@@ -10,7 +10,7 @@ use crate::engine::outbox::prelude::*;
 use crate::engine::outbox::{
     BatchClaiming, ClaimOutcome, Fact, FailOutcome, FinalizeOutcome, Lease, MessageRef, MessageRow,
     OutboxCounts, OutboxError, OutboxStatus, PaymentCounts, PaymentRow, PaymentStatus, Result,
-    RetryPolicy, RowsPerKey,
+    RetryPolicy, RowsPerKey, Stamped,
 };
 use crate::engine::provider::{Provider, StatusCheck};
 use crate::engine::store::{LeaseEventKind, LeaseEventRow};
@@ -203,13 +203,13 @@ fn read_only<T>() -> Result<T> {
 }
 
 impl Claiming for ReplayOutbox {
-    fn claim_next(&mut self, _: &str, _: i64, _: i64) -> Result<(ClaimOutcome, u64)> {
+    fn claim_next(&mut self, _: &str, _: i64, _: i64) -> Result<Stamped<ClaimOutcome>> {
         read_only()
     }
     fn blocked_by(&self, _: &str, _: i64) -> Result<Option<ClaimOutcome>> {
         Ok(None)
     }
-    fn claim_id(&mut self, _: i64, _: &str, _: i64, _: i64) -> Result<(ClaimOutcome, u64)> {
+    fn claim_id(&mut self, _: i64, _: &str, _: i64, _: i64) -> Result<Stamped<ClaimOutcome>> {
         read_only()
     }
 }
@@ -217,7 +217,7 @@ impl Claiming for ReplayOutbox {
 impl BatchClaiming for ReplayOutbox {}
 
 impl Finalizing for ReplayOutbox {
-    fn finalize(&mut self, _: &Lease, _: &StatusCheck, _: i64) -> Result<(FinalizeOutcome, u64)> {
+    fn finalize(&mut self, _: &Lease, _: &StatusCheck, _: i64) -> Result<Stamped<FinalizeOutcome>> {
         read_only()
     }
 }
@@ -226,7 +226,7 @@ impl Unleased for ReplayOutbox {
     fn load_pending(&self, _: i64) -> Result<Vec<MessageRef>> {
         Ok(Vec::new())
     }
-    fn mark_processed(&mut self, _: &MessageRef, _: &StatusCheck, _: i64) -> Result<u64> {
+    fn mark_processed(&mut self, _: &MessageRef, _: &StatusCheck, _: i64) -> Result<Stamped<()>> {
         read_only()
     }
     fn mark_processed_by(
@@ -235,13 +235,13 @@ impl Unleased for ReplayOutbox {
         _: &MessageRef,
         _: &StatusCheck,
         _: i64,
-    ) -> Result<u64> {
+    ) -> Result<Stamped<()>> {
         read_only()
     }
 }
 
 impl Upkeep for ReplayOutbox {
-    fn heartbeat(&mut self, _: &Lease, _: i64, _: i64) -> Result<(Option<i64>, u64)> {
+    fn heartbeat(&mut self, _: &Lease, _: i64, _: i64) -> Result<Stamped<Option<i64>>> {
         read_only()
     }
     fn fail_attempt(
@@ -250,10 +250,10 @@ impl Upkeep for ReplayOutbox {
         _: &str,
         _: i64,
         _: &RetryPolicy,
-    ) -> Result<(FailOutcome, u64)> {
+    ) -> Result<Stamped<FailOutcome>> {
         read_only()
     }
-    fn redrive(&mut self, _: Option<&str>, _: i64) -> Result<(u64, u64)> {
+    fn redrive(&mut self, _: Option<&str>, _: i64) -> Result<Stamped<u64>> {
         read_only()
     }
     fn last_error(&self, _: &str) -> Result<Option<String>> {
@@ -277,7 +277,7 @@ impl Seeding for ReplayOutbox {
 }
 
 impl Recording for ReplayOutbox {
-    fn record(&mut self, _: &Fact) -> Result<u64> {
+    fn record(&mut self, _: &Fact) -> Result<Stamped<()>> {
         read_only()
     }
 }
