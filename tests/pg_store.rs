@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Barrier};
 
 use leaselab::engine::backend::Db;
-use leaselab::engine::pg::{LeaseEventRow, PgError, PgStore, PgTail};
+use leaselab::engine::outbox::LeaseEventRow;
+use leaselab::engine::pg::{PgError, PgStore, PgTail};
 use leaselab::engine::provider::{Provider, ProviderStatus, StatusCheck};
 use leaselab::engine::store::{
     ClaimOutcome, DbOrigin, Durability, FailOutcome, FinalizeOutcome, Lease, MessageRef,
@@ -416,7 +417,14 @@ fn finalize_after_a_takeover_is_rejected_and_leaves_the_payment_alone() {
     let events = all_events(&mut store);
     let story: Vec<(u64, &str, &str, i64)> = events
         .iter()
-        .map(|e| (e.seq, e.kind.as_str(), e.worker.as_str(), e.version))
+        .map(|e| {
+            (
+                e.seq,
+                e.kind.as_str(),
+                e.worker.as_str(),
+                e.version.unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         story,
@@ -429,7 +437,7 @@ fn finalize_after_a_takeover_is_rejected_and_leaves_the_payment_alone() {
     );
     assert!(story.windows(2).all(|w| w[0].0 < w[1].0));
     assert_eq!(events[0].until_ms, Some(NOW + LEASE));
-    assert_eq!(events[3].payment_status.as_deref(), Some("Failed"));
+    assert_eq!(events[3].detail.as_deref(), Some("Failed"));
     assert_eq!(events[3].at_ms, NOW + LEASE + 3);
     assert_eq!(store.events_after(events[1].seq, 10).unwrap(), events[2..]);
 }
@@ -599,7 +607,7 @@ fn assert_exactly_once(db: &ScratchDb, drained: &Drained, messages: u64) {
     // returned none out of Seq order (each message's commit order).
     let table: Vec<(u64, String, i64)> = events
         .iter()
-        .map(|e| (e.seq, e.kind.clone(), e.id))
+        .map(|e| (e.seq, e.kind.to_string(), e.id.unwrap()))
         .collect();
     assert_eq!(
         drained.tailed.len(),
@@ -671,7 +679,10 @@ const POLICY: RetryPolicy = RetryPolicy {
 };
 
 fn kinds(store: &mut PgStore) -> Vec<String> {
-    all_events(store).into_iter().map(|e| e.kind).collect()
+    all_events(store)
+        .into_iter()
+        .map(|e| e.kind.to_string())
+        .collect()
 }
 
 #[test]
@@ -768,7 +779,11 @@ fn failed_attempts_back_off_then_dead_letter_until_a_redrive() {
     assert_eq!(store.redrive(None, far).unwrap().value, 1);
     let last = all_events(&mut store).pop().unwrap();
     assert_eq!(
-        (last.kind.as_str(), last.key.as_str(), last.worker.as_str()),
+        (
+            last.kind.as_str(),
+            last.key.as_deref().unwrap(),
+            last.worker.as_str()
+        ),
         ("Redriven", "PAY-001", "engine")
     );
     let again = claimed(store.claim_next_recorded("Worker-B", far, LEASE).unwrap().0);
@@ -833,7 +848,7 @@ fn leasing_off_loads_every_pending_message_and_marks_it_unguarded() {
     let marked = all_events(&mut store)
         .into_iter()
         .filter(|e| e.kind == "Marked")
-        .map(|e| (e.worker, e.payment_status))
+        .map(|e| (e.worker, e.detail))
         .collect::<Vec<_>>();
     assert_eq!(marked.len(), 3);
     assert!(marked
@@ -934,7 +949,7 @@ fn a_tail_holds_back_a_row_until_a_lower_seq_still_in_flight_commits_then_return
     let lease = claimed(store.claim_next_recorded("Worker-A", NOW, 1_000).unwrap().0);
     let high = all_events(&mut store)
         .iter()
-        .find(|e| e.kind == "Claimed" && e.id == lease.id)
+        .find(|e| e.kind == "Claimed" && e.id == Some(lease.id))
         .expect("the claim's row")
         .seq;
     assert!(high > low as u64);

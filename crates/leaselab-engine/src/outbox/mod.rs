@@ -18,8 +18,9 @@ pub use retry::{FailOutcome, RetryPolicy};
 pub use stamped::Stamped;
 pub use status::{LeaseEventKind, OutboxStatus, PaymentStatus};
 pub use types::{
-    ClaimOutcome, DbOrigin, Durability, FinalizeGuard, FinalizeOutcome, Lease, MessageRef,
-    MessageRow, OutboxCounts, PaymentCounts, PaymentRow, RowsPerKey, StoreShared,
+    amount_for, payment_key, ClaimOutcome, DbOrigin, Durability, FinalizeGuard, FinalizeOutcome,
+    Lease, MessageRef, MessageRow, OutboxCounts, PaymentCounts, PaymentRow, RowsPerKey,
+    StoreShared,
 };
 
 use super::provider::{Provider, StatusCheck};

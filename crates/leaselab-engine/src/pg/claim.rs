@@ -8,11 +8,13 @@ use std::sync::Arc;
 use postgres::types::Type;
 use postgres::{Statement, Transaction};
 
+use super::status::state;
 use super::{PgStore, Result};
+use crate::lease;
 use crate::outbox::Result as OutboxResult;
 use crate::outbox::{
     BatchClaiming, ClaimOutcome, Claiming, FinalizeGuard, FinalizeOutcome, Finalizing, Lease,
-    Stamped, StoreShared,
+    LeaseEventKind, OutboxStatus, Stamped, StoreShared,
 };
 use crate::provider::StatusCheck;
 
@@ -23,12 +25,13 @@ use crate::provider::StatusCheck;
 /// holds the row's lock (and has its transaction id): Seq order is each message's commit
 /// order, and a tail can tell when every Seq up to a point is settled (see `tail`).
 /// $1 worker, $2 now, $3 until.
-const CLAIM_NEXT_SQL: &str = "
+const CLAIM_NEXT_SQL: &str = concat!(
+    "
 WITH candidate AS (
        SELECT Id FROM OutboxMessages
-        WHERE ProcessedAtUtc IS NULL
-          AND ((Status = 'Pending' AND AvailableAtUtc <= $2)
-               OR (Status = 'Processing' AND LockedUntilUtc < $2))
+        WHERE ProcessedAtUtc IS NULL AND ",
+    claimable!("$2"),
+    "
         ORDER BY CreatedAtUtc, Id LIMIT 1
           FOR UPDATE SKIP LOCKED),
      claimed AS (
@@ -36,16 +39,17 @@ WITH candidate AS (
           SET Status = 'Processing', LockedBy = $1, LockedUntilUtc = $3,
               LeaseVersion = o.LeaseVersion + 1, Attempts = o.Attempts + 1
          FROM candidate
-        WHERE o.Id = candidate.Id
-          AND ((o.Status = 'Pending' AND o.AvailableAtUtc <= $2)
-               OR (o.Status = 'Processing' AND o.LockedUntilUtc < $2))
+        WHERE o.Id = candidate.Id AND ",
+    claimable!("$2"),
+    "
        RETURNING o.Id, o.PaymentKey, o.LeaseVersion, o.Seeding),
      recorded AS (
        INSERT INTO LeaseEvents (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion,
                                 LockedUntilUtc)
        SELECT $2, $1, 'Claimed', Id, PaymentKey, LeaseVersion, $3 FROM claimed
        RETURNING Seq)
-SELECT c.Id, c.PaymentKey, c.LeaseVersion, c.Seeding, r.Seq FROM claimed c CROSS JOIN recorded r";
+SELECT c.Id, c.PaymentKey, c.LeaseVersion, c.Seeding, r.Seq FROM claimed c CROSS JOIN recorded r"
+);
 const CLAIM_NEXT_TYPES: &[Type] = &[Type::TEXT, Type::INT8, Type::INT8];
 
 /// A finalize as one statement: Processed and the provider's answer only while this worker
@@ -123,11 +127,14 @@ impl<T> Recorded<T> {
 
 /// The soonest-ending live lease held by another worker. It reads `IX_Outbox_Unfinished`:
 /// nothing is claimable when it runs, so what is left there is held or backing off.
-const SOONEST_LIVE_LEASE_SQL: &str = "
+const SOONEST_LIVE_LEASE_SQL: &str = concat!(
+    "
 SELECT Id, PaymentKey, LockedBy, LockedUntilUtc FROM OutboxMessages
- WHERE ProcessedAtUtc IS NULL AND Status = 'Processing' AND LockedUntilUtc >= $2
-   AND LockedBy <> $1
- ORDER BY LockedUntilUtc LIMIT 1";
+ WHERE ProcessedAtUtc IS NULL AND ",
+    live!("$2"),
+    " AND LockedBy <> $1
+ ORDER BY LockedUntilUtc LIMIT 1"
+);
 
 impl PgStore {
     /// Claim the oldest claimable message: Pending, or Processing with an expired lease.
@@ -191,11 +198,11 @@ impl PgStore {
             tx.commit()?;
             return Ok(Recorded::unrecorded(ClaimOutcome::Empty, &shared));
         };
-        let (key, status): (String, String) = (row.get(0), row.get(1));
+        let (key, status): (String, OutboxStatus) = (row.get(0), state(&row, 1)?);
         let owner: Option<String> = row.get(2);
         let held_until: Option<i64> = row.get(3);
-        if let (true, Some(held_until)) = (status == "Processing", held_until) {
-            if held_until >= now {
+        if let (OutboxStatus::Processing, Some(held_until)) = (status, held_until) {
+            if lease::is_live(held_until, now) {
                 tx.commit()?;
                 let blocked = ClaimOutcome::Blocked {
                     id,
@@ -268,15 +275,17 @@ impl PgStore {
     }
 }
 
-/// The conditional update of one chosen message, with the claimable condition repeated.
-const TAKE_LEASE_SQL: &str = "
+/// The conditional update of one chosen message, with the claimable condition asked again.
+const TAKE_LEASE_SQL: &str = concat!(
+    "
 UPDATE OutboxMessages
    SET Status = 'Processing', LockedBy = $1, LockedUntilUtc = $2,
        LeaseVersion = LeaseVersion + 1, Attempts = Attempts + 1
- WHERE Id = $3
-   AND ((Status = 'Pending' AND AvailableAtUtc <= $4)
-        OR (Status = 'Processing' AND LockedUntilUtc < $4))
-RETURNING LeaseVersion, Seeding";
+ WHERE Id = $3 AND ",
+    claimable!("$4"),
+    "
+RETURNING LeaseVersion, Seeding"
+);
 
 /// Who holds one message, as a claim by id reads it. FOR UPDATE: the row cannot change
 /// between this look and the update after it.
@@ -303,7 +312,7 @@ RETURNING Seq";
 pub(super) struct NewEvent<'a> {
     pub at: i64,
     pub worker: &'a str,
-    pub kind: &'a str,
+    pub kind: LeaseEventKind,
     pub id: i64,
     pub key: &'a str,
     pub version: i64,
@@ -315,7 +324,7 @@ pub(super) struct NewEvent<'a> {
 
 impl<'a> NewEvent<'a> {
     /// An event about `lease`, by its owner.
-    pub fn of(lease: &'a Lease, kind: &'a str, now: i64) -> NewEvent<'a> {
+    pub fn of(lease: &'a Lease, kind: LeaseEventKind, now: i64) -> NewEvent<'a> {
         NewEvent {
             at: now,
             worker: &lease.owner,
@@ -332,7 +341,7 @@ impl<'a> NewEvent<'a> {
     fn claim(lease: &'a Lease, now: i64) -> NewEvent<'a> {
         NewEvent {
             until: Some(lease.until_ms),
-            ..NewEvent::of(lease, "Claimed", now)
+            ..NewEvent::of(lease, LeaseEventKind::Claimed, now)
         }
     }
 }
@@ -386,7 +395,7 @@ impl crate::outbox::Recording for PgStore {
                 &[
                     &fact.at_ms,
                     &fact.worker,
-                    &fact.kind.as_str(),
+                    &fact.kind,
                     &fact.id,
                     &fact.key,
                     &fact.version,

@@ -5,16 +5,21 @@ use super::claim::{NewEvent, WRITE_ANSWER_SQL};
 use super::PgStore;
 use crate::outbox::prelude::*;
 use crate::outbox::Result as OutboxResult;
-use crate::outbox::{FailOutcome, Lease, MessageRef, OutboxStatus, RetryPolicy, Stamped};
+use crate::outbox::{
+    FailOutcome, Lease, LeaseEventKind, MessageRef, OutboxStatus, RetryPolicy, Stamped,
+};
 use crate::provider::StatusCheck;
 
 /// Extend a held lease, never shortening it, only while this worker holds this lease
 /// (owner and fencing token) and it has not run out.
-const HEARTBEAT_SQL: &str = "
+const HEARTBEAT_SQL: &str = concat!(
+    "
 UPDATE OutboxMessages SET LockedUntilUtc = GREATEST(LockedUntilUtc, $1)
- WHERE Id = $2 AND Status = 'Processing' AND LockedBy = $3 AND LeaseVersion = $4
-   AND LockedUntilUtc >= $5 AND Seeding = $6
-RETURNING LockedUntilUtc";
+ WHERE Id = $2 AND LockedBy = $3 AND LeaseVersion = $4 AND Seeding = $6 AND ",
+    live!("$5"),
+    "
+RETURNING LockedUntilUtc"
+);
 
 /// The attempts of a message this worker still holds, locked until the release below.
 const HELD_ATTEMPTS_SQL: &str = "
@@ -36,9 +41,13 @@ UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = $1,
        LockedBy = NULL, LockedUntilUtc = NULL
  WHERE Id = $2 RETURNING LeaseVersion";
 
-const LOAD_PENDING_SQL: &str = "SELECT Id, PaymentKey FROM OutboxMessages
-      WHERE ProcessedAtUtc IS NULL AND Status = 'Pending' AND AvailableAtUtc <= $1
-      ORDER BY CreatedAtUtc, Id";
+const LOAD_PENDING_SQL: &str = concat!(
+    "SELECT Id, PaymentKey FROM OutboxMessages
+      WHERE ProcessedAtUtc IS NULL AND ",
+    available!("$1"),
+    "
+      ORDER BY CreatedAtUtc, Id"
+);
 
 impl Upkeep for PgStore {
     /// Extend `lease` to `now + lease_ms` (never shorter than it is). `None`: the lease is
@@ -67,9 +76,9 @@ impl Upkeep for PgStore {
             .map(|r| r.get(0));
         // A lost lease is written too, so a watcher sees the worker drop the message.
         let kind = if until.is_some() {
-            "Heartbeat"
+            LeaseEventKind::Heartbeat
         } else {
-            "LeaseLost"
+            LeaseEventKind::LeaseLost
         };
         let event = NewEvent {
             until,
@@ -110,7 +119,7 @@ impl Upkeep for PgStore {
         tx.execute(
             &release,
             &[
-                &status.as_str(),
+                &status,
                 &available,
                 &error,
                 &lease.id,
@@ -121,12 +130,12 @@ impl Upkeep for PgStore {
             ],
         )?;
         let kind = match status {
-            OutboxStatus::DeadLettered => "DeadLettered",
-            _ => "Retry",
+            OutboxStatus::DeadLettered => LeaseEventKind::DeadLettered,
+            _ => LeaseEventKind::Retry,
         };
         // A retried message's row also says when it may be claimed again.
         let event = NewEvent {
-            until: (kind == "Retry").then_some(available),
+            until: (kind == LeaseEventKind::Retry).then_some(available),
             detail: Some(error),
             ..NewEvent::of(lease, kind, now)
         };
@@ -215,7 +224,7 @@ impl Unleased for PgStore {
         let event = NewEvent {
             at: now,
             worker,
-            kind: "Marked",
+            kind: LeaseEventKind::Marked,
             id: msg.id,
             key: &msg.key,
             version,

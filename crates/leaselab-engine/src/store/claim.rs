@@ -6,7 +6,7 @@ use rusqlite::{named_params, OptionalExtension};
 use super::conn::End;
 use super::lease_events::{record, LeaseEventKind, NewEvent};
 use super::prepared::{Hot, Tx};
-use super::{ClaimOutcome, Lease, Result, Store};
+use super::{ClaimOutcome, Lease, OutboxStatus, Result, Store};
 use crate::lease;
 use crate::outbox::Stamped;
 
@@ -49,21 +49,22 @@ const TAKE_LEASE_SQL: &str = concat!(take_lease!(), "WHERE Id = :id AND ", claim
 const BROKEN_TAKE_LEASE_SQL: &str = concat!(take_lease!(), "WHERE Id = :id AND (:now = :now)");
 
 /// The live lease of another worker that runs out first: what an empty claim waits for.
-/// `LockedUntilUtc >= now` is the lease rule's "live" (see `engine::lease`).
+/// `live!` is the lease rule's "live" (see `engine::lease`).
 /// It reads the unfinished messages' index (nothing is claimable when it runs, so what
 /// is left there is held or backing off).
 const SOONEST_LIVE_LEASE_SQL: &str = concat!(
     "
 SELECT Id, PaymentKey, LockedBy, LockedUntilUtc ",
     unfinished!(),
-    "Status = 'Processing' AND LockedUntilUtc >= :now AND LockedBy <> :worker
+    live!(),
+    " AND LockedBy <> :worker
  ORDER BY LockedUntilUtc LIMIT 1"
 );
 
 /// Who holds one message, as a claim by id reads it.
 struct Holder {
     key: String,
-    status: String,
+    status: OutboxStatus,
     owner: Option<String>,
     until_ms: Option<i64>,
     version: i64,
@@ -235,7 +236,9 @@ impl Claiming for Store {
             let outcome = match holder {
                 None => ClaimOutcome::Empty,
                 Some(h) => match h.until_ms {
-                    Some(until) if h.status == "Processing" && lease::is_live(until, now) => {
+                    Some(until)
+                        if h.status == OutboxStatus::Processing && lease::is_live(until, now) =>
+                    {
                         ClaimOutcome::Blocked {
                             id,
                             key: h.key,

@@ -11,10 +11,13 @@ use crate::outbox::Stamped;
 
 /// Extend a held lease to `:until`, never shortening it, only while this worker holds this
 /// lease (owner and fencing token) and it has not run out.
-const HEARTBEAT_SQL: &str = "UPDATE OutboxMessages
+const HEARTBEAT_SQL: &str = concat!(
+    "UPDATE OutboxMessages
     SET LockedUntilUtc = MAX(LockedUntilUtc, :until)
-  WHERE Id = :id AND Status = 'Processing' AND LockedBy = :worker
-    AND LeaseVersion = :version AND Seeding = :seeding AND LockedUntilUtc >= :now";
+  WHERE Id = :id AND LockedBy = :worker AND LeaseVersion = :version AND Seeding = :seeding
+    AND ",
+    live!()
+);
 
 /// The expiry a heartbeat left, read back in its transaction (no `RETURNING`: see
 /// `claim::TAKE_LEASE_SQL` for what it would cost).
