@@ -51,7 +51,8 @@ impl<T> Outbox for T where
 
 /// The parts of [`Outbox`], to call them on a concrete store.
 pub mod prelude {
-    pub use super::{
+    // Named from the crate root: the parts' own file, whoever reads this inline module.
+    pub use crate::outbox::{
         BatchClaiming, Claiming, Finalizing, Outbox, Reading, Recording, Seeding, Unleased, Upkeep,
     };
 }
