@@ -122,11 +122,7 @@ pub enum PgError {
 impl fmt::Display for PgError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            // The server's own message is in the source; Display alone says only "db error".
-            PgError::Postgres(e) => match e.as_db_error() {
-                Some(db) => write!(f, "PostgreSQL: {}: {}", db.severity(), db.message()),
-                None => write!(f, "PostgreSQL: {e}"),
-            },
+            PgError::Postgres(e) => f.write_str(&postgres_words(e)),
             PgError::BadUrl(m)
             | PgError::Unreachable(m)
             | PgError::Foreign(m)
@@ -146,6 +142,15 @@ impl PgError {
 }
 
 impl std::error::Error for PgError {}
+
+/// What PostgreSQL said. The server's own message is in the source; Display alone says
+/// only "db error".
+pub(crate) fn postgres_words(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("PostgreSQL: {}: {}", db.severity(), db.message()),
+        None => format!("PostgreSQL: {e}"),
+    }
+}
 
 impl From<postgres::Error> for PgError {
     fn from(e: postgres::Error) -> Self {

@@ -132,7 +132,11 @@ impl From<rusqlite::Error> for OutboxError {
         } else {
             format!("SQLite: {e}")
         };
-        OutboxError::Database { failure, message }
+        OutboxError::Database {
+            failure,
+            message,
+            cause: Some(e.into()),
+        }
     }
 }
 
@@ -148,5 +152,29 @@ pub struct Store {
 impl fmt::Debug for Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use super::OutboxError;
+    use crate::outbox::DbCause;
+
+    /// The user reads one line; whoever walks the chain finds SQLite's own error under it.
+    #[test]
+    fn a_database_error_keeps_sqlite_s_error_as_its_source() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let e: OutboxError = conn.execute("SELEC 1", []).unwrap_err().into();
+        assert_eq!(
+            e.to_string(),
+            "SQLite: near \"SELEC\": syntax error in SELEC 1 at offset 0"
+        );
+        let source = e.source().expect("a source");
+        assert!(
+            matches!(source.downcast_ref(), Some(DbCause::Sqlite(_))),
+            "{source:?}"
+        );
     }
 }

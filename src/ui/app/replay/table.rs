@@ -199,6 +199,7 @@ fn read_only<T>() -> Result<T> {
     Err(OutboxError::Database {
         failure: crate::engine::outbox::Failure::Other,
         message: "a replay only reads".into(),
+        cause: None,
     })
 }
 
