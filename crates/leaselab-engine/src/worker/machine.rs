@@ -206,7 +206,7 @@ impl Worker {
         });
     }
 
-    pub(super) fn run(&mut self, rx: &Receiver<Control>) -> Option<String> {
+    pub(super) fn run(&mut self, rx: &Receiver<Control>) -> Option<WorkerError> {
         self.publish();
         loop {
             // Listen for commands: block while paused, block until the clock can have
@@ -275,7 +275,7 @@ impl Worker {
     }
 
     /// A heartbeat when one can be given (heartbeats on, a lease held), whatever its time.
-    pub(crate) fn beat_now(&mut self) -> Result<(), String> {
+    pub(crate) fn beat_now(&mut self) -> Result<(), WorkerError> {
         if self.next_beat().is_some() {
             self.beat()?;
         }
@@ -284,17 +284,14 @@ impl Worker {
 
     /// Extend the held lease. Zero rows changed means the lease is lost: the worker drops
     /// the message without calling the provider or trying a finalize.
-    fn beat(&mut self) -> Result<(), String> {
+    fn beat(&mut self) -> Result<(), WorkerError> {
         let Phase::Holding(lease) = &self.phase else {
             return Ok(());
         };
         let mut lease = lease.clone();
         let now = self.ctx.clock.now();
         let lease_ms = self.ctx.settings.lease_ms();
-        let Stamped { value: until, seq } = self
-            .store
-            .heartbeat(&lease, now, lease_ms)
-            .map_err(|e| e.to_string())?;
+        let Stamped { value: until, seq } = self.store.heartbeat(&lease, now, lease_ms)?;
         self.beat_base = now;
         match until {
             Some(until_ms) => {
@@ -344,7 +341,7 @@ impl Worker {
             .then(|| Duration::from_secs_f64(left / clock.speed() / 1000.0))
     }
 
-    fn exit(&mut self, exit: Exit) -> Option<String> {
+    fn exit(&mut self, exit: Exit) -> Option<WorkerError> {
         match exit {
             Exit::Shutdown => {
                 self.set_status(|s| s.state = WorkerState::Stopped);
@@ -388,7 +385,7 @@ impl Worker {
         None
     }
 
-    fn obey(&mut self, c: Control) -> Result<Option<Exit>, String> {
+    fn obey(&mut self, c: Control) -> Result<Option<Exit>, WorkerError> {
         match c {
             Control::Pause => {
                 if !self.paused {
@@ -446,7 +443,7 @@ impl Worker {
     }
 
     /// Exactly one action, then the reply that its events are out.
-    fn single_step(&mut self, pace: Pace, reply: Option<Sender<()>>) -> Result<(), String> {
+    fn single_step(&mut self, pace: Pace, reply: Option<Sender<()>>) -> Result<(), WorkerError> {
         self.set_wait(None);
         self.act(pace)?;
         if let Some(r) = reply {
@@ -456,7 +453,7 @@ impl Worker {
     }
 
     /// One action of the worker's cycle, at `pace`.
-    pub(crate) fn act(&mut self, pace: Pace) -> Result<Acted, String> {
+    pub(crate) fn act(&mut self, pace: Pace) -> Result<Acted, WorkerError> {
         let stepping = pace != Pace::Run;
         self.set_status(|s| s.acts += 1);
         let leasing = self.ctx.settings.leasing();
@@ -521,7 +518,7 @@ impl Worker {
 
     /// Leasing on, holding a lease: ask the provider for the payment's status. A failed
     /// call is recorded on the row: back to Pending after a backoff, or dead-lettered.
-    fn call_provider(&mut self, lease: Lease) -> Result<Acted, String> {
+    fn call_provider(&mut self, lease: Lease) -> Result<Acted, WorkerError> {
         let (check, effect) = match self.ctx.provider.try_call(&lease.key) {
             Ok(call) => call,
             Err(error) => {
@@ -552,7 +549,7 @@ impl Worker {
         key: &str,
         check: &StatusCheck,
         effect: bool,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, WorkerError> {
         let now = self.ctx.clock.now();
         let fact = Fact {
             id: Some(id),
@@ -565,24 +562,18 @@ impl Worker {
                 &checked_detail(check.status, effect),
             )
         };
-        self.store
-            .record(&fact)
-            .map(|s| s.seq)
-            .map_err(|e| e.to_string())
+        Ok(self.store.record(&fact)?.seq)
     }
 
     /// The provider failed: release the lease with a backoff, or dead-letter the message
     /// when this was its last attempt. A lease lost meanwhile writes nothing.
-    fn failed_attempt(&mut self, lease: Lease, error: String) -> Result<(), String> {
+    fn failed_attempt(&mut self, lease: Lease, error: String) -> Result<(), WorkerError> {
         let now = self.ctx.clock.now();
         let policy = self.ctx.settings.retry();
         let Stamped {
             value: outcome,
             seq,
-        } = self
-            .store
-            .fail_attempt(&lease, &error, now, &policy)
-            .map_err(|e| e.to_string())?;
+        } = self.store.fail_attempt(&lease, &error, now, &policy)?;
         let (id, key, version) = (lease.id, lease.key, lease.version);
         let kind = match outcome {
             FailOutcome::Retry {
@@ -616,19 +607,14 @@ impl Worker {
     }
 
     /// Leasing on, the provider answered: the ownership-guarded finalize.
-    fn finalize(&mut self, lease: Lease, check: StatusCheck) -> Result<Acted, String> {
+    fn finalize(&mut self, lease: Lease, check: StatusCheck) -> Result<Acted, WorkerError> {
         let now = self.ctx.clock.now();
         let guard = self.ctx.settings.finalize_guard();
-        self.store
-            .guard_finalize(guard)
-            .map_err(|e| e.to_string())?;
+        self.store.guard_finalize(guard)?;
         let Stamped {
             value: outcome,
             seq,
-        } = self
-            .store
-            .finalize(&lease, &check, now)
-            .map_err(|e| e.to_string())?;
+        } = self.store.finalize(&lease, &check, now)?;
         let kind = match outcome {
             FinalizeOutcome::Committed => {
                 self.set_status(|s| s.processed += 1);
@@ -655,12 +641,11 @@ impl Worker {
         queue: VecDeque<MessageRef>,
         msg: MessageRef,
         check: StatusCheck,
-    ) -> Result<Acted, String> {
+    ) -> Result<Acted, WorkerError> {
         let now = self.ctx.clock.now();
         let seq = self
             .store
-            .mark_processed_by(&self.name, &msg, &check, now)
-            .map_err(|e| e.to_string())?
+            .mark_processed_by(&self.name, &msg, &check, now)?
             .seq;
         self.set_status(|s| s.processed += 1);
         self.emit_at(
@@ -681,7 +666,7 @@ impl Worker {
     }
 
     /// Leasing off: ask the provider about the next loaded message, owning nothing.
-    fn check_next_loaded(&mut self, mut queue: VecDeque<MessageRef>) -> Result<Acted, String> {
+    fn check_next_loaded(&mut self, mut queue: VecDeque<MessageRef>) -> Result<Acted, WorkerError> {
         if let Some(msg) = queue.pop_front() {
             let (check, effect) = self.ctx.provider.call(&msg.key);
             let seq = self.record_check(None, msg.id, &msg.key, &check, effect)?;
@@ -702,7 +687,7 @@ impl Worker {
         Ok(Acted::Done)
     }
 
-    fn claim(&mut self, id: Option<i64>) -> Result<Acted, String> {
+    fn claim(&mut self, id: Option<i64>) -> Result<Acted, WorkerError> {
         let id_asked = id.is_some();
         let now = self.ctx.clock.now();
         let lease_ms = self.ctx.settings.lease_ms();
@@ -715,14 +700,12 @@ impl Worker {
             Some(id) => self.store.claim_id(id, &self.name, now, lease_ms),
             None if batch > 1 => self.claim_batch(now, lease_ms, batch),
             None => self.store.claim_next(&self.name, now, lease_ms),
-        }
-        .map_err(|e| e.to_string())?;
+        }?;
         // Nothing claimable: say whose live lease is in the way, as a claim by id would.
         let outcome = match (outcome, id) {
             (ClaimOutcome::Empty, None) => self
                 .store
-                .blocked_by(&self.name, now)
-                .map_err(|e| e.to_string())?
+                .blocked_by(&self.name, now)?
                 .unwrap_or(ClaimOutcome::Empty),
             (outcome, _) => outcome,
         };
@@ -816,14 +799,10 @@ impl Worker {
         Acted::Done
     }
 
-    fn load(&mut self) -> Result<Acted, String> {
+    fn load(&mut self) -> Result<Acted, WorkerError> {
         let now = self.ctx.clock.now();
         self.set_status(|s| s.state = WorkerState::Claiming);
-        let queue: VecDeque<MessageRef> = self
-            .store
-            .load_pending(now)
-            .map_err(|e| e.to_string())?
-            .into();
+        let queue: VecDeque<MessageRef> = self.store.load_pending(now)?.into();
         self.emit(EventKind::Loaded { count: queue.len() });
         if queue.is_empty() {
             return Ok(Acted::WaitUntil(now + self.ctx.settings.idle_ms()));
