@@ -157,11 +157,15 @@ fn inspect_refuses_what_is_not_a_leaselab_database_and_leaves_it_untouched() {
 fn batch_claims_take_the_oldest_k_and_batch_finalize_guards_each_message() {
     let (d, mut a, p) = fresh(5);
     let mut b = second_connection(&d);
-    let (leases, _) = a.claim_batch("Worker-A", T0, LEASE, 3).unwrap();
+    let leases = a.claim_batch("Worker-A", T0, LEASE, 3).unwrap().value;
     assert_eq!(leases.iter().map(|l| l.id).collect::<Vec<_>>(), [1, 2, 3]);
     // Worker-B takes message 2 over after the lease ran out; A's batch finalize must
     // commit 1 and 3 and leave 2 (and its payment) alone.
-    let stolen = claimed(b.claim_id(2, "Worker-B", T0 + LEASE + 1, LEASE).unwrap().0);
+    let stolen = claimed(
+        b.claim_id(2, "Worker-B", T0 + LEASE + 1, LEASE)
+            .unwrap()
+            .value,
+    );
     assert_eq!(stolen.version, 2);
     let results: Vec<_> = leases
         .into_iter()
@@ -170,7 +174,7 @@ fn batch_claims_take_the_oldest_k_and_batch_finalize_guards_each_message() {
             (l, c)
         })
         .collect();
-    let (outcomes, _) = a.finalize_batch(&results, T0 + LEASE + 2).unwrap();
+    let outcomes = a.finalize_batch(&results, T0 + LEASE + 2).unwrap().value;
     assert_eq!(
         outcomes,
         [
@@ -194,10 +198,15 @@ fn batch_claims_take_the_oldest_k_and_batch_finalize_guards_each_message() {
 fn a_batch_finalize_of_a_lease_from_before_a_reseed_is_rejected() {
     let (d, mut engine, provider) = fresh(1);
     let mut stale_process = second_connection(&d);
-    let stale = claimed(stale_process.claim_next("Worker-B", T0, LEASE).unwrap().0);
+    let stale = claimed(
+        stale_process
+            .claim_next("Worker-B", T0, LEASE)
+            .unwrap()
+            .value,
+    );
     engine.empty().unwrap();
     engine.seed(&provider, 1, T0).unwrap();
-    let live = claimed(engine.claim_next("Worker-B", T0, LEASE).unwrap().0);
+    let live = claimed(engine.claim_next("Worker-B", T0, LEASE).unwrap().value);
     assert_eq!(
         (stale.id, stale.version, &stale.owner),
         (live.id, live.version, &live.owner),
@@ -211,11 +220,11 @@ fn a_batch_finalize_of_a_lease_from_before_a_reseed_is_rejected() {
         stale_process
             .finalize_batch(&[(stale.clone(), check.clone())], T0 + 1)
             .unwrap()
-            .0,
+            .value,
         [FinalizeOutcome::Rejected]
     );
     assert_eq!(
-        engine.finalize(&live, &check, T0 + 2).unwrap().0,
+        engine.finalize(&live, &check, T0 + 2).unwrap().value,
         FinalizeOutcome::Committed
     );
 }
@@ -247,13 +256,13 @@ fn a_claim_writes_two_pages_and_a_finalize_four() {
     let path = d.path().join("outbox.db");
     let raw = rusqlite::Connection::open(&path).unwrap();
     empty_the_wal(&raw, &path);
-    let lease = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    let lease = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().value);
     // The row and the event row: the index of unfinished messages is not touched.
     assert_eq!(frames_in_wal(&raw, &path), 2);
     empty_the_wal(&raw, &path);
     let check = paid(&lease.key, &p);
     assert_eq!(
-        s.finalize(&lease, &check, T0 + 1).unwrap().0,
+        s.finalize(&lease, &check, T0 + 1).unwrap().value,
         FinalizeOutcome::Committed
     );
     // The row, its index entry leaving, the payment and the event row.

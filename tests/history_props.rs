@@ -17,6 +17,7 @@
 mod pg_support;
 
 use leaselab::engine::outbox::prelude::*;
+use leaselab::engine::outbox::Stamped;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -295,7 +296,7 @@ impl World {
             .open(self.ctx.shared.clone())
             .map_err(|e| e.to_string())?;
         let now = self.ctx.clock.now();
-        let (count, seq) = store.redrive(None, now).map_err(|e| e.to_string())?;
+        let Stamped { value: count, seq } = store.redrive(None, now).map_err(|e| e.to_string())?;
         let _ = self.ctx.events.send(Event {
             seq,
             at_ms: now,

@@ -47,15 +47,15 @@ const PAID: StatusCheck = StatusCheck {
 #[test]
 fn a_claim_and_its_finalize_each_write_one_row_in_commit_order() {
     let (_d, mut s) = fresh(2);
-    let lease = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    let lease = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().value);
     assert_eq!(
-        s.finalize(&lease, &PAID, T0 + 10).unwrap().0,
+        s.finalize(&lease, &PAID, T0 + 10).unwrap().value,
         FinalizeOutcome::Committed
     );
     // An empty claim changes nothing, so it writes nothing.
-    let second = claimed(s.claim_next("Worker-B", T0 + 20, LEASE).unwrap().0);
+    let second = claimed(s.claim_next("Worker-B", T0 + 20, LEASE).unwrap().value);
     assert!(matches!(
-        s.claim_next("Worker-A", T0 + 30, LEASE).unwrap().0,
+        s.claim_next("Worker-A", T0 + 30, LEASE).unwrap().value,
         ClaimOutcome::Empty
     ));
     let rows = s.all_events().unwrap();
@@ -120,10 +120,14 @@ fn a_rejected_finalize_writes_its_row_and_nothing_else() {
         Arc::new(StoreShared::default()),
     )
     .unwrap();
-    let stale = claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().0);
-    let fresh_lease = claimed(b.claim_next("Worker-B", T0 + LEASE + 1, LEASE).unwrap().0);
+    let stale = claimed(a.claim_next("Worker-A", T0, LEASE).unwrap().value);
+    let fresh_lease = claimed(
+        b.claim_next("Worker-B", T0 + LEASE + 1, LEASE)
+            .unwrap()
+            .value,
+    );
     assert_eq!(
-        a.finalize(&stale, &PAID, T0 + LEASE + 2).unwrap().0,
+        a.finalize(&stale, &PAID, T0 + LEASE + 2).unwrap().value,
         FinalizeOutcome::Rejected
     );
     let rows = a.all_events().unwrap();
@@ -143,20 +147,20 @@ fn a_rejected_finalize_writes_its_row_and_nothing_else() {
 fn heartbeats_failed_attempts_dead_letters_and_a_lost_lease_write_rows() {
     let (_d, mut s) = fresh(1);
     let policy = RetryPolicy::new(10, 10, 2).unwrap();
-    let first = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    let first = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().value);
     assert_eq!(
-        s.heartbeat(&first, T0 + 100, LEASE).unwrap().0,
+        s.heartbeat(&first, T0 + 100, LEASE).unwrap().value,
         Some(T0 + 100 + LEASE)
     );
     s.fail_attempt(&first, "timeout", T0 + 200, &policy)
         .unwrap();
     // The lease is gone now: a heartbeat finds it lost and says so in a row (a watcher
     // sees the worker drop the message); a failure reported late writes nothing.
-    assert_eq!(s.heartbeat(&first, T0 + 201, LEASE).unwrap().0, None);
+    assert_eq!(s.heartbeat(&first, T0 + 201, LEASE).unwrap().value, None);
     let before = kinds(&s).len();
     s.fail_attempt(&first, "late", T0 + 202, &policy).unwrap();
     assert_eq!(kinds(&s).len(), before);
-    let second = claimed(s.claim_next("Worker-B", T0 + 300, LEASE).unwrap().0);
+    let second = claimed(s.claim_next("Worker-B", T0 + 300, LEASE).unwrap().value);
     s.fail_attempt(&second, "timeout again", T0 + 310, &policy)
         .unwrap();
     assert_eq!(
@@ -184,7 +188,7 @@ fn heartbeats_failed_attempts_dead_letters_and_a_lost_lease_write_rows() {
 #[test]
 fn reseeding_empties_the_table_and_seq_goes_on_from_where_it_was() {
     let (_d, mut s) = fresh(1);
-    claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().value);
     let last = s.all_events().unwrap().last().unwrap().seq;
     s.empty().unwrap();
     s.seed(&Provider::new(), 3, T0).unwrap();
@@ -244,7 +248,7 @@ fn the_table_alone_rebuilds_a_run_that_the_history_checker_accepts() {
 fn seq_is_never_reused_across_reseeds() {
     let (_d, mut s) = fresh(2);
     let max = |s: &Store| s.all_events().unwrap().iter().map(|r| r.seq).max();
-    let lease = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().0);
+    let lease = claimed(s.claim_next("Worker-A", T0, LEASE).unwrap().value);
     s.finalize(&lease, &PAID, T0 + 10).unwrap();
     let mut last = max(&s).unwrap();
     for round in 0..3 {
@@ -260,7 +264,7 @@ fn seq_is_never_reused_across_reseeds() {
             rows.iter().all(|r| r.seq > last),
             "round {round}: {rows:?} after {last}"
         );
-        let lease = claimed(s.claim_next("Worker-B", T0, LEASE).unwrap().0);
+        let lease = claimed(s.claim_next("Worker-B", T0, LEASE).unwrap().value);
         s.finalize(&lease, &PAID, T0 + 10).unwrap();
         let now = max(&s).unwrap();
         assert!(now > last + 1, "round {round}");
@@ -269,11 +273,11 @@ fn seq_is_never_reused_across_reseeds() {
     // After an emptying and before any seeding: a worker that claimed before it finalizes
     // into the empty table (the first row), then payments are added one by one. Each row
     // takes the next number above the floor; none is lost and none repeats.
-    let stale = claimed(s.claim_next("Worker-C", T0, LEASE).unwrap().0);
+    let stale = claimed(s.claim_next("Worker-C", T0, LEASE).unwrap().value);
     let floor = max(&s).unwrap();
     s.empty().unwrap();
     assert_eq!(
-        s.finalize(&stale, &PAID, T0 + 20).unwrap().0,
+        s.finalize(&stale, &PAID, T0 + 20).unwrap().value,
         FinalizeOutcome::Rejected
     );
     for n in 1..=2 {

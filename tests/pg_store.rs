@@ -7,11 +7,13 @@
 mod pg_support;
 
 use leaselab::engine::outbox::prelude::*;
+use leaselab::engine::outbox::Stamped;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use leaselab::engine::backend::Db;
-use leaselab::engine::pg::{LeaseEventRow, PgError, PgStore, PgTail};
+use leaselab::engine::outbox::LeaseEventRow;
+use leaselab::engine::pg::{PgError, PgStore, PgTail};
 use leaselab::engine::provider::{Provider, ProviderStatus, StatusCheck};
 use leaselab::engine::store::{
     ClaimOutcome, DbOrigin, Durability, Lease, OutboxCounts, StoreShared,
@@ -246,9 +248,12 @@ fn through_the_outbox_interface_writes_are_stamped_from_the_engines_counter() {
     assert!(location.is_postgres());
     assert!(location.shown().contains(&db.name), "{}", location.shown());
     let mut worker = location.open(shared.clone()).unwrap();
-    let (outcome, s1) = worker.claim_next("Worker-A", NOW, LEASE).unwrap();
+    let Stamped {
+        value: outcome,
+        seq: s1,
+    } = worker.claim_next("Worker-A", NOW, LEASE).unwrap();
     let lease = claimed(outcome);
-    let (_, s2) = worker.finalize(&lease, &paid(), NOW).unwrap();
+    let s2 = worker.finalize(&lease, &paid(), NOW).unwrap().seq;
     assert!(s1 < s2, "{s1} {s2}");
     assert_eq!(shared.commit_seq.load(Ordering::SeqCst), s2);
     let reader = location.open_reader().unwrap();
@@ -282,7 +287,7 @@ fn a_tail_holds_back_a_row_until_a_lower_seq_still_in_flight_commits_then_return
     let lease = claimed(store.claim_next_recorded("Worker-A", NOW, 1_000).unwrap().0);
     let high = all_events(&mut store)
         .iter()
-        .find(|e| e.kind == "Claimed" && e.id == lease.id)
+        .find(|e| e.kind == "Claimed" && e.id == Some(lease.id))
         .expect("the claim's row")
         .seq;
     assert!(high > low as u64);

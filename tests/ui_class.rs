@@ -420,13 +420,15 @@ fn at_80x24_the_log_has_room_the_legend_keeps_whole_words_and_dead_letters_fit()
     // A message dead-lettered in SQLite shows its whole status word, and Ver stays.
     let mut store = Store::open(app.engine.db_path(), app.engine.shared.clone()).unwrap();
     let now = app.engine.clock.now();
-    let ClaimOutcome::Claimed(lease) = store.claim_next("Worker-Z", now, 3_000).unwrap().0 else {
+    let ClaimOutcome::Claimed(lease) = store.claim_next("Worker-Z", now, 3_000).unwrap().value
+    else {
         panic!("a claim");
     };
     let policy = RetryPolicy::new(0, 0, 1).unwrap();
-    let (outcome, _) = store
+    let outcome = store
         .fail_attempt(&lease, "gateway down", now, &policy)
-        .unwrap();
+        .unwrap()
+        .value;
     assert!(matches!(outcome, FailOutcome::DeadLettered { .. }));
     let lines = frame_lines(&mut app, 80, 24);
     let all = lines.join("\n");

@@ -139,7 +139,7 @@ fn the_verdict_waits_for_the_events_of_rows_already_processed() {
     let mut store = Store::open(&db, Arc::new(StoreShared::default())).unwrap();
     let now = wall_now_ms();
     for _ in 0..3 {
-        let ClaimOutcome::Claimed(lease) = store.claim_next("outsider", now, 60_000).unwrap().0
+        let ClaimOutcome::Claimed(lease) = store.claim_next("outsider", now, 60_000).unwrap().value
         else {
             panic!("nothing to claim");
         };
@@ -171,14 +171,18 @@ fn a_watcher_sees_a_lost_lease_and_draws_no_lease_past_its_expiry() {
     let mut app = watcher(&db, 1);
     let mut store = Store::open(&db, Arc::new(StoreShared::default())).unwrap();
     let t0 = wall_now_ms() - 10_000;
-    let ClaimOutcome::Claimed(sleepy) = store.claim_next("sleepy", t0, 1_000).unwrap().0 else {
+    let ClaimOutcome::Claimed(sleepy) = store.claim_next("sleepy", t0, 1_000).unwrap().value else {
         panic!("nothing to claim");
     };
-    let ClaimOutcome::Claimed(_) = store.claim_next("waker", t0 + 2_000, 60_000).unwrap().0 else {
+    let ClaimOutcome::Claimed(_) = store.claim_next("waker", t0 + 2_000, 60_000).unwrap().value
+    else {
         panic!("the expired lease was not taken over");
     };
     // sleepy wakes from its SIGSTOP and beats: no row changes, a LeaseLost row says so.
-    assert_eq!(store.heartbeat(&sleepy, t0 + 3_000, 1_000).unwrap().0, None);
+    assert_eq!(
+        store.heartbeat(&sleepy, t0 + 3_000, 1_000).unwrap().value,
+        None
+    );
     let start = Instant::now();
     let text = loop {
         app.absorb_events();

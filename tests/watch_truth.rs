@@ -214,7 +214,7 @@ fn a_lost_postgres_connection_makes_the_view_stale_and_stops_every_countdown() {
     let ClaimOutcome::Claimed(_) = store
         .claim_next("laptop-1", wall_now_ms(), 600_000)
         .unwrap()
-        .0
+        .value
     else {
         panic!("nothing to claim");
     };

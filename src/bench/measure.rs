@@ -235,7 +235,7 @@ fn work(
             time_events_on_this_thread();
             loop {
                 let t = Instant::now();
-                let claimed = s.claim_next(me, now, BENCH_LEASE_MS)?.0;
+                let claimed = s.claim_next(me, now, BENCH_LEASE_MS)?.value;
                 spent.claim += t.elapsed().as_nanos() as u64;
                 let ClaimOutcome::Claimed(lease) = claimed else {
                     spent.events = events_ns_on_this_thread();
@@ -248,7 +248,7 @@ fn work(
                 let check = provider.check_status(&lease.key);
                 let t2 = Instant::now();
                 spent.provider += (t2 - t).as_nanos() as u64;
-                let outcome = s.finalize(&lease, &check, now)?.0;
+                let outcome = s.finalize(&lease, &check, now)?.value;
                 spent.finalize += t2.elapsed().as_nanos() as u64;
                 if outcome == FinalizeOutcome::Committed {
                     written += 1;
@@ -256,7 +256,7 @@ fn work(
             }
         }
         Mode::Batch => loop {
-            let (leases, _) = s.claim_batch(me, now, BENCH_LEASE_MS, batch)?;
+            let leases = s.claim_batch(me, now, BENCH_LEASE_MS, batch)?.value;
             if leases.is_empty() || stop_asked() {
                 return Ok((written, spent));
             }
@@ -267,7 +267,7 @@ fn work(
                     (l, c)
                 })
                 .collect();
-            let (outcomes, _) = s.finalize_batch(&results, now)?;
+            let outcomes = s.finalize_batch(&results, now)?.value;
             written += outcomes
                 .iter()
                 .filter(|o| **o == FinalizeOutcome::Committed)

@@ -143,14 +143,14 @@ fn leased_loop(s: &mut dyn Outbox, provider: &Provider, me: &str) -> Result<u64,
     let now = SCENARIO_START_MS;
     let mut written = 0;
     loop {
-        let ClaimOutcome::Claimed(lease) = s.claim_next(me, now, BENCH_LEASE_MS)?.0 else {
+        let ClaimOutcome::Claimed(lease) = s.claim_next(me, now, BENCH_LEASE_MS)?.value else {
             return Ok(written);
         };
         if stop_asked() {
             return Ok(written);
         }
         let check = provider.check_status(&lease.key);
-        if s.finalize(&lease, &check, now)?.0 == FinalizeOutcome::Committed {
+        if s.finalize(&lease, &check, now)?.value == FinalizeOutcome::Committed {
             written += 1;
         }
     }

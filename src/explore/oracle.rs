@@ -62,7 +62,7 @@ mod tests {
         let claimed = store
             .claim_next("Worker-A", SCENARIO_START_MS, 3_000)
             .unwrap();
-        let ClaimOutcome::Claimed(lease) = claimed.0 else {
+        let ClaimOutcome::Claimed(lease) = claimed.value else {
             panic!("the seeded message is claimable: {claimed:?}");
         };
         let until = lease.until_ms;
@@ -75,7 +75,7 @@ mod tests {
                 "now = until + {}",
                 now - until
             );
-            let taken = store.claim_next("Worker-B", now, 3_000).unwrap().0;
+            let taken = store.claim_next("Worker-B", now, 3_000).unwrap().value;
             let claimable = matches!(taken, ClaimOutcome::Claimed(_));
             assert_eq!(live, !claimable, "now = until + {}: {taken:?}", now - until);
         }

@@ -350,7 +350,7 @@ impl World {
         let Local::Holding(lease) = &mut a.local else {
             return Ok(format!("{who} holds nothing to extend"));
         };
-        let (until, _) = store.heartbeat(lease, now, LEASE_MS)?;
+        let until = store.heartbeat(lease, now, LEASE_MS)?.value;
         let text = match until {
             Some(until) => {
                 lease.until_ms = until;
@@ -383,7 +383,7 @@ impl World {
     ) -> Result<(Local, String), ExploreError> {
         let now = self.now;
         let outcome = store.claim_next(name, now, LEASE_MS)?;
-        let ClaimOutcome::Claimed(lease) = outcome.0 else {
+        let ClaimOutcome::Claimed(lease) = outcome.value else {
             return Ok((Local::Idle, format!("{who} finds nothing to claim")));
         };
         let prior = before.rows.iter().find(|r| r.id == lease.id);
@@ -422,7 +422,7 @@ impl World {
         (store, before): (&mut Store, &Seen),
         broke: &mut Vec<Check>,
     ) -> Result<String, ExploreError> {
-        let (outcome, _) = store.finalize(lease, check, self.now)?;
+        let outcome = store.finalize(lease, check, self.now)?.value;
         let (key, v) = (&lease.key, lease.version);
         if outcome == FinalizeOutcome::Rejected {
             return Ok(format!(

@@ -135,8 +135,8 @@ mod tests {
                 true,
             ),
             (
-                RunError::Story("no such worker".into()),
-                "the lease-expiry story: no such worker",
+                RunError::Story(crate::lesson::error::RunError::NoMoreSteps),
+                "the lease-expiry story: the lesson has no more steps",
                 true,
             ),
             (

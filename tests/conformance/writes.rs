@@ -13,7 +13,9 @@ pub fn claim_next(
     now: i64,
     lease_ms: i64,
 ) -> (ClaimOutcome, u64) {
-    o.claim_next(worker, now, lease_ms).expect("claim_next")
+    o.claim_next(worker, now, lease_ms)
+        .expect("claim_next")
+        .pair()
 }
 
 pub fn claim_id(
@@ -23,7 +25,9 @@ pub fn claim_id(
     now: i64,
     lease_ms: i64,
 ) -> (ClaimOutcome, u64) {
-    o.claim_id(id, worker, now, lease_ms).expect("claim_id")
+    o.claim_id(id, worker, now, lease_ms)
+        .expect("claim_id")
+        .pair()
 }
 
 pub fn claim_batch(
@@ -35,6 +39,7 @@ pub fn claim_batch(
 ) -> (Vec<Lease>, u64) {
     o.claim_batch(worker, now, lease_ms, k)
         .expect("claim_batch")
+        .pair()
 }
 
 pub fn finalize(
@@ -43,11 +48,11 @@ pub fn finalize(
     check: &StatusCheck,
     now: i64,
 ) -> (FinalizeOutcome, u64) {
-    o.finalize(lease, check, now).expect("finalize")
+    o.finalize(lease, check, now).expect("finalize").pair()
 }
 
 pub fn heartbeat(o: &mut dyn Outbox, lease: &Lease, now: i64, lease_ms: i64) -> (Option<i64>, u64) {
-    o.heartbeat(lease, now, lease_ms).expect("heartbeat")
+    o.heartbeat(lease, now, lease_ms).expect("heartbeat").pair()
 }
 
 pub fn fail_attempt(
@@ -59,16 +64,19 @@ pub fn fail_attempt(
 ) -> (FailOutcome, u64) {
     o.fail_attempt(lease, error, now, policy)
         .expect("fail_attempt")
+        .pair()
 }
 
 /// How many dead letters went back to Pending, and the write's stamp.
 pub fn redrive(o: &mut dyn Outbox, key: Option<&str>, now: i64) -> (u64, u64) {
-    o.redrive(key, now).expect("redrive")
+    o.redrive(key, now).expect("redrive").pair()
 }
 
 /// The write's stamp.
 pub fn mark_processed(o: &mut dyn Outbox, msg: &MessageRef, check: &StatusCheck, now: i64) -> u64 {
-    o.mark_processed(msg, check, now).expect("mark_processed")
+    o.mark_processed(msg, check, now)
+        .expect("mark_processed")
+        .seq
 }
 
 /// The write's stamp.
@@ -81,4 +89,16 @@ pub fn mark_processed_by(
 ) -> u64 {
     o.mark_processed_by(worker, msg, check, now)
         .expect("mark_processed_by")
+        .seq
+}
+
+/// A stamped write as the suite reads it: the value, then the stamp.
+trait Pair<T> {
+    fn pair(self) -> (T, u64);
+}
+
+impl<T> Pair<T> for leaselab::engine::outbox::Stamped<T> {
+    fn pair(self) -> (T, u64) {
+        (self.value, self.seq)
+    }
 }

@@ -31,7 +31,7 @@ mod tests {
         let path = dir.path().join("outbox.db");
         let (mut store, _) = Store::create(&path, Arc::new(StoreShared::default())).unwrap();
         store.seed(&Provider::new(), 1, 0).unwrap();
-        let lease = match store.claim_next("Worker-A", 0, 500).unwrap().0 {
+        let lease = match store.claim_next("Worker-A", 0, 500).unwrap().value {
             ClaimOutcome::Claimed(l) => l,
             other => panic!("expected a claim, got {other:?}"),
         };
@@ -40,15 +40,18 @@ mod tests {
         assert!(!lease.is_live(until + 1));
         // SQL agrees: at `until` the row is neither claimable nor claimable by id.
         assert_eq!(
-            store.claim_next("Worker-B", until, 500).unwrap().0,
+            store.claim_next("Worker-B", until, 500).unwrap().value,
             ClaimOutcome::Empty
         );
         assert!(matches!(
-            store.claim_id(lease.id, "Worker-B", until, 500).unwrap().0,
+            store
+                .claim_id(lease.id, "Worker-B", until, 500)
+                .unwrap()
+                .value,
             ClaimOutcome::Blocked { left_ms: 0, .. }
         ));
         assert!(matches!(
-            store.claim_next("Worker-B", until + 1, 500).unwrap().0,
+            store.claim_next("Worker-B", until + 1, 500).unwrap().value,
             ClaimOutcome::Claimed(_)
         ));
     }

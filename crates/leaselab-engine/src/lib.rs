@@ -35,7 +35,7 @@ use backend::{Db, Outbox};
 use clock::{Clock, SCENARIO_START_MS};
 use db_lock::DbLock;
 use events::{Event, EventKind, ENGINE};
-use outbox::{Fact, LeaseEventKind, Reading, RunSettings};
+use outbox::{Fact, LeaseEventKind, Reading, RunSettings, Stamped};
 use provider::Provider;
 use setup::{Reliability, Timing};
 use store::{DbOrigin, Durability, OutboxError, Store, StoreShared};
@@ -183,7 +183,7 @@ impl Engine {
     /// Record a fact in the engine's own connection (what a dashboard did to a worker
     /// process); returns the write's stamp.
     pub fn record(&mut self, fact: &Fact) -> Result<u64, OutboxError> {
-        self.store.writing()?.record(fact)
+        Ok(self.store.writing()?.record(fact)?.seq)
     }
 
     /// The settings this engine's worker threads run with now.
@@ -229,7 +229,7 @@ impl Engine {
             .store
             .writing()
             .and_then(|s| s.record(&fact))
-            .unwrap_or_else(|_| self.shared.next_seq());
+            .map_or_else(|_| self.shared.next_seq(), |s| s.seq);
         let _ = self.events_tx.send(Event {
             seq,
             at_ms: now,
@@ -478,7 +478,7 @@ impl Engine {
     /// Returns how many were redriven.
     pub fn redrive(&mut self, key: Option<&str>) -> Result<u64, OutboxError> {
         let now = self.clock.now();
-        let (count, seq) = self.store.writing()?.redrive(key, now)?;
+        let Stamped { value: count, seq } = self.store.writing()?.redrive(key, now)?;
         if self.table_events {
             // A reader of the events table brings one event per message redriven.
             return Ok(count);

@@ -9,8 +9,6 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use super::store::CreationLog;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum ProviderStatus {
     Paid,
@@ -111,6 +109,18 @@ impl WorkerThread {
 impl Drop for WorkerThread {
     fn drop(&mut self) {
         IN_WORKER.with(|w| w.set(self.before));
+    }
+}
+
+/// Hears of each payment created at the gateway while seeding (the provider keeps the
+/// creation log; a store only says when).
+pub trait CreationLog {
+    fn created(&self, key: &str);
+}
+
+impl<T: CreationLog + ?Sized> CreationLog for std::sync::Arc<T> {
+    fn created(&self, key: &str) {
+        (**self).created(key);
     }
 }
 

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::provider::WorkerThread;
-use super::worker::{NextAction, Pace, Worker, WorkerContext, WorkerStatus};
+use super::worker::{NextAction, Pace, Worker, WorkerContext, WorkerError, WorkerStatus};
 use super::worker_id::WorkerId;
 
 /// Each `act` is exactly one action on the worker's own connection, as a single step would be.
@@ -12,9 +12,9 @@ pub struct Stepper {
 }
 
 impl Stepper {
-    pub fn new(ctx: WorkerContext, slot: usize, incarnation: u32) -> Result<Stepper, String> {
+    pub fn new(ctx: WorkerContext, slot: usize, incarnation: u32) -> Result<Stepper, WorkerError> {
         let id = WorkerId::new(slot, incarnation);
-        let store = ctx.db.open(ctx.shared.clone()).map_err(|e| e.to_string())?;
+        let store = ctx.db.open(ctx.shared.clone())?;
         let status = Arc::new(Mutex::new(WorkerStatus {
             id,
             name: id.to_string(),
@@ -30,14 +30,14 @@ impl Stepper {
     }
 
     /// One action: a claim (or load), a provider call, or a finalize (or mark).
-    pub fn act(&mut self) -> Result<(), String> {
+    pub fn act(&mut self) -> Result<(), WorkerError> {
         let _worker = WorkerThread::enter();
         self.worker.act(Pace::Step).map(|_| ())
     }
 
     /// Extend the held lease now, if heartbeats are on and it holds one; a lease found
     /// lost drops the message, as a running worker's beat does.
-    pub fn heartbeat(&mut self) -> Result<(), String> {
+    pub fn heartbeat(&mut self) -> Result<(), WorkerError> {
         self.worker.beat_now()
     }
 

@@ -508,7 +508,7 @@ mod tests {
         let ClaimOutcome::Claimed(lease) = worker
             .claim_next("Worker-A", wall_now_ms(), 600_000)
             .unwrap()
-            .0
+            .value
         else {
             panic!("nothing to claim");
         };

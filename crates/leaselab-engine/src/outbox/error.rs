@@ -1,7 +1,5 @@
 //! The one error type of the outbox, whichever database failed.
 
-use std::fmt;
-
 /// What kind of failure a database reported, as far as the engine acts on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
@@ -16,22 +14,41 @@ pub enum Failure {
     Other,
 }
 
-#[derive(Debug)]
+/// The database's own error behind a failed statement, kept for whoever walks the chain.
+#[derive(Debug, thiserror::Error)]
+pub enum DbCause {
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    #[error(transparent)]
+    Postgres(#[from] postgres::Error),
+}
+
+/// Each variant shows one line, the same words whatever the cause kept under it.
+#[derive(Debug, thiserror::Error)]
 pub enum OutboxError {
-    /// A statement failed: what kind of failure, and the database's own words.
+    /// A statement failed: what kind of failure, and the database's own words; `cause` is
+    /// the database's error itself (none for a failure the engine names on its own).
+    #[error("{}", one_line(message))]
     Database {
         failure: Failure,
         message: String,
+        #[source]
+        cause: Option<DbCause>,
     },
     /// The file or database exists and is not a leaselab outbox; it was left untouched.
+    #[error("{}", one_line(.0))]
     Foreign(String),
     /// Another leaselab process holds the database; it was left untouched.
+    #[error("{}", one_line(.0))]
     InUse(String),
     /// The path cannot hold a database (too long, folder missing or not writable), or the
     /// URL names no reachable server.
+    #[error("{}", one_line(.0))]
     BadPath(String),
+    #[error("{}", one_line(.0))]
     Io(String),
     /// A failure injected by a test between two statements of one transaction.
+    #[error("{}", one_line(.0))]
     Injected(String),
 }
 
@@ -53,19 +70,6 @@ impl OutboxError {
     }
 }
 
-impl fmt::Display for OutboxError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            OutboxError::Database { message: m, .. }
-            | OutboxError::Foreign(m)
-            | OutboxError::InUse(m)
-            | OutboxError::BadPath(m)
-            | OutboxError::Io(m)
-            | OutboxError::Injected(m) => f.write_str(&one_line(m)),
-        }
-    }
-}
-
 /// `text` on one line: each line break, with the indentation around it, becomes one space.
 /// A database quotes the statement it could not prepare, and ours span several lines.
 fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
@@ -79,7 +83,5 @@ fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
         .join(" ")
         .into()
 }
-
-impl std::error::Error for OutboxError {}
 
 pub type Result<T> = std::result::Result<T, OutboxError>;

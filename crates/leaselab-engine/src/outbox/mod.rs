@@ -6,27 +6,30 @@
 mod error;
 mod record;
 mod retry;
+mod stamped;
 mod status;
 mod types;
 
-pub use error::{Failure, OutboxError, Result};
+pub use error::{DbCause, Failure, OutboxError, Result};
 pub use record::{
     checked_detail, Fact, LeaseEventRow, Recording, RunSettings, CRASH_PANIC, CRASH_TOLD, REPLAYED,
 };
 pub use retry::{FailOutcome, RetryPolicy};
+pub use stamped::Stamped;
 pub use status::{LeaseEventKind, OutboxStatus, PaymentStatus};
 pub use types::{
-    ClaimOutcome, DbOrigin, Durability, FinalizeGuard, FinalizeOutcome, Lease, MessageRef,
-    MessageRow, OutboxCounts, PaymentCounts, PaymentRow, RowsPerKey, StoreShared,
+    amount_for, payment_key, ClaimOutcome, DbOrigin, Durability, FinalizeGuard, FinalizeOutcome,
+    Lease, MessageRef, MessageRow, OutboxCounts, PaymentCounts, PaymentRow, RowsPerKey,
+    StoreShared,
 };
 
 use super::provider::{Provider, StatusCheck};
 
 /// Everything the engine asks of an outbox database, in the parts each store implements
 /// beside its SQL: [`Claiming`], [`BatchClaiming`], [`Finalizing`], [`Unleased`],
-/// [`Upkeep`], [`Seeding`], [`Reading`] and [`Recording`]. Writes return the commit stamp taken while the
-/// write still held its locks, so stamps order each message's history as the database
-/// committed it. `now` is always the scenario clock's. Call the parts' methods on a
+/// [`Upkeep`], [`Seeding`], [`Reading`] and [`Recording`]. Writes return their outcome as a
+/// [`Stamped`], with the commit stamp taken while the write still held its locks, so stamps
+/// order each message's history as the database committed it. `now` is always the scenario clock's. Call the parts' methods on a
 /// concrete store with `use leaselab::engine::outbox::prelude::*`.
 pub trait Outbox:
     Claiming + BatchClaiming + Finalizing + Unleased + Upkeep + Seeding + Reading + Recording + Send
@@ -48,7 +51,8 @@ impl<T> Outbox for T where
 
 /// The parts of [`Outbox`], to call them on a concrete store.
 pub mod prelude {
-    pub use super::{
+    // Named from the crate root: the parts' own file, whoever reads this inline module.
+    pub use crate::outbox::{
         BatchClaiming, Claiming, Finalizing, Outbox, Reading, Recording, Seeding, Unleased, Upkeep,
     };
 }
@@ -57,7 +61,12 @@ pub mod prelude {
 pub trait Claiming {
     /// Claim the oldest claimable message: available Pending, or Processing with an
     /// expired lease.
-    fn claim_next(&mut self, worker: &str, now: i64, lease_ms: i64) -> Result<(ClaimOutcome, u64)>;
+    fn claim_next(
+        &mut self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Stamped<ClaimOutcome>>;
     /// After an empty claim: the soonest-ending live lease another worker holds, if any.
     fn blocked_by(&self, worker: &str, now: i64) -> Result<Option<ClaimOutcome>>;
     /// Claim one message; `Blocked` with owner and time left while another lease holds it.
@@ -67,7 +76,7 @@ pub trait Claiming {
         worker: &str,
         now: i64,
         lease_ms: i64,
-    ) -> Result<(ClaimOutcome, u64)>;
+    ) -> Result<Stamped<ClaimOutcome>>;
 }
 
 /// Taking several leases at once.
@@ -80,13 +89,14 @@ pub trait BatchClaiming: Claiming {
         now: i64,
         lease_ms: i64,
         k: usize,
-    ) -> Result<(Vec<Lease>, u64)> {
+    ) -> Result<Stamped<Vec<Lease>>> {
         let _ = k;
-        let (outcome, seq) = self.claim_next(worker, now, lease_ms)?;
-        Ok(match outcome {
-            ClaimOutcome::Claimed(lease) => (vec![lease], seq),
-            _ => (Vec::new(), seq),
-        })
+        Ok(self
+            .claim_next(worker, now, lease_ms)?
+            .map(|outcome| match outcome {
+                ClaimOutcome::Claimed(lease) => vec![lease],
+                _ => Vec::new(),
+            }))
     }
 }
 
@@ -98,7 +108,7 @@ pub trait Finalizing {
         lease: &Lease,
         check: &StatusCheck,
         now: i64,
-    ) -> Result<(FinalizeOutcome, u64)>;
+    ) -> Result<Stamped<FinalizeOutcome>>;
 
     /// What [`Finalizing::finalize`] checks from now on. A store with no weaker guard
     /// refuses one rather than finalize under a guard it was not asked for.
@@ -117,7 +127,12 @@ pub trait Unleased {
     /// Every Pending message whose backoff is over at `now`.
     fn load_pending(&self, now: i64) -> Result<Vec<MessageRef>>;
     /// Write the answer and mark Processed, asking nobody.
-    fn mark_processed(&mut self, msg: &MessageRef, check: &StatusCheck, now: i64) -> Result<u64>;
+    fn mark_processed(
+        &mut self,
+        msg: &MessageRef,
+        check: &StatusCheck,
+        now: i64,
+    ) -> Result<Stamped<()>>;
     /// [`Unleased::mark_processed`] with the worker's name on its event row.
     fn mark_processed_by(
         &mut self,
@@ -125,13 +140,14 @@ pub trait Unleased {
         msg: &MessageRef,
         check: &StatusCheck,
         now: i64,
-    ) -> Result<u64>;
+    ) -> Result<Stamped<()>>;
 }
 
 /// Keeping a lease alive, failing an attempt, and the dead letter.
 pub trait Upkeep {
     /// Extend a held lease (never shorter); `None` when it is lost.
-    fn heartbeat(&mut self, lease: &Lease, now: i64, lease_ms: i64) -> Result<(Option<i64>, u64)>;
+    fn heartbeat(&mut self, lease: &Lease, now: i64, lease_ms: i64)
+        -> Result<Stamped<Option<i64>>>;
     /// A failed attempt: back to Pending after its backoff, or dead-lettered.
     fn fail_attempt(
         &mut self,
@@ -139,9 +155,9 @@ pub trait Upkeep {
         error: &str,
         now: i64,
         policy: &RetryPolicy,
-    ) -> Result<(FailOutcome, u64)>;
+    ) -> Result<Stamped<FailOutcome>>;
     /// Dead letters back to Pending with fresh attempts (one key, or all).
-    fn redrive(&mut self, key: Option<&str>, now: i64) -> Result<(u64, u64)>;
+    fn redrive(&mut self, key: Option<&str>, now: i64) -> Result<Stamped<u64>>;
 }
 
 /// Making the rows a run works on.

@@ -87,7 +87,7 @@ pub fn checked_detail(status: crate::provider::ProviderStatus, effect: bool) -> 
 /// Writing a [`Fact`]: one row in a transaction of its own. Returns the engine's stamp of
 /// the write, which orders it among the workers' writes as the database committed them.
 pub trait Recording {
-    fn record(&mut self, fact: &Fact) -> super::Result<u64>;
+    fn record(&mut self, fact: &Fact) -> super::Result<super::Stamped<()>>;
 }
 
 /// The longest value a recorded setting may take, in milliseconds: a day.

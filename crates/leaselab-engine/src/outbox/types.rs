@@ -4,6 +4,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{OutboxStatus, PaymentStatus};
 
+/// The amount seeded for payment number `n`, in cents: the same rows in either database.
+pub fn amount_for(n: u64) -> i64 {
+    1_000 + (n as i64 % 40) * 250
+}
+
+/// `PAY-001` for payment number 1.
+pub fn payment_key(n: u64) -> String {
+    format!("PAY-{n:03}")
+}
+
 /// How hard a commit waits for the disk (SQLite's `synchronous`, PostgreSQL's
 /// `synchronous_commit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

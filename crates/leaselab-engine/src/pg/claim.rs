@@ -8,11 +8,13 @@ use std::sync::Arc;
 use postgres::types::Type;
 use postgres::{Statement, Transaction};
 
+use super::status::state;
 use super::{PgStore, Result};
+use crate::lease;
 use crate::outbox::Result as OutboxResult;
 use crate::outbox::{
     BatchClaiming, ClaimOutcome, Claiming, FinalizeGuard, FinalizeOutcome, Finalizing, Lease,
-    StoreShared,
+    LeaseEventKind, OutboxStatus, Stamped, StoreShared,
 };
 use crate::provider::StatusCheck;
 
@@ -23,12 +25,13 @@ use crate::provider::StatusCheck;
 /// holds the row's lock (and has its transaction id): Seq order is each message's commit
 /// order, and a tail can tell when every Seq up to a point is settled (see `tail`).
 /// $1 worker, $2 now, $3 until.
-const CLAIM_NEXT_SQL: &str = "
+const CLAIM_NEXT_SQL: &str = concat!(
+    "
 WITH candidate AS (
        SELECT Id FROM OutboxMessages
-        WHERE ProcessedAtUtc IS NULL
-          AND ((Status = 'Pending' AND AvailableAtUtc <= $2)
-               OR (Status = 'Processing' AND LockedUntilUtc < $2))
+        WHERE ProcessedAtUtc IS NULL AND ",
+    claimable!("$2"),
+    "
         ORDER BY CreatedAtUtc, Id LIMIT 1
           FOR UPDATE SKIP LOCKED),
      claimed AS (
@@ -36,16 +39,17 @@ WITH candidate AS (
           SET Status = 'Processing', LockedBy = $1, LockedUntilUtc = $3,
               LeaseVersion = o.LeaseVersion + 1, Attempts = o.Attempts + 1
          FROM candidate
-        WHERE o.Id = candidate.Id
-          AND ((o.Status = 'Pending' AND o.AvailableAtUtc <= $2)
-               OR (o.Status = 'Processing' AND o.LockedUntilUtc < $2))
+        WHERE o.Id = candidate.Id AND ",
+    claimable!("$2"),
+    "
        RETURNING o.Id, o.PaymentKey, o.LeaseVersion, o.Seeding),
      recorded AS (
        INSERT INTO LeaseEvents (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion,
                                 LockedUntilUtc)
        SELECT $2, $1, 'Claimed', Id, PaymentKey, LeaseVersion, $3 FROM claimed
        RETURNING Seq)
-SELECT c.Id, c.PaymentKey, c.LeaseVersion, c.Seeding, r.Seq FROM claimed c CROSS JOIN recorded r";
+SELECT c.Id, c.PaymentKey, c.LeaseVersion, c.Seeding, r.Seq FROM claimed c CROSS JOIN recorded r"
+);
 const CLAIM_NEXT_TYPES: &[Type] = &[Type::TEXT, Type::INT8, Type::INT8];
 
 /// A finalize as one statement: Processed and the provider's answer only while this worker
@@ -96,32 +100,41 @@ const FINALIZE_TYPES: &[Type] = &[
     Type::TEXT,
 ];
 
-/// A write's outcome, the `LeaseEvents` Seq it wrote (if any), and its engine stamp, taken
-/// from that Seq, so stamps order each message's history as PostgreSQL committed it.
-pub(crate) struct Stamped<T> {
-    pub value: T,
-    pub event: Option<u64>,
-    pub stamp: u64,
+/// A write's stamped outcome and the `LeaseEvents` Seq it wrote (if any); the stamp is
+/// taken from that Seq, so stamps order each message's history as PostgreSQL committed it.
+struct Recorded<T> {
+    stamped: Stamped<T>,
+    event: Option<u64>,
 }
 
-impl<T> Stamped<T> {
+impl<T> Recorded<T> {
+    /// A write that recorded the event row `seq`.
+    fn at(value: T, seq: u64, stamp: u64) -> Recorded<T> {
+        Recorded {
+            stamped: Stamped::new(value, stamp),
+            event: Some(seq),
+        }
+    }
+
     /// A write that recorded no event: its stamp orders nothing that another could change.
-    fn unrecorded(value: T, shared: &StoreShared) -> Stamped<T> {
-        Stamped {
-            value,
+    fn unrecorded(value: T, shared: &StoreShared) -> Recorded<T> {
+        Recorded {
+            stamped: Stamped::new(value, shared.next_seq()),
             event: None,
-            stamp: shared.next_seq(),
         }
     }
 }
 
 /// The soonest-ending live lease held by another worker. It reads `IX_Outbox_Unfinished`:
 /// nothing is claimable when it runs, so what is left there is held or backing off.
-const SOONEST_LIVE_LEASE_SQL: &str = "
+const SOONEST_LIVE_LEASE_SQL: &str = concat!(
+    "
 SELECT Id, PaymentKey, LockedBy, LockedUntilUtc FROM OutboxMessages
- WHERE ProcessedAtUtc IS NULL AND Status = 'Processing' AND LockedUntilUtc >= $2
-   AND LockedBy <> $1
- ORDER BY LockedUntilUtc LIMIT 1";
+ WHERE ProcessedAtUtc IS NULL AND ",
+    live!("$2"),
+    " AND LockedBy <> $1
+ ORDER BY LockedUntilUtc LIMIT 1"
+);
 
 impl PgStore {
     /// Claim the oldest claimable message: Pending, or Processing with an expired lease.
@@ -133,7 +146,7 @@ impl PgStore {
         lease_ms: i64,
     ) -> Result<(ClaimOutcome, Option<u64>)> {
         let s = self.claim_next_stamped(worker, now, lease_ms)?;
-        Ok((s.value, s.event))
+        Ok((s.stamped.value, s.event))
     }
 
     fn claim_next_stamped(
@@ -141,20 +154,17 @@ impl PgStore {
         worker: &str,
         now: i64,
         lease_ms: i64,
-    ) -> Result<Stamped<ClaimOutcome>> {
+    ) -> Result<Recorded<ClaimOutcome>> {
         let until = now + lease_ms;
         // Outside a transaction the statement commits on its own: one round trip.
         let claim = self.prepared_typed(CLAIM_NEXT_SQL, CLAIM_NEXT_TYPES)?;
         let Some(r) = self.client().query_opt(&claim, &[&worker, &now, &until])? else {
-            return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &self.shared));
+            return Ok(Recorded::unrecorded(ClaimOutcome::Empty, &self.shared));
         };
         let lease = Lease::taken(worker, until, (r.get(0), r.get(1)), (r.get(2), r.get(3)));
         let seq = r.get::<_, i64>(4) as u64;
-        Ok(Stamped {
-            value: ClaimOutcome::Claimed(lease),
-            event: Some(seq),
-            stamp: self.shared.stamp_of_row(seq),
-        })
+        let stamp = self.shared.stamp_of_row(seq);
+        Ok(Recorded::at(ClaimOutcome::Claimed(lease), seq, stamp))
     }
 
     /// Claim one particular message. Reports who holds it, and for how long, when another
@@ -167,7 +177,7 @@ impl PgStore {
         lease_ms: i64,
     ) -> Result<(ClaimOutcome, Option<u64>)> {
         let s = self.claim_id_stamped(id, worker, now, lease_ms)?;
-        Ok((s.value, s.event))
+        Ok((s.stamped.value, s.event))
     }
 
     fn claim_id_stamped(
@@ -176,7 +186,7 @@ impl PgStore {
         worker: &str,
         now: i64,
         lease_ms: i64,
-    ) -> Result<Stamped<ClaimOutcome>> {
+    ) -> Result<Recorded<ClaimOutcome>> {
         let until = now + lease_ms;
         let (look, take) = (self.prepared(HOLDER_SQL)?, self.prepared(TAKE_LEASE_SQL)?);
         let rec = self.recorder()?;
@@ -186,13 +196,13 @@ impl PgStore {
         let row = tx.query_opt(&look, &[&id])?;
         let Some(row) = row else {
             tx.commit()?;
-            return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &shared));
+            return Ok(Recorded::unrecorded(ClaimOutcome::Empty, &shared));
         };
-        let (key, status): (String, String) = (row.get(0), row.get(1));
+        let (key, status): (String, OutboxStatus) = (row.get(0), state(&row, 1)?);
         let owner: Option<String> = row.get(2);
         let held_until: Option<i64> = row.get(3);
-        if let (true, Some(held_until)) = (status == "Processing", held_until) {
-            if held_until >= now {
+        if let (OutboxStatus::Processing, Some(held_until)) = (status, held_until) {
+            if lease::is_live(held_until, now) {
                 tx.commit()?;
                 let blocked = ClaimOutcome::Blocked {
                     id,
@@ -200,7 +210,7 @@ impl PgStore {
                     owner: owner.unwrap_or_default(),
                     left_ms: held_until - now,
                 };
-                return Ok(Stamped::unrecorded(blocked, &shared));
+                return Ok(Recorded::unrecorded(blocked, &shared));
             }
         }
         let taken: Option<(i64, i64)> = tx
@@ -208,16 +218,12 @@ impl PgStore {
             .map(|r| (r.get(0), r.get(1)));
         let Some((version, seeding)) = taken else {
             tx.commit()?;
-            return Ok(Stamped::unrecorded(ClaimOutcome::Empty, &shared));
+            return Ok(Recorded::unrecorded(ClaimOutcome::Empty, &shared));
         };
         let lease = Lease::taken(worker, until, (id, key), (version, seeding));
         let (seq, stamp) = rec.record(&mut tx, &NewEvent::claim(&lease, now))?;
         tx.commit()?;
-        Ok(Stamped {
-            value: ClaimOutcome::Claimed(lease),
-            event: Some(seq),
-            stamp,
-        })
+        Ok(Recorded::at(ClaimOutcome::Claimed(lease), seq, stamp))
     }
 
     /// Write the provider's answer and mark the message Processed, in one transaction, only
@@ -230,7 +236,7 @@ impl PgStore {
         now: i64,
     ) -> Result<(FinalizeOutcome, u64)> {
         let s = self.finalize_stamped(lease, check, now)?;
-        Ok((s.value, s.event.unwrap_or_default()))
+        Ok((s.stamped.value, s.event.unwrap_or_default()))
     }
 
     fn finalize_stamped(
@@ -238,7 +244,7 @@ impl PgStore {
         lease: &Lease,
         check: &StatusCheck,
         now: i64,
-    ) -> Result<Stamped<FinalizeOutcome>> {
+    ) -> Result<Recorded<FinalizeOutcome>> {
         // Outside a transaction the statement commits on its own: one round trip.
         let sql = match self.finalize_guard {
             FinalizeGuard::FencingToken => FINALIZE_SQL,
@@ -264,23 +270,22 @@ impl PgStore {
         } else {
             FinalizeOutcome::Rejected
         };
-        Ok(Stamped {
-            value: outcome,
-            event: Some(seq as u64),
-            stamp: self.shared.stamp_of_row(seq as u64),
-        })
+        let stamp = self.shared.stamp_of_row(seq as u64);
+        Ok(Recorded::at(outcome, seq as u64, stamp))
     }
 }
 
-/// The conditional update of one chosen message, with the claimable condition repeated.
-const TAKE_LEASE_SQL: &str = "
+/// The conditional update of one chosen message, with the claimable condition asked again.
+const TAKE_LEASE_SQL: &str = concat!(
+    "
 UPDATE OutboxMessages
    SET Status = 'Processing', LockedBy = $1, LockedUntilUtc = $2,
        LeaseVersion = LeaseVersion + 1, Attempts = Attempts + 1
- WHERE Id = $3
-   AND ((Status = 'Pending' AND AvailableAtUtc <= $4)
-        OR (Status = 'Processing' AND LockedUntilUtc < $4))
-RETURNING LeaseVersion, Seeding";
+ WHERE Id = $3 AND ",
+    claimable!("$4"),
+    "
+RETURNING LeaseVersion, Seeding"
+);
 
 /// Who holds one message, as a claim by id reads it. FOR UPDATE: the row cannot change
 /// between this look and the update after it.
@@ -307,7 +312,7 @@ RETURNING Seq";
 pub(super) struct NewEvent<'a> {
     pub at: i64,
     pub worker: &'a str,
-    pub kind: &'a str,
+    pub kind: LeaseEventKind,
     pub id: i64,
     pub key: &'a str,
     pub version: i64,
@@ -319,7 +324,7 @@ pub(super) struct NewEvent<'a> {
 
 impl<'a> NewEvent<'a> {
     /// An event about `lease`, by its owner.
-    pub fn of(lease: &'a Lease, kind: &'a str, now: i64) -> NewEvent<'a> {
+    pub fn of(lease: &'a Lease, kind: LeaseEventKind, now: i64) -> NewEvent<'a> {
         NewEvent {
             at: now,
             worker: &lease.owner,
@@ -336,7 +341,7 @@ impl<'a> NewEvent<'a> {
     fn claim(lease: &'a Lease, now: i64) -> NewEvent<'a> {
         NewEvent {
             until: Some(lease.until_ms),
-            ..NewEvent::of(lease, "Claimed", now)
+            ..NewEvent::of(lease, LeaseEventKind::Claimed, now)
         }
     }
 }
@@ -376,7 +381,7 @@ impl Recorder {
 
 impl crate::outbox::Recording for PgStore {
     /// One row in a transaction of its own; its stamp is its Seq's, as every write's here.
-    fn record(&mut self, fact: &crate::outbox::Fact) -> OutboxResult<u64> {
+    fn record(&mut self, fact: &crate::outbox::Fact) -> OutboxResult<Stamped<()>> {
         let insert = self.prepared(RECORD_SQL)?;
         let shared = self.shared.clone();
         let mut client = self.client();
@@ -390,7 +395,7 @@ impl crate::outbox::Recording for PgStore {
                 &[
                     &fact.at_ms,
                     &fact.worker,
-                    &fact.kind.as_str(),
+                    &fact.kind,
                     &fact.id,
                     &fact.key,
                     &fact.version,
@@ -401,7 +406,7 @@ impl crate::outbox::Recording for PgStore {
             )?
             .get(0);
         tx.commit()?;
-        Ok(shared.stamp_of_row(seq as u64))
+        Ok(Stamped::new((), shared.stamp_of_row(seq as u64)))
     }
 }
 
@@ -425,9 +430,8 @@ impl Claiming for PgStore {
         worker: &str,
         now: i64,
         lease_ms: i64,
-    ) -> OutboxResult<(ClaimOutcome, u64)> {
-        let s = self.claim_next_stamped(worker, now, lease_ms)?;
-        Ok((s.value, s.stamp))
+    ) -> OutboxResult<Stamped<ClaimOutcome>> {
+        Ok(self.claim_next_stamped(worker, now, lease_ms)?.stamped)
     }
 
     fn claim_id(
@@ -436,9 +440,8 @@ impl Claiming for PgStore {
         worker: &str,
         now: i64,
         lease_ms: i64,
-    ) -> OutboxResult<(ClaimOutcome, u64)> {
-        let s = self.claim_id_stamped(id, worker, now, lease_ms)?;
-        Ok((s.value, s.stamp))
+    ) -> OutboxResult<Stamped<ClaimOutcome>> {
+        Ok(self.claim_id_stamped(id, worker, now, lease_ms)?.stamped)
     }
 }
 
@@ -451,9 +454,8 @@ impl Finalizing for PgStore {
         lease: &Lease,
         check: &StatusCheck,
         now: i64,
-    ) -> OutboxResult<(FinalizeOutcome, u64)> {
-        let s = self.finalize_stamped(lease, check, now)?;
-        Ok((s.value, s.stamp))
+    ) -> OutboxResult<Stamped<FinalizeOutcome>> {
+        Ok(self.finalize_stamped(lease, check, now)?.stamped)
     }
 
     fn guard_finalize(&mut self, guard: FinalizeGuard) -> OutboxResult<()> {

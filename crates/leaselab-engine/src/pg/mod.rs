@@ -6,12 +6,52 @@
 //! Each worker opens its own [`PgStore`] (its own connection), as a separate application
 //! instance would. `now` is always a bound parameter taken from the scenario clock.
 
+/// A lease still holds at `$now`: up to and including its until. The SQL of
+/// `lease::is_live`, written once for every PostgreSQL statement (`tests/dialects.rs` holds
+/// both dialects to the same answers). `$now` is the statement's parameter for the clock.
+macro_rules! holds {
+    ($now:literal) => {
+        concat!("(LockedUntilUtc >= ", $now, ")")
+    };
+}
+
+/// A Processing row whose lease still holds: it blocks a claim, and takes a heartbeat.
+macro_rules! live {
+    ($now:literal) => {
+        concat!("(Status = 'Processing' AND ", holds!($now), ")")
+    };
+}
+
+/// A Processing row whose lease has run out: the half of the claimable condition that
+/// takes a message from its owner.
+macro_rules! expired {
+    ($now:literal) => {
+        concat!("(Status = 'Processing' AND NOT ", holds!($now), ")")
+    };
+}
+
+/// A Pending row whose backoff is over (`AvailableAtUtc` not after `$now`).
+macro_rules! available {
+    ($now:literal) => {
+        concat!("(Status = 'Pending' AND AvailableAtUtc <= ", $now, ")")
+    };
+}
+
+/// The claimable condition, written once for every PostgreSQL statement: Pending and
+/// available, or Processing with an expired lease.
+macro_rules! claimable {
+    ($now:literal) => {
+        concat!("(", available!($now), " OR ", expired!($now), ")")
+    };
+}
+
 mod cancel;
 mod claim;
 mod outbox;
 mod read;
 mod retry;
 mod seed;
+mod status;
 mod tail;
 
 use crate::outbox::prelude::*;
@@ -26,7 +66,6 @@ use postgres::{Client, Config, NoTls, Statement};
 use super::outbox::{DbOrigin, Durability, StoreShared};
 
 pub use cancel::cancel_all;
-pub use read::LeaseEventRow;
 pub use tail::PgTail;
 
 pub const SCHEMA_PG_SQL: &str = include_str!("../../assets/schema.pg.sql");
@@ -83,11 +122,7 @@ pub enum PgError {
 impl fmt::Display for PgError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            // The server's own message is in the source; Display alone says only "db error".
-            PgError::Postgres(e) => match e.as_db_error() {
-                Some(db) => write!(f, "PostgreSQL: {}: {}", db.severity(), db.message()),
-                None => write!(f, "PostgreSQL: {e}"),
-            },
+            PgError::Postgres(e) => f.write_str(&postgres_words(e)),
             PgError::BadUrl(m)
             | PgError::Unreachable(m)
             | PgError::Foreign(m)
@@ -107,6 +142,15 @@ impl PgError {
 }
 
 impl std::error::Error for PgError {}
+
+/// What PostgreSQL said. The server's own message is in the source; Display alone says
+/// only "db error".
+pub(crate) fn postgres_words(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("PostgreSQL: {}: {}", db.severity(), db.message()),
+        None => format!("PostgreSQL: {e}"),
+    }
+}
 
 impl From<postgres::Error> for PgError {
     fn from(e: postgres::Error) -> Self {

@@ -13,9 +13,10 @@ impl From<PgError> for OutboxError {
             PgError::Foreign(m) => OutboxError::Foreign(m),
             PgError::InUse(m) => OutboxError::InUse(m),
             PgError::BadUrl(m) | PgError::Unreachable(m) => OutboxError::BadPath(m),
-            e @ PgError::Postgres(_) => OutboxError::Database {
+            PgError::Postgres(e) => OutboxError::Database {
                 failure: Failure::Other,
-                message: e.to_string(),
+                message: super::postgres_words(&e),
+                cause: Some(e.into()),
             },
         }
     }

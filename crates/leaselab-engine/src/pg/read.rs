@@ -1,58 +1,45 @@
 //! Reads of the PostgreSQL outbox: counts, table rows and the events table.
 
-use super::{PgError, PgStore, Result};
+use super::status::state;
+use super::{PgStore, Result};
 use crate::outbox::prelude::*;
+use crate::outbox::LeaseEventRow;
 use crate::outbox::Result as OutboxResult;
 use crate::outbox::{MessageRow, OutboxCounts, PaymentCounts, PaymentRow, RowsPerKey};
-use crate::store::{LeaseEventKind, LeaseEventRow as StoreEventRow};
-
-/// One row of `LeaseEvents`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseEventRow {
-    pub seq: u64,
-    pub at_ms: i64,
-    pub worker: String,
-    /// `Claimed`, `Heartbeat`, `Finalized`, `FinalizeRejected`, `Marked`, `Retry`,
-    /// `DeadLettered`, `LeaseLost` or `Redriven`.
-    pub kind: String,
-    pub id: i64,
-    pub key: String,
-    pub version: i64,
-    /// The lease's expiry, for a claim.
-    pub until_ms: Option<i64>,
-    /// The provider's answer, for a committed finalize.
-    pub payment_status: Option<String>,
-}
 
 impl PgStore {
     /// Up to `limit` events about leases (claims, heartbeats, provider calls, results, failed
     /// attempts, a crash or freeze holding one) after `seq`, in Seq order (each message's
-    /// commit order). Seedings, added payments and rows about no message are left out ([`PgStore::all_events_after`]). A reader that follows running workers
-    /// asks through a [`super::PgTail`]: a row committed later may take a lower Seq.
+    /// commit order). Seedings, added payments and rows about no message are left out
+    /// ([`PgStore::all_events_after`] has them). A reader that follows running workers asks
+    /// through a [`super::PgTail`]: a row committed later may take a lower Seq.
     pub fn events_after(&mut self, seq: u64, limit: u64) -> Result<Vec<LeaseEventRow>> {
         let rows = self.client().query(
             "SELECT Seq, AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion,
-                    LockedUntilUtc, PaymentStatus
+                    LockedUntilUtc, COALESCE(PaymentStatus, Detail)
                FROM LeaseEvents
               WHERE Seq > $1 AND Kind NOT IN ('Seeded', 'Added') AND MessageId IS NOT NULL
               ORDER BY Seq LIMIT $2",
             &[&(seq as i64), &(limit as i64)],
         )?;
-        Ok(rows
-            .iter()
-            .map(|r| LeaseEventRow {
-                seq: r.get::<_, i64>(0) as u64,
-                at_ms: r.get(1),
-                worker: r.get(2),
-                kind: r.get(3),
-                id: r.get(4),
-                key: r.get(5),
-                version: r.get(6),
-                until_ms: r.get(7),
-                payment_status: r.get(8),
-            })
-            .collect())
+        rows.iter().map(event_row).collect()
     }
+}
+
+/// One `LeaseEvents` row as both stores read it: `Detail` holds the provider's answer (the
+/// `PaymentStatus` column here), the error of a failed attempt, or the number seeded.
+fn event_row(r: &postgres::Row) -> Result<LeaseEventRow> {
+    Ok(LeaseEventRow {
+        seq: r.get::<_, i64>(0) as u64,
+        at_ms: r.get(1),
+        worker: r.get(2),
+        kind: state(r, 3)?,
+        id: r.get(4),
+        key: r.get(5),
+        version: r.get(6),
+        until_ms: r.get(7),
+        detail: r.get(8),
+    })
 }
 
 impl PgStore {
@@ -61,7 +48,7 @@ impl PgStore {
     /// attempt, or the number seeded.
     /// A row committed later may still take a Seq below the last one returned: a reader that
     /// follows running workers asks through a [`super::PgTail`] instead.
-    pub fn all_events_after(&mut self, seq: u64, limit: u64) -> Result<Vec<StoreEventRow>> {
+    pub fn all_events_after(&mut self, seq: u64, limit: u64) -> Result<Vec<LeaseEventRow>> {
         self.all_events_between(seq, i64::MAX as u64, limit)
     }
 
@@ -89,7 +76,7 @@ impl PgStore {
         after: u64,
         upto: u64,
         limit: u64,
-    ) -> Result<Vec<StoreEventRow>> {
+    ) -> Result<Vec<LeaseEventRow>> {
         let rows = self.client().query(
             "SELECT Seq, AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion,
                     LockedUntilUtc, COALESCE(PaymentStatus, Detail)
@@ -100,36 +87,8 @@ impl PgStore {
                 &(limit as i64),
             ],
         )?;
-        rows.iter()
-            .map(|r| {
-                let kind: String = r.get(3);
-                Ok(StoreEventRow {
-                    seq: r.get::<_, i64>(0) as u64,
-                    at_ms: r.get(1),
-                    worker: r.get(2),
-                    kind: LeaseEventKind::parse(&kind).ok_or_else(|| {
-                        PgError::Foreign(format!("unknown LeaseEvents kind '{kind}'"))
-                    })?,
-                    id: r.get(4),
-                    key: r.get(5),
-                    version: r.get(6),
-                    until_ms: r.get(7),
-                    detail: r.get(8),
-                })
-            })
-            .collect()
+        rows.iter().map(event_row).collect()
     }
-}
-
-/// The schema's CHECK admits only these texts; anything else is not our table.
-fn outbox_status(text: &str) -> Result<crate::outbox::OutboxStatus> {
-    crate::outbox::OutboxStatus::parse(text)
-        .ok_or_else(|| PgError::Foreign(format!("unknown outbox status '{text}'")))
-}
-
-fn payment_status(text: &str) -> Result<crate::outbox::PaymentStatus> {
-    crate::outbox::PaymentStatus::parse(text)
-        .ok_or_else(|| PgError::Foreign(format!("unknown payment status '{text}'")))
 }
 
 impl Reading for PgStore {
@@ -212,13 +171,13 @@ impl Reading for PgStore {
                 Ok(MessageRow {
                     id: r.get(0),
                     key: r.get(1),
-                    status: outbox_status(r.get(2))?,
+                    status: state(r, 2)?,
                     locked_by: r.get(3),
                     locked_until_ms: r.get(4),
                     lease_version: r.get(5),
                     attempts: r.get(6),
                     processed_at_ms: r.get(7),
-                    payment_status: payment_status(r.get(8))?,
+                    payment_status: state(r, 8)?,
                     available_at_ms: r.get(9),
                 })
             })
@@ -236,7 +195,7 @@ impl Reading for PgStore {
             .map(|r| {
                 Ok(PaymentRow {
                     key: r.get(0),
-                    status: payment_status(r.get(1))?,
+                    status: state(r, 1)?,
                     transaction_id: r.get(2),
                 })
             })

@@ -5,16 +5,21 @@ use super::claim::{NewEvent, WRITE_ANSWER_SQL};
 use super::PgStore;
 use crate::outbox::prelude::*;
 use crate::outbox::Result as OutboxResult;
-use crate::outbox::{FailOutcome, Lease, MessageRef, OutboxStatus, RetryPolicy};
+use crate::outbox::{
+    FailOutcome, Lease, LeaseEventKind, MessageRef, OutboxStatus, RetryPolicy, Stamped,
+};
 use crate::provider::StatusCheck;
 
 /// Extend a held lease, never shortening it, only while this worker holds this lease
 /// (owner and fencing token) and it has not run out.
-const HEARTBEAT_SQL: &str = "
+const HEARTBEAT_SQL: &str = concat!(
+    "
 UPDATE OutboxMessages SET LockedUntilUtc = GREATEST(LockedUntilUtc, $1)
- WHERE Id = $2 AND Status = 'Processing' AND LockedBy = $3 AND LeaseVersion = $4
-   AND LockedUntilUtc >= $5 AND Seeding = $6
-RETURNING LockedUntilUtc";
+ WHERE Id = $2 AND LockedBy = $3 AND LeaseVersion = $4 AND Seeding = $6 AND ",
+    live!("$5"),
+    "
+RETURNING LockedUntilUtc"
+);
 
 /// The attempts of a message this worker still holds, locked until the release below.
 const HELD_ATTEMPTS_SQL: &str = "
@@ -36,9 +41,13 @@ UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = $1,
        LockedBy = NULL, LockedUntilUtc = NULL
  WHERE Id = $2 RETURNING LeaseVersion";
 
-const LOAD_PENDING_SQL: &str = "SELECT Id, PaymentKey FROM OutboxMessages
-      WHERE ProcessedAtUtc IS NULL AND Status = 'Pending' AND AvailableAtUtc <= $1
-      ORDER BY CreatedAtUtc, Id";
+const LOAD_PENDING_SQL: &str = concat!(
+    "SELECT Id, PaymentKey FROM OutboxMessages
+      WHERE ProcessedAtUtc IS NULL AND ",
+    available!("$1"),
+    "
+      ORDER BY CreatedAtUtc, Id"
+);
 
 impl Upkeep for PgStore {
     /// Extend `lease` to `now + lease_ms` (never shorter than it is). `None`: the lease is
@@ -48,7 +57,7 @@ impl Upkeep for PgStore {
         lease: &Lease,
         now: i64,
         lease_ms: i64,
-    ) -> OutboxResult<(Option<i64>, u64)> {
+    ) -> OutboxResult<Stamped<Option<i64>>> {
         let (beat, rec) = (self.prepared(HEARTBEAT_SQL)?, self.recorder()?);
         let mut client = self.client();
         let mut tx = client.transaction()?;
@@ -67,17 +76,17 @@ impl Upkeep for PgStore {
             .map(|r| r.get(0));
         // A lost lease is written too, so a watcher sees the worker drop the message.
         let kind = if until.is_some() {
-            "Heartbeat"
+            LeaseEventKind::Heartbeat
         } else {
-            "LeaseLost"
+            LeaseEventKind::LeaseLost
         };
         let event = NewEvent {
             until,
             ..NewEvent::of(lease, kind, now)
         };
-        let stamp = rec.record(&mut tx, &event)?.1;
+        let (_, stamp) = rec.record(&mut tx, &event)?;
         tx.commit()?;
-        Ok((until, stamp))
+        Ok(Stamped::new(until, stamp))
     }
 
     /// Record a failed attempt of a held message: back to Pending after its backoff, or
@@ -88,7 +97,7 @@ impl Upkeep for PgStore {
         error: &str,
         now: i64,
         policy: &RetryPolicy,
-    ) -> OutboxResult<(FailOutcome, u64)> {
+    ) -> OutboxResult<Stamped<FailOutcome>> {
         let (held, release) = (
             self.prepared(HELD_ATTEMPTS_SQL)?,
             self.prepared(RELEASE_SQL)?,
@@ -104,13 +113,13 @@ impl Upkeep for PgStore {
             .map(|r| r.get(0));
         let Some(attempts) = attempts else {
             tx.rollback()?;
-            return Ok((FailOutcome::LeaseLost, rec.shared.next_seq()));
+            return Ok(Stamped::new(FailOutcome::LeaseLost, rec.shared.next_seq()));
         };
         let (status, available, outcome) = policy.after_failure(attempts, now);
         tx.execute(
             &release,
             &[
-                &status.as_str(),
+                &status,
                 &available,
                 &error,
                 &lease.id,
@@ -121,23 +130,23 @@ impl Upkeep for PgStore {
             ],
         )?;
         let kind = match status {
-            OutboxStatus::DeadLettered => "DeadLettered",
-            _ => "Retry",
+            OutboxStatus::DeadLettered => LeaseEventKind::DeadLettered,
+            _ => LeaseEventKind::Retry,
         };
         // A retried message's row also says when it may be claimed again.
         let event = NewEvent {
-            until: (kind == "Retry").then_some(available),
+            until: (kind == LeaseEventKind::Retry).then_some(available),
             detail: Some(error),
             ..NewEvent::of(lease, kind, now)
         };
         let (_, stamp) = rec.record(&mut tx, &event)?;
         tx.commit()?;
-        Ok((outcome, stamp))
+        Ok(Stamped::new(outcome, stamp))
     }
 
     /// Put dead letters back to Pending with fresh attempts: the one of `key`, or all when
     /// `key` is `None`. Returns how many were redriven.
-    fn redrive(&mut self, key: Option<&str>, now: i64) -> OutboxResult<(u64, u64)> {
+    fn redrive(&mut self, key: Option<&str>, now: i64) -> OutboxResult<Stamped<u64>> {
         // One event row each, made from the updated rows (so after their row locks), so a
         // watcher's table follows the redrive.
         let rows = self.client().query(
@@ -156,7 +165,7 @@ impl Upkeep for PgStore {
             Some(seq) => self.shared.stamp_of_row(seq),
             None => self.shared.next_seq(),
         };
-        Ok((rows.len() as u64, stamp))
+        Ok(Stamped::new(rows.len() as u64, stamp))
     }
 }
 
@@ -166,7 +175,7 @@ impl Unleased for PgStore {
         msg: &MessageRef,
         check: &StatusCheck,
         now: i64,
-    ) -> OutboxResult<u64> {
+    ) -> OutboxResult<Stamped<()>> {
         self.mark_processed_by("", msg, check, now)
     }
 
@@ -191,7 +200,7 @@ impl Unleased for PgStore {
         msg: &MessageRef,
         check: &StatusCheck,
         now: i64,
-    ) -> OutboxResult<u64> {
+    ) -> OutboxResult<Stamped<()>> {
         let (answer, mark) = (self.prepared(WRITE_ANSWER_SQL)?, self.prepared(MARK_SQL)?);
         let rec = self.recorder()?;
         let mut client = self.client();
@@ -204,7 +213,7 @@ impl Unleased for PgStore {
         let event = NewEvent {
             at: now,
             worker,
-            kind: "Marked",
+            kind: LeaseEventKind::Marked,
             id: msg.id,
             key: &msg.key,
             version,
@@ -214,6 +223,6 @@ impl Unleased for PgStore {
         };
         let (_, stamp) = rec.record(&mut tx, &event)?;
         tx.commit()?;
-        Ok(stamp)
+        Ok(Stamped::new((), stamp))
     }
 }

@@ -11,9 +11,8 @@ use super::claim::NewEvent;
 use super::{identify, make_schema, Identity, PgStore, Result, MAKE_LOCK};
 use crate::events::ENGINE;
 use crate::outbox::Result as OutboxResult;
-use crate::outbox::{DbOrigin, MessageRef, StoreShared};
+use crate::outbox::{amount_for, payment_key, DbOrigin, LeaseEventKind, MessageRef, StoreShared};
 use crate::provider::Provider;
-use crate::store::{amount_for, payment_key};
 
 /// Payments written per transaction while seeding.
 const CHUNK: u64 = 2_000;
@@ -171,7 +170,7 @@ impl Seeding for PgStore {
         let added = NewEvent {
             at: now,
             worker: ENGINE,
-            kind: "Added",
+            kind: LeaseEventKind::Added,
             id,
             key,
             version: 0,

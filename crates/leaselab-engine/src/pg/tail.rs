@@ -24,7 +24,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::{PgStore, Result};
-use crate::store::LeaseEventRow as StoreEventRow;
+use crate::outbox::LeaseEventRow;
 
 /// Marks kept while the settled point waits for old transactions; beyond it the newest is
 /// moved forward instead (which only delays, never skips).
@@ -108,7 +108,7 @@ SELECT NOT EXISTS (
 impl PgStore {
     /// Up to `limit` events after the tail's last one, only from its settled part, in Seq
     /// order. A row returned is never followed by one with a lower Seq.
-    pub fn tail_events(&mut self, tail: &mut PgTail, limit: u64) -> Result<Vec<StoreEventRow>> {
+    pub fn tail_events(&mut self, tail: &mut PgTail, limit: u64) -> Result<Vec<LeaseEventRow>> {
         let (drawn, xid) = {
             let mut client = self.client();
             let mut tx = client.transaction()?;
@@ -148,7 +148,7 @@ impl PgStore {
         &mut self,
         limit: u64,
         wait: Duration,
-    ) -> Result<Option<Vec<StoreEventRow>>> {
+    ) -> Result<Option<Vec<LeaseEventRow>>> {
         let deadline = Instant::now() + wait;
         let mut tail = PgTail::new();
         let mut rows = self.tail_events(&mut tail, limit)?;

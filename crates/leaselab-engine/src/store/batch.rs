@@ -8,6 +8,7 @@ use super::claim::{record_claim, take_lease};
 use super::conn::End;
 use super::finalize::{write_answer, GUARDED_FINALIZE_SQL};
 use super::{FinalizeOutcome, Lease, Result, Store};
+use crate::outbox::Stamped;
 use crate::provider::StatusCheck;
 
 impl Store {
@@ -17,7 +18,7 @@ impl Store {
         &mut self,
         results: &[(Lease, StatusCheck)],
         now: i64,
-    ) -> Result<(Vec<FinalizeOutcome>, u64)> {
+    ) -> Result<Stamped<Vec<FinalizeOutcome>>> {
         self.write(|tx, shared| {
             let mut outcomes = Vec::with_capacity(results.len());
             let mut guard = tx.prepare_cached(GUARDED_FINALIZE_SQL)?;
@@ -36,7 +37,7 @@ impl Store {
                     outcomes.push(FinalizeOutcome::Rejected);
                 }
             }
-            Ok(((outcomes, shared.next_seq()), End::Commit))
+            Ok((Stamped::new(outcomes, shared.next_seq()), End::Commit))
         })
     }
 
@@ -58,7 +59,7 @@ impl BatchClaiming for Store {
         now: i64,
         lease_ms: i64,
         k: usize,
-    ) -> Result<(Vec<Lease>, u64)> {
+    ) -> Result<Stamped<Vec<Lease>>> {
         self.write(|tx, shared| {
             // The oldest claimable rows, as the single claim finds its one.
             let mut claimable = tx.prepare_cached(concat!(
@@ -80,7 +81,7 @@ impl BatchClaiming for Store {
                     leases.push(lease);
                 }
             }
-            Ok(((leases, shared.next_seq()), End::Commit))
+            Ok((Stamped::new(leases, shared.next_seq()), End::Commit))
         })
     }
 }

@@ -6,8 +6,9 @@ use rusqlite::{named_params, OptionalExtension};
 use super::conn::End;
 use super::lease_events::{record, LeaseEventKind, NewEvent};
 use super::prepared::{Hot, Tx};
-use super::{ClaimOutcome, Lease, Result, Store};
+use super::{ClaimOutcome, Lease, OutboxStatus, Result, Store};
 use crate::lease;
+use crate::outbox::Stamped;
 
 /// What every claim writes: Processing, the owner, the lease's end, the next fencing
 /// token and one more attempt.
@@ -48,21 +49,22 @@ const TAKE_LEASE_SQL: &str = concat!(take_lease!(), "WHERE Id = :id AND ", claim
 const BROKEN_TAKE_LEASE_SQL: &str = concat!(take_lease!(), "WHERE Id = :id AND (:now = :now)");
 
 /// The live lease of another worker that runs out first: what an empty claim waits for.
-/// `LockedUntilUtc >= now` is the lease rule's "live" (see `engine::lease`).
+/// `live!` is the lease rule's "live" (see `engine::lease`).
 /// It reads the unfinished messages' index (nothing is claimable when it runs, so what
 /// is left there is held or backing off).
 const SOONEST_LIVE_LEASE_SQL: &str = concat!(
     "
 SELECT Id, PaymentKey, LockedBy, LockedUntilUtc ",
     unfinished!(),
-    "Status = 'Processing' AND LockedUntilUtc >= :now AND LockedBy <> :worker
+    live!(),
+    " AND LockedBy <> :worker
  ORDER BY LockedUntilUtc LIMIT 1"
 );
 
 /// Who holds one message, as a claim by id reads it.
 struct Holder {
     key: String,
-    status: String,
+    status: OutboxStatus,
     owner: Option<String>,
     until_ms: Option<i64>,
     version: i64,
@@ -153,7 +155,12 @@ pub(super) fn record_claim(tx: &Tx<'_, '_>, lease: &Lease, now: i64) -> Result<(
 impl Claiming for Store {
     /// Claim the oldest claimable message: Pending, or Processing with an expired lease.
     /// Returns the outcome and the commit stamp of the claim.
-    fn claim_next(&mut self, worker: &str, now: i64, lease_ms: i64) -> Result<(ClaimOutcome, u64)> {
+    fn claim_next(
+        &mut self,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Stamped<ClaimOutcome>> {
         let until = now + lease_ms;
         let broken = self.rules.broken_claim;
         let (candidate, candidate_sql) = if broken {
@@ -179,7 +186,7 @@ impl Claiming for Store {
                 record_claim(tx, lease, now)?;
             }
             let outcome = lease.map_or(ClaimOutcome::Empty, ClaimOutcome::Claimed);
-            Ok(((outcome, shared.next_seq()), End::Commit))
+            Ok((Stamped::new(outcome, shared.next_seq()), End::Commit))
         })
     }
 
@@ -208,7 +215,7 @@ impl Claiming for Store {
         worker: &str,
         now: i64,
         lease_ms: i64,
-    ) -> Result<(ClaimOutcome, u64)> {
+    ) -> Result<Stamped<ClaimOutcome>> {
         self.write(|tx, shared| {
             let holder = tx
                 .prepare_cached(
@@ -229,7 +236,9 @@ impl Claiming for Store {
             let outcome = match holder {
                 None => ClaimOutcome::Empty,
                 Some(h) => match h.until_ms {
-                    Some(until) if h.status == "Processing" && lease::is_live(until, now) => {
+                    Some(until)
+                        if h.status == OutboxStatus::Processing && lease::is_live(until, now) =>
+                    {
                         ClaimOutcome::Blocked {
                             id,
                             key: h.key,
@@ -253,7 +262,7 @@ impl Claiming for Store {
                     },
                 },
             };
-            Ok(((outcome, shared.next_seq()), End::Commit))
+            Ok((Stamped::new(outcome, shared.next_seq()), End::Commit))
         })
     }
 }

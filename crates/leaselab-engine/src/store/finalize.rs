@@ -7,6 +7,7 @@ use super::conn::End;
 use super::lease_events::{record, LeaseEventKind, NewEvent};
 use super::prepared::{Hot, Tx};
 use super::{FinalizeGuard, FinalizeOutcome, Lease, Result, Store};
+use crate::outbox::Stamped;
 use crate::provider::StatusCheck;
 
 /// The provider's answer written onto the payment.
@@ -42,7 +43,7 @@ impl Finalizing for Store {
         lease: &Lease,
         check: &StatusCheck,
         now: i64,
-    ) -> Result<(FinalizeOutcome, u64)> {
+    ) -> Result<Stamped<FinalizeOutcome>> {
         let forget_answer = self.rules.forget_answer;
         let (guard, guard_sql) = if self.rules.owner_only_finalize {
             (Hot::OwnerOnlyFinalize, OWNER_ONLY_FINALIZE_SQL)
@@ -87,7 +88,7 @@ impl Finalizing for Store {
                 )?;
                 FinalizeOutcome::Rejected
             };
-            Ok(((outcome, shared.next_seq()), End::Commit))
+            Ok((Stamped::new(outcome, shared.next_seq()), End::Commit))
         })
     }
 

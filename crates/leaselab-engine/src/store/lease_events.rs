@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use super::prepared::{Hot, Tx};
 use super::{Result, Store};
+use crate::outbox::Stamped;
 pub use crate::outbox::{LeaseEventKind, LeaseEventRow};
 
 /// A row about to be written; `Seq` is the table's to give.
@@ -106,7 +107,7 @@ impl crate::outbox::Recording for Store {
     /// it), and a power cut before that loses only the record of a fact, never the outbox's
     /// state. A run that syncs every commit pays for its provider calls' rows no sync of
     /// their own (it cost a `run` about two fifths of its time).
-    fn record(&mut self, fact: &crate::outbox::Fact) -> Result<u64> {
+    fn record(&mut self, fact: &crate::outbox::Fact) -> Result<Stamped<()>> {
         let full = self.shared.durability == super::Durability::Full;
         if full {
             self.conn.execute_batch("PRAGMA synchronous=NORMAL")?;
@@ -120,7 +121,7 @@ impl crate::outbox::Recording for Store {
 }
 
 impl Store {
-    fn record_now(&mut self, fact: &crate::outbox::Fact) -> Result<u64> {
+    fn record_now(&mut self, fact: &crate::outbox::Fact) -> Result<Stamped<()>> {
         self.write(|tx, shared| {
             record(
                 tx,
@@ -135,7 +136,10 @@ impl Store {
                     detail: fact.detail.as_deref(),
                 },
             )?;
-            Ok((shared.next_seq(), super::conn::End::Commit))
+            Ok((
+                Stamped::new((), shared.next_seq()),
+                super::conn::End::Commit,
+            ))
         })
     }
 }

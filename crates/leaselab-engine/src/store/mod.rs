@@ -7,11 +7,27 @@
 //! Each worker opens its own [`Store`] (its own connection), as a separate application
 //! instance would. `now` is always a bound parameter taken from the scenario clock.
 
+/// A lease still holds at `:now`: up to and including its until. The SQL of
+/// `lease::is_live`, written once for every SQLite statement (`tests/dialects.rs` holds both
+/// dialects to the same answers).
+macro_rules! holds {
+    () => {
+        "(LockedUntilUtc >= :now)"
+    };
+}
+
+/// A Processing row whose lease still holds: it blocks a claim, and takes a heartbeat.
+macro_rules! live {
+    () => {
+        concat!("(Status = 'Processing' AND ", holds!(), ")")
+    };
+}
+
 /// A Processing row whose lease has run out (`:now` is past its until): the half of the
 /// claimable condition that takes a message from its owner. Written once for every statement.
 macro_rules! expired {
     () => {
-        "(Status = 'Processing' AND LockedUntilUtc < :now)"
+        concat!("(Status = 'Processing' AND NOT ", holds!(), ")")
     };
 }
 
@@ -23,7 +39,7 @@ macro_rules! available {
 }
 
 /// The claimable condition: Pending and available, or Processing with an expired lease. Its
-/// Rust side is `lease::is_live`.
+/// Rust side is `lease::is_live`; PostgreSQL's is `claimable!` in `pg`.
 macro_rules! claimable {
     () => {
         concat!("(", available!(), " OR ", expired!(), ")")
@@ -61,11 +77,13 @@ use std::sync::Arc;
 
 use super::outbox::Failure;
 
+pub use super::outbox::{amount_for, payment_key};
 pub use super::outbox::{
     ClaimOutcome, DbOrigin, Durability, FailOutcome, FinalizeGuard, FinalizeOutcome, Lease,
     MessageRef, MessageRow, OutboxCounts, OutboxStatus, PaymentCounts, PaymentRow, PaymentStatus,
     RetryPolicy, RowsPerKey, StoreShared,
 };
+pub use super::provider::CreationLog;
 pub use conn::{
     busy_give_up, stop_waiting_for_the_lock, wait_for_the_lock_without_limit, BUSY_GIVE_UP_ENV,
 };
@@ -75,7 +93,6 @@ pub use lease_events::{
     events_ns_on_this_thread, time_events_on_this_thread, LeaseEventKind, LeaseEventRow,
 };
 pub use plain::PlainOutbox;
-pub use seed::{amount_for, payment_key, CreationLog};
 
 pub const SCHEMA_SQL: &str = include_str!("../../assets/schema.sql");
 
@@ -115,7 +132,11 @@ impl From<rusqlite::Error> for OutboxError {
         } else {
             format!("SQLite: {e}")
         };
-        OutboxError::Database { failure, message }
+        OutboxError::Database {
+            failure,
+            message,
+            cause: Some(e.into()),
+        }
     }
 }
 
@@ -131,5 +152,29 @@ pub struct Store {
 impl fmt::Debug for Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use super::OutboxError;
+    use crate::outbox::DbCause;
+
+    /// The user reads one line; whoever walks the chain finds SQLite's own error under it.
+    #[test]
+    fn a_database_error_keeps_sqlite_s_error_as_its_source() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let e: OutboxError = conn.execute("SELEC 1", []).unwrap_err().into();
+        assert_eq!(
+            e.to_string(),
+            "SQLite: near \"SELEC\": syntax error in SELEC 1 at offset 0"
+        );
+        let source = e.source().expect("a source");
+        assert!(
+            matches!(source.downcast_ref(), Some(DbCause::Sqlite(_))),
+            "{source:?}"
+        );
     }
 }

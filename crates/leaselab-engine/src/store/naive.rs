@@ -6,6 +6,7 @@ use rusqlite::{named_params, params};
 use super::conn::End;
 use super::finalize::write_answer;
 use super::lease_events::{record, LeaseEventKind, NewEvent};
+use crate::outbox::Stamped;
 
 use super::{MessageRef, Result, Store};
 use crate::provider::StatusCheck;
@@ -33,7 +34,12 @@ impl Unleased for Store {
     }
 
     /// Leasing off: write the answer and mark Processed, asking nobody. Returns its stamp.
-    fn mark_processed(&mut self, msg: &MessageRef, check: &StatusCheck, now: i64) -> Result<u64> {
+    fn mark_processed(
+        &mut self,
+        msg: &MessageRef,
+        check: &StatusCheck,
+        now: i64,
+    ) -> Result<Stamped<()>> {
         self.mark_processed_by("", msg, check, now)
     }
 
@@ -44,7 +50,7 @@ impl Unleased for Store {
         msg: &MessageRef,
         check: &StatusCheck,
         now: i64,
-    ) -> Result<u64> {
+    ) -> Result<Stamped<()>> {
         self.write(|tx, shared| {
             write_answer(tx, &msg.key, check)?;
             tx.prepare_cached(
@@ -59,7 +65,7 @@ impl Unleased for Store {
                     ..NewEvent::about(LeaseEventKind::Marked, now, worker, msg.id, &msg.key)
                 },
             )?;
-            Ok((shared.next_seq(), End::Commit))
+            Ok((Stamped::new((), shared.next_seq()), End::Commit))
         })
     }
 }

@@ -7,13 +7,17 @@ use super::conn::End;
 use super::lease_events::{record, LeaseEventKind, NewEvent};
 use super::{FailOutcome, Lease, Result, RetryPolicy, Store};
 use crate::events::ENGINE;
+use crate::outbox::Stamped;
 
 /// Extend a held lease to `:until`, never shortening it, only while this worker holds this
 /// lease (owner and fencing token) and it has not run out.
-const HEARTBEAT_SQL: &str = "UPDATE OutboxMessages
+const HEARTBEAT_SQL: &str = concat!(
+    "UPDATE OutboxMessages
     SET LockedUntilUtc = MAX(LockedUntilUtc, :until)
-  WHERE Id = :id AND Status = 'Processing' AND LockedBy = :worker
-    AND LeaseVersion = :version AND Seeding = :seeding AND LockedUntilUtc >= :now";
+  WHERE Id = :id AND LockedBy = :worker AND LeaseVersion = :version AND Seeding = :seeding
+    AND ",
+    live!()
+);
 
 /// The expiry a heartbeat left, read back in its transaction (no `RETURNING`: see
 /// `claim::TAKE_LEASE_SQL` for what it would cost).
@@ -41,7 +45,12 @@ impl Upkeep for Store {
     /// Extend `lease` to `now + lease_ms` (never shorter than it is). `None`: zero rows
     /// changed, the lease is lost and the worker must stop this message; a `LeaseLost` row
     /// says so.
-    fn heartbeat(&mut self, lease: &Lease, now: i64, lease_ms: i64) -> Result<(Option<i64>, u64)> {
+    fn heartbeat(
+        &mut self,
+        lease: &Lease,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Stamped<Option<i64>>> {
         self.write(|tx, shared| {
             let changed = tx.prepare_cached(HEARTBEAT_SQL)?.execute(named_params! {
                 ":until": now + lease_ms, ":id": lease.id, ":worker": lease.owner,
@@ -68,7 +77,7 @@ impl Upkeep for Store {
                     ..NewEvent::about(kind, now, &lease.owner, lease.id, &lease.key)
                 },
             )?;
-            Ok(((until, shared.next_seq()), End::Commit))
+            Ok((Stamped::new(until, shared.next_seq()), End::Commit))
         })
     }
 
@@ -80,7 +89,7 @@ impl Upkeep for Store {
         error: &str,
         now: i64,
         policy: &RetryPolicy,
-    ) -> Result<(FailOutcome, u64)> {
+    ) -> Result<Stamped<FailOutcome>> {
         self.write(|tx, shared| {
             let held = named_params! {
                 ":id": lease.id, ":worker": lease.owner, ":version": lease.version,
@@ -91,7 +100,10 @@ impl Upkeep for Store {
                 .query_row(held, |r| r.get(0))
                 .optional()?;
             let Some(attempts) = attempts else {
-                return Ok(((FailOutcome::LeaseLost, shared.next_seq()), End::RollBack));
+                return Ok((
+                    Stamped::new(FailOutcome::LeaseLost, shared.next_seq()),
+                    End::RollBack,
+                ));
             };
             let (status, available, outcome) = policy.after_failure(attempts, now);
             tx.prepare_cached(RELEASE_SQL)?.execute(named_params! {
@@ -114,13 +126,13 @@ impl Upkeep for Store {
                     ..NewEvent::about(kind, now, &lease.owner, lease.id, &lease.key)
                 },
             )?;
-            Ok(((outcome, shared.next_seq()), End::Commit))
+            Ok((Stamped::new(outcome, shared.next_seq()), End::Commit))
         })
     }
 
     /// Put dead letters back to Pending with fresh attempts: the one of `key`, or all when
     /// `key` is `None`. Returns how many were redriven.
-    fn redrive(&mut self, key: Option<&str>, now: i64) -> Result<(u64, u64)> {
+    fn redrive(&mut self, key: Option<&str>, now: i64) -> Result<Stamped<u64>> {
         self.write(|tx, shared| {
             let redriven: Vec<(i64, String, i64)> = tx
                 .prepare_cached(REDRIVE_SQL)?
@@ -138,7 +150,10 @@ impl Upkeep for Store {
                     },
                 )?;
             }
-            Ok(((redriven.len() as u64, shared.next_seq()), End::Commit))
+            Ok((
+                Stamped::new(redriven.len() as u64, shared.next_seq()),
+                End::Commit,
+            ))
         })
     }
 }

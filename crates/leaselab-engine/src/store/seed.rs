@@ -7,29 +7,8 @@ use super::conn::End;
 use super::lease_events::{record, LeaseEventKind, NewEvent};
 use super::{MessageRef, Result, Store};
 use crate::events::ENGINE;
-use crate::provider::Provider;
-
-/// Hears of each payment created at the gateway while seeding (the provider keeps the
-/// creation log; the store only says when).
-pub trait CreationLog {
-    fn created(&self, key: &str);
-}
-
-impl<T: CreationLog + ?Sized> CreationLog for std::sync::Arc<T> {
-    fn created(&self, key: &str) {
-        (**self).created(key);
-    }
-}
-
-/// The amount seeded for payment number `n`, in cents.
-pub fn amount_for(n: u64) -> i64 {
-    1_000 + (n as i64 % 40) * 250
-}
-
-/// `PAY-001` for payment number 1.
-pub fn payment_key(n: u64) -> String {
-    format!("PAY-{n:03}")
-}
+use crate::outbox::{amount_for, payment_key};
+use crate::provider::{CreationLog, Provider};
 
 const INSERT_PAYMENT_SQL: &str =
     "INSERT INTO Payments (IdempotencyKey, Amount, PaymentStatus, CreatedAtUtc)

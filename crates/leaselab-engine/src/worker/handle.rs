@@ -164,7 +164,7 @@ fn run_thread(
         let _worker = WorkerThread::enter();
         let store = match ctx.db.open(ctx.shared.clone()) {
             Ok(s) => s,
-            Err(e) => return Some(format!("cannot open the database: {e}")),
+            Err(e) => return Some(WorkerError::Open(e)),
         };
         Worker::new(ctx, slot, nm, store, st, paused).run(&rx)
     }));
@@ -182,7 +182,9 @@ fn run_thread(
         Ok(None) => {}
         Ok(Some(error)) => {
             s.state = WorkerState::Stopped;
-            emit(EventKind::Failed { error });
+            emit(EventKind::Failed {
+                error: error.to_string(),
+            });
         }
         Err(panic) => {
             let msg = panic
@@ -203,7 +205,7 @@ fn run_thread(
             let seq = db
                 .open(shared.clone())
                 .and_then(|mut store| store.record(&fact))
-                .unwrap_or_else(|_| shared.next_seq());
+                .map_or_else(|_| shared.next_seq(), |s| s.seq);
             let _ = events.send(Event {
                 seq,
                 at_ms: now,

@@ -16,11 +16,13 @@ use super::events::Event;
 use super::outbox::StoreShared;
 use super::provider::Provider;
 
+mod error;
 mod handle;
 mod machine;
 mod settings;
 mod status;
 
+pub use error::WorkerError;
 pub use handle::*;
 pub(crate) use machine::{Pace, Worker};
 pub use settings::*;

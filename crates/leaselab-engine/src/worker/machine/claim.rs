@@ -1,0 +1,137 @@
+//! Taking work: a claim (the next, by id, or a batch) and, leasing off, the load.
+
+use std::collections::VecDeque;
+
+use crate::events::EventKind;
+use crate::outbox::{ClaimOutcome, Lease, MessageRef, Stamped};
+
+use super::*;
+
+impl Worker {
+    pub(super) fn claim(&mut self, id: Option<i64>) -> Result<Acted, WorkerError> {
+        let id_asked = id.is_some();
+        let now = self.ctx.clock.now();
+        let lease_ms = self.ctx.settings.lease_ms();
+        self.set_status(|s| s.state = WorkerState::Claiming);
+        let batch = self.ctx.settings.batch();
+        let Stamped {
+            value: outcome,
+            seq,
+        } = match id {
+            Some(id) => self.store.claim_id(id, &self.name, now, lease_ms),
+            None if batch > 1 => self.claim_batch(now, lease_ms, batch),
+            None => self.store.claim_next(&self.name, now, lease_ms),
+        }?;
+        // Nothing claimable: say whose live lease is in the way, as a claim by id would.
+        let outcome = match (outcome, id) {
+            (ClaimOutcome::Empty, None) => self
+                .store
+                .blocked_by(&self.name, now)?
+                .unwrap_or(ClaimOutcome::Empty),
+            (outcome, _) => outcome,
+        };
+        self.blocked_on = None;
+        match outcome {
+            ClaimOutcome::Claimed(lease) => Ok(self.claimed(lease, seq, now)),
+            ClaimOutcome::Empty => {
+                self.emit_at(seq, EventKind::ClaimEmpty);
+                Ok(Acted::WaitUntil(now + self.ctx.settings.idle_ms()))
+            }
+            ClaimOutcome::Blocked {
+                id,
+                key,
+                owner,
+                left_ms,
+            } => {
+                self.blocked_on = Some(BlockedOn {
+                    id,
+                    key: key.clone(),
+                    owner: owner.clone(),
+                    until_ms: now + left_ms,
+                });
+                self.emit_when(
+                    seq,
+                    now,
+                    EventKind::ClaimBlocked {
+                        id,
+                        key,
+                        owner,
+                        left_ms,
+                    },
+                );
+                if id_asked {
+                    return Ok(Acted::Done);
+                }
+                // Ask again when idle, or the moment that lease runs out if that is sooner.
+                let idle = now + self.ctx.settings.idle_ms();
+                Ok(Acted::WaitUntil(idle.min(now + left_ms + 1)))
+            }
+        }
+    }
+
+    /// A claim took `lease` (and the rest of a batch): hold it, then tell everyone.
+    pub(super) fn claimed(&mut self, lease: Lease, seq: u64, now: i64) -> Acted {
+        // Held before anyone hears of it: heartbeats count from the claim's time,
+        // whatever the clock does once the event is out.
+        let events: Vec<Lease> = std::iter::once(&lease)
+            .chain(&self.batched)
+            .cloned()
+            .collect();
+        let acted = self.hold(lease, now);
+        // One transaction, one stamp: the whole batch was claimed at once.
+        for l in &events {
+            self.emit_when(
+                seq,
+                now,
+                EventKind::Claimed {
+                    id: l.id,
+                    key: l.key.clone(),
+                    until_ms: l.until_ms,
+                    version: l.version,
+                    reclaim: l.version > 1,
+                },
+            );
+        }
+        acted
+    }
+
+    /// Claim up to `k` messages in one transaction: the first is held, the rest wait in
+    /// `batched`. Nothing claimed reads as an empty claim.
+    pub(super) fn claim_batch(
+        &mut self,
+        now: i64,
+        lease_ms: i64,
+        k: usize,
+    ) -> crate::outbox::Result<Stamped<ClaimOutcome>> {
+        let claimed = self.store.claim_batch(&self.name, now, lease_ms, k)?;
+        let mut leases = VecDeque::from(claimed.value);
+        let outcome = leases
+            .pop_front()
+            .map_or(ClaimOutcome::Empty, ClaimOutcome::Claimed);
+        self.batched = leases;
+        Ok(Stamped::new(outcome, claimed.seq))
+    }
+
+    /// Start on a leased message: heartbeats count from `since`.
+    pub(super) fn hold(&mut self, lease: Lease, since: i64) -> Acted {
+        self.phase = Phase::Holding(lease);
+        self.beat_base = since;
+        self.set_status(|s| s.last_beat_ms = None);
+        Acted::Done
+    }
+
+    pub(super) fn load(&mut self) -> Result<Acted, WorkerError> {
+        let now = self.ctx.clock.now();
+        self.set_status(|s| s.state = WorkerState::Claiming);
+        let queue: VecDeque<MessageRef> = self.store.load_pending(now)?.into();
+        self.emit(EventKind::Loaded { count: queue.len() });
+        if queue.is_empty() {
+            return Ok(Acted::WaitUntil(now + self.ctx.settings.idle_ms()));
+        }
+        self.phase = Phase::Naive {
+            queue,
+            current: None,
+        };
+        Ok(Acted::Done)
+    }
+}
