@@ -82,9 +82,7 @@ impl App {
         let scenario = opts.scenario;
         let leasing = scenario.leasing() && !opts.no_leasing;
         // The dashboard steps the story only for lease-expiry; outbox-leasing runs freely.
-        scenario
-            .check_setup(leasing, opts.workers, scenario == Scenario::LeaseExpiry)
-            .map_err(|e| DashboardError::Refused(e.to_string()))?;
+        scenario.check_setup(leasing, opts.workers, scenario == Scenario::LeaseExpiry)?;
         let messages = opts.messages.unwrap_or(scenario.default_messages());
         let timing = opts.timing;
         let (lease_ms, speed) = (timing.lease_ms, timing.speed);

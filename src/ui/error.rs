@@ -39,8 +39,13 @@ pub enum DashboardError {
     /// PostgreSQL could not be reached or answered with an error.
     #[error(transparent)]
     Postgres(#[from] crate::engine::pg::PgError),
-    /// What the layer below said, as it said it: a setup the scenario refuses, a signal
-    /// that cannot be watched, worker processes that cannot start.
-    #[error("{0}")]
-    Refused(String),
+    /// A setup the scenario refuses (story without leasing, too few workers).
+    #[error(transparent)]
+    Setup(#[from] crate::scenario::SetupError),
+    /// A signal that cannot be watched.
+    #[error(transparent)]
+    Signals(#[from] crate::signals::WatchError),
+    /// Worker processes that cannot start.
+    #[error(transparent)]
+    Fleet(#[from] crate::processes::FleetError),
 }

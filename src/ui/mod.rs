@@ -132,7 +132,7 @@ fn run_app(
         return Err(DashboardError::NotATerminal);
     }
     // Watch before the temporary database exists, so no signal can leave it behind.
-    let interrupts = crate::signals::watch().map_err(refused)?;
+    let interrupts = crate::signals::watch()?;
     // Another program's write transaction on the file: say so, and let q end the wait.
     match lock_wait::wait_out(db.as_deref(), &interrupts) {
         Ok(Some(ended)) => return Ok(ended),
@@ -150,7 +150,7 @@ fn run_app(
     };
     let signals = Signals {
         stopping: interrupts,
-        job: crate::signals::watch_job_control().map_err(refused)?,
+        job: crate::signals::watch_job_control()?,
     };
     let previous_hook = install_panic_hook();
     let result = open_terminal().and_then(|mut terminal| {
@@ -186,11 +186,6 @@ fn hung_up_or(e: DashboardError, interrupts: &Receiver<i32>) -> Result<Ended, Da
 /// A backend's error as the I/O error it is (or carries).
 fn io_error(e: impl std::error::Error + Send + Sync + 'static) -> std::io::Error {
     std::io::Error::other(e)
-}
-
-/// What a layer below refused, in its own words.
-fn refused(e: impl std::fmt::Display) -> DashboardError {
-    DashboardError::Refused(e.to_string())
 }
 
 /// How long a failed terminal waits for the signal that may explain it.

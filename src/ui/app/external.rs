@@ -207,7 +207,7 @@ fn start_stopped(
     settings: ProcessSettings,
     count: usize,
 ) -> Result<WorkerProcesses, DashboardError> {
-    WorkerProcesses::start_held(settings, count).map_err(|e| DashboardError::Refused(e.to_string()))
+    Ok(WorkerProcesses::start_held(settings, count)?)
 }
 
 /// Who claimed the message of `lease` after it, if anyone.
