@@ -31,6 +31,7 @@ pub mod history;
 pub mod ledger;
 pub mod log;
 pub mod narration;
+pub mod sql;
 pub mod table;
 pub mod throughput;
 pub mod timeline;
@@ -90,6 +91,8 @@ pub struct Areas {
     pub ledger: Rect,
     /// A lesson's narration, below the top row; empty without a lesson.
     pub narration: Rect,
+    /// The SQL pane, below the narration; empty while it is hidden.
+    pub sql: Rect,
     pub timeline: Rect,
     pub log: Rect,
     pub footer: Rect,
@@ -101,11 +104,13 @@ impl Areas {
     /// lesson's panel asks for (0 without a lesson): it is whole when the screen allows,
     /// the timeline gives way first, then the top row down to [`LESSON_LEDGER_H`], and the
     /// log keeps [`LOG_MIN_H`] rows.
+    /// The SQL pane (`sql`, the height it asks for, 0 while hidden) shares the narration's
+    /// rows: below the top row, in the timeline's place when the screen is small.
     pub fn compute(
         area: Rect,
         workers: usize,
         messages: u64,
-        narration: u16,
+        (narration, sql): (u16, u16),
         mode: crate::ui::keys::Mode,
     ) -> Areas {
         let worker_lines = (workers as u16).clamp(1, MAX_WORKER_LINES);
@@ -116,7 +121,7 @@ impl Areas {
         let body = area.height.saturating_sub(HEADER_H + STRIP_H + footer_h);
         let table_needs = (messages.min(u16::MAX as u64) as u16).saturating_add(3);
         let top_needs = table_needs.max(workers_h + LEDGER_FULL_H).max(top_min);
-        let (top_h, narration_h, timeline_h, workers_h) = if narration == 0 {
+        let (top_h, below_h, timeline_h, workers_h) = if narration + sql == 0 {
             let rest = body.saturating_sub(timeline_full);
             let extra = rest.saturating_sub(top_min + LOG_MIN_H);
             let top_h = (top_min + extra * TOP_SHARE / 5).min(top_needs);
@@ -124,18 +129,20 @@ impl Areas {
         } else {
             lesson_rows(
                 body,
-                narration,
+                narration + sql,
                 top_min,
                 top_needs,
                 workers_h,
                 timeline_full,
             )
         };
-        let [header, strip, top, narration, timeline, log, footer] = Layout::vertical([
+        let (narration_h, sql_h) = share_below(below_h, narration, sql);
+        let [header, strip, top, narration, sql, timeline, log, footer] = Layout::vertical([
             Constraint::Length(HEADER_H),
             Constraint::Length(STRIP_H),
             Constraint::Length(top_h),
             Constraint::Length(narration_h),
+            Constraint::Length(sql_h),
             Constraint::Length(timeline_h),
             Constraint::Fill(1),
             Constraint::Length(footer_h),
@@ -155,11 +162,30 @@ impl Areas {
             workers,
             ledger,
             narration,
+            sql,
             timeline,
             log,
             footer,
         }
     }
+}
+
+/// `rows` below the top row shared by the narration and the SQL pane, which ask for
+/// `narration` and `sql`: each whole when they fit, else the SQL pane keeps its least
+/// height and the narration (which scrolls) the rest.
+fn share_below(rows: u16, narration: u16, sql: u16) -> (u16, u16) {
+    if sql == 0 || rows >= narration + sql {
+        return (rows.min(narration), rows.saturating_sub(narration).min(sql));
+    }
+    if narration == 0 {
+        return (0, rows);
+    }
+    let sql_h = rows
+        .saturating_sub(narration)
+        .max(sql::SQL_MIN_H)
+        .min(sql)
+        .min(rows.saturating_sub(narration.min(NARRATION_MIN_H)));
+    (rows - sql_h, sql_h)
 }
 
 /// With a lesson: the heights of the top row, the narration, the timeline and the workers
@@ -213,13 +239,13 @@ pub fn capacity(
     area: Rect,
     workers: usize,
     messages: u64,
-    narration: u16,
+    below: (u16, u16),
     mode: crate::ui::keys::Mode,
 ) -> Capacity {
     if too_small(area) {
         return Capacity::default();
     }
-    let a = Areas::compute(area, workers, messages, narration, mode);
+    let a = Areas::compute(area, workers, messages, below, mode);
     Capacity {
         table: table::visible_rows(a.table),
         log: a.log.height.saturating_sub(2),
@@ -238,7 +264,8 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, ui: &UiState, t: &Theme) {
         .lesson
         .as_ref()
         .map_or(0, |l| narration::want(l, t, area.width));
-    let a = Areas::compute(area, s.workers.len(), s.db.total, want, s.mode);
+    let sql = sql::want(s, ui, t, area.width);
+    let a = Areas::compute(area, s.workers.len(), s.db.total, (want, sql), s.mode);
     header::render(frame, a.header, s, t);
     match &s.throughput {
         Some(v) => {
@@ -268,6 +295,9 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, ui: &UiState, t: &Theme) {
     }
     if let Some(l) = &s.lesson {
         narration::render(frame, a.narration, l, ui, t);
+    }
+    if a.sql.height > 0 {
+        sql::render(frame, a.sql, s, ui, t);
     }
     footer::render(frame, a.footer, s, t);
     if let Some(h) = &s.message_history {
