@@ -12,6 +12,8 @@ use crate::engine::statements::{self, Dialect, Known, Shown};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LastSql {
     pub at_ms: i64,
+    /// Which came later of two workers' last statements (events folded before it).
+    pub order: u64,
     /// The incarnation that ran them (`Worker-A#2`).
     pub actor: String,
     pub shown: Shown,
@@ -30,6 +32,8 @@ pub struct SqlFold {
     own: HashMap<usize, Known>,
     /// Each message's lease version as its newest claim tells it.
     versions: HashMap<i64, i64>,
+    /// Events folded so far.
+    folded: u64,
 }
 
 impl SqlFold {
@@ -83,6 +87,7 @@ impl SqlFold {
             EventKind::Seeded { .. } => self.versions.clear(),
             _ => {}
         }
+        self.folded += 1;
         let Some(slot) = ev.slot else {
             return;
         };
@@ -100,6 +105,7 @@ impl SqlFold {
             }
             self.last[slot] = Some(LastSql {
                 at_ms: ev.at_ms,
+                order: self.folded,
                 actor: ev.actor.clone(),
                 shown,
             });

@@ -12,6 +12,7 @@ use super::{fit, pack, pane, styled};
 use crate::engine::clock::hms;
 use crate::engine::statements::ShownStatement;
 use crate::engine::text::printable;
+use crate::ui::keys::Mode;
 use crate::ui::snapshot::{Snapshot, SqlView};
 use crate::ui::sql::LastSql;
 use crate::ui::state::UiState;
@@ -54,14 +55,15 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     out
 }
 
-/// Which worker's statements are shown whole: the selected one's, or else the last writer's.
-fn expanded(v: &SqlView, selected: usize) -> Option<usize> {
-    if v.last.get(selected).is_some_and(Option::is_some) {
+/// Which worker's statements are shown whole: in a lesson the last writer's (the step's),
+/// elsewhere the selected worker's, or else the last writer's.
+fn expanded(v: &SqlView, selected: usize, mode: Mode) -> Option<usize> {
+    if mode != Mode::Lesson && v.last.get(selected).is_some_and(Option::is_some) {
         return Some(selected);
     }
     (0..v.last.len())
         .filter(|i| v.last[*i].is_some())
-        .max_by_key(|i| v.last[*i].as_ref().map(|l| l.at_ms))
+        .max_by_key(|i| v.last[*i].as_ref().map(|l| l.order))
 }
 
 /// One statement whole: its text, its parameters, its effect.
@@ -175,7 +177,7 @@ pub fn lines<'a>(s: &Snapshot, ui: &UiState, width: u16, height: u16, t: &Theme)
     if whole_all.len() <= height {
         return whole_all;
     }
-    let open = expanded(v, ui.selected);
+    let open = expanded(v, ui.selected, s.mode);
     let briefs: Vec<Line> = shown
         .iter()
         .filter(|(i, _, _)| Some(*i) != open)
@@ -184,32 +186,62 @@ pub fn lines<'a>(s: &Snapshot, ui: &UiState, width: u16, height: u16, t: &Theme)
     let Some((_, name, last)) = shown.iter().find(|(i, _, _)| Some(*i) == open) else {
         return briefs;
     };
-    let mut out = whole(name, last, width, t);
+    let out = whole(name, last, width, t);
     if out.len() + briefs.len() > height {
-        // Each statement cut to a line; the earliest left out while they still do not fit.
-        let mut statements: Vec<Vec<Line>> = last
-            .shown
-            .statements
-            .iter()
-            .map(|st| tight(st, width, t))
-            .collect();
-        let room = height.saturating_sub(1 + briefs.len());
-        let mut left_out = 0;
-        while statements.len() > 1 && statements.iter().map(Vec::len).sum::<usize>() > room {
-            statements.remove(0);
-            left_out += 1;
-        }
-        let mut head = heading(name, last, t);
-        if left_out > 0 {
-            head.spans.push(styled(
-                format!("  (and {left_out} before: a taller terminal shows it)"),
-                t.dim,
-            ));
-        }
-        out = std::iter::once(head)
-            .chain(statements.into_iter().flatten())
-            .collect();
+        return squeezed(name, last, briefs, (width, height), t);
     }
+    out.into_iter().chain(briefs).collect()
+}
+
+/// One worker's statements where they do not fit whole: each cut to a line, then (while
+/// they still do not fit) without their parameters, without the other workers' lines,
+/// without the worker's heading (its name goes before the first statement), and at last
+/// without the earliest statements.
+fn squeezed<'a>(
+    name: &str,
+    last: &LastSql,
+    mut briefs: Vec<Line<'a>>,
+    (width, height): (usize, usize),
+    t: &Theme,
+) -> Vec<Line<'a>> {
+    let mut statements: Vec<Vec<Line>> = last
+        .shown
+        .statements
+        .iter()
+        .map(|st| tight(st, width, t))
+        .collect();
+    let total = |s: &Vec<Vec<Line>>| s.iter().map(Vec::len).sum::<usize>();
+    if total(&statements) + 1 + briefs.len() > height {
+        // The text's line and the first of its effect.
+        statements.iter_mut().for_each(|st| st.truncate(2));
+    }
+    if total(&statements) + 1 + briefs.len() > height {
+        briefs.clear();
+    }
+    let headed = total(&statements) < height;
+    let room = if headed { height - 1 } else { height };
+    let mut left_out = 0;
+    while statements.len() > 1 && total(&statements) > room {
+        statements.remove(0);
+        left_out += 1;
+    }
+    let before = match left_out {
+        0 => String::new(),
+        n => format!("(and {n} before: a taller terminal shows it) "),
+    };
+    let mut out = Vec::new();
+    if headed {
+        let mut head = heading(name, last, t);
+        head.spans.push(styled(format!("  {before}"), t.dim));
+        out.push(head);
+    } else if let Some(first) = statements.first_mut().and_then(|st| st.first_mut()) {
+        // No room for the heading: the name leads the first statement's line.
+        let lead = format!("{} {before}", printable(name));
+        let room = width.saturating_sub(lead.chars().count());
+        let text: String = first.spans.iter().map(|s| s.content.trim()).collect();
+        *first = Line::from(vec![styled(lead, t.dim), styled(fit(&text, room), t.title)]);
+    }
+    out.extend(statements.into_iter().flatten());
     out.extend(briefs);
     out
 }
