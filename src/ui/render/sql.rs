@@ -1,7 +1,8 @@
 //! The SQL pane (`s`): for each worker, the statements its store ran for its last write,
-//! the very text executed, its parameters as bound, and what each did. One worker's are
-//! shown whole (the selected one, or else the one that wrote last); the others' on a line
-//! each, whole too when there is room.
+//! the very text executed, its parameters as bound, and what each did. Every worker's are
+//! shown whole when there is room; else one worker's (in a lesson the step's, elsewhere the
+//! selected one's) and the others' on a line each; on a small screen each statement is cut
+//! to a line and its effect (`squeezed`).
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
