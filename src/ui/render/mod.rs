@@ -22,7 +22,9 @@
 //! In a lesson, the narration panel sits below the top row, open at the bottom: it takes
 //! its rows from the timeline first, then from the top row (whose ledger then shows the
 //! lesson's figures first), never from the log's three lines; what still does not fit
-//! scrolls (`Areas::compute`).
+//! scrolls (`Areas::compute`). The SQL pane (`s`) sits there too: in free play it takes the
+//! timeline's rows, then the top row's spare ones; in a lesson whose narration it would
+//! cut, it takes the log's place instead (`Want::rows`).
 
 pub mod footer;
 pub mod header;
@@ -121,22 +123,16 @@ impl Areas {
         let body = area.height.saturating_sub(HEADER_H + STRIP_H + footer_h);
         let table_needs = (messages.min(u16::MAX as u64) as u16).saturating_add(3);
         let top_needs = table_needs.max(workers_h + LEDGER_FULL_H).max(top_min);
-        let (top_h, below_h, timeline_h, workers_h) = if narration + sql == 0 {
-            let rest = body.saturating_sub(timeline_full);
-            let extra = rest.saturating_sub(top_min + LOG_MIN_H);
-            let top_h = (top_min + extra * TOP_SHARE / 5).min(top_needs);
-            (top_h, 0, timeline_full, workers_h)
-        } else {
-            lesson_rows(
-                body,
-                narration + sql,
-                top_min,
-                top_needs,
-                workers_h,
-                timeline_full,
-            )
+        let want = Want {
+            top_min,
+            top_needs,
+            workers_h,
+            timeline: timeline_full,
         };
-        let (narration_h, sql_h) = share_below(below_h, narration, sql);
+        let rows = want.rows(body, narration, sql);
+        let (top_h, narration_h, timeline_h, workers_h) = rows.heights;
+        // The SQL pane in the log's place, or below the narration.
+        let sql_h = if rows.sql_for_log { 0 } else { rows.sql };
         let [header, strip, top, narration, sql, timeline, log, footer] = Layout::vertical([
             Constraint::Length(HEADER_H),
             Constraint::Length(STRIP_H),
@@ -148,6 +144,11 @@ impl Areas {
             Constraint::Length(footer_h),
         ])
         .areas(area);
+        let (sql, log) = if rows.sql_for_log {
+            (log, Rect { height: 0, ..log })
+        } else {
+            (sql, log)
+        };
         let [table, side] = Layout::horizontal([
             Constraint::Fill(1),
             Constraint::Length(side_width(area.width)),
@@ -166,6 +167,66 @@ impl Areas {
             timeline,
             log,
             footer,
+        }
+    }
+}
+
+/// What the top row and the timeline need, for sharing the body's rows.
+struct Want {
+    top_min: u16,
+    top_needs: u16,
+    workers_h: u16,
+    timeline: u16,
+}
+
+/// How the body's rows are shared: (top row, narration, timeline, workers pane), the SQL
+/// pane's rows, and whether it takes the log's place.
+struct Rows {
+    heights: (u16, u16, u16, u16),
+    sql: u16,
+    sql_for_log: bool,
+}
+
+impl Want {
+    /// The body's rows for a narration and a SQL pane asking for `narration` and `sql`
+    /// (0: none). Without a narration the SQL pane takes the timeline's place and then
+    /// the top row's spare rows; with one that would then not be whole, the narration
+    /// keeps its rows and the SQL pane takes the log's place (`s` gives it back).
+    fn rows(&self, body: u16, narration: u16, sql: u16) -> Rows {
+        let below = |asked: u16| {
+            lesson_rows(
+                body,
+                asked,
+                self.top_min,
+                self.top_needs,
+                self.workers_h,
+                self.timeline,
+            )
+        };
+        if narration + sql == 0 {
+            let rest = body.saturating_sub(self.timeline);
+            let extra = rest.saturating_sub(self.top_min + LOG_MIN_H);
+            let top_h = (self.top_min + extra * TOP_SHARE / 5).min(self.top_needs);
+            return Rows {
+                heights: (top_h, 0, self.timeline, self.workers_h),
+                sql: 0,
+                sql_for_log: false,
+            };
+        }
+        let (top_h, below_h, timeline_h, workers_h) = below(narration + sql);
+        let (narration_h, sql_h) = share_below(below_h, narration, sql);
+        if narration == 0 || sql == 0 || narration_h >= narration {
+            return Rows {
+                heights: (top_h, narration_h, timeline_h, workers_h),
+                sql: sql_h,
+                sql_for_log: false,
+            };
+        }
+        let (top_h, narration_h, timeline_h, workers_h) = below(narration);
+        Rows {
+            heights: (top_h, narration_h, timeline_h, workers_h),
+            sql,
+            sql_for_log: true,
         }
     }
 }

@@ -219,13 +219,17 @@ fn squeezed<'a>(
     if total(&statements) + 1 + briefs.len() > height {
         briefs.clear();
     }
-    let headed = total(&statements) < height;
-    let room = if headed { height - 1 } else { height };
     let mut left_out = 0;
-    while statements.len() > 1 && total(&statements) > room {
+    // All of them without the heading beat fewer with it.
+    while statements.len() > 1 && total(&statements) > height {
         statements.remove(0);
         left_out += 1;
     }
+    while left_out > 0 && statements.len() > 1 && total(&statements) >= height {
+        statements.remove(0);
+        left_out += 1;
+    }
+    let headed = total(&statements) < height;
     let before = match left_out {
         0 => String::new(),
         n => format!("(and {n} before: a taller terminal shows it) "),
