@@ -355,6 +355,23 @@ fn finalize_or_upkeep(ev: &Event, worker: &str, known: &Known) -> Option<Shown> 
             beat[0].effect = format!("0 rows changed → LEASE LOST: the worker drops {key}");
             beat
         }
+        EventKind::Marked { id, key, status } => marked(ev.at_ms, *id, key, status.as_str(), known),
+        EventKind::Loaded { count } => loaded(ev.at_ms, *count, known),
+        _ => attempt(ev, &lease, known)?,
+    };
+    Some(Shown {
+        statements,
+        note: None,
+    })
+}
+
+/// A failed attempt: written back (retried or dead-lettered), or found lost.
+fn attempt<'a>(
+    ev: &Event,
+    lease: &dyn Fn(&i64, &i64) -> Held<'a>,
+    known: &Known,
+) -> Option<Vec<ShownStatement>> {
+    let statements = match &ev.kind {
         EventKind::AttemptFailed {
             id,
             version,
@@ -398,14 +415,9 @@ fn finalize_or_upkeep(ev: &Event, worker: &str, known: &Known) -> Option<Shown> 
                 "no row: the lease is lost, the failure is not written (rolled back)".into();
             read
         }
-        EventKind::Marked { id, key, status } => marked(ev.at_ms, *id, key, status.as_str(), known),
-        EventKind::Loaded { count } => loaded(ev.at_ms, *count, known),
         _ => return None,
     };
-    Some(Shown {
-        statements,
-        note: None,
-    })
+    Some(statements)
 }
 
 impl Outcome<'_> {
@@ -635,4 +647,278 @@ fn loaded(at: i64, count: usize, known: &Known) -> Vec<ShownStatement> {
         vec![(name, int(at))],
         format!("{count} {rows}: no lease taken"),
     )]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::ProviderStatus;
+
+    fn ev(actor: &str, kind: EventKind) -> Event {
+        Event {
+            seq: 1,
+            at_ms: 1_500,
+            slot: Some(0),
+            actor: actor.into(),
+            kind,
+        }
+    }
+
+    /// One event of every kind a worker's statement stands for, each claim in every way.
+    fn every_event() -> Vec<Event> {
+        let mut out = claims();
+        out.extend(writes());
+        out
+    }
+
+    /// A claim and a refused claim in every way.
+    fn claims() -> Vec<Event> {
+        let key = || "PAY-002".to_string();
+        let mut out = Vec::new();
+        for way in [
+            ClaimWay::Next,
+            ClaimWay::Batch,
+            ClaimWay::Id,
+            ClaimWay::Unrecorded,
+        ] {
+            out.push(ev(
+                "Worker-A",
+                EventKind::Claimed {
+                    id: 2,
+                    key: key(),
+                    until_ms: 3_500,
+                    version: 1,
+                    reclaim: false,
+                    way,
+                },
+            ));
+            out.push(ev(
+                "Worker-A",
+                EventKind::ClaimBlocked {
+                    id: 2,
+                    key: key(),
+                    owner: "Worker-B".into(),
+                    left_ms: 900,
+                    way,
+                },
+            ));
+        }
+        out
+    }
+
+    /// Every other write a worker's statements stand for.
+    fn writes() -> Vec<Event> {
+        let key = || "PAY-002".to_string();
+        let (id, version) = (2, 1);
+        Vec::from(
+            [
+                EventKind::ClaimEmpty,
+                EventKind::Finalized {
+                    id,
+                    key: key(),
+                    version,
+                    status: ProviderStatus::Paid,
+                },
+                EventKind::FinalizeRejected {
+                    id,
+                    key: key(),
+                    version,
+                },
+                EventKind::Heartbeat {
+                    id,
+                    key: key(),
+                    version,
+                    until_ms: 4_500,
+                },
+                EventKind::LeaseLost {
+                    id,
+                    key: key(),
+                    version,
+                },
+                EventKind::AttemptFailed {
+                    id,
+                    key: key(),
+                    version,
+                    attempt: 1,
+                    available_at_ms: 1_600,
+                    error: "timeout".into(),
+                },
+                EventKind::DeadLettered {
+                    id,
+                    key: key(),
+                    version,
+                    attempts: 5,
+                    error: "timeout".into(),
+                },
+                EventKind::AttemptLost {
+                    id,
+                    key: key(),
+                    version,
+                    error: "timeout".into(),
+                },
+                EventKind::Marked {
+                    id,
+                    key: key(),
+                    status: ProviderStatus::Paid,
+                },
+                EventKind::Loaded { count: 3 },
+            ]
+            .map(|k| ev("Worker-A", k)),
+        )
+    }
+
+    fn known(dialect: Dialect) -> Known {
+        Known {
+            dialect,
+            owner_only: Some(false),
+            lease_ms: Some(2_000),
+            batch: Some(4),
+            row_version: Some(2),
+            claims: None,
+        }
+    }
+
+    /// Every statement shown for SQLite prepares on the schema, and its parameters are
+    /// exactly the ones shown, by name.
+    #[test]
+    fn every_sqlite_statement_shown_prepares_with_exactly_the_parameters_shown() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(crate::store::SCHEMA_SQL).unwrap();
+        let mut seen = 0;
+        for e in every_event() {
+            let shown = shown(&e, &known(Dialect::Sqlite)).expect("a statement");
+            for st in &shown.statements {
+                let stmt = conn.prepare(st.sql).unwrap();
+                let names: Vec<String> = (1..=stmt.parameter_count())
+                    .map(|i| stmt.parameter_name(i).unwrap_or("?").to_string())
+                    .collect();
+                let mut expected: Vec<String> =
+                    st.params.iter().map(|(n, _)| n.to_string()).collect();
+                let mut names_sorted = names.clone();
+                names_sorted.sort();
+                expected.sort();
+                assert_eq!(names_sorted, expected, "{e:?}\n{}", st.sql);
+                seen += 1;
+            }
+        }
+        assert!(seen > 20, "{seen}");
+    }
+
+    /// PostgreSQL's statements name `$1`..`$n`: the pane shows each one exactly once.
+    #[test]
+    fn every_postgres_statement_shown_binds_each_of_its_placeholders() {
+        for e in every_event() {
+            let shown = shown(&e, &known(Dialect::Postgres)).expect("a statement");
+            for st in &shown.statements {
+                let most = (1..=12)
+                    .filter(|n| st.sql.contains(&format!("${n}")))
+                    .max()
+                    .unwrap_or(0);
+                let mut names: Vec<&str> = st.params.iter().map(|(n, _)| *n).collect();
+                names.sort_by_key(|n| n[1..].parse::<u32>().unwrap());
+                let want: Vec<String> = (1..=most).map(|n| format!("${n}")).collect();
+                assert_eq!(names, want, "{e:?}\n{}", st.sql);
+            }
+        }
+    }
+
+    #[test]
+    fn each_dialect_shows_its_own_claim() {
+        let claim = &every_event()[0];
+        let lite = shown(claim, &known(Dialect::Sqlite)).unwrap();
+        assert!(std::ptr::eq(
+            lite.statements[0].sql,
+            crate::store::sql::CANDIDATE_SQL
+        ));
+        assert!(std::ptr::eq(
+            lite.statements[1].sql,
+            crate::store::sql::TAKE_LEASE_SQL
+        ));
+        let pg = shown(claim, &known(Dialect::Postgres)).unwrap();
+        assert_eq!(pg.statements.len(), 1);
+        assert!(std::ptr::eq(
+            pg.statements[0].sql,
+            crate::pg::sql::CLAIM_NEXT_SQL
+        ));
+        assert!(pg.statements[0].sql.contains("FOR UPDATE SKIP LOCKED"));
+    }
+
+    /// What is not known is said, never guessed: a claim row that does not say how it was
+    /// made, a finalize whose guard is not recorded, a seeding no event carries.
+    #[test]
+    fn what_an_event_does_not_carry_is_shown_as_not_recorded() {
+        let row_claim = &every_event()[6];
+        assert!(matches!(
+            row_claim.kind,
+            EventKind::Claimed {
+                way: ClaimWay::Unrecorded,
+                ..
+            }
+        ));
+        let pg = shown(row_claim, &known(Dialect::Postgres)).unwrap();
+        assert!(pg.statements.is_empty() && pg.note.is_some());
+        let lite = shown(row_claim, &known(Dialect::Sqlite)).unwrap();
+        assert_eq!(lite.statements.len(), 1);
+        assert!(lite.note.is_some());
+        // Worker processes claim only the next message: then the row's claim is that.
+        let processes = Known {
+            claims: Some(ClaimWay::Next),
+            ..known(Dialect::Postgres)
+        };
+        let pg = shown(row_claim, &processes).unwrap();
+        assert!(std::ptr::eq(
+            pg.statements[0].sql,
+            crate::pg::sql::CLAIM_NEXT_SQL
+        ));
+        let rejected = every_event()
+            .into_iter()
+            .find(|e| matches!(e.kind, EventKind::FinalizeRejected { .. }))
+            .unwrap();
+        let unknown_guard = Known {
+            owner_only: None,
+            ..known(Dialect::Sqlite)
+        };
+        let s = shown(&rejected, &unknown_guard).unwrap();
+        assert!(s.statements.is_empty() && s.note.is_some());
+        let s = shown(&rejected, &known(Dialect::Sqlite)).unwrap();
+        assert!(s.statements[0]
+            .params
+            .contains(&("?5", NOT_RECORDED.to_string())));
+        let owner_only = Known {
+            owner_only: Some(true),
+            ..known(Dialect::Sqlite)
+        };
+        let s = shown(&rejected, &owner_only).unwrap();
+        assert!(std::ptr::eq(
+            s.statements[0].sql,
+            crate::store::sql::OWNER_ONLY_FINALIZE_SQL
+        ));
+    }
+
+    /// A worker's name from a row reaches the screen printable, bounded and quoted as SQL.
+    #[test]
+    fn a_hostile_worker_name_is_bound_printable_and_quoted() {
+        let name = format!("Evil\u{1b}[2J'; DROP TABLE x; --{}", "y".repeat(200));
+        let claim = ev(
+            &name,
+            EventKind::ClaimBlocked {
+                id: 1,
+                key: "PAY-001".into(),
+                owner: "Bad\u{7}Owner".into(),
+                left_ms: 10,
+                way: ClaimWay::Next,
+            },
+        );
+        let s = shown(&claim, &known(Dialect::Sqlite)).unwrap();
+        let worker = &s.statements[1].params[0].1;
+        assert!(
+            worker.starts_with("'Evil[2J''; DROP TABLE x; --"),
+            "{worker}"
+        );
+        assert!(worker.chars().all(|c| !c.is_control()));
+        // Bounded before its quotes are doubled, with the cut marked.
+        assert!(worker.ends_with("…'"), "{worker}");
+        assert!(worker.chars().count() <= 2 * MAX_VALUE + 2, "{worker}");
+        assert!(!s.statements[1].effect.chars().any(char::is_control));
+    }
 }
