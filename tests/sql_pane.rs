@@ -326,3 +326,71 @@ fn a_postgres_backed_dashboard_shows_postgres_statements() {
     assert!(text.contains("SQL · PostgreSQL"), "{text}");
     assert!(text.contains("FOR UPDATE SKIP LOCKED"), "{text}");
 }
+
+/// `--watch`: a `leaselab worker` process's statements, read from its `LeaseEvents` rows.
+/// A worker process claims only the next message, so its claim is the claim's two
+/// statements; its finalize the guard and the answer. It works on each message for
+/// 3 s, beating never, so the claim is on view before the finalize replaces it.
+#[test]
+fn a_watched_worker_process_shows_its_statements_from_its_rows() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("class.db");
+    let mut app = support::watcher(&db, 1);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["worker", "--db"])
+        .arg(&db)
+        .args([
+            "--name",
+            "proc-1",
+            "--messages",
+            "1",
+            "--process-ms",
+            "3000",
+            "--lease-ms",
+            "10000",
+            "--no-heartbeat",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start a worker");
+    let start = Instant::now();
+    let (mut claim, mut finalize) = (None, None);
+    while claim.is_none() || finalize.is_none() {
+        app.absorb_events();
+        if let Some(last) = app.sql.last.iter().flatten().find(|l| l.actor == "proc-1") {
+            let first = last.shown.statements.first().map(|s| s.sql);
+            if first.is_some_and(|s| std::ptr::eq(s, sql::CANDIDATE_SQL)) {
+                claim = Some(last.shown.clone());
+            }
+            if first.is_some_and(|s| std::ptr::eq(s, sql::GUARDED_FINALIZE_SQL)) {
+                finalize = Some(last.shown.clone());
+            }
+        }
+        assert!(
+            start.elapsed() < support::DEADLINE,
+            "no claim and finalize seen: {:?}",
+            app.sql.last
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let claim = claim.unwrap();
+    assert!(std::ptr::eq(claim.statements[1].sql, sql::TAKE_LEASE_SQL));
+    assert!(claim.statements[1]
+        .params
+        .contains(&(":worker", "'proc-1'".into())));
+    let finalize = finalize.unwrap();
+    assert_eq!(finalize.statements[0].effect, "1 row changed → Processed");
+    assert!(std::ptr::eq(
+        finalize.statements[1].sql,
+        sql::WRITE_ANSWER_SQL
+    ));
+    press(&mut app, 's');
+    let text = frame_lines(&mut app, 120, 40).join("\n");
+    assert!(text.contains("SQL · SQLite"), "{text}");
+    assert!(text.contains("proc-1"), "{text}");
+}
