@@ -312,6 +312,7 @@ fn a_postgres_backed_dashboard_shows_postgres_statements() {
     };
     let mut app = app(DashboardOptions {
         db: Some(std::path::PathBuf::from(&db.url)),
+        messages: Some(1),
         ..DashboardOptions::default()
     });
     press(&mut app, 'n'); // Worker-A claims PAY-001
@@ -325,6 +326,19 @@ fn a_postgres_backed_dashboard_shows_postgres_statements() {
     let text = frame_lines(&mut app, 120, 40).join("\n");
     assert!(text.contains("SQL · PostgreSQL"), "{text}");
     assert!(text.contains("FOR UPDATE SKIP LOCKED"), "{text}");
+    let pg = |n: &str| n.starts_with('$');
+    assert!(shown[0].params.iter().all(|(n, _)| pg(n)), "{shown:?}");
+    press(&mut app, 'n'); // Worker-B finds nothing claimable: PostgreSQL's claim, then the read
+    let blocked = last(&app, 1);
+    assert!(std::ptr::eq(
+        blocked[0].sql,
+        leaselab::engine::pg::sql::CLAIM_NEXT_SQL
+    ));
+    assert_eq!(blocked[0].effect, "0 rows changed: no row claimable");
+    assert!(std::ptr::eq(
+        blocked[1].sql,
+        leaselab::engine::pg::sql::SOONEST_LIVE_LEASE_SQL
+    ));
 }
 
 /// `--watch`: a `leaselab worker` process's statements, read from its `LeaseEvents` rows.
