@@ -187,11 +187,21 @@ pub fn lines<'a>(s: &Snapshot, ui: &UiState, width: u16, height: u16, t: &Theme)
     let Some((_, name, last)) = shown.iter().find(|(i, _, _)| Some(*i) == open) else {
         return briefs;
     };
-    let out = whole(name, last, width, t);
-    if out.len() + briefs.len() > height {
+    let mut out = whole(name, last, width, t);
+    if out.len() >= height && out.len() + briefs.len() > height {
         return squeezed(name, last, briefs, (width, height), t);
     }
-    out.into_iter().chain(briefs).collect()
+    // The others' lines as many as fit, the last one saying how many did not.
+    let room = height - out.len();
+    let more = briefs.len().saturating_sub(room);
+    let shown = if more > 0 { room - 1 } else { briefs.len() };
+    out.extend(briefs.into_iter().take(shown));
+    if more > 0 {
+        let n = more + 1;
+        let line = format!("and {n} more workers: tab or 1-9 shows one whole");
+        out.push(Line::from(styled(line, t.dim)));
+    }
+    out
 }
 
 /// One worker's statements where they do not fit whole: each cut to a line, then (while
