@@ -269,6 +269,14 @@ fn a_lesson_step_with_show_sql_opens_the_pane() {
     );
     let t = frame(&mut app, 80, 24);
     insta::assert_snapshot!("lesson_refused_claim_80x24", t.backend());
+    // A step back reseeds and runs the earlier steps again: the refused claim is undone.
+    press(&mut app, 'b');
+    assert!(
+        app.sql.last.get(1).is_none_or(Option::is_none),
+        "{:?}",
+        app.sql.last
+    );
+    assert!(std::ptr::eq(last(&app, 0)[0].sql, sql::HOLDER_SQL));
 }
 
 /// A replay shows, at each event, the statement that event stands for; a claim's row does
@@ -413,4 +421,29 @@ fn a_watched_worker_process_shows_its_statements_from_its_rows() {
     let text = frame_lines(&mut app, 120, 40).join("\n");
     assert!(text.contains("SQL · SQLite"), "{text}");
     assert!(text.contains("proc-1"), "{text}");
+}
+
+/// `show` names a pane the dashboard has; anything else is a one-line mistake with its
+/// line, the value quoted printable.
+#[test]
+fn a_step_may_show_only_a_pane_there_is() {
+    let lesson = |show: &str| {
+        format!(
+            "format_version = 1\ntitle = \"t\"\n[[step]]\ndo = [\"claim Worker-A\"]\nshow = {show}\nsay = \"s\"\n"
+        )
+    };
+    let l = leaselab::lesson::parse("ok", "ok.toml", &lesson("\"sql\"")).expect("parses");
+    assert_eq!(l.steps[0].show, Some(leaselab::lesson::Pane::Sql));
+    let e = leaselab::lesson::parse("bad", "bad.toml", &lesson("\"tab\\u001b[2Jles\""))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("bad.toml:5: show = 'tab[2Jles' is not a pane (sql)"),
+        "{e}"
+    );
+    assert!(!e.contains('\u{1b}'), "{e:?}");
+    let e = leaselab::lesson::parse("bad", "bad.toml", &lesson("3"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("bad.toml:5"), "{e}");
 }

@@ -83,8 +83,12 @@ impl SqlFold {
                     None => self.settle(settings),
                 }
             }
-            // A new seeding's messages start again at version 0.
-            EventKind::Seeded { .. } => self.versions.clear(),
+            // A new seeding starts a new story (a lesson's step back reseeds): its messages
+            // start again at version 0, and nobody has run anything on them yet.
+            EventKind::Seeded { .. } => {
+                self.versions.clear();
+                self.last.clear();
+            }
             _ => {}
         }
         self.folded += 1;
