@@ -220,7 +220,11 @@ fn the_ledger_shows_provider_side_effects_once_the_provider_is_idempotent() {
     // The lesson names the provider's side effects: they show beside the calls.
     let s = screen(&mut app, 80, 24);
     assert!(s.contains("side effects 2"), "{s}");
-    // With room, each figure has its own line.
+    // With room, each figure has its own line: room the SQL pane the step opened takes
+    // while it is shown.
+    let s = screen(&mut app, 120, 36);
+    assert!(!s.contains("provider status checks "), "{s}");
+    press(&mut app, 's');
     let s = screen(&mut app, 120, 36);
     assert!(s.contains("provider status checks "), "{s}");
     assert!(s.contains("provider side effects "), "{s}");

@@ -13,7 +13,7 @@ pub mod runner;
 
 pub use error::{ActionError, FigureError, RunError};
 pub use format::{
-    Action, Choice, Condition, Expect, Figure, Lesson, MessageSel, Quiz, Setup, Step,
+    Action, Choice, Condition, Expect, Figure, Lesson, MessageSel, Pane, Quiz, Setup, Step,
 };
 pub use load::{load, LoadError, ReadError, MAX_LESSON_BYTES};
 pub use parser::{parse, Mistake, ParseError};

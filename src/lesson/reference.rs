@@ -222,7 +222,9 @@ pub fn reference() -> String {
          written as in `expect`. In the dashboard the first `n` shows the question, keys \
          1-{hi} record a prediction, and the next `n` runs the step and says whether the \
          prediction was right; the answer is the one choice whose expectation holds after \
-         the actions, and `--check` fails the step unless exactly one does. A mistake is \
+         the actions, and `--check` fails the step unless exactly one does. A step may \
+         open a pane once it has run: `show = \"sql\"` opens the SQL pane (each worker's \
+         last statements, as its store ran them; `s` hides it). A mistake is \
          reported as `FILE:LINE: what`; every mistake in the steps is reported in one run \
          (at most {MAX_REPORTED_ERRORS}).\n\n## `[setup]`\n\n",
         lo = super::format::CHOICES.start(),

@@ -2,7 +2,7 @@
 //! the lessons' runner, and the dashboard steps it in its one lesson mode.
 
 use crate::engine::EngineConfig;
-use crate::lesson::{Action, Lesson, MessageSel, Setup, Step};
+use crate::lesson::{Action, Lesson, MessageSel, Pane, Setup, Step};
 
 /// Worker-A claims message 1 and crashes; Worker-B is blocked, the lease runs out, Worker-B
 /// reclaims and processes it once. One action a step, on the outbox `config` describes.
@@ -65,6 +65,8 @@ pub fn lease_expiry_story(config: &EngineConfig) -> Lesson {
         steps: steps
             .into_iter()
             .map(|(action, say)| Step {
+                // A claim opens the SQL pane: the story's claims are its statements.
+                show: matches!(action, Action::Claim { .. }).then_some(Pane::Sql),
                 actions_text: vec![action.describe()],
                 actions: vec![action],
                 say: say.into(),

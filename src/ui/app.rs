@@ -19,6 +19,7 @@ use super::keys::{self, Action};
 use super::log::EventLog;
 pub use super::render::speed_label;
 use super::snapshot::Snapshot;
+use super::sql::SqlFold;
 use super::state::UiState;
 use super::theme::Theme;
 use super::timeline::Timeline;
@@ -58,6 +59,8 @@ pub struct App {
     pub ledger: Ledger,
     pub log: EventLog,
     pub timeline: Timeline,
+    /// Each worker's last statements, for the SQL pane.
+    pub sql: SqlFold,
     pub ui: UiState,
     paused: bool,
     speed: f64,
@@ -133,6 +136,7 @@ impl App {
             ledger: Ledger::new(),
             log: EventLog::default(),
             timeline: Timeline::default(),
+            sql: SqlFold::new(dialect_of(&engine.db)),
             ui: UiState::default(),
             paused: true,
             speed: 1.0,
@@ -221,6 +225,11 @@ impl App {
         }
         self.ledger.apply(ev);
         self.timeline.apply(ev);
+        if self.stage.external().is_none() {
+            // This dashboard's own threads: their settings are the engine's, now.
+            self.sql.settle(&self.engine.run_settings());
+        }
+        self.sql.apply(ev);
         // Two workers of one name: the line says which one acted.
         let tag = ev
             .slot
@@ -371,6 +380,7 @@ impl App {
             | Action::Top
             | Action::Bottom
             | Action::History
+            | Action::ToggleSql
             | Action::Suspend => self.act_on_view(action),
             Action::NextWorker
             | Action::PrevWorker
@@ -411,6 +421,7 @@ impl App {
                 return;
             }
             Action::FocusNext => return self.ui.toggle_focus(),
+            Action::ToggleSql => return self.ui.sql = !self.ui.sql,
             Action::History => return self.open_history(),
             // Narration longer than its panel: PgUp/PgDn read on.
             Action::PageUp | Action::PageDown if self.ui.narration_more > 0 => {
@@ -662,6 +673,14 @@ pub fn next_speed(current: f64, faster: bool) -> f64 {
             .copied()
             .find(|s| *s < current - 1e-9)
             .unwrap_or(current)
+    }
+}
+
+/// Which database's statements the workers of `db` run.
+fn dialect_of(db: &Db) -> crate::engine::statements::Dialect {
+    match db {
+        Db::Sqlite(_) => crate::engine::statements::Dialect::Sqlite,
+        Db::Postgres(_) => crate::engine::statements::Dialect::Postgres,
     }
 }
 

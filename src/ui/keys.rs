@@ -41,6 +41,8 @@ pub enum Action {
     Bottom,
     /// The message under the table's cursor: its own history from the ledger.
     History,
+    /// Show or hide the SQL pane: each worker's last statements.
+    ToggleSql,
     /// Give the terminal back to the shell and stop, as a shell's Ctrl-Z does.
     Suspend,
     /// A replay: one event back / on, the previous / next mark, the first / last event.
@@ -198,6 +200,16 @@ pub const BINDINGS: &[Binding] = &[
         help: "show or hide this help",
         section: Section::View,
         action: Action::Help,
+    },
+    Binding {
+        modes: EVERY,
+        differs: &[],
+        keys: &[Key::Char('s')],
+        label: "s",
+        hint: "sql",
+        help: "show or hide the SQL pane: each worker's last statements, as the store ran them",
+        section: Section::View,
+        action: Action::ToggleSql,
     },
     Binding {
         modes: REPLAY,

@@ -240,6 +240,7 @@ mod tests {
             key: "PAY-001".into(),
             owner: "Worker-A".into(),
             left_ms,
+            way: crate::engine::events::ClaimWay::Next,
         };
         let mut log = EventLog::default();
         log.push_event(&at("Worker-B", 600, blocked(2_400)));
@@ -258,6 +259,7 @@ mod tests {
                 key: "PAY-002".into(),
                 owner: "Worker-A".into(),
                 left_ms: 100,
+                way: crate::engine::events::ClaimWay::Next,
             },
         ));
         assert_eq!(log.len(), 2);

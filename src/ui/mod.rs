@@ -13,6 +13,7 @@ mod lock_wait;
 pub mod log;
 pub mod render;
 pub mod snapshot;
+pub mod sql;
 pub mod state;
 pub mod theme;
 pub mod throughput;
@@ -305,7 +306,14 @@ fn capacity(app: &App, area: Rect) -> render::Capacity {
         .lesson
         .as_ref()
         .map_or(0, |l| render::narration::want(l, &app.theme, area.width));
-    render::capacity(area, app.worker_count(), s.db.total, narration, s.mode)
+    let sql = render::sql::want(s, &app.ui, &app.theme, area.width);
+    render::capacity(
+        area,
+        app.worker_count(),
+        s.db.total,
+        (narration, sql),
+        s.mode,
+    )
 }
 
 /// The signals the main loop listens to.

@@ -55,6 +55,15 @@ pub struct Snapshot {
     pub message_history: Option<MessageHistoryView>,
     /// The throughput strip, once the crew or the batch size has been changed.
     pub throughput: Option<ThroughputView>,
+    /// The SQL pane's statements, while it is open.
+    pub sql: Option<SqlView>,
+}
+
+/// Each worker's last statements, by slot, for the SQL pane.
+#[derive(Debug, Clone, Default)]
+pub struct SqlView {
+    pub dialect: crate::engine::statements::Dialect,
+    pub last: Vec<Option<super::sql::LastSql>>,
 }
 
 /// A setting as the header shows it: its value, unknown (`-`: nothing recorded says), or

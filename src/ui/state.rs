@@ -48,6 +48,9 @@ pub struct UiState {
     /// Show the throughput strip (on once workers are added or removed, or a lesson
     /// changes the crew or the batch size).
     pub throughput: bool,
+    /// Show the SQL pane: each worker's last statements (`s`, or a lesson step's
+    /// `show = "sql"`).
+    pub sql: bool,
 }
 
 impl Default for UiState {
@@ -71,6 +74,7 @@ impl Default for UiState {
             too_small: false,
             notice: None,
             throughput: false,
+            sql: false,
             narration_scroll: 0,
             narration_more: 0,
             narration_step: 0,

@@ -326,6 +326,7 @@ mod tests {
                 until_ms: 600,
                 version: 1,
                 reclaim: false,
+                way: crate::engine::events::ClaimWay::Next,
             },
         ));
         t.apply(&ev(

@@ -380,6 +380,7 @@ mod tests {
             until_ms: at + 500,
             version,
             reclaim: version > 1,
+            way: crate::events::ClaimWay::Next,
         }
     }
 

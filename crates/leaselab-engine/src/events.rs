@@ -18,6 +18,19 @@ pub struct Event {
     pub kind: EventKind,
 }
 
+/// Which claim a worker made, and so which statements its store ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimWay {
+    /// The oldest claimable message.
+    Next,
+    /// Several oldest claimable messages in one transaction (a batch size above one).
+    Batch,
+    /// One message asked for by id (a lesson's `claim W PAY-001`).
+    Id,
+    /// Read from a `LeaseEvents` row, which does not say.
+    Unrecorded,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum EventKind {
     /// A successful claim: this worker owns the message until `until_ms`.
@@ -28,6 +41,8 @@ pub enum EventKind {
         version: i64,
         /// The message had been leased before (its previous lease expired).
         reclaim: bool,
+        /// Which claim took it: the statements it ran.
+        way: ClaimWay,
     },
     /// Nothing was claimable.
     ClaimEmpty,
@@ -37,6 +52,8 @@ pub enum EventKind {
         key: String,
         owner: String,
         left_ms: i64,
+        /// Which claim was refused: the statements it ran.
+        way: ClaimWay,
     },
     /// Leasing off: the worker read every Pending message at once.
     Loaded {

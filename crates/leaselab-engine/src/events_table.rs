@@ -10,7 +10,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 
 use super::backend::Db;
-use super::events::{Event, EventKind, ENGINE};
+use super::events::{ClaimWay, Event, EventKind, ENGINE};
 use super::outbox::{RunSettings, CRASH_PANIC, CRASH_TOLD, REPLAYED};
 use super::pg::{PgStore, PgTail};
 use super::provider::ProviderStatus;
@@ -157,6 +157,7 @@ fn row_events(
             until_ms: row.until_ms.unwrap_or(row.at_ms),
             version,
             reclaim: version > 1,
+            way: ClaimWay::Unrecorded,
         },
         LeaseEventKind::Checked => EventKind::ProviderCalled {
             id,

@@ -80,6 +80,7 @@ mod tests {
             until_ms: 4_000,
             version: 1,
             reclaim: false,
+            way: crate::events::ClaimWay::Next,
         }
     }
 

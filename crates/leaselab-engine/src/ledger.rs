@@ -259,6 +259,7 @@ impl Ledger {
                 until_ms,
                 version,
                 reclaim,
+                ..
             } => {
                 let step = HistoryStep::Claim {
                     owner: actor.clone(),
@@ -619,6 +620,7 @@ mod tests {
             until_ms: 500,
             version,
             reclaim: version > 1,
+            way: crate::events::ClaimWay::Next,
         }
     }
 

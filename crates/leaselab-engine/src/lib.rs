@@ -18,6 +18,7 @@ pub mod outbox;
 pub mod pg;
 pub mod provider;
 pub mod setup;
+pub mod statements;
 pub mod stepper;
 pub mod store;
 pub mod text;

@@ -94,6 +94,26 @@ pub struct Step {
     pub expects: Vec<Expect>,
     /// Asked before the step runs: predict, then the step reveals.
     pub quiz: Option<Quiz>,
+    /// A pane the dashboard opens once the step has run (`show = "sql"`).
+    pub show: Option<Pane>,
+}
+
+/// A pane a step may ask the dashboard to open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    /// The SQL pane: each worker's last statements.
+    Sql,
+}
+
+impl Pane {
+    pub const ALL: [Pane; 1] = [Pane::Sql];
+
+    /// As a lesson file writes it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Pane::Sql => "sql",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

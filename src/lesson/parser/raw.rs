@@ -49,6 +49,7 @@ pub(super) struct RawStep {
     pub(super) ask: Option<Spanned<String>>,
     #[serde(default)]
     pub(super) choices: Vec<Spanned<RawChoice>>,
+    pub(super) show: Option<Spanned<String>>,
 }
 
 /// `{ answer = "...", expect = "PAY-001 owner Worker-B" }`

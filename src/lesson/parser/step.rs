@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use toml::Spanned;
 
-use crate::lesson::format::{Choice, Quiz, Step, CHOICES};
+use crate::lesson::format::{Choice, Pane, Quiz, Step, CHOICES};
 
 use super::ctx::Ctx;
 use super::error::Mistake;
@@ -44,6 +44,16 @@ impl Ctx<'_> {
                 None
             }
         };
+        let show = raw_step.show.and_then(|s| {
+            let word = s.get_ref().trim();
+            let pane = Pane::ALL.into_iter().find(|p| p.word() == word);
+            if pane.is_none() {
+                let said = crate::engine::text::quoted(word);
+                let msg = format!("show = '{said}' is not a pane (sql)");
+                errors.push(self.p.err(s.span(), &msg));
+            }
+            pane
+        });
         let Some(say) = say.filter(|_| errors.is_empty()) else {
             return Err(errors);
         };
@@ -53,6 +63,7 @@ impl Ctx<'_> {
             say: say.trim().to_string(),
             expects,
             quiz,
+            show,
         })
     }
 

@@ -331,6 +331,9 @@ impl App {
             started,
             stale_since: None,
         });
+        // The rows come from `leaselab worker` processes, which claim only the next
+        // message (or a batch, as their settings say).
+        app.sql.processes = true;
         app.paused = false;
         app.absorb_events();
         app.ui.say(match mode {

@@ -292,9 +292,18 @@ impl App {
             .get(mode.runner.done)
             .is_some_and(|s| s.quiz.is_some());
         mode.predicted = asked.then_some(mode.prediction);
+        let show = mode
+            .runner
+            .lesson
+            .steps
+            .get(mode.runner.done)
+            .and_then(|s| s.show);
         (mode.prediction, mode.asked) = (None, false);
         let error = mode.runner.apply_next(&mut self.engine).err();
         self.after_engine_call();
+        if show == Some(crate::lesson::Pane::Sql) {
+            self.ui.sql = true;
+        }
         let checks = mode.runner.evaluate(&self.engine, &self.ledger);
         mode.runner.record(error, checks);
         mode.changed = false;

@@ -13,7 +13,7 @@ use crate::scenario::checks;
 use super::super::render::timeline;
 use super::super::snapshot::{
     DbView, LedgerFigures, LessonView, LogView, MessageHistoryView, QuestionView, RevealView,
-    SettingsView, Spot, ThroughputView, Unknown, WorkerView,
+    SettingsView, Spot, SqlView, ThroughputView, Unknown, WorkerView,
 };
 use super::{App, LessonMode};
 
@@ -93,6 +93,10 @@ impl App {
         }
         self.snap.message_history = self.ui.history.map(|id| self.message_history(id));
         self.snap.throughput = self.throughput_view();
+        self.snap.sql = self.ui.sql.then(|| SqlView {
+            dialect: self.sql.known.dialect,
+            last: self.sql.last.clone(),
+        });
     }
 
     /// The clock's time; for workers followed through a database that stopped answering,

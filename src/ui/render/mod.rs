@@ -22,7 +22,9 @@
 //! In a lesson, the narration panel sits below the top row, open at the bottom: it takes
 //! its rows from the timeline first, then from the top row (whose ledger then shows the
 //! lesson's figures first), never from the log's three lines; what still does not fit
-//! scrolls (`Areas::compute`).
+//! scrolls (`Areas::compute`). The SQL pane (`s`) sits there too: in free play it takes the
+//! timeline's rows, then the top row's spare ones; in a lesson whose narration it would
+//! cut, it takes the log's place instead (`Want::rows`).
 
 pub mod footer;
 pub mod header;
@@ -31,6 +33,7 @@ pub mod history;
 pub mod ledger;
 pub mod log;
 pub mod narration;
+pub mod sql;
 pub mod table;
 pub mod throughput;
 pub mod timeline;
@@ -90,6 +93,8 @@ pub struct Areas {
     pub ledger: Rect,
     /// A lesson's narration, below the top row; empty without a lesson.
     pub narration: Rect,
+    /// The SQL pane, below the narration; empty while it is hidden.
+    pub sql: Rect,
     pub timeline: Rect,
     pub log: Rect,
     pub footer: Rect,
@@ -101,11 +106,13 @@ impl Areas {
     /// lesson's panel asks for (0 without a lesson): it is whole when the screen allows,
     /// the timeline gives way first, then the top row down to [`LESSON_LEDGER_H`], and the
     /// log keeps [`LOG_MIN_H`] rows.
+    /// The SQL pane (`sql`, the height it asks for, 0 while hidden) shares the narration's
+    /// rows: below the top row, in the timeline's place when the screen is small.
     pub fn compute(
         area: Rect,
         workers: usize,
         messages: u64,
-        narration: u16,
+        (narration, sql): (u16, u16),
         mode: crate::ui::keys::Mode,
     ) -> Areas {
         let worker_lines = (workers as u16).clamp(1, MAX_WORKER_LINES);
@@ -116,31 +123,32 @@ impl Areas {
         let body = area.height.saturating_sub(HEADER_H + STRIP_H + footer_h);
         let table_needs = (messages.min(u16::MAX as u64) as u16).saturating_add(3);
         let top_needs = table_needs.max(workers_h + LEDGER_FULL_H).max(top_min);
-        let (top_h, narration_h, timeline_h, workers_h) = if narration == 0 {
-            let rest = body.saturating_sub(timeline_full);
-            let extra = rest.saturating_sub(top_min + LOG_MIN_H);
-            let top_h = (top_min + extra * TOP_SHARE / 5).min(top_needs);
-            (top_h, 0, timeline_full, workers_h)
-        } else {
-            lesson_rows(
-                body,
-                narration,
-                top_min,
-                top_needs,
-                workers_h,
-                timeline_full,
-            )
+        let want = Want {
+            top_min,
+            top_needs,
+            workers_h,
+            timeline: timeline_full,
         };
-        let [header, strip, top, narration, timeline, log, footer] = Layout::vertical([
+        let rows = want.rows(body, narration, sql);
+        let (top_h, narration_h, timeline_h, workers_h) = rows.heights;
+        // The SQL pane in the log's place, or below the narration.
+        let sql_h = if rows.sql_for_log { 0 } else { rows.sql };
+        let [header, strip, top, narration, sql, timeline, log, footer] = Layout::vertical([
             Constraint::Length(HEADER_H),
             Constraint::Length(STRIP_H),
             Constraint::Length(top_h),
             Constraint::Length(narration_h),
+            Constraint::Length(sql_h),
             Constraint::Length(timeline_h),
             Constraint::Fill(1),
             Constraint::Length(footer_h),
         ])
         .areas(area);
+        let (sql, log) = if rows.sql_for_log {
+            (log, Rect { height: 0, ..log })
+        } else {
+            (sql, log)
+        };
         let [table, side] = Layout::horizontal([
             Constraint::Fill(1),
             Constraint::Length(side_width(area.width)),
@@ -155,11 +163,90 @@ impl Areas {
             workers,
             ledger,
             narration,
+            sql,
             timeline,
             log,
             footer,
         }
     }
+}
+
+/// What the top row and the timeline need, for sharing the body's rows.
+struct Want {
+    top_min: u16,
+    top_needs: u16,
+    workers_h: u16,
+    timeline: u16,
+}
+
+/// How the body's rows are shared: (top row, narration, timeline, workers pane), the SQL
+/// pane's rows, and whether it takes the log's place.
+struct Rows {
+    heights: (u16, u16, u16, u16),
+    sql: u16,
+    sql_for_log: bool,
+}
+
+impl Want {
+    /// The body's rows for a narration and a SQL pane asking for `narration` and `sql`
+    /// (0: none). Without a narration the SQL pane takes the timeline's place and then
+    /// the top row's spare rows; with one that would then not be whole, the narration
+    /// keeps its rows and the SQL pane takes the log's place (`s` gives it back).
+    fn rows(&self, body: u16, narration: u16, sql: u16) -> Rows {
+        let below = |asked: u16| {
+            lesson_rows(
+                body,
+                asked,
+                self.top_min,
+                self.top_needs,
+                self.workers_h,
+                self.timeline,
+            )
+        };
+        if narration + sql == 0 {
+            let rest = body.saturating_sub(self.timeline);
+            let extra = rest.saturating_sub(self.top_min + LOG_MIN_H);
+            let top_h = (self.top_min + extra * TOP_SHARE / 5).min(self.top_needs);
+            return Rows {
+                heights: (top_h, 0, self.timeline, self.workers_h),
+                sql: 0,
+                sql_for_log: false,
+            };
+        }
+        let (top_h, below_h, timeline_h, workers_h) = below(narration + sql);
+        let (narration_h, sql_h) = share_below(below_h, narration, sql);
+        if narration == 0 || sql == 0 || narration_h >= narration {
+            return Rows {
+                heights: (top_h, narration_h, timeline_h, workers_h),
+                sql: sql_h,
+                sql_for_log: false,
+            };
+        }
+        let (top_h, narration_h, timeline_h, workers_h) = below(narration);
+        Rows {
+            heights: (top_h, narration_h, timeline_h, workers_h),
+            sql,
+            sql_for_log: true,
+        }
+    }
+}
+
+/// `rows` below the top row shared by the narration and the SQL pane, which ask for
+/// `narration` and `sql`: each whole when they fit, else the SQL pane keeps its least
+/// height and the narration (which scrolls) the rest.
+fn share_below(rows: u16, narration: u16, sql: u16) -> (u16, u16) {
+    if sql == 0 || rows >= narration + sql {
+        return (rows.min(narration), rows.saturating_sub(narration).min(sql));
+    }
+    if narration == 0 {
+        return (0, rows);
+    }
+    let sql_h = rows
+        .saturating_sub(narration)
+        .max(sql::SQL_MIN_H)
+        .min(sql)
+        .min(rows.saturating_sub(narration.min(NARRATION_MIN_H)));
+    (rows - sql_h, sql_h)
 }
 
 /// With a lesson: the heights of the top row, the narration, the timeline and the workers
@@ -213,13 +300,13 @@ pub fn capacity(
     area: Rect,
     workers: usize,
     messages: u64,
-    narration: u16,
+    below: (u16, u16),
     mode: crate::ui::keys::Mode,
 ) -> Capacity {
     if too_small(area) {
         return Capacity::default();
     }
-    let a = Areas::compute(area, workers, messages, narration, mode);
+    let a = Areas::compute(area, workers, messages, below, mode);
     Capacity {
         table: table::visible_rows(a.table),
         log: a.log.height.saturating_sub(2),
@@ -238,7 +325,8 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, ui: &UiState, t: &Theme) {
         .lesson
         .as_ref()
         .map_or(0, |l| narration::want(l, t, area.width));
-    let a = Areas::compute(area, s.workers.len(), s.db.total, want, s.mode);
+    let sql = sql::want(s, ui, t, area.width);
+    let a = Areas::compute(area, s.workers.len(), s.db.total, (want, sql), s.mode);
     header::render(frame, a.header, s, t);
     match &s.throughput {
         Some(v) => {
@@ -268,6 +356,9 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, ui: &UiState, t: &Theme) {
     }
     if let Some(l) = &s.lesson {
         narration::render(frame, a.narration, l, ui, t);
+    }
+    if a.sql.height > 0 {
+        sql::render(frame, a.sql, s, ui, t);
     }
     footer::render(frame, a.footer, s, t);
     if let Some(h) = &s.message_history {

@@ -25,7 +25,7 @@ use crate::provider::StatusCheck;
 /// holds the row's lock (and has its transaction id): Seq order is each message's commit
 /// order, and a tail can tell when every Seq up to a point is settled (see `tail`).
 /// $1 worker, $2 now, $3 until.
-const CLAIM_NEXT_SQL: &str = concat!(
+pub static CLAIM_NEXT_SQL: &str = concat!(
     "
 WITH candidate AS (
        SELECT Id FROM OutboxMessages
@@ -86,9 +86,9 @@ SELECT o.n, r.Seq FROM outcome o CROSS JOIN recorded r"
         )
     };
 }
-const FINALIZE_SQL: &str = finalize_sql!("LeaseVersion = $4");
+pub static FINALIZE_SQL: &str = finalize_sql!("LeaseVersion = $4");
 /// The weaker guard a lesson may show: the owner's name only, no fencing token.
-const OWNER_ONLY_FINALIZE_SQL: &str = finalize_sql!("$4 = $4");
+pub static OWNER_ONLY_FINALIZE_SQL: &str = finalize_sql!("$4 = $4");
 const FINALIZE_TYPES: &[Type] = &[
     Type::INT8,
     Type::INT8,
@@ -127,7 +127,7 @@ impl<T> Recorded<T> {
 
 /// The soonest-ending live lease held by another worker. It reads `IX_Outbox_Unfinished`:
 /// nothing is claimable when it runs, so what is left there is held or backing off.
-const SOONEST_LIVE_LEASE_SQL: &str = concat!(
+pub static SOONEST_LIVE_LEASE_SQL: &str = concat!(
     "
 SELECT Id, PaymentKey, LockedBy, LockedUntilUtc FROM OutboxMessages
  WHERE ProcessedAtUtc IS NULL AND ",
@@ -276,7 +276,7 @@ impl PgStore {
 }
 
 /// The conditional update of one chosen message, with the claimable condition asked again.
-const TAKE_LEASE_SQL: &str = concat!(
+pub static TAKE_LEASE_SQL: &str = concat!(
     "
 UPDATE OutboxMessages
    SET Status = 'Processing', LockedBy = $1, LockedUntilUtc = $2,
@@ -289,11 +289,11 @@ RETURNING LeaseVersion, Seeding"
 
 /// Who holds one message, as a claim by id reads it. FOR UPDATE: the row cannot change
 /// between this look and the update after it.
-const HOLDER_SQL: &str =
+pub static HOLDER_SQL: &str =
     "SELECT PaymentKey, Status, LockedBy, LockedUntilUtc FROM OutboxMessages WHERE Id = $1 FOR UPDATE";
 
 /// The provider's answer written onto the payment.
-pub(super) const WRITE_ANSWER_SQL: &str =
+pub static WRITE_ANSWER_SQL: &str =
     "UPDATE Payments SET PaymentStatus = $1::text, TransactionId = $2 WHERE IdempotencyKey = $3";
 
 /// One `LeaseEvents` row. Its transaction takes its id in the FROM, before the row and its

@@ -68,6 +68,18 @@ use super::outbox::{DbOrigin, Durability, StoreShared};
 pub use cancel::cancel_all;
 pub use tail::PgTail;
 
+/// The statements the PostgreSQL store runs for a worker, by name: the dashboard's SQL pane
+/// shows these very texts (`crate::statements`).
+pub mod sql {
+    pub use super::claim::{
+        CLAIM_NEXT_SQL, FINALIZE_SQL, HOLDER_SQL, OWNER_ONLY_FINALIZE_SQL, SOONEST_LIVE_LEASE_SQL,
+        TAKE_LEASE_SQL, WRITE_ANSWER_SQL,
+    };
+    pub use super::retry::{
+        HEARTBEAT_SQL, HELD_ATTEMPTS_SQL, LOAD_PENDING_SQL, MARK_SQL, RELEASE_SQL,
+    };
+}
+
 pub const SCHEMA_PG_SQL: &str = include_str!("../../assets/schema.pg.sql");
 
 /// The version of `assets/schema.pg.sql` a database was made with (in `LeaselabMarker`).

@@ -12,7 +12,7 @@ use crate::provider::StatusCheck;
 
 /// Extend a held lease, never shortening it, only while this worker holds this lease
 /// (owner and fencing token) and it has not run out.
-const HEARTBEAT_SQL: &str = concat!(
+pub static HEARTBEAT_SQL: &str = concat!(
     "
 UPDATE OutboxMessages SET LockedUntilUtc = GREATEST(LockedUntilUtc, $1)
  WHERE Id = $2 AND LockedBy = $3 AND LeaseVersion = $4 AND Seeding = $6 AND ",
@@ -22,13 +22,13 @@ RETURNING LockedUntilUtc"
 );
 
 /// The attempts of a message this worker still holds, locked until the release below.
-const HELD_ATTEMPTS_SQL: &str = "
+pub static HELD_ATTEMPTS_SQL: &str = "
 SELECT Attempts FROM OutboxMessages
  WHERE Id = $1 AND Status = 'Processing' AND LockedBy = $2 AND LeaseVersion = $3
    AND Seeding = $4
    FOR UPDATE";
 
-const RELEASE_SQL: &str = "
+pub static RELEASE_SQL: &str = "
 UPDATE OutboxMessages
    SET Status = $1::text, LockedBy = NULL, LockedUntilUtc = NULL, AvailableAtUtc = $2,
        LastError = $3, ProcessedAtUtc = CASE WHEN $1::text = 'DeadLettered' THEN $8::bigint END
@@ -36,12 +36,12 @@ UPDATE OutboxMessages
    AND Seeding = $7";
 
 /// Leasing off: Processed, asking nobody.
-const MARK_SQL: &str = "
+pub static MARK_SQL: &str = "
 UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = $1,
        LockedBy = NULL, LockedUntilUtc = NULL
  WHERE Id = $2 RETURNING LeaseVersion";
 
-const LOAD_PENDING_SQL: &str = concat!(
+pub static LOAD_PENDING_SQL: &str = concat!(
     "SELECT Id, PaymentKey FROM OutboxMessages
       WHERE ProcessedAtUtc IS NULL AND ",
     available!("$1"),

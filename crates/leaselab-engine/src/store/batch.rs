@@ -51,6 +51,15 @@ impl Store {
     }
 }
 
+/// A batch claim's candidates: the oldest claimable rows, as the single claim finds its
+/// one; each is then taken by the claim's own conditional update.
+pub static BATCH_CANDIDATES_SQL: &str = concat!(
+    "SELECT Id, PaymentKey, LeaseVersion, Seeding ",
+    unfinished!(),
+    claimable!(),
+    " ORDER BY CreatedAtUtc, Id LIMIT :k"
+);
+
 impl BatchClaiming for Store {
     /// Claim up to `k` claimable messages in one transaction (oldest first).
     fn claim_batch(
@@ -62,12 +71,7 @@ impl BatchClaiming for Store {
     ) -> Result<Stamped<Vec<Lease>>> {
         self.write(|tx, shared| {
             // The oldest claimable rows, as the single claim finds its one.
-            let mut claimable = tx.prepare_cached(concat!(
-                "SELECT Id, PaymentKey, LeaseVersion, Seeding ",
-                unfinished!(),
-                claimable!(),
-                " ORDER BY CreatedAtUtc, Id LIMIT :k"
-            ))?;
+            let mut claimable = tx.prepare_cached(BATCH_CANDIDATES_SQL)?;
             let candidates = claimable
                 .query_map(named_params! {":now": now, ":k": k as i64}, |r| {
                     Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?)))

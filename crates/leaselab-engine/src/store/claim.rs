@@ -22,7 +22,7 @@ macro_rules! take_lease {
 
 /// The claim's candidate: the first claimable row of the unfinished messages' index, in
 /// claim order (oldest first).
-const CANDIDATE_SQL: &str = concat!(
+pub static CANDIDATE_SQL: &str = concat!(
     "SELECT Id, PaymentKey, LeaseVersion, Seeding ",
     unfinished!(),
     claimable!(),
@@ -42,7 +42,7 @@ const BROKEN_CANDIDATE_SQL: &str = concat!(
 /// trigger, and a trigger on a table with CHECK constraints makes every claim copy the
 /// pages it changes into a statement journal first (a 64 KiB buffer, allocated and freed
 /// each time), for a value the transaction has already read.
-const TAKE_LEASE_SQL: &str = concat!(take_lease!(), "WHERE Id = :id AND ", claimable!());
+pub static TAKE_LEASE_SQL: &str = concat!(take_lease!(), "WHERE Id = :id AND ", claimable!());
 
 /// [`TAKE_LEASE_SQL`] without the claimable condition (the defect of
 /// [`BROKEN_CANDIDATE_SQL`]).
@@ -52,7 +52,7 @@ const BROKEN_TAKE_LEASE_SQL: &str = concat!(take_lease!(), "WHERE Id = :id AND (
 /// `live!` is the lease rule's "live" (see `engine::lease`).
 /// It reads the unfinished messages' index (nothing is claimable when it runs, so what
 /// is left there is held or backing off).
-const SOONEST_LIVE_LEASE_SQL: &str = concat!(
+pub static SOONEST_LIVE_LEASE_SQL: &str = concat!(
     "
 SELECT Id, PaymentKey, LockedBy, LockedUntilUtc ",
     unfinished!(),
@@ -62,6 +62,11 @@ SELECT Id, PaymentKey, LockedBy, LockedUntilUtc ",
 );
 
 /// Who holds one message, as a claim by id reads it.
+pub static HOLDER_SQL: &str =
+    "SELECT PaymentKey, Status, LockedBy, LockedUntilUtc, LeaseVersion, Seeding
+  FROM OutboxMessages WHERE Id = ?1";
+
+/// Who holds one message, as [`HOLDER_SQL`] reads it.
 struct Holder {
     key: String,
     status: OutboxStatus,
@@ -218,10 +223,7 @@ impl Claiming for Store {
     ) -> Result<Stamped<ClaimOutcome>> {
         self.write(|tx, shared| {
             let holder = tx
-                .prepare_cached(
-                    "SELECT PaymentKey, Status, LockedBy, LockedUntilUtc, LeaseVersion, Seeding
-                       FROM OutboxMessages WHERE Id = ?1",
-                )?
+                .prepare_cached(HOLDER_SQL)?
                 .query_row([id], |r| {
                     Ok(Holder {
                         key: r.get(0)?,

@@ -11,18 +11,18 @@ use crate::outbox::Stamped;
 use crate::provider::StatusCheck;
 
 /// The provider's answer written onto the payment.
-pub(super) const WRITE_ANSWER_SQL: &str =
+pub static WRITE_ANSWER_SQL: &str =
     "UPDATE Payments SET PaymentStatus = ?1, TransactionId = ?2 WHERE IdempotencyKey = ?3";
 
 /// Processed, only while this worker still holds this lease (the fencing token included).
-pub(super) const GUARDED_FINALIZE_SQL: &str = "UPDATE OutboxMessages
+pub static GUARDED_FINALIZE_SQL: &str = "UPDATE OutboxMessages
     SET Status = 'Processed', ProcessedAtUtc = ?1, LockedUntilUtc = NULL
   WHERE Id = ?2 AND Status = 'Processing' AND LockedBy = ?3 AND LeaseVersion = ?4
     AND Seeding = ?5";
 
 /// The weaker guard the explorer compares, and a lesson may show: the owner's name only, no
 /// fencing token.
-const OWNER_ONLY_FINALIZE_SQL: &str = "UPDATE OutboxMessages
+pub static OWNER_ONLY_FINALIZE_SQL: &str = "UPDATE OutboxMessages
     SET Status = 'Processed', ProcessedAtUtc = ?1, LockedUntilUtc = NULL
   WHERE Id = ?2 AND Status = 'Processing' AND LockedBy = ?3 AND ?4 = ?4 AND Seeding = ?5";
 

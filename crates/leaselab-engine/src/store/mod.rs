@@ -94,6 +94,16 @@ pub use lease_events::{
 };
 pub use plain::PlainOutbox;
 
+/// The statements the store runs for a worker, by name: the dashboard's SQL pane shows
+/// these very texts (`crate::statements`), so what it shows is what was executed.
+pub mod sql {
+    pub use super::batch::BATCH_CANDIDATES_SQL;
+    pub use super::claim::{CANDIDATE_SQL, HOLDER_SQL, SOONEST_LIVE_LEASE_SQL, TAKE_LEASE_SQL};
+    pub use super::finalize::{GUARDED_FINALIZE_SQL, OWNER_ONLY_FINALIZE_SQL, WRITE_ANSWER_SQL};
+    pub use super::naive::{LOAD_PENDING_SQL, MARK_SQL};
+    pub use super::retry::{HEARTBEAT_SQL, HELD_ATTEMPTS_SQL, HELD_UNTIL_SQL, RELEASE_SQL};
+}
+
 pub const SCHEMA_SQL: &str = include_str!("../../assets/schema.sql");
 
 /// `PRAGMA application_id` of every leaselab database ("LSLB"): the marker that tells our

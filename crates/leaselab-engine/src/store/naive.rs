@@ -11,16 +11,23 @@ use crate::outbox::Stamped;
 use super::{MessageRef, Result, Store};
 use crate::provider::StatusCheck;
 
+/// Leasing off: every Pending message whose backoff is over, oldest first.
+pub static LOAD_PENDING_SQL: &str = concat!(
+    "SELECT Id, PaymentKey ",
+    unfinished!(),
+    available!(),
+    " ORDER BY CreatedAtUtc, Id"
+);
+
+/// Leasing off: Processed, asking nobody.
+pub static MARK_SQL: &str = "UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = ?1,
+        LockedBy = NULL, LockedUntilUtc = NULL WHERE Id = ?2";
+
 impl Unleased for Store {
     /// Leasing off: every Pending message whose backoff is over at `now`, as the naive
     /// worker loads them (a dead letter is not Pending, so it is never loaded).
     fn load_pending(&self, now: i64) -> Result<Vec<MessageRef>> {
-        let mut stmt = self.conn.prepare_cached(concat!(
-            "SELECT Id, PaymentKey ",
-            unfinished!(),
-            available!(),
-            " ORDER BY CreatedAtUtc, Id"
-        ))?;
+        let mut stmt = self.conn.prepare_cached(LOAD_PENDING_SQL)?;
         let rows = stmt
             .query_map(named_params! {":now": now}, |r| {
                 Ok(MessageRef {
@@ -53,11 +60,7 @@ impl Unleased for Store {
     ) -> Result<Stamped<()>> {
         self.write(|tx, shared| {
             write_answer(tx, &msg.key, check)?;
-            tx.prepare_cached(
-                "UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = ?1,
-                        LockedBy = NULL, LockedUntilUtc = NULL WHERE Id = ?2",
-            )?
-            .execute(params![now, msg.id])?;
+            tx.prepare_cached(MARK_SQL)?.execute(params![now, msg.id])?;
             record(
                 tx,
                 &NewEvent {

@@ -11,7 +11,7 @@ use crate::outbox::Stamped;
 
 /// Extend a held lease to `:until`, never shortening it, only while this worker holds this
 /// lease (owner and fencing token) and it has not run out.
-const HEARTBEAT_SQL: &str = concat!(
+pub static HEARTBEAT_SQL: &str = concat!(
     "UPDATE OutboxMessages
     SET LockedUntilUtc = MAX(LockedUntilUtc, :until)
   WHERE Id = :id AND LockedBy = :worker AND LeaseVersion = :version AND Seeding = :seeding
@@ -21,14 +21,14 @@ const HEARTBEAT_SQL: &str = concat!(
 
 /// The expiry a heartbeat left, read back in its transaction (no `RETURNING`: see
 /// `claim::TAKE_LEASE_SQL` for what it would cost).
-const HELD_UNTIL_SQL: &str = "SELECT LockedUntilUtc FROM OutboxMessages WHERE Id = ?1";
+pub static HELD_UNTIL_SQL: &str = "SELECT LockedUntilUtc FROM OutboxMessages WHERE Id = ?1";
 
 /// The attempts of a message this worker still holds.
-const HELD_ATTEMPTS_SQL: &str = "SELECT Attempts FROM OutboxMessages
+pub static HELD_ATTEMPTS_SQL: &str = "SELECT Attempts FROM OutboxMessages
   WHERE Id = :id AND Status = 'Processing' AND LockedBy = :worker AND LeaseVersion = :version
     AND Seeding = :seeding";
 
-const RELEASE_SQL: &str = "UPDATE OutboxMessages
+pub static RELEASE_SQL: &str = "UPDATE OutboxMessages
     SET Status = :status, LockedBy = NULL, LockedUntilUtc = NULL,
         AvailableAtUtc = :available, LastError = :error,
         ProcessedAtUtc = CASE WHEN :status = 'DeadLettered' THEN :now END

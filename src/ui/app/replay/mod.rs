@@ -23,6 +23,7 @@ use crate::scenario::Scenario;
 use crate::ui::keys::Action;
 use crate::ui::log::EventLog;
 use crate::ui::snapshot::ReplayView;
+use crate::ui::sql::SqlFold;
 use crate::ui::timeline::Timeline;
 
 pub use recording::{Mark, Recording};
@@ -40,6 +41,7 @@ struct Fold {
     translator: Translator,
     ledger: Ledger,
     timeline: Timeline,
+    sql: SqlFold,
     log: EventLog,
     witness: Witness,
 }
@@ -120,6 +122,7 @@ impl App {
             translator: r.translator.clone(),
             ledger: self.ledger.clone(),
             timeline: self.timeline.clone(),
+            sql: self.sql.clone(),
             log: self.log.clone(),
             witness: self
                 .stage
@@ -151,6 +154,7 @@ impl App {
         r.position = *at;
         self.ledger = fold.ledger;
         self.timeline = fold.timeline;
+        self.sql = fold.sql;
         self.log = fold.log;
         if let Some(x) = self.stage.external_mut() {
             x.witness = fold.witness;

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use crate::events::EventKind;
+use crate::events::{ClaimWay, EventKind};
 use crate::outbox::{ClaimOutcome, Lease, MessageRef, Stamped};
 
 use super::*;
@@ -14,6 +14,11 @@ impl Worker {
         let lease_ms = self.ctx.settings.lease_ms();
         self.set_status(|s| s.state = WorkerState::Claiming);
         let batch = self.ctx.settings.batch();
+        let way = match id {
+            Some(_) => ClaimWay::Id,
+            None if batch > 1 => ClaimWay::Batch,
+            None => ClaimWay::Next,
+        };
         let Stamped {
             value: outcome,
             seq,
@@ -32,7 +37,7 @@ impl Worker {
         };
         self.blocked_on = None;
         match outcome {
-            ClaimOutcome::Claimed(lease) => Ok(self.claimed(lease, seq, now)),
+            ClaimOutcome::Claimed(lease) => Ok(self.claimed(lease, seq, now, way)),
             ClaimOutcome::Empty => {
                 self.emit_at(seq, EventKind::ClaimEmpty);
                 Ok(Acted::WaitUntil(now + self.ctx.settings.idle_ms()))
@@ -57,6 +62,7 @@ impl Worker {
                         key,
                         owner,
                         left_ms,
+                        way,
                     },
                 );
                 if id_asked {
@@ -70,7 +76,7 @@ impl Worker {
     }
 
     /// A claim took `lease` (and the rest of a batch): hold it, then tell everyone.
-    pub(super) fn claimed(&mut self, lease: Lease, seq: u64, now: i64) -> Acted {
+    pub(super) fn claimed(&mut self, lease: Lease, seq: u64, now: i64, way: ClaimWay) -> Acted {
         // Held before anyone hears of it: heartbeats count from the claim's time,
         // whatever the clock does once the event is out.
         let events: Vec<Lease> = std::iter::once(&lease)
@@ -89,6 +95,7 @@ impl Worker {
                     until_ms: l.until_ms,
                     version: l.version,
                     reclaim: l.version > 1,
+                    way,
                 },
             );
         }
