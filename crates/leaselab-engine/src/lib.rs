@@ -20,6 +20,7 @@ pub mod provider;
 pub mod setup;
 pub mod stepper;
 pub mod store;
+pub mod student;
 pub mod text;
 pub mod worker;
 pub mod worker_id;

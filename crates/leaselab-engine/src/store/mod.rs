@@ -70,6 +70,7 @@ mod retry;
 mod seed;
 mod snapshot;
 mod status;
+mod student;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -93,6 +94,7 @@ pub use lease_events::{
     events_ns_on_this_thread, time_events_on_this_thread, LeaseEventKind, LeaseEventRow,
 };
 pub use plain::PlainOutbox;
+pub use student::{Begin, Join};
 
 pub const SCHEMA_SQL: &str = include_str!("../../assets/schema.sql");
 
