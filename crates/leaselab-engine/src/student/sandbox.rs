@@ -36,6 +36,16 @@ pub fn refusal(ctx: &AuthContext<'_>) -> Option<String> {
     };
     match ctx.action {
         AuthAction::Select | AuthAction::Recursive => None,
+        // A `CREATE` or `DROP` writes the schema table first, then asks for its own
+        // action, which is refused: let the write be asked about so the refusal names the
+        // action. SQLite itself refuses a statement that writes the schema table directly.
+        AuthAction::Insert { table_name }
+        | AuthAction::Update { table_name, .. }
+        | AuthAction::Delete { table_name }
+            if is_schema_table(table_name) =>
+        {
+            None
+        }
         AuthAction::Read { table_name, .. } => table("read", table_name),
         AuthAction::Insert { table_name } => table("insert into", table_name),
         AuthAction::Update { table_name, .. } => table("update", table_name),
@@ -70,9 +80,22 @@ pub fn refusal(ctx: &AuthContext<'_>) -> Option<String> {
     }
 }
 
-/// The first refusal the authorizer met since it was last taken.
+/// SQLite's table of the schema, under each of its names.
+fn is_schema_table(name: &str) -> bool {
+    [
+        "sqlite_master",
+        "sqlite_schema",
+        "sqlite_temp_master",
+        "sqlite_temp_schema",
+    ]
+    .iter()
+    .any(|t| t.eq_ignore_ascii_case(name))
+}
+
+/// The first refusal the authorizer met since it was last taken (the first of the
+/// statement's own action, when it has one, over a table it touches on the way).
 #[derive(Debug, Clone, Default)]
-pub struct Refusals(Arc<Mutex<Option<String>>>);
+pub struct Refusals(Arc<Mutex<Option<(bool, String)>>>);
 
 impl Refusals {
     /// The authorizer to install: it refuses what [`refusal`] refuses and keeps the first
@@ -84,8 +107,24 @@ impl Refusals {
         move |ctx| match refusal(&ctx) {
             None => Authorization::Allow,
             Some(why) => {
+                // A `DROP TABLE` first deletes from sqlite_master: the statement's own
+                // action, which comes after, says better what it does.
+                let says_more = !matches!(
+                    ctx.action,
+                    AuthAction::Read { .. }
+                        | AuthAction::Insert { .. }
+                        | AuthAction::Update { .. }
+                        | AuthAction::Delete { .. }
+                );
                 let mut first = first.lock().unwrap_or_else(|p| p.into_inner());
-                first.get_or_insert(why);
+                match &mut *first {
+                    Some((said_more, kept)) if says_more && !*said_more => {
+                        *kept = why;
+                        *said_more = true;
+                    }
+                    Some(_) => {}
+                    None => *first = Some((says_more, why)),
+                }
                 Authorization::Deny
             }
         }
@@ -93,7 +132,8 @@ impl Refusals {
 
     /// The first reason kept, and forget it.
     pub fn take(&self) -> Option<String> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+        let kept = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        kept.map(|(_, why)| why)
     }
 }
 
