@@ -11,12 +11,13 @@ mod outbox;
 mod reference;
 mod run;
 mod sandbox;
+mod store;
 
 pub use error::{ExerciseError, StudentError};
-pub use outbox::StudentStore;
 pub use reference::reference;
 pub use run::{Bound, OpResult, OpRun, Shown, ShownStatement, Step};
 pub use sandbox::STATEMENT_TIME_LIMIT;
+pub use store::StudentStore;
 
 /// The largest exercise file read, in bytes.
 pub const MAX_FILE_BYTES: usize = 64 * 1024;

@@ -3,12 +3,8 @@
 //! the wrapped `Store`'s; what an exercise does not define (a claim by id, a failed attempt,
 //! a redrive, the leasing-off relay, the owner-only guard) is refused in words.
 
-use std::borrow::BorrowMut;
-use std::sync::Arc;
-
 use super::run::{OpResult, OpRun};
-use super::sandbox::{Deadline, Refusals};
-use super::Exercise;
+use super::store::StudentStore;
 use crate::outbox::prelude::*;
 use crate::outbox::{
     ClaimOutcome, Fact, FailOutcome, FinalizeGuard, FinalizeOutcome, Lease, MessageRef, MessageRow,
@@ -16,42 +12,9 @@ use crate::outbox::{
 };
 use crate::provider::{Provider, StatusCheck};
 use crate::store::Store;
-
-/// A `Store` whose claim, finalize and heartbeat are a student's statements. `S` is the
-/// store itself (a worker's own connection) or `&mut Store` (the explorer's, which it keeps).
-pub struct StudentStore<S = Store> {
-    store: S,
-    pub(super) exercise: Arc<Exercise>,
-    pub(super) refusals: Refusals,
-    pub(super) deadline: Deadline,
-}
+use std::borrow::BorrowMut;
 
 impl<S: BorrowMut<Store>> StudentStore<S> {
-    pub fn new(store: S, exercise: Arc<Exercise>) -> StudentStore<S> {
-        StudentStore {
-            store,
-            exercise,
-            refusals: Refusals::default(),
-            deadline: Deadline::default(),
-        }
-    }
-
-    pub fn exercise(&self) -> &Exercise {
-        &self.exercise
-    }
-
-    pub fn store(&self) -> &Store {
-        self.store.borrow()
-    }
-
-    pub fn store_mut(&mut self) -> &mut Store {
-        self.store.borrow_mut()
-    }
-
-    pub fn into_inner(self) -> S {
-        self.store
-    }
-
     fn refuse<T>(&self, what: &str) -> Result<T> {
         Err(OutboxError::Exercise(format!(
             "{}: the exercise '{}' {what}",

@@ -12,8 +12,8 @@ use rusqlite::Connection;
 
 use super::error::StudentError;
 use super::file::{prepare_error, which};
-use super::outbox::StudentStore;
 use super::sandbox::{excerpt, Deadline, Refusals, ONLY, STATEMENT_TIME_LIMIT};
+use super::store::StudentStore;
 use super::{OpKind, Operation, Statement, TxMode};
 use crate::outbox::{Lease, OutboxError};
 use crate::provider::StatusCheck;
