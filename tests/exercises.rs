@@ -164,6 +164,38 @@ fn an_endless_recursive_query_is_stopped_with_a_clear_message() {
 }
 
 #[test]
+fn vacuum_is_refused_when_it_would_run() {
+    // A VACUUM attaches a database as it runs, not as it is prepared: the authorizer,
+    // still on, refuses it then, and writes no file.
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("copy.db");
+    let into = format!("\"VACUUM INTO '{}'\"", copy.display());
+    for sql in ["\"VACUUM\"", into.as_str()] {
+        let text = with_claim(&[
+            sql,
+            "\"SELECT Id, LeaseVersion FROM OutboxMessages LIMIT 1\"",
+        ])
+        .replace("\"immediate\"", "\"none\"");
+        refused(
+            &text,
+            &[
+                "mine.toml:8: the claim's statement 1",
+                "may not attach a database (nor VACUUM)",
+            ],
+        );
+    }
+    assert!(!copy.exists());
+}
+
+#[test]
+fn a_statement_may_not_make_a_gigabyte() {
+    refused(
+        &with_claim(&["\"SELECT length(randomblob(900000000)) AS Id, 1 AS LeaseVersion\""]),
+        &["mine.toml:8: the claim's statement 1", "too big"],
+    );
+}
+
+#[test]
 fn a_syntax_error_names_the_file_the_line_and_the_place() {
     refused(
         &with_claim(&[TAKE, "\"SELECT Id, LeaseVersion FRM OutboxMessages\""]),

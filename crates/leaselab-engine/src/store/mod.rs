@@ -94,7 +94,7 @@ pub use lease_events::{
     events_ns_on_this_thread, time_events_on_this_thread, LeaseEventKind, LeaseEventRow,
 };
 pub use plain::PlainOutbox;
-pub use student::{Begin, Join};
+pub use student::{Begin, Join, STUDENT_LENGTH_LIMIT};
 
 pub const SCHEMA_SQL: &str = include_str!("../../assets/schema.sql");
 

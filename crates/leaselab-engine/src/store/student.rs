@@ -4,6 +4,7 @@
 //! (the event rows, the provider's answer) once an operation is done.
 
 use rusqlite::hooks::{AuthContext, Authorization};
+use rusqlite::limits::Limit;
 use rusqlite::{Connection, OptionalExtension};
 
 use super::claim::record_claim;
@@ -13,6 +14,10 @@ use super::lease_events::{record, LeaseEventKind, NewEvent};
 use super::prepared::Tx;
 use super::{Lease, Result, Store, StoreShared};
 use crate::provider::StatusCheck;
+
+/// The largest string or blob a student's statement may make, in bytes (SQLite's own limit
+/// is a gigabyte: `randomblob(900000000)` would take that much memory).
+pub const STUDENT_LENGTH_LIMIT: i32 = 1 << 20;
 
 /// How a student's transaction begins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,9 +42,10 @@ struct Found {
 }
 
 impl Store {
-    /// `body` with `authorize` as this connection's authorizer and `progress` asked every
-    /// thousand virtual-machine steps whether to interrupt the statement; both are removed
-    /// before this returns, so the lab's own statements run without them.
+    /// `body` with `authorize` as this connection's authorizer, `progress` asked every
+    /// thousand virtual-machine steps whether to interrupt the statement, and no string or
+    /// blob longer than [`STUDENT_LENGTH_LIMIT`]; all three are undone before this returns,
+    /// so the lab's own statements run without them.
     pub fn sandboxed<T>(
         &mut self,
         authorize: impl FnMut(AuthContext<'_>) -> Authorization + Send + 'static,
@@ -47,11 +53,13 @@ impl Store {
         body: impl FnOnce(&Connection) -> T,
     ) -> Result<T> {
         self.conn.with_mut(|c| {
+            let length = c.set_limit(Limit::SQLITE_LIMIT_LENGTH, STUDENT_LENGTH_LIMIT)?;
             c.authorizer(Some(authorize))?;
             c.progress_handler(1_000, Some(progress))?;
             let out = body(c);
             c.authorizer(None::<fn(AuthContext<'_>) -> Authorization>)?;
             c.progress_handler(0, None::<fn() -> bool>)?;
+            c.set_limit(Limit::SQLITE_LIMIT_LENGTH, length)?;
             Ok(out)
         })
     }

@@ -67,7 +67,7 @@ pub fn refusal(ctx: &AuthContext<'_>) -> Option<String> {
                 .into(),
         ),
         AuthAction::Pragma { .. } => Some("may not run a PRAGMA".into()),
-        AuthAction::Attach { .. } => Some("may not attach a database".into()),
+        AuthAction::Attach { .. } => Some("may not attach a database (nor VACUUM)".into()),
         AuthAction::Detach { .. } => Some("may not detach a database".into()),
         AuthAction::DropTable { .. } | AuthAction::DropTempTable { .. } => {
             Some("may not drop a table".into())
