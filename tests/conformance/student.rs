@@ -171,8 +171,11 @@ fn with_starter(name: &str) -> Answer {
     Answer(Arc::new(e))
 }
 
+/// One rule of the suite, as a function of a backend.
+type Rule = fn(&dyn Backend);
+
 /// Whether `rule` fails against `backend`.
-fn fails(rule: fn(&dyn Backend), backend: &dyn Backend) -> bool {
+fn fails(rule: Rule, backend: &dyn Backend) -> bool {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rule(backend))).is_err()
 }
 
@@ -182,7 +185,7 @@ fn fails(rule: fn(&dyn Backend), backend: &dyn Backend) -> bool {
 #[test]
 fn starters_break_their_rules() {
     use crate::{claiming, finalizing, retries};
-    let breaks: [(&str, fn(&dyn Backend)); 3] = [
+    let breaks: [(&str, Rule); 3] = [
         (
             "takeover",
             claiming::claim_takes_pending_oldest_first_and_an_expired_lease_only_after_its_expiry,

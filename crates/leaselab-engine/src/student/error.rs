@@ -20,7 +20,7 @@ pub struct ExerciseError {
     pub line: u32,
     pub message: String,
     #[source]
-    pub cause: Option<Cause>,
+    pub cause: Option<Box<Cause>>,
 }
 
 impl ExerciseError {
@@ -34,7 +34,7 @@ impl ExerciseError {
     }
 
     pub(super) fn caused(mut self, cause: impl Into<Cause>) -> ExerciseError {
-        self.cause = Some(cause.into());
+        self.cause = Some(Box::new(cause.into()));
         self
     }
 }
@@ -51,7 +51,7 @@ pub enum StudentError {
         line: u32,
         message: String,
         #[source]
-        cause: Option<rusqlite::Error>,
+        cause: Option<Box<rusqlite::Error>>,
     },
     /// The lab's own part failed.
     #[error(transparent)]

@@ -524,7 +524,7 @@ impl Sandbox<'_> {
             file: crate::text::quoted(self.file),
             line: s.line,
             message: crate::text::printable(&message).into_owned(),
-            cause: Some(e),
+            cause: Some(Box::new(e)),
         }
     }
 }
