@@ -8,6 +8,7 @@ pub mod bench;
 /// The engine, a crate of its own (`crates/leaselab-engine`): it knows nothing of terminals
 /// or command lines, and the compiler keeps it so.
 pub use leaselab_engine as engine;
+pub mod exercise;
 pub mod explore;
 /// Sweeping what killed makers left behind (kept in the engine, which makes those files).
 pub use engine::leftovers;

@@ -22,6 +22,8 @@ fn main() -> ExitCode {
         Some(Command::Run(a)) => run::run(a),
         Some(Command::Lessons(a)) => cli::handlers::lessons(a.reference),
         Some(Command::Lesson(a)) => dashboard::lesson_command(a),
+        Some(Command::Exercises(a)) => cli::handlers::exercise::exercises(a.reference),
+        Some(Command::Exercise(a)) => cli::handlers::exercise::exercise(a),
         Some(Command::Worker(a)) => worker::worker(a),
         Some(Command::Bench(a)) => bench::bench(a),
         Some(Command::Explore(a)) => explore::explore(a),

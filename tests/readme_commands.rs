@@ -69,6 +69,8 @@ fn commands(readme: &str) -> Vec<Line> {
                         "run",
                         "lesson",
                         "lessons",
+                        "exercise",
+                        "exercises",
                         "list",
                         "completions",
                         "man",
@@ -158,6 +160,9 @@ fn run_readme_lines(pick: impl Fn(&Line) -> bool) -> usize {
         .expect("README.md");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("my-lesson.toml"), example_lesson(&readme)).unwrap();
+    // The file the README's `exercise one-owner --start > mine.toml` writes.
+    let starter = leaselab::exercise::built_in("one-owner").unwrap().start;
+    std::fs::write(dir.path().join("mine.toml"), starter).unwrap();
     let effectum = effectum_program(dir.path());
     // `$LEASELAB_PG_URL` stands for a database made for this test and dropped after it.
     let scratch = pg_support::scratch("readme");

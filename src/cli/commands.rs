@@ -18,6 +18,11 @@ pub enum Command {
     Lesson(LessonArgs),
     /// List the built-in lessons; --reference prints the lesson file reference.
     Lessons(LessonsArgs),
+    /// List the built-in exercises; --reference prints the exercise file reference.
+    Exercises(ExercisesArgs),
+    /// An exercise: print its starter file (--start) or its model answer (--solution), or
+    /// check a student's file with the exercise's schedule (--check FILE).
+    Exercise(ExerciseArgs),
     /// One worker as its own process on the real clock, sharing --db with other workers
     /// (processes, on this machine or others); creates and seeds --db when it is missing.
     #[command(name = flags::WORKER)]
@@ -226,6 +231,32 @@ pub struct LessonsArgs {
     /// expectation, with an example each.
     #[arg(long)]
     pub reference: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ExercisesArgs {
+    /// Print the reference of the exercise file (Markdown): its keys, parameters and sandbox.
+    #[arg(long)]
+    pub reference: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["start", "solution", "check"])))]
+pub struct ExerciseArgs {
+    /// The built-in exercise (leaselab exercises lists them).
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// Print the starter file, to copy and change.
+    #[arg(long)]
+    pub start: bool,
+    /// Print the model solution (for the teacher).
+    #[arg(long)]
+    pub solution: bool,
+    /// Check a student's exercise file: load it under the sandbox, run the exercise's
+    /// schedule on a scratch database, print every statement it ran; exit 0 when the rule
+    /// holds, 1 when it is broken, 2 when the file is refused.
+    #[arg(long, value_name = "FILE")]
+    pub check: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -16,6 +16,12 @@ pub trait Backend: Sync {
     /// None when this backend cannot run here (it has said why, or fails the test in CI).
     /// `tag` names the test, for a database that outlives a crash.
     fn fresh(&self, tag: &str) -> Option<Fresh>;
+    /// Why `rule` does not apply to this backend, when it does not (the backend's file
+    /// says so in one place, with a reason each).
+    fn skips(&self, rule: &str) -> Option<&'static str> {
+        let _ = rule;
+        None
+    }
 }
 
 /// A test's database and the connection that made it.

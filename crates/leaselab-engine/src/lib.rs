@@ -21,6 +21,7 @@ pub mod setup;
 pub mod statements;
 pub mod stepper;
 pub mod store;
+pub mod student;
 pub mod text;
 pub mod worker;
 pub mod worker_id;

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum ProviderStatus {
     Paid,
     Failed,
@@ -25,7 +25,7 @@ impl ProviderStatus {
 }
 
 /// What a status check answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct StatusCheck {
     pub status: ProviderStatus,
     /// Issued by the provider, only for Paid.

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod dashboard;
+pub mod exercise;
 pub mod explore;
 pub mod run;
 pub mod worker;

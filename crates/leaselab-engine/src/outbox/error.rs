@@ -47,6 +47,10 @@ pub enum OutboxError {
     BadPath(String),
     #[error("{}", one_line(.0))]
     Io(String),
+    /// A student's statements did what an exercise refuses (a result of the wrong shape, a
+    /// statement stopped after its time): the exercise file is at fault, not the database.
+    #[error("{}", one_line(.0))]
+    Exercise(String),
     /// A failure injected by a test between two statements of one transaction.
     #[error("{}", one_line(.0))]
     Injected(String),
@@ -57,7 +61,10 @@ impl OutboxError {
     pub fn is_bad_input(&self) -> bool {
         matches!(
             self,
-            OutboxError::Foreign(_) | OutboxError::InUse(_) | OutboxError::BadPath(_)
+            OutboxError::Foreign(_)
+                | OutboxError::InUse(_)
+                | OutboxError::BadPath(_)
+                | OutboxError::Exercise(_)
         )
     }
 

@@ -92,7 +92,7 @@ pub struct MessageRef {
 }
 
 /// A lease a worker holds after a successful claim.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Lease {
     pub id: i64,
     pub key: String,

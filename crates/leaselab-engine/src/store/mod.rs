@@ -70,6 +70,7 @@ mod retry;
 mod seed;
 mod snapshot;
 mod status;
+mod student;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -93,6 +94,7 @@ pub use lease_events::{
     events_ns_on_this_thread, time_events_on_this_thread, LeaseEventKind, LeaseEventRow,
 };
 pub use plain::PlainOutbox;
+pub use student::{Begin, Join, STUDENT_LENGTH_LIMIT};
 
 /// The statements the store runs for a worker, by name: the dashboard's SQL pane shows
 /// these very texts (`crate::statements`), so what it shows is what was executed.

@@ -1,0 +1,207 @@
+//! The lab's side of a student's operation (the statements themselves are
+//! `crate::student`'s): the sandbox's hooks on this connection while the student's
+//! statements are prepared and run, the transaction they run in, and the lab's own writes
+//! (the event rows, the provider's answer) once an operation is done.
+
+use rusqlite::hooks::{AuthContext, Authorization};
+use rusqlite::limits::Limit;
+use rusqlite::{Connection, OptionalExtension};
+
+use super::claim::record_claim;
+use super::conn::End;
+use super::finalize::write_answer;
+use super::lease_events::{record, LeaseEventKind, NewEvent};
+use super::prepared::Tx;
+use super::{Lease, Result, Store, StoreShared};
+use crate::provider::StatusCheck;
+
+/// The largest string or blob a student's statement may make, in bytes (SQLite's own limit
+/// is a gigabyte: `randomblob(900000000)` would take that much memory).
+pub const STUDENT_LENGTH_LIMIT: i32 = 1 << 20;
+
+/// How a student's transaction begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Begin {
+    Immediate,
+    Deferred,
+}
+
+/// Whether the lab's writes join the student's transaction, still open, or run in one of
+/// their own (the student's statements ran each on its own, or were rolled back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Join {
+    Open,
+    Own,
+}
+
+/// A message as a claim found it: its key, its seeding and the lease's end in the row.
+struct Found {
+    key: String,
+    seeding: i64,
+    until: Option<i64>,
+}
+
+impl Store {
+    /// `body` with `authorize` as this connection's authorizer, `progress` asked every
+    /// thousand virtual-machine steps whether to interrupt the statement, and no string or
+    /// blob longer than [`STUDENT_LENGTH_LIMIT`]; all three are undone before this returns,
+    /// so the lab's own statements run without them.
+    pub fn sandboxed<T>(
+        &mut self,
+        authorize: impl FnMut(AuthContext<'_>) -> Authorization + Send + 'static,
+        progress: impl FnMut() -> bool + Send + 'static,
+        body: impl FnOnce(&Connection) -> T,
+    ) -> Result<T> {
+        self.conn.with_mut(|c| {
+            let length = c.set_limit(Limit::SQLITE_LIMIT_LENGTH, STUDENT_LENGTH_LIMIT)?;
+            c.authorizer(Some(authorize))?;
+            c.progress_handler(1_000, Some(progress))?;
+            let out = body(c);
+            c.authorizer(None::<fn(AuthContext<'_>) -> Authorization>)?;
+            c.progress_handler(0, None::<fn() -> bool>)?;
+            c.set_limit(Limit::SQLITE_LIMIT_LENGTH, length)?;
+            Ok(out)
+        })
+    }
+
+    /// The commit stamp of an operation that wrote nothing (a claim that found no row).
+    pub fn stamp_nothing(&self) -> u64 {
+        self.shared.next_seq()
+    }
+
+    /// Begin the student's transaction.
+    pub fn begin_student(&mut self, begin: Begin) -> Result<()> {
+        self.conn.execute_batch(match begin {
+            Begin::Immediate => "BEGIN IMMEDIATE",
+            Begin::Deferred => "BEGIN DEFERRED",
+        })?;
+        Ok(())
+    }
+
+    /// End the student's transaction, if one is open: commit it, or roll it back.
+    pub fn end_student(&mut self, commit: bool) -> Result<()> {
+        if !self.conn.is_autocommit() {
+            let end = if commit { "COMMIT" } else { "ROLLBACK" };
+            let done = self.conn.execute_batch(end);
+            if done.is_err() && !self.conn.is_autocommit() {
+                let _ = self.conn.execute_batch("ROLLBACK");
+            }
+            done?;
+        }
+        self.absorb_busy();
+        Ok(())
+    }
+
+    /// The lab's writes, in the student's open transaction or in one of their own.
+    fn lab_write<T>(
+        &mut self,
+        join: Join,
+        body: impl FnOnce(&Tx<'_, '_>, &StoreShared) -> Result<T>,
+    ) -> Result<T> {
+        match join {
+            Join::Open => {
+                let shared = &self.shared;
+                self.conn.with(|tx| body(tx, shared))
+            }
+            Join::Own => self.write(|tx, shared| Ok((body(tx, shared)?, End::Commit))),
+        }
+    }
+
+    /// A student's claim returned `(id, version)`: the lease it took, as the row has it
+    /// (its key, its seeding, its end, else `lease_until`), with its `Claimed` row and its
+    /// commit stamp. None when no message has that Id.
+    pub fn record_student_claim(
+        &mut self,
+        join: Join,
+        worker: &str,
+        (id, version): (i64, i64),
+        (now, lease_until): (i64, i64),
+    ) -> Result<Option<(Lease, u64)>> {
+        self.lab_write(join, |tx, shared| {
+            let found = tx
+                .prepare_cached(
+                    "SELECT PaymentKey, Seeding, LockedUntilUtc FROM OutboxMessages WHERE Id = ?1",
+                )?
+                .query_row([id], |r| {
+                    Ok(Found {
+                        key: r.get(0)?,
+                        seeding: r.get(1)?,
+                        until: r.get(2)?,
+                    })
+                })
+                .optional()?;
+            let Some(found) = found else {
+                return Ok(None);
+            };
+            let until = found.until.unwrap_or(lease_until);
+            let lease = Lease::taken(worker, until, (id, found.key), (version, found.seeding));
+            record_claim(tx, &lease, now)?;
+            Ok(Some((lease, shared.next_seq())))
+        })
+    }
+
+    /// A student's finalize of `lease` ended: when `accepted`, the provider's answer on the
+    /// payment and a `Finalized` row; else a `FinalizeRejected` row. Its commit stamp.
+    pub fn record_student_finalize(
+        &mut self,
+        join: Join,
+        lease: &Lease,
+        check: &StatusCheck,
+        now: i64,
+        accepted: bool,
+    ) -> Result<u64> {
+        self.lab_write(join, |tx, shared| {
+            let kind = if accepted {
+                write_answer(tx, &lease.key, check)?;
+                LeaseEventKind::Finalized
+            } else {
+                LeaseEventKind::FinalizeRejected
+            };
+            record(
+                tx,
+                &NewEvent {
+                    version: Some(lease.version),
+                    detail: Some(check.status.as_str()),
+                    ..NewEvent::about(kind, now, &lease.owner, lease.id, &lease.key)
+                },
+            )?;
+            Ok(shared.next_seq())
+        })
+    }
+
+    /// A student's heartbeat of `lease` ended: when `extended`, the lease's end as the row
+    /// now has it (else `lease_until`) and a `Heartbeat` row; else a `LeaseLost` row.
+    pub fn record_student_heartbeat(
+        &mut self,
+        join: Join,
+        lease: &Lease,
+        (now, lease_until): (i64, i64),
+        extended: bool,
+    ) -> Result<(Option<i64>, u64)> {
+        self.lab_write(join, |tx, shared| {
+            let until = if extended {
+                let held: Option<i64> = tx
+                    .prepare_cached("SELECT LockedUntilUtc FROM OutboxMessages WHERE Id = ?1")?
+                    .query_row([lease.id], |r| r.get(0))
+                    .optional()?
+                    .flatten();
+                Some(held.unwrap_or(lease_until))
+            } else {
+                None
+            };
+            let kind = match until {
+                Some(_) => LeaseEventKind::Heartbeat,
+                None => LeaseEventKind::LeaseLost,
+            };
+            record(
+                tx,
+                &NewEvent {
+                    version: Some(lease.version),
+                    until_ms: until,
+                    ..NewEvent::about(kind, now, &lease.owner, lease.id, &lease.key)
+                },
+            )?;
+            Ok((until, shared.next_seq()))
+        })
+    }
+}

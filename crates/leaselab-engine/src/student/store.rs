@@ -1,0 +1,45 @@
+//! [`StudentStore`]: a `Store` and the exercise whose statements it runs, with the
+//! sandbox's state for its connection.
+
+use std::borrow::BorrowMut;
+use std::sync::Arc;
+
+use super::sandbox::{Deadline, Refusals};
+use super::Exercise;
+use crate::store::Store;
+
+/// A `Store` whose claim, finalize and heartbeat are a student's statements. `S` is the
+/// store itself (a worker's own connection) or `&mut Store` (the explorer's, which it keeps).
+pub struct StudentStore<S = Store> {
+    store: S,
+    pub(super) exercise: Arc<Exercise>,
+    pub(super) refusals: Refusals,
+    pub(super) deadline: Deadline,
+}
+
+impl<S: BorrowMut<Store>> StudentStore<S> {
+    pub fn new(store: S, exercise: Arc<Exercise>) -> StudentStore<S> {
+        StudentStore {
+            store,
+            exercise,
+            refusals: Refusals::default(),
+            deadline: Deadline::default(),
+        }
+    }
+
+    pub fn exercise(&self) -> &Exercise {
+        &self.exercise
+    }
+
+    pub fn store(&self) -> &Store {
+        self.store.borrow()
+    }
+
+    pub fn store_mut(&mut self) -> &mut Store {
+        self.store.borrow_mut()
+    }
+
+    pub fn into_inner(self) -> S {
+        self.store
+    }
+}

@@ -1,0 +1,373 @@
+//! Exercises: every built-in starter fails its check and every model answer passes it; a
+//! student's file that reaches outside the sandbox, runs without end, does not parse or
+//! returns the wrong shape is refused by the real binary in one line with exit 2.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use leaselab::exercise::{self, check};
+
+fn leaselab(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run leaselab")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The one-owner model answer with the claim's statements replaced by `claim` (each a
+/// TOML string, written as it stands in the file): its transaction is on line 6, its
+/// first statement on line 8.
+fn with_claim(claim: &[&str]) -> String {
+    let list: Vec<String> = claim.iter().map(|s| format!("  {s},\n")).collect();
+    format!(
+        "name = \"probe\"\ntitle = \"Probe\"\ntask = \"Probe the sandbox.\"\n\n\
+         [claim]\ntransaction = \"immediate\"\nstatements = [\n{}]\n\n[finalize]\n\
+         transaction = \"immediate\"\nstatements = [\"UPDATE OutboxMessages SET Status = \
+         'Processed', ProcessedAtUtc = :now, LockedUntilUtc = NULL WHERE Id = :id AND \
+         LockedBy = :worker AND LeaseVersion = :version\"]\n",
+        list.concat()
+    )
+}
+
+/// Check `text` as the one-owner exercise: exit 2, one line on stderr, each of `needles`.
+fn refused(text: &str, needles: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.toml");
+    std::fs::write(&file, text).unwrap();
+    let o = leaselab(
+        &["exercise", "one-owner", "--check", "mine.toml"],
+        dir.path(),
+    );
+    let err = stderr(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "stderr: {err} stdout: {}",
+        stdout(&o)
+    );
+    assert_eq!(err.lines().count(), 1, "one line: {err:?}");
+    for needle in needles {
+        assert!(err.contains(needle), "{needle:?} not in {err:?}");
+    }
+    err
+}
+
+const TAKE: &str = "\"UPDATE OutboxMessages SET Status = 'Processing', LockedBy = :worker, \
+     LockedUntilUtc = :lease_until, LeaseVersion = LeaseVersion + 1, Attempts = Attempts + 1 \
+     WHERE Id = :id RETURNING Id, LeaseVersion\"";
+
+#[test]
+fn schema_changes_are_refused_before_anything_runs() {
+    for (sql, why) in [
+        ("DROP TABLE OutboxMessages", "may not drop a table"),
+        ("CREATE TABLE Mine (x INTEGER)", "may not create a table"),
+        (
+            "ALTER TABLE Payments ADD COLUMN x INTEGER",
+            "may not alter a table",
+        ),
+        (
+            "CREATE INDEX Mine ON Payments (Amount)",
+            "may not change the schema",
+        ),
+    ] {
+        let line = format!("\"{sql}\"");
+        let err = refused(
+            &with_claim(&[&line, TAKE]),
+            &[
+                "mine.toml:8: the claim's statement 1 (",
+                why,
+                "OutboxMessages and Payments only",
+            ],
+        );
+        assert!(err.contains(&sql[..10]), "{err}");
+    }
+}
+
+#[test]
+fn attach_pragma_other_tables_extensions_and_transactions_are_refused() {
+    for (sql, why) in [
+        (
+            "ATTACH DATABASE 'other.db' AS other",
+            "may not attach a database",
+        ),
+        ("PRAGMA journal_mode", "may not run a PRAGMA"),
+        (
+            "SELECT Seq AS Id, Seq AS LeaseVersion FROM LeaseEvents",
+            "may not read LeaseEvents",
+        ),
+        (
+            "SELECT 1 AS Id, 1 AS LeaseVersion FROM sqlite_master",
+            "may not read sqlite_master",
+        ),
+        (
+            "SELECT 1 AS Id, 1 AS LeaseVersion FROM Seedings",
+            "may not read Seedings",
+        ),
+        (
+            "SELECT load_extension('x') AS Id, 1 AS LeaseVersion",
+            "may not call load_extension",
+        ),
+        ("BEGIN", "may not begin, commit or roll back"),
+        ("COMMIT", "may not begin, commit or roll back"),
+        ("SAVEPOINT mine", "may not begin, commit or roll back"),
+        ("DELETE FROM sqlite_master", "sqlite_master"),
+        (
+            "INSERT INTO LeaseEvents (AtUtc, Worker, Kind) VALUES (0, 'x', 'Claimed')",
+            "may not insert into LeaseEvents",
+        ),
+    ] {
+        let line = format!("\"{sql}\"");
+        refused(
+            &with_claim(&[&line, TAKE]),
+            &["mine.toml:8: the claim's statement 1", why],
+        );
+    }
+}
+
+#[test]
+fn two_statements_in_one_string_are_refused() {
+    refused(
+        &with_claim(&["\"SELECT Id, LeaseVersion FROM OutboxMessages LIMIT 1; SELECT 1\""]),
+        &["mine.toml:8:", "more than one statement"],
+    );
+    // A forbidden second statement is refused for what it is, before anything runs.
+    refused(
+        &with_claim(&[
+            "\"SELECT Id, LeaseVersion FROM OutboxMessages LIMIT 1; DROP TABLE Payments\"",
+        ]),
+        &["mine.toml:8:", "may not drop a table"],
+    );
+}
+
+#[test]
+fn an_endless_recursive_query_is_stopped_with_a_clear_message() {
+    let endless = "\"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) \
+                   SELECT n AS Id, n AS LeaseVersion FROM r WHERE n < 0 LIMIT 1\"";
+    refused(
+        &with_claim(&[endless]),
+        &[
+            "mine.toml:8: the claim's statement 1",
+            "was stopped",
+            "WITH RECURSIVE",
+        ],
+    );
+}
+
+#[test]
+fn vacuum_is_refused_when_it_would_run() {
+    // A VACUUM attaches a database as it runs, not as it is prepared: the authorizer,
+    // still on, refuses it then, and writes no file.
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("copy.db");
+    let into = format!("\"VACUUM INTO '{}'\"", copy.display());
+    for sql in ["\"VACUUM\"", into.as_str()] {
+        let text = with_claim(&[
+            sql,
+            "\"SELECT Id, LeaseVersion FROM OutboxMessages LIMIT 1\"",
+        ])
+        .replace("\"immediate\"", "\"none\"");
+        refused(
+            &text,
+            &[
+                "mine.toml:8: the claim's statement 1",
+                "may not attach a database (nor VACUUM)",
+            ],
+        );
+    }
+    assert!(!copy.exists());
+}
+
+#[test]
+fn a_statement_may_not_make_a_gigabyte() {
+    refused(
+        &with_claim(&["\"SELECT length(randomblob(900000000)) AS Id, 1 AS LeaseVersion\""]),
+        &["mine.toml:8: the claim's statement 1", "too big"],
+    );
+}
+
+#[test]
+fn a_syntax_error_names_the_file_the_line_and_the_place() {
+    refused(
+        &with_claim(&[TAKE, "\"SELECT Id, LeaseVersion FRM OutboxMessages\""]),
+        &[
+            "mine.toml:9: the claim's statement 2",
+            "syntax error",
+            "at character 29",
+            "'OutboxMessages'",
+        ],
+    );
+}
+
+#[test]
+fn results_of_the_wrong_shape_are_refused_in_words() {
+    refused(
+        &with_claim(&["\"SELECT Id, LeaseVersion FROM OutboxMessages UNION ALL SELECT Id, LeaseVersion FROM OutboxMessages\""]),
+        &["mine.toml:8: the claim's statement 1 returned 2 rows; a claim takes one message"],
+    );
+    refused(
+        &with_claim(&["\"SELECT LeaseVersion FROM OutboxMessages LIMIT 1\""]),
+        &[
+            "mine.toml:8: the claim's statement 1 is the claim's last that returns rows",
+            "Id and LeaseVersion",
+        ],
+    );
+    refused(
+        &with_claim(&["\"SELECT 'abc' AS Id, LeaseVersion FROM OutboxMessages LIMIT 1\""]),
+        &["mine.toml:8: the claim's statement 1 returned Id = 'abc' (text); Id is an integer"],
+    );
+    refused(
+        &with_claim(&["\"SELECT 99 AS Id, 1 AS LeaseVersion\""]),
+        &["the claim returned Id = 99, which is no message"],
+    );
+}
+
+#[test]
+fn an_unknown_parameter_is_refused_with_its_name() {
+    refused(
+        &with_claim(&["\"SELECT Id FROM OutboxMessages LIMIT 1\"", "\"UPDATE OutboxMessages SET LockedBy = :foo WHERE Id = :id RETURNING Id, LeaseVersion\""]),
+        &["mine.toml:9: unknown parameter :foo in the claim's statement 2"],
+    );
+    refused(
+        &with_claim(&["\"SELECT Id, LeaseVersion FROM OutboxMessages WHERE Id = :id\""]),
+        &["mine.toml:8: the claim's statement 1 uses :id before"],
+    );
+}
+
+#[test]
+fn control_characters_in_the_file_are_printed_stripped() {
+    let hostile = "\"SELECT Id, LeaseVersion FROM `\\u001b]0;pwned\\u0007\\u001b[2JPayments`\"";
+    let err = refused(
+        &with_claim(&[hostile]),
+        &["mine.toml:8: the claim's statement 1", "pwned"],
+    );
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
+    // The title, the task and a bad transaction are text from the file too.
+    let text = with_claim(&[TAKE]).replace("\"immediate\"", "\"imm\\u001b[31mediate\"");
+    let err = refused(&text, &["mine.toml:6: the claim's transaction"]);
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+}
+
+#[test]
+fn bad_files_and_unknown_names_are_one_line_with_exit_2() {
+    refused("name = \"x\"\n[claim\n", &["mine.toml:2:"]);
+    refused(&"#".repeat(70_000), &["bytes"]);
+    let dir = tempfile::tempdir().unwrap();
+    let o = leaselab(&["exercise", "nope", "--start"], dir.path());
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("unknown exercise 'nope'; built-in exercises: one-owner, stale-finalize, takeover, heartbeat"), "{err}");
+    let o = leaselab(
+        &["exercise", "one-owner", "--check", "missing.toml"],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("missing.toml: cannot read the exercise"));
+}
+
+#[test]
+fn every_starter_fails_its_check_and_every_solution_passes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for b in &exercise::BUILT_INS {
+        let starter = b.starter();
+        let model = b.model();
+        assert_eq!(
+            (starter.name.as_str(), model.name.as_str()),
+            (b.name, b.name)
+        );
+        let failed = check::check(b.name, &starter).unwrap().unwrap();
+        assert!(
+            failed.broken.is_some(),
+            "{}'s starter passed: {:?}",
+            b.name,
+            failed.lines
+        );
+        let passed = check::check(b.name, &model).unwrap().unwrap();
+        assert_eq!(passed.broken, None, "{}: {:?}", b.name, passed.lines);
+        // The same through the binary: the printed files, checked.
+        for (flag, code) in [("--start", 1), ("--solution", 0)] {
+            let printed = leaselab(&["exercise", b.name, flag], dir.path());
+            assert_eq!(printed.status.code(), Some(0));
+            let file: PathBuf = dir.path().join(format!("{}{flag}.toml", b.name));
+            std::fs::write(&file, &printed.stdout).unwrap();
+            let o = leaselab(
+                &["exercise", b.name, "--check", file.to_str().unwrap()],
+                dir.path(),
+            );
+            assert_eq!(
+                o.status.code(),
+                Some(code),
+                "{} {flag}: {}{}",
+                b.name,
+                stdout(&o),
+                stderr(&o)
+            );
+        }
+    }
+}
+
+#[test]
+fn each_starter_breaks_the_rule_its_exercise_teaches() {
+    let broken = |name: &str| {
+        let b = exercise::built_in(name).unwrap();
+        check::check(name, &b.starter())
+            .unwrap()
+            .unwrap()
+            .broken
+            .unwrap()
+    };
+    assert!(broken("one-owner").contains("both claimed message 1"));
+    assert!(broken("stale-finalize").contains("the stale lease (LeaseVersion 1) was accepted"));
+    assert!(broken("takeover").contains("stays Processing under Worker-A's expired lease"));
+    assert!(broken("heartbeat").contains("extended the lease Worker-B holds"));
+}
+
+#[test]
+fn a_model_finalize_without_the_version_guard_accepts_a_stale_owners_finalize() {
+    let b = exercise::built_in("stale-finalize").unwrap();
+    let guarded = " AND LeaseVersion = :version";
+    assert!(b.solution.contains(guarded));
+    let text = b.solution.replace(guarded, "");
+    let weakened = leaselab::engine::student::Exercise::parse(&text, "weak.toml").unwrap();
+    let verdict = check::stale_finalize(&weakened).unwrap();
+    assert!(
+        verdict
+            .broken
+            .as_deref()
+            .is_some_and(|r| r.contains("stale lease")),
+        "{verdict:?}"
+    );
+}
+
+#[test]
+fn the_list_and_the_reference_match_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = leaselab(&["exercises"], dir.path());
+    assert_eq!(o.status.code(), Some(0));
+    let list = stdout(&o);
+    assert!(
+        list.starts_with("1 one-owner       One owner per message\n"),
+        "{list}"
+    );
+    assert_eq!(list.lines().count(), exercise::BUILT_INS.len());
+    let o = leaselab(&["exercises", "--reference"], dir.path());
+    let file = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/exercise-reference.md"),
+    )
+    .unwrap();
+    assert_eq!(
+        stdout(&o),
+        file,
+        "docs/exercise-reference.md is out of date: leaselab exercises --reference > docs/exercise-reference.md"
+    );
+}
