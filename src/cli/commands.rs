@@ -82,6 +82,12 @@ pub struct ExploreArgs {
     /// Workers holding a lease may also extend it, a heartbeat at a time.
     #[arg(long)]
     pub heartbeats: bool,
+    /// Grade a student's exercise file: the workers run its claim, finalize and heartbeat
+    /// statements on real SQLite, a statement outside a transaction a step of its own.
+    /// Exit 0 when no schedule breaks a check, 1 when one does, 2 for a file that cannot
+    /// be run.
+    #[arg(long, value_name = "FILE", conflicts_with = "mode")]
+    pub sql: Option<PathBuf>,
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,

@@ -15,6 +15,10 @@ pub enum ExploreError {
     Stopped,
     #[error(transparent)]
     Outbox(#[from] OutboxError),
+    /// A student's statement could not be run: refused by the sandbox, stopped, or of the
+    /// wrong shape. The command exits 2 for it: the file, not the search, is at fault.
+    #[error(transparent)]
+    Student(#[from] crate::engine::student::StudentError),
     #[error("a temporary folder: {0}")]
     Scratch(#[source] std::io::Error),
     /// A state's saved image was asked for after it was let go: a defect of the search.

@@ -13,6 +13,7 @@ mod oracle;
 mod report;
 mod search;
 mod store;
+mod student;
 mod world;
 
 pub use check::Check;

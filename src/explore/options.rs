@@ -133,6 +133,9 @@ pub struct ExploreOptions {
     pub broken_claim: bool,
     /// A finalize that forgets the provider's answer: another planted defect.
     pub forget_answer: bool,
+    /// The workers run a student's statements (`explore --sql FILE`) instead of the
+    /// engine's claim, finalize and heartbeat.
+    pub sql: Option<std::sync::Arc<crate::engine::student::Exercise>>,
 }
 
 impl Default for ExploreOptions {
@@ -149,6 +152,7 @@ impl Default for ExploreOptions {
             heartbeats: false,
             broken_claim: false,
             forget_answer: false,
+            sql: None,
         }
     }
 }

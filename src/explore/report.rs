@@ -102,7 +102,8 @@ impl Report {
         serde_json::json!({
             "workers": o.workers,
             "messages": o.messages,
-            "mode": o.mode.name(),
+            "mode": if o.sql.is_some() { "sql" } else { o.mode.name() },
+            "sql": o.sql.as_ref().map(|ex| crate::engine::text::printable(&ex.file).into_owned()),
             "idempotent": o.idempotent,
             "faults": o.faults.shown(),
             "heartbeats": o.heartbeats,
@@ -133,7 +134,13 @@ impl Report {
             "explored {} x {}, {}{}, faults {}: {} states, {} schedules, depth {}{} in {:.1} s\n",
             plural(o.workers as u64, "worker"),
             plural(o.messages, "message"),
-            o.mode.name(),
+            match &o.sql {
+                Some(ex) => format!(
+                    "the statements of {}",
+                    crate::engine::text::quoted(&ex.file)
+                ),
+                None => o.mode.name().to_string(),
+            },
             if o.idempotent { " with the idempotent provider" } else { "" },
             o.faults.shown(),
             self.states,
@@ -166,8 +173,12 @@ impl Report {
                 v.count,
                 v.shortest.len()
             ));
-            for line in v.steps() {
-                out.push_str(&format!("        {line}\n"));
+            for step in v.steps() {
+                // A student's step carries its statements on the lines after its own.
+                for (n, line) in step.lines().enumerate() {
+                    let indent = if n == 0 { "        " } else { "           " };
+                    out.push_str(&format!("{indent}{line}\n"));
+                }
             }
             if v.check == Check::Stuck && !o.faults.jump {
                 out.push_str(

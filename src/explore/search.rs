@@ -79,7 +79,10 @@ pub fn explore(
 ) -> Result<Report, ExploreError> {
     let started = Instant::now();
     let mut bench = Bench::new(opts)?;
-    let world = World::new(SCENARIO_START_MS, opts.workers, opts.messages);
+    let world = World {
+        sql: opts.sql.clone(),
+        ..World::new(SCENARIO_START_MS, opts.workers, opts.messages)
+    };
     let seen = Seen::read(&bench.store, &bench.provider)?;
     let key = fingerprint(&world.key(&seen));
     let mut s = Search {

@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use crate::engine::clock::hms;
 use crate::engine::outbox::prelude::*;
@@ -12,6 +13,7 @@ use crate::engine::outbox::{
 };
 use crate::engine::provider::{KeyCalls, Provider, StatusCheck};
 use crate::engine::store::Store;
+use crate::engine::student::{Exercise, OpRun};
 
 use super::check::Check;
 use super::error::ExploreError;
@@ -36,6 +38,8 @@ pub enum Local {
     Loaded(VecDeque<MessageRef>),
     /// Leasing off: the provider answered about `MessageRef`; marking it is next.
     Marking(VecDeque<MessageRef>, MessageRef, StatusCheck),
+    /// A student's operation between two of its statements (`explore --sql`).
+    Running(OpRun),
 }
 
 /// One worker process. A crash restarts it under the same name with nothing in memory; a
@@ -68,6 +72,20 @@ impl Actor {
             Local::Holding(l) | Local::Checked(l, _) => Some(l.key.clone()),
             Local::Marking(_, m, _) => Some(m.key.clone()),
             Local::Loaded(q) => q.front().map(|m| m.key.clone()),
+            Local::Running(run) => match super::student::running_about(run) {
+                Some((lease, _)) => Some(lease.key.clone()),
+                None => before
+                    .rows
+                    .iter()
+                    .find(|r| Some(r.id) == run.bound.id)
+                    .or_else(|| {
+                        before
+                            .rows
+                            .iter()
+                            .find(|r| r.status != OutboxStatus::Processed)
+                    })
+                    .map(|r| r.key.clone()),
+            },
             Local::Idle => before
                 .rows
                 .iter()
@@ -84,6 +102,8 @@ impl Actor {
                 Some(format!("{} (lease v{})", l.key, l.version))
             }
             Local::Marking(_, m, _) => Some(m.key.clone()),
+            Local::Running(run) => super::student::running_about(run)
+                .map(|(l, _)| format!("{} (lease v{})", l.key, l.version)),
         }
     }
 }
@@ -111,6 +131,9 @@ pub struct World {
     pub finalized: Vec<u32>,
     /// Checks this schedule has broken so far.
     pub broken: Vec<Check>,
+    /// The student's statements the workers run (`explore --sql`), or None for the
+    /// engine's own store.
+    pub sql: Option<Arc<Exercise>>,
 }
 
 /// What the database and the provider hold in one state, read once.
@@ -168,6 +191,7 @@ impl World {
                 .collect(),
             finalized: vec![0; messages as usize + 1],
             broken: Vec::new(),
+            sql: None,
         }
     }
 
@@ -201,10 +225,14 @@ impl World {
     /// Whether `m` may write to the database (a claim, a finalize, a mark); every other
     /// move changes only the workers' memory, the clock or the provider.
     pub fn writes(&self, m: Move, mode: Mode) -> bool {
+        if let (Some(_), Move::Step(i)) = (&self.sql, m) {
+            // A student's statement may write; only the provider call surely does not.
+            return !matches!(self.actors[i].local, Local::Holding(_));
+        }
         match m {
             Move::Step(i) => match &self.actors[i].local {
                 Local::Idle => mode.leasing(),
-                Local::Checked(..) | Local::Marking(..) => true,
+                Local::Checked(..) | Local::Marking(..) | Local::Running(_) => true,
                 Local::Holding(_) | Local::Loaded(_) => false,
             },
             Move::Beat(_) => true,
@@ -228,7 +256,10 @@ impl World {
         };
         let text = match m {
             Move::Step(i) => self.step(i, mode, before, store, provider, &mut broke)?,
-            Move::Beat(i) => self.beat(i, store)?,
+            Move::Beat(i) => match self.sql.clone() {
+                Some(ex) => self.student_beat(i, &ex, (before, store), &mut broke)?,
+                None => self.beat(i, store)?,
+            },
             Move::Crash(i) => {
                 let a = &mut self.actors[i];
                 let held = a
@@ -301,12 +332,19 @@ impl World {
         provider: &Provider,
         broke: &mut Vec<Check>,
     ) -> Result<String, ExploreError> {
+        if let Some(ex) = self.sql.clone() {
+            if let Some(text) = self.student_step(i, &ex, (before, store), broke)? {
+                return Ok(text);
+            }
+        }
         let who = self.actors[i].shown();
         let name = self.actors[i].name.clone();
         let local = std::mem::replace(&mut self.actors[i].local, Local::Idle);
         let (next, text) = match local {
             Local::Idle if mode.leasing() => self.claim(&who, &name, before, store, broke)?,
             Local::Idle => self.load(&who, store)?,
+            // Only a student's operation leaves a worker between statements.
+            Local::Running(run) => (Local::Running(run), format!("{who} waits")),
             Local::Holding(lease) => {
                 let check = provider.check_status(&lease.key);
                 let text = called(&who, &lease.key, &check, provider);

@@ -6,13 +6,25 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use leaselab::exercise;
 use leaselab::explore::{self, ExploreOptions, Mode};
 
 use crate::cli::commands::{ExploreArgs, ExploreMode};
 use crate::cli::{runtime_error, usage_error, Out};
 
-fn options(a: &ExploreArgs) -> ExploreOptions {
-    ExploreOptions {
+fn options(a: &ExploreArgs) -> Result<ExploreOptions, ExitCode> {
+    let sql = match a.sql.as_deref().map(exercise::load_file).transpose() {
+        Ok(sql) => sql.map(std::sync::Arc::new),
+        Err(e) => return Err(usage_error(e)),
+    };
+    // An exercise with a heartbeat is graded with it; one without cannot be asked for one.
+    let beats = sql.as_ref().map(|ex| ex.heartbeat.is_some());
+    if a.heartbeats && beats == Some(false) {
+        return Err(usage_error(
+            "--heartbeats: the exercise defines no [heartbeat] to run",
+        ));
+    }
+    Ok(ExploreOptions {
         workers: a.workers as usize,
         messages: a.messages as u64,
         mode: match a.mode {
@@ -20,15 +32,18 @@ fn options(a: &ExploreArgs) -> ExploreOptions {
             ExploreMode::OwnerGuard => Mode::OwnerGuard,
             ExploreMode::FencingToken => Mode::FencingToken,
         },
-        idempotent: a.idempotent,
+        // A student's SQL cannot make the provider do a payment once: the graded world's
+        // provider honours the idempotency key, so the checks judge the SQL alone.
+        idempotent: a.idempotent || sql.is_some(),
         faults: a.faults,
         max_depth: a.max_depth as usize,
         max_states: a.max_states as usize,
         max_memory_mib: a.max_memory as usize,
-        heartbeats: a.heartbeats,
+        heartbeats: a.heartbeats || beats == Some(true),
         broken_claim: false,
         forget_answer: false,
-    }
+        sql,
+    })
 }
 
 /// A spinner with the search's figures, on a terminal only.
@@ -56,7 +71,10 @@ pub(crate) fn explore(a: &ExploreArgs) -> ExitCode {
             return usage_error(format!("--save-lesson {} {what}", path.display()));
         }
     }
-    let opts = options(a);
+    let opts = match options(a) {
+        Ok(opts) => opts,
+        Err(code) => return code,
+    };
     let signals = match leaselab::signals::watch() {
         Ok(rx) => rx,
         Err(e) => return runtime_error(e),
@@ -86,6 +104,8 @@ pub(crate) fn explore(a: &ExploreArgs) -> ExitCode {
     }
     let report = match result {
         Ok(r) => r,
+        // The student's file is at fault, not the search: the user's to fix.
+        Err(explore::ExploreError::Student(e)) if e.is_students() => return usage_error(e),
         Err(e) => return runtime_error(format!("explore: {e}")),
     };
     let mut out = Out::new();

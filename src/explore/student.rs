@@ -1,0 +1,273 @@
+//! A student's statements in the explorer (`explore --sql FILE`): a worker's claim,
+//! finalize and heartbeat are the exercise's operations, run on the explorer's own SQLite
+//! database through the sandbox. An operation whose statements run each on its own takes
+//! one move per statement, so another worker may run between two of them; one in a
+//! transaction is one move. The checks judge what the statements did with the explorer's
+//! own oracle, as they judge the engine's store.
+
+use std::sync::Arc;
+
+use crate::engine::clock::hms;
+use crate::engine::outbox::{Lease, OutboxStatus};
+use crate::engine::provider::StatusCheck;
+use crate::engine::store::Store;
+use crate::engine::student::{
+    Exercise, OpKind, OpResult, OpRun, Shown, ShownStatement, Step, StudentError, StudentStore,
+};
+use crate::engine::text::printable;
+
+use super::check::Check;
+use super::error::ExploreError;
+use super::options::LEASE_MS;
+use super::oracle::holds_live_lease;
+use super::world::{Local, Seen, World};
+
+/// The longest statement a step shows, in characters; a longer one ends with `…`.
+const SHOWN_SQL_CHARS: usize = 600;
+
+impl World {
+    /// A worker's next step when its cycle runs a student's statements: the next statement
+    /// of the claim, the finalize or the heartbeat it is in, or the first of one it starts.
+    /// None when the step is not the student's (the provider call).
+    pub(super) fn student_step(
+        &mut self,
+        i: usize,
+        exercise: &Arc<Exercise>,
+        (before, store): (&Seen, &mut Store),
+        broke: &mut Vec<Check>,
+    ) -> Result<Option<String>, ExploreError> {
+        let now = self.now;
+        let name = self.actors[i].name.clone();
+        let run = match &self.actors[i].local {
+            Local::Idle => OpRun::claim(&name, now, LEASE_MS),
+            Local::Checked(lease, check) => OpRun::finalize(lease, check, now),
+            Local::Running(run) => run.clone(),
+            _ => return Ok(None),
+        };
+        self.run_statement(i, run, exercise, (before, store), broke)
+            .map(Some)
+    }
+
+    /// A heartbeat of the lease worker `i` holds, the exercise's statements.
+    pub(super) fn student_beat(
+        &mut self,
+        i: usize,
+        exercise: &Arc<Exercise>,
+        (before, store): (&Seen, &mut Store),
+        broke: &mut Vec<Check>,
+    ) -> Result<String, ExploreError> {
+        let Local::Holding(lease) = &self.actors[i].local else {
+            return Ok(format!(
+                "{} holds nothing to extend",
+                self.actors[i].shown()
+            ));
+        };
+        let run = OpRun::heartbeat(lease, self.now, LEASE_MS);
+        self.run_statement(i, run, exercise, (before, store), broke)
+    }
+
+    /// One step of `run` for worker `i`: what it ran, and when the operation is done, what
+    /// the worker now holds and the checks its result broke.
+    fn run_statement(
+        &mut self,
+        i: usize,
+        mut run: OpRun,
+        exercise: &Arc<Exercise>,
+        (before, store): (&Seen, &mut Store),
+        broke: &mut Vec<Check>,
+    ) -> Result<String, ExploreError> {
+        let who = self.actors[i].shown();
+        let total = exercise
+            .operation(run.kind)
+            .map_or(0, |op| op.statements.len());
+        let first = run.next;
+        let mut student = StudentStore::new(&mut *store, exercise.clone());
+        let (step, shown) = match student.step(&mut run) {
+            Ok(done) => done,
+            // The schema refused what the statement wrote (a CHECK, a NOT NULL): as for a
+            // real worker, the statement fails and the operation ends with nothing, its
+            // transaction (if any) rolled back.
+            Err(e) => match schema_refusal(&e) {
+                Some(why) => {
+                    let line = run.next.min(total.saturating_sub(1));
+                    self.actors[i].local = Local::Idle;
+                    return Ok(format!(
+                        "{who} runs its {}, statement {} of {total}: the database refuses it \
+                         ({why}), so the {} ends with nothing",
+                        run.kind.name(),
+                        line + 1,
+                        run.kind.name()
+                    ));
+                }
+                None => return Err(e.into()),
+            },
+        };
+        let ran = told(&who, &run, (first, total), &shown);
+        let (next, outcome) = match step {
+            Step::Continue => (Local::Running(run), String::new()),
+            Step::Done(result) => self.ended(&run, result, before, broke),
+        };
+        self.actors[i].local = next;
+        Ok(format!("{ran}{outcome}"))
+    }
+
+    /// What an operation's result leaves the worker holding, told, with the checks broken.
+    fn ended(
+        &mut self,
+        run: &OpRun,
+        result: OpResult,
+        before: &Seen,
+        broke: &mut Vec<Check>,
+    ) -> (Local, String) {
+        let now = self.now;
+        let row = |id: i64| before.rows.iter().find(|r| r.id == id);
+        match result {
+            OpResult::Claimed(lease) => {
+                // Judged by the explorer's own oracle: the row as it was before this step.
+                if row(lease.id).is_some_and(|r| holds_live_lease(r, now)) {
+                    broke.push(Check::LeaseExclusivity);
+                }
+                let text = format!(
+                    ": it claims {} (lease v{}, until {})",
+                    lease.key,
+                    lease.version,
+                    hms(lease.until_ms)
+                );
+                (Local::Holding(lease), text)
+            }
+            OpResult::NoRow => (Local::Idle, ": it finds nothing to claim".into()),
+            OpResult::Accepted => {
+                let Some(lease) = &run.lease else {
+                    return (Local::Idle, String::new());
+                };
+                self.finalized[lease.id as usize] += 1;
+                let text = match row(lease.id) {
+                    Some(r) if held(r, lease) => {
+                        format!(": finalize of {} accepted", lease.key)
+                    }
+                    r => {
+                        broke.push(Check::NonOwnerFinalize);
+                        format!(
+                            ": finalize of {} under lease v{} accepted, though the row was at \
+                             lease v{}{}",
+                            lease.key,
+                            lease.version,
+                            r.map_or(0, |r| r.lease_version),
+                            r.and_then(|r| r.locked_by.as_deref())
+                                .map(|o| format!(" owned by {}", printable(o)))
+                                .unwrap_or_default()
+                        )
+                    }
+                };
+                (Local::Idle, text)
+            }
+            OpResult::Rejected => (
+                Local::Idle,
+                ": finalize rejected, the lease is no longer its".into(),
+            ),
+            OpResult::Extended(until) => {
+                let Some(mut lease) = run.lease.clone() else {
+                    return (Local::Idle, String::new());
+                };
+                let was_held = row(lease.id).is_some_and(|r| held(r, &lease));
+                lease.until_ms = until;
+                let mut text = format!(
+                    ": its lease on {} (v{}) now runs until {}",
+                    lease.key,
+                    lease.version,
+                    hms(until)
+                );
+                if !was_held {
+                    // It now believes it holds a live lease on a row it does not own.
+                    broke.push(Check::LeaseExclusivity);
+                    text.push_str(", though the lease was no longer its");
+                }
+                (Local::Holding(lease), text)
+            }
+            OpResult::Lost => (
+                Local::Idle,
+                ": the lease is lost and it gives the message up".into(),
+            ),
+        }
+    }
+}
+
+/// The schema's own refusal behind a failed statement (`CHECK constraint failed: …`), if
+/// that is what stopped it.
+fn schema_refusal(e: &StudentError) -> Option<String> {
+    let StudentError::Student {
+        cause: Some(cause), ..
+    } = e
+    else {
+        return None;
+    };
+    let rusqlite::Error::SqliteFailure(f, msg) = cause.as_ref() else {
+        return None;
+    };
+    (f.code == rusqlite::ErrorCode::ConstraintViolation)
+        .then(|| printable(msg.as_deref().unwrap_or("a constraint failed")).into_owned())
+}
+
+/// The row is Processing under this very lease: its owner and its fencing token.
+fn held(row: &crate::engine::outbox::MessageRow, lease: &Lease) -> bool {
+    row.status == OutboxStatus::Processing
+        && row.locked_by.as_deref() == Some(lease.owner.as_str())
+        && row.lease_version == lease.version
+}
+
+/// `Worker-A runs its claim, statement 1 of 2 (line 7)` and each statement it ran, with
+/// its parameters and its effect, one per line.
+fn told(who: &str, run: &OpRun, (first, total): (usize, usize), shown: &Shown) -> String {
+    let what = match run.kind {
+        OpKind::Claim => "claim",
+        OpKind::Finalize => "finalize",
+        OpKind::Heartbeat => "heartbeat",
+    };
+    let n = shown.statements.len();
+    let which = match (n, total) {
+        (_, 1) => String::new(),
+        (1, _) => format!(", statement {} of {total}", first + 1),
+        _ => format!(", statements {}-{} of {total}", first + 1, first + n),
+    };
+    let rolled = if shown.rolled_back {
+        " (its transaction rolled back)"
+    } else {
+        ""
+    };
+    let mut out = format!("{who} runs its {what}{which}{rolled}");
+    for s in &shown.statements {
+        out.push_str(&statement_lines(s));
+    }
+    out
+}
+
+/// One statement as a counterexample prints it: `line 7: SELECT …`, its parameters and
+/// its effect, each line after a newline.
+fn statement_lines(s: &ShownStatement) -> String {
+    let sql: String = one_line(&printable(&s.sql));
+    let sql = match sql.char_indices().nth(SHOWN_SQL_CHARS) {
+        Some((at, _)) => format!("{}…", &sql[..at]),
+        None => sql,
+    };
+    let params: Vec<String> = s
+        .parameters
+        .iter()
+        .map(|(name, value)| format!("{} = {}", printable(name), printable(value)))
+        .collect();
+    let mut out = format!("\n  line {}: {sql}", s.line);
+    if !params.is_empty() {
+        out.push_str(&format!("\n    with {}", params.join(", ")));
+    }
+    out.push_str(&format!("\n    → {}", printable(&s.effect)));
+    out
+}
+
+/// A statement's whitespace folded to single spaces.
+fn one_line(sql: &str) -> String {
+    sql.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The provider's answer a finalize in progress carries (for a worker's memory shown).
+pub(super) fn running_about(run: &OpRun) -> Option<(&Lease, Option<&StatusCheck>)> {
+    run.lease.as_ref().map(|l| (l, run.answer.as_ref()))
+}
