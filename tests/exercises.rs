@@ -125,6 +125,15 @@ fn attach_pragma_other_tables_extensions_and_transactions_are_refused() {
             "INSERT INTO LeaseEvents (AtUtc, Worker, Kind) VALUES (0, 'x', 'Claimed')",
             "may not insert into LeaseEvents",
         ),
+        // The pages of the database itself, which the explorer writes to return to a state.
+        (
+            "SELECT pgno AS Id, 1 AS LeaseVersion FROM sqlite_dbpage",
+            "may not read sqlite_dbpage",
+        ),
+        (
+            "INSERT INTO sqlite_dbpage (pgno, data) VALUES (1, NULL)",
+            "may not insert into sqlite_dbpage",
+        ),
     ] {
         let line = format!("\"{sql}\"");
         refused(

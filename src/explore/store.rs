@@ -100,6 +100,9 @@ impl Bench {
     }
 
     pub(crate) fn restore(&mut self, image: &Image) -> Result<(), ExploreError> {
+        if self.store.restore_pages(&image.0)? {
+            return Ok(());
+        }
         let bytes = self.pages.join(image);
         self.store.restore_image(bytes).map_err(ExploreError::from)
     }

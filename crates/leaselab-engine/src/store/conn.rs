@@ -147,11 +147,13 @@ impl Store {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_handler(Some(busy_handler))?;
+        stable_plans(&conn)?;
         Ok(Store {
             conn: Conn::new(conn),
             path: path.to_path_buf(),
             shared: Arc::new(StoreShared::default()),
             rules: Default::default(),
+            sandbox: None,
         })
     }
 
@@ -160,16 +162,19 @@ impl Store {
     pub fn open_untouched(path: &Path) -> Result<Store> {
         refuse_special_path(path)?;
         let conn = open_untouched(path)?;
+        stable_plans(&conn)?;
         Ok(Store {
             conn: Conn::new(conn),
             path: path.to_path_buf(),
             shared: Arc::new(StoreShared::default()),
             rules: Default::default(),
+            sandbox: None,
         })
     }
 
     fn configure(mut conn: Connection, path: &Path, shared: Arc<StoreShared>) -> Result<Store> {
         conn.busy_handler(Some(busy_handler))?;
+        stable_plans(&conn)?;
         let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(OutboxError::Io(format!(
@@ -193,6 +198,7 @@ impl Store {
             path: path.to_path_buf(),
             shared,
             rules: Default::default(),
+            sandbox: None,
         })
     }
 
@@ -286,4 +292,16 @@ pub(super) fn open_untouched(path: &Path) -> rusqlite::Result<Connection> {
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
+}
+
+/// A statement keeps the plan it was prepared with whatever values are bound to it. Left to
+/// itself, SQLite prepares a statement again whenever a new value is bound to a parameter
+/// that a plan could turn on (a `LIMIT ?`, a `LIKE ?`): the same work over and over for a
+/// statement run once per message or per state explored.
+fn stable_plans(conn: &Connection) -> Result<()> {
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
+    Ok(())
 }

@@ -159,6 +159,9 @@ pub struct Store {
     shared: Arc<StoreShared>,
     /// Weaker rules the explorer compares against leaselab's own (never set otherwise).
     rules: image::Rules,
+    /// The sandbox's hooks, installed on this connection the first time a student's
+    /// statements run and asked only while they do (see [`Store::sandboxed`]).
+    sandbox: Option<student::Gate>,
 }
 
 impl fmt::Debug for Store {

@@ -6,6 +6,7 @@
 use rusqlite::hooks::{AuthContext, Authorization};
 use rusqlite::limits::Limit;
 use rusqlite::{Connection, OptionalExtension};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::claim::record_claim;
 use super::conn::End;
@@ -41,27 +42,64 @@ struct Found {
     until: Option<i64>,
 }
 
+/// The authorizer and the progress handler of a student's statements while they run.
+type Authorize = Box<dyn FnMut(AuthContext<'_>) -> Authorization + Send>;
+type Progress = Box<dyn FnMut() -> bool + Send>;
+
+/// The sandbox's hooks as the connection holds them: installed once, since setting an
+/// authorizer makes SQLite prepare every statement of the connection again, and each
+/// asking the closures of the student's run in progress, or allowing everything when none
+/// is (the lab's own statements).
+#[derive(Clone, Default)]
+pub(super) struct Gate(Arc<Mutex<(Option<Authorize>, Option<Progress>)>>);
+
+impl Gate {
+    fn hooks(&self) -> MutexGuard<'_, (Option<Authorize>, Option<Progress>)> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn install(&self, c: &mut Connection) -> Result<()> {
+        let gate = self.clone();
+        c.authorizer(Some(move |ctx: AuthContext<'_>| {
+            match &mut gate.hooks().0 {
+                Some(authorize) => authorize(ctx),
+                None => Authorization::Allow,
+            }
+        }))?;
+        let gate = self.clone();
+        c.progress_handler(
+            1_000,
+            Some(move || gate.hooks().1.as_mut().is_some_and(|progress| progress())),
+        )?;
+        Ok(())
+    }
+}
+
 impl Store {
-    /// `body` with `authorize` as this connection's authorizer, `progress` asked every
-    /// thousand virtual-machine steps whether to interrupt the statement, and no string or
-    /// blob longer than [`STUDENT_LENGTH_LIMIT`]; all three are undone before this returns,
-    /// so the lab's own statements run without them.
+    /// `body` with `authorize` asked about every statement prepared, `progress` asked
+    /// every thousand virtual-machine steps whether to interrupt the statement, and no
+    /// string or blob longer than [`STUDENT_LENGTH_LIMIT`]; all three are undone before
+    /// this returns, so the lab's own statements run without them.
     pub fn sandboxed<T>(
         &mut self,
         authorize: impl FnMut(AuthContext<'_>) -> Authorization + Send + 'static,
         progress: impl FnMut() -> bool + Send + 'static,
         body: impl FnOnce(&Connection) -> T,
     ) -> Result<T> {
-        self.conn.with_mut(|c| {
-            let length = c.set_limit(Limit::SQLITE_LIMIT_LENGTH, STUDENT_LENGTH_LIMIT)?;
-            c.authorizer(Some(authorize))?;
-            c.progress_handler(1_000, Some(progress))?;
-            let out = body(c);
-            c.authorizer(None::<fn(AuthContext<'_>) -> Authorization>)?;
-            c.progress_handler(0, None::<fn() -> bool>)?;
-            c.set_limit(Limit::SQLITE_LIMIT_LENGTH, length)?;
-            Ok(out)
-        })
+        if self.sandbox.is_none() {
+            let gate = Gate::default();
+            self.conn.with_mut(|c| gate.install(c))?;
+            self.sandbox = Some(gate);
+        }
+        let gate = self.sandbox.clone().expect("installed above");
+        let length = self
+            .conn
+            .set_limit(Limit::SQLITE_LIMIT_LENGTH, STUDENT_LENGTH_LIMIT)?;
+        *gate.hooks() = (Some(Box::new(authorize)), Some(Box::new(progress)));
+        let out = body(&self.conn);
+        *gate.hooks() = (None, None);
+        self.conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, length)?;
+        Ok(out)
     }
 
     /// The commit stamp of an operation that wrote nothing (a claim that found no row).
