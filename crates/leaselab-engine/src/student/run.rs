@@ -373,7 +373,9 @@ impl Sandbox<'_> {
     ) -> Result<Ran, StudentError> {
         let fail = |e: rusqlite::Error| self.failed(kind, index, s, e);
         self.refusals.take();
-        let mut stmt = conn.prepare(&s.sql).map_err(|e| {
+        // Kept prepared between runs; only ever run here, inside the sandbox, so that were
+        // SQLite to prepare it again, the authorizer would be asked again.
+        let mut stmt = conn.prepare_cached(&s.sql).map_err(|e| {
             let e = prepare_error(self.refusals, self.file, kind, index, s, e);
             StudentError::Student {
                 file: e.file,
