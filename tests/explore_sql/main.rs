@@ -5,6 +5,7 @@
 
 #[path = "../support/mod.rs"]
 mod support;
+mod built_in;
 
 use std::path::{Path, PathBuf};
 
