@@ -2,7 +2,7 @@
 //! faults, so the first schedule found to break a check is a shortest one; a state already
 //! seen is known by its fingerprint and not explored again.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::engine::clock::SCENARIO_START_MS;
@@ -56,13 +56,20 @@ struct Node {
     parent: Option<(usize, Move, String)>,
     depth: usize,
     saved: Option<(Image, ProviderState)>,
+    /// The first message not yet Processed, by its Id (`None`: every message is).
+    unfinished: Option<i64>,
+    /// Every move from this state was taken (it was not cut off by the depth or a limit).
+    complete: bool,
 }
 
 /// The breadth-first search's bookkeeping.
 struct Search {
     opts: ExploreOptions,
     nodes: Vec<Node>,
-    seen: HashSet<u128>,
+    /// Each state reached, by its fingerprint: the node it is.
+    seen: HashMap<u128, u32>,
+    /// The moves that are not faults, from state to state: what the stuck check follows.
+    steps: Vec<(u32, u32)>,
     queue: VecDeque<usize>,
     schedules: u64,
     depth: usize,
@@ -92,8 +99,11 @@ pub fn explore(
             parent: None,
             depth: 0,
             saved: Some((bench.image()?, bench.provider.state())),
+            unfinished: unfinished(&seen),
+            complete: false,
         }],
-        seen: HashSet::from([key]),
+        seen: HashMap::from([(key, 0)]),
+        steps: Vec::new(),
         queue: VecDeque::from([0]),
         schedules: 0,
         depth: 0,
@@ -133,7 +143,16 @@ pub fn explore(
             break;
         }
     }
+    s.find_stuck();
     Ok(s.report(closed, started.elapsed()))
+}
+
+/// The first message of `seen` not yet Processed.
+fn unfinished(seen: &Seen) -> Option<i64> {
+    seen.rows
+        .iter()
+        .find(|r| r.status != crate::engine::outbox::OutboxStatus::Processed)
+        .map(|r| r.id)
 }
 
 impl Search {
@@ -149,8 +168,6 @@ impl Search {
         bench.provider.set_state(&provider);
         let seen = Seen::read(&bench.store, &bench.provider)?;
         let world = self.nodes[i].world.clone();
-        let own_key = fingerprint(&world.key(&seen));
-        let mut progressed = false;
         // The moves that leave the database alone come first: they need no restore, and
         // their states share the image. After a write, the image is put back.
         let beats = self.opts.heartbeats && self.opts.mode.leasing();
@@ -173,25 +190,25 @@ impl Search {
                 Move::Jump => !self.opts.faults.jump,
                 Move::Step(_) | Move::Wake(_) | Move::Beat(_) => false,
             };
-            if !is_fault && key != own_key {
-                progressed = true;
+            let to = match self.seen.get(&key) {
+                Some(&known) => known,
+                None => {
+                    if self.nodes.len() >= self.opts.max_states {
+                        self.cut = Some(Cut::States);
+                        return Ok(());
+                    }
+                    let n = self.nodes.len() as u32;
+                    self.seen.insert(key, n);
+                    let image = if wrote { bench.image()? } else { image.clone() };
+                    self.keep(i, mv, next, done, (image, bench.provider.state()));
+                    n
+                }
+            };
+            if !is_fault && to as usize != i {
+                self.steps.push((i as u32, to));
             }
-            if self.seen.contains(&key) {
-                continue;
-            }
-            if self.nodes.len() >= self.opts.max_states {
-                self.cut = Some(Cut::States);
-                return Ok(());
-            }
-            self.seen.insert(key);
-            let image = if wrote { bench.image()? } else { image.clone() };
-            self.keep(i, mv, next, done, (image, bench.provider.state()));
         }
-        if !seen.finished() && !progressed && !world.broken.contains(&Check::Stuck) {
-            let about = about(Check::Stuck, &world, &seen, None);
-            self.counts[Self::at(Check::Stuck)] += 1;
-            self.found(Check::Stuck, i, &about);
-        }
+        self.nodes[i].complete = true;
         Ok(())
     }
 
@@ -214,6 +231,8 @@ impl Search {
             parent: Some((i, mv, done.text)),
             depth,
             saved: Some(saved),
+            unfinished: unfinished(&done.seen),
+            complete: false,
         });
         let n = self.nodes.len() - 1;
         for (c, about) in abouts {
@@ -221,6 +240,53 @@ impl Search {
         }
         self.depth = self.depth.max(depth);
         self.queue.push_back(n);
+    }
+
+    /// The states from which no schedule without a fault finishes every message: not
+    /// one where every move leaves it as it is, but also one whose moves only go round (a
+    /// claim that reads a message, fails to take it and starts again). A state counts as
+    /// able to finish when it is finished, when its moves were cut off by the depth or a
+    /// limit (what lies beyond is not known), or when a move that is not a fault leads to
+    /// such a state. The first stuck state in the search's order is a shallowest one.
+    fn find_stuck(&mut self) {
+        let n = self.nodes.len();
+        // The moves turned round, as one array: the states each state is reached from.
+        let mut start = vec![0u32; n + 1];
+        for &(_, to) in &self.steps {
+            start[to as usize + 1] += 1;
+        }
+        for k in 0..n {
+            start[k + 1] += start[k];
+        }
+        let mut fill = start.clone();
+        let mut from = vec![0u32; self.steps.len()];
+        for &(f, to) in &self.steps {
+            from[fill[to as usize] as usize] = f;
+            fill[to as usize] += 1;
+        }
+        let mut can_finish: Vec<bool> = self
+            .nodes
+            .iter()
+            .map(|node| node.unfinished.is_none() || !node.complete)
+            .collect();
+        let mut todo: Vec<usize> = (0..n).filter(|&k| can_finish[k]).collect();
+        while let Some(k) = todo.pop() {
+            for &f in &from[start[k] as usize..start[k + 1] as usize] {
+                if !can_finish[f as usize] {
+                    can_finish[f as usize] = true;
+                    todo.push(f as usize);
+                }
+            }
+        }
+        let stuck: Vec<usize> = (0..n).filter(|&k| !can_finish[k]).collect();
+        self.counts[Self::at(Check::Stuck)] = stuck.len() as u64;
+        if let Some(&first) = stuck.first() {
+            let key = self.nodes[first]
+                .unfinished
+                .map(|id| crate::engine::outbox::payment_key(id as u64))
+                .unwrap_or_default();
+            self.found(Check::Stuck, first, &key);
+        }
     }
 
     fn at(c: Check) -> usize {
@@ -306,6 +372,7 @@ fn about(c: Check, world: &World, seen: &Seen, moved: Option<&str>) -> String {
             })
             .map(|r| r.key.clone()),
         Check::NonOwnerFinalize | Check::LeaseExclusivity => moved.map(str::to_string),
+        // Found once the search is over (`find_stuck`), from what each state kept.
         Check::Stuck => None,
     };
     found

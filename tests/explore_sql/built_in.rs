@@ -57,7 +57,11 @@ fn every_starter_is_caught_with_its_statements_on_show() {
         let claim = &starter.claim.statements[0];
         let at = format!("line {}: ", claim.line);
         assert!(text.contains(&at), "{}: the claim's line: {text}", b.name);
-        assert!(text.contains("with :now = "), "{}: its parameters: {text}", b.name);
+        assert!(
+            text.contains("with :now = "),
+            "{}: its parameters: {text}",
+            b.name
+        );
     }
 }
 
@@ -73,9 +77,7 @@ fn every_model_answer_passes_every_schedule() {
 #[test]
 fn a_model_answer_without_the_fencing_token_is_a_finalize_by_a_non_owner() {
     let b = built_in("stale-finalize").expect("a built-in");
-    let text = b
-        .solution
-        .replace(" AND LeaseVersion = :version\"]", "\"]");
+    let text = b.solution.replace(" AND LeaseVersion = :version\"]", "\"]");
     assert_ne!(text, b.solution, "the guard was in the model answer");
     let file = "assets/exercises/stale-finalize.solution.toml";
     let r = grade(Exercise::parse(&text, file).expect("it loads"), 8);

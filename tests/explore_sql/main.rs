@@ -3,9 +3,9 @@
 //! check it breaks, with a shortest schedule that shows the statements; a file that cannot
 //! be run is refused with exit 2, a statement that runs too long is stopped.
 
+mod built_in;
 #[path = "../support/mod.rs"]
 mod support;
-mod built_in;
 
 use std::path::{Path, PathBuf};
 
@@ -190,6 +190,31 @@ fn a_claim_of_pending_rows_only_leaves_a_crashed_workers_message_stuck() {
     );
     let r = grade(&path, 2, 1, 8);
     assert!(broken(&r).contains(&Check::Stuck), "{}", r.text());
+}
+
+/// A claim that finds an expired lease but whose take asks for Pending only goes round for
+/// ever: it reads the crashed worker's message, fails to take it, and reads it again. No
+/// move leaves that state alone, yet none gets anywhere: stuck all the same.
+#[test]
+fn a_claim_that_reads_an_expired_lease_but_cannot_take_it_goes_round_and_is_stuck() {
+    let dir = tempfile::tempdir().unwrap();
+    let round = vec![
+        format!(
+            "SELECT Id, LeaseVersion FROM OutboxMessages WHERE {CLAIMABLE} ORDER BY Id LIMIT 1"
+        ),
+        format!("{TAKE} WHERE Id = :id AND Status = 'Pending' RETURNING Id, LeaseVersion"),
+    ];
+    let path = write(
+        &dir,
+        "round.toml",
+        &file("none", &round, FENCED_FINALIZE, None),
+    );
+    let r = grade(&path, 2, 1, 8);
+    assert_eq!(broken(&r), [Check::Stuck], "{}", r.text());
+    let v = r.verdicts.iter().find(|v| v.check == Check::Stuck).unwrap();
+    // Claim (two statements), crash: the shortest way there.
+    assert_eq!(v.shortest.len(), 3, "{}", r.text());
+    assert_eq!(v.about, "PAY-001", "{}", r.text());
 }
 
 #[test]
