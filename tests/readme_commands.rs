@@ -153,22 +153,42 @@ fn effectum_program(dir: &Path) -> std::path::PathBuf {
     stand_in(dir, "effectum-stand-in", EFFECTUM_ANSWER)
 }
 
+/// The files a page's commands read that its text makes: the README's lesson for
+/// `my-lesson.toml`, the starter `exercise one-owner --start > mine.toml` writes, and the
+/// two tries docs/teaching-sql.md has a student make of it, each as the page says.
+fn page_files(dir: &Path, readme: &str) {
+    std::fs::write(dir.join("my-lesson.toml"), example_lesson(readme)).unwrap();
+    let starter = leaselab::exercise::built_in("one-owner").unwrap().start;
+    std::fs::write(dir.join("mine.toml"), starter).unwrap();
+    let take = " WHERE Id = :id RETURNING Id, LeaseVersion";
+    assert!(starter.contains(take), "the starter's take is as the page shows it");
+    let first = " WHERE Id = :id AND Status = 'Pending' RETURNING Id, LeaseVersion";
+    std::fs::write(dir.join("first-try.toml"), starter.replace(take, first)).unwrap();
+    let second = " WHERE Id = :id AND ((Status = 'Pending' AND AvailableAtUtc <= :now) \
+                  OR (Status = 'Processing' AND LockedUntilUtc < :now)) RETURNING Id, LeaseVersion";
+    std::fs::write(dir.join("second-try.toml"), starter.replace(take, second)).unwrap();
+}
+
 /// Run the README's command lines that `pick` chooses, each as the README says it exits;
 /// returns how many ran.
 fn run_readme_lines(pick: impl Fn(&Line) -> bool) -> usize {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md");
+    run_page_lines("README.md", pick)
+}
+
+/// Run the command lines of `page` (a path from the repository's root) that `pick`
+/// chooses, each as the page says it exits; returns how many ran.
+fn run_page_lines(page: &str, pick: impl Fn(&Line) -> bool) -> usize {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let text = std::fs::read_to_string(root.join(page)).expect("the page");
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("my-lesson.toml"), example_lesson(&readme)).unwrap();
-    // The file the README's `exercise one-owner --start > mine.toml` writes.
-    let starter = leaselab::exercise::built_in("one-owner").unwrap().start;
-    std::fs::write(dir.path().join("mine.toml"), starter).unwrap();
+    page_files(dir.path(), &readme);
     let effectum = effectum_program(dir.path());
     // `$LEASELAB_PG_URL` stands for a database made for this test and dropped after it.
     let scratch = pg_support::scratch("readme");
     let pg = scratch.as_ref().map(|db| db.url.clone());
     let mut ran = 0;
-    for line in commands(&readme).iter().filter(|l| pick(l)) {
+    for line in commands(&text).iter().filter(|l| pick(l)) {
         let Some(words) = runnable(&line.words, pg.as_deref(), &effectum) else {
             continue;
         };
@@ -182,7 +202,7 @@ fn run_readme_lines(pick: impl Fn(&Line) -> bool) -> usize {
         assert_eq!(
             o.status.code(),
             Some(want),
-            "leaselab {} (README: {:?})\nstdout:\n{}\nstderr:\n{}",
+            "leaselab {} ({page}: {:?})\nstdout:\n{}\nstderr:\n{}",
             args.join(" "),
             line.comment,
             stdout(&o),
@@ -223,4 +243,10 @@ fn the_readme_lines_include_the_retry_and_dead_letter_examples() {
     ] {
         assert!(lines.iter().any(|l| l == want), "{want} not in {lines:?}");
     }
+}
+
+#[test]
+fn every_command_on_the_teachers_page_exits_as_the_page_says() {
+    let ran = run_page_lines("docs/teaching-sql.md", |_| true);
+    assert!(ran >= 9, "ran only {ran} lines of docs/teaching-sql.md");
 }
