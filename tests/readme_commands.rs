@@ -161,7 +161,10 @@ fn page_files(dir: &Path, readme: &str) {
     let starter = leaselab::exercise::built_in("one-owner").unwrap().start;
     std::fs::write(dir.join("mine.toml"), starter).unwrap();
     let take = " WHERE Id = :id RETURNING Id, LeaseVersion";
-    assert!(starter.contains(take), "the starter's take is as the page shows it");
+    assert!(
+        starter.contains(take),
+        "the starter's take is as the page shows it"
+    );
     let first = " WHERE Id = :id AND Status = 'Pending' RETURNING Id, LeaseVersion";
     std::fs::write(dir.join("first-try.toml"), starter.replace(take, first)).unwrap();
     let second = " WHERE Id = :id AND ((Status = 'Pending' AND AvailableAtUtc <= :now) \

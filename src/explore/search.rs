@@ -24,20 +24,6 @@ fn resident_mib() -> Option<usize> {
     Some(kib / 1024)
 }
 
-/// A state's key as 128 bits, the two halves hashed apart: kept instead of the key itself
-/// (about 280 bytes for 3 workers x 3 messages). Two different states share a fingerprint
-/// with a chance of about n^2 / 2^129 for n states, under 10^-25 at five million.
-fn fingerprint(key: &str) -> u128 {
-    use std::hash::{DefaultHasher, Hash, Hasher};
-    let half = |tag: u8| {
-        let mut h = DefaultHasher::new();
-        tag.hash(&mut h);
-        key.hash(&mut h);
-        h.finish()
-    };
-    (u128::from(half(0)) << 64) | u128::from(half(1))
-}
-
 /// How far the search has got, for a progress bar.
 #[derive(Debug, Clone, Copy)]
 pub struct Progress {
@@ -91,7 +77,7 @@ pub fn explore(
         ..World::new(SCENARIO_START_MS, opts.workers, opts.messages)
     };
     let seen = Seen::read(&bench.store, &bench.provider)?;
-    let key = fingerprint(&world.key(&seen));
+    let key = world.fingerprint(&seen);
     let mut s = Search {
         opts: opts.clone(),
         nodes: vec![Node {
@@ -184,7 +170,7 @@ impl Search {
             let wrote = world.writes(mv, self.opts.mode);
             dirty = wrote;
             self.schedules += 1;
-            let key = fingerprint(&next.key(&done.seen));
+            let key = next.fingerprint(&done.seen);
             let is_fault = match mv {
                 Move::Crash(_) | Move::Stall(_) => true,
                 Move::Jump => !self.opts.faults.jump,

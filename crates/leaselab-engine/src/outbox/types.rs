@@ -85,7 +85,7 @@ pub enum DbOrigin {
     Reused,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct MessageRef {
     pub id: i64,
     pub key: String,
