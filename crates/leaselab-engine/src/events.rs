@@ -2,6 +2,9 @@
 //! the engine itself) and a sequence number; for writes the number was taken while the
 //! transaction still held SQLite's write lock, so it orders events as SQLite committed them.
 
+use std::sync::Arc;
+
+pub use super::outbox::StudentStatement;
 use super::provider::ProviderStatus;
 
 /// The actor of an engine-level event.
@@ -16,6 +19,9 @@ pub struct Event {
     /// The worker's identity of this incarnation (`Worker-A`, `Worker-A#2`), or `engine`.
     pub actor: String,
     pub kind: EventKind,
+    /// A student's statements, when the worker's store runs an exercise's SQL: the last
+    /// operation's, as they ran. The SQL pane shows them in place of the lab's own.
+    pub sql: Option<Arc<[StudentStatement]>>,
 }
 
 /// Which claim a worker made, and so which statements its store ran.
@@ -202,6 +208,23 @@ fn on_off(on: bool) -> &'static str {
         "ON"
     } else {
         "OFF"
+    }
+}
+
+impl EventKind {
+    /// What a student's claim, finalize or heartbeat ends in: the events whose statements
+    /// an exercise's store runs.
+    pub fn is_statement(&self) -> bool {
+        matches!(
+            self,
+            EventKind::Claimed { .. }
+                | EventKind::ClaimEmpty
+                | EventKind::ClaimBlocked { .. }
+                | EventKind::Finalized { .. }
+                | EventKind::FinalizeRejected { .. }
+                | EventKind::Heartbeat { .. }
+                | EventKind::LeaseLost { .. }
+        )
     }
 }
 

@@ -192,4 +192,8 @@ impl<S: BorrowMut<Store>> Recording for StudentStore<S> {
     fn record(&mut self, fact: &Fact) -> Result<Stamped<()>> {
         self.store_mut().record(fact)
     }
+
+    fn student_statements(&self) -> Option<std::sync::Arc<[crate::outbox::StudentStatement]>> {
+        Some(self.ran.iter().cloned().collect())
+    }
 }

@@ -124,15 +124,8 @@ pub struct Shown {
     pub stamp: Option<u64>,
 }
 
-/// One statement as it ran: its file line, its text, the parameters bound and its effect
-/// (`1 row changed`, `returned Id = 2, LeaseVersion = 1`, `no row`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShownStatement {
-    pub line: u32,
-    pub sql: String,
-    pub parameters: Vec<(String, String)>,
-    pub effect: String,
-}
+/// One statement as it ran, as the worker's events carry it to the SQL pane.
+pub use crate::outbox::StudentStatement as ShownStatement;
 
 /// What a statement did.
 struct Ran {
@@ -148,6 +141,7 @@ const SHOWN_COLUMNS: usize = 6;
 impl<S: BorrowMut<Store>> StudentStore<S> {
     /// Run the next step of `run`: one statement when its operation runs each statement on
     /// its own, the whole transaction otherwise.
+    /// The statements it ran are kept with the operation's others (`student_statements`).
     pub fn step(&mut self, run: &mut OpRun) -> Result<(Step, Shown), StudentError> {
         let exercise = self.exercise.clone();
         let op = exercise
@@ -156,11 +150,16 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
                 file: crate::text::quoted(&exercise.file),
                 operation: run.kind.name(),
             })?;
-        match op.transaction {
+        if run.next == 0 {
+            self.ran.clear();
+        }
+        let stepped = match op.transaction {
             TxMode::None => self.step_one(op, run),
             TxMode::Immediate => self.step_all(op, run, Begin::Immediate),
             TxMode::Deferred => self.step_all(op, run, Begin::Deferred),
-        }
+        }?;
+        self.ran.extend(stepped.1.statements.iter().cloned());
+        Ok(stepped)
     }
 
     /// Run `run` to its end, step by step.

@@ -15,6 +15,8 @@ pub struct StudentStore<S = Store> {
     pub(super) exercise: Arc<Exercise>,
     pub(super) refusals: Refusals,
     pub(super) deadline: Deadline,
+    /// The statements of the operation run last (or running), as they ran.
+    pub(super) ran: Vec<crate::outbox::StudentStatement>,
 }
 
 impl<S: BorrowMut<Store>> StudentStore<S> {
@@ -24,6 +26,7 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
             exercise,
             refusals: Refusals::default(),
             deadline: Deadline::default(),
+            ran: Vec::new(),
         }
     }
 
