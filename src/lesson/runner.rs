@@ -82,6 +82,7 @@ pub fn engine_config(setup: &Setup) -> EngineConfig {
         idle_ms: crate::setup::idle_ms(setup.process_ms),
         leasing: setup.leasing,
         reliability: setup.reliability.clone(),
+        exercise: setup.exercise.clone(),
         ..EngineConfig::default()
     }
 }

@@ -97,6 +97,7 @@ impl App {
                 ..opts.timing
             },
             no_leasing: !setup.leasing,
+            sql: setup.exercise.clone(),
             ..opts
         };
         let mut app = App::new(opts, theme)?;
