@@ -52,6 +52,12 @@ pub enum EventKind {
     },
     /// Nothing was claimable.
     ClaimEmpty,
+    /// One statement of a student's claim or finalize ran, and the operation goes on at the
+    /// worker's next action (a statement outside a transaction is a step of its own).
+    StatementRan {
+        /// `claim` or `finalize`.
+        operation: &'static str,
+    },
     /// The message asked for is owned by someone else whose lease still runs.
     ClaimBlocked {
         id: i64,
@@ -219,6 +225,7 @@ impl EventKind {
             self,
             EventKind::Claimed { .. }
                 | EventKind::ClaimEmpty
+                | EventKind::StatementRan { .. }
                 | EventKind::ClaimBlocked { .. }
                 | EventKind::Finalized { .. }
                 | EventKind::FinalizeRejected { .. }
@@ -253,6 +260,9 @@ impl Event {
                 hms(*until_ms)
             )),
             EventKind::ClaimEmpty => Some("claim: nothing claimable".into()),
+            EventKind::StatementRan { operation } => Some(format!(
+                "ran a statement of its {operation}; the {operation} goes on"
+            )),
             EventKind::ClaimBlocked {
                 key,
                 owner,

@@ -105,6 +105,12 @@ pub trait Recording {
     fn student_statements(&self) -> Option<std::sync::Arc<[StudentStatement]>> {
         None
     }
+
+    /// The last claim or finalize ran one step of a student's operation that goes on at
+    /// the next call (a stepwise `StudentStore`): its answer stands for nothing yet.
+    fn partway(&self) -> bool {
+        false
+    }
 }
 
 /// The longest value a recorded setting may take, in milliseconds: a day.

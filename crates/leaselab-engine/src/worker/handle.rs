@@ -224,16 +224,16 @@ fn run_thread(
 }
 
 /// The worker's own connection: the database's store, or for an exercise a `StudentStore`
-/// around its SQLite store, so that its claim, finalize and heartbeat are the student's.
+/// around its SQLite store, so that its claim, finalize and heartbeat are the student's,
+/// a claim and a finalize a step an action, as `explore --sql` steps them.
 fn open_store(ctx: &WorkerContext) -> crate::outbox::Result<Box<dyn crate::backend::Outbox>> {
     match (&ctx.exercise, &ctx.db) {
         (None, db) => db.open(ctx.shared.clone()),
         (Some(exercise), crate::backend::Db::Sqlite(path)) => {
             let store = crate::store::Store::open(path, ctx.shared.clone())?;
-            Ok(Box::new(crate::student::StudentStore::new(
-                store,
-                exercise.clone(),
-            )))
+            Ok(Box::new(
+                crate::student::StudentStore::new(store, exercise.clone()).stepwise(),
+            ))
         }
         (Some(_), crate::backend::Db::Postgres(_)) => Err(crate::outbox::OutboxError::Exercise(
             STUDENT_ON_SQLITE.to_string(),
