@@ -52,7 +52,9 @@ fn the_pane_is_on_and_shows_the_students_claim_as_the_file_has_it() {
     let select = last(&app, 0);
     assert_eq!(select.len(), 1, "{select:?}");
     assert_eq!(select[0].sql, exercise.claim.statements[0].sql);
-    assert!(app.engine.store().messages(0, 1).unwrap()[0].locked_by.is_none());
+    assert!(app.engine.store().messages(0, 1).unwrap()[0]
+        .locked_by
+        .is_none());
     press(&mut app, 'n'); // Worker-B runs its SELECT
     press(&mut app, 'n'); // Worker-A runs the UPDATE: its claim is done
     let shown = last(&app, 0);
@@ -114,7 +116,10 @@ fn the_students_pane_in_free_play_as_a_class_sees_it() {
         press(&mut app, 'n'); // A's SELECT, B's SELECT, A's UPDATE, B's UPDATE
     }
     let b = last(&app, 1);
-    assert_eq!(b[1].effect, "line 11: returned Id = 1, LeaseVersion = 2", "{b:?}");
+    assert_eq!(
+        b[1].effect, "line 11: returned Id = 1, LeaseVersion = 2",
+        "{b:?}"
+    );
     let row = &app.engine.store().messages(0, 1).unwrap()[0];
     assert_eq!(row.locked_by.as_deref(), Some("Worker-B"));
     let t = frame(&mut app, 120, 40);

@@ -6,6 +6,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod lesson;
+
 use std::path::{Path, PathBuf};
 
 use leaselab::exercise::load_file;

@@ -3,7 +3,8 @@
 //! the wrapped `Store`'s; what an exercise does not define (a claim by id, a failed attempt,
 //! a redrive, the leasing-off relay, the owner-only guard) is refused in words.
 
-use super::run::{OpResult, OpRun, Step};
+use super::op::OpRun;
+use super::run::{OpResult, Step};
 use super::store::StudentStore;
 use crate::outbox::prelude::*;
 use crate::outbox::{

@@ -20,7 +20,7 @@ pub struct StudentStore<S = Store> {
     /// A claim or finalize runs one step a call (`stepwise`), as `explore --sql` steps it.
     pub(super) stepwise: bool,
     /// The claim or finalize a stepwise call left partway: the next call goes on with it.
-    pub(super) partway: Option<super::OpRun>,
+    pub(super) partway: Option<super::op::OpRun>,
 }
 
 impl<S: BorrowMut<Store>> StudentStore<S> {
