@@ -227,3 +227,23 @@ fn the_students_sql_on_postgresql_is_refused_in_one_line() {
         stderr(&fail)
     );
 }
+
+/// A statement that goes wrong only as it runs (a claim returning two rows) stops that
+/// worker with the student's words in the log; the dashboard and the other worker go on.
+#[test]
+fn a_statement_that_fails_as_it_runs_stops_its_worker_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two.toml");
+    let text = built_in("one-owner")
+        .unwrap()
+        .solution
+        .replace("LIMIT 1", "LIMIT 2");
+    std::fs::write(&path, text).unwrap();
+    let exercise = leaselab::exercise::load_file(&path).expect("it loads: it fails as it runs");
+    let mut app = live(Arc::new(exercise));
+    press(&mut app, 'n'); // Worker-A's claim returns two rows
+    press(&mut app, 'n');
+    let text = screen(&mut app, 160, 50);
+    assert!(text.contains("returned 2 rows"), "{text}");
+    assert!(app.engine.worker_states().len() == 2);
+}
