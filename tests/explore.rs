@@ -533,7 +533,8 @@ fn a_counterexample_the_engine_does_not_break_is_refused_with_what_it_shows() {
         max_depth: 4,
         ..two_by_one(Mode::FencingToken)
     });
-    let err = leaselab::explore::save_lesson(&r).expect_err("the engine keeps the lease");
+    let err = leaselab::explore::save_lesson(&r, std::path::Path::new("explored.toml"))
+        .expect_err("the engine keeps the lease");
     assert!(
         matches!(
             err,
@@ -547,6 +548,6 @@ fn a_counterexample_the_engine_does_not_break_is_refused_with_what_it_shows() {
     assert_eq!(
         err.to_string(),
         "leaselab's engine did not break lease exclusivity on this schedule \
-         (it shows PAY-001 status Processing, PAY-001 owner Worker-A)"
+         (it shows ledger overlaps 0, PAY-001 owner Worker-A, PAY-001 lease 1)"
     );
 }

@@ -212,6 +212,7 @@ impl World {
             provider,
             settings: Arc::new(Settings::new(leasing, case.lease_ms, 0, 1)),
             events: tx,
+            exercise: None,
         };
         let s = &ctx.settings;
         s.heartbeats.store(case.rel.heartbeats, Ordering::SeqCst);
@@ -303,6 +304,7 @@ impl World {
             slot: None,
             actor: ENGINE.to_string(),
             kind: EventKind::Redriven { key: None, count },
+            sql: None,
         });
         Ok(())
     }

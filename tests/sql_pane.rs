@@ -54,7 +54,7 @@ fn run(
     st: &ShownStatement,
     fill: &dyn Fn(&str) -> Value,
 ) -> (Vec<i64>, usize) {
-    let mut stmt = conn.prepare(st.sql).expect("the shown SQL prepares");
+    let mut stmt = conn.prepare(&st.sql).expect("the shown SQL prepares");
     let bound: Vec<(&str, Value)> = st
         .params
         .iter()
@@ -64,7 +64,7 @@ fn run(
             } else {
                 value(v)
             };
-            (*name, v)
+            (name.as_ref(), v)
         })
         .collect();
     for (name, v) in &bound {
@@ -94,8 +94,8 @@ fn the_pane_shows_the_very_statements_the_store_runs_for_a_claim() {
     press(&mut app, 'n'); // Worker-A claims PAY-001
     let shown = last(&app, 0);
     // The same `&'static str` the store executes, not a copy of it.
-    assert!(std::ptr::eq(shown[0].sql, sql::CANDIDATE_SQL));
-    assert!(std::ptr::eq(shown[1].sql, sql::TAKE_LEASE_SQL));
+    assert!(std::ptr::eq(&*shown[0].sql, sql::CANDIDATE_SQL));
+    assert!(std::ptr::eq(&*shown[1].sql, sql::TAKE_LEASE_SQL));
     assert_eq!(shown.len(), 2);
     // And the screen shows that text, whole, with the values bound.
     press(&mut app, 's');
@@ -105,7 +105,7 @@ fn the_pane_shows_the_very_statements_the_store_runs_for_a_claim() {
         .collect::<Vec<_>>()
         .join(" ");
     for st in &shown {
-        assert!(screen.contains(&one_line(st.sql)), "{screen}");
+        assert!(screen.contains(&one_line(&st.sql)), "{screen}");
         assert!(screen.contains(&st.effect), "{screen}");
     }
     assert!(screen.contains(":worker = 'Worker-A'"), "{screen}");
@@ -166,7 +166,7 @@ fn a_rejected_finalize_shows_the_guard_and_why() {
     assert!(app.ui.sql, "the step asks for the pane");
     let shown = last(&app, 0);
     assert_eq!(shown.len(), 1, "a rejected finalize writes no answer");
-    assert!(std::ptr::eq(shown[0].sql, sql::GUARDED_FINALIZE_SQL));
+    assert!(std::ptr::eq(&*shown[0].sql, sql::GUARDED_FINALIZE_SQL));
     assert_eq!(
         shown[0].effect,
         "0 rows changed → FINALIZE REJECTED (lease v1, row at v2)"
@@ -232,12 +232,12 @@ fn an_empty_claim_shows_the_candidate_that_found_nothing() {
     press(&mut app, 'n'); // Worker-A finalizes
     press(&mut app, 'n'); // Worker-B: nothing claimable, nobody holds a lease
     let shown = last(&app, 1);
-    assert!(std::ptr::eq(shown[0].sql, sql::CANDIDATE_SQL));
+    assert!(std::ptr::eq(&*shown[0].sql, sql::CANDIDATE_SQL));
     assert_eq!(shown[0].effect, "no row claimable");
-    assert!(std::ptr::eq(shown[1].sql, sql::SOONEST_LIVE_LEASE_SQL));
+    assert!(std::ptr::eq(&*shown[1].sql, sql::SOONEST_LIVE_LEASE_SQL));
     let finalized = last(&app, 0);
-    assert!(std::ptr::eq(finalized[0].sql, sql::GUARDED_FINALIZE_SQL));
-    assert!(std::ptr::eq(finalized[1].sql, sql::WRITE_ANSWER_SQL));
+    assert!(std::ptr::eq(&*finalized[0].sql, sql::GUARDED_FINALIZE_SQL));
+    assert!(std::ptr::eq(&*finalized[1].sql, sql::WRITE_ANSWER_SQL));
     press(&mut app, 's');
     press(&mut app, '2'); // Worker-B's statements whole
     for (w, h) in [(80, 24), (120, 40)] {
@@ -262,7 +262,7 @@ fn a_lesson_step_with_show_sql_opens_the_pane() {
     assert!(app.ui.sql);
     let shown = last(&app, 1);
     assert_eq!(shown.len(), 1);
-    assert!(std::ptr::eq(shown[0].sql, sql::HOLDER_SQL));
+    assert!(std::ptr::eq(&*shown[0].sql, sql::HOLDER_SQL));
     assert!(
         shown[0].effect.ends_with("not claimable, no update run"),
         "{shown:?}"
@@ -276,7 +276,7 @@ fn a_lesson_step_with_show_sql_opens_the_pane() {
         "{:?}",
         app.sql.last
     );
-    assert!(std::ptr::eq(last(&app, 0)[0].sql, sql::HOLDER_SQL));
+    assert!(std::ptr::eq(&*last(&app, 0)[0].sql, sql::HOLDER_SQL));
 }
 
 /// A replay shows, at each event, the statement that event stands for; a claim's row does
@@ -295,12 +295,12 @@ fn a_replay_shows_the_statement_each_recorded_event_stands_for() {
     press(&mut app, ']'); // the first mark: Worker-B's takeover of PAY-001
     let claim = last(&app, 1);
     assert_eq!(claim.len(), 1);
-    assert!(std::ptr::eq(claim[0].sql, sql::TAKE_LEASE_SQL));
+    assert!(std::ptr::eq(&*claim[0].sql, sql::TAKE_LEASE_SQL));
     let text = frame(&mut app, 120, 40).backend().to_string();
     assert!(text.contains("which read chose the row"), "{text}");
     press(&mut app, ']'); // the rejected finalize
     let rejected = last(&app, 0);
-    assert!(std::ptr::eq(rejected[0].sql, sql::GUARDED_FINALIZE_SQL));
+    assert!(std::ptr::eq(&*rejected[0].sql, sql::GUARDED_FINALIZE_SQL));
     assert_eq!(
         rejected[0].effect,
         "0 rows changed → FINALIZE REJECTED (lease v1, row at v2)"
@@ -333,7 +333,7 @@ fn a_postgres_backed_dashboard_shows_postgres_statements() {
     let shown = last(&app, 0);
     assert_eq!(shown.len(), 1);
     assert!(std::ptr::eq(
-        shown[0].sql,
+        &*shown[0].sql,
         leaselab::engine::pg::sql::CLAIM_NEXT_SQL
     ));
     press(&mut app, 's');
@@ -345,12 +345,12 @@ fn a_postgres_backed_dashboard_shows_postgres_statements() {
     press(&mut app, 'n'); // Worker-B finds nothing claimable: PostgreSQL's claim, then the read
     let blocked = last(&app, 1);
     assert!(std::ptr::eq(
-        blocked[0].sql,
+        &*blocked[0].sql,
         leaselab::engine::pg::sql::CLAIM_NEXT_SQL
     ));
     assert_eq!(blocked[0].effect, "0 rows changed: no row claimable");
     assert!(std::ptr::eq(
-        blocked[1].sql,
+        &*blocked[1].sql,
         leaselab::engine::pg::sql::SOONEST_LIVE_LEASE_SQL
     ));
 }
@@ -389,7 +389,7 @@ fn a_watched_worker_process_shows_its_statements_from_its_rows() {
     while claim.is_none() || finalize.is_none() {
         app.absorb_events();
         if let Some(last) = app.sql.last.iter().flatten().find(|l| l.actor == "proc-1") {
-            let first = last.shown.statements.first().map(|s| s.sql);
+            let first = last.shown.statements.first().map(|s| &*s.sql);
             if first.is_some_and(|s| std::ptr::eq(s, sql::CANDIDATE_SQL)) {
                 claim = Some(last.shown.clone());
             }
@@ -407,14 +407,14 @@ fn a_watched_worker_process_shows_its_statements_from_its_rows() {
     let _ = child.kill();
     let _ = child.wait();
     let claim = claim.unwrap();
-    assert!(std::ptr::eq(claim.statements[1].sql, sql::TAKE_LEASE_SQL));
+    assert!(std::ptr::eq(&*claim.statements[1].sql, sql::TAKE_LEASE_SQL));
     assert!(claim.statements[1]
         .params
-        .contains(&(":worker", "'proc-1'".into())));
+        .contains(&(":worker".into(), "'proc-1'".into())));
     let finalize = finalize.unwrap();
     assert_eq!(finalize.statements[0].effect, "1 row changed → Processed");
     assert!(std::ptr::eq(
-        finalize.statements[1].sql,
+        &*finalize.statements[1].sql,
         sql::WRITE_ANSWER_SQL
     ));
     press(&mut app, 's');

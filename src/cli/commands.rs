@@ -148,6 +148,14 @@ pub struct DashboardArgs {
     /// space SIGSTOP / SIGCONT, r a new process.
     #[arg(long, conflicts_with_all = ["open_scenario", "speed"])]
     pub processes: bool,
+    /// Run a student's exercise file live: the workers' claim, finalize and heartbeat are
+    /// its statements (on SQLite), shown in the SQL pane from the start.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["watch", "processes", "open_scenario", "no_leasing"]
+    )]
+    pub sql: Option<PathBuf>,
 }
 
 impl DashboardArgs {
@@ -163,6 +171,7 @@ impl DashboardArgs {
             || self.reliability.any()
             || self.watch
             || self.processes
+            || self.sql.is_some()
     }
 }
 

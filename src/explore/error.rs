@@ -34,6 +34,9 @@ pub enum ExploreError {
     /// figures read instead.
     #[error("leaselab's engine did not break {check} on this schedule (it shows {shown})")]
     NotBroken { check: &'static str, shown: String },
+    /// The lesson cannot name the student's exercise file from its own folder.
+    #[error("the lesson cannot name the exercise file {file}: {why}")]
+    ExercisePath { file: String, why: String },
 }
 
 impl ExploreError {

@@ -2,7 +2,12 @@
 //! as narration, and expectations read from the engine itself by running the lesson once,
 //! so `leaselab lesson FILE --check` holds by construction and the dashboard steps it.
 
+use std::path::{Path, PathBuf};
+
+use crate::engine::student::{Exercise, TxMode};
+use crate::engine::text::printable;
 use crate::engine::worker_id::WorkerId;
+use crate::lesson::format::MAX_SQL_PATH;
 use crate::lesson::runner::{figure, Session};
 use crate::lesson::{Expect, Figure, MessageSel};
 
@@ -61,7 +66,14 @@ fn actions(t: &Told, names: &[String]) -> Vec<String> {
 
 /// The explorer's sentence, in the engine's names: a restarted worker is `Worker-A#2`.
 fn narrate(t: &Told, before: &[String], after: &[String]) -> String {
-    let mut text = t.text.clone();
+    // A student's step tells its statements a line each: one sentence here.
+    let mut lines = t.text.lines().map(str::trim);
+    let first = lines.next().unwrap_or_default().to_string();
+    let rest: Vec<&str> = lines.collect();
+    let mut text = match rest.is_empty() {
+        true => first,
+        false => format!("{first}: {}", rest.join(" ")),
+    };
     let moved = match t.mv {
         Move::Step(i) | Move::Crash(i) | Move::Beat(i) | Move::Stall(i) | Move::Wake(i) => Some(i),
         Move::Jump => None,
@@ -116,23 +128,43 @@ fn candidates(messages: u64) -> Vec<(String, Figure)> {
 }
 
 /// The lesson's text without expectations.
-fn draft(report: &Report, v: &Verdict, names: &[Vec<String>], expects: &[Vec<String>]) -> String {
+/// `sql` names the exercise file from the lesson's folder, for a student's statements.
+fn draft(
+    report: &Report,
+    v: &Verdict,
+    (names, sql): (&[Vec<String>], Option<&str>),
+    expects: &[Vec<String>],
+) -> String {
     let o = &report.options;
+    let (how, what, sql) = match (&o.sql, sql) {
+        (Some(ex), Some(rel)) => (
+            format!("--sql {}", toml_text(&ex.file)),
+            format!("the statements of {}", toml_text(&ex.name)),
+            format!("sql = \"{}\"\n", toml_text(rel)),
+        ),
+        _ => (
+            format!("--mode {}", o.mode.name()),
+            o.mode.name().to_string(),
+            String::new(),
+        ),
+    };
     let mut t = format!(
-        "# Found by: leaselab explore --workers {} --messages {} --mode {}{} --faults {}\n\
+        "# Found by: leaselab explore {how} --workers {} --messages {}{} --faults {}\n\
          # A shortest schedule that breaks \"{}\", replayed on leaselab's engine.\n\
          format_version = 1\n\
-         title = \"A schedule that breaks {} ({})\"\n\
-         summary = \"{}\"\n\n[setup]\nworkers = {}\nmessages = {}\nlease_ms = {LEASE_MS}\n\
+         title = \"A schedule that breaks {} ({what})\"\n\
+         summary = \"{}\"\n{sql}\n[setup]\nworkers = {}\nmessages = {}\nlease_ms = {LEASE_MS}\n\
          process_ms = 0\nleasing = {}\nidempotent_provider = {}\nheartbeats = {}\n",
         o.workers,
         o.messages,
-        o.mode.name(),
-        if o.idempotent { " --idempotent" } else { "" },
+        if o.idempotent && o.sql.is_none() {
+            " --idempotent"
+        } else {
+            ""
+        },
         o.faults.shown(),
         v.check.name(),
         v.check.name(),
-        o.mode.name(),
         summary(report, v),
         o.workers,
         o.messages,
@@ -156,7 +188,7 @@ fn draft(report: &Report, v: &Verdict, names: &[Vec<String>], expects: &[Vec<Str
         t.push_str(&format!(
             "\n[[step]]\ndo = [{}]\nsay = \"\"\"\n{}\n\"\"\"\n",
             acts.join(", "),
-            wrap(&say.replace('\\', "\\\\").replace('"', "\\\""))
+            wrap(&toml_text(&say))
         ));
         if let Some(e) = expects.get(i).filter(|e| !e.is_empty()) {
             let quoted: Vec<String> = e.iter().map(|x| format!("\"{x}\"")).collect();
@@ -168,14 +200,26 @@ fn draft(report: &Report, v: &Verdict, names: &[Vec<String>], expects: &[Vec<Str
 
 fn summary(report: &Report, v: &Verdict) -> String {
     let o = &report.options;
+    let ran = match &o.sql {
+        Some(ex) => format!(
+            "running the student's statements of {}",
+            toml_text(&ex.file)
+        ),
+        None => format!("({})", o.mode.name()),
+    };
     let mut s = format!(
-        "The explorer ran every schedule of {} and {} ({}) on real SQLite; this is a \
+        "The explorer ran every schedule of {} and {} {ran} on real SQLite; this is a \
          shortest one that breaks {}, step by step on leaselab's engine.",
         plural(o.workers as u64, "worker"),
         plural(o.messages, "message"),
-        o.mode.name(),
         v.check.name()
     );
+    if o.sql.is_some() {
+        s.push_str(
+            " Each act runs one step of a worker's claim or finalize: one statement outside \
+             a transaction, or a whole transaction; the SQL pane shows what it ran.",
+        );
+    }
     if v.shortest.iter().any(|t| matches!(t.mv, Move::Stall(_))) {
         s.push_str(
             " A stalled worker's supervisor starts a new worker under its very name: the \
@@ -225,7 +269,10 @@ const LESSON_ORDER: [Check; 6] = [
 /// [`LESSON_ORDER`]), with expectations the engine itself shows: what each step changed,
 /// and after the last the figures that show the check broken. None when nothing broke; an
 /// error when the engine's replay does not break it.
-pub fn save_lesson(report: &Report) -> Result<Option<String>, ExploreError> {
+///
+/// `at` is where the lesson will be written: a lesson of a student's statements names
+/// their exercise file from that folder, and is read back from there to be replayed.
+pub fn save_lesson(report: &Report, at: &Path) -> Result<Option<String>, ExploreError> {
     let Some(v) = LESSON_ORDER.iter().find_map(|c| {
         report
             .verdicts
@@ -234,10 +281,17 @@ pub fn save_lesson(report: &Report) -> Result<Option<String>, ExploreError> {
     }) else {
         return Ok(None);
     };
+    let sql = match &report.options.sql {
+        Some(ex) => {
+            heartbeat_replayable(ex, v)?;
+            Some(exercise_from(&ex.file, at)?)
+        }
+        None => None,
+    };
     let names = engine_names(report.options.workers, &v.shortest);
-    let text = draft(report, v, &names, &[]);
-    let lesson =
-        crate::lesson::parse("explored", "explored.toml", &text).map_err(ExploreError::lesson)?;
+    let text = draft(report, v, (&names, sql.as_deref()), &[]);
+    let path = at.to_string_lossy();
+    let lesson = crate::lesson::parse("explored", &path, &text).map_err(ExploreError::lesson)?;
     let mut session = Session::start(lesson).map_err(ExploreError::lesson)?;
     let figures = candidates(report.options.messages);
     let mut expects = vec![read_all(&session, &figures)?];
@@ -264,7 +318,61 @@ pub fn save_lesson(report: &Report) -> Result<Option<String>, ExploreError> {
             }
         }
     }
-    Ok(Some(draft(report, v, &names, &changed)))
+    Ok(Some(draft(report, v, (&names, sql.as_deref()), &changed)))
+}
+
+/// A lesson's `beat W` runs a heartbeat whole: a schedule that steps through a heartbeat
+/// of several statements outside a transaction cannot be told as one.
+fn heartbeat_replayable(ex: &Exercise, v: &Verdict) -> Result<(), ExploreError> {
+    let stepped = ex
+        .heartbeat
+        .as_ref()
+        .is_some_and(|h| h.transaction == TxMode::None && h.statements.len() > 1);
+    if stepped && v.shortest.iter().any(|t| matches!(t.mv, Move::Beat(_))) {
+        return Err(ExploreError::Unreplayed(
+            "its heartbeat runs a statement at a time, and a lesson's beat runs a heartbeat \
+             whole; put the heartbeat's statements in a transaction to save this schedule"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The exercise `file` as a lesson at `at` names it: a path from the lesson's folder.
+fn exercise_from(file: &str, at: &Path) -> Result<String, ExploreError> {
+    let refuse = |why: String| ExploreError::ExercisePath {
+        file: printable(file).into_owned(),
+        why,
+    };
+    let target = std::fs::canonicalize(file).map_err(|e| refuse(e.to_string()))?;
+    let folder = match at.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let folder = std::fs::canonicalize(folder).map_err(|e| refuse(e.to_string()))?;
+    let (t, f): (Vec<_>, Vec<_>) = (target.components().collect(), folder.components().collect());
+    let common = t.iter().zip(&f).take_while(|(a, b)| a == b).count();
+    let mut rel = PathBuf::new();
+    for _ in common..f.len() {
+        rel.push("..");
+    }
+    rel.extend(&t[common..]);
+    let rel = rel
+        .to_str()
+        .ok_or_else(|| refuse("its path is not UTF-8".into()))?
+        .to_string();
+    if rel.chars().any(char::is_control) || rel.chars().count() > MAX_SQL_PATH {
+        return Err(refuse(format!(
+            "a lesson names it in at most {MAX_SQL_PATH} characters, none a control character"
+        )));
+    }
+    Ok(rel)
+}
+
+/// Text for a TOML basic string: one printable line, its backslashes and quotes escaped.
+fn toml_text(s: &str) -> String {
+    let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    printable(&line).replace('\\', "\\\\").replace('"', "\\\"")
 }
 
 /// The figures that show `check` broken on message `key`, as its lesson's last step
@@ -293,7 +401,12 @@ fn proof(check: Check, key: &str) -> Vec<(String, Figure)> {
             row("status", Figure::Status(sel())),
             row("payment", Figure::Payment(sel())),
         ],
-        Check::LeaseExclusivity | Check::Stuck => vec![
+        Check::LeaseExclusivity => vec![
+            ("ledger overlaps".into(), Figure::Ledger("overlaps")),
+            row("owner", Figure::Owner(sel())),
+            row("lease", Figure::Lease(sel())),
+        ],
+        Check::Stuck => vec![
             row("status", Figure::Status(sel())),
             row("owner", Figure::Owner(sel())),
         ],
@@ -314,9 +427,9 @@ fn breaks(check: Check, shown: &[String]) -> bool {
         Check::SideEffectTwice => at_least(0, 2),
         Check::NonOwnerFinalize => at_least(0, 1),
         Check::Lost => value(0) == "Processed" && value(1) == "Pending",
-        // Two live leases at once is what leaselab's claim refuses: its engine cannot show
-        // one (the explorer finds it only with a claim defect planted by its tests).
-        Check::LeaseExclusivity => false,
+        // Two live leases at once is what leaselab's claim refuses: its engine shows one
+        // only when its workers run a student's claim (the history check's overlaps).
+        Check::LeaseExclusivity => at_least(0, 1),
         Check::Stuck => value(0) != "Processed",
     }
 }

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use crate::engine::clock::hms;
 use crate::engine::outbox::{Lease, OutboxStatus};
-use crate::engine::provider::StatusCheck;
 use crate::engine::store::Store;
 use crate::engine::student::{
     Exercise, OpKind, OpResult, OpRun, Shown, ShownStatement, Step, StudentError, StudentStore,
@@ -265,9 +264,4 @@ fn statement_lines(s: &ShownStatement) -> String {
 /// A statement's whitespace folded to single spaces.
 fn one_line(sql: &str) -> String {
     sql.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The provider's answer a finalize in progress carries (for a worker's memory shown).
-pub(super) fn running_about(run: &OpRun) -> Option<(&Lease, Option<&StatusCheck>)> {
-    run.lease.as_ref().map(|l| (l, run.answer.as_ref()))
 }

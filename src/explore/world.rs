@@ -71,7 +71,7 @@ impl Actor {
             Local::Holding(l) | Local::Checked(l, _) => Some(l.key.clone()),
             Local::Marking(_, m, _) => Some(m.key.clone()),
             Local::Loaded(q) => q.front().map(|m| m.key.clone()),
-            Local::Running(run) => match super::student::running_about(run) {
+            Local::Running(run) => match running_about(run) {
                 Some((lease, _)) => Some(lease.key.clone()),
                 None => before
                     .rows
@@ -101,8 +101,9 @@ impl Actor {
                 Some(format!("{} (lease v{})", l.key, l.version))
             }
             Local::Marking(_, m, _) => Some(m.key.clone()),
-            Local::Running(run) => super::student::running_about(run)
-                .map(|(l, _)| format!("{} (lease v{})", l.key, l.version)),
+            Local::Running(run) => {
+                running_about(run).map(|(l, _)| format!("{} (lease v{})", l.key, l.version))
+            }
         }
     }
 }
@@ -569,4 +570,9 @@ fn called(who: &str, key: &str, check: &StatusCheck, provider: &Provider) -> Str
         "{who} calls the provider for {key}: {} (side effects for {key} so far: {effects})",
         check.status.as_str()
     )
+}
+
+/// The provider's answer a finalize in progress carries (for a worker's memory shown).
+pub(super) fn running_about(run: &OpRun) -> Option<(&Lease, Option<&StatusCheck>)> {
+    run.lease.as_ref().map(|l| (l, run.answer.as_ref()))
 }

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::format::{
     FORMAT_VERSION, LEDGER_FIGURES, MAX_ADD_PAYMENT, MAX_CLOCK_MS, MAX_EXPECTED,
-    MAX_LESSON_MESSAGES, MAX_REPORTED_ERRORS, MAX_WORK_BEATS,
+    MAX_LESSON_MESSAGES, MAX_REPORTED_ERRORS, MAX_SQL_PATH, MAX_WORK_BEATS,
 };
 
 /// One entry: how it is written, an example, and what it means.
@@ -224,7 +224,16 @@ pub fn reference() -> String {
          prediction was right; the answer is the one choice whose expectation holds after \
          the actions, and `--check` fails the step unless exactly one does. A step may \
          open a pane once it has run: `show = \"sql\"` opens the SQL pane (each worker's \
-         last statements, as its store ran them; `s` hides it). A mistake is \
+         last statements, as its store ran them; `s` hides it). An optional top-level \
+         `sql = \"my-claim.toml\"` names an exercise file (`leaselab exercise NAME --start` \
+         writes one): a path relative to the lesson file, of at most {MAX_SQL_PATH} \
+         characters, read and sandboxed as `leaselab explore --sql` reads it. The \
+         lesson's workers then run the exercise's claim, finalize and heartbeat \
+         statements on SQLite, and the SQL pane shows them. What the exercise does not \
+         define is refused at its line: `leasing = false`, `finalize_guard = \"owner\"`, \
+         `batch` above 1, `fail_first` and `fail_always`, `claim W PAY-001`, `redrive`, \
+         `leasing off`, and without its `[heartbeat]` `beat W` and `heartbeats on` (its \
+         heartbeats are off). A mistake is \
          reported as `FILE:LINE: what`; every mistake in the steps is reported in one run \
          (at most {MAX_REPORTED_ERRORS}).\n\n## `[setup]`\n\n",
         lo = super::format::CHOICES.start(),

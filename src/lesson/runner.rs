@@ -82,6 +82,7 @@ pub fn engine_config(setup: &Setup) -> EngineConfig {
         idle_ms: crate::setup::idle_ms(setup.process_ms),
         leasing: setup.leasing,
         reliability: setup.reliability.clone(),
+        exercise: setup.exercise.clone(),
         ..EngineConfig::default()
     }
 }
@@ -300,6 +301,11 @@ pub fn figure(engine: &Engine, ledger: &Ledger, e: &Expect) -> Result<String, Fi
         Figure::Payment(m) => row(m.id)?.payment_status.to_string(),
         Figure::Processed(m) => ledger.runs_of(m.id).to_string(),
         Figure::Attempts(m) => row(m.id)?.attempts.to_string(),
+        Figure::Ledger("overlaps") => {
+            let rows = store.messages(0, store.message_count()?)?;
+            let c = crate::engine::checker::check(ledger, &rows);
+            (c.overlapping_leases.count + c.heartbeats_without_lease.count).to_string()
+        }
         Figure::Ledger(name) => ledger_figure(ledger, name).to_string(),
         Figure::Outbox(status) => {
             let c = store.outbox_counts()?;

@@ -224,6 +224,7 @@ fn join(
         provider,
         settings,
         events: events_tx,
+        exercise: None,
     };
     Ok(Joined::Ready(ctx, events, leaving))
 }

@@ -35,6 +35,7 @@ fn engine_config(scenario: Scenario, opts: &RunOptions) -> Result<(EngineConfig,
         db: opts.db.clone().map(crate::engine::backend::Db::from),
         durability: crate::engine::outbox::Durability::Full,
         reliability: opts.reliability.clone(),
+        exercise: None,
     };
     Ok((config, story))
 }

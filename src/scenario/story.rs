@@ -61,6 +61,7 @@ pub fn lease_expiry_story(config: &EngineConfig) -> Lesson {
             reliability: config.reliability.clone(),
             batch: 1,
             finalize_guard: Default::default(),
+            exercise: config.exercise.clone(),
         },
         steps: steps
             .into_iter()

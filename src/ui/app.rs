@@ -25,6 +25,7 @@ use super::theme::Theme;
 use super::timeline::Timeline;
 use super::{DashboardError, DashboardOptions};
 
+mod exercise;
 mod external;
 mod lesson;
 mod refresh;
@@ -99,12 +100,14 @@ impl App {
             db: opts.db.clone().map(Db::from),
             durability: Default::default(),
             reliability: opts.reliability.clone(),
+            exercise: opts.sql.clone(),
         };
         let engine = Engine::start(config, true)?;
         engine.clock.set_speed(speed);
         let reader = engine.db.open_reader()?;
         let mut app = App::around(engine, reader, theme, scenario, messages);
         app.speed = speed;
+        app.ui.sql = opts.sql.is_some();
         app.absorb_events();
         if let Some(holder) = &app.engine.recovered {
             let notice =
@@ -366,6 +369,9 @@ impl App {
 
     pub fn act(&mut self, action: Action) {
         self.ui.notice = None;
+        if let Some(why) = self.undefined_by_exercise(action) {
+            return self.ui.say(why);
+        }
         if self.act_on_external(action) {
             return;
         }

@@ -54,6 +54,8 @@ pub struct DashboardOptions {
     pub processes: bool,
     /// Heartbeats, retries and the dead letter.
     pub reliability: crate::setup::Reliability,
+    /// The workers run this exercise's statements (`--sql FILE`), the SQL pane on.
+    pub sql: Option<std::sync::Arc<crate::engine::student::Exercise>>,
 }
 
 impl Default for DashboardOptions {
@@ -69,6 +71,7 @@ impl Default for DashboardOptions {
             watch: false,
             processes: false,
             reliability: Default::default(),
+            sql: None,
         }
     }
 }

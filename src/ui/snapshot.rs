@@ -64,6 +64,8 @@ pub struct Snapshot {
 pub struct SqlView {
     pub dialect: crate::engine::statements::Dialect,
     pub last: Vec<Option<super::sql::LastSql>>,
+    /// The exercise file whose statements the workers run, if they run a student's.
+    pub student: Option<String>,
 }
 
 /// A setting as the header shows it: its value, unknown (`-`: nothing recorded says), or

@@ -311,6 +311,7 @@ mod tests {
             slot: Some(slot),
             actor: format!("w{slot}"),
             kind,
+            sql: None,
         }
     }
 

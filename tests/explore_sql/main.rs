@@ -7,6 +7,8 @@ mod built_in;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod lesson;
+
 use std::path::{Path, PathBuf};
 
 use leaselab::exercise::load_file;

@@ -370,6 +370,7 @@ mod tests {
             slot: None,
             actor: actor.into(),
             kind,
+            sql: None,
         }
     }
 

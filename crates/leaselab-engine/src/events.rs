@@ -2,6 +2,9 @@
 //! the engine itself) and a sequence number; for writes the number was taken while the
 //! transaction still held SQLite's write lock, so it orders events as SQLite committed them.
 
+use std::sync::Arc;
+
+pub use super::outbox::StudentStatement;
 use super::provider::ProviderStatus;
 
 /// The actor of an engine-level event.
@@ -16,6 +19,9 @@ pub struct Event {
     /// The worker's identity of this incarnation (`Worker-A`, `Worker-A#2`), or `engine`.
     pub actor: String,
     pub kind: EventKind,
+    /// A student's statements, when the worker's store runs an exercise's SQL: the last
+    /// operation's, as they ran. The SQL pane shows them in place of the lab's own.
+    pub sql: Option<Arc<[StudentStatement]>>,
 }
 
 /// Which claim a worker made, and so which statements its store ran.
@@ -46,6 +52,12 @@ pub enum EventKind {
     },
     /// Nothing was claimable.
     ClaimEmpty,
+    /// One statement of a student's claim or finalize ran, and the operation goes on at the
+    /// worker's next action (a statement outside a transaction is a step of its own).
+    StatementRan {
+        /// `claim` or `finalize`.
+        operation: &'static str,
+    },
     /// The message asked for is owned by someone else whose lease still runs.
     ClaimBlocked {
         id: i64,
@@ -205,6 +217,24 @@ fn on_off(on: bool) -> &'static str {
     }
 }
 
+impl EventKind {
+    /// What a student's claim, finalize or heartbeat ends in: the events whose statements
+    /// an exercise's store runs.
+    pub fn is_statement(&self) -> bool {
+        matches!(
+            self,
+            EventKind::Claimed { .. }
+                | EventKind::ClaimEmpty
+                | EventKind::StatementRan { .. }
+                | EventKind::ClaimBlocked { .. }
+                | EventKind::Finalized { .. }
+                | EventKind::FinalizeRejected { .. }
+                | EventKind::Heartbeat { .. }
+                | EventKind::LeaseLost { .. }
+        )
+    }
+}
+
 impl Event {
     /// `CLAIMED PAY-003 until 09:00:01.500` and friends: one line for logs and reports.
     pub fn describe(&self) -> String {
@@ -230,6 +260,9 @@ impl Event {
                 hms(*until_ms)
             )),
             EventKind::ClaimEmpty => Some("claim: nothing claimable".into()),
+            EventKind::StatementRan { operation } => Some(format!(
+                "ran a statement of its {operation}; the {operation} goes on"
+            )),
             EventKind::ClaimBlocked {
                 key,
                 owner,

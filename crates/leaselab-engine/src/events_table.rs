@@ -108,6 +108,7 @@ impl Translator {
             slot,
             actor: actor.clone(),
             kind,
+            sql: None,
         };
         let attempts = self.count_attempts(row);
         row_events(row, attempts, event)
@@ -368,6 +369,7 @@ fn follow(store: &mut Source, every: Duration, events: &Sender<Event>, stopped: 
                     kind: EventKind::Failed {
                         error: format!("cannot read the events table: {e}"),
                     },
+                    sql: None,
                 });
                 return;
             }
@@ -389,6 +391,7 @@ fn follow(store: &mut Source, every: Duration, events: &Sender<Event>, stopped: 
                 slot: None,
                 actor: ENGINE.to_string(),
                 kind: EventKind::Note { text },
+                sql: None,
             };
             if events.send(note).is_err() {
                 return;

@@ -70,6 +70,7 @@ mod tests {
             slot: Some(slot),
             actor: actor.to_string(),
             kind,
+            sql: None,
         }
     }
 

@@ -610,6 +610,7 @@ mod tests {
             slot: Some(0),
             actor: actor.into(),
             kind,
+            sql: None,
         }
     }
 

@@ -71,6 +71,9 @@ pub struct EngineConfig {
     pub durability: Durability,
     /// Heartbeats, retries and the dead letter.
     pub reliability: Reliability,
+    /// The workers run this exercise's statements (`StudentStore`), on SQLite only; an
+    /// exercise without a heartbeat runs with heartbeats off.
+    pub exercise: Option<Arc<student::Exercise>>,
 }
 
 impl Default for EngineConfig {
@@ -85,6 +88,7 @@ impl Default for EngineConfig {
             db: None,
             durability: Durability::Full,
             reliability: Reliability::default(),
+            exercise: None,
         }
     }
 }
@@ -121,6 +125,9 @@ impl Engine {
     /// Open (or create) the database, seed it, and start the workers. Paused workers act
     /// only when stepped.
     pub fn start(config: EngineConfig, paused: bool) -> Result<Engine, OutboxError> {
+        if config.exercise.is_some() && config.db.as_ref().is_some_and(Db::is_postgres) {
+            return Err(OutboxError::Exercise(worker::STUDENT_ON_SQLITE.to_string()));
+        }
         let shared = Arc::new(StoreShared::new(config.durability));
         let Opened {
             db,
@@ -158,6 +165,14 @@ impl Engine {
         engine
             .settings
             .apply(&engine.config.reliability, engine.config.lease_ms);
+        if engine
+            .config
+            .exercise
+            .as_ref()
+            .is_some_and(|e| e.heartbeat.is_none())
+        {
+            engine.settings.heartbeats.store(false, Ordering::SeqCst);
+        }
         engine
             .provider
             .set_faults(engine.config.reliability.faults.clone());
@@ -238,6 +253,7 @@ impl Engine {
             slot: Some(slot),
             actor: status.name,
             kind: event,
+            sql: None,
         });
     }
 
@@ -272,6 +288,7 @@ impl Engine {
             provider: self.provider.clone(),
             settings: self.settings.clone(),
             events: self.events_tx.clone(),
+            exercise: self.config.exercise.clone(),
         }
     }
 
@@ -289,6 +306,7 @@ impl Engine {
             slot: None,
             actor: ENGINE.to_string(),
             kind,
+            sql: None,
         });
     }
 
@@ -494,6 +512,7 @@ impl Engine {
                 key: key.map(str::to_string),
                 count,
             },
+            sql: None,
         });
         Ok(count)
     }

@@ -3,8 +3,10 @@
 //! constant (`store::sql`, `pg::sql`), the very `&'static str` it executes, never a copy. A
 //! value the event does not carry is shown as [`NOT_RECORDED`], never guessed.
 
+use std::borrow::Cow;
+
 use crate::clock::hms;
-use crate::events::{ClaimWay, Event, EventKind};
+use crate::events::{ClaimWay, Event, EventKind, StudentStatement};
 use crate::pg::sql as pg;
 use crate::store::sql as lite;
 use crate::text;
@@ -33,10 +35,11 @@ pub const NOT_RECORDED: &str = "not recorded";
 const MAX_VALUE: usize = 64;
 
 /// One statement the store ran: its text, its parameters by name as bound, what it did.
+/// The lab's own are its constants, borrowed; a student's are the exercise file's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShownStatement {
-    pub sql: &'static str,
-    pub params: Vec<(&'static str, String)>,
+    pub sql: Cow<'static, str>,
+    pub params: Vec<(Cow<'static, str>, String)>,
     pub effect: String,
 }
 
@@ -90,8 +93,11 @@ fn stmt(
     effect: impl Into<String>,
 ) -> ShownStatement {
     ShownStatement {
-        sql,
-        params,
+        sql: Cow::Borrowed(sql),
+        params: params
+            .into_iter()
+            .map(|(name, value)| (Cow::Borrowed(name), value))
+            .collect(),
         effect: effect.into(),
     }
 }
@@ -99,6 +105,35 @@ fn stmt(
 /// The statements `ev` stands for, or None when it is not a worker's statement (a provider
 /// call, a crash, the engine's own doings): the pane then keeps the worker's last one.
 pub fn shown(ev: &Event, known: &Known) -> Option<Shown> {
+    match &ev.sql {
+        Some(ran) if ev.kind.is_statement() => Some(student(ran)),
+        _ => lab_shown(ev, known),
+    }
+}
+
+/// A student's statements as they ran, with their file lines: the text is the file's, the
+/// parameters as the lab bound them, the effect as the statement had it.
+fn student(ran: &[StudentStatement]) -> Shown {
+    let statements = ran
+        .iter()
+        .map(|st| ShownStatement {
+            sql: Cow::Owned(st.sql.clone()),
+            params: st
+                .parameters
+                .iter()
+                .map(|(name, value)| (Cow::Owned(name.clone()), value.clone()))
+                .collect(),
+            effect: format!("line {}: {}", st.line, st.effect),
+        })
+        .collect();
+    Shown {
+        statements,
+        note: None,
+    }
+}
+
+/// The lab's own statements for `ev`.
+fn lab_shown(ev: &Event, known: &Known) -> Option<Shown> {
     let worker = sql_text(&ev.actor);
     let at = ev.at_ms;
     let pg = known.dialect == Dialect::Postgres;
@@ -661,6 +696,7 @@ mod tests {
             slot: Some(0),
             actor: actor.into(),
             kind,
+            sql: None,
         }
     }
 
@@ -788,7 +824,7 @@ mod tests {
         for e in every_event() {
             let shown = shown(&e, &known(Dialect::Sqlite)).expect("a statement");
             for st in &shown.statements {
-                let stmt = conn.prepare(st.sql).unwrap();
+                let stmt = conn.prepare(&st.sql).unwrap();
                 let names: Vec<String> = (1..=stmt.parameter_count())
                     .map(|i| stmt.parameter_name(i).unwrap_or("?").to_string())
                     .collect();
@@ -814,7 +850,7 @@ mod tests {
                     .filter(|n| st.sql.contains(&format!("${n}")))
                     .max()
                     .unwrap_or(0);
-                let mut names: Vec<&str> = st.params.iter().map(|(n, _)| *n).collect();
+                let mut names: Vec<&str> = st.params.iter().map(|(n, _)| n.as_ref()).collect();
                 names.sort_by_key(|n| n[1..].parse::<u32>().unwrap());
                 let want: Vec<String> = (1..=most).map(|n| format!("${n}")).collect();
                 assert_eq!(names, want, "{e:?}\n{}", st.sql);
@@ -827,17 +863,17 @@ mod tests {
         let claim = &every_event()[0];
         let lite = shown(claim, &known(Dialect::Sqlite)).unwrap();
         assert!(std::ptr::eq(
-            lite.statements[0].sql,
+            &*lite.statements[0].sql,
             crate::store::sql::CANDIDATE_SQL
         ));
         assert!(std::ptr::eq(
-            lite.statements[1].sql,
+            &*lite.statements[1].sql,
             crate::store::sql::TAKE_LEASE_SQL
         ));
         let pg = shown(claim, &known(Dialect::Postgres)).unwrap();
         assert_eq!(pg.statements.len(), 1);
         assert!(std::ptr::eq(
-            pg.statements[0].sql,
+            &*pg.statements[0].sql,
             crate::pg::sql::CLAIM_NEXT_SQL
         ));
         assert!(pg.statements[0].sql.contains("FOR UPDATE SKIP LOCKED"));
@@ -867,7 +903,7 @@ mod tests {
         };
         let pg = shown(row_claim, &processes).unwrap();
         assert!(std::ptr::eq(
-            pg.statements[0].sql,
+            &*pg.statements[0].sql,
             crate::pg::sql::CLAIM_NEXT_SQL
         ));
         let rejected = every_event()
@@ -883,14 +919,14 @@ mod tests {
         let s = shown(&rejected, &known(Dialect::Sqlite)).unwrap();
         assert!(s.statements[0]
             .params
-            .contains(&("?5", NOT_RECORDED.to_string())));
+            .contains(&("?5".into(), NOT_RECORDED.to_string())));
         let owner_only = Known {
             owner_only: Some(true),
             ..known(Dialect::Sqlite)
         };
         let s = shown(&rejected, &owner_only).unwrap();
         assert!(std::ptr::eq(
-            s.statements[0].sql,
+            &*s.statements[0].sql,
             crate::store::sql::OWNER_ONLY_FINALIZE_SQL
         ));
     }

@@ -196,3 +196,43 @@ fn the_authorizer_refuses_at_run_time_too_and_is_gone_after() {
         assert_eq!(db.store.schema().unwrap(), schema, "{sql}");
     }
 }
+
+/// A stepwise store answers a claim call one statement at a time: partway it claims
+/// nothing yet and says so, the next call goes on with the values bound at the start (a
+/// later clock does not change them), and the statements it ran are the operation's so far.
+#[test]
+fn a_stepwise_store_takes_a_claim_a_statement_a_call() {
+    let mut db = seeded(2);
+    let ex = Exercise::parse(&file("none", &[SELECT, TAKE], &[FINALIZE]), "t.toml").unwrap();
+    let mut s = StudentStore::new(&mut db.store, Arc::new(ex)).stepwise();
+    let first = s.claim_next("Worker-A", T0, 500).unwrap();
+    assert_eq!(first.value, ClaimOutcome::Empty);
+    assert!(s.partway(), "the SELECT ran; the UPDATE waits");
+    let ran = s.student_statements().unwrap();
+    assert_eq!(ran.len(), 1);
+    assert_eq!(ran[0].sql, SELECT);
+    let done = s.claim_next("Worker-A", T0 + 9_999, 500).unwrap();
+    let ClaimOutcome::Claimed(lease) = done.value else {
+        panic!("{:?}", done.value);
+    };
+    assert_eq!(
+        (lease.id, lease.until_ms),
+        (1, T0 + 500),
+        "bound when it began"
+    );
+    assert!(!s.partway());
+    let ran = s.student_statements().unwrap();
+    assert_eq!(
+        ran.iter().map(|r| r.sql.as_str()).collect::<Vec<_>>(),
+        [SELECT, TAKE]
+    );
+    // Not stepwise: a claim call runs the whole claim.
+    drop(s);
+    let ex = Exercise::parse(&file("none", &[SELECT, TAKE], &[FINALIZE]), "t.toml").unwrap();
+    let mut whole = StudentStore::new(&mut db.store, Arc::new(ex));
+    let ClaimOutcome::Claimed(lease) = whole.claim_next("Worker-B", T0, 500).unwrap().value else {
+        panic!("a whole claim");
+    };
+    assert_eq!(lease.id, 2);
+    assert!(!whole.partway());
+}

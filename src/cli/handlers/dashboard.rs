@@ -1,6 +1,11 @@
 //! The dashboard: free play on the command line's outbox, or a lesson (`leaselab lesson`).
 
 use std::process::ExitCode;
+use std::sync::Arc;
+
+use leaselab::engine::backend::Db;
+use leaselab::engine::student::Exercise;
+use leaselab::engine::worker::STUDENT_ON_SQLITE;
 
 use leaselab::scenario::Scenario;
 use leaselab::setup::Timing;
@@ -34,7 +39,12 @@ pub(crate) fn dashboard(d: &DashboardArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return usage_error(e),
     };
+    let sql = match student_sql(d) {
+        Ok(sql) => sql,
+        Err(code) => return code,
+    };
     let opts = DashboardOptions {
+        sql,
         reliability,
         scenario,
         workers: d.threads.workers().unwrap_or(scenario.default_workers()),
@@ -51,6 +61,34 @@ pub(crate) fn dashboard(d: &DashboardArgs) -> ExitCode {
         Ok(ui::Ended::Failed(e)) => runtime_error(e),
         Err(e) => usage_error(e),
     }
+}
+
+/// `--sql FILE`, read and checked before the terminal is taken: a bad file is one line,
+/// `FILE:LINE: what`; what the exercise cannot run with is refused in one line too.
+fn student_sql(d: &DashboardArgs) -> Result<Option<Arc<Exercise>>, ExitCode> {
+    let Some(path) = &d.sql else {
+        return Ok(None);
+    };
+    if d.db
+        .as_deref()
+        .is_some_and(|db| Db::parse(db).is_postgres())
+    {
+        return Err(usage_error(format!("--sql: {STUDENT_ON_SQLITE}")));
+    }
+    let exercise =
+        leaselab::exercise::load_file(path).map_err(|e| line_and_exit(&e.to_string(), USAGE))?;
+    let r = &d.reliability;
+    if !r.fail_first.is_empty() || !r.fail_always.is_empty() {
+        return Err(usage_error(
+            "--sql: the exercise defines no failed attempt, so its provider cannot be made to fail",
+        ));
+    }
+    if exercise.heartbeat.is_none() && r.heartbeat_ms.is_some() {
+        return Err(usage_error(
+            "--heartbeat-ms: the exercise defines no [heartbeat]",
+        ));
+    }
+    Ok(Some(Arc::new(exercise)))
 }
 
 pub(crate) fn lesson_command(a: &LessonArgs) -> ExitCode {

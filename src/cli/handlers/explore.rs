@@ -135,7 +135,7 @@ fn save(
     json: bool,
     out: &mut Out,
 ) -> Result<(), ExitCode> {
-    match explore::save_lesson(report) {
+    match explore::save_lesson(report, path) {
         Ok(Some(text)) => {
             write_new(path, &text, force)
                 .map_err(|e| runtime_error(format!("cannot write {}: {e}", path.display())))?;

@@ -68,6 +68,10 @@ pub const LEDGER_FIGURES: &[(&str, &str)] = &[
     ("duplicates", "messages processed more than once"),
     ("rejected", "finalizes rejected because the lease was lost"),
     ("violations", "ownership violations"),
+    (
+        "overlaps",
+        "two live leases on one message at once, as the history check finds them: a claim while another lease on it still ran, or a heartbeat that extended a lease its worker no longer held",
+    ),
     ("crashes", "worker crashes"),
     ("heartbeats", "heartbeats that extended a lease"),
     (

@@ -20,3 +20,6 @@ pub const MAX_EXPECTED: i64 = 1_000_000_000;
 
 /// Most mistakes one run reports; the rest are counted.
 pub const MAX_REPORTED_ERRORS: usize = 20;
+
+/// The longest exercise path a lesson's `sql` may name, in characters.
+pub const MAX_SQL_PATH: usize = 1_024;

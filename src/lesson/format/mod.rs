@@ -9,7 +9,7 @@ pub use action::{Action, Condition};
 pub use figure::{Figure, LEDGER_FIGURES};
 pub use limits::{
     CHOICES, FORMAT_VERSION, MAX_ADD_PAYMENT, MAX_CLOCK_MS, MAX_EXPECTED, MAX_LESSON_MESSAGES,
-    MAX_REPORTED_ERRORS, MAX_WORK_BEATS,
+    MAX_REPORTED_ERRORS, MAX_SQL_PATH, MAX_WORK_BEATS,
 };
 
 use crate::engine::outbox::FinalizeGuard;
@@ -33,6 +33,8 @@ pub struct Setup {
     /// What a finalize checks: leaselab's fencing token, or (to show it fail) the owner's
     /// name only.
     pub finalize_guard: FinalizeGuard,
+    /// The exercise whose statements the workers run (the lesson's `sql`), if any.
+    pub exercise: Option<std::sync::Arc<crate::engine::student::Exercise>>,
 }
 
 impl Default for Setup {
@@ -48,6 +50,7 @@ impl Default for Setup {
             reliability: Reliability::default(),
             batch: 1,
             finalize_guard: FinalizeGuard::FencingToken,
+            exercise: None,
         }
     }
 }

@@ -75,7 +75,7 @@ impl Ctx<'_> {
                     quoted(a.get_ref().trim())
                 ),
             )),
-            None => Ok(action),
+            None => self.allowed_by_exercise(span, action),
         }
     }
 

@@ -15,4 +15,6 @@ pub(super) struct Ctx<'a> {
     pub(super) stalls: std::cell::RefCell<Vec<(usize, usize, usize)>>,
     /// The line of the first `workers N`, if any.
     pub(super) crew_change: std::cell::Cell<Option<usize>>,
+    /// The exercise whose statements the workers run (`sql`), if any.
+    pub(super) exercise: Option<&'a crate::engine::student::Exercise>,
 }

@@ -9,6 +9,7 @@ mod raw;
 mod setup;
 mod source;
 mod step;
+mod student;
 mod words;
 mod workers;
 
@@ -38,7 +39,11 @@ fn parse_with(p: &Parser, name: &str) -> Result<Lesson, ParseError> {
         .filter(|t| !t.trim().is_empty())
         .ok_or_else(|| p.err(0..0, "title is missing"))?;
     let summary = raw.summary.unwrap_or_default();
-    let setup = p.setup(&raw.setup)?;
+    let mut setup = p.setup(&raw.setup)?;
+    setup.exercise = p.exercise(&raw.sql)?;
+    if let Some(exercise) = setup.exercise.clone() {
+        p.setup_for_exercise(&mut setup, &exercise, &raw.sql)?;
+    }
     if raw.step.is_empty() {
         return Err(p
             .err(text.len()..text.len(), "the lesson has no [[step]]")
@@ -51,6 +56,7 @@ fn parse_with(p: &Parser, name: &str) -> Result<Lesson, ParseError> {
         beat_ms: setup.reliability.heartbeat_for(setup.lease_ms).max(1),
         stalls: Default::default(),
         crew_change: Default::default(),
+        exercise: setup.exercise.as_deref(),
     };
     // Every mistake in the steps is reported in one run, each on its own line.
     let mut steps = Vec::new();

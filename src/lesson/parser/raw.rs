@@ -10,6 +10,8 @@ pub(super) struct RawLesson {
     pub(super) format_version: Option<Spanned<i64>>,
     pub(super) title: Option<String>,
     pub(super) summary: Option<String>,
+    /// An exercise file whose statements the workers run, relative to the lesson file.
+    pub(super) sql: Option<Spanned<String>>,
     #[serde(default)]
     pub(super) setup: RawSetup,
     #[serde(default)]

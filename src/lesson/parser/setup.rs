@@ -126,6 +126,7 @@ impl Parser<'_> {
                 .number(&s.batch, "batch", 1, MAX_BATCH as i64)?
                 .unwrap_or(d.batch as i64) as usize,
             finalize_guard: self.finalize_guard(&s.finalize_guard)?,
+            exercise: None,
         };
         if let Err(e) = setup.reliability.check(setup.lease_ms) {
             let span = s.heartbeat_ms.as_ref().map_or(0..0, |v| v.span());

@@ -256,6 +256,7 @@ fn config_of(opts: &DashboardOptions, timing: &Timing) -> EngineConfig {
         db: opts.db.clone().map(Db::from),
         durability: Default::default(),
         reliability: opts.reliability.clone(),
+        exercise: None,
     }
 }
 

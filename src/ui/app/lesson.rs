@@ -97,6 +97,7 @@ impl App {
                 ..opts.timing
             },
             no_leasing: !setup.leasing,
+            sql: setup.exercise.clone(),
             ..opts
         };
         let mut app = App::new(opts, theme)?;
@@ -142,6 +143,11 @@ impl App {
         }
         match self.stage.lesson() {
             Some(l) if !l.story => ("lesson ", l.runner.lesson.name.clone()),
+            // The student's statements: the exercise's name says whose SQL runs.
+            None if self.exercise().is_some() => (
+                "free play --sql ",
+                self.exercise().map_or_else(String::new, |e| e.name.clone()),
+            ),
             // Headless, this scenario also tells the recovery story; here it does not.
             None if self.scenario == Scenario::OutboxLeasing => {
                 ("free play ", self.scenario.name().to_string())

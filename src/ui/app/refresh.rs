@@ -96,6 +96,7 @@ impl App {
         self.snap.sql = self.ui.sql.then(|| SqlView {
             dialect: self.sql.known.dialect,
             last: self.sql.last.clone(),
+            student: self.exercise().map(|e| e.file.clone()),
         });
     }
 

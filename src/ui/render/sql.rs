@@ -69,7 +69,7 @@ fn expanded(v: &SqlView, selected: usize, mode: Mode) -> Option<usize> {
 
 /// One statement whole: its text, its parameters, its effect.
 fn statement<'a>(st: &ShownStatement, width: usize, t: &Theme) -> Vec<Line<'a>> {
-    let mut out: Vec<Line> = wrap(&one_line(st.sql), width.saturating_sub(2))
+    let mut out: Vec<Line> = wrap(&one_line(&st.sql), width.saturating_sub(2))
         .into_iter()
         .map(|l| Line::from(vec![Span::raw("  "), styled(l, t.title)]))
         .collect();
@@ -78,7 +78,7 @@ fn statement<'a>(st: &ShownStatement, width: usize, t: &Theme) -> Vec<Line<'a>> 
         .iter()
         .map(|(name, value)| {
             vec![
-                styled(*name, t.dim),
+                styled(name.to_string(), t.dim),
                 Span::raw(" = "),
                 Span::raw(printable(value).into_owned()),
             ]
@@ -123,7 +123,7 @@ fn whole<'a>(name: &str, last: &LastSql, width: usize, t: &Theme) -> Vec<Line<'a
 /// A worker's last statements on one line: the last one's start and its effect.
 fn brief<'a>(name: &str, last: &LastSql, width: usize, t: &Theme) -> Line<'a> {
     let text = match last.shown.statements.last() {
-        Some(st) => format!("{} ⇒ {}", one_line(st.sql), st.effect),
+        Some(st) => format!("{} ⇒ {}", one_line(&st.sql), st.effect),
         None => last.shown.note.unwrap_or_default().to_string(),
     };
     let head = format!("{}  {}  ", printable(name), hms(last.at_ms));
@@ -135,10 +135,10 @@ fn brief<'a>(name: &str, last: &LastSql, width: usize, t: &Theme) -> Line<'a> {
 fn tight<'a>(st: &ShownStatement, width: usize, t: &Theme) -> Vec<Line<'a>> {
     // Its effect before its parameters, which may wrap past the pane's bottom.
     let mut whole = statement(st, width, t);
-    let text = wrap(&one_line(st.sql), width.saturating_sub(2)).len();
+    let text = wrap(&one_line(&st.sql), width.saturating_sub(2)).len();
     let effect = wrap(&st.effect, width.saturating_sub(6)).len();
     let params: Vec<Line> = whole.drain(text..whole.len() - effect).collect();
-    let cut = fit(&one_line(st.sql), width.saturating_sub(2));
+    let cut = fit(&one_line(&st.sql), width.saturating_sub(2));
     let mut out = vec![Line::from(vec![Span::raw("  "), styled(cut, t.title)])];
     out.extend(whole.drain(text..));
     out.extend(params);
@@ -278,10 +278,17 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
     if area.height == 0 {
         return;
     }
-    let title = format!(
-        " SQL · {} · the statements each worker ran last · s hides ",
-        v.dialect.name()
-    );
+    let title = match &v.student {
+        Some(file) => format!(
+            " SQL · {} · the statements of {} each worker ran last · s hides ",
+            v.dialect.name(),
+            printable(file)
+        ),
+        None => format!(
+            " SQL · {} · the statements each worker ran last · s hides ",
+            v.dialect.name()
+        ),
+    };
     let block = pane(fit(&title, area.width.saturating_sub(2) as usize), t, false);
     let inner = (area.width.saturating_sub(2), area.height.saturating_sub(2));
     let text = lines(s, ui, inner.0, inner.1, t);

@@ -12,7 +12,8 @@ mod types;
 
 pub use error::{DbCause, Failure, OutboxError, Result};
 pub use record::{
-    checked_detail, Fact, LeaseEventRow, Recording, RunSettings, CRASH_PANIC, CRASH_TOLD, REPLAYED,
+    checked_detail, Fact, LeaseEventRow, Recording, RunSettings, StudentStatement, CRASH_PANIC,
+    CRASH_TOLD, REPLAYED,
 };
 pub use retry::{FailOutcome, RetryPolicy};
 pub use stamped::Stamped;

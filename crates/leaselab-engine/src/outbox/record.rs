@@ -84,10 +84,33 @@ pub fn checked_detail(status: crate::provider::ProviderStatus, effect: bool) -> 
     format!("{}{}", status.as_str(), if effect { "" } else { REPLAYED })
 }
 
+/// One of a student's statements as it ran: its file line, its text, the parameters bound
+/// and its effect (`1 row changed`, `returned Id = 2, LeaseVersion = 1`, `no row`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StudentStatement {
+    pub line: u32,
+    pub sql: String,
+    pub parameters: Vec<(String, String)>,
+    pub effect: String,
+}
+
 /// Writing a [`Fact`]: one row in a transaction of its own. Returns the engine's stamp of
 /// the write, which orders it among the workers' writes as the database committed them.
 pub trait Recording {
     fn record(&mut self, fact: &Fact) -> super::Result<super::Stamped<()>>;
+
+    /// The statements the last claim, finalize or heartbeat ran, when they are a student's
+    /// (an exercise's store): the worker's event carries them to the SQL pane. None for the
+    /// lab's own stores, whose statements the pane knows from the event.
+    fn student_statements(&self) -> Option<std::sync::Arc<[StudentStatement]>> {
+        None
+    }
+
+    /// The last claim or finalize ran one step of a student's operation that goes on at
+    /// the next call (a stepwise `StudentStore`): its answer stands for nothing yet.
+    fn partway(&self) -> bool {
+        false
+    }
 }
 
 /// The longest value a recorded setting may take, in milliseconds: a day.

@@ -7,6 +7,7 @@
 
 mod error;
 mod file;
+mod op;
 mod outbox;
 mod reference;
 mod run;
@@ -14,8 +15,9 @@ mod sandbox;
 mod store;
 
 pub use error::{ExerciseError, StudentError};
+pub use op::{Bound, OpRun};
 pub use reference::reference;
-pub use run::{Bound, OpResult, OpRun, Shown, ShownStatement, Step};
+pub use run::{OpResult, Shown, ShownStatement, Step};
 pub use sandbox::STATEMENT_TIME_LIMIT;
 pub use store::StudentStore;
 

@@ -3,7 +3,8 @@
 //! the wrapped `Store`'s; what an exercise does not define (a claim by id, a failed attempt,
 //! a redrive, the leasing-off relay, the owner-only guard) is refused in words.
 
-use super::run::{OpResult, OpRun};
+use super::op::OpRun;
+use super::run::{OpResult, Step};
 use super::store::StudentStore;
 use crate::outbox::prelude::*;
 use crate::outbox::{
@@ -15,6 +16,28 @@ use crate::store::Store;
 use std::borrow::BorrowMut;
 
 impl<S: BorrowMut<Store>> StudentStore<S> {
+    /// `fresh` to its end, or stepwise one step of it (or of the operation of its kind left
+    /// partway): None while the operation goes on.
+    fn run_op(&mut self, fresh: OpRun) -> Result<Option<(OpResult, u64)>> {
+        if !self.stepwise {
+            return Ok(Some(self.run_to_end(fresh)?));
+        }
+        let mut run = match self.partway.take() {
+            Some(run) if run.kind == fresh.kind => run,
+            _ => fresh,
+        };
+        match self.step(&mut run)? {
+            (Step::Done(result), shown) => {
+                let stamp = shown.stamp.unwrap_or_else(|| self.store().stamp_nothing());
+                Ok(Some((result, stamp)))
+            }
+            (Step::Continue, _) => {
+                self.partway = Some(run);
+                Ok(None)
+            }
+        }
+    }
+
     fn refuse<T>(&self, what: &str) -> Result<T> {
         Err(OutboxError::Exercise(format!(
             "{}: the exercise '{}' {what}",
@@ -31,7 +54,12 @@ impl<S: BorrowMut<Store>> Claiming for StudentStore<S> {
         now: i64,
         lease_ms: i64,
     ) -> Result<Stamped<ClaimOutcome>> {
-        let (result, stamp) = self.run_to_end(OpRun::claim(worker, now, lease_ms))?;
+        let Some((result, stamp)) = self.run_op(OpRun::claim(worker, now, lease_ms))? else {
+            return Ok(Stamped::new(
+                ClaimOutcome::Empty,
+                self.store().stamp_nothing(),
+            ));
+        };
         let outcome = match result {
             OpResult::Claimed(lease) => ClaimOutcome::Claimed(lease),
             _ => ClaimOutcome::Empty,
@@ -57,7 +85,12 @@ impl<S: BorrowMut<Store>> Finalizing for StudentStore<S> {
         check: &StatusCheck,
         now: i64,
     ) -> Result<Stamped<FinalizeOutcome>> {
-        let (result, stamp) = self.run_to_end(OpRun::finalize(lease, check, now))?;
+        let Some((result, stamp)) = self.run_op(OpRun::finalize(lease, check, now))? else {
+            return Ok(Stamped::new(
+                FinalizeOutcome::Rejected,
+                self.store().stamp_nothing(),
+            ));
+        };
         let outcome = match result {
             OpResult::Accepted => FinalizeOutcome::Committed,
             _ => FinalizeOutcome::Rejected,
@@ -191,5 +224,13 @@ impl<S: BorrowMut<Store>> Reading for StudentStore<S> {
 impl<S: BorrowMut<Store>> Recording for StudentStore<S> {
     fn record(&mut self, fact: &Fact) -> Result<Stamped<()>> {
         self.store_mut().record(fact)
+    }
+
+    fn student_statements(&self) -> Option<std::sync::Arc<[crate::outbox::StudentStatement]>> {
+        Some(self.ran.iter().cloned().collect())
+    }
+
+    fn partway(&self) -> bool {
+        self.partway.is_some()
     }
 }

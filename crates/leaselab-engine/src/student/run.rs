@@ -12,83 +12,12 @@ use rusqlite::Connection;
 
 use super::error::StudentError;
 use super::file::{prepare_error, which};
+use super::op::{Bound, OpRun};
 use super::sandbox::{excerpt, Deadline, Refusals, ONLY, STATEMENT_TIME_LIMIT};
 use super::store::StudentStore;
 use super::{OpKind, Operation, Statement, TxMode};
 use crate::outbox::{Lease, OutboxError};
-use crate::provider::StatusCheck;
 use crate::store::{Begin, Join, Store};
-
-/// The values a statement's named parameters are bound to.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Bound {
-    pub worker: String,
-    pub now: i64,
-    pub lease_until: i64,
-    /// The held lease's, or what a statement before returned as `Id`.
-    pub id: Option<i64>,
-    /// The held lease's, or what a statement before returned as `LeaseVersion`.
-    pub version: Option<i64>,
-}
-
-/// An operation in progress: which, the next statement, the values bound so far, and for a
-/// finalize or a heartbeat the lease it is about (and a finalize's provider answer).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct OpRun {
-    pub kind: OpKind,
-    pub next: usize,
-    pub bound: Bound,
-    pub lease: Option<Lease>,
-    pub answer: Option<StatusCheck>,
-}
-
-impl OpRun {
-    /// A claim by `worker` at `now` for a lease of `lease_ms`.
-    pub fn claim(worker: &str, now: i64, lease_ms: i64) -> OpRun {
-        OpRun {
-            kind: OpKind::Claim,
-            next: 0,
-            bound: Bound {
-                worker: worker.to_string(),
-                now,
-                lease_until: now.saturating_add(lease_ms),
-                id: None,
-                version: None,
-            },
-            lease: None,
-            answer: None,
-        }
-    }
-
-    /// The finalize of `lease` with the provider's `answer`.
-    pub fn finalize(lease: &Lease, answer: &StatusCheck, now: i64) -> OpRun {
-        OpRun {
-            answer: Some(answer.clone()),
-            ..OpRun::about(OpKind::Finalize, lease, now, 0)
-        }
-    }
-
-    /// A heartbeat of `lease` asking for `lease_ms` more from `now`.
-    pub fn heartbeat(lease: &Lease, now: i64, lease_ms: i64) -> OpRun {
-        OpRun::about(OpKind::Heartbeat, lease, now, lease_ms)
-    }
-
-    fn about(kind: OpKind, lease: &Lease, now: i64, lease_ms: i64) -> OpRun {
-        OpRun {
-            kind,
-            next: 0,
-            bound: Bound {
-                worker: lease.owner.clone(),
-                now,
-                lease_until: now.saturating_add(lease_ms),
-                id: Some(lease.id),
-                version: Some(lease.version),
-            },
-            lease: Some(lease.clone()),
-            answer: None,
-        }
-    }
-}
 
 /// What a step left: more statements to run, or the operation's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,15 +53,8 @@ pub struct Shown {
     pub stamp: Option<u64>,
 }
 
-/// One statement as it ran: its file line, its text, the parameters bound and its effect
-/// (`1 row changed`, `returned Id = 2, LeaseVersion = 1`, `no row`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShownStatement {
-    pub line: u32,
-    pub sql: String,
-    pub parameters: Vec<(String, String)>,
-    pub effect: String,
-}
+/// One statement as it ran, as the worker's events carry it to the SQL pane.
+pub use crate::outbox::StudentStatement as ShownStatement;
 
 /// What a statement did.
 struct Ran {
@@ -148,6 +70,7 @@ const SHOWN_COLUMNS: usize = 6;
 impl<S: BorrowMut<Store>> StudentStore<S> {
     /// Run the next step of `run`: one statement when its operation runs each statement on
     /// its own, the whole transaction otherwise.
+    /// The statements it ran are kept with the operation's others (`student_statements`).
     pub fn step(&mut self, run: &mut OpRun) -> Result<(Step, Shown), StudentError> {
         let exercise = self.exercise.clone();
         let op = exercise
@@ -156,11 +79,16 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
                 file: crate::text::quoted(&exercise.file),
                 operation: run.kind.name(),
             })?;
-        match op.transaction {
+        if run.next == 0 {
+            self.ran.clear();
+        }
+        let stepped = match op.transaction {
             TxMode::None => self.step_one(op, run),
             TxMode::Immediate => self.step_all(op, run, Begin::Immediate),
             TxMode::Deferred => self.step_all(op, run, Begin::Deferred),
-        }
+        }?;
+        self.ran.extend(stepped.1.statements.iter().cloned());
+        Ok(stepped)
     }
 
     /// Run `run` to its end, step by step.

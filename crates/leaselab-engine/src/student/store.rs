@@ -15,6 +15,12 @@ pub struct StudentStore<S = Store> {
     pub(super) exercise: Arc<Exercise>,
     pub(super) refusals: Refusals,
     pub(super) deadline: Deadline,
+    /// The statements of the operation run last (or running), as they ran.
+    pub(super) ran: Vec<crate::outbox::StudentStatement>,
+    /// A claim or finalize runs one step a call (`stepwise`), as `explore --sql` steps it.
+    pub(super) stepwise: bool,
+    /// The claim or finalize a stepwise call left partway: the next call goes on with it.
+    pub(super) partway: Option<super::op::OpRun>,
 }
 
 impl<S: BorrowMut<Store>> StudentStore<S> {
@@ -24,7 +30,19 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
             exercise,
             refusals: Refusals::default(),
             deadline: Deadline::default(),
+            ran: Vec::new(),
+            stepwise: false,
+            partway: None,
         }
+    }
+
+    /// Each claim and finalize call runs one step of it: one statement outside a
+    /// transaction, or the whole transaction. A call that leaves its operation partway
+    /// answers `Empty` or `Rejected` and `partway()` says it goes on at the next call of the
+    /// same kind, with the values bound when it began. A heartbeat still runs whole.
+    pub fn stepwise(mut self) -> StudentStore<S> {
+        self.stepwise = true;
+        self
     }
 
     pub fn exercise(&self) -> &Exercise {

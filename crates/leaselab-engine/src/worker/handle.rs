@@ -162,7 +162,7 @@ fn run_thread(
     let nm = name.clone();
     let result = std::panic::catch_unwind(AssertUnwindSafe(move || {
         let _worker = WorkerThread::enter();
-        let store = match ctx.db.open(ctx.shared.clone()) {
+        let store = match open_store(&ctx) {
             Ok(s) => s,
             Err(e) => return Some(WorkerError::Open(e)),
         };
@@ -175,6 +175,7 @@ fn run_thread(
             slot: Some(slot),
             actor: name.clone(),
             kind,
+            sql: None,
         });
     };
     let mut s = status.lock().unwrap_or_else(|p| p.into_inner());
@@ -216,7 +217,30 @@ fn run_thread(
                     panic: Some(msg),
                     how: None,
                 },
+                sql: None,
             });
         }
     }
 }
+
+/// The worker's own connection: the database's store, or for an exercise a `StudentStore`
+/// around its SQLite store, so that its claim, finalize and heartbeat are the student's,
+/// a claim and a finalize a step an action, as `explore --sql` steps them.
+fn open_store(ctx: &WorkerContext) -> crate::outbox::Result<Box<dyn crate::backend::Outbox>> {
+    match (&ctx.exercise, &ctx.db) {
+        (None, db) => db.open(ctx.shared.clone()),
+        (Some(exercise), crate::backend::Db::Sqlite(path)) => {
+            let store = crate::store::Store::open(path, ctx.shared.clone())?;
+            Ok(Box::new(
+                crate::student::StudentStore::new(store, exercise.clone()).stepwise(),
+            ))
+        }
+        (Some(_), crate::backend::Db::Postgres(_)) => Err(crate::outbox::OutboxError::Exercise(
+            STUDENT_ON_SQLITE.to_string(),
+        )),
+    }
+}
+
+/// Why an exercise is not run on PostgreSQL.
+pub const STUDENT_ON_SQLITE: &str =
+    "a student's SQL runs on SQLite only (its sandbox is SQLite's authorizer); drop --db postgres://…";

@@ -15,6 +15,7 @@ use super::clock::Clock;
 use super::events::Event;
 use super::outbox::StoreShared;
 use super::provider::Provider;
+use super::student::Exercise;
 
 mod error;
 mod handle;
@@ -37,6 +38,8 @@ pub struct WorkerContext {
     pub provider: Arc<Provider>,
     pub settings: Arc<Settings>,
     pub events: Sender<Event>,
+    /// The exercise whose statements the workers run in place of the lab's own, if any.
+    pub exercise: Option<Arc<Exercise>>,
 }
 
 /// A command to a worker. Replies are sent once the action's events are on the channel.

@@ -183,6 +183,13 @@ impl Worker {
             value: outcome,
             seq,
         } = self.store.finalize(&lease, &check, now)?;
+        if self.store.partway() {
+            self.phase = Phase::Checked(lease, check);
+            self.emit(EventKind::StatementRan {
+                operation: "finalize",
+            });
+            return Ok(Acted::Done);
+        }
         let kind = match outcome {
             FinalizeOutcome::Committed => {
                 self.set_status(|s| s.processed += 1);

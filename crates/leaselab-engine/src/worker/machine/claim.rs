@@ -27,6 +27,10 @@ impl Worker {
             None if batch > 1 => self.claim_batch(now, lease_ms, batch),
             None => self.store.claim_next(&self.name, now, lease_ms),
         }?;
+        if self.store.partway() {
+            self.emit(EventKind::StatementRan { operation: "claim" });
+            return Ok(Acted::Done);
+        }
         // Nothing claimable: say whose live lease is in the way, as a claim by id would.
         let outcome = match (outcome, id) {
             (ClaimOutcome::Empty, None) => self

@@ -120,6 +120,10 @@ impl Worker {
             at_ms,
             slot: Some(self.slot),
             actor: self.name.clone(),
+            sql: self
+                .store
+                .student_statements()
+                .filter(|_| kind.is_statement()),
             kind,
         });
     }

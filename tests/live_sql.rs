@@ -1,0 +1,249 @@
+//! `leaselab --sql FILE`: the dashboard's workers run a student's statements, and the SQL
+//! pane shows them, the file's own text with its parameters bound, from the start.
+
+mod support;
+
+use std::sync::Arc;
+
+use leaselab::engine::statements::ShownStatement;
+use leaselab::engine::student::Exercise;
+use leaselab::exercise::built_in;
+use leaselab::ui::app::App;
+use leaselab::ui::render::sql::one_line;
+use leaselab::ui::DashboardOptions;
+use support::{app, frame, frame_lines, leaselab, press, stderr};
+
+fn starter(name: &str) -> Arc<Exercise> {
+    Arc::new(built_in(name).unwrap().starter())
+}
+
+/// Free play with the workers running `exercise`'s statements.
+fn live(exercise: Arc<Exercise>) -> App {
+    app(DashboardOptions {
+        messages: Some(3),
+        sql: Some(exercise),
+        ..DashboardOptions::default()
+    })
+}
+
+fn last(app: &App, slot: usize) -> Vec<ShownStatement> {
+    app.sql.last[slot]
+        .clone()
+        .expect("a statement")
+        .shown
+        .statements
+}
+
+fn screen(app: &mut App, width: u16, height: u16) -> String {
+    frame_lines(app, width, height)
+        .iter()
+        .map(|l| l.trim_matches(|c| c == '│' || c == ' ').to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn the_pane_is_on_and_shows_the_students_claim_as_the_file_has_it() {
+    let exercise = starter("one-owner");
+    let mut app = live(exercise.clone());
+    assert!(app.ui.sql, "--sql opens with the pane on");
+    // Each statement outside a transaction is a step of its own, as explore --sql has it.
+    press(&mut app, 'n'); // Worker-A runs the claim's SELECT
+    let select = last(&app, 0);
+    assert_eq!(select.len(), 1, "{select:?}");
+    assert_eq!(select[0].sql, exercise.claim.statements[0].sql);
+    assert!(app.engine.store().messages(0, 1).unwrap()[0]
+        .locked_by
+        .is_none());
+    press(&mut app, 'n'); // Worker-B runs its SELECT
+    press(&mut app, 'n'); // Worker-A runs the UPDATE: its claim is done
+    let shown = last(&app, 0);
+    let file: Vec<&str> = exercise
+        .claim
+        .statements
+        .iter()
+        .map(|s| s.sql.as_str())
+        .collect();
+    let ran: Vec<&str> = shown.iter().map(|s| s.sql.as_ref()).collect();
+    assert_eq!(ran, file, "the file's text, every statement, in order");
+    let params = |st: &ShownStatement| -> Vec<(String, String)> {
+        st.params
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.clone()))
+            .collect()
+    };
+    assert_eq!(
+        params(&shown[1]),
+        [
+            (":worker", "'Worker-A'"),
+            (
+                ":lease_until",
+                &(app.engine.clock.now() + app.lease_ms()).to_string()
+            ),
+            (":id", "1"),
+        ]
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+    );
+    assert!(
+        shown[0]
+            .effect
+            .contains("returned Id = 1, LeaseVersion = 0"),
+        "{shown:?}"
+    );
+    assert!(
+        shown[1]
+            .effect
+            .contains("returned Id = 1, LeaseVersion = 1"),
+        "{shown:?}"
+    );
+    let text = screen(&mut app, 140, 44);
+    for st in &shown {
+        assert!(text.contains(&one_line(&st.sql)), "{text}");
+    }
+    assert!(text.contains(":worker = 'Worker-A'"), "{text}");
+    // The table reads what the student's claim wrote: PAY-001 is held by Worker-A.
+    let row = &app.engine.store().messages(0, 1).unwrap()[0];
+    assert_eq!(row.locked_by.as_deref(), Some("Worker-A"));
+    assert_eq!(row.lease_version, 1);
+}
+
+/// The naive claim's race, stepped live: both SELECTs read PAY-001, then both UPDATEs
+/// take it, and the second owner's token is 2 while the first still holds a live lease.
+#[test]
+fn the_students_pane_in_free_play_as_a_class_sees_it() {
+    let mut app = live(starter("one-owner"));
+    for _ in 0..4 {
+        press(&mut app, 'n'); // A's SELECT, B's SELECT, A's UPDATE, B's UPDATE
+    }
+    let b = last(&app, 1);
+    assert_eq!(
+        b[1].effect, "line 11: returned Id = 1, LeaseVersion = 2",
+        "{b:?}"
+    );
+    let row = &app.engine.store().messages(0, 1).unwrap()[0];
+    assert_eq!(row.locked_by.as_deref(), Some("Worker-B"));
+    let t = frame(&mut app, 120, 40);
+    insta::assert_snapshot!(t.backend());
+}
+
+#[test]
+fn a_crashed_workers_lease_taken_over_by_the_students_claim_and_finalized() {
+    // The model answer claims in one transaction: one step.
+    let mut app = live(Arc::new(built_in("one-owner").unwrap().model()));
+    press(&mut app, 'n'); // A claims PAY-001
+    press(&mut app, 'c'); // A crashes, holding it
+    press(&mut app, 'A'); // a lease later, and a little more: A's lease has run out
+    press(&mut app, 'a');
+    for _ in 0..6 {
+        press(&mut app, 'n'); // B: claims, calls the provider, finalizes
+    }
+    let rows = app.engine.store().messages(0, 3).unwrap();
+    let taken = &rows[0];
+    assert_eq!(taken.key, "PAY-001");
+    assert_eq!(taken.locked_by.as_deref(), Some("Worker-B"), "{rows:?}");
+    assert_eq!(
+        taken.lease_version, 2,
+        "the student's claim bumped the token"
+    );
+    assert_eq!(app.ledger.results_written(), 2, "B finalized both");
+    let b = last(&app, 1);
+    assert!(b[0].sql.contains("LeaseVersion = :version"), "{b:?}");
+    assert!(b[0].effect.ends_with(": 1 row changed"), "{b:?}");
+}
+
+#[test]
+fn what_the_exercise_does_not_define_is_said_and_nothing_breaks() {
+    let mut app = live(starter("one-owner"));
+    for (key, words) in [
+        ('l', "has no leasing-off relay"),
+        ('h', "defines no [heartbeat]"),
+        ('D', "nothing to redrive"),
+    ] {
+        press(&mut app, key);
+        let notice = app.ui.notice.clone().unwrap_or_default();
+        assert!(notice.contains(words), "{key}: {notice}");
+        assert!(notice.contains("one-owner"), "{notice}");
+    }
+    assert!(app.leasing(), "leasing stays on");
+    assert!(
+        !app.engine.settings.heartbeats(),
+        "no [heartbeat]: heartbeats off"
+    );
+    press(&mut app, 'n');
+    assert!(app.sql.last[0].is_some(), "the workers still run");
+    // An exercise with a heartbeat may have them switched.
+    let mut beats = live(starter("heartbeat"));
+    assert!(beats.engine.settings.heartbeats());
+    press(&mut beats, 'h');
+    assert!(!beats.engine.settings.heartbeats());
+}
+
+#[test]
+fn a_bad_file_is_one_line_before_the_terminal_is_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    let text = built_in("one-owner").unwrap().start.replace(
+        "SELECT Id, LeaseVersion",
+        "SELECT Id, LeaseVersion FROM sqlite_master, ",
+    );
+    std::fs::write(&bad, text).unwrap();
+    let out = leaselab(&["--sql", bad.to_str().unwrap()], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with(&format!("{}:10:", bad.display())), "{err}");
+    assert!(out.stdout.is_empty(), "the terminal untouched");
+    let missing = leaselab(&["--sql", "nowhere.toml"], dir.path());
+    assert_eq!(missing.status.code(), Some(2));
+    assert_eq!(stderr(&missing).lines().count(), 1);
+}
+
+#[test]
+fn the_students_sql_on_postgresql_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.toml");
+    std::fs::write(&file, built_in("one-owner").unwrap().solution).unwrap();
+    let out = leaselab(
+        &[
+            "--sql",
+            file.to_str().unwrap(),
+            "--db",
+            "postgres://nobody@localhost/x",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("runs on SQLite"), "{err}");
+    let fail = leaselab(
+        &["--sql", file.to_str().unwrap(), "--fail-always", "PAY-001"],
+        dir.path(),
+    );
+    assert_eq!(fail.status.code(), Some(2));
+    assert!(
+        stderr(&fail).contains("no failed attempt"),
+        "{}",
+        stderr(&fail)
+    );
+}
+
+/// A statement that goes wrong only as it runs (a claim returning two rows) stops that
+/// worker with the student's words in the log; the dashboard and the other worker go on.
+#[test]
+fn a_statement_that_fails_as_it_runs_stops_its_worker_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two.toml");
+    let text = built_in("one-owner")
+        .unwrap()
+        .solution
+        .replace("LIMIT 1", "LIMIT 2");
+    std::fs::write(&path, text).unwrap();
+    let exercise = leaselab::exercise::load_file(&path).expect("it loads: it fails as it runs");
+    let mut app = live(Arc::new(exercise));
+    press(&mut app, 'n'); // Worker-A's claim returns two rows
+    press(&mut app, 'n');
+    let text = screen(&mut app, 160, 50);
+    assert!(text.contains("returned 2 rows"), "{text}");
+    assert!(app.engine.worker_states().len() == 2);
+}
