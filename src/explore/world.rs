@@ -260,6 +260,32 @@ impl World {
                 Some(ex) => self.student_beat(i, &ex, (before, store), &mut broke)?,
                 None => self.beat(i, store)?,
             },
+            Move::Crash(_) | Move::Jump | Move::Stall(_) | Move::Wake(_) => self.fault(m),
+        };
+        // A fault or the clock touches neither the database nor the provider: what they
+        // hold is what they held before.
+        let seen = match m {
+            Move::Crash(_) | Move::Jump | Move::Stall(_) | Move::Wake(_) => before.clone(),
+            Move::Step(_) | Move::Beat(_) => Seen::read(store, provider)?,
+        };
+        self.judge(&seen, &mut broke);
+        for c in &broke {
+            if !self.broken.contains(c) {
+                self.broken.push(*c);
+            }
+        }
+        Ok(Done {
+            text,
+            broke,
+            seen,
+            key,
+        })
+    }
+
+    /// A fault or the clock: it changes what the workers hold and the time, never the
+    /// database or the provider.
+    fn fault(&mut self, m: Move) -> String {
+        match m {
             Move::Crash(i) => {
                 let a = &mut self.actors[i];
                 let held = a
@@ -305,25 +331,8 @@ impl World {
                     .unwrap_or_default();
                 format!("the stalled {} wakes{held}", a.name)
             }
-        };
-        // A fault or the clock touches neither the database nor the provider: what they
-        // hold is what they held before.
-        let seen = match m {
-            Move::Crash(_) | Move::Jump | Move::Stall(_) | Move::Wake(_) => before.clone(),
-            Move::Step(_) | Move::Beat(_) => Seen::read(store, provider)?,
-        };
-        self.judge(&seen, &mut broke);
-        for c in &broke {
-            if !self.broken.contains(c) {
-                self.broken.push(*c);
-            }
+            Move::Step(_) | Move::Beat(_) => unreachable!("a worker's step is not a fault"),
         }
-        Ok(Done {
-            text,
-            broke,
-            seen,
-            key,
-        })
     }
 
     /// A worker's next step of its own cycle: claim or load, call the provider, finalize
