@@ -18,7 +18,7 @@ use crate::engine::text::printable;
 use super::check::Check;
 use super::error::ExploreError;
 use super::options::LEASE_MS;
-use super::oracle::holds_live_lease;
+use super::oracle::{holds_live_lease, lease_holds};
 use super::world::{Local, Seen, World};
 
 /// The longest statement a step shows, in characters; a longer one ends with `…`.
@@ -104,15 +104,19 @@ impl World {
         let ran = told(&who, &run, (first, total), &shown);
         let (next, outcome) = match step {
             Step::Continue => (Local::Running(run), String::new()),
-            Step::Done(result) => self.ended(&run, result, before, broke),
+            Step::Done(result) => self.ended(i, &run, result, before, broke),
         };
         self.actors[i].local = next;
         Ok(format!("{ran}{outcome}"))
     }
 
-    /// What an operation's result leaves the worker holding, told, with the checks broken.
+    /// What an operation's result leaves worker `i` holding, told, with the checks broken.
+    /// Ownership is judged by the explorer's own record of whose claim was accepted last
+    /// (and of the leases the workers hold), not only by what the student's statements
+    /// wrote in the row: a claim that never moves the fencing token must not pass.
     fn ended(
         &mut self,
+        i: usize,
         run: &OpRun,
         result: OpResult,
         before: &Seen,
@@ -122,9 +126,18 @@ impl World {
         let row = |id: i64| before.rows.iter().find(|r| r.id == id);
         match result {
             OpResult::Claimed(lease) => {
-                // Judged by the explorer's own oracle: the row as it was before this step.
-                if row(lease.id).is_some_and(|r| holds_live_lease(r, now)) {
+                // Another worker still holds a live lease on it, by the lease it was given,
+                // or by the row as it was before this step.
+                let held_elsewhere = self.actors.iter().enumerate().any(|(j, a)| {
+                    j != i
+                        && a.holds_lease()
+                            .is_some_and(|l| l.id == lease.id && lease_holds(l.until_ms, now))
+                });
+                if held_elsewhere || row(lease.id).is_some_and(|r| holds_live_lease(r, now)) {
                     broke.push(Check::LeaseExclusivity);
+                }
+                if let Some(h) = self.holder.get_mut(lease.id as usize) {
+                    *h = Some(i);
                 }
                 let text = format!(
                     ": it claims {} (lease v{}, until {})",
@@ -140,15 +153,24 @@ impl World {
                     return (Local::Idle, String::new());
                 };
                 self.finalized[lease.id as usize] += 1;
+                let owner = self.holder.get(lease.id as usize) == Some(&Some(i));
                 let text = match row(lease.id) {
-                    Some(r) if held(r, lease) => {
+                    Some(r) if owner && held(r, lease) => {
                         format!(": finalize of {} accepted", lease.key)
                     }
                     r => {
                         broke.push(Check::NonOwnerFinalize);
+                        // Whose claim came after this worker's, when the row cannot tell
+                        // them apart (the same name, the same fencing token).
+                        let since = match self.holder.get(lease.id as usize) {
+                            Some(&Some(h)) if h != i => {
+                                format!(", claimed since by {}", self.actors[h].shown())
+                            }
+                            _ => String::new(),
+                        };
                         format!(
                             ": finalize of {} under lease v{} accepted, though the row was at \
-                             lease v{}{}",
+                             lease v{}{}{since}",
                             lease.key,
                             lease.version,
                             r.map_or(0, |r| r.lease_version),
@@ -168,7 +190,8 @@ impl World {
                 let Some(mut lease) = run.lease.clone() else {
                     return (Local::Idle, String::new());
                 };
-                let was_held = row(lease.id).is_some_and(|r| held(r, &lease));
+                let was_held = self.holder.get(lease.id as usize) == Some(&Some(i))
+                    && row(lease.id).is_some_and(|r| held(r, &lease));
                 lease.until_ms = until;
                 let mut text = format!(
                     ": its lease on {} (v{}) now runs until {}",

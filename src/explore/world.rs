@@ -94,6 +94,15 @@ impl Actor {
     }
 
     /// The message it has in hand, if any.
+    /// The lease this worker holds in memory, live or not.
+    pub(super) fn holds_lease(&self) -> Option<&Lease> {
+        match &self.local {
+            Local::Holding(l) | Local::Checked(l, _) => Some(l),
+            Local::Running(run) => run.lease.as_ref(),
+            Local::Idle | Local::Loaded(_) | Local::Marking(..) => None,
+        }
+    }
+
     fn holds(&self) -> Option<String> {
         match &self.local {
             Local::Idle | Local::Loaded(_) => None,
@@ -129,6 +138,10 @@ pub struct World {
     pub actors: Vec<Actor>,
     /// Committed finalizes (or marks) per message id, 1-based index.
     pub finalized: Vec<u32>,
+    /// Per message id (1-based), the worker whose claim of it was accepted last: the
+    /// explorer's own record of who owns a message, kept whatever a student's statements
+    /// write in the row (`explore --sql`).
+    pub holder: Vec<Option<usize>>,
     /// Checks this schedule has broken so far.
     pub broken: Vec<Check>,
     /// The student's statements the workers run (`explore --sql`), or None for the
@@ -190,6 +203,7 @@ impl World {
                 })
                 .collect(),
             finalized: vec![0; messages as usize + 1],
+            holder: vec![None; messages as usize + 1],
             broken: Vec::new(),
             sql: None,
         }
@@ -568,7 +582,7 @@ impl World {
         for (key, c) in &seen.calls {
             (key, c.status_checks, c.side_effects).hash(h);
         }
-        (&self.finalized, &self.broken).hash(h);
+        (&self.finalized, &self.holder, &self.broken).hash(h);
     }
 }
 

@@ -363,3 +363,32 @@ fn heartbeats_asked_of_a_file_without_one_are_refused() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("[heartbeat]"), "{}", stderr(&o));
 }
+
+/// A claim that sets the fencing token to the same value every time, with a finalize that
+/// asks for owner and token: the row cannot tell a stalled Worker-A from its replacement,
+/// but the grader knows whose claim came last.
+#[test]
+fn a_claim_that_never_moves_the_fencing_token_is_caught_as_a_finalize_by_a_non_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let claim: Vec<String> = safe_claim()
+        .into_iter()
+        .map(|q| q.replace("LeaseVersion = LeaseVersion + 1", "LeaseVersion = 1"))
+        .collect();
+    assert!(claim[1].contains("LeaseVersion = 1,"), "the token is fixed");
+    let path = write(
+        &dir,
+        "fixed-token.toml",
+        &file("immediate", &claim, FENCED_FINALIZE, None),
+    );
+    let r = grade(&path, 2, 1, 8);
+    assert!(
+        broken(&r).contains(&Check::NonOwnerFinalize),
+        "{}",
+        r.text()
+    );
+    assert!(
+        r.text().contains("claimed since by the new Worker-A"),
+        "{}",
+        r.text()
+    );
+}
