@@ -247,3 +247,38 @@ fn a_statement_that_fails_as_it_runs_stops_its_worker_in_words() {
     assert!(text.contains("returned 2 rows"), "{text}");
     assert!(app.engine.worker_states().len() == 2);
 }
+
+/// A replay of a database a `--sql` run wrote: its rows do not keep the student's
+/// statements, so the pane says whose they were and that they were not recorded, rather
+/// than showing the lab's own claim as if it had run.
+#[test]
+fn a_replay_of_a_students_run_does_not_show_the_labs_statements_as_if_they_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("class.db");
+    let mut app = app(DashboardOptions {
+        messages: Some(3),
+        db: Some(path.clone()),
+        sql: Some(Arc::new(built_in("one-owner").unwrap().model())),
+        ..DashboardOptions::default()
+    });
+    for _ in 0..3 {
+        press(&mut app, 'n'); // A claims, calls the provider, finalizes
+    }
+    assert!(
+        !last(&app, 0).is_empty(),
+        "live, the student's statements show"
+    );
+    drop(app);
+    let mut replay = App::replay(
+        leaselab::engine::backend::Db::Sqlite(path),
+        leaselab::ui::Theme::plain(),
+    )
+    .expect("replay");
+    press(&mut replay, 's');
+    press(&mut replay, 'G');
+    let shown = replay.sql.last[0].clone().expect("Worker-A's last write");
+    assert!(shown.shown.statements.is_empty(), "{shown:?}");
+    let text = screen(&mut replay, 120, 40);
+    assert!(text.contains("a student's exercise ran here"), "{text}");
+    assert!(!text.contains("UPDATE OutboxMessages"), "{text}");
+}

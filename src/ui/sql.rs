@@ -60,6 +60,7 @@ impl SqlFold {
             ClaimWay::Next
         };
         Known {
+            student: settings.student,
             owner_only: Some(settings.owner_only),
             lease_ms: Some(settings.lease_ms),
             batch: Some(settings.batch),

@@ -205,7 +205,10 @@ impl Engine {
 
     /// The settings this engine's worker threads run with now.
     pub fn run_settings(&self) -> RunSettings {
-        self.settings.recorded()
+        RunSettings {
+            student: self.config.exercise.is_some(),
+            ..self.settings.recorded()
+        }
     }
 
     /// Record the settings the worker threads run with (at a seeding and at every change),

@@ -67,6 +67,9 @@ pub struct Known {
     /// How a claim read from a row was made, when the workers can make it one way only
     /// (a worker process claims the next message, or a batch); None: not known.
     pub claims: Option<ClaimWay>,
+    /// The workers ran a student's exercise, as their settings recorded: an event read
+    /// back from a row stands for the exercise's statements, which no row keeps.
+    pub student: bool,
 }
 
 fn int(v: i64) -> String {
@@ -107,6 +110,13 @@ fn stmt(
 pub fn shown(ev: &Event, known: &Known) -> Option<Shown> {
     match &ev.sql {
         Some(ran) if ev.kind.is_statement() => Some(student(ran)),
+        None if known.student && ev.kind.is_statement() => Some(Shown {
+            statements: Vec::new(),
+            note: Some(
+                "a student's exercise ran here: its statements are the exercise's, which the \
+                 database does not record",
+            ),
+        }),
         _ => lab_shown(ev, known),
     }
 }

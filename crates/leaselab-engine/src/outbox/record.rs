@@ -131,6 +131,9 @@ pub struct RunSettings {
     pub batch: i64,
     /// A finalize checks the owner's name only (a lesson's weaker guard), not the token.
     pub owner_only: bool,
+    /// The workers ran a student's exercise (`leaselab --sql`): their claims, finalizes and
+    /// heartbeats were the exercise's statements, which the rows do not record.
+    pub student: bool,
 }
 
 impl RunSettings {
@@ -138,8 +141,13 @@ impl RunSettings {
     /// heartbeat_ms=1000 batch=1 guard=token` (`guard=owner` for the owner-only guard).
     pub fn detail(&self) -> String {
         let on = |b: bool| if b { "on" } else { "off" };
+        let student = if self.student {
+            " statements=student"
+        } else {
+            ""
+        };
         format!(
-            "lease_ms={} process_ms={} leasing={} heartbeats={} heartbeat_ms={} batch={} guard={}",
+            "lease_ms={} process_ms={} leasing={} heartbeats={} heartbeat_ms={} batch={} guard={}{student}",
             self.lease_ms,
             self.process_ms,
             on(self.leasing),
@@ -152,8 +160,8 @@ impl RunSettings {
 
     /// Read a row's `Detail` back: every key once, each value in its range, or why not.
     pub fn parse(detail: &str) -> Result<RunSettings, String> {
-        let mut values: [Option<&str>; 7] = [None; 7];
-        const KEYS: [&str; 7] = [
+        let mut values: [Option<&str>; 8] = [None; 8];
+        const KEYS: [&str; 8] = [
             "lease_ms",
             "process_ms",
             "leasing",
@@ -161,6 +169,8 @@ impl RunSettings {
             "heartbeat_ms",
             "batch",
             "guard",
+            // Optional: written only for a student's exercise.
+            "statements",
         ];
         for pair in detail.split(' ') {
             let (key, value) = pair
@@ -201,6 +211,11 @@ impl RunSettings {
                 "token" => false,
                 _ => return Err("settings' guard is neither owner nor token".into()),
             },
+            student: match values[7] {
+                None => false,
+                Some("student") => true,
+                Some(_) => return Err("settings' statements is not student".into()),
+            },
         })
     }
 }
@@ -219,8 +234,12 @@ mod tests {
             heartbeat_ms: 166,
             batch: 4,
             owner_only: true,
+            student: false,
         };
         assert_eq!(RunSettings::parse(&s.detail()), Ok(s));
+        let student = RunSettings { student: true, ..s };
+        assert!(student.detail().ends_with(" statements=student"));
+        assert_eq!(RunSettings::parse(&student.detail()), Ok(student));
         for bad in [
             "",
             "lease_ms=500",
@@ -231,6 +250,7 @@ mod tests {
             "lease_ms=5 process_ms=0 leasing=yes heartbeats=on heartbeat_ms=1 batch=1",
             "lease_ms=5 lease_ms=5 process_ms=0 leasing=on heartbeats=on heartbeat_ms=1 batch=1",
             "lease_ms=5 process_ms=0 leasing=on heartbeats=on heartbeat_ms=1 batch=1 color=red",
+            "lease_ms=5 process_ms=0 leasing=on heartbeats=on heartbeat_ms=1 batch=1 guard=token statements=lab",
         ] {
             assert!(RunSettings::parse(bad).is_err(), "{bad}");
         }

@@ -99,6 +99,8 @@ impl Settings {
             heartbeat_ms: self.heartbeat_ms(),
             batch: self.batch() as i64,
             owner_only: self.finalize_guard() == FinalizeGuard::OwnerOnly,
+            // The engine says whether its workers run an exercise (`Engine::run_settings`).
+            student: false,
         }
     }
 }
