@@ -821,6 +821,7 @@ mod tests {
             batch: Some(4),
             row_version: Some(2),
             claims: None,
+            student: false,
         }
     }
 
