@@ -13,7 +13,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 use leaselab::engine::student::Exercise;
 use leaselab::exercise::built_in;
-use leaselab::explore::{explore, Check, ExploreOptions, Report};
+use leaselab::explore::{explore, Check, ExploreOptions};
 
 mod support;
 use support::peak_rss_mb;
@@ -25,14 +25,6 @@ fn options(sql: Option<Exercise>) -> ExploreOptions {
         sql: sql.map(Arc::new),
         ..ExploreOptions::default()
     }
-}
-
-fn broken(r: &Report) -> Vec<Check> {
-    r.verdicts
-        .iter()
-        .filter(|v| v.count > 0)
-        .map(|v| v.check)
-        .collect()
 }
 
 fn grade(c: &mut Criterion) {
@@ -62,7 +54,7 @@ fn grade(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(30));
     for (name, opts, want) in runs {
         let r = explore(&opts, &mut |_| true).expect("the search runs");
-        assert_eq!(broken(&r), want, "{name}: {}", r.text());
+        assert_eq!(r.broken(), want, "{name}: {}", r.text());
         assert!(r.exhaustive, "{name}: no cut");
         println!("{name}: {} states, {} schedules", r.states, r.schedules);
         group.bench_function(name, |b| {

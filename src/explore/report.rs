@@ -92,6 +92,15 @@ impl Cut {
 }
 
 impl Report {
+    /// The checks some schedule broke, in the report's order.
+    pub fn broken(&self) -> Vec<Check> {
+        self.verdicts
+            .iter()
+            .filter(|v| v.count > 0)
+            .map(|v| v.check)
+            .collect()
+    }
+
     pub fn bad_schedules(&self) -> u64 {
         self.verdicts.iter().map(|v| v.count).sum()
     }

@@ -24,14 +24,6 @@ fn grade(exercise: Exercise, depth: usize) -> Report {
     explore(&opts, &mut |_| true).expect("the search runs")
 }
 
-fn broken(r: &Report) -> Vec<Check> {
-    r.verdicts
-        .iter()
-        .filter(|v| v.count > 0)
-        .map(|v| v.check)
-        .collect()
-}
-
 /// The mistake each starter is written to make.
 fn teaches(name: &str) -> Check {
     match name {
@@ -49,7 +41,7 @@ fn every_starter_is_caught_with_its_statements_on_show() {
         let r = grade(b.starter(), 8);
         let text = r.text();
         let want = teaches(b.name);
-        assert!(broken(&r).contains(&want), "{}: {text}", b.name);
+        assert!(r.broken().contains(&want), "{}: {text}", b.name);
         let v = r.verdicts.iter().find(|v| v.check == want).unwrap();
         assert!(!v.shortest.is_empty(), "{}: a schedule is shown", b.name);
         // The schedule shows the starter's own statements, each with its line in the file.
@@ -69,7 +61,7 @@ fn every_starter_is_caught_with_its_statements_on_show() {
 fn every_model_answer_passes_every_schedule() {
     for b in &BUILT_INS {
         let r = grade(b.model(), 10);
-        assert_eq!(broken(&r), [], "{}: {}", b.name, r.text());
+        assert_eq!(r.broken(), [], "{}: {}", b.name, r.text());
         assert!(r.states > 50, "{}: the search went somewhere", b.name);
     }
 }
@@ -82,7 +74,7 @@ fn a_model_answer_without_the_fencing_token_is_a_finalize_by_a_non_owner() {
     let file = "assets/exercises/stale-finalize.solution.toml";
     let r = grade(Exercise::parse(&text, file).expect("it loads"), 8);
     assert!(
-        broken(&r).contains(&Check::NonOwnerFinalize),
+        r.broken().contains(&Check::NonOwnerFinalize),
         "{}",
         r.text()
     );

@@ -79,14 +79,6 @@ fn grade(path: &Path, workers: usize, messages: u64, depth: usize) -> Report {
     explore(&ExploreOptions { heartbeats, ..opts }, &mut |_| true).expect("the search runs")
 }
 
-fn broken(r: &Report) -> Vec<Check> {
-    r.verdicts
-        .iter()
-        .filter(|v| v.count > 0)
-        .map(|v| v.check)
-        .collect()
-}
-
 #[test]
 fn a_claim_in_one_transaction_and_a_fenced_finalize_pass_every_schedule() {
     let dir = tempfile::tempdir().unwrap();
@@ -97,7 +89,7 @@ fn a_claim_in_one_transaction_and_a_fenced_finalize_pass_every_schedule() {
     );
     let r = grade(&path, 2, 1, 10);
     assert!(r.exhaustive, "{}", r.text());
-    assert_eq!(broken(&r), [], "{}", r.text());
+    assert_eq!(r.broken(), [], "{}", r.text());
     assert!(r.states > 100, "the search went somewhere: {}", r.text());
 }
 
@@ -121,7 +113,7 @@ fn the_safe_files_verdicts_agree_with_the_engines_own_store() {
         &mut |_| true,
     )
     .expect("the engine's search");
-    assert_eq!(broken(&student), broken(&engine));
+    assert_eq!(student.broken(), engine.broken());
 }
 
 #[test]
@@ -139,7 +131,7 @@ fn a_select_then_an_update_each_on_its_own_lets_two_workers_take_one_message() {
     );
     let r = grade(&path, 2, 1, 6);
     assert!(
-        broken(&r).contains(&Check::LeaseExclusivity),
+        r.broken().contains(&Check::LeaseExclusivity),
         "{}",
         r.text()
     );
@@ -172,7 +164,7 @@ fn a_finalize_without_the_version_guard_is_caught_as_a_finalize_by_a_non_owner()
     );
     let r = grade(&path, 2, 1, 10);
     assert!(
-        broken(&r).contains(&Check::NonOwnerFinalize),
+        r.broken().contains(&Check::NonOwnerFinalize),
         "{}",
         r.text()
     );
@@ -191,7 +183,7 @@ fn a_claim_of_pending_rows_only_leaves_a_crashed_workers_message_stuck() {
         &file("immediate", &pending_only, FENCED_FINALIZE, None),
     );
     let r = grade(&path, 2, 1, 8);
-    assert!(broken(&r).contains(&Check::Stuck), "{}", r.text());
+    assert!(r.broken().contains(&Check::Stuck), "{}", r.text());
 }
 
 /// A claim that finds an expired lease but whose take asks for Pending only goes round for
@@ -212,7 +204,7 @@ fn a_claim_that_reads_an_expired_lease_but_cannot_take_it_goes_round_and_is_stuc
         &file("none", &round, FENCED_FINALIZE, None),
     );
     let r = grade(&path, 2, 1, 8);
-    assert_eq!(broken(&r), [Check::Stuck], "{}", r.text());
+    assert_eq!(r.broken(), [Check::Stuck], "{}", r.text());
     let v = r.verdicts.iter().find(|v| v.check == Check::Stuck).unwrap();
     // Claim (two statements), crash: the shortest way there.
     assert_eq!(v.shortest.len(), 3, "{}", r.text());
@@ -230,7 +222,7 @@ fn a_heartbeat_that_extends_any_lease_is_caught() {
     );
     let r = grade(&path, 2, 1, 8);
     assert!(
-        broken(&r).contains(&Check::LeaseExclusivity),
+        r.broken().contains(&Check::LeaseExclusivity),
         "{}",
         r.text()
     );
@@ -241,7 +233,7 @@ fn a_heartbeat_that_extends_any_lease_is_caught() {
         &file("immediate", &safe_claim(), FENCED_FINALIZE, Some(&guarded)),
     );
     let r = grade(&path, 2, 1, 8);
-    assert_eq!(broken(&r), [], "{}", r.text());
+    assert_eq!(r.broken(), [], "{}", r.text());
 }
 
 #[test]
@@ -382,7 +374,7 @@ fn a_claim_that_never_moves_the_fencing_token_is_caught_as_a_finalize_by_a_non_o
     );
     let r = grade(&path, 2, 1, 8);
     assert!(
-        broken(&r).contains(&Check::NonOwnerFinalize),
+        r.broken().contains(&Check::NonOwnerFinalize),
         "{}",
         r.text()
     );

@@ -62,6 +62,28 @@ const EVENTS_AFTER_SQL: &str =
        FROM LeaseEvents WHERE Seq > ?1 ORDER BY Seq LIMIT ?2";
 
 /// Append one row inside the caller's write transaction.
+/// A heartbeat's row: the lease extended until `until`, or, with `None`, lost (a watcher
+/// sees the worker drop the message).
+pub(super) fn record_beat(
+    tx: &Tx<'_, '_>,
+    lease: &crate::outbox::Lease,
+    now: i64,
+    until: Option<i64>,
+) -> Result<()> {
+    let kind = match until {
+        Some(_) => LeaseEventKind::Heartbeat,
+        None => LeaseEventKind::LeaseLost,
+    };
+    record(
+        tx,
+        &NewEvent {
+            version: Some(lease.version),
+            until_ms: until,
+            ..NewEvent::about(kind, now, &lease.owner, lease.id, &lease.key)
+        },
+    )
+}
+
 pub(super) fn record(tx: &Tx<'_, '_>, e: &NewEvent<'_>) -> Result<()> {
     let started = EVENTS_TIMED.with(Cell::get).then(Instant::now);
     tx.run(Hot::RecordEvent, INSERT_EVENT_SQL, |s| {

@@ -4,7 +4,7 @@ use crate::outbox::prelude::*;
 use rusqlite::{named_params, OptionalExtension};
 
 use super::conn::End;
-use super::lease_events::{record, LeaseEventKind, NewEvent};
+use super::lease_events::{record, record_beat, LeaseEventKind, NewEvent};
 use super::{FailOutcome, Lease, Result, RetryPolicy, Store};
 use crate::events::ENGINE;
 use crate::outbox::Stamped;
@@ -64,19 +64,7 @@ impl Upkeep for Store {
             } else {
                 None
             };
-            // A lost lease is written too, so a watcher sees the worker drop the message.
-            let kind = match until {
-                Some(_) => LeaseEventKind::Heartbeat,
-                None => LeaseEventKind::LeaseLost,
-            };
-            record(
-                tx,
-                &NewEvent {
-                    version: Some(lease.version),
-                    until_ms: until,
-                    ..NewEvent::about(kind, now, &lease.owner, lease.id, &lease.key)
-                },
-            )?;
+            record_beat(tx, lease, now, until)?;
             Ok((Stamped::new(until, shared.next_seq()), End::Commit))
         })
     }

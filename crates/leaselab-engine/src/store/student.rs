@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use super::claim::record_claim;
 use super::conn::End;
 use super::finalize::write_answer;
-use super::lease_events::{record, LeaseEventKind, NewEvent};
+use super::lease_events::{record, record_beat, LeaseEventKind, NewEvent};
 use super::prepared::Tx;
 use super::{Lease, Result, Store, StoreShared};
 use crate::provider::StatusCheck;
@@ -227,18 +227,7 @@ impl Store {
             } else {
                 None
             };
-            let kind = match until {
-                Some(_) => LeaseEventKind::Heartbeat,
-                None => LeaseEventKind::LeaseLost,
-            };
-            record(
-                tx,
-                &NewEvent {
-                    version: Some(lease.version),
-                    until_ms: until,
-                    ..NewEvent::about(kind, now, &lease.owner, lease.id, &lease.key)
-                },
-            )?;
+            record_beat(tx, lease, now, until)?;
             Ok((until, shared.next_seq()))
         })
     }
