@@ -39,7 +39,7 @@ pub fn render(frame: &mut Frame, area: Rect, h: &MessageHistoryView, t: &Theme) 
         } else {
             t.base
         };
-        let line = format!("{} {:<10} {text}", hms(*at), fit(actor, 10));
+        let line = format!("{} {} {text}", hms(*at), super::pad(actor, 10));
         lines.push(Line::from(styled(fit(&line, inner_w), style)));
     }
     lines.push(Line::raw(""));

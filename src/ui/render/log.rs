@@ -41,7 +41,7 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
             let mut spans = vec![
                 styled(hms(l.at_ms), t.dim),
                 Span::raw(" "),
-                styled(format!("{:<10}", l.actor), t.header),
+                styled(super::pad(&l.actor, 10), t.header),
                 Span::raw(" "),
                 styled(l.text.clone(), style),
             ];

@@ -412,17 +412,38 @@ pub(crate) fn pack<'a>(
     out
 }
 
-/// Shorten `s` to `width` characters, marking the cut with `…`.
+/// Shorten `s` to `width` terminal columns, marking the cut with `…`: measured by display
+/// width, so a name in Chinese or Japanese (two columns a character) is cut where it fills
+/// the room, not twice past it.
 pub(crate) fn fit(s: &str, width: usize) -> String {
-    let n = s.chars().count();
-    if n <= width {
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    if s.width() <= width {
         return s.to_string();
     }
     if width == 0 {
         return String::new();
     }
-    let mut out: String = s.chars().take(width - 1).collect();
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > width - 1 {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
     out.push('…');
+    out
+}
+
+/// `s` cut to `width` columns and padded with spaces to fill them: a column of names lines
+/// up whatever script the names are in (`format!("{:<10}")` counts characters).
+pub(crate) fn pad(s: &str, width: usize) -> String {
+    use unicode_width::UnicodeWidthStr;
+    let mut out = fit(s, width);
+    let room = width.saturating_sub(out.width());
+    out.extend(std::iter::repeat_n(' ', room));
     out
 }
 
@@ -443,4 +464,25 @@ pub(crate) fn ms_label(ms: i64) -> String {
 
 pub(crate) fn styled<'a>(s: impl Into<String>, style: Style) -> Span<'a> {
     Span::styled(s.into(), style)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A name in a script two columns wide is cut and padded by columns: `李雷` is four,
+    /// and a long one ends in `…` within the room.
+    #[test]
+    fn names_are_cut_and_padded_by_display_width() {
+        use unicode_width::UnicodeWidthStr;
+        assert_eq!(pad("李雷", 10), "李雷      ");
+        assert_eq!(pad("alice", 10).width(), 10);
+        let long = "李雷李雷李雷李雷李雷";
+        let cut = fit(long, 10);
+        assert!(cut.ends_with('…'), "{cut}");
+        assert!(cut.width() <= 10, "{cut} is {} wide", cut.width());
+        assert_eq!(pad(long, 10).width(), 10);
+        assert_eq!(fit("abcdefghijkl", 5), "abcd…");
+        assert_eq!(fit("李", 1), "…");
+    }
 }

@@ -57,7 +57,7 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
         .iter()
         .take(inner.height as usize)
         .map(|w| {
-            let name = format!("{:<w$}", fit(&w.label(true), LABEL_W - 1), w = LABEL_W);
+            let name = super::pad(&fit(&w.label(true), LABEL_W - 1), LABEL_W);
             let name_style = if w.slot == ui.selected {
                 t.selected
             } else {

@@ -40,7 +40,7 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
     let name_w = s
         .workers
         .iter()
-        .map(|w| w.label(!wide).chars().count())
+        .map(|w| unicode_width::UnicodeWidthStr::width(w.label(!wide).as_str()))
         .max()
         .unwrap_or(0)
         .clamp(NAME_W, NAME_W + 8);
@@ -117,10 +117,7 @@ impl View<'_> {
         Line::from(vec![
             styled(if selected { "▶" } else { " " }, t.selected),
             styled(if next { "→" } else { " " }, t.next_mover),
-            styled(
-                format!("{:<name_w$}", fit(&w.label(!wide), name_w)),
-                name_style,
-            ),
+            styled(super::pad(&w.label(!wide), name_w), name_style),
             Span::raw(" "),
             styled(format!("{:<10}", state_label), state_style),
             Span::raw(" "),
