@@ -19,6 +19,8 @@ pub enum NameError {
     Unprintable(String),
     #[error("--name engine is taken by leaselab itself; choose another")]
     Engine,
+    #[error("--name {0} is a label the dashboard's log gives its own lines; choose another")]
+    Reserved(String),
     #[error(
         "--name {0} is the name of a leaselab worker thread, which a process would be confused with; choose another (laptop-1, proc-2, ...)"
     )]
@@ -38,6 +40,13 @@ pub fn check_name(name: &str) -> Result<(), NameError> {
     }
     if name == crate::engine::events::ENGINE {
         return Err(NameError::Engine);
+    }
+    // The log's own lines are labelled so: a worker under one would read as the verdict.
+    if ["history", "dashboard"]
+        .iter()
+        .any(|label| name.eq_ignore_ascii_case(label))
+    {
+        return Err(NameError::Reserved(name.to_string()));
     }
     // `Worker-A`, `Worker-B#2`, ... are the names of an engine's worker threads: a process
     // under one would read as that thread in every table, event and ledger. Only the
@@ -71,11 +80,23 @@ mod tests {
                 "engine",
                 "--name engine is taken by leaselab itself; choose another".to_string(),
             ),
+            (
+                "history",
+                "--name history is a label the dashboard's log gives its own lines; choose another"
+                    .to_string(),
+            ),
+            (
+                "Dashboard",
+                "--name Dashboard is a label the dashboard's log gives its own lines; choose \
+                 another"
+                    .to_string(),
+            ),
         ];
         for (name, said) in cases {
             assert_eq!(check_name(name).unwrap_err().to_string(), said, "{name:?}");
         }
         assert_eq!(check_name(&"y".repeat(MAX_NAME)), Ok(()));
         assert_eq!(check_name("laptop-1"), Ok(()));
+        assert_eq!(check_name("李雷"), Ok(()));
     }
 }
