@@ -148,40 +148,10 @@ impl World {
                 (Local::Holding(lease), text)
             }
             OpResult::NoRow => (Local::Idle, ": it finds nothing to claim".into()),
-            OpResult::Accepted => {
-                let Some(lease) = &run.lease else {
-                    return (Local::Idle, String::new());
-                };
-                self.finalized[lease.id as usize] += 1;
-                let owner = self.holder.get(lease.id as usize) == Some(&Some(i));
-                let text = match row(lease.id) {
-                    Some(r) if owner && held(r, lease) => {
-                        format!(": finalize of {} accepted", lease.key)
-                    }
-                    r => {
-                        broke.push(Check::NonOwnerFinalize);
-                        // Whose claim came after this worker's, when the row cannot tell
-                        // them apart (the same name, the same fencing token).
-                        let since = match self.holder.get(lease.id as usize) {
-                            Some(&Some(h)) if h != i => {
-                                format!(", claimed since by {}", self.actors[h].shown())
-                            }
-                            _ => String::new(),
-                        };
-                        format!(
-                            ": finalize of {} under lease v{} accepted, though the row was at \
-                             lease v{}{}{since}",
-                            lease.key,
-                            lease.version,
-                            r.map_or(0, |r| r.lease_version),
-                            r.and_then(|r| r.locked_by.as_deref())
-                                .map(|o| format!(" owned by {}", printable(o)))
-                                .unwrap_or_default()
-                        )
-                    }
-                };
-                (Local::Idle, text)
-            }
+            OpResult::Accepted => match &run.lease {
+                Some(lease) => (Local::Idle, self.finalized(i, lease, row(lease.id), broke)),
+                None => (Local::Idle, String::new()),
+            },
             OpResult::Rejected => (
                 Local::Idle,
                 ": finalize rejected, the lease is no longer its".into(),
@@ -211,6 +181,38 @@ impl World {
                 ": the lease is lost and it gives the message up".into(),
             ),
         }
+    }
+
+    /// Worker `i`'s finalize of `lease` was accepted: counted, and judged against whose
+    /// claim came last and the row as it was (`row`), told.
+    fn finalized(
+        &mut self,
+        i: usize,
+        lease: &Lease,
+        row: Option<&crate::engine::outbox::MessageRow>,
+        broke: &mut Vec<Check>,
+    ) -> String {
+        self.finalized[lease.id as usize] += 1;
+        let owner = self.holder.get(lease.id as usize) == Some(&Some(i));
+        if row.is_some_and(|r| owner && held(r, lease)) {
+            return format!(": finalize of {} accepted", lease.key);
+        }
+        broke.push(Check::NonOwnerFinalize);
+        // Whose claim came after this worker's, when the row cannot tell them apart (the
+        // same name, the same fencing token).
+        let since = match self.holder.get(lease.id as usize) {
+            Some(&Some(h)) if h != i => format!(", claimed since by {}", self.actors[h].shown()),
+            _ => String::new(),
+        };
+        format!(
+            ": finalize of {} under lease v{} accepted, though the row was at lease v{}{}{since}",
+            lease.key,
+            lease.version,
+            row.map_or(0, |r| r.lease_version),
+            row.and_then(|r| r.locked_by.as_deref())
+                .map(|o| format!(" owned by {}", printable(o)))
+                .unwrap_or_default()
+        )
     }
 }
 
