@@ -26,6 +26,14 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// A lease given back on purpose (a worker stopped while it held it): the message is
+    /// Pending and claimable at once, and no number of them dead-letters it.
+    pub const RELEASE: RetryPolicy = RetryPolicy {
+        base_ms: 0,
+        cap_ms: 0,
+        max_attempts: i64::MAX,
+    };
+
     /// A policy, or the one line that says why it cannot be one.
     pub fn new(base_ms: i64, cap_ms: i64, max_attempts: i64) -> std::result::Result<Self, String> {
         if max_attempts < 1 {
