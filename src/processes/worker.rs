@@ -13,7 +13,10 @@ use crate::engine::backend::{Db, Outbox};
 use crate::engine::clock::{hms, Clock};
 use crate::engine::events::{Event, EventKind};
 use crate::engine::outbox::OutboxError;
-use crate::engine::outbox::{DbOrigin, Durability, Fact, LeaseEventKind, StoreShared};
+use crate::engine::outbox::{
+    DbOrigin, Durability, Fact, FailOutcome, Lease, LeaseClock, LeaseEventKind, RetryPolicy,
+    Stamped, StoreShared,
+};
 use crate::engine::provider::Provider;
 use crate::engine::worker::{self, Control, Settings, WorkerContext};
 
@@ -45,6 +48,11 @@ pub enum Failure {
     /// The database cannot be used (not ours, a bad path): nothing was done.
     #[error(transparent)]
     Unusable(OutboxError),
+    /// The test hook's clock offset is not a number of milliseconds within a day.
+    #[error(
+        "{CLOCK_OFFSET_ENV} must be a whole number of milliseconds within a day either way (got {0})"
+    )]
+    ClockOffset(String),
     /// An owner runs on the database on the scenario clock: nothing was done.
     #[error(
         "{db} is in use by {owner}, which runs on the scenario clock (seeded at {seeded}): its \
@@ -71,7 +79,10 @@ impl Failure {
     pub fn is_bad_input(&self) -> bool {
         matches!(
             self,
-            Failure::Name(_) | Failure::Unusable(_) | Failure::OffTheWallClock { .. }
+            Failure::Name(_)
+                | Failure::Unusable(_)
+                | Failure::OffTheWallClock { .. }
+                | Failure::ClockOffset(_)
         )
     }
 }
@@ -156,7 +167,7 @@ pub fn run(
                 handle.send(Control::Shutdown);
                 handle.join();
                 let signo = signo.unwrap_or(signal_hook::consts::SIGTERM);
-                leaving.record(&handle, &crate::signals::name(signo));
+                leaving.leave(&handle, &crate::signals::name(signo), &mut line);
                 return Ok(Ended::Interrupted(signo));
             },
         }
@@ -178,8 +189,9 @@ fn join(
     interrupts: &Receiver<i32>,
     line: &mut impl FnMut(&str) -> bool,
 ) -> Result<Joined, Failure> {
-    let shared = Arc::new(StoreShared::new(Durability::Full));
-    let clock = Arc::new(Clock::wall());
+    // On PostgreSQL every lease time is the server's: machines' clocks differ.
+    let shared = Arc::new(StoreShared::new(Durability::Full).on(LeaseClock::Server));
+    let clock = Arc::new(Clock::wall_shifted(clock_offset()?));
     let provider = Arc::new(Provider::new());
     let db = Db::parse(&opts.db);
     let (mut store, origin) = db
@@ -191,8 +203,13 @@ fn join(
                 Failure::Database(e)
             }
         })?;
-    if let Some(why) = owner_off_the_wall_clock(store.as_ref(), clock.now(), &db) {
+    let server_now = store.server_clock_ms().ok().flatten();
+    if let Some(why) = owner_off_the_wall_clock(store.as_ref(), server_now, clock.now(), &db) {
         return Err(why);
+    }
+    if let Some(said) = server_now.and_then(|_| skew(opts, &clock, store.as_ref())) {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr().lock(), "leaselab: {said}");
     }
     provider.set_faults(opts.reliability.faults.clone());
     let settings = Arc::new(settings(opts));
@@ -245,7 +262,52 @@ impl Leaving {
     /// (A signal has already ended every wait for a locked SQLite file, so a locked one is
     /// given up at once rather than holding the process.)
     fn record(&self, handle: &worker::WorkerHandle, how: &str) {
+        self.record_holding(handle.status().lease, how);
+    }
+
+    /// Stopped by a signal (`how`): give the lease it holds back at once, then record that
+    /// it left, holding nothing when the release went through.
+    fn leave(&self, handle: &worker::WorkerHandle, how: &str, line: &mut impl FnMut(&str) -> bool) {
         let held = handle.status().lease;
+        let still = held.and_then(|lease| self.give_back(lease, how, line));
+        self.record_holding(still, how);
+    }
+
+    /// Give `lease` back: Pending and claimable at once, by the release a failed attempt
+    /// writes, guarded by owner, lease version and seeding, with its `Retry` row (error
+    /// `released: HOW`, available now). Says what it released, or that the lease was taken
+    /// over meanwhile. Returns the lease when it is still held (the release failed).
+    fn give_back(
+        &self,
+        lease: Lease,
+        how: &str,
+        line: &mut impl FnMut(&str) -> bool,
+    ) -> Option<Lease> {
+        let what = format!("{} (lease v{})", lease.key, lease.version);
+        let released = self.db.open(self.shared.clone()).and_then(|mut store| {
+            let why = format!("released: {how}");
+            store.fail_attempt(&lease, &why, self.clock.now(), &RetryPolicy::RELEASE)
+        });
+        let (said, still) = match released {
+            Ok(Stamped {
+                value: FailOutcome::Retry { .. },
+                ..
+            }) => (format!("released {what}"), None),
+            Ok(_) => (
+                format!("did not release {what}: its lease was taken over meanwhile"),
+                None,
+            ),
+            Err(e) => (
+                format!("could not release {what} ({e}): it stays held until its lease runs out"),
+                Some(lease),
+            ),
+        };
+        line(&format!("{} {} {said}", hms(self.clock.now()), self.name));
+        still
+    }
+
+    /// Record that the worker left, with the lease it still holds.
+    fn record_holding(&self, held: Option<Lease>, how: &str) {
         let fact = Fact::of(LeaseEventKind::Left, self.clock.now(), &self.name, how).holding(
             held.as_ref()
                 .map(|l| (l.id, l.key.as_str(), l.version, l.until_ms)),
@@ -286,6 +348,45 @@ fn wait_for_the_lock_as_long_as_it_takes(name: &str) {
     });
 }
 
+/// The test hook that shifts a worker process's clock by this many milliseconds (at most a
+/// day either way), so that a test can run a worker whose machine's clock is off. It is
+/// read here only, and is not a setting: a real machine's clock is off by itself.
+pub const CLOCK_OFFSET_ENV: &str = "LEASELAB_TEST_CLOCK_OFFSET_MS";
+const MAX_CLOCK_OFFSET_MS: i64 = 86_400_000;
+
+/// The offset [`CLOCK_OFFSET_ENV`] asks for (0 when it is not set).
+fn clock_offset() -> Result<i64, Failure> {
+    let Some(raw) = std::env::var_os(CLOCK_OFFSET_ENV) else {
+        return Ok(0);
+    };
+    let raw = raw.to_string_lossy();
+    raw.trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|ms| ms.abs() <= MAX_CLOCK_OFFSET_MS)
+        .ok_or_else(|| Failure::ClockOffset(crate::engine::text::quoted(&raw)))
+}
+
+/// What a worker says at join when its clock and the database server's differ by more
+/// than a tenth of its lease. Its leases stay safe either way: they go by the server's
+/// clock; its own paces only its work.
+fn skew(opts: &WorkerOptions, clock: &Clock, store: &dyn Outbox) -> Option<String> {
+    let before = clock.now();
+    let server = store.server_clock_ms().ok()??;
+    let local = before + (clock.now() - before) / 2;
+    let off = local - server;
+    if off.abs() * 10 <= opts.lease_ms {
+        return None;
+    }
+    let way = if off > 0 { "ahead of" } else { "behind" };
+    Some(format!(
+        "{}'s clock is {:.1} s {way} the database server's (more than a tenth of its {} ms lease): its leases go by the server's clock and stay safe; the times it prints are its own",
+        opts.name,
+        off.abs() as f64 / 1000.0,
+        opts.lease_ms
+    ))
+}
+
 /// How far a seeding's time may be from the wall clock and still be on it: a wall-clock
 /// owner seeded a moment ago, a scenario-clock one at 2026-01-15 09:00 plus a few minutes.
 const WALL_CLOCK_SLACK_MS: i64 = 3_600_000;
@@ -293,9 +394,16 @@ const WALL_CLOCK_SLACK_MS: i64 = 3_600_000;
 /// Why a worker process must not join: an owner runs on the database now, on the scenario
 /// clock (a `run`, free play, a lesson). Its leases are not in wall-clock time: this
 /// worker would read every live lease as long expired and take it over.
-fn owner_off_the_wall_clock(store: &dyn Outbox, now: i64, db: &Db) -> Option<Failure> {
+fn owner_off_the_wall_clock(
+    store: &dyn Outbox,
+    server_now: Option<i64>,
+    now: i64,
+    db: &Db,
+) -> Option<Failure> {
     let owner = store.owner().ok()??;
     let seeded = store.seeded_at().ok()??;
+    // A worker on the server's clock compares the seeding with the server's time.
+    let now = server_now.unwrap_or(now);
     ((seeded - now).abs() > WALL_CLOCK_SLACK_MS).then(|| Failure::OffTheWallClock {
         db: db.shown(),
         owner,
