@@ -14,6 +14,7 @@ use std::process::{Child, Command, Stdio};
 
 use leaselab::engine::backend::Db;
 use leaselab::engine::clock::wall_now_ms;
+use leaselab::engine::events_table::Translator;
 use leaselab::engine::outbox::prelude::*;
 use leaselab::engine::outbox::{ClaimOutcome, StoreShared};
 use leaselab::engine::pg::PgStore;
@@ -137,6 +138,17 @@ fn sigint_gives_the_lease_back(db: Db, arg: &OsStr) {
         ("holder", Some(1), Some("released: SIGINT"))
     );
     assert!(released.until_ms.unwrap() <= wall_now_ms(), "{released:?}");
+    // A watcher tells it from a failed attempt.
+    let told: Vec<String> = Translator::new()
+        .events(&released)
+        .iter()
+        .map(|e| e.describe())
+        .collect();
+    assert_eq!(
+        told,
+        ["RELEASED PAY-001 (lease v1, SIGINT): claimable now"],
+        "{released:?}"
+    );
     let left = events(&db)
         .into_iter()
         .find(|r| r.kind == LeaseEventKind::Left)

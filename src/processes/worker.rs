@@ -15,7 +15,7 @@ use crate::engine::events::{Event, EventKind};
 use crate::engine::outbox::OutboxError;
 use crate::engine::outbox::{
     DbOrigin, Durability, Fact, FailOutcome, Lease, LeaseClock, LeaseEventKind, RetryPolicy,
-    Stamped, StoreShared,
+    Stamped, StoreShared, RELEASED,
 };
 use crate::engine::provider::Provider;
 use crate::engine::worker::{self, Control, Settings, WorkerContext};
@@ -285,7 +285,7 @@ impl Leaving {
     ) -> Option<Lease> {
         let what = format!("{} (lease v{})", lease.key, lease.version);
         let released = self.db.open(self.shared.clone()).and_then(|mut store| {
-            let why = format!("released: {how}");
+            let why = format!("{RELEASED}{how}");
             store.fail_attempt(&lease, &why, self.clock.now(), &RetryPolicy::RELEASE)
         });
         let (said, still) = match released {

@@ -15,7 +15,7 @@ pub use record::{
     checked_detail, Fact, LeaseEventRow, Recording, RunSettings, StudentStatement, CRASH_PANIC,
     CRASH_TOLD, REPLAYED,
 };
-pub use retry::{FailOutcome, RetryPolicy};
+pub use retry::{FailOutcome, RetryPolicy, RELEASED};
 pub use stamped::Stamped;
 pub use status::{LeaseEventKind, OutboxStatus, PaymentStatus};
 pub use types::{

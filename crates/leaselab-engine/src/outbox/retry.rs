@@ -25,6 +25,10 @@ impl Default for RetryPolicy {
     }
 }
 
+/// How the error of a failed attempt written under [`RetryPolicy::RELEASE`] begins
+/// (`released: SIGINT`): a lease given back, which a watcher tells apart from a failure.
+pub const RELEASED: &str = "released: ";
+
 impl RetryPolicy {
     /// A lease given back on purpose (a worker stopped while it held it): the message is
     /// Pending and claimable at once, and no number of them dead-letters it.
