@@ -16,10 +16,14 @@ use leaselab::engine::backend::Db;
 use leaselab::engine::clock::wall_now_ms;
 use leaselab::engine::events_table::Translator;
 use leaselab::engine::outbox::prelude::*;
-use leaselab::engine::outbox::{ClaimOutcome, StoreShared};
+use leaselab::engine::outbox::{
+    ClaimOutcome, Durability, FailOutcome, LeaseClock, RetryPolicy, StoreShared,
+};
 use leaselab::engine::pg::PgStore;
+use leaselab::engine::provider::Provider;
 use leaselab::engine::store::{LeaseEventKind, LeaseEventRow, OutboxStatus, Store};
 use leaselab::processes::worker::CLOCK_OFFSET_ENV;
+use std::sync::Arc;
 use support::processes::DEADLINE;
 
 /// A `leaselab worker` child with its stdout on a channel, line by line.
@@ -291,4 +295,76 @@ fn a_worker_whose_clock_is_ahead_takes_over_no_live_lease_on_postgres() {
         !late_rows.contains(&LeaseEventKind::FinalizeRejected),
         "{late_rows:?}"
     );
+}
+
+/// The store itself: on a connection set to the server's clock the `now` each call passes
+/// does not matter to a lease. Callers an hour behind and an hour ahead of the server
+/// claim, block, beat, release and claim again exactly as the server's clock says, and
+/// every event row carries the server's time.
+#[test]
+fn on_the_server_s_clock_a_caller_s_now_moves_no_lease() {
+    let Some(db) = pg_support::scratch("serverclock") else {
+        return;
+    };
+    let hour = 3_600_000;
+    let on_server = || Arc::new(StoreShared::new(Durability::Full).on(LeaseClock::Server));
+    let provider = Provider::new();
+    // Seeded an hour in the past by its caller's clock: the server's time is what counts.
+    let (mut a, _) =
+        PgStore::join(&db.url, on_server(), &provider, 1, wall_now_ms() - hour).expect("join");
+    let mut b = PgStore::open_shared(&db.url, on_server()).unwrap();
+    let start = a.server_ms().unwrap();
+    let ClaimOutcome::Claimed(lease) = a.claim_next("behind", start - hour, 30_000).unwrap().value
+    else {
+        panic!("a Pending message is claimable by the server's clock");
+    };
+    let after_claim = a.server_ms().unwrap();
+    assert!(
+        (start + 30_000..=after_claim + 30_000).contains(&lease.until_ms),
+        "the lease runs 30 s from the server's time: {} not in {}..={}",
+        lease.until_ms,
+        start + 30_000,
+        after_claim + 30_000
+    );
+    // An hour ahead, the lease is still live.
+    let none = b.claim_next("ahead", start + hour, 30_000).unwrap().value;
+    assert_eq!(none, ClaimOutcome::Empty);
+    match b.blocked_by("ahead", start + hour).unwrap() {
+        Some(ClaimOutcome::Blocked { left_ms, owner, .. }) => {
+            assert_eq!(owner, "behind");
+            assert!((1..=30_000).contains(&left_ms), "{left_ms} ms left");
+        }
+        other => panic!("blocked by behind's lease, not {other:?}"),
+    }
+    let beat = a.heartbeat(&lease, start - hour, 30_000).unwrap().value;
+    assert!(beat.is_some_and(|u| u >= lease.until_ms), "{beat:?}");
+    let released = a
+        .fail_attempt(
+            &lease,
+            "released: test",
+            start - hour,
+            &RetryPolicy::RELEASE,
+        )
+        .unwrap()
+        .value;
+    let FailOutcome::Retry {
+        available_at_ms, ..
+    } = released
+    else {
+        panic!("released, not {released:?}");
+    };
+    assert!(available_at_ms >= start, "{available_at_ms} < {start}");
+    // An hour behind, the released message is claimable at once.
+    let again = b.claim_next("late", start - hour, 30_000).unwrap().value;
+    assert!(
+        matches!(&again, ClaimOutcome::Claimed(l) if l.version == 2),
+        "{again:?}"
+    );
+    let end = a.server_ms().unwrap();
+    for row in events(&Db::Postgres(db.url.clone())) {
+        assert!(
+            (start - 60_000..=end).contains(&row.at_ms),
+            "an event off the server's clock: {row:?} (server {start}..={end})"
+        );
+    }
 }

@@ -319,15 +319,21 @@ pub static WRITE_ANSWER_SQL: &str =
 
 /// One `LeaseEvents` row. Its transaction takes its id in the FROM, before the row and its
 /// Seq are made, so every Seq is drawn by a transaction that already has its id (what a
-/// tail's settled point rests on, see `tail`).
-const RECORD_SQL: &str = "
+/// tail's settled point rests on, see `tail`). On the server's clock its time is the
+/// server's, as every lease time there is (a worker's joining and leaving, its provider
+/// calls).
+const RECORD_SQL: &str = concat!(
+    "
 INSERT INTO LeaseEvents
        (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc, PaymentStatus,
         Detail)
-SELECT $1::bigint, $2::text, $3::text, $4::bigint, $5::text, $6::bigint, $7::bigint, $8::text,
+SELECT ",
+    clock!("$1::bigint"),
+    ", $2::text, $3::text, $4::bigint, $5::text, $6::bigint, $7::bigint, $8::text,
        $9::text
   FROM (SELECT pg_current_xact_id()) AS identified
-RETURNING Seq";
+RETURNING Seq"
+);
 
 /// One `LeaseEvents` row about to be written.
 pub(super) struct NewEvent<'a> {
