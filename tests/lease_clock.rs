@@ -1,6 +1,6 @@
 //! One clock for every lease, and a stopped worker's lease given back: `leaselab worker`
 //! processes on PostgreSQL go by the server's clock, so a worker whose clock is 60 s ahead
-//! (the test hook `LEASELAB_TEST_CLOCK_OFFSET_MS`) takes over no live lease; a worker
+//! (`--clock-skew-ms`) takes over no live lease; a worker
 //! stopped with SIGINT releases the lease it holds at once, on SQLite and on PostgreSQL.
 //! Every wait polls the database or a child's output with a generous deadline.
 
@@ -22,7 +22,6 @@ use leaselab::engine::outbox::{
 use leaselab::engine::pg::PgStore;
 use leaselab::engine::provider::Provider;
 use leaselab::engine::store::{LeaseEventKind, LeaseEventRow, OutboxStatus, Store};
-use leaselab::processes::worker::CLOCK_OFFSET_ENV;
 use std::sync::Arc;
 use support::processes::DEADLINE;
 
@@ -39,7 +38,7 @@ impl Worker {
             .arg(db)
             .args(["--name", name])
             .args(extra)
-            .env(CLOCK_OFFSET_ENV, offset_ms.to_string())
+            .arg(format!("--clock-skew-ms={offset_ms}"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -366,5 +365,76 @@ fn on_the_server_s_clock_a_caller_s_now_moves_no_lease() {
             (start - 60_000..=end).contains(&row.at_ms),
             "an event off the server's clock: {row:?} (server {start}..={end})"
         );
+    }
+}
+
+/// The harm on purpose: `honest` holds PAY-001 under a 30 s lease; `fast`, its clock 60 s
+/// ahead and its leases on that clock, takes the live lease over at once, and `honest`,
+/// stopped, finds nothing to give back.
+fn a_skewed_clock_takes_over_a_live_lease(db: &OsStr, fast_flags: &[&str], said: &str) {
+    let lease = [
+        "--messages",
+        "1",
+        "--lease-ms",
+        "30000",
+        "--process-ms",
+        "25000",
+        "--no-heartbeat",
+    ];
+    let honest = Worker::start(db, "honest", 0, &lease);
+    honest.line_with("CLAIMED PAY-001");
+    let flags: Vec<&str> = lease.iter().chain(fast_flags).copied().collect();
+    let fast = Worker::start(db, "fast", 60_000, &flags);
+    let first = fast.line_with("PAY-001");
+    assert!(first.contains("RECLAIMED PAY-001"), "{first}");
+    assert!(first.contains("(lease v2)"), "{first}");
+    let (_, _, err) = fast.signal(libc::SIGTERM);
+    assert!(err.contains(said), "{err}");
+    let (_, out, _) = honest.signal(libc::SIGINT);
+    assert!(
+        out.contains("honest did not release PAY-001 (lease v1): its lease was taken over"),
+        "{out}"
+    );
+}
+
+#[test]
+fn on_sqlite_a_worker_whose_clock_is_ahead_takes_over_a_live_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("outbox.db");
+    let said = "fast's clock runs 60.0 s ahead on purpose (--clock-skew-ms)";
+    a_skewed_clock_takes_over_a_live_lease(path.as_os_str(), &[], said);
+}
+
+#[test]
+fn with_local_clock_a_worker_whose_clock_is_ahead_takes_over_a_live_lease_on_postgres() {
+    let Some(db) = pg_support::scratch("localclock") else {
+        return;
+    };
+    let said = "with --local-clock its leases go by its own clock";
+    a_skewed_clock_takes_over_a_live_lease(OsStr::new(&db.url), &["--local-clock"], said);
+}
+
+#[test]
+fn a_clock_skew_beyond_a_day_is_refused_in_one_line_before_the_database_is_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("outbox.db");
+    for bad in ["86400001", "-86400001", "1e3", "+5", "--5"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+            .args(["worker", "--db"])
+            .arg(&path)
+            .args(["--name", "w"])
+            .arg(format!("--clock-skew-ms={bad}"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "leaselab: --clock-skew-ms: '{bad}' is not a whole number in -86400000-86400000 (see leaselab --help)"
+            ),
+            "{bad}"
+        );
+        assert!(!path.exists(), "{bad}");
     }
 }

@@ -37,6 +37,10 @@ pub struct WorkerOptions {
     pub messages: u64,
     /// Heartbeats, retries and provider failures, as for thread workers.
     pub reliability: crate::setup::Reliability,
+    /// How far ahead (negative: behind) this worker's clock runs, on purpose.
+    pub clock_skew_ms: i64,
+    /// On PostgreSQL, lease times from this worker's clock instead of the server's.
+    pub local_clock: bool,
 }
 
 /// Why a worker process could not go on, in the one line it prints.
@@ -48,11 +52,6 @@ pub enum Failure {
     /// The database cannot be used (not ours, a bad path): nothing was done.
     #[error(transparent)]
     Unusable(OutboxError),
-    /// The test hook's clock offset is not a number of milliseconds within a day.
-    #[error(
-        "{CLOCK_OFFSET_ENV} must be a whole number of milliseconds within a day either way (got {0})"
-    )]
-    ClockOffset(String),
     /// An owner runs on the database on the scenario clock: nothing was done.
     #[error(
         "{db} is in use by {owner}, which runs on the scenario clock (seeded at {seeded}): its \
@@ -79,10 +78,7 @@ impl Failure {
     pub fn is_bad_input(&self) -> bool {
         matches!(
             self,
-            Failure::Name(_)
-                | Failure::Unusable(_)
-                | Failure::OffTheWallClock { .. }
-                | Failure::ClockOffset(_)
+            Failure::Name(_) | Failure::Unusable(_) | Failure::OffTheWallClock { .. }
         )
     }
 }
@@ -189,9 +185,15 @@ fn join(
     interrupts: &Receiver<i32>,
     line: &mut impl FnMut(&str) -> bool,
 ) -> Result<Joined, Failure> {
-    // On PostgreSQL every lease time is the server's: machines' clocks differ.
-    let shared = Arc::new(StoreShared::new(Durability::Full).on(LeaseClock::Server));
-    let clock = Arc::new(Clock::wall_shifted(clock_offset()?));
+    // On PostgreSQL every lease time is the server's (machines' clocks differ), unless
+    // --local-clock asks for the harm.
+    let lease_clock = if opts.local_clock {
+        LeaseClock::Caller
+    } else {
+        LeaseClock::Server
+    };
+    let shared = Arc::new(StoreShared::new(Durability::Full).on(lease_clock));
+    let clock = Arc::new(Clock::wall_shifted(opts.clock_skew_ms));
     let provider = Arc::new(Provider::new());
     let db = Db::parse(&opts.db);
     let (mut store, origin) = db
@@ -207,7 +209,7 @@ fn join(
     if let Some(why) = owner_off_the_wall_clock(store.as_ref(), server_now, clock.now(), &db) {
         return Err(why);
     }
-    if let Some(said) = server_now.and_then(|_| skew(opts, &clock, store.as_ref())) {
+    if let Some(said) = clock_note(opts, &clock, store.as_ref(), server_now) {
         use std::io::Write;
         let _ = writeln!(std::io::stderr().lock(), "leaselab: {said}");
     }
@@ -348,28 +350,31 @@ fn wait_for_the_lock_as_long_as_it_takes(name: &str) {
     });
 }
 
-/// The test hook that shifts a worker process's clock by this many milliseconds (at most a
-/// day either way), so that a test can run a worker whose machine's clock is off. It is
-/// read here only, and is not a setting: a real machine's clock is off by itself.
-pub const CLOCK_OFFSET_ENV: &str = "LEASELAB_TEST_CLOCK_OFFSET_MS";
-const MAX_CLOCK_OFFSET_MS: i64 = 86_400_000;
-
-/// The offset [`CLOCK_OFFSET_ENV`] asks for (0 when it is not set).
-fn clock_offset() -> Result<i64, Failure> {
-    let Some(raw) = std::env::var_os(CLOCK_OFFSET_ENV) else {
-        return Ok(0);
-    };
-    let raw = raw.to_string_lossy();
-    raw.trim()
-        .parse::<i64>()
-        .ok()
-        .filter(|ms| ms.abs() <= MAX_CLOCK_OFFSET_MS)
-        .ok_or_else(|| Failure::ClockOffset(crate::engine::text::quoted(&raw)))
+/// What a worker says on stderr at join about its clock: on PostgreSQL when it is off from
+/// the server's ([`skew`]); on SQLite when `--clock-skew-ms` put it off on purpose.
+fn clock_note(
+    opts: &WorkerOptions,
+    clock: &Clock,
+    store: &dyn Outbox,
+    server_now: Option<i64>,
+) -> Option<String> {
+    if server_now.is_some() {
+        return skew(opts, clock, store);
+    }
+    // One machine, one clock: a skewed worker's leases are off by its skew.
+    (opts.clock_skew_ms != 0).then(|| {
+        format!(
+            "{}'s clock runs {:.1} s {} on purpose (--clock-skew-ms): on SQLite every lease goes by the worker's own clock",
+            opts.name,
+            opts.clock_skew_ms.abs() as f64 / 1000.0,
+            if opts.clock_skew_ms > 0 { "ahead" } else { "behind" },
+        )
+    })
 }
 
 /// What a worker says at join when its clock and the database server's differ by more
 /// than a tenth of its lease. Its leases stay safe either way: they go by the server's
-/// clock; its own paces only its work.
+/// clock, and its own paces only its work; unless `--local-clock` asked for the harm.
 fn skew(opts: &WorkerOptions, clock: &Clock, store: &dyn Outbox) -> Option<String> {
     let before = clock.now();
     let server = store.server_clock_ms().ok()??;
@@ -379,8 +384,13 @@ fn skew(opts: &WorkerOptions, clock: &Clock, store: &dyn Outbox) -> Option<Strin
         return None;
     }
     let way = if off > 0 { "ahead of" } else { "behind" };
+    let so = if opts.local_clock {
+        "with --local-clock its leases go by its own clock: it may take over live leases, or lose its own"
+    } else {
+        "its leases go by the server's clock and stay safe; the times it prints are its own"
+    };
     Some(format!(
-        "{}'s clock is {:.1} s {way} the database server's (more than a tenth of its {} ms lease): its leases go by the server's clock and stay safe; the times it prints are its own",
+        "{}'s clock is {:.1} s {way} the database server's (more than a tenth of its {} ms lease): {so}",
         opts.name,
         off.abs() as f64 / 1000.0,
         opts.lease_ms
