@@ -288,7 +288,19 @@ pub struct WorkerArgs {
     pub timing: TimingArgs,
     #[command(flatten)]
     pub reliability: ReliabilityArgs,
+    /// Run this worker's clock N ms ahead (negative: behind), to show clock skew on
+    /// purpose (-86400000 to 86400000). On SQLite its leases go by that clock; on
+    /// PostgreSQL they still go by the server's, unless --local-clock.
+    #[arg(long = flags::CLOCK_SKEW_MS, value_name = "N", default_value_t = 0, allow_negative_numbers = true, value_parser = numbers::signed::<{ -MAX_CLOCK_SKEW_MS }, MAX_CLOCK_SKEW_MS>)]
+    pub clock_skew_ms: i64,
+    /// On PostgreSQL, take lease times from this worker's own clock instead of the
+    /// server's: with --clock-skew-ms, the harm of clock skew on purpose.
+    #[arg(long = flags::LOCAL_CLOCK)]
+    pub local_clock: bool,
 }
+
+/// The farthest `worker --clock-skew-ms` puts a worker's clock from the real one: a day.
+pub const MAX_CLOCK_SKEW_MS: i64 = 86_400_000;
 
 /// Most messages the bench claims in one run.
 pub const MAX_BENCH_MESSAGES: i64 = 1_000_000;

@@ -11,6 +11,19 @@ pub fn whole<const MIN: i64, const MAX: i64>(s: &str) -> Result<i64, String> {
         .ok_or_else(whole_range::<MIN, MAX>)
 }
 
+/// A whole number from `MIN` to `MAX` that may be negative: digits, after one `-` or none.
+pub fn signed<const MIN: i64, const MAX: i64>(s: &str) -> Result<i64, String> {
+    let (minus, rest) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s),
+    };
+    digits(rest)
+        .and_then(|n| n.parse::<i64>().ok())
+        .map(|n| if minus { -n } else { n })
+        .filter(|n| (MIN..=MAX).contains(n))
+        .ok_or_else(whole_range::<MIN, MAX>)
+}
+
 fn whole_range<const MIN: i64, const MAX: i64>() -> String {
     format!("is not a whole number in {MIN}-{MAX}")
 }
@@ -126,6 +139,30 @@ mod tests {
             assert_eq!(
                 whole::<1, 64>(bad),
                 Err("is not a whole number in 1-64".into()),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn signed_numbers_take_one_minus_and_nothing_else() {
+        assert_eq!(signed::<-5, 5>("-5"), Ok(-5));
+        assert_eq!(signed::<-5, 5>("5"), Ok(5));
+        assert_eq!(signed::<-5, 5>("0"), Ok(0));
+        for bad in [
+            "-6",
+            "6",
+            "--1",
+            "+1",
+            "- 1",
+            "-",
+            "",
+            "1e1",
+            "99999999999999999999",
+        ] {
+            assert_eq!(
+                signed::<-5, 5>(bad),
+                Err("is not a whole number in -5-5".into()),
                 "{bad:?}"
             );
         }

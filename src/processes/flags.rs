@@ -21,6 +21,10 @@ pub const NO_HEARTBEAT: &str = "no-heartbeat";
 pub const MAX_ATTEMPTS: &str = "max-attempts";
 pub const BACKOFF_MS: &str = "backoff-ms";
 pub const BACKOFF_CAP_MS: &str = "backoff-cap-ms";
+/// The worker's clock this many milliseconds ahead (negative: behind), on purpose.
+pub const CLOCK_SKEW_MS: &str = "clock-skew-ms";
+/// On PostgreSQL, lease times from the worker's own clock rather than the server's.
+pub const LOCAL_CLOCK: &str = "local-clock";
 /// `KEY=N`: the provider fails KEY's first N status checks.
 pub const FAIL_FIRST: &str = "fail-first";
 pub const FAIL_ALWAYS: &str = "fail-always";

@@ -13,7 +13,10 @@ use crate::engine::backend::{Db, Outbox};
 use crate::engine::clock::{hms, Clock};
 use crate::engine::events::{Event, EventKind};
 use crate::engine::outbox::OutboxError;
-use crate::engine::outbox::{DbOrigin, Durability, Fact, LeaseEventKind, StoreShared};
+use crate::engine::outbox::{
+    DbOrigin, Durability, Fact, FailOutcome, Lease, LeaseClock, LeaseEventKind, RetryPolicy,
+    Stamped, StoreShared, RELEASED,
+};
 use crate::engine::provider::Provider;
 use crate::engine::worker::{self, Control, Settings, WorkerContext};
 
@@ -34,6 +37,10 @@ pub struct WorkerOptions {
     pub messages: u64,
     /// Heartbeats, retries and provider failures, as for thread workers.
     pub reliability: crate::setup::Reliability,
+    /// How far ahead (negative: behind) this worker's clock runs, on purpose.
+    pub clock_skew_ms: i64,
+    /// On PostgreSQL, lease times from this worker's clock instead of the server's.
+    pub local_clock: bool,
 }
 
 /// Why a worker process could not go on, in the one line it prints.
@@ -156,7 +163,7 @@ pub fn run(
                 handle.send(Control::Shutdown);
                 handle.join();
                 let signo = signo.unwrap_or(signal_hook::consts::SIGTERM);
-                leaving.record(&handle, &crate::signals::name(signo));
+                leaving.leave(&handle, &crate::signals::name(signo), &mut line);
                 return Ok(Ended::Interrupted(signo));
             },
         }
@@ -178,8 +185,15 @@ fn join(
     interrupts: &Receiver<i32>,
     line: &mut impl FnMut(&str) -> bool,
 ) -> Result<Joined, Failure> {
-    let shared = Arc::new(StoreShared::new(Durability::Full));
-    let clock = Arc::new(Clock::wall());
+    // On PostgreSQL every lease time is the server's (machines' clocks differ), unless
+    // --local-clock asks for the harm.
+    let lease_clock = if opts.local_clock {
+        LeaseClock::Caller
+    } else {
+        LeaseClock::Server
+    };
+    let shared = Arc::new(StoreShared::new(Durability::Full).on(lease_clock));
+    let clock = Arc::new(Clock::wall_shifted(opts.clock_skew_ms));
     let provider = Arc::new(Provider::new());
     let db = Db::parse(&opts.db);
     let (mut store, origin) = db
@@ -191,8 +205,13 @@ fn join(
                 Failure::Database(e)
             }
         })?;
-    if let Some(why) = owner_off_the_wall_clock(store.as_ref(), clock.now(), &db) {
+    let server_now = store.server_clock_ms().ok().flatten();
+    if let Some(why) = owner_off_the_wall_clock(store.as_ref(), server_now, clock.now(), &db) {
         return Err(why);
+    }
+    if let Some(said) = clock_note(opts, &clock, store.as_ref(), server_now) {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr().lock(), "leaselab: {said}");
     }
     provider.set_faults(opts.reliability.faults.clone());
     let settings = Arc::new(settings(opts));
@@ -245,7 +264,52 @@ impl Leaving {
     /// (A signal has already ended every wait for a locked SQLite file, so a locked one is
     /// given up at once rather than holding the process.)
     fn record(&self, handle: &worker::WorkerHandle, how: &str) {
+        self.record_holding(handle.status().lease, how);
+    }
+
+    /// Stopped by a signal (`how`): give the lease it holds back at once, then record that
+    /// it left, holding nothing when the release went through.
+    fn leave(&self, handle: &worker::WorkerHandle, how: &str, line: &mut impl FnMut(&str) -> bool) {
         let held = handle.status().lease;
+        let still = held.and_then(|lease| self.give_back(lease, how, line));
+        self.record_holding(still, how);
+    }
+
+    /// Give `lease` back: Pending and claimable at once, by the release a failed attempt
+    /// writes, guarded by owner, lease version and seeding, with its `Retry` row (error
+    /// `released: HOW`, available now). Says what it released, or that the lease was taken
+    /// over meanwhile. Returns the lease when it is still held (the release failed).
+    fn give_back(
+        &self,
+        lease: Lease,
+        how: &str,
+        line: &mut impl FnMut(&str) -> bool,
+    ) -> Option<Lease> {
+        let what = format!("{} (lease v{})", lease.key, lease.version);
+        let released = self.db.open(self.shared.clone()).and_then(|mut store| {
+            let why = format!("{RELEASED}{how}");
+            store.fail_attempt(&lease, &why, self.clock.now(), &RetryPolicy::RELEASE)
+        });
+        let (said, still) = match released {
+            Ok(Stamped {
+                value: FailOutcome::Retry { .. },
+                ..
+            }) => (format!("released {what}"), None),
+            Ok(_) => (
+                format!("did not release {what}: its lease was taken over meanwhile"),
+                None,
+            ),
+            Err(e) => (
+                format!("could not release {what} ({e}): it stays held until its lease runs out"),
+                Some(lease),
+            ),
+        };
+        line(&format!("{} {} {said}", hms(self.clock.now()), self.name));
+        still
+    }
+
+    /// Record that the worker left, with the lease it still holds.
+    fn record_holding(&self, held: Option<Lease>, how: &str) {
         let fact = Fact::of(LeaseEventKind::Left, self.clock.now(), &self.name, how).holding(
             held.as_ref()
                 .map(|l| (l.id, l.key.as_str(), l.version, l.until_ms)),
@@ -286,6 +350,53 @@ fn wait_for_the_lock_as_long_as_it_takes(name: &str) {
     });
 }
 
+/// What a worker says on stderr at join about its clock: on PostgreSQL when it is off from
+/// the server's ([`skew`]); on SQLite when `--clock-skew-ms` put it off on purpose.
+fn clock_note(
+    opts: &WorkerOptions,
+    clock: &Clock,
+    store: &dyn Outbox,
+    server_now: Option<i64>,
+) -> Option<String> {
+    if server_now.is_some() {
+        return skew(opts, clock, store);
+    }
+    // One machine, one clock: a skewed worker's leases are off by its skew.
+    (opts.clock_skew_ms != 0).then(|| {
+        format!(
+            "{}'s clock runs {:.1} s {} on purpose (--clock-skew-ms): on SQLite every lease goes by the worker's own clock",
+            opts.name,
+            opts.clock_skew_ms.abs() as f64 / 1000.0,
+            if opts.clock_skew_ms > 0 { "ahead" } else { "behind" },
+        )
+    })
+}
+
+/// What a worker says at join when its clock and the database server's differ by more
+/// than a tenth of its lease. Its leases stay safe either way: they go by the server's
+/// clock, and its own paces only its work; unless `--local-clock` asked for the harm.
+fn skew(opts: &WorkerOptions, clock: &Clock, store: &dyn Outbox) -> Option<String> {
+    let before = clock.now();
+    let server = store.server_clock_ms().ok()??;
+    let local = before + (clock.now() - before) / 2;
+    let off = local - server;
+    if off.abs() * 10 <= opts.lease_ms {
+        return None;
+    }
+    let way = if off > 0 { "ahead of" } else { "behind" };
+    let so = if opts.local_clock {
+        "with --local-clock its leases go by its own clock: it may take over live leases, or lose its own"
+    } else {
+        "its leases go by the server's clock and stay safe; the times it prints are its own"
+    };
+    Some(format!(
+        "{}'s clock is {:.1} s {way} the database server's (more than a tenth of its {} ms lease): {so}",
+        opts.name,
+        off.abs() as f64 / 1000.0,
+        opts.lease_ms
+    ))
+}
+
 /// How far a seeding's time may be from the wall clock and still be on it: a wall-clock
 /// owner seeded a moment ago, a scenario-clock one at 2026-01-15 09:00 plus a few minutes.
 const WALL_CLOCK_SLACK_MS: i64 = 3_600_000;
@@ -293,9 +404,16 @@ const WALL_CLOCK_SLACK_MS: i64 = 3_600_000;
 /// Why a worker process must not join: an owner runs on the database now, on the scenario
 /// clock (a `run`, free play, a lesson). Its leases are not in wall-clock time: this
 /// worker would read every live lease as long expired and take it over.
-fn owner_off_the_wall_clock(store: &dyn Outbox, now: i64, db: &Db) -> Option<Failure> {
+fn owner_off_the_wall_clock(
+    store: &dyn Outbox,
+    server_now: Option<i64>,
+    now: i64,
+    db: &Db,
+) -> Option<Failure> {
     let owner = store.owner().ok()??;
     let seeded = store.seeded_at().ok()??;
+    // A worker on the server's clock compares the seeding with the server's time.
+    let now = server_now.unwrap_or(now);
     ((seeded - now).abs() > WALL_CLOCK_SLACK_MS).then(|| Failure::OffTheWallClock {
         db: db.shown(),
         owner,

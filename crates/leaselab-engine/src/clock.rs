@@ -56,10 +56,16 @@ impl Clock {
         }
     }
 
-    /// A clock that is the wall clock (Unix milliseconds, speed 1): the one time that
-    /// workers in separate processes, or on separate machines, can share.
+    /// A clock that is the wall clock (Unix milliseconds, speed 1): the time separate
+    /// processes on one machine share. Separate machines' clocks differ: on PostgreSQL their
+    /// leases go by the server's clock instead (`LeaseClock::Server`).
     pub fn wall() -> Clock {
-        let clock = Clock::frozen_at(wall_now_ms());
+        Clock::wall_shifted(0)
+    }
+
+    /// The wall clock `offset_ms` ahead (behind when negative): a machine whose clock is off.
+    pub fn wall_shifted(offset_ms: i64) -> Clock {
+        let clock = Clock::frozen_at(wall_now_ms().saturating_add(offset_ms));
         clock.resume();
         clock
     }

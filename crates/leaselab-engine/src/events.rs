@@ -330,6 +330,15 @@ impl Event {
             )),
             EventKind::AttemptFailed {
                 key,
+                version,
+                error,
+                ..
+            } if error.starts_with(crate::outbox::RELEASED) => Some(format!(
+                "RELEASED {key} (lease v{version}, {}): claimable now",
+                &error[crate::outbox::RELEASED.len()..]
+            )),
+            EventKind::AttemptFailed {
+                key,
                 attempt,
                 available_at_ms,
                 error,

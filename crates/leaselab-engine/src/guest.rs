@@ -1,6 +1,7 @@
 //! An engine that shares its database with workers it did not start (worker processes, on
-//! this machine or others): it runs on the wall clock, the one time separate processes
-//! share, and learns what the workers did from the events table. An engine over a recorded
+//! this machine or others): it runs on the wall clock (on PostgreSQL set to the server's,
+//! whose clock every lease there goes by), and learns what the workers did from the events
+//! table. An engine over a recorded
 //! run is one too, with no connection at all.
 
 use std::path::PathBuf;
@@ -13,7 +14,7 @@ use super::clock::{wall_now_ms, Clock};
 use super::events::Event;
 use super::holding::Holding;
 use super::outbox::OutboxError;
-use super::outbox::{DbOrigin, Durability, Reading, StoreShared};
+use super::outbox::{DbOrigin, Durability, LeaseClock, Reading, StoreShared};
 use super::provider::Provider;
 use super::worker::Settings;
 use super::{Engine, EngineConfig};
@@ -32,10 +33,15 @@ impl Engine {
     /// it), no worker threads, never emptied. A missing (or, on PostgreSQL, empty) database
     /// is created with `config.messages` payments.
     pub fn guest(db: &Db, config: EngineConfig) -> Result<Engine, OutboxError> {
-        let shared = Arc::new(StoreShared::new(Durability::Full));
+        // On PostgreSQL the leases go by the server's clock, as the worker processes' do.
+        let shared = Arc::new(StoreShared::new(Durability::Full).on(LeaseClock::Server));
         let clock = Arc::new(Clock::wall());
         let provider = Arc::new(Provider::new());
         let (store, origin) = db.join(shared.clone(), &provider, config.messages, clock.now())?;
+        // Its countdowns are the server's too: its clock starts from the server's time.
+        if let Ok(Some(server_ms)) = store.server_clock_ms() {
+            clock.set(server_ms);
+        }
         Ok(Engine::without_workers(
             db.clone(),
             config,

@@ -62,6 +62,8 @@ fn options(a: &WorkerArgs, db: PathBuf) -> Result<WorkerOptions, String> {
         leasing: !a.outbox.no_leasing,
         messages: a.outbox.messages().unwrap_or(WORKER_SEED_MESSAGES),
         reliability,
+        clock_skew_ms: a.clock_skew_ms,
+        local_clock: a.local_clock,
     })
 }
 

@@ -15,12 +15,12 @@ pub use record::{
     checked_detail, Fact, LeaseEventRow, Recording, RunSettings, StudentStatement, CRASH_PANIC,
     CRASH_TOLD, REPLAYED,
 };
-pub use retry::{FailOutcome, RetryPolicy};
+pub use retry::{FailOutcome, RetryPolicy, RELEASED};
 pub use stamped::Stamped;
 pub use status::{LeaseEventKind, OutboxStatus, PaymentStatus};
 pub use types::{
     amount_for, payment_key, ClaimOutcome, DbOrigin, Durability, FinalizeGuard, FinalizeOutcome,
-    Lease, MessageRef, MessageRow, OutboxCounts, PaymentCounts, PaymentRow, RowsPerKey,
+    Lease, LeaseClock, MessageRef, MessageRow, OutboxCounts, PaymentCounts, PaymentRow, RowsPerKey,
     StoreShared,
 };
 
@@ -30,8 +30,15 @@ use super::provider::{Provider, StatusCheck};
 /// beside its SQL: [`Claiming`], [`BatchClaiming`], [`Finalizing`], [`Unleased`],
 /// [`Upkeep`], [`Seeding`], [`Reading`] and [`Recording`]. Writes return their outcome as a
 /// [`Stamped`], with the commit stamp taken while the write still held its locks, so stamps
-/// order each message's history as the database committed it. `now` is always the scenario clock's. Call the parts' methods on a
+/// order each message's history as the database committed it. Call the parts' methods on a
 /// concrete store with `use leaselab::engine::outbox::prelude::*`.
+///
+/// `now` is the caller's clock: the scenario clock that every worker of one engine shares.
+/// SQLite always goes by it. A PostgreSQL connection on the server's clock
+/// ([`LeaseClock::Server`], set in its [`StoreShared`]; worker processes, whose machines'
+/// clocks differ) ignores it for every lease time: its claims, heartbeats, failed attempts
+/// and finalizes read the server's `clock_timestamp()` inside the statement, the lease's
+/// length being `until - now` as passed, and the times they return are the server's.
 pub trait Outbox:
     Claiming + BatchClaiming + Finalizing + Unleased + Upkeep + Seeding + Reading + Recording + Send
 {
@@ -192,4 +199,9 @@ pub trait Reading {
     fn schema(&self) -> Result<Vec<String>>;
     /// The error of a message's last failed attempt.
     fn last_error(&self, key: &str) -> Result<Option<String>>;
+    /// The database server's own clock (epoch milliseconds), when it has one apart from
+    /// the caller's: PostgreSQL. SQLite is a file on the caller's machine: `None`.
+    fn server_clock_ms(&self) -> Result<Option<i64>> {
+        Ok(None)
+    }
 }

@@ -25,7 +25,19 @@ impl Default for RetryPolicy {
     }
 }
 
+/// How the error of a failed attempt written under [`RetryPolicy::RELEASE`] begins
+/// (`released: SIGINT`): a lease given back, which a watcher tells apart from a failure.
+pub const RELEASED: &str = "released: ";
+
 impl RetryPolicy {
+    /// A lease given back on purpose (a worker stopped while it held it): the message is
+    /// Pending and claimable at once, and no number of them dead-letters it.
+    pub const RELEASE: RetryPolicy = RetryPolicy {
+        base_ms: 0,
+        cap_ms: 0,
+        max_attempts: i64::MAX,
+    };
+
     /// A policy, or the one line that says why it cannot be one.
     pub fn new(base_ms: i64, cap_ms: i64, max_attempts: i64) -> std::result::Result<Self, String> {
         if max_attempts < 1 {

@@ -37,10 +37,25 @@ impl Durability {
     }
 }
 
+/// Whose clock a lease's times come from on PostgreSQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LeaseClock {
+    /// The `now` each call passes: the scenario clock every worker of one engine shares
+    /// (free play, lessons, runs). SQLite always goes by it: one machine, one clock.
+    #[default]
+    Caller,
+    /// The PostgreSQL server's `clock_timestamp()`, read inside each claim, heartbeat,
+    /// failed attempt and finalize: worker processes, on machines whose clocks differ. The
+    /// `now` passed then only stands in for the server's time where no row is written.
+    Server,
+}
+
 /// Settings and counters shared by every connection of one engine.
 #[derive(Debug, Default)]
 pub struct StoreShared {
     pub durability: Durability,
+    /// Whose clock the leases go by (PostgreSQL; SQLite always takes the caller's).
+    pub lease_clock: LeaseClock,
     /// Stamped on every write while its transaction still holds the write lock, so the
     /// order of stamps is the order in which SQLite committed (PostgreSQL's writes take
     /// theirs from their rows, [`StoreShared::stamp_of_row`]).
@@ -54,6 +69,14 @@ impl StoreShared {
         StoreShared {
             durability,
             ..StoreShared::default()
+        }
+    }
+
+    /// The same, with leases on `clock`.
+    pub fn on(self, clock: LeaseClock) -> StoreShared {
+        StoreShared {
+            lease_clock: clock,
+            ..self
         }
     }
 

@@ -24,7 +24,8 @@ use crate::provider::StatusCheck;
 /// `WHERE`. The event row is made from the updated row, so its Seq is drawn while the claim
 /// holds the row's lock (and has its transaction id): Seq order is each message's commit
 /// order, and a tail can tell when every Seq up to a point is settled (see `tail`).
-/// $1 worker, $2 now, $3 until.
+/// $1 worker, $2 now, $3 until. On the server's clock the claimable condition, the lease's
+/// until (`$3 - $2` after it) and the event's time are the server's (`clock!`).
 pub static CLAIM_NEXT_SQL: &str = concat!(
     "
 WITH candidate AS (
@@ -36,19 +37,24 @@ WITH candidate AS (
           FOR UPDATE SKIP LOCKED),
      claimed AS (
        UPDATE OutboxMessages o
-          SET Status = 'Processing', LockedBy = $1, LockedUntilUtc = $3,
+          SET Status = 'Processing', LockedBy = $1, LockedUntilUtc = $3 - $2 + ",
+    clock!("$2"),
+    ",
               LeaseVersion = o.LeaseVersion + 1, Attempts = o.Attempts + 1
          FROM candidate
         WHERE o.Id = candidate.Id AND ",
     claimable!("$2"),
     "
-       RETURNING o.Id, o.PaymentKey, o.LeaseVersion, o.Seeding),
+       RETURNING o.Id, o.PaymentKey, o.LeaseVersion, o.Seeding, o.LockedUntilUtc),
      recorded AS (
        INSERT INTO LeaseEvents (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion,
                                 LockedUntilUtc)
-       SELECT $2, $1, 'Claimed', Id, PaymentKey, LeaseVersion, $3 FROM claimed
+       SELECT LockedUntilUtc - ($3 - $2), $1, 'Claimed', Id, PaymentKey, LeaseVersion,
+              LockedUntilUtc
+         FROM claimed
        RETURNING Seq)
-SELECT c.Id, c.PaymentKey, c.LeaseVersion, c.Seeding, r.Seq FROM claimed c CROSS JOIN recorded r"
+SELECT c.Id, c.PaymentKey, c.LeaseVersion, c.Seeding, r.Seq, c.LockedUntilUtc
+  FROM claimed c CROSS JOIN recorded r"
 );
 const CLAIM_NEXT_TYPES: &[Type] = &[Type::TEXT, Type::INT8, Type::INT8];
 
@@ -64,7 +70,9 @@ macro_rules! finalize_sql {
             "
 WITH guarded AS (
        UPDATE OutboxMessages
-          SET Status = 'Processed', ProcessedAtUtc = $1, LockedUntilUtc = NULL
+          SET Status = 'Processed', ProcessedAtUtc = ",
+            clock!("$1"),
+            ", LockedUntilUtc = NULL
         WHERE Id = $2 AND Status = 'Processing' AND LockedBy = $3 AND ",
             $version_check,
             "
@@ -78,7 +86,9 @@ WITH guarded AS (
      recorded AS (
        INSERT INTO LeaseEvents (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion,
                                 PaymentStatus)
-       SELECT $1, $3, CASE WHEN n = 1 THEN 'Finalized' ELSE 'FinalizeRejected' END, $2, $6,
+       SELECT ",
+            clock!("$1"),
+            ", $3, CASE WHEN n = 1 THEN 'Finalized' ELSE 'FinalizeRejected' END, $2, $6,
               $4, CASE WHEN n = 1 THEN $7 END
          FROM outcome
        RETURNING Seq)
@@ -129,7 +139,9 @@ impl<T> Recorded<T> {
 /// nothing is claimable when it runs, so what is left there is held or backing off.
 pub static SOONEST_LIVE_LEASE_SQL: &str = concat!(
     "
-SELECT Id, PaymentKey, LockedBy, LockedUntilUtc FROM OutboxMessages
+SELECT Id, PaymentKey, LockedBy, LockedUntilUtc, ",
+    clock!("$2"),
+    " FROM OutboxMessages
  WHERE ProcessedAtUtc IS NULL AND ",
     live!("$2"),
     " AND LockedBy <> $1
@@ -161,6 +173,8 @@ impl PgStore {
         let Some(r) = self.client().query_opt(&claim, &[&worker, &now, &until])? else {
             return Ok(Recorded::unrecorded(ClaimOutcome::Empty, &self.shared));
         };
+        // On the server's clock the until is the server's, not `until`.
+        let until: i64 = r.get(5);
         let lease = Lease::taken(worker, until, (r.get(0), r.get(1)), (r.get(2), r.get(3)));
         let seq = r.get::<_, i64>(4) as u64;
         let stamp = self.shared.stamp_of_row(seq);
@@ -187,7 +201,7 @@ impl PgStore {
         now: i64,
         lease_ms: i64,
     ) -> Result<Recorded<ClaimOutcome>> {
-        let until = now + lease_ms;
+        let server_clock = self.on_server_clock();
         let (look, take) = (self.prepared(HOLDER_SQL)?, self.prepared(TAKE_LEASE_SQL)?);
         let rec = self.recorder()?;
         let shared = rec.shared.clone();
@@ -201,6 +215,9 @@ impl PgStore {
         let (key, status): (String, OutboxStatus) = (row.get(0), state(&row, 1)?);
         let owner: Option<String> = row.get(2);
         let held_until: Option<i64> = row.get(3);
+        // On the server's clock, the server's time as the row was locked.
+        let now = if server_clock { row.get(4) } else { now };
+        let until = now + lease_ms;
         if let (OutboxStatus::Processing, Some(held_until)) = (status, held_until) {
             if lease::is_live(held_until, now) {
                 tx.commit()?;
@@ -289,8 +306,12 @@ RETURNING LeaseVersion, Seeding"
 
 /// Who holds one message, as a claim by id reads it. FOR UPDATE: the row cannot change
 /// between this look and the update after it.
-pub static HOLDER_SQL: &str =
-    "SELECT PaymentKey, Status, LockedBy, LockedUntilUtc FROM OutboxMessages WHERE Id = $1 FOR UPDATE";
+/// The server's clock comes with it, for a connection on the server's clock.
+pub static HOLDER_SQL: &str = concat!(
+    "SELECT PaymentKey, Status, LockedBy, LockedUntilUtc, ",
+    server_ms!(),
+    " FROM OutboxMessages WHERE Id = $1 FOR UPDATE"
+);
 
 /// The provider's answer written onto the payment.
 pub static WRITE_ANSWER_SQL: &str =
@@ -298,15 +319,21 @@ pub static WRITE_ANSWER_SQL: &str =
 
 /// One `LeaseEvents` row. Its transaction takes its id in the FROM, before the row and its
 /// Seq are made, so every Seq is drawn by a transaction that already has its id (what a
-/// tail's settled point rests on, see `tail`).
-const RECORD_SQL: &str = "
+/// tail's settled point rests on, see `tail`). On the server's clock its time is the
+/// server's, as every lease time there is (a worker's joining and leaving, its provider
+/// calls).
+const RECORD_SQL: &str = concat!(
+    "
 INSERT INTO LeaseEvents
        (AtUtc, Worker, Kind, MessageId, PaymentKey, LeaseVersion, LockedUntilUtc, PaymentStatus,
         Detail)
-SELECT $1::bigint, $2::text, $3::text, $4::bigint, $5::text, $6::bigint, $7::bigint, $8::text,
+SELECT ",
+    clock!("$1::bigint"),
+    ", $2::text, $3::text, $4::bigint, $5::text, $6::bigint, $7::bigint, $8::text,
        $9::text
   FROM (SELECT pg_current_xact_id()) AS identified
-RETURNING Seq";
+RETURNING Seq"
+);
 
 /// One `LeaseEvents` row about to be written.
 pub(super) struct NewEvent<'a> {
@@ -415,12 +442,12 @@ impl Claiming for PgStore {
     fn blocked_by(&self, worker: &str, now: i64) -> OutboxResult<Option<ClaimOutcome>> {
         let q = self.prepared(SOONEST_LIVE_LEASE_SQL)?;
         Ok(self.client().query_opt(&q, &[&worker, &now])?.map(|r| {
-            let until: i64 = r.get(3);
+            let (until, at): (i64, i64) = (r.get(3), r.get(4));
             ClaimOutcome::Blocked {
                 id: r.get(0),
                 key: r.get(1),
                 owner: r.get(2),
-                left_ms: until - now,
+                left_ms: until - at,
             }
         }))
     }

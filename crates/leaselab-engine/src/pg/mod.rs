@@ -4,14 +4,40 @@
 //! message. Every PostgreSQL statement lives in this folder.
 //!
 //! Each worker opens its own [`PgStore`] (its own connection), as a separate application
-//! instance would. `now` is always a bound parameter taken from the scenario clock.
+//! instance would. `now` is a bound parameter taken from the caller's clock (the scenario
+//! clock of one engine), except on a connection on the server's clock
+//! ([`LeaseClock::Server`](crate::outbox::LeaseClock), worker processes): there every lease
+//! time is the server's `clock_timestamp()`, read inside the statement (`clock!`).
+
+/// The server's clock, `clock_timestamp()`, in the epoch milliseconds the columns hold.
+macro_rules! server_ms {
+    () => {
+        "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+    };
+}
+
+/// The time a statement goes by, `$now` being the parameter its caller bound: the server's
+/// clock on a connection set to it (`LeaseClock::Server`, worker processes, whose machines'
+/// clocks differ), else `$now` (the scenario clock every worker of one engine shares).
+macro_rules! clock {
+    ($now:literal) => {
+        concat!(
+            "(CASE WHEN current_setting('leaselab.lease_clock', true) = 'server' THEN ",
+            server_ms!(),
+            " ELSE ",
+            $now,
+            " END)"
+        )
+    };
+}
 
 /// A lease still holds at `$now`: up to and including its until. The SQL of
 /// `lease::is_live`, written once for every PostgreSQL statement (`tests/dialects.rs` holds
-/// both dialects to the same answers). `$now` is the statement's parameter for the clock.
+/// both dialects to the same answers). `$now` is the statement's parameter for the clock,
+/// which the server's own clock replaces on a connection set to it (`clock!`).
 macro_rules! holds {
     ($now:literal) => {
-        concat!("(LockedUntilUtc >= ", $now, ")")
+        concat!("(LockedUntilUtc >= ", clock!($now), ")")
     };
 }
 
@@ -30,10 +56,15 @@ macro_rules! expired {
     };
 }
 
-/// A Pending row whose backoff is over (`AvailableAtUtc` not after `$now`).
+/// A Pending row whose backoff is over (`AvailableAtUtc` not after `$now`, or the server's
+/// clock).
 macro_rules! available {
     ($now:literal) => {
-        concat!("(Status = 'Pending' AND AvailableAtUtc <= ", $now, ")")
+        concat!(
+            "(Status = 'Pending' AND AvailableAtUtc <= ",
+            clock!($now),
+            ")"
+        )
     };
 }
 
@@ -63,7 +94,7 @@ use std::sync::Arc;
 
 use postgres::{Client, Config, NoTls, Statement};
 
-use super::outbox::{DbOrigin, Durability, StoreShared};
+use super::outbox::{DbOrigin, Durability, LeaseClock, StoreShared};
 
 pub use cancel::cancel_all;
 pub use tail::PgTail;
@@ -79,6 +110,9 @@ pub mod sql {
         HEARTBEAT_SQL, HELD_ATTEMPTS_SQL, LOAD_PENDING_SQL, MARK_SQL, RELEASE_SQL,
     };
 }
+
+/// The server's clock, as every statement on the server's clock reads it.
+const SERVER_MS_SQL: &str = concat!("SELECT ", server_ms!());
 
 pub const SCHEMA_PG_SQL: &str = include_str!("../../assets/schema.pg.sql");
 
@@ -375,10 +409,35 @@ impl PgStore {
             Durability::Full => "on",
             Durability::Normal | Durability::Off => "off",
         };
-        self.client()
-            .batch_execute(&format!("SET synchronous_commit = {wait}"))?;
+        let clock = match shared.lease_clock {
+            LeaseClock::Caller => "caller",
+            LeaseClock::Server => "server",
+        };
+        self.client().batch_execute(&format!(
+            "SET synchronous_commit = {wait}; SET leaselab.lease_clock = '{clock}'"
+        ))?;
         self.shared = shared;
         Ok(())
+    }
+
+    /// True when this connection's leases go by the server's clock.
+    fn on_server_clock(&self) -> bool {
+        self.shared.lease_clock == LeaseClock::Server
+    }
+
+    /// The time a lease goes by on this connection: the server's clock on a connection set
+    /// to it, else the caller's `now`.
+    fn lease_now(&self, now: i64) -> Result<i64> {
+        if !self.on_server_clock() {
+            return Ok(now);
+        }
+        self.server_ms()
+    }
+
+    /// The server's clock now, in epoch milliseconds.
+    pub fn server_ms(&self) -> Result<i64> {
+        let q = self.prepared(SERVER_MS_SQL)?;
+        Ok(self.client().query_one(&q, &[])?.get(0))
     }
 
     /// Open by URL: [`parse_url`] then [`PgStore::open`].

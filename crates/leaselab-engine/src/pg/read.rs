@@ -92,6 +92,10 @@ impl PgStore {
 }
 
 impl Reading for PgStore {
+    fn server_clock_ms(&self) -> OutboxResult<Option<i64>> {
+        Ok(Some(self.server_ms()?))
+    }
+
     /// The last provider error recorded for the message of `key`.
     fn last_error(&self, key: &str) -> OutboxResult<Option<String>> {
         Ok(self

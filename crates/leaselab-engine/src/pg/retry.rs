@@ -2,7 +2,7 @@
 //! load and mark, on PostgreSQL: the SQLite store's rules, each write with its event row.
 
 use super::claim::{NewEvent, WRITE_ANSWER_SQL};
-use super::PgStore;
+use super::{PgStore, SERVER_MS_SQL};
 use crate::outbox::prelude::*;
 use crate::outbox::Result as OutboxResult;
 use crate::outbox::{
@@ -11,22 +11,31 @@ use crate::outbox::{
 use crate::provider::StatusCheck;
 
 /// Extend a held lease, never shortening it, only while this worker holds this lease
-/// (owner and fencing token) and it has not run out.
+/// (owner and fencing token) and it has not run out. $1 the new until, $5 now: on the
+/// server's clock, the lease runs `$1 - $5` from the server's time.
 pub static HEARTBEAT_SQL: &str = concat!(
     "
-UPDATE OutboxMessages SET LockedUntilUtc = GREATEST(LockedUntilUtc, $1)
+UPDATE OutboxMessages SET LockedUntilUtc = GREATEST(LockedUntilUtc, $1 - $5 + ",
+    clock!("$5"),
+    ")
  WHERE Id = $2 AND LockedBy = $3 AND LeaseVersion = $4 AND Seeding = $6 AND ",
     live!("$5"),
     "
-RETURNING LockedUntilUtc"
+RETURNING LockedUntilUtc, ",
+    clock!("$5")
 );
 
-/// The attempts of a message this worker still holds, locked until the release below.
-pub static HELD_ATTEMPTS_SQL: &str = "
-SELECT Attempts FROM OutboxMessages
+/// The attempts of a message this worker still holds, locked until the release below, and
+/// the server's clock, for a connection on the server's clock.
+pub static HELD_ATTEMPTS_SQL: &str = concat!(
+    "
+SELECT Attempts, ",
+    server_ms!(),
+    " FROM OutboxMessages
  WHERE Id = $1 AND Status = 'Processing' AND LockedBy = $2 AND LeaseVersion = $3
    AND Seeding = $4
-   FOR UPDATE";
+   FOR UPDATE"
+);
 
 pub static RELEASE_SQL: &str = "
 UPDATE OutboxMessages
@@ -59,9 +68,10 @@ impl Upkeep for PgStore {
         lease_ms: i64,
     ) -> OutboxResult<Stamped<Option<i64>>> {
         let (beat, rec) = (self.prepared(HEARTBEAT_SQL)?, self.recorder()?);
+        let server_clock = self.on_server_clock();
         let mut client = self.client();
         let mut tx = client.transaction()?;
-        let until: Option<i64> = tx
+        let beaten: Option<(i64, i64)> = tx
             .query_opt(
                 &beat,
                 &[
@@ -73,7 +83,14 @@ impl Upkeep for PgStore {
                     &lease.seeding,
                 ],
             )?
-            .map(|r| r.get(0));
+            .map(|r| (r.get(0), r.get(1)));
+        let until = beaten.map(|(until, _)| until);
+        // The event's time is the one the heartbeat went by.
+        let now = match beaten {
+            Some((_, at)) => at,
+            None if server_clock => tx.query_one(SERVER_MS_SQL, &[])?.get(0),
+            None => now,
+        };
         // A lost lease is written too, so a watcher sees the worker drop the message.
         let kind = if until.is_some() {
             LeaseEventKind::Heartbeat
@@ -103,18 +120,21 @@ impl Upkeep for PgStore {
             self.prepared(RELEASE_SQL)?,
         );
         let rec = self.recorder()?;
+        let server_clock = self.on_server_clock();
         let mut client = self.client();
         let mut tx = client.transaction()?;
-        let attempts: Option<i64> = tx
+        let held: Option<(i64, i64)> = tx
             .query_opt(
                 &held,
                 &[&lease.id, &lease.owner, &lease.version, &lease.seeding],
             )?
-            .map(|r| r.get(0));
-        let Some(attempts) = attempts else {
+            .map(|r| (r.get(0), r.get(1)));
+        let Some((attempts, server_now)) = held else {
             tx.rollback()?;
             return Ok(Stamped::new(FailOutcome::LeaseLost, rec.shared.next_seq()));
         };
+        // On the server's clock the backoff runs from the server's time.
+        let now = if server_clock { server_now } else { now };
         let (status, available, outcome) = policy.after_failure(attempts, now);
         tx.execute(
             &release,

@@ -37,6 +37,8 @@ impl PgStore {
     ) -> Result<(PgStore, DbOrigin)> {
         let mut store = PgStore::open_url(url)?;
         store.share(shared)?;
+        // Seeded on the clock its leases go by: on the server's, at the server's time.
+        let now = store.lease_now(now)?;
         let shown = store.shown.clone();
         let origin = {
             let mut client = store.client();
