@@ -321,5 +321,8 @@ fn settings(opts: &WorkerOptions) -> Settings {
         opts.idle_ms.max(1),
     );
     s.apply(&opts.reliability, opts.lease_ms);
+    // A server restart is a blip, not the end of the class.
+    s.reconnects
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     s
 }
