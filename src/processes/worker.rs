@@ -12,6 +12,7 @@ use crossbeam_channel::{select, Receiver};
 use crate::engine::backend::{Db, Outbox};
 use crate::engine::clock::{hms, Clock};
 use crate::engine::events::{Event, EventKind};
+use crate::engine::file_identity::{self, OpenedFile};
 use crate::engine::outbox::OutboxError;
 use crate::engine::outbox::{DbOrigin, Durability, Fact, LeaseEventKind, StoreShared};
 use crate::engine::provider::Provider;
@@ -64,6 +65,9 @@ pub enum Failure {
     /// The worker thread said it stopped on an error, or panicked.
     #[error("{0}")]
     Stopped(String),
+    /// The SQLite file it works on was deleted or replaced (the words say which).
+    #[error("{name} stopped: {why} while it worked on it")]
+    FileGone { name: String, why: String },
 }
 
 impl Failure {
@@ -127,10 +131,26 @@ pub fn run(
         Joined::Ready(ctx, events, leaving) => (ctx, events, leaving),
         Joined::Interrupted(signo) => return Ok(Ended::Interrupted(signo)),
     };
+    // On SQLite, whether the file is still the one opened, looked at now and then.
+    let (opened, looks) = match &ctx.db {
+        Db::Sqlite(path) => (
+            OpenedFile::at(path),
+            crossbeam_channel::tick(file_identity::LOOK_EVERY),
+        ),
+        Db::Postgres(_) => (None, crossbeam_channel::never()),
+    };
     let mut handle = worker::spawn_named(ctx, 0, 1, opts.name.clone(), false);
     let mut idle = false;
     loop {
         select! {
+            recv(looks) -> _ => {
+                if let Some(why) = opened.as_ref().and_then(OpenedFile::gone) {
+                    // Nothing is recorded: the file that would take the row is gone.
+                    handle.send(Control::Shutdown);
+                    handle.join();
+                    return Err(Failure::FileGone { name: opts.name.clone(), why });
+                }
+            },
             recv(events) -> ev => {
                 let Ok(ev) = ev else { return Err(Failure::ThreadEnded) };
                 if let Some(error) = failure(&ev) {

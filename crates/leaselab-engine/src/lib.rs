@@ -8,6 +8,7 @@ pub mod clock;
 pub mod db_lock;
 pub mod events;
 pub mod events_table;
+pub mod file_identity;
 mod guest;
 mod holding;
 pub mod holdings;
