@@ -222,6 +222,7 @@ impl App {
         if let Some(x) = self.stage.external_mut() {
             // The events table could not be read (a lost connection): the view is stale.
             if ev.slot.is_none() && matches!(ev.kind, EventKind::Failed { .. }) {
+                x.tail_ended = true;
                 x.stale_since.get_or_insert(self.engine.clock.now());
             }
             x.saw(ev);

@@ -27,6 +27,9 @@ pub struct Snapshot {
     pub held: bool,
     /// The watched database stopped answering at this time: what is shown is as it stood.
     pub stale_since: Option<i64>,
+    /// Stale, and the dashboard tries new connections (a server restart), rather than
+    /// stopped for good.
+    pub reconnecting: bool,
     /// The workers' settings as far as they are known (the header).
     pub settings: SettingsView,
     /// The lease the countdown bars and the timeline are drawn to (the settings' lease, or

@@ -18,6 +18,7 @@ pub mod leftovers;
 pub mod outbox;
 pub mod pg;
 pub mod provider;
+pub mod reconnect;
 pub mod setup;
 pub mod statements;
 pub mod stepper;

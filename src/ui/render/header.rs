@@ -136,9 +136,10 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
         spans.push(Span::raw("  "));
     }
     if let Some(since) = s.stale_since {
+        let how = if s.reconnecting { ", reconnecting" } else { "" };
         spans.push(styled(
             format!(
-                " CONNECTION LOST at {}: the view is as it stood then and nothing counts down ",
+                " CONNECTION LOST at {}{how}: the view is as it stood then and nothing counts down ",
                 hms(since)
             ),
             t.bad,

@@ -4,34 +4,13 @@
 
 use std::time::{Duration, Instant};
 
+use crate::reconnect::{shown, wait_before};
+
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use crate::events::EventKind;
 
 use super::*;
-
-/// The first wait before a new connection is tried.
-pub const FIRST_WAIT: Duration = Duration::from_millis(250);
-/// The longest wait between two attempts. There is no limit on their number: the worker
-/// tries until the server is back or it is stopped (a signal, its terminal closing).
-pub const LONGEST_WAIT: Duration = Duration::from_secs(5);
-
-/// The wait before attempt `attempt` (1 first): 0.25 s doubling, at most 5 s.
-pub fn wait_before(attempt: u32) -> Duration {
-    let doubled = FIRST_WAIT.saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
-    doubled.min(LONGEST_WAIT)
-}
-
-/// `250 ms`, `2 s`: a wait as a line says it.
-fn shown(wait: Duration) -> String {
-    if wait.subsec_millis() == 0 {
-        format!("{} s", wait.as_secs())
-    } else if wait < Duration::from_secs(1) {
-        format!("{} ms", wait.as_millis())
-    } else {
-        format!("{:.1} s", wait.as_secs_f64())
-    }
-}
 
 impl Worker {
     /// After `error`: a worker that reconnects and whose connection went away opens a new
@@ -89,20 +68,5 @@ fn wait_for_stop(rx: &Receiver<Control>, wait: Duration) -> Option<Exit> {
             Ok(_) => {}
             Err(RecvTimeoutError::Timeout) => return None,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_wait_doubles_from_a_quarter_second_up_to_five() {
-        let waits: Vec<_> = (1..=8).map(|n| shown(wait_before(n))).collect();
-        assert_eq!(
-            waits,
-            ["250 ms", "500 ms", "1 s", "2 s", "4 s", "5 s", "5 s", "5 s"]
-        );
-        assert_eq!(wait_before(u32::MAX), LONGEST_WAIT);
     }
 }
