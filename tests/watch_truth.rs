@@ -278,3 +278,23 @@ fn a_lost_postgres_connection_makes_the_view_stale_until_it_reconnects_and_catch
     assert!(app.snapshot().now_ms > frozen, "the clock runs again");
     assert_eq!(state_of(&app, "laptop-1"), Some(WorkerState::Processing));
 }
+
+/// A watched SQLite file deleted under the watch: the view says so and stays as it stood.
+#[test]
+fn a_watched_sqlite_file_deleted_stops_the_view_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("class.db");
+    let mut app = watcher(&db, 5);
+    frame_lines(&mut app, 160, 40);
+    std::fs::remove_file(&db).unwrap();
+    let lines = wait_until(&mut app, "the stopped view", |a, _| {
+        a.snapshot().stale_since.is_some()
+    });
+    assert!(lines[0].contains("STALE since"), "{}", lines.join("\n"));
+    assert!(
+        lines[1].contains("STOPPED at") && lines[1].contains("class.db was deleted"),
+        "{}",
+        lines[1]
+    );
+    assert!(!lines[1].contains("reconnecting"), "{}", lines[1]);
+}

@@ -30,6 +30,8 @@ pub struct Snapshot {
     /// Stale, and the dashboard tries new connections (a server restart), rather than
     /// stopped for good.
     pub reconnecting: bool,
+    /// Stale for good, and why (a SQLite file deleted, a server that now refuses).
+    pub stale_why: Option<String>,
     /// The workers' settings as far as they are known (the header).
     pub settings: SettingsView,
     /// The lease the countdown bars and the timeline are drawn to (the settings' lease, or

@@ -44,9 +44,9 @@ pub struct External {
     /// When the events table stopped answering (a lost connection): the view is as it stood
     /// then, and nothing counts down.
     pub(super) stale_since: Option<i64>,
-    /// The tail ended for good (a refusal, a SQLite file deleted or replaced): the view
-    /// stays stale.
-    pub(super) tail_ended: bool,
+    /// The tail ended for good (a refusal, a SQLite file deleted or replaced), and why: the
+    /// view stays stale.
+    pub(super) tail_ended: Option<String>,
     /// The table reader's connection went away: the attempts at a new one so far, and when
     /// the next is due.
     reader_lost: Option<(u32, Instant)>,
@@ -62,7 +62,7 @@ impl External {
             reaped: HashSet::new(),
             started: true,
             stale_since: None,
-            tail_ended: false,
+            tail_ended: None,
             reader_lost: None,
         }
     }
@@ -70,12 +70,13 @@ impl External {
     /// Is anything it shows no longer current: the tail ended or reconnects, or the table
     /// could not be read (`read_failed`)?
     pub(super) fn stale(&self, read_failed: bool) -> bool {
-        read_failed || self.tail_ended || self.tail.as_ref().is_some_and(Tail::lost)
+        read_failed || self.tail_ended.is_some() || self.tail.as_ref().is_some_and(Tail::lost)
     }
 
     /// Stale, and trying new connections (rather than ended for good).
     pub(super) fn reconnecting(&self) -> bool {
-        self.stale_since.is_some() && !self.tail_ended
+        self.tail_ended.is_none()
+            && (self.reader_lost.is_some() || self.tail.as_ref().is_some_and(Tail::lost))
     }
 
     /// Take in one event from the table.
@@ -351,7 +352,7 @@ impl App {
             reaped: HashSet::new(),
             started,
             stale_since: None,
-            tail_ended: false,
+            tail_ended: None,
             reader_lost: None,
         });
         // The rows come from `leaselab worker` processes, which claim only the next

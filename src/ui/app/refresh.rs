@@ -127,6 +127,7 @@ impl App {
         self.snap.held = false;
         self.snap.stale_since = None;
         self.snap.reconnecting = false;
+        self.snap.stale_why = None;
         let replaying = self.stage.replay().is_some();
         match self.stage.external_mut() {
             Some(x) => {
@@ -137,6 +138,7 @@ impl App {
                 self.snap.held = !x.started;
                 self.snap.stale_since = x.stale_since;
                 self.snap.reconnecting = x.reconnecting();
+                self.snap.stale_why = x.tail_ended.clone();
                 self.snap.setting = match x.children {
                     _ if replaying => self.snap.setting.clone(),
                     Some(_) => ("worker processes ", String::new()),
