@@ -118,7 +118,14 @@ impl Laptop {
         // so each worker finalizes what it held, and no payment is paid twice.
         let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
             .args(["worker", "--db", url, "--name", name])
-            .args(["--messages", "300", "--lease-ms", "20000", "--process-ms", "50"])
+            .args([
+                "--messages",
+                "300",
+                "--lease-ms",
+                "20000",
+                "--process-ms",
+                "50",
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -140,7 +147,11 @@ impl Laptop {
     }
 
     fn said(&self, needle: &str) -> bool {
-        self.lines.lock().unwrap().iter().any(|l| l.contains(needle))
+        self.lines
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains(needle))
     }
 
     /// SIGTERM; its exit code and its lines.

@@ -520,7 +520,12 @@ fn a_worker_stops_in_one_line_when_its_file_is_deleted_or_replaced() {
     let ended = |mut child: std::process::Child| {
         let status = child.wait().unwrap();
         let mut stderr = String::new();
-        child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
         (status.code(), stderr)
     };
     let (deleted, child) = start("deleted.db");
@@ -528,7 +533,10 @@ fn a_worker_stops_in_one_line_when_its_file_is_deleted_or_replaced() {
     let (code, stderr) = ended(child);
     assert_eq!(code, Some(3), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("w stopped: ") && stderr.contains("deleted.db was deleted"), "{stderr}");
+    assert!(
+        stderr.contains("w stopped: ") && stderr.contains("deleted.db was deleted"),
+        "{stderr}"
+    );
     assert!(!deleted.exists(), "not made again");
 
     let (replaced, child) = start("replaced.db");
