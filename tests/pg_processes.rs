@@ -177,7 +177,7 @@ fn a_worker_whose_database_is_dropped_tries_again_and_stops_in_one_line() {
     let Some(db) = scratch("dropped") else {
         return;
     };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+    let child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
         .args(["worker", "--db", &db.url, "--name", "A"])
         .args(["--messages", "5000", "--process-ms", "20"])
         .stdout(std::process::Stdio::piped())

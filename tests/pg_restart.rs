@@ -222,7 +222,7 @@ fn a_server_restart_is_a_blip_every_worker_and_the_watch_reconnect_and_go_on() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(restarted.unwrap().success(), "pg-restart.sh failed");
+    assert!(restart.wait().unwrap().success(), "pg-restart.sh failed");
     wait_for("the outbox to drain", || drained(&url));
     let lines = loop {
         watch.absorb_events();

@@ -503,6 +503,31 @@ impl App {
     }
 }
 
+impl App {
+    /// The table reader's connection went away (a server restart): open a new one when the
+    /// wait since the last attempt is over (`crate::engine::reconnect`), so the table is read
+    /// again at the next frame. Only for workers followed through a database.
+    pub(super) fn reopen_reader(&mut self) {
+        let Some(x) = self.stage.external_mut() else {
+            return;
+        };
+        let (attempt, due) = *x.reader_lost.get_or_insert((0, Instant::now()));
+        if Instant::now() < due {
+            return;
+        }
+        match self.engine.db.open_reader() {
+            Ok(reader) => {
+                self.reader = reader;
+                x.reader_lost = None;
+            }
+            Err(_) => {
+                let wait = crate::engine::reconnect::wait_before(attempt + 1);
+                x.reader_lost = Some((attempt + 1, Instant::now() + wait));
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -560,30 +585,5 @@ mod tests {
             .find(|r| r.kind == LeaseEventKind::Paused)
             .expect("the stop is recorded");
         assert_eq!(paused.id, None, "{paused:?}");
-    }
-}
-
-impl App {
-    /// The table reader's connection went away (a server restart): open a new one when the
-    /// wait since the last attempt is over (`crate::engine::reconnect`), so the table is read
-    /// again at the next frame. Only for workers followed through a database.
-    pub(super) fn reopen_reader(&mut self) {
-        let Some(x) = self.stage.external_mut() else {
-            return;
-        };
-        let (attempt, due) = *x.reader_lost.get_or_insert((0, Instant::now()));
-        if Instant::now() < due {
-            return;
-        }
-        match self.engine.db.open_reader() {
-            Ok(reader) => {
-                self.reader = reader;
-                x.reader_lost = None;
-            }
-            Err(_) => {
-                let wait = crate::engine::reconnect::wait_before(attempt + 1);
-                x.reader_lost = Some((attempt + 1, Instant::now() + wait));
-            }
-        }
     }
 }
