@@ -227,13 +227,19 @@ fn a_server_restart_is_a_blip_every_worker_and_the_watch_reconnect_and_go_on() {
     let lines = loop {
         watch.absorb_events();
         let lines = frame_lines(&mut watch, 160, 40);
-        if watch.snapshot().drained || start.elapsed() > DEADLINE {
+        let snap = watch.snapshot();
+        let caught_up = snap.drained && snap.figures.results_written == 300;
+        if caught_up || start.elapsed() > DEADLINE {
             break lines;
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert!(watch.snapshot().drained, "{}", lines.join("\n"));
-    assert!(watch.snapshot().stale_since.is_none());
+    // The watch caught up from the events table: every finalize, none twice.
+    let snap = watch.snapshot();
+    assert!(snap.drained, "{}", lines.join("\n"));
+    assert_eq!(snap.figures.results_written, 300, "{}", lines.join("\n"));
+    assert_eq!(snap.figures.duplicates, 0, "{}", lines.join("\n"));
+    assert!(snap.stale_since.is_none());
     for laptop in laptops {
         let name = laptop.name.clone();
         let (code, out) = laptop.stop();
