@@ -155,7 +155,11 @@ pub fn run(
                 let Ok(ev) = ev else { return Err(Failure::ThreadEnded) };
                 if let Some(error) = failure(&ev) {
                     handle.join();
-                    return Err(Failure::Stopped(error));
+                    // A file deleted under the worker may fail its statements: say why.
+                    return Err(match opened.as_ref().and_then(OpenedFile::gone) {
+                        Some(why) => Failure::FileGone { name: opts.name.clone(), why },
+                        None => Failure::Stopped(error),
+                    });
                 }
                 // One line when the outbox runs dry, not one per empty claim.
                 let empty = matches!(ev.kind, EventKind::ClaimEmpty | EventKind::Loaded { count: 0 });

@@ -490,7 +490,11 @@ impl Following {
                     continue;
                 }
                 Err(e) => {
-                    let error = format!("cannot read the events table: {e}");
+                    // A file deleted under the reader may fail its reads: say why.
+                    let error = match store.gone() {
+                        Some(why) => format!("the events table is gone: {why}"),
+                        None => format!("cannot read the events table: {e}"),
+                    };
                     let _ = events.send(failed(last, error));
                     return;
                 }
