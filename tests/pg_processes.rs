@@ -169,6 +169,53 @@ fn a_worker_refuses_a_foreign_postgres_database_in_one_line_untouched() {
     assert_eq!(tables, ["notes"]);
 }
 
+/// A lost connection is retried, a refusal that will not heal is not: a worker whose
+/// database is dropped under it (its connection ended by the server) tries a new one, is
+/// told the database does not exist, and stops in one line, exit 3.
+#[test]
+fn a_worker_whose_database_is_dropped_tries_again_and_stops_in_one_line() {
+    let Some(db) = scratch("dropped") else {
+        return;
+    };
+    let child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["worker", "--db", &db.url, "--name", "A"])
+        .args(["--messages", "5000", "--process-ms", "20"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("a claim", || {
+        events(&db)
+            .iter()
+            .any(|r| r.kind == LeaseEventKind::Claimed)
+            .then_some(())
+    });
+    let name = db.name.clone();
+    // No new connection gets in between its end and the drop.
+    let mut config = db.config.clone();
+    config.dbname("postgres");
+    config
+        .connect(postgres::NoTls)
+        .unwrap()
+        .batch_execute(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS false"))
+        .unwrap();
+    drop(db);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("database \"{name}\" does not exist")),
+        "{stderr}"
+    );
+    assert!(stdout.contains("A connection lost: "), "{stdout}");
+    assert!(
+        stdout.contains("reconnecting (attempt 1, next in 250 ms)"),
+        "{stdout}"
+    );
+}
+
 /// Fold what arrived and take a frame until `view` of the worker `name` satisfies `done`.
 fn wait_for_worker(app: &mut App, name: &str, what: &str, done: impl Fn(&WorkerView) -> bool) {
     wait_for(&format!("{name} to be {what}"), || {

@@ -205,6 +205,26 @@ fn an_unreachable_server_is_one_line_of_bad_input() {
     assert!(matches!(err, PgError::BadUrl(_)), "{err:?}");
 }
 
+/// No server now may be a restart: a later attempt may work. A server that answers and
+/// refuses (no such database) will refuse again.
+#[test]
+fn a_server_that_is_away_may_heal_and_one_that_refuses_will_not() {
+    use leaselab::engine::outbox::OutboxError;
+    let dir = tempfile::tempdir().unwrap();
+    let away = format!("postgres://leaselab@/nowhere?host={}", dir.path().display());
+    let err: OutboxError = PgStore::open_url(&away).expect_err("no server").into();
+    assert!(err.may_heal() && err.is_bad_input(), "{err:?}");
+    let Some(db) = scratch("refused") else {
+        return;
+    };
+    let url = pg_support::with_dbname(&db.url, "leaselab_no_such_database");
+    let err = PgStore::open_url(&url).expect_err("no such database");
+    assert!(matches!(err, PgError::Refused(_)), "{err:?}");
+    assert!(err.to_string().contains("does not exist"), "{err}");
+    let err: OutboxError = err.into();
+    assert!(!err.may_heal() && err.is_bad_input(), "{err:?}");
+}
+
 #[test]
 fn a_claim_skips_a_row_another_transaction_has_locked() {
     let Some((db, mut store)) = seeded("skiplocked", 2) else {

@@ -488,3 +488,65 @@ fn a_worker_whose_output_is_lost_stops() {
         .unwrap();
     assert_eq!(status.code(), Some(0));
 }
+
+/// A worker whose SQLite file is deleted, or replaced by another file, does not go on with
+/// a file nobody else sees: it says so in one line and exits 3.
+#[test]
+fn a_worker_stops_in_one_line_when_its_file_is_deleted_or_replaced() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let start = |file: &str| {
+        let db = dir.path().join(file);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+            .args(["worker", "--db"])
+            .arg(&db)
+            .args(["--name", "w", "--messages", "5000", "--process-ms", "20"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        wait_for_line(&rx, "CLAIMED");
+        (db, child)
+    };
+    let ended = |mut child: std::process::Child| {
+        let status = child.wait().unwrap();
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        (status.code(), stderr)
+    };
+    let (deleted, child) = start("deleted.db");
+    std::fs::remove_file(&deleted).unwrap();
+    let (code, stderr) = ended(child);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("w stopped: ") && stderr.contains("deleted.db was deleted"),
+        "{stderr}"
+    );
+    assert!(!deleted.exists(), "not made again");
+
+    let (replaced, child) = start("replaced.db");
+    let other = dir.path().join("other.db");
+    std::fs::write(&other, b"").unwrap();
+    std::fs::rename(&other, &replaced).unwrap();
+    let (code, stderr) = ended(child);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(
+        stderr.contains("replaced.db was replaced by another file"),
+        "{stderr}"
+    );
+}

@@ -199,44 +199,102 @@ fn held_worker_processes_say_held_until_the_first_space() {
     assert!(status.success(), "{status:?}");
 }
 
-/// The watcher's connections are ended from the server's side: the view says it is stale,
-/// since when, and nothing on it counts down; a live lease is not turned into a crash.
+/// The watcher's connections are ended from the server's side, and new ones are refused for
+/// a while: the view says it is stale, since when, and that it reconnects; nothing on it
+/// counts down and a live lease is not turned into a crash. When the database takes
+/// connections again, the watch is current again and has caught up with a claim made while
+/// it was away.
 #[test]
-fn a_lost_postgres_connection_makes_the_view_stale_and_stops_every_countdown() {
+fn a_lost_postgres_connection_makes_the_view_stale_until_it_reconnects_and_catches_up() {
     let Some(db) = pg_support::scratch("watch_lost") else {
         return;
     };
     let url = PathBuf::from(&db.url);
     let mut app = watcher(&url, 2);
-    let mut store =
+    let open = || {
         leaselab::engine::pg::PgStore::open_shared(&db.url, Arc::new(StoreShared::default()))
-            .unwrap();
-    let ClaimOutcome::Claimed(_) = store
-        .claim_next("laptop-1", wall_now_ms(), 600_000)
-        .unwrap()
-        .value
-    else {
-        panic!("nothing to claim");
+            .unwrap()
     };
-    drop(store);
+    let claim = |store: &mut leaselab::engine::pg::PgStore, who: &str| {
+        let ClaimOutcome::Claimed(_) = store.claim_next(who, wall_now_ms(), 600_000).unwrap().value
+        else {
+            panic!("nothing to claim");
+        };
+    };
+    claim(&mut open(), "laptop-1");
     wait_until(&mut app, "laptop-1's lease", |a, _| {
         state_of(a, "laptop-1") == Some(WorkerState::Processing)
     });
-    db.client()
-        .batch_execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-              WHERE datname = current_database() AND pid <> pg_backend_pid()",
-        )
+    // Every connection to the database older than this one is the watcher's; the
+    // claimant's is newer. The database is changed from another one.
+    let mut mark = db.client();
+    let mut claimant = open();
+    let mut admin = {
+        let mut config = db.config.clone();
+        config.dbname("postgres");
+        config.connect(postgres::NoTls).unwrap()
+    };
+    admin
+        .batch_execute(&format!(
+            "ALTER DATABASE {} ALLOW_CONNECTIONS false",
+            db.name
+        ))
         .unwrap();
-    let lines = wait_until(&mut app, "the stale view", |a, _| {
-        a.snapshot().stale_since.is_some()
+    mark.batch_execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE datname = current_database()
+            AND backend_start < (SELECT backend_start FROM pg_stat_activity
+                                  WHERE pid = pg_backend_pid())",
+    )
+    .unwrap();
+    let lines = wait_until(&mut app, "the stale view", |a, l| {
+        a.snapshot().stale_since.is_some() && l.join("\n").contains("reconnecting (attempt 2")
     });
     assert!(lines[0].contains("STALE since"), "{}", lines.join("\n"));
-    assert!(lines[1].contains("CONNECTION LOST"), "{}", lines[1]);
+    assert!(
+        lines[1].contains("CONNECTION LOST") && lines[1].contains("reconnecting"),
+        "{}",
+        lines[1]
+    );
     assert!(!lines.join("\n").contains("SQLite"), "{}", lines.join("\n"));
     let frozen = app.snapshot().now_ms;
+    claim(&mut claimant, "laptop-2");
     std::thread::sleep(Duration::from_millis(30));
     frame_lines(&mut app, 160, 40);
     assert_eq!(app.snapshot().now_ms, frozen, "nothing counts down");
     assert_eq!(state_of(&app, "laptop-1"), Some(WorkerState::Processing));
+    assert_eq!(state_of(&app, "laptop-2"), None, "not seen while away");
+    admin
+        .batch_execute(&format!(
+            "ALTER DATABASE {} ALLOW_CONNECTIONS true",
+            db.name
+        ))
+        .unwrap();
+    let lines = wait_until(&mut app, "the view current again, caught up", |a, _| {
+        a.snapshot().stale_since.is_none()
+            && state_of(a, "laptop-2") == Some(WorkerState::Processing)
+    });
+    assert!(!lines[0].contains("STALE"), "{}", lines[0]);
+    assert!(app.snapshot().now_ms > frozen, "the clock runs again");
+    assert_eq!(state_of(&app, "laptop-1"), Some(WorkerState::Processing));
+}
+
+/// A watched SQLite file deleted under the watch: the view says so and stays as it stood.
+#[test]
+fn a_watched_sqlite_file_deleted_stops_the_view_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("class.db");
+    let mut app = watcher(&db, 5);
+    frame_lines(&mut app, 160, 40);
+    std::fs::remove_file(&db).unwrap();
+    let lines = wait_until(&mut app, "the stopped view", |a, _| {
+        a.snapshot().stale_since.is_some()
+    });
+    assert!(lines[0].contains("STALE since"), "{}", lines.join("\n"));
+    assert!(
+        lines[1].contains("STOPPED at") && lines[1].contains("class.db was deleted"),
+        "{}",
+        lines[1]
+    );
+    assert!(!lines[1].contains("reconnecting"), "{}", lines[1]);
 }

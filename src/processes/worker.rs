@@ -12,6 +12,7 @@ use crossbeam_channel::{select, Receiver};
 use crate::engine::backend::{Db, Outbox};
 use crate::engine::clock::{hms, Clock};
 use crate::engine::events::{Event, EventKind};
+use crate::engine::file_identity::{self, OpenedFile};
 use crate::engine::outbox::OutboxError;
 use crate::engine::outbox::{
     DbOrigin, Durability, Fact, FailOutcome, Lease, LeaseClock, LeaseEventKind, RetryPolicy,
@@ -71,6 +72,9 @@ pub enum Failure {
     /// The worker thread said it stopped on an error, or panicked.
     #[error("{0}")]
     Stopped(String),
+    /// The SQLite file it works on was deleted or replaced (the words say which).
+    #[error("{name} stopped: {why} while it worked on it")]
+    FileGone { name: String, why: String },
 }
 
 impl Failure {
@@ -134,15 +138,35 @@ pub fn run(
         Joined::Ready(ctx, events, leaving) => (ctx, events, leaving),
         Joined::Interrupted(signo) => return Ok(Ended::Interrupted(signo)),
     };
+    // On SQLite, whether the file is still the one opened, looked at now and then.
+    let (opened, looks) = match &ctx.db {
+        Db::Sqlite(path) => (
+            OpenedFile::at(path),
+            crossbeam_channel::tick(file_identity::LOOK_EVERY),
+        ),
+        Db::Postgres(_) => (None, crossbeam_channel::never()),
+    };
     let mut handle = worker::spawn_named(ctx, 0, 1, opts.name.clone(), false);
     let mut idle = false;
     loop {
         select! {
+            recv(looks) -> _ => {
+                if let Some(why) = opened.as_ref().and_then(OpenedFile::gone) {
+                    // Nothing is recorded: the file that would take the row is gone.
+                    handle.send(Control::Shutdown);
+                    handle.join();
+                    return Err(Failure::FileGone { name: opts.name.clone(), why });
+                }
+            },
             recv(events) -> ev => {
                 let Ok(ev) = ev else { return Err(Failure::ThreadEnded) };
                 if let Some(error) = failure(&ev) {
                     handle.join();
-                    return Err(Failure::Stopped(error));
+                    // A file deleted under the worker may fail its statements: say why.
+                    return Err(match opened.as_ref().and_then(OpenedFile::gone) {
+                        Some(why) => Failure::FileGone { name: opts.name.clone(), why },
+                        None => Failure::Stopped(error),
+                    });
                 }
                 // One line when the outbox runs dry, not one per empty claim.
                 let empty = matches!(ev.kind, EventKind::ClaimEmpty | EventKind::Loaded { count: 0 });
@@ -439,5 +463,8 @@ fn settings(opts: &WorkerOptions) -> Settings {
         opts.idle_ms.max(1),
     );
     s.apply(&opts.reliability, opts.lease_ms);
+    // A server restart is a blip, not the end of the class.
+    s.reconnects
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     s
 }

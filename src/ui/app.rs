@@ -221,7 +221,8 @@ impl App {
         }
         if let Some(x) = self.stage.external_mut() {
             // The events table could not be read (a lost connection): the view is stale.
-            if ev.slot.is_none() && matches!(ev.kind, EventKind::Failed { .. }) {
+            if let (None, EventKind::Failed { error }) = (ev.slot, &ev.kind) {
+                x.tail_ended.get_or_insert_with(|| error.clone());
                 x.stale_since.get_or_insert(self.engine.clock.now());
             }
             x.saw(ev);

@@ -27,6 +27,11 @@ pub struct Snapshot {
     pub held: bool,
     /// The watched database stopped answering at this time: what is shown is as it stood.
     pub stale_since: Option<i64>,
+    /// Stale, and the dashboard tries new connections (a server restart), rather than
+    /// stopped for good.
+    pub reconnecting: bool,
+    /// Stale for good, and why (a SQLite file deleted, a server that now refuses).
+    pub stale_why: Option<String>,
     /// The workers' settings as far as they are known (the header).
     pub settings: SettingsView,
     /// The lease the countdown bars and the timeline are drawn to (the settings' lease, or

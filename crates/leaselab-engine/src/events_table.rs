@@ -4,13 +4,16 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 
 use super::backend::Db;
 use super::events::{ClaimWay, Event, EventKind, ENGINE};
+use super::file_identity::{OpenedFile, LOOK_EVERY};
 use super::outbox::{RunSettings, CRASH_PANIC, CRASH_TOLD, REPLAYED};
 use super::pg::{PgStore, PgTail};
 use super::provider::ProviderStatus;
@@ -286,21 +289,42 @@ pub fn read_all(path: &Path) -> Result<Vec<Event>, OutboxError> {
 
 /// Where a tail reads the table: a SQLite file (read-only) or a PostgreSQL connection.
 enum Source {
-    Sqlite(Store),
+    /// The file's store, and the file it opened (which may be deleted or replaced).
+    Sqlite(Store, Option<OpenedFile>),
     Postgres(Box<PgStore>, PgTail),
 }
 
 impl Source {
     fn open(db: &Db) -> Result<Source, OutboxError> {
         Ok(match db {
-            Db::Sqlite(path) => Source::Sqlite(Store::open_read_only(path)?),
+            Db::Sqlite(path) => {
+                let store = Store::open_read_only(path)?;
+                Source::Sqlite(store, OpenedFile::at(path))
+            }
             Db::Postgres(url) => Source::Postgres(Box::new(PgStore::open_url(url)?), PgTail::new()),
         })
     }
 
+    /// A new connection for a PostgreSQL tail whose connection went away. The tail keeps
+    /// its place: the rows committed meanwhile come next.
+    fn reopen(&mut self, db: &Db) -> Result<(), OutboxError> {
+        if let (Source::Postgres(store, _), Db::Postgres(url)) = (self, db) {
+            **store = PgStore::open_url(url)?;
+        }
+        Ok(())
+    }
+
+    /// SQLite only: why the file is no longer the one opened (deleted, replaced).
+    fn gone(&self) -> Option<String> {
+        match self {
+            Source::Sqlite(_, Some(opened)) => opened.gone(),
+            _ => None,
+        }
+    }
+
     fn after(&mut self, seq: u64, limit: u64) -> Result<Vec<LeaseEventRow>, OutboxError> {
         match self {
-            Source::Sqlite(store) => store.events_after(seq, limit),
+            Source::Sqlite(store, _) => store.events_after(seq, limit),
             // The tail keeps its own place: PostgreSQL's Seqs commit out of order.
             Source::Postgres(store, tail) => Ok(store.tail_events(tail, limit)?),
         }
@@ -333,75 +357,168 @@ impl Source {
 pub struct Tail {
     stop: Option<Sender<()>>,
     join: Option<JoinHandle<()>>,
+    /// Set while its PostgreSQL connection is gone and it tries new ones.
+    lost: Arc<AtomicBool>,
 }
 
 impl Tail {
     /// Start following the table of `db` from its first row, looking again every `every`
-    /// while nothing is new (one query per look, so the rate is bounded). A read error is
-    /// sent as a `Failed` event and ends the tail.
+    /// while nothing is new (one query per look, so the rate is bounded). A PostgreSQL
+    /// connection that goes away is opened again, with a note each attempt, and the tail
+    /// catches up from where it was; any other read error, or a SQLite file deleted or
+    /// replaced, is sent as a `Failed` event and ends the tail.
     pub fn start(db: &Db, every: Duration, events: Sender<Event>) -> Result<Tail, OutboxError> {
         let mut store = Source::open(db)?;
         let (stop, stopped) = crossbeam_channel::bounded::<()>(1);
+        let lost = Arc::new(AtomicBool::new(false));
+        let following = Following {
+            db: db.clone(),
+            every,
+            events,
+            stopped,
+            lost: lost.clone(),
+        };
         let join = std::thread::Builder::new()
             .name("events-tail".into())
-            .spawn(move || follow(&mut store, every, &events, &stopped))
+            .spawn(move || following.follow(&mut store))
             .map_err(|e| OutboxError::Io(format!("cannot start the events reader: {e}")))?;
         Ok(Tail {
             stop: Some(stop),
             join: Some(join),
+            lost,
         })
+    }
+
+    /// True while the tail's connection is gone and it tries new ones: what it sent is
+    /// all that is known.
+    pub fn lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
     }
 }
 
-fn follow(store: &mut Source, every: Duration, events: &Sender<Event>, stopped: &Receiver<()>) {
-    let mut translator = Translator::new();
-    let mut last = 0;
-    let mut told = false;
-    loop {
-        let rows = match store.after(last, TAIL_BATCH) {
-            Ok(rows) => rows,
-            Err(e) => {
-                let _ = events.send(Event {
-                    seq: last,
-                    at_ms: 0,
-                    slot: None,
-                    actor: ENGINE.to_string(),
-                    kind: EventKind::Failed {
-                        error: format!("cannot read the events table: {e}"),
-                    },
-                    sql: None,
-                });
-                return;
+/// What the tail's thread follows, where its events go, and what stops it.
+struct Following {
+    db: Db,
+    every: Duration,
+    events: Sender<Event>,
+    stopped: Receiver<()>,
+    lost: Arc<AtomicBool>,
+}
+
+/// A line of the tail's own, at the wall clock's time (worker processes stamp their rows
+/// with it).
+fn note(last: u64, text: String) -> Event {
+    Event {
+        seq: last,
+        at_ms: super::clock::wall_now_ms(),
+        slot: None,
+        actor: ENGINE.to_string(),
+        kind: EventKind::Note { text },
+        sql: None,
+    }
+}
+
+/// The tail cannot go on: `Failed`, which the dashboard shows as a view no longer current.
+fn failed(last: u64, error: String) -> Event {
+    Event {
+        seq: last,
+        at_ms: 0,
+        slot: None,
+        actor: ENGINE.to_string(),
+        kind: EventKind::Failed { error },
+        sql: None,
+    }
+}
+
+impl Following {
+    /// Open a new connection after the old one went away, waiting longer between attempts
+    /// (`crate::reconnect`), one note each. False when told to stop meanwhile, or when the
+    /// server now refuses for good (after a `Failed`).
+    fn reconnect(&self, store: &mut Source, last: u64) -> bool {
+        self.lost.store(true, Ordering::SeqCst);
+        for attempt in 1u32.. {
+            let wait = crate::reconnect::wait_before(attempt);
+            let text = format!(
+                "connection lost, reconnecting (attempt {attempt}, next in {})",
+                crate::reconnect::shown(wait)
+            );
+            if self.events.send(note(last, text)).is_err() {
+                return false;
             }
-        };
-        let full = rows.len() as u64 == TAIL_BATCH;
-        for row in &rows {
-            last = row.seq;
-            for ev in translator.events(row) {
-                if events.send(ev).is_err() {
-                    return;
+            match self.stopped.recv_timeout(wait) {
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+                _ => return false,
+            }
+            match store.reopen(&self.db) {
+                Ok(()) => {
+                    self.lost.store(false, Ordering::SeqCst);
+                    let text = "reconnected: catching up from the events table".to_string();
+                    return self.events.send(note(last, text)).is_ok();
+                }
+                Err(e) if e.may_heal() => {}
+                Err(e) => {
+                    let _ = self
+                        .events
+                        .send(failed(last, format!("cannot reconnect: {e}")));
+                    return false;
                 }
             }
         }
-        if let Some(text) = store.held_back(&mut told) {
-            let note = Event {
-                seq: last,
-                // The wall clock: worker processes stamp their rows with it.
-                at_ms: super::clock::wall_now_ms(),
-                slot: None,
-                actor: ENGINE.to_string(),
-                kind: EventKind::Note { text },
-                sql: None,
-            };
-            if events.send(note).is_err() {
-                return;
+        false
+    }
+
+    fn follow(&self, store: &mut Source) {
+        let (events, every, stopped) = (&self.events, self.every, &self.stopped);
+        let mut translator = Translator::new();
+        let mut last = 0;
+        let mut told = false;
+        let mut looked = Instant::now();
+        loop {
+            if looked.elapsed() >= LOOK_EVERY {
+                looked = Instant::now();
+                if let Some(why) = store.gone() {
+                    let _ = events.send(failed(last, format!("the events table is gone: {why}")));
+                    return;
+                }
             }
-        }
-        // A full batch means more is waiting: read on without a pause.
-        let pause = if full { Duration::ZERO } else { every };
-        match stopped.recv_timeout(pause) {
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-            _ => return,
+            let rows = match store.after(last, TAIL_BATCH) {
+                Ok(rows) => rows,
+                Err(e) if e.may_heal() && matches!(store, Source::Postgres(..)) => {
+                    if !self.reconnect(store, last) {
+                        return;
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    // A file deleted under the reader may fail its reads: say why.
+                    let error = match store.gone() {
+                        Some(why) => format!("the events table is gone: {why}"),
+                        None => format!("cannot read the events table: {e}"),
+                    };
+                    let _ = events.send(failed(last, error));
+                    return;
+                }
+            };
+            let full = rows.len() as u64 == TAIL_BATCH;
+            for row in &rows {
+                last = row.seq;
+                for ev in translator.events(row) {
+                    if events.send(ev).is_err() {
+                        return;
+                    }
+                }
+            }
+            if let Some(text) = store.held_back(&mut told) {
+                if events.send(note(last, text)).is_err() {
+                    return;
+                }
+            }
+            // A full batch means more is waiting: read on without a pause.
+            let pause = if full { Duration::ZERO } else { every };
+            match stopped.recv_timeout(pause) {
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+                _ => return,
+            }
         }
     }
 }

@@ -5,6 +5,7 @@
 //! history check work unchanged. The clock is the wall clock: it cannot pause or jump.
 
 use std::collections::HashSet;
+use std::time::Instant;
 
 use crate::engine::backend::Db;
 use crate::engine::outbox::Reading;
@@ -31,7 +32,7 @@ pub struct External {
     /// Dropped first: the worker processes die before the database they use goes away.
     pub(super) children: Option<WorkerProcesses>,
     /// What reads the events table as workers write it; none in a replay.
-    _tail: Option<Tail>,
+    tail: Option<Tail>,
     /// What the events say of each worker: its name, a recorded crash, freeze or leaving,
     /// its settings.
     pub(super) witness: Witness,
@@ -43,6 +44,12 @@ pub struct External {
     /// When the events table stopped answering (a lost connection): the view is as it stood
     /// then, and nothing counts down.
     pub(super) stale_since: Option<i64>,
+    /// The tail ended for good (a refusal, a SQLite file deleted or replaced), and why: the
+    /// view stays stale.
+    pub(super) tail_ended: Option<String>,
+    /// The table reader's connection went away: the attempts at a new one so far, and when
+    /// the next is due.
+    reader_lost: Option<(u32, Instant)>,
 }
 
 impl External {
@@ -50,12 +57,26 @@ impl External {
     pub(super) fn replaying() -> External {
         External {
             children: None,
-            _tail: None,
+            tail: None,
             witness: Witness::default(),
             reaped: HashSet::new(),
             started: true,
             stale_since: None,
+            tail_ended: None,
+            reader_lost: None,
         }
+    }
+
+    /// Is anything it shows no longer current: the tail ended or reconnects, or the table
+    /// could not be read (`read_failed`)?
+    pub(super) fn stale(&self, read_failed: bool) -> bool {
+        read_failed || self.tail_ended.is_some() || self.tail.as_ref().is_some_and(Tail::lost)
+    }
+
+    /// Stale, and trying new connections (rather than ended for good).
+    pub(super) fn reconnecting(&self) -> bool {
+        self.tail_ended.is_none()
+            && (self.reader_lost.is_some() || self.tail.as_ref().is_some_and(Tail::lost))
     }
 
     /// Take in one event from the table.
@@ -326,11 +347,13 @@ impl App {
         let mut app = App::around(engine, reader, theme, Scenario::OutboxLeasing, messages);
         app.stage.begin_external(External {
             children,
-            _tail: Some(tail),
+            tail: Some(tail),
             witness: Witness::default(),
             reaped: HashSet::new(),
             started,
             stale_since: None,
+            tail_ended: None,
+            reader_lost: None,
         });
         // The rows come from `leaselab worker` processes, which claim only the next
         // message (or a batch, as their settings say).
@@ -477,6 +500,31 @@ impl App {
         };
         self.ui.say(why);
         true
+    }
+}
+
+impl App {
+    /// The table reader's connection went away (a server restart): open a new one when the
+    /// wait since the last attempt is over (`crate::engine::reconnect`), so the table is read
+    /// again at the next frame. Only for workers followed through a database.
+    pub(super) fn reopen_reader(&mut self) {
+        let Some(x) = self.stage.external_mut() else {
+            return;
+        };
+        let (attempt, due) = *x.reader_lost.get_or_insert((0, Instant::now()));
+        if Instant::now() < due {
+            return;
+        }
+        match self.engine.db.open_reader() {
+            Ok(reader) => {
+                self.reader = reader;
+                x.reader_lost = None;
+            }
+            Err(_) => {
+                let wait = crate::engine::reconnect::wait_before(attempt + 1);
+                x.reader_lost = Some((attempt + 1, Instant::now() + wait));
+            }
+        }
     }
 }
 

@@ -108,7 +108,10 @@ impl App {
         let replaying = self.stage.replay().is_some();
         match self.stage.external_mut() {
             Some(x) if x.children.is_some() || !replaying => {
-                if failed && x.stale_since.is_none() {
+                // Back when every connection is: the ledger has caught up from the table.
+                if !x.stale(failed) {
+                    x.stale_since = None;
+                } else if x.stale_since.is_none() {
                     x.stale_since = Some(now);
                 }
                 x.stale_since.unwrap_or(now)
@@ -123,6 +126,8 @@ impl App {
         self.snap.settings = SettingsView::of(&self.engine.run_settings());
         self.snap.held = false;
         self.snap.stale_since = None;
+        self.snap.reconnecting = false;
+        self.snap.stale_why = None;
         let replaying = self.stage.replay().is_some();
         match self.stage.external_mut() {
             Some(x) => {
@@ -132,6 +137,8 @@ impl App {
                 self.snap.owner_only_finalize = x.witness.owner_only();
                 self.snap.held = !x.started;
                 self.snap.stale_since = x.stale_since;
+                self.snap.reconnecting = x.reconnecting();
+                self.snap.stale_why = x.tail_ended.clone();
                 self.snap.setting = match x.children {
                     _ if replaying => self.snap.setting.clone(),
                     Some(_) => ("worker processes ", String::new()),
@@ -272,7 +279,12 @@ impl App {
                 self.snap.db = v;
                 self.check_history();
             }
-            Err(e) => self.snap.db.error = Some(e.to_string()),
+            Err(e) => {
+                self.snap.db.error = Some(e.to_string());
+                if e.may_heal() {
+                    self.reopen_reader();
+                }
+            }
         }
     }
 

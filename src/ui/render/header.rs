@@ -136,11 +136,13 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
         spans.push(Span::raw("  "));
     }
     if let Some(since) = s.stale_since {
+        let what = match (&s.stale_why, s.reconnecting) {
+            (_, true) => format!("CONNECTION LOST at {}, reconnecting", hms(since)),
+            (Some(why), false) => format!("STOPPED at {}: {why}", hms(since)),
+            (None, false) => format!("CONNECTION LOST at {}", hms(since)),
+        };
         spans.push(styled(
-            format!(
-                " CONNECTION LOST at {}: the view is as it stood then and nothing counts down ",
-                hms(since)
-            ),
+            format!(" {what}: the view is as it stood then and nothing counts down "),
             t.bad,
         ));
         spans.push(Span::raw(" the workers may go on · q quits"));

@@ -11,6 +11,10 @@ pub enum Failure {
     Io,
     /// The file could not be opened (or opened only for reading).
     CannotOpen,
+    /// The connection to the server went away mid-statement (the server stopped or
+    /// restarted, the network broke): the statement's fate is unknown, a new connection may
+    /// work.
+    ConnectionLost,
     Other,
 }
 
@@ -42,9 +46,13 @@ pub enum OutboxError {
     #[error("{}", one_line(.0))]
     InUse(String),
     /// The path cannot hold a database (too long, folder missing or not writable), or the
-    /// URL names no reachable server.
+    /// URL names a server that refuses it for good (a wrong password, no such database).
     #[error("{}", one_line(.0))]
     BadPath(String),
+    /// No connection could be made to the server now (it is down, restarting or not yet
+    /// up): a later attempt may work.
+    #[error("{}", one_line(.0))]
+    Unreachable(String),
     #[error("{}", one_line(.0))]
     Io(String),
     /// A student's statements did what an exercise refuses (a result of the wrong shape, a
@@ -64,7 +72,22 @@ impl OutboxError {
             OutboxError::Foreign(_)
                 | OutboxError::InUse(_)
                 | OutboxError::BadPath(_)
+                | OutboxError::Unreachable(_)
                 | OutboxError::Exercise(_)
+        )
+    }
+
+    /// True when the connection went away or the server cannot be reached now: a new
+    /// connection, later, may work. A refusal that will not heal (a wrong password, a
+    /// foreign database) is false.
+    pub fn may_heal(&self) -> bool {
+        matches!(
+            self,
+            OutboxError::Unreachable(_)
+                | OutboxError::Database {
+                    failure: Failure::ConnectionLost,
+                    ..
+                }
         )
     }
 

@@ -157,8 +157,12 @@ pub enum PgError {
     Postgres(postgres::Error),
     /// The URL cannot be parsed as a PostgreSQL connection string.
     BadUrl(String),
-    /// No connection could be made.
+    /// No connection could be made now (no server answers, it is starting or stopping): a
+    /// later attempt may work.
     Unreachable(String),
+    /// The server answered and refused: a wrong user or password, no such database. Trying
+    /// again will not help.
+    Refused(String),
     /// The database holds something that is not a leaselab outbox; it was left untouched.
     Foreign(String),
     /// Another leaselab engine holds the database; it was left untouched.
@@ -171,6 +175,7 @@ impl fmt::Display for PgError {
             PgError::Postgres(e) => f.write_str(&postgres_words(e)),
             PgError::BadUrl(m)
             | PgError::Unreachable(m)
+            | PgError::Refused(m)
             | PgError::Foreign(m)
             | PgError::InUse(m) => f.write_str(m),
         }
@@ -182,7 +187,11 @@ impl PgError {
     pub fn is_bad_input(&self) -> bool {
         matches!(
             self,
-            PgError::BadUrl(_) | PgError::Unreachable(_) | PgError::Foreign(_) | PgError::InUse(_)
+            PgError::BadUrl(_)
+                | PgError::Unreachable(_)
+                | PgError::Refused(_)
+                | PgError::Foreign(_)
+                | PgError::InUse(_)
         )
     }
 }
@@ -196,6 +205,37 @@ pub(crate) fn postgres_words(e: &postgres::Error) -> String {
         Some(db) => format!("PostgreSQL: {}: {}", db.severity(), db.message()),
         None => format!("PostgreSQL: {e}"),
     }
+}
+
+/// True when `e` says the connection went away rather than that the statement was refused:
+/// the driver found it closed or could not talk to the server, or the server said it is
+/// shutting down, crashed or cannot take connections now (SQLSTATE class 08, 57P01-57P03).
+pub(crate) fn connection_lost(e: &postgres::Error) -> bool {
+    use postgres::error::SqlState;
+    if e.is_closed() {
+        return true;
+    }
+    match e.code() {
+        Some(code) => {
+            code.code().starts_with("08")
+                || [
+                    SqlState::ADMIN_SHUTDOWN,
+                    SqlState::CRASH_SHUTDOWN,
+                    SqlState::CANNOT_CONNECT_NOW,
+                ]
+                .contains(code)
+        }
+        // No word from the server: the socket failed under the driver.
+        None => std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>()),
+    }
+}
+
+/// True when a failed connection attempt was refused by the server for good: a wrong user
+/// or password (SQLSTATE class 28), no such database (3D000).
+fn refused_for_good(e: &postgres::Error) -> bool {
+    e.code().is_some_and(|c| {
+        c.code().starts_with("28") || *c == postgres::error::SqlState::INVALID_CATALOG_NAME
+    })
 }
 
 impl From<postgres::Error> for PgError {
@@ -359,7 +399,12 @@ impl PgStore {
                 Some(db) => db.message().to_string(),
                 None => with_source(&e),
             };
-            PgError::Unreachable(format!("{shown}: cannot connect: {why}"))
+            let line = format!("{shown}: cannot connect: {why}");
+            if refused_for_good(&e) {
+                PgError::Refused(line)
+            } else {
+                PgError::Unreachable(line)
+            }
         })?;
         let registered = cancel::register(&client);
         Ok(PgStore {

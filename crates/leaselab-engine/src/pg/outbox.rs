@@ -12,9 +12,14 @@ impl From<PgError> for OutboxError {
         match e {
             PgError::Foreign(m) => OutboxError::Foreign(m),
             PgError::InUse(m) => OutboxError::InUse(m),
-            PgError::BadUrl(m) | PgError::Unreachable(m) => OutboxError::BadPath(m),
+            PgError::BadUrl(m) | PgError::Refused(m) => OutboxError::BadPath(m),
+            PgError::Unreachable(m) => OutboxError::Unreachable(m),
             PgError::Postgres(e) => OutboxError::Database {
-                failure: Failure::Other,
+                failure: if super::connection_lost(&e) {
+                    Failure::ConnectionLost
+                } else {
+                    Failure::Other
+                },
                 message: super::postgres_words(&e),
                 cause: Some(e.into()),
             },

@@ -226,7 +226,9 @@ fn run_thread(
 /// The worker's own connection: the database's store, or for an exercise a `StudentStore`
 /// around its SQLite store, so that its claim, finalize and heartbeat are the student's,
 /// a claim and a finalize a step an action, as `explore --sql` steps them.
-fn open_store(ctx: &WorkerContext) -> crate::outbox::Result<Box<dyn crate::backend::Outbox>> {
+pub(in crate::worker) fn open_store(
+    ctx: &WorkerContext,
+) -> crate::outbox::Result<Box<dyn crate::backend::Outbox>> {
     match (&ctx.exercise, &ctx.db) {
         (None, db) => db.open(ctx.shared.clone()),
         (Some(exercise), crate::backend::Db::Sqlite(path)) => {

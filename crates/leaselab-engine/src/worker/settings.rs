@@ -26,6 +26,9 @@ pub struct Settings {
     /// A finalize checks the owner's name only, not the fencing token: the weaker guard a
     /// lesson may show failing (`finalize_guard = "owner"`). Off: leaselab's own guard.
     pub owner_only_finalize: AtomicBool,
+    /// A lost connection is opened again (a worker process on a shared server) rather than
+    /// ending the worker (a dashboard's thread, whose dashboard says the database failed).
+    pub reconnects: AtomicBool,
 }
 
 impl Settings {
@@ -42,6 +45,7 @@ impl Settings {
             max_attempts: AtomicI64::new(RetryPolicy::default().max_attempts),
             batch: AtomicI64::new(1),
             owner_only_finalize: AtomicBool::new(false),
+            reconnects: AtomicBool::new(false),
         }
     }
     /// Take over heartbeats and retries from a setup.
@@ -85,6 +89,9 @@ impl Settings {
         } else {
             FinalizeGuard::FencingToken
         }
+    }
+    pub fn reconnects(&self) -> bool {
+        self.reconnects.load(Ordering::SeqCst)
     }
     pub fn batch(&self) -> usize {
         self.batch.load(Ordering::SeqCst).clamp(1, MAX_BATCH as i64) as usize

@@ -86,7 +86,14 @@ impl Worker {
                 return Ok(Acted::Done);
             }
         };
-        let seq = self.record_check(Some(&lease), lease.id, &lease.key, &check, effect)?;
+        let seq = match self.record_check(Some(&lease), lease.id, &lease.key, &check, effect) {
+            Ok(seq) => seq,
+            Err(e) => {
+                // The provider answered: a worker that reconnects finalizes that answer.
+                self.phase = Phase::Checked(lease, check);
+                return Err(e);
+            }
+        };
         self.emit_at(
             seq,
             EventKind::ProviderCalled {
@@ -178,11 +185,22 @@ impl Worker {
     ) -> Result<Acted, WorkerError> {
         let now = self.ctx.clock.now();
         let guard = self.ctx.settings.finalize_guard();
-        self.store.guard_finalize(guard)?;
+        let tried = self
+            .store
+            .guard_finalize(guard)
+            .and_then(|()| self.store.finalize(&lease, &check, now));
         let Stamped {
             value: outcome,
             seq,
-        } = self.store.finalize(&lease, &check, now)?;
+        } = match tried {
+            Ok(done) => done,
+            Err(e) => {
+                // Still checked: a worker that reconnects tries this finalize again, and
+                // the fencing token decides it as it would have.
+                self.phase = Phase::Checked(lease, check);
+                return Err(e.into());
+            }
+        };
         if self.store.partway() {
             self.phase = Phase::Checked(lease, check);
             self.emit(EventKind::StatementRan {

@@ -15,6 +15,7 @@ use super::*;
 
 mod act;
 mod claim;
+mod reconnect;
 mod run;
 
 enum Phase {

@@ -51,7 +51,11 @@ impl Worker {
                     .is_some_and(|beat| self.ctx.clock.now() >= beat)
                 {
                     if let Err(e) = self.beat() {
-                        return Some(e);
+                        match self.recover(e, rx) {
+                            Ok(None) => continue,
+                            Ok(Some(exit)) => return self.exit(exit),
+                            Err(e) => return Some(e),
+                        }
                     }
                     if matches!(self.phase, Phase::Idle) {
                         // The lease was lost: the message is dropped, nothing to wait for.
@@ -67,7 +71,11 @@ impl Worker {
             match self.act(Pace::Run) {
                 Ok(Acted::Done) => {}
                 Ok(Acted::WaitUntil(t)) => self.set_wait(Some(t)),
-                Err(e) => return Some(e),
+                Err(e) => match self.recover(e, rx) {
+                    Ok(None) => {}
+                    Ok(Some(exit)) => return self.exit(exit),
+                    Err(e) => return Some(e),
+                },
             }
         }
     }
