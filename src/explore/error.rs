@@ -24,6 +24,10 @@ pub enum ExploreError {
     /// A state's saved image was asked for after it was let go: a defect of the search.
     #[error("a state expanded twice")]
     ExpandedTwice,
+    /// A new state reached by a write came without its database image: a defect of the
+    /// search.
+    #[error("a new state's database image was not taken")]
+    NoImage,
     /// The lesson layer refused the drafted lesson or a figure of it: its own error, kept.
     #[error(transparent)]
     Lesson(Box<dyn std::error::Error + Send + Sync>),

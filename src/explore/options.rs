@@ -136,6 +136,9 @@ pub struct ExploreOptions {
     /// The workers run a student's statements (`explore --sql FILE`) instead of the
     /// engine's claim, finalize and heartbeat.
     pub sql: Option<std::sync::Arc<crate::engine::student::Exercise>>,
+    /// How many cores expand states at once, each on its own copy of the database; 0 for
+    /// as many as the machine has (at most 4). The report is the same whatever the number.
+    pub cores: usize,
 }
 
 impl Default for ExploreOptions {
@@ -153,6 +156,7 @@ impl Default for ExploreOptions {
             broken_claim: false,
             forget_answer: false,
             sql: None,
+            cores: 0,
         }
     }
 }

@@ -12,7 +12,7 @@ use super::check::Check;
 use super::error::ExploreError;
 use super::options::ExploreOptions;
 use super::report::{Cut, Report, Told, Verdict};
-use super::store::{Bench, Image};
+use super::store::{Image, Lane, Pages};
 use super::world::{Done, Move, Seen, World};
 
 /// The memory this process holds (its resident set, `VmRSS`), in MiB, where the system
@@ -64,27 +64,43 @@ struct Search {
     first: Vec<Option<(usize, String)>>,
 }
 
+/// How many states a lane expands between two merges: enough that the threads run long,
+/// few enough that the moves they hand back stay small.
+const CHUNK: usize = 16;
+
 /// Explore every schedule of `opts`' world up to its depth, calling `progress` after each
 /// state's moves; the search stops with [`ExploreError::Stopped`] when it answers false.
+/// The states of one round are expanded on every core, each on its own copy of the
+/// database, and what they found is merged in the order one core would have found it: the
+/// report is the same whatever the number of cores.
 pub fn explore(
     opts: &ExploreOptions,
     progress: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<Report, ExploreError> {
     let started = Instant::now();
-    let mut bench = Bench::new(opts)?;
+    let cores = match opts.cores {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
+        n => n.min(4),
+    };
+    let mut lanes = (0..cores)
+        .map(|_| Lane::new(opts))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut pages = Pages::default();
     let world = World {
         sql: opts.sql.clone(),
         ..World::new(SCENARIO_START_MS, opts.workers, opts.messages)
     };
-    let seen = Seen::read(&bench.store, &bench.provider)?;
+    let first = &mut lanes[0];
+    let seen = Seen::read(&first.store, &first.provider)?;
     let key = world.fingerprint(&seen);
+    let root = (pages.keep(&first.image()?), first.provider.state());
     let mut s = Search {
         opts: opts.clone(),
         nodes: vec![Node {
             world,
             parent: None,
             depth: 0,
-            saved: Some((bench.image()?, bench.provider.state())),
+            saved: Some(root),
             unfinished: unfinished(&seen),
             complete: false,
         }],
@@ -97,38 +113,7 @@ pub fn explore(
         counts: vec![0; Check::ALL.len()],
         first: vec![None; Check::ALL.len()],
     };
-    let mut closed = true;
-    let mut memory_mib = None;
-    while let Some(i) = s.queue.pop_front() {
-        if s.nodes[i].depth >= opts.max_depth {
-            closed = false;
-            continue;
-        }
-        s.expand(i, &mut bench)?;
-        if i % 4096 == 0 {
-            bench.pages.sweep();
-        }
-        // Reading the resident set costs a system call: every 256 states expanded.
-        if i % 256 == 0 {
-            memory_mib = resident_mib();
-            if memory_mib.is_some_and(|mib| mib > opts.max_memory_mib) {
-                s.cut = Some(Cut::Memory);
-            }
-        }
-        let go_on = progress(Progress {
-            states: s.nodes.len() as u64,
-            schedules: s.schedules,
-            depth: s.depth,
-            memory_mib,
-        });
-        if !go_on {
-            return Err(ExploreError::Stopped);
-        }
-        if s.cut.is_some() {
-            closed = false;
-            break;
-        }
-    }
+    let closed = s.run(&mut lanes, &mut pages, progress)?;
     s.find_stuck();
     Ok(s.report(closed, started.elapsed()))
 }
@@ -141,42 +126,193 @@ fn unfinished(seen: &Seen) -> Option<i64> {
         .map(|r| r.id)
 }
 
+/// A state handed to a lane: its world, its database image and the provider's state.
+struct Task {
+    node: usize,
+    world: World,
+    image: Image,
+    provider: ProviderState,
+}
+
+/// One move from a state, as a lane found it.
+struct Child {
+    mv: Move,
+    next: World,
+    done: Done,
+    key: u128,
+    is_fault: bool,
+    /// The move wrote to the database (else the database is the state's own).
+    wrote: bool,
+    /// The database after a move that wrote, unless its state was known before the round.
+    image: Option<Vec<u8>>,
+    provider: ProviderState,
+}
+
+/// Take every move from `task`'s state on `lane`, in the order the search keeps them. A
+/// state in `known` (the states found before this round) needs no image.
+fn expand(
+    lane: &mut Lane,
+    opts: &ExploreOptions,
+    known: &HashMap<u128, u32>,
+    task: &Task,
+) -> Result<Vec<Child>, ExploreError> {
+    lane.restore(&task.image)?;
+    lane.provider.set_state(&task.provider);
+    let seen = Seen::read(&lane.store, &lane.provider)?;
+    let world = &task.world;
+    // The moves that leave the database alone come first: they need no restore, and their
+    // states share the image. After a write, the image is put back.
+    let beats = opts.heartbeats && opts.mode.leasing();
+    let mut moves = world.moves(&opts.faults, beats, seen.live_lease(world.now));
+    moves.sort_by_key(|m| world.writes(*m, opts.mode));
+    let mut dirty = false;
+    let mut out = Vec::with_capacity(moves.len());
+    for mv in moves {
+        if dirty {
+            lane.restore(&task.image)?;
+        }
+        lane.provider.set_state(&task.provider);
+        let mut next = world.clone();
+        let done = next.apply(mv, opts.mode, &seen, &mut lane.store, &lane.provider)?;
+        dirty = world.writes(mv, opts.mode);
+        let key = next.fingerprint(&done.seen);
+        let is_fault = match mv {
+            Move::Crash(_) | Move::Stall(_) => true,
+            Move::Jump => !opts.faults.jump,
+            Move::Step(_) | Move::Wake(_) | Move::Beat(_) => false,
+        };
+        let image = if dirty && !known.contains_key(&key) {
+            Some(lane.image()?)
+        } else {
+            None
+        };
+        out.push(Child {
+            mv,
+            next,
+            done,
+            key,
+            is_fault,
+            wrote: dirty,
+            image,
+            provider: lane.provider.state(),
+        });
+    }
+    Ok(out)
+}
+
+/// Each task of `tasks` expanded, the lanes sharing them out, in the tasks' order.
+fn expand_all(
+    lanes: &mut [Lane],
+    opts: &ExploreOptions,
+    known: &HashMap<u128, u32>,
+    tasks: &[Task],
+) -> Vec<Result<Vec<Child>, ExploreError>> {
+    if let [lane] = lanes {
+        return tasks.iter().map(|t| expand(lane, opts, known, t)).collect();
+    }
+    let per = tasks.len().div_ceil(lanes.len()).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = lanes
+            .iter_mut()
+            .zip(tasks.chunks(per))
+            .map(|(lane, part)| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|t| expand(lane, opts, known, t))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
+}
+
 impl Search {
-    /// Take every move from node `i`, keeping each new state.
-    fn expand(&mut self, i: usize, bench: &mut Bench) -> Result<(), ExploreError> {
-        let (image, provider) = self.nodes[i]
-            .saved
-            .take()
-            .ok_or(ExploreError::ExpandedTwice)?;
-        // What the database and the provider hold is read again here rather than kept
-        // with every state waiting in the queue.
-        bench.restore(&image)?;
-        bench.provider.set_state(&provider);
-        let seen = Seen::read(&bench.store, &bench.provider)?;
-        let world = self.nodes[i].world.clone();
-        // The moves that leave the database alone come first: they need no restore, and
-        // their states share the image. After a write, the image is put back.
-        let beats = self.opts.heartbeats && self.opts.mode.leasing();
-        let mut moves = world.moves(&self.opts.faults, beats, seen.live_lease(world.now));
-        moves.sort_by_key(|m| world.writes(*m, self.opts.mode));
-        let mut dirty = false;
-        for mv in moves {
-            if dirty {
-                bench.restore(&image)?;
+    /// The search itself, a round of states at a time; whether it closed (no state was
+    /// left unexpanded by the depth or a limit).
+    fn run(
+        &mut self,
+        lanes: &mut [Lane],
+        pages: &mut Pages,
+        progress: &mut dyn FnMut(Progress) -> bool,
+    ) -> Result<bool, ExploreError> {
+        let mut closed = true;
+        let mut memory_mib = None;
+        loop {
+            let mut round = Vec::new();
+            while round.len() < CHUNK * lanes.len() {
+                let Some(i) = self.queue.pop_front() else {
+                    break;
+                };
+                if self.nodes[i].depth >= self.opts.max_depth {
+                    closed = false;
+                    continue;
+                }
+                round.push(i);
             }
-            bench.provider.set_state(&provider);
-            let mut next = world.clone();
-            let done = next.apply(mv, self.opts.mode, &seen, &mut bench.store, &bench.provider)?;
-            let wrote = world.writes(mv, self.opts.mode);
-            dirty = wrote;
+            if round.is_empty() {
+                return Ok(closed);
+            }
+            let mut tasks = Vec::with_capacity(round.len());
+            for &i in &round {
+                let (image, provider) = self.nodes[i]
+                    .saved
+                    .take()
+                    .ok_or(ExploreError::ExpandedTwice)?;
+                tasks.push(Task {
+                    node: i,
+                    world: self.nodes[i].world.clone(),
+                    image,
+                    provider,
+                });
+            }
+            let found = expand_all(lanes, &self.opts, &self.seen, &tasks);
+            for (task, children) in tasks.into_iter().zip(found) {
+                let i = task.node;
+                self.merge(i, task.image, children?, pages)?;
+                if i % 4096 == 0 {
+                    pages.sweep();
+                }
+                // Reading the resident set costs a system call: every 256 states expanded.
+                if i % 256 == 0 {
+                    memory_mib = resident_mib();
+                    if memory_mib.is_some_and(|mib| mib > self.opts.max_memory_mib) {
+                        self.cut = Some(Cut::Memory);
+                    }
+                }
+                let go_on = progress(Progress {
+                    states: self.nodes.len() as u64,
+                    schedules: self.schedules,
+                    depth: self.depth,
+                    memory_mib,
+                });
+                if !go_on {
+                    return Err(ExploreError::Stopped);
+                }
+                if self.cut.is_some() {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+
+    /// Keep what node `i`'s moves found, in their order: each new state once.
+    fn merge(
+        &mut self,
+        i: usize,
+        image: Image,
+        children: Vec<Child>,
+        pages: &mut Pages,
+    ) -> Result<(), ExploreError> {
+        for c in children {
             self.schedules += 1;
-            let key = next.fingerprint(&done.seen);
-            let is_fault = match mv {
-                Move::Crash(_) | Move::Stall(_) => true,
-                Move::Jump => !self.opts.faults.jump,
-                Move::Step(_) | Move::Wake(_) | Move::Beat(_) => false,
-            };
-            let to = match self.seen.get(&key) {
+            let to = match self.seen.get(&c.key) {
                 Some(&known) => known,
                 None => {
                     if self.nodes.len() >= self.opts.max_states {
@@ -184,13 +320,17 @@ impl Search {
                         return Ok(());
                     }
                     let n = self.nodes.len() as u32;
-                    self.seen.insert(key, n);
-                    let image = if wrote { bench.image()? } else { image.clone() };
-                    self.keep(i, mv, next, done, (image, bench.provider.state()));
+                    self.seen.insert(c.key, n);
+                    let kept = match (&c.image, c.wrote) {
+                        (Some(bytes), _) => pages.keep(bytes),
+                        (None, false) => image.clone(),
+                        (None, true) => return Err(ExploreError::NoImage),
+                    };
+                    self.keep(i, c.mv, c.next, c.done, (kept, c.provider));
                     n
                 }
             };
-            if !is_fault && to as usize != i {
+            if !c.is_fault && to as usize != i {
                 self.steps.push((i as u32, to));
             }
         }

@@ -2,7 +2,6 @@
 //! database kept as its pages, every page held once however many states share it.
 
 use std::collections::HashSet;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::engine::clock::SCENARIO_START_MS;
@@ -17,27 +16,25 @@ use super::options::{ExploreOptions, Mode};
 /// A state's database image as its pages, each held once in [`Pages`] however many
 /// states share it (most pages, the schema's among them, are the same in every state).
 #[derive(Clone)]
-pub(crate) struct Image(Rc<[Rc<[u8]>]>);
+pub(crate) struct Image(Arc<[Arc<[u8]>]>);
 
 /// Every page some kept image holds, once each.
 #[derive(Default)]
 pub(crate) struct Pages {
-    pool: HashSet<Rc<[u8]>>,
-    /// Where an image is put back together before it is restored.
-    joined: Vec<u8>,
+    pool: HashSet<Arc<[u8]>>,
 }
 
 impl Pages {
     /// The page size the explorer's databases use: small pages make small differences.
     const SIZE: usize = 512;
 
-    fn keep(&mut self, bytes: &[u8]) -> Image {
+    pub(crate) fn keep(&mut self, bytes: &[u8]) -> Image {
         let pages = bytes
             .chunks(Self::SIZE)
             .map(|page| match self.pool.get(page) {
                 Some(kept) => kept.clone(),
                 None => {
-                    let kept: Rc<[u8]> = Rc::from(page);
+                    let kept: Arc<[u8]> = Arc::from(page);
                     self.pool.insert(kept.clone());
                     kept
                 }
@@ -46,31 +43,23 @@ impl Pages {
         Image(pages)
     }
 
-    fn join(&mut self, image: &Image) -> &[u8] {
-        self.joined.clear();
-        for page in image.0.iter() {
-            self.joined.extend_from_slice(page);
-        }
-        &self.joined
-    }
-
     /// Let go of the pages no kept image holds any more.
     pub(crate) fn sweep(&mut self) {
-        self.pool.retain(|page| Rc::strong_count(page) > 1);
+        self.pool.retain(|page| Arc::strong_count(page) > 1);
     }
 }
 
-/// The explorer's own SQLite outbox, seeded, held in memory from the first state on.
-pub(crate) struct Bench {
+/// One of the explorer's own SQLite outboxes, seeded, held in memory from the first state
+/// on: a search runs one a core, each returning to the states it is handed.
+pub(crate) struct Lane {
     pub(crate) store: Store,
     pub(crate) provider: Provider,
-    pub(crate) pages: Pages,
     /// The file the first state was made in; removed at the end.
     _dir: tempfile::TempDir,
 }
 
-impl Bench {
-    pub(crate) fn new(opts: &ExploreOptions) -> Result<Bench, ExploreError> {
+impl Lane {
+    pub(crate) fn new(opts: &ExploreOptions) -> Result<Lane, ExploreError> {
         let dir = tempfile::tempdir().map_err(ExploreError::Scratch)?;
         let shared = Arc::new(StoreShared::new(Durability::Off));
         let (mut store, _) = Store::create(&dir.path().join("explore.db"), shared)?;
@@ -86,24 +75,29 @@ impl Bench {
         store.repage(Pages::SIZE as u32)?;
         let image = store.image()?;
         store.restore_image(&image)?;
-        Ok(Bench {
+        Ok(Lane {
             store,
             provider,
-            pages: Pages::default(),
             _dir: dir,
         })
     }
 
-    pub(crate) fn image(&mut self) -> Result<Image, ExploreError> {
-        let bytes = self.store.image()?;
-        Ok(self.pages.keep(&bytes))
+    /// The database as it stands, as the bytes of its image.
+    pub(crate) fn image(&mut self) -> Result<Vec<u8>, ExploreError> {
+        Ok(self.store.image()?)
     }
 
+    /// Return the database to `image`: only the pages that differ are written back where
+    /// SQLite can, else the whole database is replaced.
     pub(crate) fn restore(&mut self, image: &Image) -> Result<(), ExploreError> {
         if self.store.restore_pages(&image.0)? {
             return Ok(());
         }
-        let bytes = self.pages.join(image);
-        self.store.restore_image(bytes).map_err(ExploreError::from)
+        let bytes: Vec<u8> = image
+            .0
+            .iter()
+            .flat_map(|page| page.iter().copied())
+            .collect();
+        self.store.restore_image(&bytes).map_err(ExploreError::from)
     }
 }

@@ -384,3 +384,28 @@ fn a_claim_that_never_moves_the_fencing_token_is_caught_as_a_finalize_by_a_non_o
         r.text()
     );
 }
+
+/// The states of a round are expanded on every core, each on its own copy of the database,
+/// and merged in the order one core finds them: one core or three, the same report, the
+/// same shortest schedules, word for word.
+#[test]
+fn the_report_is_the_same_on_one_core_and_on_three() {
+    let starter = leaselab::exercise::built_in("one-owner").unwrap().starter();
+    let on = |cores: usize| {
+        let opts = ExploreOptions {
+            workers: 2,
+            messages: 1,
+            max_depth: 9,
+            idempotent: true,
+            sql: Some(std::sync::Arc::new(starter.clone())),
+            cores,
+            ..ExploreOptions::default()
+        };
+        explore(&opts, &mut |_| true).expect("the search runs")
+    };
+    let (one, three) = (on(1), on(3));
+    assert!(!one.broken().is_empty(), "{}", one.text());
+    let without_time = |r: &Report| r.text().lines().skip(1).collect::<Vec<_>>().join("\n");
+    assert_eq!((one.states, one.schedules), (three.states, three.schedules));
+    assert_eq!(without_time(&one), without_time(&three));
+}

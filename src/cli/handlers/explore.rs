@@ -43,6 +43,7 @@ fn options(a: &ExploreArgs) -> Result<ExploreOptions, ExitCode> {
         broken_claim: false,
         forget_answer: false,
         sql,
+        cores: 0,
     })
 }
 
