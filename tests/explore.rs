@@ -547,7 +547,8 @@ fn a_counterexample_the_engine_does_not_break_is_refused_with_what_it_shows() {
     );
     assert_eq!(
         err.to_string(),
-        "leaselab's engine did not break lease exclusivity on this schedule \
-         (it shows ledger overlaps 0, PAY-001 owner Worker-A, PAY-001 lease 1)"
+        "the lesson, replayed, does not show lease exclusivity on this schedule: its figures, \
+         read from the rows and events, show ledger overlaps 0, PAY-001 owner Worker-A, \
+         PAY-001 lease 1"
     );
 }

@@ -36,7 +36,10 @@ pub enum ExploreError {
     Unreplayed(String),
     /// The engine replayed the schedule without breaking the check; `shown` is what its
     /// figures read instead.
-    #[error("leaselab's engine did not break {check} on this schedule (it shows {shown})")]
+    #[error(
+        "the lesson, replayed, does not show {check} on this schedule: its figures, read from \
+         the rows and events, show {shown}"
+    )]
     NotBroken { check: &'static str, shown: String },
     /// The lesson cannot name the student's exercise file from its own folder.
     #[error("the lesson cannot name the exercise file {file}: {why}")]
