@@ -466,5 +466,8 @@ fn settings(opts: &WorkerOptions) -> Settings {
     // A server restart is a blip, not the end of the class.
     s.reconnects
         .store(true, std::sync::atomic::Ordering::SeqCst);
+    // A class's teacher may hold every worker (`leaselab class hold`).
+    s.follows_teacher
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     s
 }
