@@ -1,0 +1,321 @@
+//! `leaselab class`: a teacher's rounds, hold and go, the scoreboard and the join command,
+//! against real worker processes on a real PostgreSQL server (a scratch database of
+//! `LEASELAB_PG_URL`; skipped without one outside CI). Every wait reads the workers' lines
+//! or the database with a deadline; nothing sleeps to synchronise.
+
+#[allow(dead_code)]
+mod pg_support;
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+use support::processes::wait_for;
+
+/// `leaselab ARGS`, run to its end.
+fn leaselab(args: &[&str]) -> Output {
+    support::leaselab(args, Path::new(env!("CARGO_MANIFEST_DIR")))
+}
+
+/// `leaselab ARGS`, which must succeed: its standard output.
+fn ok(args: &[&str]) -> String {
+    let o = leaselab(args);
+    assert!(
+        o.status.success(),
+        "leaselab {args:?}: {}",
+        support::stderr(&o)
+    );
+    support::stdout(&o)
+}
+
+/// A `leaselab worker` child whose lines are kept as they come.
+struct Laptop {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Laptop {
+    fn start(url: &str, name: &str, extra: &[&str]) -> Laptop {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+            .args(["worker", "--db", url, "--name", name])
+            .args(["--lease-ms", "20000", "--process-ms", "20"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start leaselab worker");
+        let out = child.stdout.take().unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let kept = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                kept.lock().unwrap().push(line);
+            }
+        });
+        Laptop { child, lines }
+    }
+
+    fn count(&self, needle: &str) -> usize {
+        let lines = self.lines.lock().unwrap();
+        lines.iter().filter(|l| l.contains(needle)).count()
+    }
+}
+
+impl Drop for Laptop {
+    fn drop(&mut self) {
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+fn count(db: &pg_support::ScratchDb, sql: &str) -> i64 {
+    db.client().query_one(sql, &[]).unwrap().get(0)
+}
+
+/// Nothing Pending or Processing, and at least `n` messages.
+fn drained(db: &pg_support::ScratchDb, n: i64) -> Option<()> {
+    let all = count(db, "SELECT COUNT(*) FROM OutboxMessages");
+    let open = count(
+        db,
+        "SELECT COUNT(*) FROM OutboxMessages WHERE Status IN ('Pending', 'Processing')",
+    );
+    (all >= n && open == 0).then_some(())
+}
+
+/// The scoreboard as counted straight from the events table, written apart from the one
+/// `class scoreboard` runs: one query a column, each completion after the first of its
+/// message a duplicate. Sorted by name: the order is checked apart.
+fn counted(db: &pg_support::ScratchDb, round: Option<i64>) -> Vec<serde_json::Value> {
+    let of_round = match round {
+        Some(r) => format!("AND m.Seeding = {r}"),
+        None => String::new(),
+    };
+    let per = |kind_filter: &str| -> std::collections::BTreeMap<String, i64> {
+        let sql = format!(
+            "SELECT e.Worker, COUNT(*) FROM LeaseEvents e JOIN OutboxMessages m ON m.Id = e.MessageId
+              WHERE {kind_filter} {of_round} GROUP BY e.Worker"
+        );
+        db.client()
+            .query(&sql, &[])
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    };
+    let done = per("e.Kind = 'Finalized'");
+    let rejected = per("e.Kind = 'FinalizeRejected'");
+    let lost = per("e.Kind = 'LeaseLost'");
+    let reclaims = per("e.Kind = 'Claimed' AND e.LeaseVersion > 1");
+    let unguarded = per("e.Kind = 'Marked'");
+    let duplicates = per(
+        "e.Kind IN ('Finalized', 'Marked') AND EXISTS (SELECT 1 FROM LeaseEvents b
+          WHERE b.MessageId = e.MessageId AND b.Kind IN ('Finalized', 'Marked') AND b.Seq < e.Seq)",
+    );
+    let claimed =
+        per("e.Kind IN ('Claimed', 'Finalized', 'FinalizeRejected', 'LeaseLost', 'Marked')");
+    let n = |m: &std::collections::BTreeMap<String, i64>, w: &str| m.get(w).copied().unwrap_or(0);
+    claimed
+        .keys()
+        .map(|w| {
+            serde_json::json!({
+                "name": w, "done": n(&done, w), "rejected": n(&rejected, w),
+                "lost": n(&lost, w), "reclaims": n(&reclaims, w),
+                "duplicates": n(&duplicates, w), "unguarded": n(&unguarded, w),
+            })
+        })
+        .collect()
+}
+
+/// `class scoreboard --json`, its order checked, then sorted by name.
+fn scoreboard(url: &str, round: Option<i64>) -> Vec<serde_json::Value> {
+    let r = round.map(|r| r.to_string());
+    let mut args = vec!["class", "scoreboard", "--db", url, "--json"];
+    if let Some(r) = &r {
+        args.extend(["--round", r]);
+    }
+    let doc: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
+    let mut students = doc["students"].as_array().unwrap().clone();
+    let key = |s: &serde_json::Value| {
+        (
+            -s["done"].as_i64().unwrap(),
+            s["rejected"].as_i64().unwrap(),
+        )
+    };
+    assert!(
+        students.windows(2).all(|w| key(&w[0]) <= key(&w[1])),
+        "sorted by done, then fewest rejected: {students:?}"
+    );
+    students.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    students
+}
+
+#[test]
+fn a_class_runs_held_rounds_and_its_scoreboard_is_the_events_table() {
+    let Some(db) = pg_support::scratch("class") else {
+        return;
+    };
+    let url = db.url.as_str();
+    assert!(ok(&[
+        "class",
+        "new-round",
+        "--db",
+        url,
+        "--messages",
+        "20",
+        "--hold"
+    ])
+    .starts_with("round 1: 20 payments (PAY-001 to PAY-020), held"));
+    let laptops: Vec<Laptop> = ["ada", "李雷", "sam"]
+        .iter()
+        .map(|n| Laptop::start(url, n, &[]))
+        .collect();
+    wait_for("every worker to say it is held", || {
+        laptops
+            .iter()
+            .all(|l| l.count("held by the teacher") == 1)
+            .then_some(())
+    });
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Claimed'"
+        ),
+        0
+    );
+    ok(&["class", "go", "--db", url]);
+    wait_for("round 1 to be processed", || drained(&db, 20));
+    assert!(laptops.iter().all(|l| l.count("go: the teacher") == 1));
+    // Round 2, with a worker without leases beside them: unguarded writes and duplicates.
+    assert!(ok(&["class", "new-round", "--db", url, "--messages", "30"])
+        .starts_with("round 2: 30 payments (PAY-021 to PAY-050)"));
+    let naive = Laptop::start(url, "mallory", &["--no-leasing"]);
+    wait_for("round 2 to be processed", || drained(&db, 50));
+    // Its loads may still mark what it read: it is stopped before anything is counted.
+    drop(naive);
+    // Round 1's events are still there, and its scoreboard is its own.
+    let round_1 = scoreboard(url, Some(1));
+    let done_1: i64 = round_1.iter().map(|s| s["done"].as_i64().unwrap()).sum();
+    assert_eq!(done_1, 20, "{round_1:?}");
+    assert_eq!(round_1, counted(&db, Some(1)));
+    assert_eq!(scoreboard(url, Some(2)), counted(&db, Some(2)));
+    assert_eq!(scoreboard(url, None), counted(&db, None));
+    // A held class claims nothing more, also from a round made after the hold.
+    ok(&["class", "hold", "--db", url]);
+    let claims = count(
+        &db,
+        "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Claimed'",
+    );
+    wait_for("every worker to say it is held again", || {
+        laptops
+            .iter()
+            .all(|l| l.count("held by the teacher") == 2)
+            .then_some(())
+    });
+    ok(&["class", "new-round", "--db", url, "--messages", "5"]);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Claimed'"
+        ),
+        claims
+    );
+    ok(&["class", "go", "--db", url]);
+    wait_for("round 3 to be processed", || drained(&db, 55));
+    let after = count(
+        &db,
+        "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Claimed'",
+    );
+    assert_eq!(
+        after - claims,
+        5,
+        "only round 3's five payments were claimed after the hold"
+    );
+}
+
+#[test]
+fn a_round_that_does_not_exist_and_a_database_that_is_not_a_class_exit_2() {
+    let Some(db) = pg_support::scratch("class_refusals") else {
+        return;
+    };
+    let url = db.url.as_str();
+    for args in [
+        vec!["class", "scoreboard", "--db", url],
+        vec!["class", "hold", "--db", url],
+        vec!["class", "join", "--db", url],
+    ] {
+        let o = leaselab(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(support::stderr(&o).contains("holds no leaselab tables"));
+    }
+    ok(&["class", "new-round", "--db", url, "--messages", "3"]);
+    let o = leaselab(&["class", "scoreboard", "--db", url, "--round", "2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        support::stderr(&o).ends_with("has no round 2 (its rounds: 1)\n"),
+        "{}",
+        support::stderr(&o)
+    );
+    db.client()
+        .batch_execute("CREATE TABLE Other (x int)")
+        .unwrap();
+    let o = leaselab(&["class", "go", "--db", url]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(support::stderr(&o).contains("an extra table other"));
+}
+
+#[test]
+fn bad_class_input_is_one_line_and_exit_2() {
+    for (args, says) in [
+        (vec!["class", "rewind"], "unrecognized subcommand 'rewind'"),
+        (
+            vec![
+                "class",
+                "new-round",
+                "--db",
+                "postgres://x@h/d",
+                "--messages",
+                "0",
+            ],
+            "--messages: '0' is not a whole number in 1-10000",
+        ),
+        (
+            vec![
+                "class",
+                "new-round",
+                "--db",
+                "postgres://x@h/d",
+                "--messages",
+                "ten",
+            ],
+            "--messages: 'ten'",
+        ),
+        (
+            vec![
+                "class",
+                "scoreboard",
+                "--db",
+                "postgres://x@h/d",
+                "--round",
+                "-1",
+            ],
+            "--round: '-1'",
+        ),
+        (
+            vec!["class", "hold", "--db", "class.db"],
+            "`class` works on a PostgreSQL server",
+        ),
+        (
+            vec!["class", "join", "--db", "postgres://x@h:notaport/d"],
+            "cannot read the PostgreSQL URL",
+        ),
+    ] {
+        let o = leaselab(&args);
+        let err = support::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
