@@ -319,3 +319,56 @@ fn bad_class_input_is_one_line_and_exit_2() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// The watch of a class: the join command until the first worker joins, `B` the scoreboard
+/// as `class scoreboard` counts it, `P` five payments more in the current round.
+#[test]
+fn the_watch_shows_the_join_command_the_scoreboard_and_adds_to_the_round() {
+    let Some(db) = pg_support::scratch("class_watch") else {
+        return;
+    };
+    let url = db.url.as_str();
+    ok(&["class", "new-round", "--db", url, "--messages", "4"]);
+    let mut watch = support::watcher(Path::new(url), 4);
+    let screen =
+        |watch: &mut leaselab::ui::app::App| support::frame_lines(watch, 200, 40).join("\n");
+    let shown = screen(&mut watch);
+    assert!(
+        shown.contains("students join with: leaselab worker --db 'postgres://"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(":5432/") && shown.contains("--name YOUR-NAME"),
+        "{shown}"
+    );
+    let ada = Laptop::start(url, "ada", &[]);
+    wait_for("the first worker to join the watch", || {
+        watch.absorb_events();
+        (!screen(&mut watch).contains("students join with")).then_some(())
+    });
+    wait_for("round 1 to be processed", || drained(&db, 4));
+    drop(ada);
+    support::press(&mut watch, 'B');
+    let shown = screen(&mut watch);
+    assert!(shown.contains("scoreboard, every round"), "{shown}");
+    let want = format!("ada {:>5} {:>8} {:>5} {:>8} {:>5} {:>9}", 4, 0, 0, 0, 0, 0);
+    let line = shown
+        .lines()
+        .find(|l| l.contains("┃ada "))
+        .unwrap_or_default();
+    assert!(
+        line.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .contains(&want.split_whitespace().collect::<Vec<_>>().join(" ")),
+        "{shown}"
+    );
+    support::press(&mut watch, 'B');
+    assert!(!screen(&mut watch).contains("scoreboard, every round"));
+    support::press(&mut watch, 'P');
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM OutboxMessages WHERE Seeding = 1"),
+        9
+    );
+    assert!(screen(&mut watch).contains("added 5 payments to the current round"));
+}

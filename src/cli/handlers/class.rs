@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use leaselab::engine::pg::{self, PgError, PgStore, Score, ScoreError};
 use leaselab::engine::provider::Provider;
+use leaselab::processes::join;
 use unicode_width::UnicodeWidthStr;
 
 use crate::cli::{runtime_error, usage_error, ClassCommand, Out};
@@ -159,8 +160,8 @@ fn join(db: &str) -> Result<String, ClassError> {
     let config = pg::parse_url(url(db)?)?;
     // A database that is not leaselab's (or not made yet) is said now, not by every laptop.
     drop(PgStore::open_existing(db)?);
-    let (url, note) = student_url(&config);
-    let mut text = format!("leaselab worker --db '{url}' --name YOUR-NAME\n");
+    let (url, note) = join::student_url(&config);
+    let mut text = format!("{}\n", join::command(&url));
     if let Some(note) = note {
         text.push_str(&format!("note: {note}\n"));
     }
@@ -170,92 +171,9 @@ fn join(db: &str) -> Result<String, ClassError> {
     Ok(text)
 }
 
-/// What stands for the server's address when the URL names only this machine.
-const THIS_MACHINE: &str = "THIS-MACHINE";
-
-/// The URL students type: user, host, port and database of `config`, without its password
-/// (and other options), each part percent-encoded. A socket or a loopback address reaches
-/// only this machine: the address is then a placeholder, and the note says so.
-fn student_url(config: &postgres::Config) -> (String, Option<String>) {
-    use postgres::config::Host;
-    let host = config.get_hosts().first();
-    let (host, note) = match host {
-        Some(Host::Tcp(h)) if !is_loopback(h) => (h.clone(), None),
-        Some(Host::Tcp(h)) => (
-            THIS_MACHINE.to_string(),
-            Some(format!(
-                "{h} is this machine to every laptop: put the address students reach in place of {THIS_MACHINE} (docs/class.md)"
-            )),
-        ),
-        _ => (
-            THIS_MACHINE.to_string(),
-            Some(format!(
-                "the URL reaches the server through a Unix socket, which only this machine can: put the address students reach in place of {THIS_MACHINE} and make the server listen there (docs/class.md)"
-            )),
-        ),
-    };
-    let host = if host.contains(':') {
-        format!("[{host}]")
-    } else {
-        encode(&host)
-    };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    let user = config.get_user().map(encode).unwrap_or_default();
-    let db = config.get_dbname().map(encode).unwrap_or_default();
-    let at = if user.is_empty() { "" } else { "@" };
-    (format!("postgres://{user}{at}{host}:{port}/{db}"), note)
-}
-
-fn is_loopback(host: &str) -> bool {
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-/// Percent-encoding of everything but unreserved characters: the URL stays one shell word
-/// between single quotes, whatever a name holds.
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn url_of(s: &str) -> (String, Option<String>) {
-        student_url(&pg::parse_url(s).unwrap())
-    }
-
-    #[test]
-    fn the_join_url_leaves_the_password_out() {
-        let (url, note) = url_of("postgres://teacher:s3cret@10.0.0.5:5433/class");
-        assert_eq!(url, "postgres://teacher@10.0.0.5:5433/class");
-        assert_eq!(note, None);
-    }
-
-    #[test]
-    fn the_join_url_says_when_it_names_only_this_machine() {
-        let (url, note) = url_of("postgres://t@localhost/class");
-        assert_eq!(url, "postgres://t@THIS-MACHINE:5432/class");
-        assert!(note.unwrap().contains("localhost is this machine"));
-        let (url, note) = url_of("postgres://t@/class?host=/tmp/sock");
-        assert_eq!(url, "postgres://t@THIS-MACHINE:5432/class");
-        assert!(note.unwrap().contains("Unix socket"));
-    }
-
-    #[test]
-    fn the_join_url_stays_one_quoted_word() {
-        let (url, _) = url_of("host=db.school user=o'neil dbname='a b' password=x");
-        assert_eq!(url, "postgres://o%27neil@db.school:5432/a%20b");
-    }
 
     #[test]
     fn a_long_or_wide_name_is_cut_by_display_width() {
