@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use crate::engine::backend::Db;
-use crate::engine::pg::{PgStore, Score};
+use crate::engine::pg::{PgStore, Score, ScoreError};
 use crate::processes::join;
 use crate::ui::keys::Action;
 use crate::ui::snapshot::ScoreboardView;
@@ -82,7 +82,7 @@ impl App {
                 Err(e) => {
                     // A new connection next time: this one may be gone with the server.
                     self.class.store = None;
-                    self.class.error = Some(e);
+                    self.class.error = Some(e.to_string());
                 }
             }
         }
@@ -92,15 +92,15 @@ impl App {
         })
     }
 
-    fn read_scores(&mut self) -> Result<Vec<Score>, String> {
+    fn read_scores(&mut self) -> Result<Vec<Score>, ScoreError> {
         let Db::Postgres(url) = &self.engine.db else {
             return Ok(Vec::new());
         };
         if self.class.store.is_none() {
-            self.class.store = Some(PgStore::open_url(url).map_err(|e| e.to_string())?);
+            self.class.store = Some(PgStore::open_url(url)?);
         }
         let store = self.class.store.as_mut().expect("opened above");
-        store.scoreboard(None).map_err(|e| e.to_string())
+        store.scoreboard(None)
     }
 
     /// A `--watch` dashboard: workers followed through the table, none started here, no
