@@ -372,3 +372,130 @@ fn the_watch_shows_the_join_command_the_scoreboard_and_adds_to_the_round() {
     );
     assert!(screen(&mut watch).contains("added 5 payments to the current round"));
 }
+
+/// A server as a class's: listening on 127.0.0.1 with password authentication
+/// (`.ci/pg-start.sh` with `LEASELAB_PG_PORT` and `LEASELAB_PG_PASSWORD`), stopped and
+/// removed when dropped.
+struct PasswordServer {
+    dir: String,
+    url: String,
+}
+
+const PASSWORD: &str = "class-of-2026";
+
+impl PasswordServer {
+    fn start() -> Option<PasswordServer> {
+        let env = |k: &str| std::env::var(k).ok();
+        match pg_support::decide(env(pg_support::URL_ENV), env("CI")) {
+            Ok(Some(_)) => {}
+            Ok(None) => return None,
+            Err(why) => panic!("{why}"),
+        }
+        // A port nobody listens on now (the server takes it a moment later).
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let out = Command::new("bash")
+            .arg(format!("{}/.ci/pg-start.sh", env!("CARGO_MANIFEST_DIR")))
+            .env("LEASELAB_PG_PORT", port.to_string())
+            .env("LEASELAB_PG_PASSWORD", PASSWORD)
+            .output()
+            .expect("run pg-start.sh");
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "pg-start.sh: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let value = |name: &str| {
+            said.lines()
+                .find_map(|l| l.strip_prefix(&format!("export {name}=")))
+                .map(|v| v.replace('\\', ""))
+                .unwrap_or_else(|| panic!("pg-start.sh printed no {name}: {said}"))
+        };
+        Some(PasswordServer {
+            dir: value("LEASELAB_PG_DIR"),
+            url: value("LEASELAB_PG_URL"),
+        })
+    }
+}
+
+impl Drop for PasswordServer {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(format!("{}/.ci/pg-stop.sh", env!("CARGO_MANIFEST_DIR")))
+            .arg(&self.dir)
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// `leaselab ARGS` with `PGPASSWORD` set (or removed).
+fn with_password(args: &[&str], password: Option<&str>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_leaselab"));
+    cmd.args(args).env_remove("PGPASSWORD");
+    if let Some(p) = password {
+        cmd.env("PGPASSWORD", p);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn students_reach_a_server_on_tcp_with_a_password_given_in_pgpassword() {
+    let Some(server) = PasswordServer::start() else {
+        return;
+    };
+    let url = server.url.as_str();
+    assert!(url.starts_with("postgres://leaselab@127.0.0.1:") && !url.contains(PASSWORD));
+    let port = url.rsplit(':').next().unwrap().split('/').next().unwrap();
+    // Without the password, or with a wrong one: refused in one line, exit 2.
+    for password in [None, Some("wrong")] {
+        let o = with_password(
+            &["class", "new-round", "--db", url, "--messages", "6"],
+            password,
+        );
+        let err = support::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("password"), "{err}");
+        // No password given: the line says where a student gives it.
+        assert_eq!(err.contains("PGPASSWORD"), password.is_none(), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    let made = with_password(
+        &["class", "new-round", "--db", url, "--messages", "6"],
+        Some(PASSWORD),
+    );
+    assert!(made.status.success(), "{}", support::stderr(&made));
+    let join = with_password(&["class", "join", "--db", url], Some(PASSWORD));
+    let said = support::stdout(&join);
+    assert!(
+        said.starts_with(&format!(
+            "leaselab worker --db 'postgres://leaselab@THIS-MACHINE:{port}/leaselab' --name YOUR-NAME\n"
+        )),
+        "{said}"
+    );
+    assert!(!said.contains(PASSWORD));
+    // A student's worker, its password in PGPASSWORD, does the round.
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["worker", "--db", url, "--name", "ada", "--process-ms", "20"])
+        .env("PGPASSWORD", PASSWORD)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let done = wait_for("the student's worker to do the round", || {
+        let o = with_password(
+            &["class", "scoreboard", "--db", url, "--json"],
+            Some(PASSWORD),
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).ok()?;
+        let done = doc["students"][0]["done"].as_i64()?;
+        (done == 6).then_some(done)
+    });
+    assert_eq!(done, 6);
+    unsafe { libc::kill(worker.id() as libc::pid_t, libc::SIGTERM) };
+    let _ = worker.wait();
+}

@@ -404,10 +404,13 @@ impl PgStore {
     pub fn open(config: &Config) -> Result<PgStore> {
         let shown = describe(config);
         let client = config.connect(NoTls).map_err(|e| {
-            let why = match e.as_db_error() {
+            let mut why = match e.as_db_error() {
                 Some(db) => db.message().to_string(),
                 None => with_source(&e),
             };
+            if config.get_password().is_none() && why.contains("password") {
+                why.push_str(" (give it in PGPASSWORD, not in the URL)");
+            }
             let line = format!("{shown}: cannot connect: {why}");
             if refused_for_good(&e) {
                 PgError::Refused(line)
