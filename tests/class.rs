@@ -499,3 +499,66 @@ fn students_reach_a_server_on_tcp_with_a_password_given_in_pgpassword() {
     unsafe { libc::kill(worker.id() as libc::pid_t, libc::SIGTERM) };
     let _ = worker.wait();
 }
+
+/// Every message finalized exactly once, and nothing written without a lease.
+fn processed_once(db: &pg_support::ScratchDb) -> (i64, i64) {
+    let twice = count(
+        db,
+        "SELECT COUNT(*) FROM OutboxMessages m WHERE (SELECT COUNT(*) FROM LeaseEvents e
+          WHERE e.MessageId = m.Id AND e.Kind IN ('Finalized', 'Marked')) <> 1",
+    );
+    let finalized = count(db, "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Finalized'");
+    (twice, finalized)
+}
+
+/// The class, done: ten worker processes that join over time, two rounds, a hold and a go
+/// from `leaselab class`, the scoreboard equal to counts queried from the events table, and
+/// every payment processed once.
+#[test]
+fn ten_students_join_over_time_through_two_held_rounds_and_every_payment_is_paid_once() {
+    let Some(db) = pg_support::scratch("class_ten") else {
+        return;
+    };
+    let url = db.url.as_str();
+    ok(&["class", "new-round", "--db", url, "--messages", "100", "--hold"]);
+    let mut laptops: Vec<Laptop> = Vec::new();
+    // Five join while the class is held, one after another.
+    for i in 1..=5 {
+        laptops.push(Laptop::start(url, &format!("student-{i}"), &[]));
+        wait_for("the newest student to be held", || {
+            (laptops.last().unwrap().count("held by the teacher") == 1).then_some(())
+        });
+    }
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Claimed'"), 0);
+    ok(&["class", "go", "--db", url]);
+    // Five more join while the others work, each once the class has done ten more.
+    for i in 6..=10 {
+        let want = 10 * (i as i64 - 5);
+        wait_for("ten more payments done", || {
+            let done = count(&db, "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Finalized'");
+            (done >= want).then_some(())
+        });
+        laptops.push(Laptop::start(url, &format!("student-{i}"), &[]));
+    }
+    wait_for("round 1 to be processed", || drained(&db, 100));
+    let held_before: Vec<usize> = laptops.iter().map(|l| l.count("held by the teacher")).collect();
+    ok(&["class", "new-round", "--db", url, "--messages", "100", "--hold"]);
+    wait_for("every student to be held for round 2", || {
+        laptops
+            .iter()
+            .zip(&held_before)
+            .all(|(l, before)| l.count("held by the teacher") == before + 1)
+            .then_some(())
+    });
+    let round_2_claims = "SELECT COUNT(*) FROM LeaseEvents e JOIN OutboxMessages m
+        ON m.Id = e.MessageId WHERE e.Kind = 'Claimed' AND m.Seeding = 2";
+    assert_eq!(count(&db, round_2_claims), 0, "nobody claims a held round");
+    ok(&["class", "go", "--db", url]);
+    wait_for("round 2 to be processed", || drained(&db, 200));
+    drop(laptops);
+    let (twice, finalized) = processed_once(&db);
+    assert_eq!((twice, finalized), (0, 200), "every payment finalized once");
+    for round in [Some(1), Some(2), None] {
+        assert_eq!(scoreboard(url, round), counted(&db, round), "round {round:?}");
+    }
+}
