@@ -507,7 +507,10 @@ fn processed_once(db: &pg_support::ScratchDb) -> (i64, i64) {
         "SELECT COUNT(*) FROM OutboxMessages m WHERE (SELECT COUNT(*) FROM LeaseEvents e
           WHERE e.MessageId = m.Id AND e.Kind IN ('Finalized', 'Marked')) <> 1",
     );
-    let finalized = count(db, "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Finalized'");
+    let finalized = count(
+        db,
+        "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Finalized'",
+    );
     (twice, finalized)
 }
 
@@ -520,7 +523,15 @@ fn ten_students_join_over_time_through_two_held_rounds_and_every_payment_is_paid
         return;
     };
     let url = db.url.as_str();
-    ok(&["class", "new-round", "--db", url, "--messages", "100", "--hold"]);
+    ok(&[
+        "class",
+        "new-round",
+        "--db",
+        url,
+        "--messages",
+        "100",
+        "--hold",
+    ]);
     let mut laptops: Vec<Laptop> = Vec::new();
     // Five join while the class is held, one after another.
     for i in 1..=5 {
@@ -529,20 +540,40 @@ fn ten_students_join_over_time_through_two_held_rounds_and_every_payment_is_paid
             (laptops.last().unwrap().count("held by the teacher") == 1).then_some(())
         });
     }
-    assert_eq!(count(&db, "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Claimed'"), 0);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Claimed'"
+        ),
+        0
+    );
     ok(&["class", "go", "--db", url]);
     // Five more join while the others work, each once the class has done ten more.
     for i in 6..=10 {
         let want = 10 * (i as i64 - 5);
         wait_for("ten more payments done", || {
-            let done = count(&db, "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Finalized'");
+            let done = count(
+                &db,
+                "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Finalized'",
+            );
             (done >= want).then_some(())
         });
         laptops.push(Laptop::start(url, &format!("student-{i}"), &[]));
     }
     wait_for("round 1 to be processed", || drained(&db, 100));
-    let held_before: Vec<usize> = laptops.iter().map(|l| l.count("held by the teacher")).collect();
-    ok(&["class", "new-round", "--db", url, "--messages", "100", "--hold"]);
+    let held_before: Vec<usize> = laptops
+        .iter()
+        .map(|l| l.count("held by the teacher"))
+        .collect();
+    ok(&[
+        "class",
+        "new-round",
+        "--db",
+        url,
+        "--messages",
+        "100",
+        "--hold",
+    ]);
     wait_for("every student to be held for round 2", || {
         laptops
             .iter()
@@ -559,6 +590,10 @@ fn ten_students_join_over_time_through_two_held_rounds_and_every_payment_is_paid
     let (twice, finalized) = processed_once(&db);
     assert_eq!((twice, finalized), (0, 200), "every payment finalized once");
     for round in [Some(1), Some(2), None] {
-        assert_eq!(scoreboard(url, round), counted(&db, round), "round {round:?}");
+        assert_eq!(
+            scoreboard(url, round),
+            counted(&db, round),
+            "round {round:?}"
+        );
     }
 }

@@ -45,7 +45,7 @@ pub fn student_url(config: &postgres::Config) -> (String, Option<String>) {
             )),
         ),
     };
-    let host = if host.contains(':') {
+    let host = if host.parse::<std::net::Ipv6Addr>().is_ok() {
         format!("[{host}]")
     } else {
         encode(&host)
@@ -100,6 +100,14 @@ mod tests {
         let (url, note) = url_of("postgres://t@/class?host=/tmp/sock");
         assert_eq!(url, "postgres://t@THIS-MACHINE:5432/class");
         assert!(note.unwrap().contains("Unix socket"));
+    }
+
+    #[test]
+    fn a_host_that_is_no_address_is_encoded_too() {
+        let (url, _) = url_of("host=\"a:'b\" user=t dbname=d");
+        assert_eq!(url, "postgres://t@%22a%3A%27b%22:5432/d");
+        let (url, _) = url_of("host=fd00::5 user=t dbname=d password=x");
+        assert_eq!(url, "postgres://t@[fd00::5]:5432/d");
     }
 
     #[test]
