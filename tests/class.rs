@@ -597,3 +597,26 @@ fn ten_students_join_over_time_through_two_held_rounds_and_every_payment_is_paid
         );
     }
 }
+
+/// `--messages` on a database already there seeds nothing: the worker says so rather than
+/// ignore it.
+#[test]
+fn messages_on_a_database_already_there_is_said_not_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("class.db");
+    let db = path.to_str().unwrap();
+    let first = Laptop::start(db, "ada", &["--messages", "3"]);
+    wait_for("the first worker to make the database", || {
+        (first.count("(created it with 3 payments)") == 1).then_some(())
+    });
+    let second = Laptop::start(db, "bo", &["--messages", "50"]);
+    wait_for(
+        "the second worker to say its --messages seeds nothing",
+        || (second.count("already there: --messages seeds only a new database") == 1).then_some(()),
+    );
+    let quiet = Laptop::start(db, "cy", &[]);
+    wait_for("a worker without --messages to join", || {
+        (quiet.count("cy works on") == 1).then_some(())
+    });
+    assert_eq!(quiet.count("already there"), 0);
+}

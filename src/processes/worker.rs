@@ -36,6 +36,8 @@ pub struct WorkerOptions {
     pub leasing: bool,
     /// Payments seeded when this worker creates the database.
     pub messages: u64,
+    /// `--messages` was given: a database already there, which it does not seed, is said.
+    pub messages_asked: bool,
     /// Heartbeats, retries and provider failures, as for thread workers.
     pub reliability: crate::setup::Reliability,
     /// How far ahead (negative: behind) this worker's clock runs, on purpose.
@@ -352,6 +354,12 @@ fn joined(opts: &WorkerOptions, db: &Db, origin: DbOrigin) -> String {
             opts.name,
             db.shown(),
             opts.messages
+        ),
+        DbOrigin::Reused if opts.messages_asked => format!(
+            "{} works on {} (already there: --messages seeds only a new database; a teacher adds \
+             payments with `leaselab class new-round`)",
+            opts.name,
+            db.shown()
         ),
         DbOrigin::Reused => format!("{} works on {}", opts.name, db.shown()),
     }
