@@ -587,6 +587,11 @@ fn ten_students_join_over_time_through_two_held_rounds_and_every_payment_is_paid
     ok(&["class", "go", "--db", url]);
     wait_for("round 2 to be processed", || drained(&db, 200));
     drop(laptops);
+    // The class's events replay as any run's.
+    let replay = leaselab::ui::app::Recording::load(&leaselab::engine::backend::Db::Postgres(
+        url.to_string(),
+    ));
+    assert!(replay.is_ok(), "{:?}", replay.err());
     let (twice, finalized) = processed_once(&db);
     assert_eq!((twice, finalized), (0, 200), "every payment finalized once");
     for round in [Some(1), Some(2), None] {

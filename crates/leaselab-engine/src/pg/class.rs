@@ -7,6 +7,7 @@
 use serde::Serialize;
 
 use super::claim::NewEvent;
+use super::seed::SEEDED_SQL;
 use super::{PgError, PgStore, Result, MAKE_LOCK};
 use crate::events::ENGINE;
 use crate::outbox::{amount_for, payment_key, LeaseEventKind};
@@ -121,6 +122,17 @@ impl PgStore {
             .query_one("SELECT COUNT(*) + 1 FROM OutboxMessages", &[])?
             .get(0);
         let first = first as u64;
+        // The events of a database begin with a seeding (a replay reads them so): the
+        // first round on an empty one is a seeding of none, its payments added after it.
+        let seeded: bool = tx
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM LeaseEvents WHERE Kind = 'Seeded')",
+                &[],
+            )?
+            .get(0);
+        if !seeded {
+            tx.execute(SEEDED_SQL, &[&now, &ENGINE, &"0"])?;
+        }
         let numbers = first..first + count;
         let keys: Vec<String> = numbers.clone().map(payment_key).collect();
         let amounts: Vec<i64> = numbers.map(amount_for).collect();
