@@ -348,6 +348,18 @@ fn the_watch_shows_the_join_command_the_scoreboard_and_adds_to_the_round() {
     });
     wait_for("round 1 to be processed", || drained(&db, 4));
     drop(ada);
+    // The help names both keys.
+    support::press(&mut watch, '?');
+    let help = screen(&mut watch);
+    assert!(
+        help.contains("show or hide the class's scoreboard"),
+        "{help}"
+    );
+    assert!(
+        help.contains("add five payments to the current round"),
+        "{help}"
+    );
+    support::press(&mut watch, '?');
     support::press(&mut watch, 'B');
     let shown = screen(&mut watch);
     assert!(shown.contains("scoreboard, every round"), "{shown}");
