@@ -6,6 +6,10 @@
 #   cargo test --test pg_store
 #   .ci/pg-stop.sh                   # stops the server and removes the folder
 #
+# With LEASELAB_PG_PORT=N and LEASELAB_PG_PASSWORD=P, the server listens on 127.0.0.1:N too
+# and every connection needs the password (scram-sha-256), as a class's server does; the URL
+# it prints names 127.0.0.1:N and leaves the password out (give it in PGPASSWORD).
+#
 # Everything else goes to stderr, so only the two export lines reach `eval`.
 # The server runs as the calling user, or as the `postgres` system user when called as root
 # (PostgreSQL refuses to run as root).
@@ -49,7 +53,24 @@ trap 'if [[ -z "$started" ]]; then
 mkdir "$dir/data" "$dir/socket"
 chown "$owner" "$dir" "$dir/data" "$dir/socket"
 
-"${as_owner[@]}" "$bindir/initdb" --pgdata="$dir/data" --username=leaselab --auth=trust \
+port="${LEASELAB_PG_PORT:-}"
+password="${LEASELAB_PG_PASSWORD:-}"
+if [[ -n "$port" && ! "$port" =~ ^[0-9]{1,5}$ ]]; then
+  say "LEASELAB_PG_PORT is not a port number: $port"
+  exit 1
+fi
+auth=(--auth=trust)
+listen="listen_addresses=''"
+if [[ -n "$password" ]]; then
+  printf '%s\n' "$password" >"$dir/pwfile"
+  chown "$owner" "$dir/pwfile"
+  auth=(--auth=scram-sha-256 --pwfile="$dir/pwfile")
+fi
+if [[ -n "$port" ]]; then
+  listen="listen_addresses='127.0.0.1' -p $port"
+fi
+
+"${as_owner[@]}" "$bindir/initdb" --pgdata="$dir/data" --username=leaselab "${auth[@]}" \
   --encoding=UTF8 --no-locale >"$dir/initdb.log" 2>&1 || {
   cat "$dir/initdb.log" >&2
   say "initdb failed"
@@ -57,15 +78,19 @@ chown "$owner" "$dir" "$dir/data" "$dir/socket"
 }
 # Enough connections for the tests' parallel threads; no TCP listener at all.
 if ! "${as_owner[@]}" "$bindir/pg_ctl" --pgdata="$dir/data" --log="$dir/server.log" --wait \
-  -o "-k $dir/socket -c listen_addresses='' -c max_connections=200" start >&2; then
+  -o "-k $dir/socket -c $listen -c max_connections=200" start >&2; then
   cat "$dir/server.log" >&2
   say "the server did not start"
   exit 1
 fi
-"${as_owner[@]}" "$bindir/psql" -h "$dir/socket" -U leaselab -d postgres -q -v ON_ERROR_STOP=1 \
-  -c 'CREATE DATABASE leaselab' >&2
+PGPASSWORD="$password" "${as_owner[@]}" "$bindir/psql" -h "$dir/socket" -U leaselab -d postgres -q -v ON_ERROR_STOP=1 \
+  ${port:+-p "$port"} -c 'CREATE DATABASE leaselab' >&2
 
 started=yes
-say "PostgreSQL $("$bindir/pg_ctl" --version | awk '{print $3}') running in $dir (socket only)"
+say "PostgreSQL $("$bindir/pg_ctl" --version | awk '{print $3}') running in $dir (${port:+127.0.0.1:$port and }socket${password:+, password required})"
 printf 'export LEASELAB_PG_DIR=%q\n' "$dir"
-printf 'export LEASELAB_PG_URL=%q\n' "postgres://leaselab@/leaselab?host=$dir/socket"
+if [[ -n "$port" ]]; then
+  printf 'export LEASELAB_PG_URL=%q\n' "postgres://leaselab@127.0.0.1:$port/leaselab"
+else
+  printf 'export LEASELAB_PG_URL=%q\n' "postgres://leaselab@/leaselab?host=$dir/socket"
+fi

@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         Some(Command::Exercises(a)) => cli::handlers::exercise::exercises(a.reference),
         Some(Command::Exercise(a)) => cli::handlers::exercise::exercise(a),
         Some(Command::Worker(a)) => worker::worker(a),
+        Some(Command::Class(c)) => cli::handlers::class::class(c),
         Some(Command::Bench(a)) => bench::bench(a),
         Some(Command::Explore(a)) => explore::explore(a),
         Some(Command::Replay(a)) => dashboard::replay(&a.db),

@@ -76,6 +76,7 @@ fn commands(readme: &str) -> Vec<Line> {
                         "man",
                         "explore",
                         "bench",
+                        "class",
                     ]
                     .contains(&w.as_str())
                 });
@@ -245,6 +246,15 @@ fn the_readme_lines_include_the_retry_and_dead_letter_examples() {
         "lesson zombie-worker --check",
     ] {
         assert!(lines.iter().any(|l| l == want), "{want} not in {lines:?}");
+    }
+}
+
+#[test]
+fn every_class_command_on_the_class_page_exits_as_the_page_says() {
+    let ran = run_page_lines("docs/class.md", |_| true);
+    // Without PostgreSQL the page's lines (all on $LEASELAB_PG_URL) are skipped.
+    if pg_support::scratch("class_page_probe").is_some() {
+        assert!(ran >= 11, "ran only {ran} lines of docs/class.md");
     }
 }
 

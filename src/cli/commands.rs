@@ -27,6 +27,10 @@ pub enum Command {
     /// (processes, on this machine or others); creates and seeds --db when it is missing.
     #[command(name = flags::WORKER)]
     Worker(WorkerArgs),
+    /// A class on one PostgreSQL server: rounds of payments, the teacher's hold and go, the
+    /// scoreboard, and the command students type to join (see docs/class.md).
+    #[command(subcommand)]
+    Class(ClassCommand),
     /// Measure claim throughput against the database's own ceiling (see README, Performance).
     Bench(BenchArgs),
     /// Open the dashboard on a recorded run (a --db workers used), read from its events:
@@ -344,4 +348,54 @@ pub struct BenchArgs {
 pub enum Sync {
     Full,
     Normal,
+}
+
+/// `leaselab class ...`: what a teacher types or scripts.
+#[derive(Subcommand, Debug, Clone)]
+pub enum ClassCommand {
+    /// A new round of N payments beside the earlier rounds' (their rows and events stay,
+    /// labelled by round); --hold holds the class first. Makes the schema in an empty
+    /// database.
+    NewRound {
+        /// The class's server: postgres://USER@HOST:PORT/DB.
+        #[arg(long, value_name = "URL")]
+        db: String,
+        /// Payments in the round (1-10000).
+        #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<1, 10_000>)]
+        messages: i64,
+        /// Hold the class as the round is made: nobody claims until `class go`.
+        #[arg(long)]
+        hold: bool,
+    },
+    /// Hold the class: every worker finishes what it holds and claims nothing until `go`.
+    Hold {
+        /// The class's server: postgres://USER@HOST:PORT/DB.
+        #[arg(long, value_name = "URL")]
+        db: String,
+    },
+    /// Let the class go: every held worker claims again.
+    Go {
+        /// The class's server: postgres://USER@HOST:PORT/DB.
+        #[arg(long, value_name = "URL")]
+        db: String,
+    },
+    /// Per student: done, rejected finalizes, leases lost, reclaims, duplicates and
+    /// unguarded writes; sorted by done, then by the fewest rejected finalizes.
+    Scoreboard {
+        /// The class's server: postgres://USER@HOST:PORT/DB.
+        #[arg(long, value_name = "URL")]
+        db: String,
+        /// One round only (default: every round).
+        #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<1, { i64::MAX }>)]
+        round: Option<i64>,
+        /// One JSON object instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the command students type to join, with the password left out.
+    Join {
+        /// The class's server: postgres://USER@HOST:PORT/DB.
+        #[arg(long, value_name = "URL")]
+        db: String,
+    },
 }

@@ -14,7 +14,9 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{CommandFactory, Parser};
 
-pub use commands::{BenchArgs, Command, DashboardArgs, LessonArgs, RunArgs, Sync, WorkerArgs};
+pub use commands::{
+    BenchArgs, ClassCommand, Command, DashboardArgs, LessonArgs, RunArgs, Sync, WorkerArgs,
+};
 pub use output::{runtime_error, usage_error, Out};
 
 #[derive(Parser, Debug)]

@@ -1,10 +1,11 @@
 //! Workers as OS processes: `leaselab worker` (one worker alone in its process, `worker.rs`)
 //! and the fleet of such children a `--processes` dashboard starts and signals (`fleet.rs`),
 //! both spelling the worker's command line from `flags.rs`; `name.rs` says what a worker may
-//! be called.
+//! be called; `join.rs` the command a class's students type.
 
 pub mod flags;
 pub mod fleet;
+pub mod join;
 pub mod name;
 pub mod worker;
 

@@ -36,6 +36,8 @@ pub struct WorkerOptions {
     pub leasing: bool,
     /// Payments seeded when this worker creates the database.
     pub messages: u64,
+    /// `--messages` was given: a database already there, which it does not seed, is said.
+    pub messages_asked: bool,
     /// Heartbeats, retries and provider failures, as for thread workers.
     pub reliability: crate::setup::Reliability,
     /// How far ahead (negative: behind) this worker's clock runs, on purpose.
@@ -353,6 +355,12 @@ fn joined(opts: &WorkerOptions, db: &Db, origin: DbOrigin) -> String {
             db.shown(),
             opts.messages
         ),
+        DbOrigin::Reused if opts.messages_asked => format!(
+            "{} works on {} (already there: --messages seeds only a new database; a teacher adds \
+             payments with `leaselab class new-round`)",
+            opts.name,
+            db.shown()
+        ),
         DbOrigin::Reused => format!("{} works on {}", opts.name, db.shown()),
     }
 }
@@ -465,6 +473,9 @@ fn settings(opts: &WorkerOptions) -> Settings {
     s.apply(&opts.reliability, opts.lease_ms);
     // A server restart is a blip, not the end of the class.
     s.reconnects
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    // A class's teacher may hold every worker (`leaselab class hold`).
+    s.follows_teacher
         .store(true, std::sync::atomic::Ordering::SeqCst);
     s
 }

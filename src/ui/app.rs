@@ -25,6 +25,7 @@ use super::theme::Theme;
 use super::timeline::Timeline;
 use super::{DashboardError, DashboardOptions};
 
+mod class;
 mod exercise;
 mod external;
 mod lesson;
@@ -58,6 +59,8 @@ pub struct App {
     /// Payments seeded by a reset.
     messages: u64,
     pub ledger: Ledger,
+    /// A class's connection for the scoreboard, and the scoreboard last read.
+    class: class::Class,
     pub log: EventLog,
     pub timeline: Timeline,
     /// Each worker's last statements, for the SQL pane.
@@ -147,6 +150,7 @@ impl App {
             counts_at: None,
             history_key: (0, 0, 0, 0, 0),
             history_waits: None,
+            class: Default::default(),
             idle_polls: (0, 0),
             throughput: Default::default(),
             snap: Snapshot::default(),
@@ -373,7 +377,7 @@ impl App {
         if let Some(why) = self.undefined_by_exercise(action) {
             return self.ui.say(why);
         }
-        if self.act_on_external(action) {
+        if self.act_on_external(action) || self.act_on_class(action) {
             return;
         }
         match action {
@@ -413,6 +417,8 @@ impl App {
             | Action::MarkOn
             | Action::FirstEvent
             | Action::LastEvent => self.replay_move(action),
+            // The watch's alone, done by `act_on_class`.
+            Action::Scoreboard | Action::AddRoundPayments => {}
         }
     }
 

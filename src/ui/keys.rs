@@ -52,6 +52,10 @@ pub enum Action {
     MarkOn,
     FirstEvent,
     LastEvent,
+    /// The watch: show or hide a class's scoreboard.
+    Scoreboard,
+    /// The watch: add a few payments to the class's current round.
+    AddRoundPayments,
 }
 
 /// Which dashboard is on screen: each has its own keys, and its footer and help list
@@ -432,6 +436,26 @@ pub const BINDINGS: &[Binding] = &[
         help: "reset: reseed the outbox, restart the workers, keep the settings",
         section: Section::Outbox,
         action: Action::Reset,
+    },
+    Binding {
+        modes: WATCH,
+        differs: &[],
+        keys: &[Key::Char('P')],
+        label: "P",
+        hint: "",
+        help: "add five payments to the current round (a class's, `leaselab class new-round`)",
+        section: Section::Outbox,
+        action: Action::AddRoundPayments,
+    },
+    Binding {
+        modes: WATCH,
+        differs: &[],
+        keys: &[Key::Char('B')],
+        label: "B",
+        hint: "",
+        help: "show or hide the class's scoreboard, every round (PostgreSQL; `leaselab class scoreboard`)",
+        section: Section::View,
+        action: Action::Scoreboard,
     },
     Binding {
         modes: LIVE,

@@ -58,6 +58,10 @@ pub struct Snapshot {
     pub lanes: Vec<Lane>,
     /// The overlay of one message's own history, while it is open.
     pub message_history: Option<MessageHistoryView>,
+    /// A class's scoreboard (`B` in the watch), while it is shown.
+    pub scoreboard: Option<ScoreboardView>,
+    /// The command students type to join, in the watch until the first worker joins.
+    pub join_command: Option<String>,
     /// The throughput strip, once the crew or the batch size has been changed.
     pub throughput: Option<ThroughputView>,
     /// The SQL pane's statements, while it is open.
@@ -335,4 +339,12 @@ pub fn verdict_line(h: &HistoryCheck, checks: &[Check]) -> String {
         let noun = if n == 1 { "problem" } else { "problems" };
         format!("VERDICT ✗ {n} {noun}: {}", h.findings().join(" · "))
     }
+}
+
+/// A class's scoreboard, every round, as `leaselab class scoreboard` counts it.
+#[derive(Debug, Clone, Default)]
+pub struct ScoreboardView {
+    pub scores: Vec<crate::engine::pg::Score>,
+    /// Why it could not be read this time (the last one read is kept).
+    pub error: Option<String>,
 }

@@ -51,6 +51,8 @@ pub struct UiState {
     /// Show the SQL pane: each worker's last statements (`s`, or a lesson step's
     /// `show = "sql"`).
     pub sql: bool,
+    /// Show a class's scoreboard (`B` in the watch).
+    pub scoreboard: bool,
 }
 
 impl Default for UiState {
@@ -75,6 +77,7 @@ impl Default for UiState {
             notice: None,
             throughput: false,
             sql: false,
+            scoreboard: false,
             narration_scroll: 0,
             narration_more: 0,
             narration_step: 0,

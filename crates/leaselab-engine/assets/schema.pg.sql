@@ -2,10 +2,12 @@
 -- columns and CHECKs, with indexes of PostgreSQL's own). Times are bigint milliseconds on
 -- the scenario clock.
 
--- The marker that tells a leaselab database from another application's.
+-- The marker that tells a leaselab database from another application's. Held: the teacher
+-- holds the class (`leaselab class hold`): worker processes claim nothing until `go`.
 CREATE TABLE LeaselabMarker (
     Application   TEXT NOT NULL CHECK (Application = 'leaselab'),
-    SchemaVersion INTEGER NOT NULL
+    SchemaVersion INTEGER NOT NULL,
+    Held          BOOLEAN NOT NULL DEFAULT false
 );
 
 -- The checks of one column are domains. PostgreSQL reads a table's CHECKs back from their

@@ -184,6 +184,11 @@ pub enum EventKind {
     },
     Paused,
     Resumed,
+    /// A worker process of a class found the teacher's hold on (`held`), or off again: it
+    /// claims nothing while held, and finishes what it holds.
+    HeldByTeacher {
+        held: bool,
+    },
     /// A worker met a database error and stopped.
     Failed {
         error: String,
@@ -393,6 +398,12 @@ impl Event {
             )),
             EventKind::Paused => Some("paused".into()),
             EventKind::Resumed => Some("resumed".into()),
+            EventKind::HeldByTeacher { held: true } => {
+                Some("held by the teacher: claims nothing until go".into())
+            }
+            EventKind::HeldByTeacher { held: false } => {
+                Some("go: the teacher let the class go, claiming again".into())
+            }
             EventKind::Froze { how } => Some(format!(
                 "FROZEN ({how}): holds what it holds, still believes it owns it"
             )),

@@ -1,6 +1,7 @@
 //! Each command's handler, a file each; `main` only dispatches to them.
 
 pub mod bench;
+pub mod class;
 pub mod dashboard;
 pub mod exercise;
 pub mod explore;

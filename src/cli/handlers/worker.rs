@@ -61,6 +61,7 @@ fn options(a: &WorkerArgs, db: PathBuf) -> Result<WorkerOptions, String> {
         idle_ms: leaselab::setup::MAX_IDLE_MS,
         leasing: !a.outbox.no_leasing,
         messages: a.outbox.messages().unwrap_or(WORKER_SEED_MESSAGES),
+        messages_asked: a.outbox.messages().is_some(),
         reliability,
         clock_skew_ms: a.clock_skew_ms,
         local_clock: a.local_clock,

@@ -360,6 +360,10 @@ impl App {
         app.sql.processes = true;
         app.paused = false;
         app.absorb_events();
+        if mode == ExternalMode::Watch && app.join_command().is_some() {
+            // The strip shows the students' join command until the first one joins.
+            return Ok(app);
+        }
         app.ui.say(match mode {
             ExternalMode::Watch => format!(
                 "watching {}: start workers with `leaselab worker --db {} --name NAME`",

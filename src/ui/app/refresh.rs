@@ -92,6 +92,8 @@ impl App {
             }
         }
         self.snap.message_history = self.ui.history.map(|id| self.message_history(id));
+        self.snap.scoreboard = self.scoreboard_view();
+        self.snap.join_command = self.join_command();
         self.snap.throughput = self.throughput_view();
         self.snap.sql = self.ui.sql.then(|| SqlView {
             dialect: self.sql.known.dialect,

@@ -199,8 +199,12 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
 }
 
 /// What the strip says, with nothing else to say, of workers that are processes.
-fn outside_workers(s: &Snapshot) -> Option<&'static str> {
-    match s.mode {
+fn outside_workers(s: &Snapshot) -> Option<String> {
+    if let Some(join) = &s.join_command {
+        // Until the first worker joins: what the students type.
+        return Some(format!(" students join with: {join} "));
+    }
+    let text = match s.mode {
         Mode::Processes if s.held => {
             Some(" HELD: the worker processes wait before touching the database; space starts them all ")
         }
@@ -211,7 +215,8 @@ fn outside_workers(s: &Snapshot) -> Option<&'static str> {
             " watching worker processes: each runs on its own settings; stop them where they run; ? help ",
         ),
         _ => None,
-    }
+    };
+    text.map(str::to_string)
 }
 
 /// A replay's position: the count, a bar with the marks on it, and the mark here or the

@@ -33,6 +33,7 @@ pub mod history;
 pub mod ledger;
 pub mod log;
 pub mod narration;
+pub mod scoreboard;
 pub mod sql;
 pub mod table;
 pub mod throughput;
@@ -363,6 +364,9 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, ui: &UiState, t: &Theme) {
     footer::render(frame, a.footer, s, t);
     if let Some(h) = &s.message_history {
         history::render(frame, area, h, t);
+    }
+    if let Some(b) = &s.scoreboard {
+        scoreboard::render(frame, area, b, t);
     }
     if ui.help {
         help::render(frame, area, s, ui, t);

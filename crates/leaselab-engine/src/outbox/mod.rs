@@ -204,4 +204,9 @@ pub trait Reading {
     fn server_clock_ms(&self) -> Result<Option<i64>> {
         Ok(None)
     }
+    /// Whether the teacher holds the class (`leaselab class hold`): on PostgreSQL, a row
+    /// every worker process reads before it claims. SQLite has no class: never.
+    fn held_by_teacher(&self) -> Result<bool> {
+        Ok(false)
+    }
 }

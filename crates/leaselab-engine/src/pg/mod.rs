@@ -78,6 +78,7 @@ macro_rules! claimable {
 
 mod cancel;
 mod claim;
+mod class;
 mod outbox;
 mod read;
 mod retry;
@@ -97,6 +98,7 @@ use postgres::{Client, Config, NoTls, Statement};
 use super::outbox::{DbOrigin, Durability, LeaseClock, StoreShared};
 
 pub use cancel::cancel_all;
+pub use class::{Score, ScoreError};
 pub use tail::PgTail;
 
 /// The statements the PostgreSQL store runs for a worker, by name: the dashboard's SQL pane
@@ -124,8 +126,9 @@ pub const SCHEMA_PG_SQL: &str = include_str!("../../assets/schema.pg.sql");
 /// one-column CHECKs are domains, one index of unfinished messages serves the claim, and a
 /// claim changes no indexed column, so its row version stays on its page. Version 8: the
 /// facts a replay shows without guessing (crashes, freezes, restarts, provider calls, a
-/// run's settings, worker processes joining and leaving) are `LeaseEvents` kinds.
-pub const SCHEMA_VERSION: i32 = 8;
+/// run's settings, worker processes joining and leaving) are `LeaseEvents` kinds. Version 9:
+/// `LeaselabMarker.Held`, the teacher's hold on a class (`class.rs`).
+pub const SCHEMA_VERSION: i32 = 9;
 
 /// Key of the advisory lock under which a database is identified and made ("LSLB"), so two
 /// workers that meet an empty database at once do not both create the schema.
@@ -281,6 +284,12 @@ pub fn parse_url(url: &str) -> Result<Config> {
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
     }
+    // A password kept out of the URL (a class's join command leaves it out), as psql reads it.
+    if config.get_password().is_none() {
+        if let Some(password) = std::env::var_os("PGPASSWORD") {
+            config.password(password.as_encoded_bytes());
+        }
+    }
     Ok(config)
 }
 
@@ -395,10 +404,13 @@ impl PgStore {
     pub fn open(config: &Config) -> Result<PgStore> {
         let shown = describe(config);
         let client = config.connect(NoTls).map_err(|e| {
-            let why = match e.as_db_error() {
+            let mut why = match e.as_db_error() {
                 Some(db) => db.message().to_string(),
                 None => with_source(&e),
             };
+            if config.get_password().is_none() && why.contains("password") {
+                why.push_str(" (give it in PGPASSWORD, not in the URL)");
+            }
             let line = format!("{shown}: cannot connect: {why}");
             if refused_for_good(&e) {
                 PgError::Refused(line)

@@ -96,6 +96,10 @@ impl Reading for PgStore {
         Ok(Some(self.server_ms()?))
     }
 
+    fn held_by_teacher(&self) -> OutboxResult<bool> {
+        Ok(self.class_held()?)
+    }
+
     /// The last provider error recorded for the message of `key`.
     fn last_error(&self, key: &str) -> OutboxResult<Option<String>> {
         Ok(self

@@ -18,7 +18,7 @@ use crate::provider::Provider;
 const CHUNK: u64 = 2_000;
 
 /// The row that says a seeding is complete, with the number seeded.
-const SEEDED_SQL: &str = "
+pub(super) const SEEDED_SQL: &str = "
 INSERT INTO LeaseEvents (AtUtc, Worker, Kind, Detail)
 SELECT $1::bigint, $2::text, 'Seeded', $3::text
   FROM (SELECT pg_current_xact_id()) AS identified";

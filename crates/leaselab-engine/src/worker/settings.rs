@@ -29,6 +29,9 @@ pub struct Settings {
     /// A lost connection is opened again (a worker process on a shared server) rather than
     /// ending the worker (a dashboard's thread, whose dashboard says the database failed).
     pub reconnects: AtomicBool,
+    /// Before each claim, read whether the teacher holds the class (a worker process on a
+    /// shared server, `leaselab class hold`), and claim nothing while so.
+    pub follows_teacher: AtomicBool,
 }
 
 impl Settings {
@@ -46,6 +49,7 @@ impl Settings {
             batch: AtomicI64::new(1),
             owner_only_finalize: AtomicBool::new(false),
             reconnects: AtomicBool::new(false),
+            follows_teacher: AtomicBool::new(false),
         }
     }
     /// Take over heartbeats and retries from a setup.
@@ -90,6 +94,10 @@ impl Settings {
             FinalizeGuard::FencingToken
         }
     }
+    pub fn follows_teacher(&self) -> bool {
+        self.follows_teacher.load(Ordering::SeqCst)
+    }
+
     pub fn reconnects(&self) -> bool {
         self.reconnects.load(Ordering::SeqCst)
     }

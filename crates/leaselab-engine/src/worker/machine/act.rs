@@ -27,6 +27,11 @@ impl Worker {
                 self.ctx.clock.advance(done_at - now);
             }
         }
+        if matches!(self.phase, Phase::Idle) && self.batched.is_empty() {
+            if let Some(wait) = self.teacher_holds()? {
+                return Ok(wait);
+            }
+        }
         let phase = std::mem::replace(&mut self.phase, Phase::Idle);
         let acted = match phase {
             Phase::Idle if leasing => match self.batched.pop_front() {

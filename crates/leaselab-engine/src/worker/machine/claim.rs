@@ -79,6 +79,22 @@ impl Worker {
         }
     }
 
+    /// A worker of a class claims nothing while the teacher holds it (a row it reads before
+    /// each claim, `leaselab class hold`): it says so once, and once more on go. What it
+    /// holds it finishes first, as it is not idle then.
+    pub(super) fn teacher_holds(&mut self) -> Result<Option<Acted>, WorkerError> {
+        if !self.ctx.settings.follows_teacher() {
+            return Ok(None);
+        }
+        let held = self.store.held_by_teacher()?;
+        if held != self.held_by_teacher {
+            self.held_by_teacher = held;
+            self.emit(EventKind::HeldByTeacher { held });
+        }
+        let now = self.ctx.clock.now();
+        Ok(held.then(|| Acted::WaitUntil(now + self.ctx.settings.idle_ms())))
+    }
+
     /// A claim took `lease` (and the rest of a batch): hold it, then tell everyone.
     pub(super) fn claimed(&mut self, lease: Lease, seq: u64, now: i64, way: ClaimWay) -> Acted {
         // Held before anyone hears of it: heartbeats count from the claim's time,

@@ -63,6 +63,8 @@ pub(crate) struct Worker {
     beat_base: i64,
     /// The rest of a batch claim, leased, in claim order: taken one by one after the held one.
     batched: VecDeque<Lease>,
+    /// The teacher's hold, as this worker last read it (it says so when it changes).
+    held_by_teacher: bool,
 }
 
 impl Worker {
@@ -88,6 +90,7 @@ impl Worker {
             work_done_at: None,
             beat_base: 0,
             batched: VecDeque::new(),
+            held_by_teacher: false,
         }
     }
 

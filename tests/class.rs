@@ -1,0 +1,639 @@
+//! `leaselab class`: a teacher's rounds, hold and go, the scoreboard and the join command,
+//! against real worker processes on a real PostgreSQL server (a scratch database of
+//! `LEASELAB_PG_URL`; skipped without one outside CI). Every wait reads the workers' lines
+//! or the database with a deadline; nothing sleeps to synchronise.
+
+#[allow(dead_code)]
+mod pg_support;
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+use support::processes::wait_for;
+
+/// `leaselab ARGS`, run to its end.
+fn leaselab(args: &[&str]) -> Output {
+    support::leaselab(args, Path::new(env!("CARGO_MANIFEST_DIR")))
+}
+
+/// `leaselab ARGS`, which must succeed: its standard output.
+fn ok(args: &[&str]) -> String {
+    let o = leaselab(args);
+    assert!(
+        o.status.success(),
+        "leaselab {args:?}: {}",
+        support::stderr(&o)
+    );
+    support::stdout(&o)
+}
+
+/// A `leaselab worker` child whose lines are kept as they come.
+struct Laptop {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Laptop {
+    fn start(url: &str, name: &str, extra: &[&str]) -> Laptop {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+            .args(["worker", "--db", url, "--name", name])
+            .args(["--lease-ms", "20000", "--process-ms", "20"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start leaselab worker");
+        let out = child.stdout.take().unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let kept = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                kept.lock().unwrap().push(line);
+            }
+        });
+        Laptop { child, lines }
+    }
+
+    fn count(&self, needle: &str) -> usize {
+        let lines = self.lines.lock().unwrap();
+        lines.iter().filter(|l| l.contains(needle)).count()
+    }
+}
+
+impl Drop for Laptop {
+    fn drop(&mut self) {
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+fn count(db: &pg_support::ScratchDb, sql: &str) -> i64 {
+    db.client().query_one(sql, &[]).unwrap().get(0)
+}
+
+/// Nothing Pending or Processing, and at least `n` messages.
+fn drained(db: &pg_support::ScratchDb, n: i64) -> Option<()> {
+    let all = count(db, "SELECT COUNT(*) FROM OutboxMessages");
+    let open = count(
+        db,
+        "SELECT COUNT(*) FROM OutboxMessages WHERE Status IN ('Pending', 'Processing')",
+    );
+    (all >= n && open == 0).then_some(())
+}
+
+/// The scoreboard as counted straight from the events table, written apart from the one
+/// `class scoreboard` runs: one query a column, each completion after the first of its
+/// message a duplicate. Sorted by name: the order is checked apart.
+fn counted(db: &pg_support::ScratchDb, round: Option<i64>) -> Vec<serde_json::Value> {
+    let of_round = match round {
+        Some(r) => format!("AND m.Seeding = {r}"),
+        None => String::new(),
+    };
+    let per = |kind_filter: &str| -> std::collections::BTreeMap<String, i64> {
+        let sql = format!(
+            "SELECT e.Worker, COUNT(*) FROM LeaseEvents e JOIN OutboxMessages m ON m.Id = e.MessageId
+              WHERE {kind_filter} {of_round} GROUP BY e.Worker"
+        );
+        db.client()
+            .query(&sql, &[])
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    };
+    let done = per("e.Kind = 'Finalized'");
+    let rejected = per("e.Kind = 'FinalizeRejected'");
+    let lost = per("e.Kind = 'LeaseLost'");
+    let reclaims = per("e.Kind = 'Claimed' AND e.LeaseVersion > 1");
+    let unguarded = per("e.Kind = 'Marked'");
+    let duplicates = per(
+        "e.Kind IN ('Finalized', 'Marked') AND EXISTS (SELECT 1 FROM LeaseEvents b
+          WHERE b.MessageId = e.MessageId AND b.Kind IN ('Finalized', 'Marked') AND b.Seq < e.Seq)",
+    );
+    let claimed =
+        per("e.Kind IN ('Claimed', 'Finalized', 'FinalizeRejected', 'LeaseLost', 'Marked')");
+    let n = |m: &std::collections::BTreeMap<String, i64>, w: &str| m.get(w).copied().unwrap_or(0);
+    claimed
+        .keys()
+        .map(|w| {
+            serde_json::json!({
+                "name": w, "done": n(&done, w), "rejected": n(&rejected, w),
+                "lost": n(&lost, w), "reclaims": n(&reclaims, w),
+                "duplicates": n(&duplicates, w), "unguarded": n(&unguarded, w),
+            })
+        })
+        .collect()
+}
+
+/// `class scoreboard --json`, its order checked, then sorted by name.
+fn scoreboard(url: &str, round: Option<i64>) -> Vec<serde_json::Value> {
+    let r = round.map(|r| r.to_string());
+    let mut args = vec!["class", "scoreboard", "--db", url, "--json"];
+    if let Some(r) = &r {
+        args.extend(["--round", r]);
+    }
+    let doc: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
+    let mut students = doc["students"].as_array().unwrap().clone();
+    let key = |s: &serde_json::Value| {
+        (
+            -s["done"].as_i64().unwrap(),
+            s["rejected"].as_i64().unwrap(),
+        )
+    };
+    assert!(
+        students.windows(2).all(|w| key(&w[0]) <= key(&w[1])),
+        "sorted by done, then fewest rejected: {students:?}"
+    );
+    students.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    students
+}
+
+#[test]
+fn a_class_runs_held_rounds_and_its_scoreboard_is_the_events_table() {
+    let Some(db) = pg_support::scratch("class") else {
+        return;
+    };
+    let url = db.url.as_str();
+    assert!(ok(&[
+        "class",
+        "new-round",
+        "--db",
+        url,
+        "--messages",
+        "20",
+        "--hold"
+    ])
+    .starts_with("round 1: 20 payments (PAY-001 to PAY-020), held"));
+    let laptops: Vec<Laptop> = ["ada", "李雷", "sam"]
+        .iter()
+        .map(|n| Laptop::start(url, n, &[]))
+        .collect();
+    wait_for("every worker to say it is held", || {
+        laptops
+            .iter()
+            .all(|l| l.count("held by the teacher") == 1)
+            .then_some(())
+    });
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Claimed'"
+        ),
+        0
+    );
+    ok(&["class", "go", "--db", url]);
+    wait_for("round 1 to be processed", || drained(&db, 20));
+    assert!(laptops.iter().all(|l| l.count("go: the teacher") == 1));
+    // Round 2, with a worker without leases beside them: unguarded writes and duplicates.
+    assert!(ok(&["class", "new-round", "--db", url, "--messages", "30"])
+        .starts_with("round 2: 30 payments (PAY-021 to PAY-050)"));
+    let naive = Laptop::start(url, "mallory", &["--no-leasing"]);
+    wait_for("round 2 to be processed", || drained(&db, 50));
+    // Its loads may still mark what it read: it is stopped before anything is counted.
+    drop(naive);
+    // Round 1's events are still there, and its scoreboard is its own.
+    let round_1 = scoreboard(url, Some(1));
+    let done_1: i64 = round_1.iter().map(|s| s["done"].as_i64().unwrap()).sum();
+    assert_eq!(done_1, 20, "{round_1:?}");
+    assert_eq!(round_1, counted(&db, Some(1)));
+    assert_eq!(scoreboard(url, Some(2)), counted(&db, Some(2)));
+    assert_eq!(scoreboard(url, None), counted(&db, None));
+    // A held class claims nothing more, also from a round made after the hold.
+    ok(&["class", "hold", "--db", url]);
+    let claims = count(
+        &db,
+        "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Claimed'",
+    );
+    wait_for("every worker to say it is held again", || {
+        laptops
+            .iter()
+            .all(|l| l.count("held by the teacher") == 2)
+            .then_some(())
+    });
+    ok(&["class", "new-round", "--db", url, "--messages", "5"]);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Claimed'"
+        ),
+        claims
+    );
+    ok(&["class", "go", "--db", url]);
+    wait_for("round 3 to be processed", || drained(&db, 55));
+    let after = count(
+        &db,
+        "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Claimed'",
+    );
+    assert_eq!(
+        after - claims,
+        5,
+        "only round 3's five payments were claimed after the hold"
+    );
+}
+
+#[test]
+fn a_round_that_does_not_exist_and_a_database_that_is_not_a_class_exit_2() {
+    let Some(db) = pg_support::scratch("class_refusals") else {
+        return;
+    };
+    let url = db.url.as_str();
+    for args in [
+        vec!["class", "scoreboard", "--db", url],
+        vec!["class", "hold", "--db", url],
+        vec!["class", "join", "--db", url],
+    ] {
+        let o = leaselab(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(support::stderr(&o).contains("holds no leaselab tables"));
+    }
+    ok(&["class", "new-round", "--db", url, "--messages", "3"]);
+    let o = leaselab(&["class", "scoreboard", "--db", url, "--round", "2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        support::stderr(&o).ends_with("has no round 2 (its rounds: 1)\n"),
+        "{}",
+        support::stderr(&o)
+    );
+    db.client()
+        .batch_execute("CREATE TABLE Other (x int)")
+        .unwrap();
+    let o = leaselab(&["class", "go", "--db", url]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(support::stderr(&o).contains("an extra table other"));
+}
+
+#[test]
+fn bad_class_input_is_one_line_and_exit_2() {
+    for (args, says) in [
+        (vec!["class", "rewind"], "unrecognized subcommand 'rewind'"),
+        (
+            vec![
+                "class",
+                "new-round",
+                "--db",
+                "postgres://x@h/d",
+                "--messages",
+                "0",
+            ],
+            "--messages: '0' is not a whole number in 1-10000",
+        ),
+        (
+            vec![
+                "class",
+                "new-round",
+                "--db",
+                "postgres://x@h/d",
+                "--messages",
+                "ten",
+            ],
+            "--messages: 'ten'",
+        ),
+        (
+            vec![
+                "class",
+                "scoreboard",
+                "--db",
+                "postgres://x@h/d",
+                "--round",
+                "-1",
+            ],
+            "--round: '-1'",
+        ),
+        (
+            vec!["class", "hold", "--db", "class.db"],
+            "`class` works on a PostgreSQL server",
+        ),
+        (
+            vec!["class", "join", "--db", "postgres://x@h:notaport/d"],
+            "cannot read the PostgreSQL URL",
+        ),
+    ] {
+        let o = leaselab(&args);
+        let err = support::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+/// The watch of a class: the join command until the first worker joins, `B` the scoreboard
+/// as `class scoreboard` counts it, `P` five payments more in the current round.
+#[test]
+fn the_watch_shows_the_join_command_the_scoreboard_and_adds_to_the_round() {
+    let Some(db) = pg_support::scratch("class_watch") else {
+        return;
+    };
+    let url = db.url.as_str();
+    ok(&["class", "new-round", "--db", url, "--messages", "4"]);
+    let mut watch = support::watcher(Path::new(url), 4);
+    let screen =
+        |watch: &mut leaselab::ui::app::App| support::frame_lines(watch, 200, 40).join("\n");
+    let shown = screen(&mut watch);
+    assert!(
+        shown.contains("students join with: leaselab worker --db 'postgres://"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(":5432/") && shown.contains("--name YOUR-NAME"),
+        "{shown}"
+    );
+    let ada = Laptop::start(url, "ada", &[]);
+    wait_for("the first worker to join the watch", || {
+        watch.absorb_events();
+        (!screen(&mut watch).contains("students join with")).then_some(())
+    });
+    wait_for("round 1 to be processed", || drained(&db, 4));
+    drop(ada);
+    // The help names both keys.
+    support::press(&mut watch, '?');
+    let help = screen(&mut watch);
+    assert!(
+        help.contains("show or hide the class's scoreboard"),
+        "{help}"
+    );
+    assert!(
+        help.contains("add five payments to the current round"),
+        "{help}"
+    );
+    support::press(&mut watch, '?');
+    support::press(&mut watch, 'B');
+    let shown = screen(&mut watch);
+    assert!(shown.contains("scoreboard, every round"), "{shown}");
+    let want = format!("ada {:>5} {:>8} {:>5} {:>8} {:>5} {:>9}", 4, 0, 0, 0, 0, 0);
+    let line = shown
+        .lines()
+        .find(|l| l.contains("┃ada "))
+        .unwrap_or_default();
+    assert!(
+        line.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .contains(&want.split_whitespace().collect::<Vec<_>>().join(" ")),
+        "{shown}"
+    );
+    support::press(&mut watch, 'B');
+    assert!(!screen(&mut watch).contains("scoreboard, every round"));
+    support::press(&mut watch, 'P');
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM OutboxMessages WHERE Seeding = 1"),
+        9
+    );
+    assert!(screen(&mut watch).contains("added 5 payments to the current round"));
+}
+
+/// A server as a class's: listening on 127.0.0.1 with password authentication
+/// (`.ci/pg-start.sh` with `LEASELAB_PG_PORT` and `LEASELAB_PG_PASSWORD`), stopped and
+/// removed when dropped.
+struct PasswordServer {
+    dir: String,
+    url: String,
+}
+
+const PASSWORD: &str = "class-of-2026";
+
+impl PasswordServer {
+    fn start() -> Option<PasswordServer> {
+        let env = |k: &str| std::env::var(k).ok();
+        match pg_support::decide(env(pg_support::URL_ENV), env("CI")) {
+            Ok(Some(_)) => {}
+            Ok(None) => return None,
+            Err(why) => panic!("{why}"),
+        }
+        // A port nobody listens on now (the server takes it a moment later).
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let out = Command::new("bash")
+            .arg(format!("{}/.ci/pg-start.sh", env!("CARGO_MANIFEST_DIR")))
+            .env("LEASELAB_PG_PORT", port.to_string())
+            .env("LEASELAB_PG_PASSWORD", PASSWORD)
+            .output()
+            .expect("run pg-start.sh");
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "pg-start.sh: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let value = |name: &str| {
+            said.lines()
+                .find_map(|l| l.strip_prefix(&format!("export {name}=")))
+                .map(|v| v.replace('\\', ""))
+                .unwrap_or_else(|| panic!("pg-start.sh printed no {name}: {said}"))
+        };
+        Some(PasswordServer {
+            dir: value("LEASELAB_PG_DIR"),
+            url: value("LEASELAB_PG_URL"),
+        })
+    }
+}
+
+impl Drop for PasswordServer {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(format!("{}/.ci/pg-stop.sh", env!("CARGO_MANIFEST_DIR")))
+            .arg(&self.dir)
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// `leaselab ARGS` with `PGPASSWORD` set (or removed).
+fn with_password(args: &[&str], password: Option<&str>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_leaselab"));
+    cmd.args(args).env_remove("PGPASSWORD");
+    if let Some(p) = password {
+        cmd.env("PGPASSWORD", p);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn students_reach_a_server_on_tcp_with_a_password_given_in_pgpassword() {
+    let Some(server) = PasswordServer::start() else {
+        return;
+    };
+    let url = server.url.as_str();
+    assert!(url.starts_with("postgres://leaselab@127.0.0.1:") && !url.contains(PASSWORD));
+    let port = url.rsplit(':').next().unwrap().split('/').next().unwrap();
+    // Without the password, or with a wrong one: refused in one line, exit 2.
+    for password in [None, Some("wrong")] {
+        let o = with_password(
+            &["class", "new-round", "--db", url, "--messages", "6"],
+            password,
+        );
+        let err = support::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("password"), "{err}");
+        // No password given: the line says where a student gives it.
+        assert_eq!(err.contains("PGPASSWORD"), password.is_none(), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    let made = with_password(
+        &["class", "new-round", "--db", url, "--messages", "6"],
+        Some(PASSWORD),
+    );
+    assert!(made.status.success(), "{}", support::stderr(&made));
+    let join = with_password(&["class", "join", "--db", url], Some(PASSWORD));
+    let said = support::stdout(&join);
+    assert!(
+        said.starts_with(&format!(
+            "leaselab worker --db 'postgres://leaselab@THIS-MACHINE:{port}/leaselab' --name YOUR-NAME\n"
+        )),
+        "{said}"
+    );
+    assert!(!said.contains(PASSWORD));
+    // A student's worker, its password in PGPASSWORD, does the round.
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["worker", "--db", url, "--name", "ada", "--process-ms", "20"])
+        .env("PGPASSWORD", PASSWORD)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let done = wait_for("the student's worker to do the round", || {
+        let o = with_password(
+            &["class", "scoreboard", "--db", url, "--json"],
+            Some(PASSWORD),
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).ok()?;
+        let done = doc["students"][0]["done"].as_i64()?;
+        (done == 6).then_some(done)
+    });
+    assert_eq!(done, 6);
+    unsafe { libc::kill(worker.id() as libc::pid_t, libc::SIGTERM) };
+    let _ = worker.wait();
+}
+
+/// Every message finalized exactly once, and nothing written without a lease.
+fn processed_once(db: &pg_support::ScratchDb) -> (i64, i64) {
+    let twice = count(
+        db,
+        "SELECT COUNT(*) FROM OutboxMessages m WHERE (SELECT COUNT(*) FROM LeaseEvents e
+          WHERE e.MessageId = m.Id AND e.Kind IN ('Finalized', 'Marked')) <> 1",
+    );
+    let finalized = count(
+        db,
+        "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Finalized'",
+    );
+    (twice, finalized)
+}
+
+/// The class, done: ten worker processes that join over time, two rounds, a hold and a go
+/// from `leaselab class`, the scoreboard equal to counts queried from the events table, and
+/// every payment processed once.
+#[test]
+fn ten_students_join_over_time_through_two_held_rounds_and_every_payment_is_paid_once() {
+    let Some(db) = pg_support::scratch("class_ten") else {
+        return;
+    };
+    let url = db.url.as_str();
+    ok(&[
+        "class",
+        "new-round",
+        "--db",
+        url,
+        "--messages",
+        "100",
+        "--hold",
+    ]);
+    let mut laptops: Vec<Laptop> = Vec::new();
+    // Five join while the class is held, one after another.
+    for i in 1..=5 {
+        laptops.push(Laptop::start(url, &format!("student-{i}"), &[]));
+        wait_for("the newest student to be held", || {
+            (laptops.last().unwrap().count("held by the teacher") == 1).then_some(())
+        });
+    }
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Claimed'"
+        ),
+        0
+    );
+    ok(&["class", "go", "--db", url]);
+    // Five more join while the others work, each once the class has done ten more.
+    for i in 6..=10 {
+        let want = 10 * (i as i64 - 5);
+        wait_for("ten more payments done", || {
+            let done = count(
+                &db,
+                "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Finalized'",
+            );
+            (done >= want).then_some(())
+        });
+        laptops.push(Laptop::start(url, &format!("student-{i}"), &[]));
+    }
+    wait_for("round 1 to be processed", || drained(&db, 100));
+    let held_before: Vec<usize> = laptops
+        .iter()
+        .map(|l| l.count("held by the teacher"))
+        .collect();
+    ok(&[
+        "class",
+        "new-round",
+        "--db",
+        url,
+        "--messages",
+        "100",
+        "--hold",
+    ]);
+    wait_for("every student to be held for round 2", || {
+        laptops
+            .iter()
+            .zip(&held_before)
+            .all(|(l, before)| l.count("held by the teacher") == before + 1)
+            .then_some(())
+    });
+    let round_2_claims = "SELECT COUNT(*) FROM LeaseEvents e JOIN OutboxMessages m
+        ON m.Id = e.MessageId WHERE e.Kind = 'Claimed' AND m.Seeding = 2";
+    assert_eq!(count(&db, round_2_claims), 0, "nobody claims a held round");
+    ok(&["class", "go", "--db", url]);
+    wait_for("round 2 to be processed", || drained(&db, 200));
+    drop(laptops);
+    // The class's events replay as any run's.
+    let replay = leaselab::ui::app::Recording::load(&leaselab::engine::backend::Db::Postgres(
+        url.to_string(),
+    ));
+    assert!(replay.is_ok(), "{:?}", replay.err());
+    let (twice, finalized) = processed_once(&db);
+    assert_eq!((twice, finalized), (0, 200), "every payment finalized once");
+    for round in [Some(1), Some(2), None] {
+        assert_eq!(
+            scoreboard(url, round),
+            counted(&db, round),
+            "round {round:?}"
+        );
+    }
+}
+
+/// `--messages` on a database already there seeds nothing: the worker says so rather than
+/// ignore it.
+#[test]
+fn messages_on_a_database_already_there_is_said_not_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("class.db");
+    let db = path.to_str().unwrap();
+    let first = Laptop::start(db, "ada", &["--messages", "3"]);
+    wait_for("the first worker to make the database", || {
+        (first.count("(created it with 3 payments)") == 1).then_some(())
+    });
+    let second = Laptop::start(db, "bo", &["--messages", "50"]);
+    wait_for(
+        "the second worker to say its --messages seeds nothing",
+        || (second.count("already there: --messages seeds only a new database") == 1).then_some(()),
+    );
+    let quiet = Laptop::start(db, "cy", &[]);
+    wait_for("a worker without --messages to join", || {
+        (quiet.count("cy works on") == 1).then_some(())
+    });
+    assert_eq!(quiet.count("already there"), 0);
+}
