@@ -29,6 +29,7 @@ mod exercise;
 mod external;
 mod lesson;
 mod refresh;
+mod screen;
 pub mod replay;
 mod spotlight;
 mod stage;
@@ -389,6 +390,7 @@ impl App {
             | Action::History
             | Action::ToggleSql
             | Action::Suspend => self.act_on_view(action),
+            Action::WorkersPage(_) | Action::HoldScreen => self.act_on_screen(action),
             Action::NextWorker
             | Action::PrevWorker
             | Action::SelectWorker(_)

@@ -51,6 +51,11 @@ pub struct UiState {
     /// Show the SQL pane: each worker's last statements (`s`, or a lesson step's
     /// `show = "sql"`).
     pub sql: bool,
+    /// Workers a page of the workers pane showed in the last frame.
+    pub worker_page: u16,
+    /// The watch's screen is held (`space`): the frame stands as it was while the rows
+    /// keep arriving underneath.
+    pub held: bool,
 }
 
 impl Default for UiState {
@@ -75,6 +80,8 @@ impl Default for UiState {
             notice: None,
             throughput: false,
             sql: false,
+            worker_page: 8,
+            held: false,
             narration_scroll: 0,
             narration_more: 0,
             narration_step: 0,

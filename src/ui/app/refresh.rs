@@ -35,6 +35,10 @@ impl App {
     pub fn refresh(&mut self, table_rows: u16, log_rows: u16) {
         self.ui.table_page = table_rows.max(1);
         self.ui.log_page = log_rows.max(1);
+        // A held watch draws the frame it held; what arrives waits in the ledger.
+        if self.ui.held {
+            return;
+        }
         // The time first: a verdict the read below logs is stamped now, after the events it
         // judges, not at the last frame's time, above them.
         let now_ms = self.engine.clock.now();
