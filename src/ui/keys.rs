@@ -383,7 +383,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[Key::Char('>')],
         label: "> / <",
         hint: "",
-        help: "the workers pane's next / previous page (page 2/4 in its title); the timeline follows",
+        help: "next / previous page of workers (page 2/4); the timeline follows",
         section: Section::Workers,
         action: Action::WorkersPage(true),
     },
@@ -660,6 +660,7 @@ fn is_second_half(a: Action) -> bool {
             | Action::SelectWorker(_)
             | Action::Slower
             | Action::RemoveWorker
+            | Action::WorkersPage(false)
             | Action::EventOn
             | Action::MarkOn
             | Action::LastEvent
