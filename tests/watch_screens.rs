@@ -54,7 +54,12 @@ fn class(dir: &Path) -> App {
     for (i, name) in names().iter().enumerate() {
         let at = now - 20_000 + i as i64 * 100;
         store
-            .record(&Fact::of(LeaseEventKind::Joined, at, name, &settings.detail()))
+            .record(&Fact::of(
+                LeaseEventKind::Joined,
+                at,
+                name,
+                &settings.detail(),
+            ))
             .unwrap();
         let ClaimOutcome::Claimed(lease) = store.claim_next(name, at + 50, 30_000).unwrap().value
         else {
@@ -70,7 +75,10 @@ fn class(dir: &Path) -> App {
     }
     let start = Instant::now();
     while app.snapshot().workers.len() < 30 || app.ledger.per_worker.len() < 10 {
-        assert!(start.elapsed() < Duration::from_secs(60), "the rows did not arrive");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the rows did not arrive"
+        );
         std::thread::sleep(Duration::from_millis(10));
         app.absorb_events();
         frame_lines(&mut app, 80, 24);
@@ -134,35 +142,65 @@ fn a_class_of_thirty_pages_and_keeps_the_ledger_and_the_events_at_80x24_and_120x
     }
     // 80x24: pages of three; `>` turns to the second, and the timeline follows it.
     let first = masked(&mut app, 80, 24);
-    assert!(title_line(&first, "Workers").contains("page 1/10"), "{first}");
+    assert!(
+        title_line(&first, "Workers").contains("page 1/10"),
+        "{first}"
+    );
     press(&mut app, '>');
     let second = masked(&mut app, 80, 24);
     insta::assert_snapshot!("thirty_80x24_page_2", second);
-    assert!(title_line(&second, "Workers").contains("page 2/10"), "{second}");
-    assert!(title_line(&second, "Timeline").contains("4-6 of 30"), "{second}");
-    let lane = second.lines().find(|l| l.starts_with("│a-very-lo")).map(str::len);
+    assert!(
+        title_line(&second, "Workers").contains("page 2/10"),
+        "{second}"
+    );
+    assert!(
+        title_line(&second, "Timeline").contains("4-6 of 30"),
+        "{second}"
+    );
+    let lane = second
+        .lines()
+        .find(|l| l.starts_with("│a-very-lo"))
+        .map(str::len);
     assert!(lane.is_some(), "the fourth worker's lane:\n{second}");
     // The page before the first is the last.
     press(&mut app, '<');
     press(&mut app, '<');
     let last = masked(&mut app, 80, 24);
-    assert!(title_line(&last, "Workers").contains("page 10/10"), "{last}");
-    assert!(title_line(&last, "Timeline").contains("28-30 of 30"), "{last}");
+    assert!(
+        title_line(&last, "Workers").contains("page 10/10"),
+        "{last}"
+    );
+    assert!(
+        title_line(&last, "Timeline").contains("28-30 of 30"),
+        "{last}"
+    );
     // 120x40: pages of eight, the timeline with them.
     frame_lines(&mut app, 120, 40);
     press(&mut app, '>');
     let wide = masked(&mut app, 120, 40);
     insta::assert_snapshot!("thirty_120x40_page_1_after_the_last", wide);
-    assert!(title_line(&wide, "Workers").contains("1-8 of 30 · page 1/4"), "{wide}");
+    assert!(
+        title_line(&wide, "Workers").contains("1-8 of 30 · page 1/4"),
+        "{wide}"
+    );
     press(&mut app, '>');
     let wide = masked(&mut app, 120, 40);
-    assert!(title_line(&wide, "Workers").contains("9-16 of 30 · page 2/4"), "{wide}");
-    assert!(title_line(&wide, "Timeline").contains("9-16 of 30 workers"), "{wide}");
+    assert!(
+        title_line(&wide, "Workers").contains("9-16 of 30 · page 2/4"),
+        "{wide}"
+    );
+    assert!(
+        title_line(&wide, "Timeline").contains("9-16 of 30 workers"),
+        "{wide}"
+    );
     assert!(wide.lines().any(|l| l.starts_with("│s16 ")), "{wide}");
     // Tab walks within the page: the timeline stays on it.
     key(&mut app, KeyCode::Tab);
     let wide = masked(&mut app, 120, 40);
-    assert!(title_line(&wide, "Timeline").contains("9-16 of 30 workers"), "{wide}");
+    assert!(
+        title_line(&wide, "Timeline").contains("9-16 of 30 workers"),
+        "{wide}"
+    );
 }
 
 #[test]
@@ -183,7 +221,10 @@ fn space_holds_the_watchs_screen_while_the_rows_go_on_arriving() {
     assert_eq!(lease.key, "PAY-031");
     let start = Instant::now();
     while app.ledger.holdings.of(0).is_none_or(|l| l.key != "PAY-031") {
-        assert!(start.elapsed() < Duration::from_secs(60), "the row did not arrive");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the row did not arrive"
+        );
         std::thread::sleep(Duration::from_millis(10));
         app.absorb_events();
     }
@@ -194,6 +235,9 @@ fn space_holds_the_watchs_screen_while_the_rows_go_on_arriving() {
     assert!(!still.contains("CLAIMED PAY-031"), "{still}");
     press(&mut app, ' ');
     let caught_up = masked(&mut app, 120, 40);
-    assert!(!caught_up.lines().next().unwrap().contains("HELD"), "{caught_up}");
+    assert!(
+        !caught_up.lines().next().unwrap().contains("HELD"),
+        "{caught_up}"
+    );
     assert!(caught_up.contains("CLAIMED PAY-031"), "{caught_up}");
 }

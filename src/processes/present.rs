@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 
 use crate::engine::outbox::{LeaseEventKind, NewestRow, OutboxError, Reading};
-use crate::engine::pg::{session_name, SESSION_PREFIX};
+use crate::engine::pg::{is_this_process, named_in, session_name, SESSION_PREFIX};
 use crate::engine::text::printable;
 
 /// On SQLite, how old a name's newest row may be and the name still held.
@@ -28,10 +28,14 @@ pub fn names_in_use(store: &dyn Reading, now_ms: i64) -> Result<Vec<String>, Out
     let names: BTreeSet<String> = match store.sessions()? {
         Some(sessions) => sessions
             .iter()
+            .map(|s| named_in(s))
             .map(|s| {
                 rows.iter()
                     .find(|r| &session_name(&r.worker) == s)
-                    .map_or_else(|| s[SESSION_PREFIX.len()..].to_string(), |r| r.worker.clone())
+                    .map_or_else(
+                        || s[SESSION_PREFIX.len()..].to_string(),
+                        |r| r.worker.clone(),
+                    )
             })
             .collect(),
         None => rows
@@ -51,17 +55,15 @@ pub fn live_on_sqlite(row: &NewestRow, now_ms: i64) -> bool {
         && now_ms - row.at_ms <= STALE_MS
 }
 
-/// Whether another live worker holds `name`: on PostgreSQL a session of that name beside
-/// the caller's own (`store`'s connection carries it already); on SQLite a live row.
-pub fn held_by_another(
-    store: &dyn Reading,
-    name: &str,
-    now_ms: i64,
-) -> Result<bool, OutboxError> {
+/// Whether another live worker holds `name`: on PostgreSQL a session of that name of
+/// another process; on SQLite a live row.
+pub fn held_by_another(store: &dyn Reading, name: &str, now_ms: i64) -> Result<bool, OutboxError> {
     Ok(match store.sessions()? {
         Some(sessions) => {
-            let mine = session_name(name);
-            sessions.iter().filter(|s| **s == mine).count() > 1
+            let wanted = session_name(name);
+            sessions
+                .iter()
+                .any(|s| named_in(s) == wanted && !is_this_process(s))
         }
         None => store
             .newest_rows()?
@@ -75,7 +77,12 @@ pub fn listed(names: &[String]) -> String {
     let mut shown: Vec<String> = names
         .iter()
         .take(LISTED)
-        .map(|n| printable(n).chars().take(2 * super::name::MAX_NAME).collect())
+        .map(|n| {
+            printable(n)
+                .chars()
+                .take(2 * super::name::MAX_NAME)
+                .collect()
+        })
         .collect();
     if names.len() > LISTED {
         shown.push(format!("and {} more", names.len() - LISTED));

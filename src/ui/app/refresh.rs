@@ -149,6 +149,7 @@ impl App {
                     None => ("watching ", "worker processes".to_string()),
                 };
                 let reader = &self.reader;
+                x.look_who_is_here(reader.as_ref());
                 x.views(now_ms, &self.ledger, |id| {
                     super::external::row_at(reader.as_ref(), id)
                 })

@@ -9,8 +9,8 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{pane, styled};
-use crate::ui::snapshot::{all_passed, LedgerFigures, Snapshot, Spot};
 use crate::ui::keys::Mode;
+use crate::ui::snapshot::{all_passed, LedgerFigures, Snapshot, Spot};
 use crate::ui::theme::Theme;
 
 /// Every figure the panel can show: its name (as lessons name it), its label with room

@@ -42,7 +42,13 @@ pub fn shown_from(width: u16, lease_ms: i64, now_ms: i64) -> i64 {
 
 /// The lanes of the workers pane's page (`page` workers a page) that holds the selected
 /// worker, and the selected one always.
-pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, (ui, page): (&UiState, usize), t: &Theme) {
+pub fn render(
+    frame: &mut Frame,
+    area: Rect,
+    s: &Snapshot,
+    (ui, page): (&UiState, usize),
+    t: &Theme,
+) {
     let block = pane(" Timeline ", t, false);
     let inner = block.inner(area);
     let n = s.workers.len();
@@ -50,7 +56,10 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, (ui, page): (&UiState
     let first = first_lane(ui.selected, page, lanes);
     let block = if n > lanes {
         let last = (first + lanes).min(n);
-        block.title(styled(format!(" {}-{last} of {n} workers ", first + 1), t.warn))
+        block.title(styled(
+            format!(" {}-{last} of {n} workers ", first + 1),
+            t.warn,
+        ))
     } else {
         block
     };

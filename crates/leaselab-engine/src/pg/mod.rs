@@ -98,7 +98,7 @@ use postgres::{Client, Config, NoTls, Statement};
 use super::outbox::{DbOrigin, Durability, LeaseClock, StoreShared};
 
 pub use cancel::cancel_all;
-pub use session::{name_sessions, session_name, SESSION_PREFIX};
+pub use session::{is_this_process, name_sessions, named_in, session_name, SESSION_PREFIX};
 pub use tail::PgTail;
 
 /// The statements the PostgreSQL store runs for a worker, by name: the dashboard's SQL pane

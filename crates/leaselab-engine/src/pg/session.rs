@@ -12,10 +12,28 @@ pub const SESSION_PREFIX: &str = "leaselab:";
 /// The `application_name` of this process's connections, once it is a named worker.
 static SESSION_NAME: OnceLock<String> = OnceLock::new();
 
-/// Name every PostgreSQL connection this process opens from now on after `worker`. Only
+/// Name every PostgreSQL connection this process opens from now on after `worker`, with a
+/// tag of this process after an `@` (a name never holds one): a connection this process
+/// closed a moment ago may still be listed by the server, and is not another worker. Only
 /// the first call counts: a process is one worker.
 pub fn name_sessions(worker: &str) {
-    let _ = SESSION_NAME.set(session_name(worker));
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let tag = fnv1a(&format!("{}:{since}", std::process::id()));
+    let _ = SESSION_NAME.set(format!("{}@{tag:08x}", session_name(worker)));
+}
+
+/// The worker a session's `application_name` names, without its process's tag.
+pub fn named_in(application_name: &str) -> &str {
+    application_name
+        .rsplit_once('@')
+        .map_or(application_name, |(name, _)| name)
+}
+
+/// Whether a session is one of this process's own.
+pub fn is_this_process(application_name: &str) -> bool {
+    this_session() == Some(application_name)
 }
 
 /// The `application_name` this process's connections carry, if it is a named worker.
@@ -26,8 +44,9 @@ pub(crate) fn this_session() -> Option<&'static str> {
 /// Longest readable part kept of a name.
 const READABLE: usize = 32;
 
-/// The `application_name` of worker `name`'s sessions: bounded (at most 50 bytes) and
-/// printable ASCII, the same for the same name on every machine.
+/// The `application_name` of worker `name`'s sessions before its process's tag: bounded
+/// (at most 50 bytes, 59 with the tag) and printable ASCII, the same for the same name on
+/// every machine.
 pub fn session_name(name: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
     let readable: String = name
@@ -63,5 +82,8 @@ mod tests {
         let long = session_name(&"た".repeat(32));
         assert!(long.len() <= 63, "{}", long.len());
         assert!(long.bytes().all(|b| b.is_ascii_graphic()), "{long}");
+        assert!(long.len() + 9 <= 63, "{}", long.len());
+        assert_eq!(named_in(&format!("{long}@0123abcd")), long);
+        assert_eq!(named_in("leaselab:sam"), "leaselab:sam");
     }
 }
