@@ -69,7 +69,7 @@ fn a_name_a_connected_worker_holds_is_refused_until_its_session_is_gone() {
         assert_eq!(code, Some(2), "{name}: {stderr}");
         assert!(
             stderr.contains(&format!("--name {name} is taken"))
-                && stderr.contains("names in use: sam, 李雷"),
+                && stderr.contains("names in use: sam, 李雷)"),
             "{name}: {stderr}"
         );
         assert_eq!(stderr.lines().count(), 1, "{stderr}");

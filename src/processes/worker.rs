@@ -74,8 +74,8 @@ pub enum Failure {
     Stopped(String),
     /// A live worker holds the name already (`present.rs` says what live means).
     #[error(
-        "--name {name} is taken: a worker of that name is connected now (names in use: \
-         {in_use}); choose another"
+        "--name {name} is taken by a worker at work now (names in use: {in_use}); choose \
+         another"
     )]
     NameInUse { name: String, in_use: String },
     /// The SQLite file it works on was deleted or replaced (the words say which).
