@@ -4,6 +4,7 @@
 //! watch shows a worker gone from the server as `left`. Skipped without
 //! `LEASELAB_PG_URL`, like every PostgreSQL test. Every wait polls with a deadline.
 
+#[allow(dead_code)]
 mod pg_support;
 mod support;
 

@@ -31,7 +31,7 @@ pub fn names_in_use(store: &dyn Reading, now_ms: i64) -> Result<Vec<String>, Out
             .map(|s| named_in(s))
             .map(|s| {
                 rows.iter()
-                    .find(|r| &session_name(&r.worker) == s)
+                    .find(|r| session_name(&r.worker) == s)
                     .map_or_else(
                         || s[SESSION_PREFIX.len()..].to_string(),
                         |r| r.worker.clone(),
