@@ -289,9 +289,10 @@ fn watching_postgres_a_killed_worker_shows_and_its_lease_is_reclaimed_after_expi
         wait_for_worker(
             &mut app,
             "doomed",
-            // Killed from outside, nothing recorded its end: only that its lease ran out.
-            "shown unknown after its lease ran out",
-            |w| w.status.state == WorkerState::Unknown && w.status.lease.is_some(),
+            // Killed from outside, nothing recorded its end; the server says its session
+            // is gone: it left, with the lease it held until that runs out.
+            "shown left, holding its lease",
+            |w| w.status.state == WorkerState::Left && w.status.lease.is_some(),
         );
         let steady = WorkerProcess::start(
             &db.url,

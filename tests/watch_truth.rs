@@ -143,17 +143,18 @@ fn the_watch_lists_only_the_keys_it_obeys_and_a_ctrl_c_worker_is_left() {
     let mut app = watcher(&db, 2);
     let lines = frame_lines(&mut app, 160, 40);
     let footer = lines[lines.len() - 2..].join(" ");
-    for absent in [
-        " space ", " n ", " c ", " r ", " R ", " l ", " +/-", " a ", " A ",
-    ] {
+    for absent in [" n ", " c ", " r ", " R ", " l ", " +/-", " a ", " A "] {
         assert!(!footer.contains(absent), "{absent:?} in {footer}");
     }
+    // Space holds the screen, not the workers.
+    assert!(footer.contains(" space hold "), "{footer}");
     press(&mut app, '?');
     let help = frame_lines(&mut app, 160, 60).join("\n");
     press(&mut app, '?');
-    for absent in ["space ", "c / r", "l / h", "reset:", "clock faster"] {
+    for absent in ["pause / resume", "c / r", "l / h", "reset:", "clock faster"] {
         assert!(!help.contains(absent), "{absent} in {help}");
     }
+    assert!(help.contains("hold the screen still (HELD)"), "{help}");
     assert!(help.contains("the workers go on"), "{help}");
     let w = worker(&db, "laptop-1", &["--process-ms", "10"]);
     let lines = wait_until(&mut app, "the drain", |a, _| {

@@ -1,12 +1,14 @@
 //! Workers as OS processes: `leaselab worker` (one worker alone in its process, `worker.rs`)
 //! and the fleet of such children a `--processes` dashboard starts and signals (`fleet.rs`),
 //! both spelling the worker's command line from `flags.rs`; `name.rs` says what a worker may
-//! be called; `join.rs` the command a class's students type.
+//! be called; `join.rs` the command a class's students type; `present.rs` which names live
+//! workers hold now.
 
 pub mod flags;
 pub mod fleet;
 pub mod join;
 pub mod name;
+pub mod present;
 pub mod worker;
 
 pub use flags::{ProcessSettings, CHILD_ENV, HOLD_ENV};

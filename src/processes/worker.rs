@@ -74,6 +74,12 @@ pub enum Failure {
     /// The worker thread said it stopped on an error, or panicked.
     #[error("{0}")]
     Stopped(String),
+    /// A live worker holds the name already (`present.rs` says what live means).
+    #[error(
+        "--name {name} is taken by a worker at work now (names in use: {in_use}); choose \
+         another"
+    )]
+    NameInUse { name: String, in_use: String },
     /// The SQLite file it works on was deleted or replaced (the words say which).
     #[error("{name} stopped: {why} while it worked on it")]
     FileGone { name: String, why: String },
@@ -84,7 +90,10 @@ impl Failure {
     pub fn is_bad_input(&self) -> bool {
         matches!(
             self,
-            Failure::Name(_) | Failure::Unusable(_) | Failure::OffTheWallClock { .. }
+            Failure::Name(_)
+                | Failure::NameInUse { .. }
+                | Failure::Unusable(_)
+                | Failure::OffTheWallClock { .. }
         )
     }
 }
@@ -131,13 +140,15 @@ pub fn run(
     mut line: impl FnMut(&str) -> bool,
 ) -> Result<Ended, Failure> {
     check_name(&opts.name)?;
+    // Every PostgreSQL session of this process says whose it is (`present.rs`).
+    crate::engine::pg::name_sessions(&opts.name);
     if std::env::var_os(super::flags::HOLD_ENV).is_some() {
         if let Some(signo) = wait_for_the_start(interrupts) {
             return Ok(Ended::Interrupted(signo));
         }
     }
-    let (ctx, events, leaving) = match join(opts, interrupts, &mut line)? {
-        Joined::Ready(ctx, events, leaving) => (ctx, events, leaving),
+    let (ctx, events, leaving, joined_on) = match join(opts, interrupts, &mut line)? {
+        Joined::Ready(ctx, events, leaving, store) => (ctx, events, leaving, Some(store)),
         Joined::Interrupted(signo) => return Ok(Ended::Interrupted(signo)),
     };
     // On SQLite, whether the file is still the one opened, looked at now and then.
@@ -149,6 +160,7 @@ pub fn run(
         Db::Postgres(_) => (None, crossbeam_channel::never()),
     };
     let mut handle = worker::spawn_named(ctx, 0, 1, opts.name.clone(), false);
+    let mut joined_on = joined_on;
     let mut idle = false;
     loop {
         select! {
@@ -162,6 +174,7 @@ pub fn run(
             },
             recv(events) -> ev => {
                 let Ok(ev) = ev else { return Err(Failure::ThreadEnded) };
+                drop(joined_on.take());
                 if let Some(error) = failure(&ev) {
                     handle.join();
                     // A file deleted under the worker may fail its statements: say why.
@@ -198,9 +211,10 @@ pub fn run(
 
 /// A worker process that has joined its database, or the signal that stopped it first.
 enum Joined {
-    /// What its thread needs to start, where its events come, and what it needs to record
-    /// its leaving.
-    Ready(WorkerContext, Receiver<Event>, Leaving),
+    /// What its thread needs to start, where its events come, what it needs to record
+    /// its leaving, and the connection it joined on: on PostgreSQL its session holds the
+    /// name until the worker thread's own is open (its first event).
+    Ready(WorkerContext, Receiver<Event>, Leaving, Box<dyn Outbox>),
     /// A stopping signal came while it waited for the write lock.
     Interrupted(i32),
 }
@@ -235,6 +249,7 @@ fn join(
     if let Some(why) = owner_off_the_wall_clock(store.as_ref(), server_now, clock.now(), &db) {
         return Err(why);
     }
+    refuse_a_name_in_use(store.as_ref(), &opts.name, clock.now())?;
     if let Some(said) = clock_note(opts, &clock, store.as_ref(), server_now) {
         use std::io::Write;
         let _ = writeln!(std::io::stderr().lock(), "leaselab: {said}");
@@ -253,7 +268,6 @@ fn join(
             Err(_) => Err(Failure::Database(e)),
         };
     }
-    drop(store);
     line(&joined(opts, &db, origin));
     let leaving = Leaving {
         db: db.clone(),
@@ -271,7 +285,25 @@ fn join(
         events: events_tx,
         exercise: None,
     };
-    Ok(Joined::Ready(ctx, events, leaving))
+    Ok(Joined::Ready(ctx, events, leaving, store))
+}
+
+/// Refuse to join under a name a live worker holds. A `--processes` child is not asked:
+/// its dashboard names its children apart, and starts a new one under a killed one's
+/// name at once, maybe before the server has seen the old session go.
+fn refuse_a_name_in_use(store: &dyn Outbox, name: &str, now_ms: i64) -> Result<(), Failure> {
+    if std::env::var_os(super::flags::CHILD_ENV).is_some() {
+        return Ok(());
+    }
+    let taken = super::present::held_by_another(store, name, now_ms).map_err(Failure::Database)?;
+    if !taken {
+        return Ok(());
+    }
+    let in_use = super::present::names_in_use(store, now_ms).map_err(Failure::Database)?;
+    Err(Failure::NameInUse {
+        name: name.to_string(),
+        in_use: super::present::listed(&in_use),
+    })
 }
 
 /// What a worker process needs to record that it left.

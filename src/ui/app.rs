@@ -31,6 +31,7 @@ mod external;
 mod lesson;
 mod refresh;
 pub mod replay;
+mod screen;
 mod spotlight;
 mod stage;
 mod witness;
@@ -393,6 +394,7 @@ impl App {
             | Action::History
             | Action::ToggleSql
             | Action::Suspend => self.act_on_view(action),
+            Action::WorkersPage(_) | Action::HoldScreen => self.act_on_screen(action),
             Action::NextWorker
             | Action::PrevWorker
             | Action::SelectWorker(_)

@@ -45,6 +45,10 @@ pub enum Action {
     ToggleSql,
     /// Give the terminal back to the shell and stop, as a shell's Ctrl-Z does.
     Suspend,
+    /// The workers pane's next (true) or previous page; the timeline follows.
+    WorkersPage(bool),
+    /// The watch: hold the screen still while the workers go on, or catch up.
+    HoldScreen,
     /// A replay: one event back / on, the previous / next mark, the first / last event.
     EventBack,
     EventOn,
@@ -290,6 +294,16 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::TogglePause,
     },
     Binding {
+        modes: WATCH,
+        differs: &[],
+        keys: &[Key::Char(' ')],
+        label: "space",
+        hint: "hold",
+        help: "hold the screen still (HELD) while the workers go on; space again catches up",
+        section: Section::Clock,
+        action: Action::HoldScreen,
+    },
+    Binding {
         modes: THREADS,
         differs: &[],
         keys: &[Key::Char('n')],
@@ -366,6 +380,26 @@ pub const BINDINGS: &[Binding] = &[
         help: "restart the selected worker as a new incarnation (Worker-A#2)",
         section: Section::Workers,
         action: Action::Restart,
+    },
+    Binding {
+        modes: EVERY,
+        differs: &[],
+        keys: &[Key::Char('>')],
+        label: "> / <",
+        hint: "",
+        help: "next / previous page of workers (page 2/4); the timeline follows",
+        section: Section::Workers,
+        action: Action::WorkersPage(true),
+    },
+    Binding {
+        modes: EVERY,
+        differs: &[],
+        keys: &[Key::Char('<')],
+        label: "<",
+        hint: "",
+        help: "the workers pane's previous page",
+        section: Section::Workers,
+        action: Action::WorkersPage(false),
     },
     Binding {
         modes: THREADS,
@@ -650,6 +684,7 @@ fn is_second_half(a: Action) -> bool {
             | Action::SelectWorker(_)
             | Action::Slower
             | Action::RemoveWorker
+            | Action::WorkersPage(false)
             | Action::EventOn
             | Action::MarkOn
             | Action::LastEvent

@@ -292,6 +292,7 @@ where
         app.refresh(again.table, again.log);
         fits = again;
     }
+    app.ui.worker_page = fits.workers;
     app.ui.narration_more = app.snapshot().lesson.as_ref().map_or(0, |l| {
         render::narration::hidden(l, &app.theme, area.width, fits.narration)
     });

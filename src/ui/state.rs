@@ -53,6 +53,11 @@ pub struct UiState {
     pub sql: bool,
     /// Show a class's scoreboard (`B` in the watch).
     pub scoreboard: bool,
+    /// Workers a page of the workers pane showed in the last frame.
+    pub worker_page: u16,
+    /// The watch's screen is held (`space`): the frame stands as it was while the rows
+    /// keep arriving underneath.
+    pub held: bool,
 }
 
 impl Default for UiState {
@@ -78,6 +83,8 @@ impl Default for UiState {
             throughput: false,
             sql: false,
             scoreboard: false,
+            worker_page: 8,
+            held: false,
             narration_scroll: 0,
             narration_more: 0,
             narration_step: 0,

@@ -35,6 +35,10 @@ impl App {
     pub fn refresh(&mut self, table_rows: u16, log_rows: u16) {
         self.ui.table_page = table_rows.max(1);
         self.ui.log_page = log_rows.max(1);
+        // A held watch draws the frame it held; what arrives waits in the ledger.
+        if self.ui.held {
+            return;
+        }
         // The time first: a verdict the read below logs is stamped now, after the events it
         // judges, not at the last frame's time, above them.
         let now_ms = self.engine.clock.now();
@@ -147,6 +151,7 @@ impl App {
                     None => ("watching ", "worker processes".to_string()),
                 };
                 let reader = &self.reader;
+                x.look_who_is_here(reader.as_ref());
                 x.views(now_ms, &self.ledger, |id| {
                     super::external::row_at(reader.as_ref(), id)
                 })

@@ -89,6 +89,11 @@ impl Witness {
         self.joined.iter().any(Option::is_some)
     }
 
+    /// Whether the worker in `slot` is a process that recorded its joining.
+    pub fn joined(&self, slot: usize) -> bool {
+        self.joined.get(slot).is_some_and(Option::is_some)
+    }
+
     pub fn count(&self) -> usize {
         self.names.len()
     }

@@ -9,6 +9,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{pane, styled};
+use crate::ui::keys::Mode;
 use crate::ui::snapshot::{all_passed, LedgerFigures, Snapshot, Spot};
 use crate::ui::theme::Theme;
 
@@ -48,6 +49,16 @@ pub fn labels(name: &str) -> Option<(&'static str, &'static str)> {
         .map(|(_, long, short)| (*long, *short))
 }
 
+/// The figures that say something went wrong, first in a packed panel of worker processes.
+const TROUBLE: &[&str] = &[
+    "duplicates",
+    "rejected",
+    "reclaims",
+    "violations",
+    "lost",
+    "crashes",
+];
+
 /// From this many lines inside the panel, a figure a line; fewer, and they pack.
 const ROOMY: usize = 8;
 
@@ -65,6 +76,8 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
     let inner = block.inner(area);
     let (named, spots): (&[&str], &[Spot]) = match &s.lesson {
         Some(l) => (&l.named, &l.spots),
+        // A class's workers: what went wrong comes first when the figures pack.
+        None if matches!(s.mode, Mode::Watch | Mode::Processes) => (TROUBLE, &[]),
         None => (&[], &[]),
     };
     let items = items(&s.figures, named, t);

@@ -116,12 +116,15 @@ impl Areas {
         (narration, sql): (u16, u16),
         mode: crate::ui::keys::Mode,
     ) -> Areas {
-        let worker_lines = (workers as u16).clamp(1, MAX_WORKER_LINES);
-        let workers_h = worker_lines + 2;
-        let top_min = (workers_h + LEDGER_H).max(TABLE_MIN_H);
-        let timeline_full = (workers as u16).clamp(1, MAX_LANES) + 2;
         let footer_h = footer::height(area.width, area.height, mode).max(FOOTER_H);
         let body = area.height.saturating_sub(HEADER_H + STRIP_H + footer_h);
+        let (worker_lines, ledger_h) = match narration + sql {
+            0 => crowd(body, workers),
+            _ => ((workers as u16).clamp(1, MAX_WORKER_LINES), LEDGER_H),
+        };
+        let workers_h = worker_lines + 2;
+        let top_min = (workers_h + ledger_h).max(TABLE_MIN_H);
+        let timeline_full = (workers as u16).clamp(1, MAX_LANES).min(worker_lines) + 2;
         let table_needs = (messages.min(u16::MAX as u64) as u16).saturating_add(3);
         let top_needs = table_needs.max(workers_h + LEDGER_FULL_H).max(top_min);
         let want = Want {
@@ -171,6 +174,27 @@ impl Areas {
         }
     }
 }
+
+/// Without a narration or a SQL pane: the lines of the workers pane (a page of the crew,
+/// and as many timeline lanes) and the ledger's height, in `body` rows. When the usual
+/// heights would leave the log a single line of events, the pane and the timeline shrink
+/// alike, and then the ledger packs its figures in three lines, so that the ledger and
+/// the log keep theirs ([`LOG_MIN_H`]): a class of 30 at 80x24 sees pages of three.
+fn crowd(body: u16, workers: usize) -> (u16, u16) {
+    let lines = (workers as u16).clamp(1, MAX_WORKER_LINES);
+    // Both panes' borders, the ledger and a log of one line of events.
+    if (lines + 2) * 2 + LEDGER_H + 3 <= body {
+        return (lines, LEDGER_H);
+    }
+    let fitting = |ledger: u16| body.saturating_sub(ledger + LOG_MIN_H + 4) / 2;
+    if fitting(LEDGER_H) >= CROWD_MIN_LINES {
+        return (fitting(LEDGER_H).min(lines), LEDGER_H);
+    }
+    (fitting(LESSON_LEDGER_H).clamp(1, lines), LESSON_LEDGER_H)
+}
+
+/// The fewest lines a crowded workers pane shows before the ledger packs its figures.
+const CROWD_MIN_LINES: u16 = 3;
 
 /// What the top row and the timeline need, for sharing the body's rows.
 struct Want {
@@ -295,6 +319,8 @@ pub struct Capacity {
     pub table: u16,
     pub log: u16,
     pub narration: u16,
+    /// Workers a page of the workers pane shows.
+    pub workers: u16,
 }
 
 pub fn capacity(
@@ -312,6 +338,7 @@ pub fn capacity(
         table: table::visible_rows(a.table),
         log: a.log.height.saturating_sub(2),
         narration: a.narration.height.saturating_sub(1),
+        workers: a.workers.height.saturating_sub(2),
     }
 }
 
@@ -350,7 +377,8 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, ui: &UiState, t: &Theme) {
     workers::render(frame, a.workers, s, ui, t);
     ledger::render(frame, a.ledger, s, t);
     if a.timeline.height > 0 {
-        timeline::render(frame, a.timeline, s, ui, t);
+        let page = a.workers.height.saturating_sub(2) as usize;
+        timeline::render(frame, a.timeline, s, (ui, page), t);
     }
     if a.log.height > 0 {
         log::render(frame, a.log, s, ui, t);

@@ -40,12 +40,26 @@ pub fn shown_from(width: u16, lease_ms: i64, now_ms: i64) -> i64 {
     w.start - w.mpc
 }
 
-pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &Theme) {
+/// The lanes of the workers pane's page (`page` workers a page) that holds the selected
+/// worker, and the selected one always.
+pub fn render(
+    frame: &mut Frame,
+    area: Rect,
+    s: &Snapshot,
+    (ui, page): (&UiState, usize),
+    t: &Theme,
+) {
     let block = pane(" Timeline ", t, false);
     let inner = block.inner(area);
     let n = s.workers.len();
-    let block = if n > inner.height as usize {
-        block.title(styled(format!(" {} of {n} workers ", inner.height), t.warn))
+    let lanes = inner.height as usize;
+    let first = first_lane(ui.selected, page, lanes);
+    let block = if n > lanes {
+        let last = (first + lanes).min(n);
+        block.title(styled(
+            format!(" {}-{last} of {n} workers ", first + 1),
+            t.warn,
+        ))
     } else {
         block
     };
@@ -55,7 +69,8 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
     let lines: Vec<Line> = s
         .workers
         .iter()
-        .take(inner.height as usize)
+        .skip(first)
+        .take(lanes)
         .map(|w| {
             let name = super::pad(&fit(&w.label(true), LABEL_W - 1), LABEL_W);
             let name_style = if w.slot == ui.selected {
@@ -69,6 +84,13 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
         })
         .collect();
     frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// The first lane shown: the selected worker's page's first, moved on as far as the
+/// selected worker needs when the page has more workers than `lanes`.
+fn first_lane(selected: usize, page: usize, lanes: usize) -> usize {
+    let first = selected / page.max(1) * page.max(1);
+    first.max((selected + 1).saturating_sub(lanes.max(1)))
 }
 
 /// The marks the lanes use, most needed first.

@@ -21,18 +21,25 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
     let block = pane(" Workers ", t, false);
     let inner = block.inner(area);
     let wide = inner.width >= WIDE;
-    let block = if wide {
+    let rows = inner.height as usize;
+    // Narrow, the columns are named unless the page must be: the help names them too.
+    let block = if wide || s.workers.len() > rows {
         block
     } else {
         block.title(styled(" state · owns · done ", t.dim))
     };
-    let rows = inner.height as usize;
-    // Keep the selected worker in view when there are more workers than lines.
-    let first = ui.selected.saturating_sub(rows.saturating_sub(1));
+    // More workers than lines: the pane pages, the selected worker's page in view.
+    let first = ui.selected / rows.max(1) * rows.max(1);
     let n = s.workers.len();
     let block = if n > rows {
         let last = (first + rows).min(n);
-        block.title(styled(format!(" {}-{last} of {n} ", first + 1), t.warn))
+        let (page, pages) = (first / rows.max(1) + 1, n.div_ceil(rows.max(1)));
+        let range = if wide {
+            format!(" {}-{last} of {n} ·", first + 1)
+        } else {
+            String::new()
+        };
+        block.title(styled(format!("{range} page {page}/{pages} > "), t.warn))
     } else {
         block
     };

@@ -209,4 +209,29 @@ pub trait Reading {
     fn held_by_teacher(&self) -> Result<bool> {
         Ok(false)
     }
+    /// The `application_name` of every worker session connected to this database now, as
+    /// the server knows them (PostgreSQL, `pg::session_name`). SQLite has no server to ask:
+    /// `None`.
+    fn sessions(&self) -> Result<Option<Vec<String>>> {
+        Ok(None)
+    }
+    /// The newest row each name wrote in the events table, with its time and kind: what
+    /// tells on SQLite whether a worker is still there.
+    fn newest_rows(&self) -> Result<Vec<NewestRow>> {
+        Ok(Vec::new())
+    }
 }
+
+/// The newest `LeaseEvents` row of one worker name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewestRow {
+    pub worker: String,
+    pub at_ms: i64,
+    pub kind: LeaseEventKind,
+}
+
+/// The newest row of each worker name, in both dialects; bounded like every read of a table
+/// others write.
+pub const NEWEST_ROWS_SQL: &str = "SELECT e.Worker, e.AtUtc, e.Kind FROM LeaseEvents e
+      JOIN (SELECT Worker, MAX(Seq) AS Seq FROM LeaseEvents GROUP BY Worker) m ON m.Seq = e.Seq
+     ORDER BY e.Seq LIMIT 10000";

@@ -83,6 +83,7 @@ mod outbox;
 mod read;
 mod retry;
 mod seed;
+mod session;
 mod status;
 mod tail;
 
@@ -99,6 +100,7 @@ use super::outbox::{DbOrigin, Durability, LeaseClock, StoreShared};
 
 pub use cancel::cancel_all;
 pub use class::{Score, ScoreError};
+pub use session::{is_this_process, name_sessions, named_in, session_name, SESSION_PREFIX};
 pub use tail::PgTail;
 
 /// The statements the PostgreSQL store runs for a worker, by name: the dashboard's SQL pane
@@ -403,6 +405,12 @@ impl PgStore {
     /// Open another connection to a database that [`PgStore::create`] prepared.
     pub fn open(config: &Config) -> Result<PgStore> {
         let shown = describe(config);
+        // A worker process's sessions carry its name, for `pg_stat_activity` to tell.
+        let mut named = config.clone();
+        if let Some(name) = session::this_session() {
+            named.application_name(name);
+        }
+        let config = &named;
         let client = config.connect(NoTls).map_err(|e| {
             let mut why = match e.as_db_error() {
                 Some(db) => db.message().to_string(),

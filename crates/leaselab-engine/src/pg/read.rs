@@ -100,6 +100,31 @@ impl Reading for PgStore {
         Ok(self.class_held()?)
     }
 
+    /// Every role sees the `application_name` of every session in `pg_stat_activity`.
+    fn sessions(&self) -> OutboxResult<Option<Vec<String>>> {
+        let rows = self.client().query(
+            "SELECT application_name FROM pg_stat_activity
+              WHERE datname = current_database() AND application_name LIKE $1 || '%'
+              LIMIT 10000",
+            &[&super::SESSION_PREFIX],
+        )?;
+        Ok(Some(rows.iter().map(|r| r.get(0)).collect()))
+    }
+
+    fn newest_rows(&self) -> OutboxResult<Vec<crate::outbox::NewestRow>> {
+        let rows = self.client().query(crate::outbox::NEWEST_ROWS_SQL, &[])?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| {
+                Some(crate::outbox::NewestRow {
+                    worker: r.get(0),
+                    at_ms: r.get(1),
+                    kind: crate::outbox::LeaseEventKind::parse(r.get(2))?,
+                })
+            })
+            .collect())
+    }
+
     /// The last provider error recorded for the message of `key`.
     fn last_error(&self, key: &str) -> OutboxResult<Option<String>> {
         Ok(self

@@ -6,6 +6,29 @@ use rusqlite::{params, OptionalExtension};
 use super::{MessageRow, OutboxCounts, PaymentCounts, PaymentRow, Result, RowsPerKey, Store};
 
 impl Reading for Store {
+    fn newest_rows(&self) -> Result<Vec<crate::outbox::NewestRow>> {
+        let mut stmt = self.conn.prepare_cached(crate::outbox::NEWEST_ROWS_SQL)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(worker, at_ms, kind)| {
+                Some(crate::outbox::NewestRow {
+                    worker,
+                    at_ms,
+                    kind: crate::outbox::LeaseEventKind::parse(&kind)?,
+                })
+            })
+            .collect())
+    }
+
     /// The last provider error recorded for the message of `key`.
     fn last_error(&self, key: &str) -> Result<Option<String>> {
         Ok(self
