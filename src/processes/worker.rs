@@ -147,7 +147,13 @@ pub fn run(
             return Ok(Ended::Interrupted(signo));
         }
     }
-    let (ctx, events, leaving, joined_on) = match join(opts, interrupts, &mut line)? {
+    let joined = match join(opts, interrupts, &mut line) {
+        Ok(joined) => joined,
+        // A stopping signal cancels the statement running: a join it broke off is stopped
+        // by the signal, not failed.
+        Err(e) => return crate::signals::received().map(Ended::Interrupted).ok_or(e),
+    };
+    let (ctx, events, leaving, joined_on) = match joined {
         Joined::Ready(ctx, events, leaving, store) => (ctx, events, leaving, Some(store)),
         Joined::Interrupted(signo) => return Ok(Ended::Interrupted(signo)),
     };
@@ -176,6 +182,14 @@ pub fn run(
                 let Ok(ev) = ev else { return Err(Failure::ThreadEnded) };
                 drop(joined_on.take());
                 if let Some(error) = failure(&ev) {
+                    // A stopping signal cancels the statement running: the failure is the
+                    // signal's, and the worker stops as a signal stops it.
+                    if let Some(signo) = crate::signals::received() {
+                        handle.send(Control::Shutdown);
+                        handle.join();
+                        leaving.leave(&handle, &crate::signals::name(signo), &mut line);
+                        return Ok(Ended::Interrupted(signo));
+                    }
                     handle.join();
                     // A file deleted under the worker may fail its statements: say why.
                     return Err(match opened.as_ref().and_then(OpenedFile::gone) {
