@@ -171,11 +171,8 @@ pub fn run(
     loop {
         select! {
             recv(looks) -> _ => {
-                if let Some(why) = opened.as_ref().and_then(OpenedFile::gone) {
-                    // Nothing is recorded: the file that would take the row is gone.
-                    handle.send(Control::Shutdown);
-                    handle.join();
-                    return Err(Failure::FileGone { name: opts.name.clone(), why });
+                if let Some(gone) = file_gone(&mut handle, opened.as_ref(), &opts.name) {
+                    return Err(gone);
                 }
             },
             recv(events) -> ev => {
@@ -185,10 +182,7 @@ pub fn run(
                     // A stopping signal cancels the statement running: the failure is the
                     // signal's, and the worker stops as a signal stops it.
                     if let Some(signo) = crate::signals::received() {
-                        handle.send(Control::Shutdown);
-                        handle.join();
-                        leaving.leave(&handle, &crate::signals::name(signo), &mut line);
-                        return Ok(Ended::Interrupted(signo));
+                        return Ok(stopped(&mut handle, &leaving, signo, &mut line));
                     }
                     handle.join();
                     // A file deleted under the worker may fail its statements: say why.
@@ -213,14 +207,42 @@ pub fn run(
             recv(interrupts) -> signo => {
                 // A wait for the lock ends now, so the worker can be joined.
                 crate::engine::stop_waiting();
-                handle.send(Control::Shutdown);
-                handle.join();
                 let signo = signo.unwrap_or(signal_hook::consts::SIGTERM);
-                leaving.leave(&handle, &crate::signals::name(signo), &mut line);
-                return Ok(Ended::Interrupted(signo));
+                return Ok(stopped(&mut handle, &leaving, signo, &mut line));
             },
         }
     }
+}
+
+/// The SQLite file the worker opened is gone (deleted, or another file in its place): the
+/// worker thread ends, and nothing is recorded, since the file that would take the row is
+/// gone.
+fn file_gone(
+    handle: &mut worker::WorkerHandle,
+    opened: Option<&OpenedFile>,
+    name: &str,
+) -> Option<Failure> {
+    let why = opened.and_then(OpenedFile::gone)?;
+    handle.send(Control::Shutdown);
+    handle.join();
+    Some(Failure::FileGone {
+        name: name.to_string(),
+        why,
+    })
+}
+
+/// Stopped by `signo`: the worker thread ends, its lease is given back, its leaving is
+/// recorded.
+fn stopped(
+    handle: &mut worker::WorkerHandle,
+    leaving: &Leaving,
+    signo: i32,
+    line: &mut impl FnMut(&str) -> bool,
+) -> Ended {
+    handle.send(Control::Shutdown);
+    handle.join();
+    leaving.leave(handle, &crate::signals::name(signo), line);
+    Ended::Interrupted(signo)
 }
 
 /// A worker process that has joined its database, or the signal that stopped it first.
