@@ -69,7 +69,14 @@ fn narrate(t: &Told, before: &[String], after: &[String]) -> String {
     // A student's step tells its statements a line each: one sentence here.
     let mut lines = t.text.lines().map(str::trim);
     let first = lines.next().unwrap_or_default().to_string();
-    let rest: Vec<&str> = lines.collect();
+    // The statement's text is in the SQL pane beside the narration: the narration names
+    // its line, so that at 80x24 what the step did is still on screen.
+    let rest: Vec<&str> = lines
+        .map(|l| match l.split_once(": ") {
+            Some((line, _)) if is_line_label(line) => line,
+            _ => l,
+        })
+        .collect();
     let mut text = match rest.is_empty() {
         true => first,
         false => format!("{first}: {}", rest.join(" ")),
@@ -95,6 +102,12 @@ fn narrate(t: &Told, before: &[String], after: &[String]) -> String {
         s = c.to_uppercase() + &s[1..];
     }
     s + "."
+}
+
+/// `line 11`: a statement's label in a told step.
+fn is_line_label(s: &str) -> bool {
+    s.strip_prefix("line ")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Figures worth expecting after a step: each message's row and provider counts, and the

@@ -66,7 +66,20 @@ fn the_naive_claims_race_is_saved_a_statement_a_step_and_replays_its_break() {
             "do = [\"act Worker-B\"]"
         ]
     );
-    assert!(text.contains("statement 1 of 2: line 10: SELECT"), "{text}");
+    // The narration names each statement's line and what it did; its text is in the SQL
+    // pane beside it, so the step's conclusion is not pushed off an 80x24 screen.
+    let words = text.replace("\\\n", " ");
+    let words = words.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("statement 1 of 2: line 10 with :now = 1768467600000 → returned Id = 1"),
+        "{text}"
+    );
+    assert!(!words.contains("SELECT Id"), "{text}");
+    let last_step = words.rsplit("[[step]]").next().unwrap();
+    assert!(
+        last_step.contains("two workers held a live lease on PAY-001"),
+        "{last_step}"
+    );
     let last = text
         .lines()
         .rev()
