@@ -365,6 +365,21 @@ impl<'a> NewEvent<'a> {
         }
     }
 
+    /// A message added to the outbox, by the engine.
+    pub fn added(id: i64, key: &'a str, now: i64) -> NewEvent<'a> {
+        NewEvent {
+            at: now,
+            worker: crate::events::ENGINE,
+            kind: LeaseEventKind::Added,
+            id,
+            key,
+            version: 0,
+            until: None,
+            status: None,
+            detail: None,
+        }
+    }
+
     fn claim(lease: &'a Lease, now: i64) -> NewEvent<'a> {
         NewEvent {
             until: Some(lease.until_ms),

@@ -10,7 +10,7 @@ use super::claim::NewEvent;
 use super::seed::SEEDED_SQL;
 use super::{PgError, PgStore, Result, MAKE_LOCK};
 use crate::events::ENGINE;
-use crate::outbox::{amount_for, payment_key, LeaseEventKind};
+use crate::outbox::{amount_for, payment_key};
 use crate::provider::Provider;
 
 /// Whether the teacher holds the class.
@@ -157,18 +157,7 @@ impl PgStore {
             .map(|r| (r.get(0), r.get(1)))
             .collect();
         for (id, key) in &ids {
-            let added = NewEvent {
-                at: now,
-                worker: ENGINE,
-                kind: LeaseEventKind::Added,
-                id: *id,
-                key,
-                version: 0,
-                until: None,
-                status: None,
-                detail: None,
-            };
-            rec.record(&mut tx, &added)?;
+            rec.record(&mut tx, &NewEvent::added(*id, key, now))?;
         }
         tx.commit()?;
         Ok((round, first))

@@ -11,7 +11,7 @@ use super::claim::NewEvent;
 use super::{identify, make_schema, Identity, PgStore, Result, MAKE_LOCK};
 use crate::events::ENGINE;
 use crate::outbox::Result as OutboxResult;
-use crate::outbox::{amount_for, payment_key, DbOrigin, LeaseEventKind, MessageRef, StoreShared};
+use crate::outbox::{amount_for, payment_key, DbOrigin, MessageRef, StoreShared};
 use crate::provider::Provider;
 
 /// Payments written per transaction while seeding.
@@ -169,18 +169,7 @@ impl Seeding for PgStore {
                 &[&key, &now],
             )?
             .get(0);
-        let added = NewEvent {
-            at: now,
-            worker: ENGINE,
-            kind: LeaseEventKind::Added,
-            id,
-            key,
-            version: 0,
-            until: None,
-            status: None,
-            detail: None,
-        };
-        rec.record(&mut tx, &added)?;
+        rec.record(&mut tx, &NewEvent::added(id, key, now))?;
         tx.commit()?;
         Ok(MessageRef {
             id,
