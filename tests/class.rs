@@ -341,11 +341,26 @@ fn the_watch_shows_the_join_command_the_scoreboard_and_adds_to_the_round() {
         shown.contains(":5432/") && shown.contains("--name YOUR-NAME"),
         "{shown}"
     );
+    // At 80x24 the strip has room for the command's start only: a box below the table
+    // shows it whole, as `class join` prints it.
+    let join = ok(&["class", "join", "--db", url]);
+    let command = join.lines().next().unwrap();
+    let small = support::frame_lines(&mut watch, 80, 24);
+    let boxed: Vec<&str> = small
+        .iter()
+        .skip_while(|l| !l.contains("students join with "))
+        .skip(1)
+        .take_while(|l| !l.starts_with('┗'))
+        .map(|l| l.trim_matches('┃').trim_end())
+        .collect();
+    assert!(boxed.join(" ").starts_with(command), "{small:#?}");
     let ada = Laptop::start(url, "ada", &[]);
     wait_for("the first worker to join the watch", || {
         watch.absorb_events();
         (!screen(&mut watch).contains("students join with")).then_some(())
     });
+    let small = support::frame_lines(&mut watch, 80, 24).join("\n");
+    assert!(!small.contains("students join with"), "{small}");
     wait_for("round 1 to be processed", || drained(&db, 4));
     drop(ada);
     // The help names both keys.

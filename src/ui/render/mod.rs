@@ -30,6 +30,7 @@ pub mod footer;
 pub mod header;
 pub mod help;
 pub mod history;
+pub mod join;
 pub mod ledger;
 pub mod log;
 pub mod narration;
@@ -382,6 +383,11 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, ui: &UiState, t: &Theme) {
     }
     if a.log.height > 0 {
         log::render(frame, a.log, s, ui, t);
+    }
+    if let Some(join) = &s.join_command {
+        // Below the top row: the timeline and the log, empty until somebody joins.
+        let below = a.timeline.union(a.log);
+        join::render(frame, below, join, t);
     }
     if let Some(l) = &s.lesson {
         narration::render(frame, a.narration, l, ui, t);

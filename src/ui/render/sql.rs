@@ -31,7 +31,7 @@ pub fn one_line(sql: &str) -> String {
 }
 
 /// `text` broken at spaces into lines of at most `width` characters (a longer word is cut).
-fn wrap(text: &str, width: usize) -> Vec<String> {
+pub(super) fn wrap(text: &str, width: usize) -> Vec<String> {
     let width = width.max(8);
     let mut out = Vec::new();
     let mut line = String::new();
