@@ -238,12 +238,12 @@ fn lessons_load_by_name_or_path_and_unknown_names_are_refused() {
 }
 
 #[test]
-fn the_readme_shows_the_lease_expiry_lesson_as_it_is() {
-    let readme = include_str!("../README.md");
+fn the_authoring_page_shows_the_lease_expiry_lesson_as_it_is() {
+    let page = include_str!("../docs/lesson-authoring.md");
     let file = include_str!("../assets/lessons/lease-expiry.toml");
     assert!(
-        readme.contains(file.trim_end()),
-        "README's example is not assets/lessons/lease-expiry.toml"
+        page.contains(file.trim_end()),
+        "docs/lesson-authoring.md's example is not assets/lessons/lease-expiry.toml"
     );
 }
 

@@ -1,8 +1,8 @@
 //! Every `leaselab run`, `lesson`, `lessons`, `list`, `explore`, `bench`, `completions` and
-//! `man` line in the README's code blocks runs and exits as the README says: 1 where its
-//! comment says the checks fail, 0 otherwise. A lesson the README opens in the dashboard is
-//! checked headless (`--check`), and the README's own lesson file stands in for
-//! `my-lesson.toml`. The dashboard's own lines (`--watch`, `replay`, `worker`) are driven in
+//! `man` line in the code blocks of the README and of the pages in `docs/` runs and exits as
+//! its page says: 1 where its comment says the checks fail, 0 otherwise. A lesson a page
+//! opens in the dashboard is checked headless (`--check`), and the lesson file of
+//! docs/lesson-authoring.md stands in for `my-lesson.toml`. The dashboard's own lines (`--watch`, `replay`, `worker`) are driven in
 //! a terminal by `tests/ui_pty.rs`, `tests/processes.rs` and `tests/replay.rs`.
 
 use std::path::Path;
@@ -88,12 +88,13 @@ fn commands(readme: &str) -> Vec<Line> {
         .collect()
 }
 
-/// The README's example lesson file: the code block that starts a TOML lesson.
-fn example_lesson(readme: &str) -> String {
-    code_blocks(readme)
+/// The example lesson file of docs/lesson-authoring.md: the code block that starts a TOML
+/// lesson.
+fn example_lesson(page: &str) -> String {
+    code_blocks(page)
         .into_iter()
         .find(|b| b.iter().any(|l| l.starts_with("format_version")))
-        .expect("the README shows a lesson file")
+        .expect("docs/lesson-authoring.md shows a lesson file")
         .join("\n")
 }
 
@@ -147,18 +148,18 @@ fn effectum_program(dir: &Path) -> std::path::PathBuf {
     }
     assert!(
         !matches!(std::env::var("CI").ok().as_deref(), Some("true" | "1")),
-        "{} is not built: in CI the README's `cargo build --release --manifest-path \
+        "{} is not built: in CI docs/performance.md's `cargo build --release --manifest-path \
          reference/effectum/Cargo.toml` must have made it",
         built.display()
     );
     stand_in(dir, "effectum-stand-in", EFFECTUM_ANSWER)
 }
 
-/// The files a page's commands read that its text makes: the README's lesson for
+/// The files a page's commands read that its text makes: the authoring page's lesson for
 /// `my-lesson.toml`, the starter `exercise one-owner --start > mine.toml` writes, and the
 /// two tries docs/teaching-sql.md has a student make of it, each as the page says.
-fn page_files(dir: &Path, readme: &str) {
-    std::fs::write(dir.join("my-lesson.toml"), example_lesson(readme)).unwrap();
+fn page_files(dir: &Path, authoring: &str) {
+    std::fs::write(dir.join("my-lesson.toml"), example_lesson(authoring)).unwrap();
     let starter = leaselab::exercise::built_in("one-owner").unwrap().start;
     std::fs::write(dir.join("mine.toml"), starter).unwrap();
     let take = " WHERE Id = :id RETURNING Id, LeaseVersion";
@@ -173,20 +174,35 @@ fn page_files(dir: &Path, readme: &str) {
     std::fs::write(dir.join("second-try.toml"), starter.replace(take, second)).unwrap();
 }
 
-/// Run the README's command lines that `pick` chooses, each as the README says it exits;
-/// returns how many ran.
-fn run_readme_lines(pick: impl Fn(&Line) -> bool) -> usize {
-    run_page_lines("README.md", pick)
+/// The README and the pages in `docs/` that took over its sections: their commands are
+/// run as the README's are.
+const PAGES: &[&str] = &[
+    "README.md",
+    "docs/teachers-guide.md",
+    "docs/worker-processes.md",
+    "docs/exercises.md",
+    "docs/lesson-authoring.md",
+    "docs/scenarios.md",
+    "docs/postgresql.md",
+    "docs/performance.md",
+    "docs/how-it-works.md",
+];
+
+/// Run the command lines of the README and its pages that `pick` chooses, each as its page
+/// says it exits; returns how many ran.
+fn run_readme_lines(pick: impl Fn(&Line) -> bool + Copy) -> usize {
+    PAGES.iter().map(|page| run_page_lines(page, pick)).sum()
 }
 
 /// Run the command lines of `page` (a path from the repository's root) that `pick`
 /// chooses, each as the page says it exits; returns how many ran.
 fn run_page_lines(page: &str, pick: impl Fn(&Line) -> bool) -> usize {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let authoring = std::fs::read_to_string(root.join("docs/lesson-authoring.md"))
+        .expect("docs/lesson-authoring.md");
     let text = std::fs::read_to_string(root.join(page)).expect("the page");
     let dir = tempfile::tempdir().unwrap();
-    page_files(dir.path(), &readme);
+    page_files(dir.path(), &authoring);
     let effectum = effectum_program(dir.path());
     // `$LEASELAB_PG_URL` stands for a database made for this test and dropped after it.
     let scratch = pg_support::scratch("readme");
@@ -247,6 +263,31 @@ fn the_readme_lines_include_the_retry_and_dead_letter_examples() {
     ] {
         assert!(lines.iter().any(|l| l == want), "{want} not in {lines:?}");
     }
+}
+
+/// Every page in `docs/` that shows a command is one whose commands a test runs.
+#[test]
+fn every_page_with_commands_is_run() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let run_elsewhere = ["docs/class.md", "docs/teaching-sql.md"];
+    let mut pages = 0;
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let name = format!("docs/{}", path.file_name().unwrap().to_str().unwrap());
+        let text = std::fs::read_to_string(&path).unwrap();
+        if commands(&text).is_empty() {
+            continue;
+        }
+        pages += 1;
+        assert!(
+            PAGES.contains(&name.as_str()) || run_elsewhere.contains(&name.as_str()),
+            "{name} shows leaselab commands that no test runs"
+        );
+    }
+    assert!(pages >= 6, "only {pages} pages with commands");
 }
 
 #[test]

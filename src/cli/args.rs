@@ -14,7 +14,7 @@ use super::numbers::{self, MAX_THREADS};
 
 /// Most messages `run`, the dashboard and a worker process seed: each message costs about
 /// 1 KB of ledger and final-state checks, and a million of them would not drain in
-/// reasonable time with every commit synced (see README, Ranges).
+/// reasonable time with every commit synced (see docs/scenarios.md).
 pub const MAX_RUN_MESSAGES: i64 = 100_000;
 
 /// The outbox's size and whether it is leased: `run`, the dashboard and `worker`.

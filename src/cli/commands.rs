@@ -31,7 +31,7 @@ pub enum Command {
     /// scoreboard, and the command students type to join (see docs/class.md).
     #[command(subcommand)]
     Class(ClassCommand),
-    /// Measure claim throughput against the database's own ceiling (see README, Performance).
+    /// Measure claim throughput against the database's own ceiling (see docs/performance.md).
     Bench(BenchArgs),
     /// Open the dashboard on a recorded run (a --db workers used), read from its events:
     /// ←/→ one event, [/] the previous or next mark, Home/End; it shows only what the rows
@@ -334,7 +334,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "URL")]
     pub db: Option<PathBuf>,
     /// Also run effectum, a job queue on SQLite, beside the leased loop: the program built
-    /// from reference/effectum (see the README's Performance section).
+    /// from reference/effectum (see docs/performance.md).
     #[arg(long, value_name = "PROGRAM")]
     pub effectum: Option<PathBuf>,
     /// Measure every leased, plain, batch and effectum run this many times (1-9), each

@@ -406,12 +406,12 @@ fn named_paths(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The map of where each rule lives, and the README's tour of the code, name only files
+/// The map of where each rule lives, and the tour of the code in docs/how-it-works.md, name only files
 /// that exist.
 #[test]
-fn the_rule_map_and_the_readme_name_files_that_exist() {
+fn the_rule_map_and_the_tour_of_the_code_name_files_that_exist() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for doc in ["docs/rules.md", "README.md"] {
+    for doc in ["docs/rules.md", "docs/how-it-works.md"] {
         let text = std::fs::read_to_string(root.join(doc)).unwrap();
         let paths = named_paths(&text);
         assert!(paths.len() > 10, "{doc}: {paths:?}");
