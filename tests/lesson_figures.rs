@@ -240,7 +240,9 @@ fn every_figure_a_step_names_is_on_screen_at_80x24() {
             found.extend(named_columns_on_screen(&s, &step.say).err());
             // The SQL pane a step opens takes the log's place on a small screen (`s` gives
             // the log back): then it is the pane that must be in view.
-            let sql_instead = s.text().contains("┌ SQL ·") && !s.text().contains("┌ Events");
+            let sql_instead = (s.text().contains("┌ SQL ·") || s.text().contains("├ SQL ·"))
+                && !s.text().contains("┌ Events")
+                && !s.text().contains("├ Events");
             if log_lines(&s) < 3 && !sql_instead {
                 found.push(format!("{} event lines in view", log_lines(&s)));
             }

@@ -48,7 +48,12 @@ fn narration(screen: &str) -> String {
     screen
         .lines()
         .skip_while(|l| !l.contains("Lesson step"))
-        .take_while(|l| !l.contains("┌ Events") && !l.contains("┌ Timeline"))
+        // The pane below may be joined to the panel (`├ Events`).
+        .take_while(|l| {
+            !["┌ Events", "├ Events", "┌ Timeline", "├ Timeline"]
+                .iter()
+                .any(|p| l.contains(p))
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -328,7 +333,10 @@ fn with_many_workers_at_80x24_the_workers_pane_pages_and_the_log_keeps_three_lin
     assert_eq!(app.engine.workers().len(), 26);
     let lines = frame_lines(&mut app, 80, 24);
     let s = lines.join("\n");
-    let events = lines.iter().position(|l| l.contains("┌ Events")).unwrap();
+    let events = lines
+        .iter()
+        .position(|l| l.contains("┌ Events") || l.contains("├ Events"))
+        .unwrap();
     let logged = lines[events + 1..]
         .iter()
         .take_while(|l| l.starts_with('│'))
@@ -495,4 +503,30 @@ say = "The new Worker-A takes PAY-001 over."
         !plain.contains("(new)") && !plain.contains("stalled"),
         "{plain}"
     );
+}
+
+/// The narration panel has no bottom border of its own: the pane below closes it, its top
+/// corners joined to the panel's sides (`├`, `┤`), so no box looks left open.
+#[test]
+fn the_narration_panel_is_joined_to_the_pane_below_it() {
+    for (width, height, steps) in [(80, 24, 3), (120, 40, 2), (80, 24, 0)] {
+        let mut app = lesson_app("lease-expiry");
+        for _ in 0..steps {
+            next(&mut app);
+        }
+        let lines = frame_lines(&mut app, width, height);
+        let title = lines
+            .iter()
+            .position(|l| l.contains("Lesson step"))
+            .expect("the panel");
+        let below = lines[title + 1..]
+            .iter()
+            .find(|l| !l.starts_with('│'))
+            .unwrap();
+        assert!(
+            below.starts_with('├') && below.trim_end().ends_with('┤'),
+            "{width}x{height}:\n{}",
+            lines.join("\n")
+        );
+    }
 }

@@ -395,6 +395,9 @@ pub fn draw(frame: &mut Frame, s: &Snapshot, ui: &UiState, t: &Theme) {
     if a.sql.height > 0 {
         sql::render(frame, a.sql, s, ui, t);
     }
+    if s.lesson.is_some() {
+        narration::join_below(frame, a.narration);
+    }
     footer::render(frame, a.footer, s, t);
     if let Some(h) = &s.message_history {
         history::render(frame, area, h, t);

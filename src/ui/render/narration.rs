@@ -18,6 +18,25 @@ pub fn want(l: &LessonView, t: &Theme, width: u16) -> u16 {
     lines(l, t, width.saturating_sub(2)).len() as u16 + 1
 }
 
+/// Joins the panel to the pane right below it: that pane's top corners become `├` and
+/// `┤`, so the two read as one frame split in two rather than a box left open. Call it once
+/// every pane is drawn.
+pub fn join_below(frame: &mut Frame, area: Rect) {
+    let y = area.y + area.height;
+    if area.height == 0 || area.width < 2 || y >= frame.area().height {
+        return;
+    }
+    let right = area.x + area.width - 1;
+    let buf = frame.buffer_mut();
+    for (x, corner, tee) in [(area.x, "┌", "├"), (right, "┐", "┤")] {
+        if let Some(cell) = buf.cell_mut((x, y)) {
+            if cell.symbol() == corner {
+                cell.set_symbol(tee);
+            }
+        }
+    }
+}
+
 /// Lines of the narration below the panel's bottom when `shown` fit.
 pub fn hidden(l: &LessonView, t: &Theme, width: u16, shown: u16) -> u16 {
     (lines(l, t, width.saturating_sub(2)).len() as u16).saturating_sub(shown)
