@@ -530,3 +530,29 @@ fn the_narration_panel_is_joined_to_the_pane_below_it() {
         );
     }
 }
+
+/// A lesson that ends on a failed history check (the harm it shows on purpose) says so in
+/// its last narration, so a class does not read the ✗ as the lab's mistake.
+#[test]
+fn a_lesson_that_ends_on_a_failed_check_says_why_in_its_last_step() {
+    let mut ended_failed = Vec::new();
+    for b in lesson::BUILT_INS {
+        let mut app = lesson_app(b.name);
+        let total = app.stage().lesson().unwrap().runner.total();
+        for _ in 0..total {
+            next(&mut app);
+        }
+        let s = screen(&mut app, 120, 40);
+        if !s.contains("VERDICT ✗") {
+            continue;
+        }
+        ended_failed.push(b.name);
+        let say = &app.snapshot().lesson.as_ref().unwrap().say;
+        assert!(
+            say.to_lowercase().contains("verdict"),
+            "{}: ends on VERDICT ✗ and its last step does not say why:\n{say}",
+            b.name
+        );
+    }
+    assert!(ended_failed.contains(&"zombie-worker"), "{ended_failed:?}");
+}
