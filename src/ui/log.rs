@@ -1,6 +1,6 @@
 //! The event log the dashboard shows: one line per engine event, newest last, bounded.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use crate::engine::events::{Event, EventKind};
 
@@ -35,6 +35,9 @@ pub struct LogLine {
 #[derive(Debug, Clone, Default)]
 pub struct EventLog {
     lines: VecDeque<LogLine>,
+    /// Each held lease's version and expiry, from its claim and heartbeats: a finalize
+    /// accepted after its lease ran out says why it was accepted.
+    leases: HashMap<i64, (i64, i64)>,
 }
 
 impl EventLog {
@@ -82,10 +85,13 @@ impl EventLog {
             EventKind::ProviderCalled { .. } => Tone::Plain,
             _ => Tone::Teacher,
         };
-        let text = match tag {
+        let mut text = match tag {
             Some(tag) => format!("({tag}) {}", ev.describe()),
             None => ev.describe(),
         };
+        if let Some(why) = self.follow_lease(ev) {
+            text.push_str(&why);
+        }
         let fold = match &ev.kind {
             EventKind::ClaimEmpty | EventKind::Loaded { count: 0 } => Some(text.clone()),
             EventKind::ClaimBlocked { key, owner, .. } => Some(format!("blocked {key} {owner}")),
@@ -109,6 +115,44 @@ impl EventLog {
             fold,
         });
         true
+    }
+
+    /// Keeps each lease's expiry; for a finalize accepted after its lease ran out, what
+    /// the line adds: nobody took the message over, and the guard checks the owner and the
+    /// lease version, not the time.
+    fn follow_lease(&mut self, ev: &Event) -> Option<String> {
+        match &ev.kind {
+            EventKind::Seeded { .. } => self.leases.clear(),
+            EventKind::Claimed {
+                id,
+                version,
+                until_ms,
+                ..
+            }
+            | EventKind::Heartbeat {
+                id,
+                version,
+                until_ms,
+                ..
+            } => {
+                self.leases.insert(*id, (*version, *until_ms));
+            }
+            EventKind::Finalized { id, version, .. } => {
+                let (held, until) = self.leases.remove(id)?;
+                return (held == *version && ev.at_ms > until).then(|| {
+                    format!(
+                        ": its lease ran out at {}, but nobody took it over, and the guard \
+                         checks owner and lease version, not the time",
+                        crate::engine::clock::hms(until)
+                    )
+                });
+            }
+            EventKind::FinalizeRejected { id, .. } => {
+                self.leases.remove(id);
+            }
+            _ => {}
+        }
+        None
     }
 
     /// Workers polling an empty outbox would flood the log: count repeats on their last line.
@@ -184,6 +228,68 @@ mod tests {
             kind,
             sql: None,
         }
+    }
+
+    /// `PAY-001` claimed at 0 under lease `version` until 3000, then finalized at `at`.
+    fn finalized_at(at: i64, version: i64, beat_until: Option<i64>) -> String {
+        let mut log = EventLog::default();
+        let claim = EventKind::Claimed {
+            id: 1,
+            key: "PAY-001".into(),
+            until_ms: 3000,
+            version: 1,
+            reclaim: false,
+            way: crate::engine::events::ClaimWay::Next,
+        };
+        log.push_event(&ev("Worker-A", claim));
+        if let Some(until_ms) = beat_until {
+            let beat = EventKind::Heartbeat {
+                id: 1,
+                key: "PAY-001".into(),
+                version: 1,
+                until_ms,
+            };
+            log.push_event(&Event {
+                at_ms: 2000,
+                ..ev("Worker-A", beat)
+            });
+        }
+        let done = EventKind::Finalized {
+            id: 1,
+            key: "PAY-001".into(),
+            version,
+            status: crate::engine::provider::ProviderStatus::Paid,
+        };
+        log.push_event(&Event {
+            at_ms: at,
+            ..ev("Worker-A", done)
+        });
+        log.last().unwrap().text.clone()
+    }
+
+    #[test]
+    fn a_finalize_accepted_after_its_lease_ran_out_says_why() {
+        let late = finalized_at(3500, 1, None);
+        assert!(
+            late.starts_with("FINALIZED PAY-001 Paid (lease v1)"),
+            "{late}"
+        );
+        assert!(
+            late.contains("its lease ran out at ") && late.contains("nobody took it over"),
+            "{late}"
+        );
+        // In time, or kept alive by a heartbeat: nothing to explain.
+        for text in [
+            finalized_at(2500, 1, None),
+            finalized_at(3500, 1, Some(5000)),
+        ] {
+            assert_eq!(text, "FINALIZED PAY-001 Paid (lease v1)");
+        }
+        // Another lease's finalize is not this lease's.
+        assert_eq!(
+            finalized_at(3500, 2, None),
+            "FINALIZED PAY-001 Paid (lease v2)"
+        );
     }
 
     #[test]
