@@ -556,3 +556,22 @@ fn a_lesson_that_ends_on_a_failed_check_says_why_in_its_last_step() {
     }
     assert!(ended_failed.contains(&"zombie-worker"), "{ended_failed:?}");
 }
+
+/// The event log wraps a long line under its own text rather than cut it mid-word:
+/// poison-message's first step sends the class to a line that is wider than 80 columns.
+#[test]
+fn a_long_event_line_wraps_whole_at_80x24() {
+    let mut app = lesson_app("poison-message");
+    next(&mut app);
+    let s = screen(&mut app, 80, 24);
+    let log: String = s
+        .lines()
+        .skip_while(|l| !l.contains(" Events "))
+        .map(|l| l.trim_matches(|c| "│▲▼█║".contains(c)).trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        log.contains("(provider unavailable (failure 1 of 2)); retry from 09:00:01.000"),
+        "{s}"
+    );
+}

@@ -7,10 +7,53 @@ use ratatui::Frame;
 
 use super::{pane, styled};
 use crate::engine::clock::hms;
-use crate::ui::log::Tone;
+use crate::ui::log::{LogLine, Tone};
 use crate::ui::snapshot::Snapshot;
 use crate::ui::state::{Focus, UiState};
 use crate::ui::theme::Theme;
+
+/// Columns before a line's text: its time, its actor and two spaces.
+const LEAD: usize = 12 + 1 + 10 + 1;
+
+/// One log line as rows: the time and actor, then its text wrapped to `width` under itself.
+fn entry(l: &LogLine, width: usize, t: &Theme) -> Vec<Line<'static>> {
+    let style = match l.tone {
+        Tone::Plain => t.base,
+        Tone::Good => t.good,
+        Tone::Warn => t.warn,
+        Tone::Bad => t.bad,
+        Tone::Dim => t.dim,
+        Tone::Teacher => t.key,
+    };
+    let mut text = l.text.clone();
+    if l.repeat > 1 {
+        text.push_str(&format!(" (x{})", l.repeat));
+    }
+    let parts = if width >= 12 {
+        super::sql::wrap(&text, width)
+    } else {
+        vec![text]
+    };
+    parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, part)| {
+            let lead = if i == 0 {
+                vec![
+                    styled(hms(l.at_ms), t.dim),
+                    Span::raw(" "),
+                    styled(super::pad(&l.actor, 10), t.header),
+                    Span::raw(" "),
+                ]
+            } else {
+                vec![Span::raw(" ".repeat(LEAD))]
+            };
+            let mut spans = lead;
+            spans.push(styled(part, style));
+            Line::from(spans)
+        })
+        .collect()
+}
 
 pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &Theme) {
     let log = &s.log;
@@ -22,35 +65,25 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
         " Events ".to_string()
     };
     let block = pane(title, t, ui.focus == Focus::Log);
-    let rows = block.inner(area).height as usize;
+    let inner = block.inner(area);
+    let rows = inner.height as usize;
     let end = total.saturating_sub(log.back);
     let first = end.saturating_sub(rows);
-    // The snapshot holds the page ending at `end`; this pane may show fewer of them.
-    let shown = log.lines.len().min(rows);
-    let lines: Vec<Line> = log.lines[log.lines.len() - shown..]
-        .iter()
-        .map(|l| {
-            let style = match l.tone {
-                Tone::Plain => t.base,
-                Tone::Good => t.good,
-                Tone::Warn => t.warn,
-                Tone::Bad => t.bad,
-                Tone::Dim => t.dim,
-                Tone::Teacher => t.key,
-            };
-            let mut spans = vec![
-                styled(hms(l.at_ms), t.dim),
-                Span::raw(" "),
-                styled(super::pad(&l.actor, 10), t.header),
-                Span::raw(" "),
-                styled(l.text.clone(), style),
-            ];
-            if l.repeat > 1 {
-                spans.push(styled(format!(" (x{})", l.repeat), t.dim));
-            }
-            Line::from(spans)
-        })
-        .collect();
+    // Newest last, each line whole: a long one wraps under its own text, and the oldest
+    // of the page gives way to it. Only a line taller than the pane is cut.
+    let text_w = (inner.width as usize).saturating_sub(LEAD);
+    let mut lines: Vec<Line> = Vec::new();
+    for l in log.lines.iter().rev() {
+        let block = entry(l, text_w, t);
+        if !lines.is_empty() && lines.len() + block.len() > rows {
+            break;
+        }
+        lines.splice(0..0, block);
+        if lines.len() >= rows {
+            break;
+        }
+    }
+    lines.truncate(rows);
     frame.render_widget(Paragraph::new(lines).block(block), area);
     if total > rows {
         let mut state = ScrollbarState::new(total.saturating_sub(rows)).position(first);
