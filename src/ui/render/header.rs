@@ -21,6 +21,12 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
         spans = header_spans(s, t, true);
         used = spans.iter().map(|s| s.width()).sum();
     }
+    // Still too wide: whole items go from the end (the scenario's name first), never a
+    // part of one.
+    while used > area.width as usize && spans.len() > 1 {
+        let gone = spans.pop().map_or(0, |s| s.width());
+        used -= gone;
+    }
     // Extras only where they fit, so the scenario name is never the part cut off.
     let mut extras = vec![Span::raw(format!(
         "  process {}",
@@ -303,7 +309,12 @@ fn fit(spans: Vec<Span<'static>>, width: u16) -> Vec<Span<'static>> {
             continue;
         }
         let room = width.saturating_sub(used);
-        if let Some(cut) = shorten(&span.content, room) {
+        // Whole hints of an item may go, and a sentence may end early at a word; an item
+        // cut to a stub (`b…` of `b back`) is left out whole instead.
+        let first = out.iter().all(|s| s.content.trim().is_empty());
+        let cut = shorten(&span.content, room)
+            .filter(|c| first || !c.ends_with('…') || c.split_whitespace().count() >= 3);
+        if let Some(cut) = cut {
             out.push(Span::styled(cut, span.style));
         }
         break;
@@ -311,16 +322,22 @@ fn fit(spans: Vec<Span<'static>>, width: u16) -> Vec<Span<'static>> {
     out
 }
 
+/// The longest start of `text` made of whole ` · `-separated hints that fits `room`.
+fn hints(text: &str, room: usize) -> Option<String> {
+    let width = |s: &str| Span::raw(s.to_string()).width();
+    let parts: Vec<&str> = text.split(" · ").collect();
+    (1..parts.len())
+        .rev()
+        .map(|n| parts[..n].join(" · "))
+        .find(|head| width(head) <= room && !head.trim().is_empty())
+}
+
 /// The longest start of `text` that fits `room`: whole ` · `-separated hints if any fit,
 /// otherwise whole words and `…`. None when not even one word fits.
 fn shorten(text: &str, room: usize) -> Option<String> {
     let width = |s: &str| Span::raw(s.to_string()).width();
-    let parts: Vec<&str> = text.split(" · ").collect();
-    for n in (1..parts.len()).rev() {
-        let head = parts[..n].join(" · ");
-        if width(&head) <= room {
-            return Some(head);
-        }
+    if let Some(head) = hints(text, room) {
+        return Some(head);
     }
     let mut head = String::new();
     for word in text.split(' ') {
@@ -335,4 +352,38 @@ fn shorten(text: &str, room: usize) -> Option<String> {
         head = next;
     }
     (!head.trim().is_empty()).then(|| format!("{head}…"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(spans: &[Span]) -> String {
+        spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn a_later_item_is_left_out_whole_rather_than_cut_to_a_stub() {
+        let spans = || {
+            vec![
+                Span::raw(" LESSON DONE 11/11 "),
+                Span::raw(" b back · space free play"),
+            ]
+        };
+        // Room for `b back` but not the next hint: the hint goes whole.
+        assert_eq!(text(&fit(spans(), 27)), " LESSON DONE 11/11  b back");
+        // Room for `b` and not `back`: nothing of the item.
+        assert_eq!(text(&fit(spans(), 22)), " LESSON DONE 11/11 ");
+        // The first item is a sentence: it may end early at a word.
+        let first = vec![Span::raw(
+            " watching worker processes: each runs on its own",
+        )];
+        assert_eq!(text(&fit(first, 30)), "watching worker processes:…");
+        // A later sentence keeps its start when three words or more of it fit.
+        let later = vec![
+            Span::raw(" PAUSED "),
+            Span::raw(" next: Worker-A will claim the oldest claimable message"),
+        ];
+        assert_eq!(text(&fit(later, 36)), " PAUSED next: Worker-A will claim…");
+    }
 }
