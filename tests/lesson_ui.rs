@@ -575,3 +575,30 @@ fn a_long_event_line_wraps_whole_at_80x24() {
         "{s}"
     );
 }
+
+/// In a lesson every worker is paused: one whose block has ended is `paused` like the
+/// others, not `idle` (slow-job step 8, poison-message steps 6-8).
+#[test]
+fn a_worker_whose_block_ended_reads_paused_like_the_others_in_a_lesson() {
+    for (name, steps) in [
+        ("slow-job", 8),
+        ("poison-message", 6),
+        ("poison-message", 8),
+    ] {
+        let mut app = lesson_app(name);
+        for _ in 0..steps {
+            next(&mut app);
+        }
+        let s = screen(&mut app, 80, 24);
+        let states: Vec<&str> = s
+            .lines()
+            .flat_map(|l| l.split("Worker-").skip(1))
+            .filter_map(|rest| rest.split_whitespace().nth(1))
+            .collect();
+        assert!(!states.is_empty(), "{s}");
+        assert!(
+            !states.contains(&"idle"),
+            "{name} step {steps}: {states:?}\n{s}"
+        );
+    }
+}

@@ -394,7 +394,12 @@ impl App {
             if !self.still_blocked(b, self.engine.clock.now()) {
                 status.blocked_on = None;
                 if status.state == crate::engine::worker::WorkerState::Blocked {
-                    status.state = crate::engine::worker::WorkerState::Idle;
+                    // What it would be but for the block: paused like the others while
+                    // the dashboard is paused, idle otherwise.
+                    status.state = match status.paused {
+                        true => crate::engine::worker::WorkerState::Paused,
+                        false => crate::engine::worker::WorkerState::Idle,
+                    };
                 }
             }
         }
