@@ -82,6 +82,8 @@ pub struct App {
     throughput: super::throughput::Throughput,
     /// This frame's data, filled by `refresh`.
     snap: Snapshot,
+    /// The lease-expiry story once told to its end: `b` steps back into it.
+    told: Option<LessonMode>,
 }
 
 impl App {
@@ -155,6 +157,7 @@ impl App {
             idle_polls: (0, 0),
             throughput: Default::default(),
             snap: Snapshot::default(),
+            told: None,
             engine,
         }
     }
@@ -320,6 +323,10 @@ impl App {
     /// that work are listed.
     fn not_here(&mut self, mode: keys::Mode, action: Action) {
         use keys::Mode;
+        if (mode, action) == (Mode::Free, Action::StepBack) && self.told.is_some() {
+            // Free play after the story told to its end: `b` steps back into it.
+            return self.lesson_back();
+        }
         let why = match (mode, action) {
             (Mode::Replay, _) => {
                 "a replay changes nothing: ←/→ one event, [/] a mark, Home/End the ends, ? the keys"
@@ -660,6 +667,7 @@ impl App {
         if let Err(e) = self.engine.reset(self.messages, self.paused) {
             return self.ui.say(format!("reset failed: {e}"));
         }
+        self.told = None;
         self.next_slot = 0;
         self.ui.table_offset = 0;
         if self.scenario == Scenario::LeaseExpiry && self.paused && self.leasing() {

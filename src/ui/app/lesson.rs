@@ -8,7 +8,7 @@ use crate::lesson::{Lesson, LessonRunner, StepReport};
 use crate::scenario::Scenario;
 use crate::setup::Timing;
 
-use super::{App, DashboardOptions, Theme};
+use super::{App, DashboardOptions, Stage, Theme};
 
 /// The lesson the dashboard is stepping.
 #[derive(Debug, Clone)]
@@ -220,7 +220,8 @@ impl App {
         self.run_next(&mut mode);
         if mode.story && mode.runner.finished() {
             self.ui
-                .say("story done: n now steps the workers, space runs them");
+                .say("story done: n now steps the workers, space runs them, b steps back into it");
+            self.told = Some(mode);
             return;
         }
         if mode.runner.finished() {
@@ -231,6 +232,12 @@ impl App {
     }
 
     pub(super) fn lesson_back(&mut self) {
+        if self.stage.lesson().is_none() && matches!(self.stage, Stage::Free) {
+            // The story told to its end: back into it, at its last step but one.
+            if let Some(mode) = self.told.take() {
+                self.stage.begin_lesson(mode);
+            }
+        }
         let Some(done) = self.stage.lesson().map(|l| l.runner.done) else {
             self.ui
                 .say("b steps back in a lesson (leaselab lesson NAME)");

@@ -264,15 +264,15 @@ fn replay_spans(
 /// A lesson's (or the story's) place in the strip: the step, what `n` does next, the keys.
 fn lesson_spans(spans: &mut Vec<Span<'static>>, l: &crate::ui::snapshot::LessonView, t: &Theme) {
     if l.story && !l.off_script {
-        spans.push(styled(
-            format!(" STORY {}/{} ", l.done + 1, l.total),
-            t.paused,
-        ));
+        spans.push(styled(format!(" STORY {}/{} ", l.done, l.total), t.paused));
         spans.push(Span::raw(" n: "));
         spans.push(styled(
             l.next_actions.clone().unwrap_or_default(),
             t.next_mover,
         ));
+        if l.done > 0 {
+            spans.push(Span::raw(" · b back"));
+        }
     } else if l.off_script {
         spans.push(styled(" OFF SCRIPT ", t.warn));
         spans.push(Span::raw(
