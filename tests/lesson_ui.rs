@@ -278,7 +278,13 @@ fn a_frozen_worker_is_marked_in_the_workers_panel() {
 
 #[test]
 fn narration_longer_than_its_panel_scrolls_and_a_new_step_starts_at_its_top() {
-    let mut app = lesson_app("one-writer");
+    // one-writer, with a second step that says more than four workers leave room for.
+    let text = include_str!("../assets/lessons/one-writer.toml").replace(
+        "Four workers, eight more jobs:",
+        "Four workers, eight more jobs, and a narration one line too long:",
+    );
+    let lesson = lesson::parse("one-writer", "one-writer.toml", &text).unwrap();
+    let mut app = App::for_lesson(lesson, DashboardOptions::default(), Theme::plain()).unwrap();
     next(&mut app);
     next(&mut app); // four workers: the top row is taller, the narration scrolls
     let s = screen(&mut app, 80, 24);
@@ -601,4 +607,23 @@ fn a_worker_whose_block_ended_reads_paused_like_the_others_in_a_lesson() {
             "{name} step {steps}: {states:?}\n{s}"
         );
     }
+}
+
+/// Every built-in lesson fits 80x24 as drawn: at no step does the narration panel hide a
+/// line (its `more · PgDn` hint), whatever the workers and ledgers take.
+#[test]
+fn every_built_in_lesson_shows_its_whole_narration_at_80x24() {
+    let mut hidden = Vec::new();
+    for b in lesson::BUILT_INS {
+        let mut app = lesson_app(b.name);
+        let total = app.stage().lesson().unwrap().runner.total();
+        for step in 0..=total {
+            let s = screen(&mut app, 80, 24);
+            if s.contains("more · PgDn") {
+                hidden.push(format!("{} step {step}:\n{s}", b.name));
+            }
+            next(&mut app);
+        }
+    }
+    assert!(hidden.is_empty(), "{}", hidden.join("\n"));
 }
