@@ -627,3 +627,25 @@ fn every_built_in_lesson_shows_its_whole_narration_at_80x24() {
     }
     assert!(hidden.is_empty(), "{}", hidden.join("\n"));
 }
+
+/// A line longer than half the log is cut after two rows (`…`), so one long verdict does
+/// not push every other line off an 80x24 screen.
+#[test]
+fn a_very_long_event_line_takes_at_most_half_the_log() {
+    let mut app = lesson_app("no-claim");
+    for _ in 0..4 {
+        next(&mut app);
+    }
+    let s = screen(&mut app, 80, 24);
+    let log: Vec<&str> = s
+        .lines()
+        .skip_while(|l| !l.contains(" Events "))
+        .skip(1)
+        .take_while(|l| l.starts_with('│'))
+        .collect();
+    assert_eq!(log.len(), 3, "{s}");
+    // Two rows of the verdict's long line, and the line before it.
+    let firsts = log.iter().filter(|l| l.contains(":00.000 ")).count();
+    assert!(firsts >= 2, "{s}");
+    assert!(log.iter().any(|l| l.contains('…')), "{s}");
+}

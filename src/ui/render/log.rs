@@ -15,8 +15,9 @@ use crate::ui::theme::Theme;
 /// Columns before a line's text: its time, its actor and two spaces.
 const LEAD: usize = 12 + 1 + 10 + 1;
 
-/// One log line as rows: the time and actor, then its text wrapped to `width` under itself.
-fn entry(l: &LogLine, width: usize, t: &Theme) -> Vec<Line<'static>> {
+/// One log line as rows: the time and actor, then its text wrapped to `width` under itself,
+/// in `most` rows at the most (the last then ends in `…`).
+fn entry(l: &LogLine, width: usize, most: usize, t: &Theme) -> Vec<Line<'static>> {
     let style = match l.tone {
         Tone::Plain => t.base,
         Tone::Good => t.good,
@@ -29,11 +30,17 @@ fn entry(l: &LogLine, width: usize, t: &Theme) -> Vec<Line<'static>> {
     if l.repeat > 1 {
         text.push_str(&format!(" (x{})", l.repeat));
     }
-    let parts = if width >= 12 {
+    let mut parts = if width >= 12 {
         super::sql::wrap(&text, width)
     } else {
         vec![text]
     };
+    if parts.len() > most {
+        parts.truncate(most);
+        if let Some(last) = parts.last_mut() {
+            *last = super::fit(&format!("{last} …"), width);
+        }
+    }
     parts
         .into_iter()
         .enumerate()
@@ -72,16 +79,17 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
     // Newest last, each line whole: a long one wraps under its own text, and the oldest
     // of the page gives way to it. Only a line taller than the pane is cut.
     let text_w = (inner.width as usize).saturating_sub(LEAD);
+    // One line takes at most half the pane (two rows at least), so one long verdict
+    // does not hide the lines before it.
+    let most = (rows / 2).max(2);
     let mut lines: Vec<Line> = Vec::new();
     for l in log.lines.iter().rev() {
-        let block = entry(l, text_w, t);
-        if !lines.is_empty() && lines.len() + block.len() > rows {
+        let room = rows.saturating_sub(lines.len());
+        if room == 0 {
             break;
         }
-        lines.splice(0..0, block);
-        if lines.len() >= rows {
-            break;
-        }
+        // An older line that does not fit whole shows its start, cut in the rows left.
+        lines.splice(0..0, entry(l, text_w, most.min(room), t));
     }
     lines.truncate(rows);
     frame.render_widget(Paragraph::new(lines).block(block), area);
