@@ -26,6 +26,7 @@ use super::timeline::Timeline;
 use super::{DashboardError, DashboardOptions};
 
 mod class;
+mod elsewhere;
 mod exercise;
 mod external;
 mod lesson;
@@ -314,41 +315,6 @@ impl App {
     /// Which dashboard this is, and so which keys it has.
     pub fn mode(&self) -> keys::Mode {
         self.stage.mode()
-    }
-
-    /// A key this dashboard does not have, though another has: say why, and where the keys
-    /// that work are listed.
-    fn not_here(&mut self, mode: keys::Mode, action: Action) {
-        use keys::Mode;
-        let why = match (mode, action) {
-            (Mode::Replay, _) => {
-                "a replay changes nothing: ←/→ one event, [/] a mark, Home/End the ends, ? the keys"
-            }
-            (Mode::Free, Action::StepBack) => "b steps back in a lesson (leaselab lesson NAME)",
-            (Mode::Watch, Action::Crash | Action::Restart | Action::TogglePause) => {
-                "watch mode: the workers are other processes; stop them where they run"
-            }
-            (
-                Mode::Watch | Mode::Processes,
-                Action::Step
-                | Action::AdvanceStep
-                | Action::AdvanceLease
-                | Action::Faster
-                | Action::Slower,
-            ) => "worker processes run on the wall clock: it cannot step, jump or change speed",
-            (Mode::Watch | Mode::Processes, Action::ToggleLeasing | Action::ToggleHeartbeats) => {
-                "each worker process has its own leasing and heartbeats (worker --no-leasing, --no-heartbeat)"
-            }
-            (Mode::Watch, Action::Reset) => "watch mode never empties a database other workers use",
-            (Mode::Processes, Action::Reset) => {
-                "R does nothing with worker processes: quit and start again for a fresh outbox"
-            }
-            (Mode::Watch | Mode::Processes, Action::AddWorker | Action::RemoveWorker) => {
-                "w and W add and stop worker threads; these workers are processes"
-            }
-            _ => "that key does nothing here: ? lists the keys of this screen",
-        };
-        self.ui.say(why);
     }
 
     /// While the help is open only its own keys act: it scrolls, `?` closes it, `q` quits.
