@@ -2,6 +2,7 @@
 //! `App` with key presses and read its state. Each frame, `refresh` copies what the screen
 //! needs into a [`Snapshot`]; the renderers read that, the [`UiState`] and the theme only.
 
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 use crossbeam_channel::Receiver;
@@ -29,6 +30,7 @@ mod class;
 mod elsewhere;
 mod exercise;
 mod external;
+mod freeze;
 mod lesson;
 mod refresh;
 pub mod replay;
@@ -69,6 +71,8 @@ pub struct App {
     pub sql: SqlFold,
     pub ui: UiState,
     paused: bool,
+    /// Free play's worker threads frozen by `z`, by slot.
+    frozen: BTreeSet<usize>,
     speed: f64,
     /// Round-robin position of the single step.
     next_slot: usize,
@@ -147,6 +151,7 @@ impl App {
             sql: SqlFold::new(dialect_of(&engine.db)),
             ui: UiState::default(),
             paused: true,
+            frozen: BTreeSet::new(),
             speed: 1.0,
             next_slot: 0,
             counts_at: None,
@@ -277,11 +282,11 @@ impl App {
                 .and_then(|s| s.actions.first())
                 .and_then(|a| a.worker());
         }
-        let alive: Vec<usize> = self.engine.alive_slots();
+        let movable = self.movable_slots();
         let n = self.worker_count();
         (0..n)
             .map(|i| (self.next_slot + i) % n.max(1))
-            .find(|s| alive.contains(s))
+            .find(|s| movable.contains(s))
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) {
@@ -366,6 +371,7 @@ impl App {
             | Action::SelectWorker(_)
             | Action::Crash
             | Action::Restart => self.act_on_worker(action),
+            Action::Freeze => self.toggle_freeze(),
             Action::AddWorker | Action::RemoveWorker => self.change_crew(action),
             Action::AddPayment
             | Action::Reset
@@ -465,6 +471,7 @@ impl App {
             }
             Action::Crash => self.crash_selected(),
             _ => {
+                self.frozen.remove(&self.ui.selected);
                 self.engine.restart(self.ui.selected, self.paused);
                 self.after_engine_call();
             }
@@ -485,6 +492,7 @@ impl App {
             n.saturating_sub(1)
         };
         let got = self.engine.set_workers(want, self.paused);
+        self.frozen.retain(|slot| *slot < got);
         self.ui.throughput = true;
         self.ui.selected = self.ui.selected.min(got - 1);
         self.ui.say(match (got == n, action == Action::AddWorker) {
@@ -590,7 +598,9 @@ impl App {
             return self.ui.say("n steps while paused: press space first");
         }
         let Some(slot) = self.next_mover() else {
-            return self.ui.say("every worker is down: select one and press r");
+            return self
+                .ui
+                .say("every worker is down or frozen: r restarts the selected one, z wakes it");
         };
         self.engine.step(slot);
         self.next_slot = (slot + 1) % self.worker_count().max(1);
@@ -601,6 +611,7 @@ impl App {
         let slot = self.ui.selected;
         match self.engine.worker(slot) {
             Some(w) if w.is_alive() => {
+                self.frozen.remove(&slot);
                 self.engine.crash(slot);
                 self.after_engine_call();
             }
@@ -623,6 +634,7 @@ impl App {
         if self.stage.lesson().is_some() {
             return self.lesson_goto(0);
         }
+        self.frozen.clear();
         if let Err(e) = self.engine.reset(self.messages, self.paused) {
             return self.ui.say(format!("reset failed: {e}"));
         }

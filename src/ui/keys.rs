@@ -20,6 +20,8 @@ pub enum Action {
     SelectWorker(usize),
     Crash,
     Restart,
+    /// Free play: freeze the selected worker thread holding what it holds, or wake it.
+    Freeze,
     /// Start one more worker thread.
     AddWorker,
     /// Stop the last worker thread.

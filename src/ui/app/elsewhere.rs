@@ -14,7 +14,19 @@ impl App {
                 "a replay changes nothing: ←/→ one event, [/] a mark, Home/End the ends, ? the keys"
             }
             (Mode::Free, Action::StepBack) => "b steps back in a lesson (leaselab lesson NAME)",
-            (Mode::Watch, Action::Crash | Action::Restart | Action::TogglePause) => {
+            (Mode::Lesson, Action::Freeze) if self.is_story() => {
+                "z freezes a worker in free play: space leaves the story for it"
+            }
+            (Mode::Lesson, Action::Freeze) => {
+                "z is free play's: here the lesson's steps drive the workers (its `pause` freezes one)"
+            }
+            (Mode::Processes, Action::Freeze) => {
+                "worker processes: space stops the selected one (SIGSTOP), holding its lease, and wakes it"
+            }
+            (
+                Mode::Watch,
+                Action::Crash | Action::Restart | Action::TogglePause | Action::Freeze,
+            ) => {
                 "watch mode: the workers are other processes; stop them where they run"
             }
             (

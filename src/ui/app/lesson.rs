@@ -316,16 +316,11 @@ impl App {
         mode.script_clock = self.engine.clock.now();
     }
 
-    /// Free play resumes every worker but one the lesson froze.
+    /// Free play resumes every worker but one frozen (by `z`, or by the lesson).
     pub(super) fn resume_workers(&self) {
-        match self.stage.lesson() {
-            None => self.engine.resume_all(),
-            Some(l) => {
-                for w in self.engine.workers() {
-                    if !l.runner.frozen.contains(&w.slot) {
-                        w.send(Control::Resume);
-                    }
-                }
+        for w in self.engine.workers() {
+            if !self.is_frozen(w.slot) {
+                w.send(Control::Resume);
             }
         }
     }

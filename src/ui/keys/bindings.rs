@@ -4,7 +4,7 @@
 use crossterm::event::KeyCode;
 
 use super::{Action, Binding, Key, Mode, Modes, Section};
-use super::{EVERY, LESSON, LIVE, PROCESSES, REPLAY, THREADS, WATCH};
+use super::{EVERY, FREE, LESSON, LIVE, PROCESSES, REPLAY, THREADS, WATCH};
 
 /// Every binding, in footer order (the footer drops the last ones first when narrow).
 pub const BINDINGS: &[Binding] = &[
@@ -207,6 +207,16 @@ pub const BINDINGS: &[Binding] = &[
         help: "restart the selected worker as a new incarnation (Worker-A#2)",
         section: Section::Workers,
         action: Action::Restart,
+    },
+    Binding {
+        modes: FREE,
+        differs: &[],
+        keys: &[Key::Char('z')],
+        label: "z",
+        hint: "",
+        help: "freeze the selected worker holding its lease (FROZEN); z wakes it",
+        section: Section::Workers,
+        action: Action::Freeze,
     },
     Binding {
         modes: EVERY,
