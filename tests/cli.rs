@@ -1548,3 +1548,36 @@ fn a_signal_while_the_effectum_program_runs_stops_it_with_all_it_started() {
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
     assert!(left.is_empty(), "left behind {left:?}");
 }
+
+/// A worker process runs on the wall clock and `run` has nothing to do with it: its help
+/// says so, while `run`'s keeps the scenario clock's words.
+#[test]
+fn the_workers_help_speaks_of_the_wall_clock_and_not_of_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = leaselab(&["worker", "--help"], dir.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let help = stdout(&o);
+    for flag in ["--lease-ms", "--process-ms", "--heartbeat-ms"] {
+        let line = help
+            .lines()
+            .find(|l| l.trim_start().starts_with(flag))
+            .unwrap_or_else(|| panic!("no {flag} in\n{help}"));
+        assert!(line.contains("wall clock"), "{line}");
+    }
+    assert!(!help.contains("scenario"), "{help}");
+    assert!(!help.contains("`run`"), "{help}");
+    assert!(help.contains("must be shorter than --lease-ms"), "{help}");
+    // The manual page, made from the same definition, says the same.
+    let page = stdout(&leaselab(&["man"], dir.path()));
+    let worker = &page[page.find(".SH \"LEASELAB WORKER\"").unwrap()..];
+    let worker = &worker[..worker[1..].find(".SH ").map_or(worker.len(), |i| i + 1)];
+    assert!(
+        worker.contains("wall clock") && !worker.contains("scenario"),
+        "{worker}"
+    );
+    let run = stdout(&leaselab(&["run", "--help"], dir.path()));
+    assert!(
+        run.contains("Lease length in scenario milliseconds"),
+        "{run}"
+    );
+}

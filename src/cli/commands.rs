@@ -25,7 +25,13 @@ pub enum Command {
     Exercise(ExerciseArgs),
     /// One worker as its own process on the real clock, sharing --db with other workers
     /// (processes, on this machine or others); creates and seeds --db when it is missing.
-    #[command(name = flags::WORKER)]
+    #[command(
+        name = flags::WORKER,
+        // A worker runs on the wall clock, not the scenario clock `run` and the dashboard use.
+        mut_arg("lease_ms", |a| a.help(WORKER_LEASE_MS)),
+        mut_arg("process_ms", |a| a.help(WORKER_PROCESS_MS)),
+        mut_arg("heartbeat_ms", |a| a.help(WORKER_HEARTBEAT_MS)),
+    )]
     Worker(WorkerArgs),
     /// A class on one PostgreSQL server: rounds of payments, the teacher's hold and go, the
     /// scoreboard, and the command students type to join (see docs/class.md).
@@ -45,6 +51,15 @@ pub enum Command {
     /// Print the manual page (roff): leaselab man > leaselab.1; man ./leaselab.1
     Man,
 }
+
+/// `worker --lease-ms`: in the worker's own words, on the wall clock.
+const WORKER_LEASE_MS: &str = "Lease length in milliseconds of the wall clock (1-3600000)";
+/// `worker --process-ms`.
+const WORKER_PROCESS_MS: &str = "Milliseconds of the wall clock one message takes to process \
+     (0-600000); without heartbeats it must be shorter than --lease-ms";
+/// `worker --heartbeat-ms`.
+const WORKER_HEARTBEAT_MS: &str = "The worker extends the lease of the message it processes \
+     every N ms of the wall clock (1 to below the lease; default a third of the lease)";
 
 /// `leaselab replay DB`.
 #[derive(Args, Debug, Clone)]
