@@ -26,9 +26,9 @@ impl App {
             return self.ui.say(format!("{name} is down: r restarts it"));
         }
         if !self.engine.freeze(slot, FREEZE_HOW) {
-            return self
-                .ui
-                .say(format!("{name} did not stop in time: it is not frozen"));
+            return self.ui.say(format!(
+                "{name} did not stop (it may be reconnecting): it is not frozen"
+            ));
         }
         self.frozen.insert(slot);
         self.after_engine_call();
