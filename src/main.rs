@@ -29,8 +29,8 @@ fn main() -> ExitCode {
         Some(Command::Bench(a)) => bench::bench(a),
         Some(Command::Explore(a)) => explore::explore(a),
         Some(Command::Replay(a)) => dashboard::replay(&a.db),
-        Some(Command::Completions(a)) => cli::handlers::completions(a.shell),
-        Some(Command::Man) => cli::handlers::man(),
+        Some(Command::Completions(a)) => cli::handlers::shell::completions(a.shell),
+        Some(Command::Man) => cli::handlers::shell::man(),
         // No command: the default lesson, unless the outbox is set up on the command line.
         None if !cli.dashboard.sets_up_an_outbox() => dashboard::lesson_command(&LessonArgs {
             lesson: leaselab::lesson::DEFAULT_LESSON.to_string(),

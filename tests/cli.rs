@@ -1548,3 +1548,212 @@ fn a_signal_while_the_effectum_program_runs_stops_it_with_all_it_started() {
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
     assert!(left.is_empty(), "left behind {left:?}");
 }
+
+/// A worker process runs on the wall clock and `run` has nothing to do with it: its help
+/// says so, while `run`'s keeps the scenario clock's words.
+#[test]
+fn the_workers_help_speaks_of_the_wall_clock_and_not_of_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = leaselab(&["worker", "--help"], dir.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let help = stdout(&o);
+    for flag in ["--lease-ms", "--process-ms", "--heartbeat-ms"] {
+        let line = help
+            .lines()
+            .find(|l| l.trim_start().starts_with(flag))
+            .unwrap_or_else(|| panic!("no {flag} in\n{help}"));
+        assert!(line.contains("wall clock"), "{line}");
+    }
+    assert!(!help.contains("scenario"), "{help}");
+    assert!(!help.contains("`run`"), "{help}");
+    assert!(help.contains("must be shorter than --lease-ms"), "{help}");
+    // The manual page, made from the same definition, says the same.
+    let page = stdout(&leaselab(&["man"], dir.path()));
+    let worker = &page[page.find(".SH \"LEASELAB WORKER\"").unwrap()..];
+    let worker = &worker[..worker[1..].find(".SH ").map_or(worker.len(), |i| i + 1)];
+    assert!(
+        worker.contains("wall clock") && !worker.contains("scenario"),
+        "{worker}"
+    );
+    let run = stdout(&leaselab(&["run", "--help"], dir.path()));
+    assert!(
+        run.contains("Lease length in scenario milliseconds"),
+        "{run}"
+    );
+}
+
+/// The install line `completions --help` gives is the README's, and on a fresh account (no
+/// completions directory yet) it works as written: the script lands where bash-completion
+/// looks, and bash takes it.
+#[test]
+fn the_completion_install_line_works_on_a_fresh_account() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = stdout(&leaselab(&["completions", "--help"], dir.path()));
+    let line = help
+        .lines()
+        .find(|l| l.starts_with("mkdir -p "))
+        .unwrap_or_else(|| panic!("no install line in\n{help}"));
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"));
+    assert!(
+        readme.unwrap().lines().any(|l| l.trim_end() == line),
+        "the README does not show {line}"
+    );
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_leaselab")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = Command::new("sh")
+        .args(["-c", line])
+        .env("HOME", &home)
+        .env("PATH", &path)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let script = home.join(".local/share/bash-completion/completions/leaselab");
+    let loaded = Command::new("bash")
+        .args(["-c", "source \"$1\" && complete -p leaselab", "-"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&loaded.stdout);
+    assert!(
+        loaded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&loaded.stderr)
+    );
+    assert!(said.contains("-F _leaselab_words leaselab"), "{said}");
+}
+
+/// What bash offers for the words of `line` (its last word is the one completed), in `dir`.
+fn bash_offers(script: &Path, dir: &Path, line: &str) -> Vec<String> {
+    let probe = r#"source "$1"
+read -ra COMP_WORDS <<< "$2"
+[[ $2 == *" " ]] && COMP_WORDS+=("")
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+COMP_LINE="$2"; COMP_POINT=${#2}
+fn=$(complete -p leaselab | sed -n 's/.*-F \([^ ]*\) .*/\1/p')
+"$fn" leaselab "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+printf '%s\n' "${COMPREPLY[@]}""#;
+    let o = Command::new("bash")
+        .args(["-c", probe, "-"])
+        .arg(script)
+        .arg(line)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut offered: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
+    offered.sort();
+    offered
+}
+
+/// Tab after a command offers its built-in names (lessons, scenarios, exercises), and files
+/// where a path is taken; flags when a flag is begun, or once the name is given.
+#[test]
+fn tab_completion_offers_the_built_in_names_and_files_where_a_path_is_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("leaselab.bash");
+    std::fs::write(
+        &script,
+        stdout(&leaselab(&["completions", "bash"], dir.path())),
+    )
+    .unwrap();
+    let here = dir.path().join("here");
+    std::fs::create_dir(&here).unwrap();
+    std::fs::write(here.join("my-lesson.toml"), "").unwrap();
+    let offers = |line: &str| bash_offers(&script, &here, line);
+    let sorted = |names: Vec<&str>| {
+        let mut v: Vec<String> = names.into_iter().map(str::to_string).collect();
+        v.sort();
+        v
+    };
+    let lessons: Vec<&str> = leaselab::lesson::BUILT_INS.iter().map(|b| b.name).collect();
+    let mut with_file = lessons.clone();
+    with_file.push("my-lesson.toml");
+    assert_eq!(offers("leaselab lesson "), sorted(with_file.clone()));
+    assert_eq!(offers("leaselab lesson --check "), sorted(with_file));
+    assert_eq!(offers("leaselab lesson zo"), ["zombie-worker"]);
+    assert_eq!(offers("leaselab lesson my"), ["my-lesson.toml"]);
+    let scenarios: Vec<&str> = leaselab::scenario::Scenario::ALL
+        .iter()
+        .map(|s| s.name())
+        .collect();
+    assert_eq!(offers("leaselab run "), sorted(scenarios.clone()));
+    assert_eq!(offers("leaselab --scenario "), sorted(scenarios));
+    let exercises: Vec<&str> = leaselab::exercise::BUILT_INS
+        .iter()
+        .map(|b| b.name)
+        .collect();
+    assert_eq!(offers("leaselab exercise "), sorted(exercises));
+    // Where a path is taken: files.
+    for line in [
+        "leaselab replay ",
+        "leaselab exercise one-owner --check ",
+        "leaselab --sql ",
+        "leaselab lesson --db ",
+    ] {
+        assert_eq!(offers(line), ["my-lesson.toml"], "{line}");
+    }
+    // Flags when one is begun, or once the lesson is named; commands first.
+    let flags = offers("leaselab lesson zombie-worker ");
+    assert!(flags.contains(&"--check".to_string()), "{flags:?}");
+    assert!(flags.iter().all(|f| f.starts_with('-')), "{flags:?}");
+    assert!(offers("leaselab lesson --").contains(&"--check".to_string()));
+    let commands = offers("leaselab ");
+    assert!(commands.contains(&"lesson".to_string()), "{commands:?}");
+    assert!(commands.iter().all(|c| !c.starts_with('-')), "{commands:?}");
+    // zsh and fish name the built-in lessons too (clap's elvish and powershell scripts
+    // complete commands and flags only).
+    for shell in ["zsh", "fish"] {
+        let script = stdout(&leaselab(&["completions", shell], dir.path()));
+        assert!(script.contains("zombie-worker"), "{shell}");
+    }
+}
+
+/// The manual page is one page: it names no other (`leaselab-run(1)`), lists every
+/// command, its own commands (`class new-round`) included, and the dashboard's keys.
+#[test]
+fn the_manual_page_names_no_other_page_and_lists_the_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = stdout(&leaselab(&["man"], dir.path()));
+    assert!(!page.contains("(1)"), "{page}");
+    assert!(page.contains(".SH KEYS"), "{page}");
+    let keys = &page[page.find(".SH KEYS").unwrap()..];
+    let keys = &keys[..keys.find(".SH EXTRA").unwrap()];
+    for b in leaselab::ui::keys::help_entries(leaselab::ui::keys::Mode::Free) {
+        let label = b.label.replace('-', r"\-");
+        assert!(
+            keys.contains(&format!("\\fB{label}\\fR")),
+            "{} missing:\n{keys}",
+            b.label
+        );
+    }
+    for shown in [
+        "freeze the selected worker",
+        r"\fBb\fR",
+        r"\fB[/]\fR",
+        "SIGSTOP",
+    ] {
+        assert!(keys.contains(shown), "{shown} missing:\n{keys}");
+    }
+    for section in ["CLASS NEW-ROUND", "CLASS SCOREBOARD", "REPLAY", "EXPLORE"] {
+        assert!(
+            page.contains(&format!(".SH \"LEASELAB {section}\"")),
+            "no {section}"
+        );
+    }
+    assert!(page.contains(r"\fBleaselab class\fR"), "{page}");
+}

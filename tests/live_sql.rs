@@ -282,3 +282,36 @@ fn a_replay_of_a_students_run_does_not_show_the_labs_statements_as_if_they_ran()
     assert!(text.contains("a student's exercise ran here"), "{text}");
     assert!(!text.contains("UPDATE OutboxMessages"), "{text}");
 }
+
+/// `z` works on a student's workers too: the frozen worker's finalize, after another took
+/// its message over, is refused by the student's own fencing token.
+#[test]
+fn z_freezes_a_worker_running_the_students_statements() {
+    let mut app = live(Arc::new(built_in("stale-finalize").unwrap().model()));
+    press(&mut app, 'n'); // A claims PAY-001
+    press(&mut app, 'z'); // and freezes holding it
+    assert!(app
+        .ui
+        .notice
+        .clone()
+        .unwrap_or_default()
+        .contains("FROZEN holding PAY-001"));
+    press(&mut app, 'A'); // its lease runs out
+    press(&mut app, 'a');
+    for _ in 0..3 {
+        press(&mut app, 'n'); // B: takes PAY-001 over, calls the provider, finalizes
+    }
+    let rows = app.engine.store().messages(0, 3).unwrap();
+    assert_eq!(rows[0].locked_by.as_deref(), Some("Worker-B"), "{rows:?}");
+    assert_eq!(app.ledger.results_written(), 1);
+    press(&mut app, 'z'); // A wakes, believing it holds lease v1
+    for _ in 0..6 {
+        if app.ledger.rejected_finalizes == 0 {
+            press(&mut app, 'n');
+        }
+    }
+    assert_eq!(app.ledger.rejected_finalizes, 1);
+    let a = last(&app, 0);
+    assert!(a[0].sql.contains("LeaseVersion = :version"), "{a:?}");
+    assert!(a[0].effect.ends_with("no row changed"), "{a:?}");
+}

@@ -556,3 +556,68 @@ fn a_woken_zombie_is_at_work_not_unknown() {
     frame_lines(&mut app, 120, 40);
     assert_ne!(worker_state(&app, "Worker-A"), WorkerState::Unknown);
 }
+
+/// Free play's `z` is recorded as a lesson's pause and resume are: a replay of the
+/// database shows the worker FROZEN from the freeze to the wake, holding its lease through
+/// the takeover, and its finalize refused after it.
+#[test]
+fn a_freeze_by_z_in_free_play_replays_as_it_happened() {
+    use leaselab::engine::store::LeaseEventKind;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("free.db");
+    let mut live = App::new(
+        leaselab::ui::DashboardOptions {
+            messages: Some(1),
+            db: Some(db.clone()),
+            ..Default::default()
+        },
+        Theme::plain(),
+    )
+    .unwrap();
+    let press = |app: &mut App, c: char| key(app, KeyCode::Char(c));
+    for c in ['n', 'z', 'A', 'a', 'n', 'n', 'n', 'z'] {
+        press(&mut live, c);
+    }
+    // Worker-A's provider call and finalize, in turn with Worker-B's empty claims.
+    for _ in 0..4 {
+        if live.ledger.rejected_finalizes == 0 {
+            press(&mut live, 'n');
+        }
+    }
+    assert_eq!(
+        (live.ledger.rejected_finalizes, live.ledger.finalized),
+        (1, 1)
+    );
+    drop(live);
+    let recording = leaselab::ui::app::Recording::load(&Db::parse(&db)).unwrap();
+    let at = |kind: LeaseEventKind| {
+        let i = recording.rows.iter().position(|r| r.kind == kind);
+        i.unwrap_or_else(|| panic!("no {kind:?} row")) + 1
+    };
+    let (froze, woke) = (at(LeaseEventKind::Paused), at(LeaseEventKind::Resumed));
+    assert!(froze < woke);
+    let froze_row = &recording.rows[froze - 1];
+    assert_eq!(froze_row.worker, "Worker-A");
+    assert_eq!(froze_row.detail.as_deref(), Some("z key"));
+    assert_eq!(
+        (froze_row.key.as_deref(), froze_row.version),
+        (Some("PAY-001"), Some(1))
+    );
+    let mut app = replay(&db);
+    app.replay_to(froze);
+    let screen = frame_lines(&mut app, 120, 40).join("\n");
+    assert!(screen.contains("FROZEN (z key)"), "{screen}");
+    assert_eq!(worker_state(&app, "Worker-A"), WorkerState::Paused);
+    // Through the takeover it is frozen; woken, it is at work on what it believed.
+    app.replay_to(woke - 1);
+    frame_lines(&mut app, 120, 40);
+    assert_eq!(app.ledger.reclaims, 1);
+    assert_eq!(worker_state(&app, "Worker-A"), WorkerState::Paused);
+    app.replay_to(woke);
+    frame_lines(&mut app, 120, 40);
+    assert_eq!(worker_state(&app, "Worker-A"), WorkerState::Processing);
+    app.replay_to(recording.rows.len());
+    let screen = frame_lines(&mut app, 120, 40).join("\n");
+    assert_eq!(app.ledger.rejected_finalizes, 1, "{screen}");
+    assert!(!screen.contains("CRASHED"), "{screen}");
+}

@@ -617,3 +617,143 @@ fn the_story_steps_back_like_a_lesson_and_space_leaves_it_for_free_play() {
     assert!(app.is_story());
     assert_eq!(app.stage().lesson().map(|l| l.runner.done), Some(0));
 }
+
+/// How many actions worker `slot` has started.
+fn acts(app: &App, slot: usize) -> u64 {
+    app.engine.worker(slot).unwrap().status().acts
+}
+
+/// `z` freezes the selected worker holding its lease: steps pass it by, its lease runs out
+/// and Worker-B takes the message over. Woken, it carries on with what it believed, and
+/// its finalize is refused by the lease version it still holds.
+#[test]
+fn z_freezes_a_worker_whose_finalize_after_a_takeover_is_rejected() {
+    let mut app = app(DashboardOptions {
+        messages: Some(1),
+        ..DashboardOptions::default()
+    });
+    press(&mut app, 'n'); // Worker-A claims PAY-001 (lease v1)
+    press(&mut app, 'z'); // Worker-A (selected) freezes holding it
+    app.refresh(20, 10);
+    let a = &app.snapshot().workers[0];
+    assert!(a.frozen, "{a:?}");
+    assert_eq!(a.status.lease.as_ref().map(|l| l.version), Some(1));
+    assert!(app.log.contains("FROZEN (z key)"), "{:?}", app.log.last());
+    let notice = app.ui.notice.clone().unwrap_or_default();
+    assert!(
+        notice.contains("FROZEN holding PAY-001 (lease v1)"),
+        "{notice}"
+    );
+    let frozen_at = acts(&app, 0);
+    // A step passes it by: Worker-B moves, and is blocked by the frozen worker's lease.
+    press(&mut app, 'n');
+    app.refresh(20, 10);
+    assert_eq!(app.snapshot().workers[1].status.state, WorkerState::Blocked);
+    press(&mut app, 'A'); // a lease and a little later it has run out: a frozen worker
+    press(&mut app, 'a'); // never beats
+    press(&mut app, 'n'); // Worker-B takes PAY-001 over (lease v2)
+    assert_eq!(app.ledger.reclaims, 1);
+    press(&mut app, 'n'); // Worker-B calls the provider
+    press(&mut app, 'n'); // and finalizes
+    assert_eq!(app.ledger.finalized, 1);
+    assert_eq!(acts(&app, 0), frozen_at, "a frozen worker acted");
+    press(&mut app, 'z'); // Worker-A wakes, still believing it holds lease v1
+    app.refresh(20, 10);
+    assert!(!app.snapshot().workers[0].frozen);
+    assert!(app.log.contains("WOKE (z key)"), "{:?}", app.log.last());
+    // Its provider call, then its finalize, in turn with Worker-B's empty claims.
+    for _ in 0..4 {
+        if app.ledger.rejected_finalizes > 0 {
+            break;
+        }
+        press(&mut app, 'n');
+    }
+    assert_eq!(app.ledger.rejected_finalizes, 1);
+    assert!(app.log.contains("FINALIZE REJECTED PAY-001: lease v1 lost"));
+    assert_eq!(app.ledger.finalized, 1);
+    assert_eq!(
+        row_status(&app, 1),
+        ("Processed".into(), Some("Worker-B".into()))
+    );
+}
+
+/// Live, a worker frozen while it processes stays frozen through a pause and a resume,
+/// and wakes to carry on; a worker that is down cannot be frozen.
+#[test]
+fn z_freezes_a_running_worker_until_z_wakes_it() {
+    let mut app = app(DashboardOptions {
+        messages: Some(2),
+        timing: Timing {
+            lease_ms: 120_000,
+            process_ms: 60_000,
+            ..Timing::DASHBOARD
+        },
+        reliability: leaselab::setup::Reliability {
+            heartbeats: false,
+            ..Default::default()
+        },
+        ..DashboardOptions::default()
+    });
+    app.start();
+    wait_for(&mut app, "both workers to hold a lease", |a| {
+        a.snapshot()
+            .workers
+            .iter()
+            .all(|w| w.status.lease.is_some())
+    });
+    press(&mut app, 'z');
+    assert!(app.engine.worker(0).unwrap().status().paused);
+    let frozen_at = acts(&app, 0);
+    press(&mut app, ' '); // pause and run again: the frozen worker stays frozen
+    press(&mut app, ' ');
+    assert!(!app.paused());
+    press(&mut app, 'A'); // both leases run out; Worker-B finishes and takes PAY-001 over
+    wait_for(&mut app, "Worker-B to take PAY-001 over", |a| {
+        a.ledger.reclaims == 1 && a.ledger.finalized == 1
+    });
+    press(&mut app, 'A');
+    wait_for(&mut app, "Worker-B to finalize PAY-001", |a| {
+        a.ledger.finalized == 2
+    });
+    assert_eq!(acts(&app, 0), frozen_at, "a frozen worker acted");
+    app.refresh(20, 10);
+    assert!(app.snapshot().workers[0].frozen);
+    press(&mut app, 'z');
+    wait_for(&mut app, "the woken worker's finalize to be refused", |a| {
+        a.ledger.rejected_finalizes == 1
+    });
+    assert_eq!(app.ledger.finalized, 2);
+    // A worker that is down is not frozen: it says so.
+    press(&mut app, 'c');
+    press(&mut app, 'z');
+    let notice = app.ui.notice.clone().unwrap_or_default();
+    assert!(notice.contains("is down: r restarts it"), "{notice}");
+    app.refresh(20, 10);
+    assert!(!app.snapshot().workers[0].frozen);
+}
+
+/// `z` is free play's: where the workers are not this dashboard's threads to freeze, or a
+/// lesson's steps drive them, it says so in one line.
+#[test]
+fn z_says_why_where_it_cannot_freeze() {
+    let mut lesson = support::lesson_app("zombie-worker");
+    press(&mut lesson, 'z');
+    let notice = lesson.ui.notice.clone().unwrap_or_default();
+    assert!(
+        notice.contains("lesson's steps drive the workers"),
+        "{notice}"
+    );
+    assert!(!lesson.snapshot().workers.iter().any(|w| w.frozen));
+    let mut story = app(DashboardOptions {
+        scenario: Scenario::LeaseExpiry,
+        ..DashboardOptions::default()
+    });
+    press(&mut story, 'z');
+    let notice = story.ui.notice.clone().unwrap_or_default();
+    assert!(notice.contains("space leaves the story"), "{notice}");
+    let dir = tempfile::tempdir().unwrap();
+    let mut watch = support::watcher(&dir.path().join("w.db"), 2);
+    press(&mut watch, 'z');
+    let notice = watch.ui.notice.clone().unwrap_or_default();
+    assert!(notice.contains("watch mode"), "{notice}");
+}

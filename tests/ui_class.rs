@@ -175,8 +175,20 @@ fn one_payment_and_one_line_are_singular() {
 fn help_explains_the_columns_the_timeline_marks_and_j_k() {
     let mut app = app(DashboardOptions::default());
     press(&mut app, '?');
-    let all = frame_lines(&mut app, 120, 40).join("\n");
-    for needle in ["Ver:", "┊Runs:", "L loaded", "↻ restarted", "+N", "j/k"] {
+    // Read to its end: the help scrolls at 120x40 too.
+    let mut all = String::new();
+    for _ in 0..20 {
+        all.push_str(&frame_lines(&mut app, 120, 40).join("\n"));
+        key(&mut app, KeyCode::PageDown);
+    }
+    for needle in [
+        "Ver:",
+        "┊Runs:",
+        "L loaded",
+        "↻ restarted",
+        "no lease +",
+        "j/k",
+    ] {
         assert!(all.contains(needle), "{needle} missing:\n{all}");
     }
 }
@@ -614,4 +626,237 @@ fn the_header_says_whether_heartbeats_are_on_and_the_strip_cuts_no_word() {
     assert!(wide[0].contains("heartbeats OFF"), "{}", wide[0]);
     let narrow = frame_lines(&mut app, 80, 24);
     assert!(narrow[0].contains("♥OFF"), "{}", narrow[0]);
+}
+
+/// What a mark or word of the workers pane is once names, message keys, numbers, units,
+/// borders and cuts are taken out: `→B` is `→`, `♥300` is `♥`, `Worker-A` is nothing.
+fn shape(token: &str) -> String {
+    let t: String = token
+        .chars()
+        .filter(|c| !"┌┐└┘─│┏┓┗┛━┃·…`,;:.()".contains(*c))
+        .collect();
+    let mut out = String::new();
+    let mut rest = t.as_str();
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix("Worker-") {
+            // A worker's name: its letter and incarnation.
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '#'))
+                .unwrap_or(after.len());
+            rest = &after[end..];
+        } else if let Some(after) = rest.strip_prefix("PAY-") {
+            rest = after.trim_start_matches(|c: char| c.is_ascii_digit());
+        } else {
+            let c = rest.chars().next().unwrap();
+            if !c.is_ascii_digit() {
+                out.push(c);
+            }
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    // A short name after a mark (`→B`), or alone (`A stalled`).
+    let mut chars: Vec<char> = out.chars().collect();
+    let n = chars.len();
+    if n >= 1 && chars[n - 1].is_ascii_uppercase() && (n == 1 || !chars[n - 2].is_alphanumeric()) {
+        chars.pop();
+    }
+    let out: String = chars.into_iter().collect();
+    match out.as_str() {
+        "ms" | "s" | "/" => String::new(),
+        _ => out,
+    }
+}
+
+/// The shapes of the words of `text`; a mark is a word of its own (`▶→Worker-A`).
+fn shapes(text: &str) -> std::collections::BTreeSet<String> {
+    let mut spaced = String::new();
+    for c in text.chars() {
+        match c {
+            '▶' | '→' | '♥' => spaced.extend([' ', c, ' ']),
+            _ => spaced.push(c),
+        }
+    }
+    spaced
+        .split_whitespace()
+        .map(shape)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Which dashboards draw a worker in `state`. A match without a catch-all: a new state
+/// does not compile until it is placed here, and then its word must be in their help.
+fn drawn_in(state: leaselab::engine::worker::WorkerState) -> &'static [keys::Mode] {
+    use keys::Mode::*;
+    use leaselab::engine::worker::WorkerState::*;
+    const ALL: &[keys::Mode] = &[Free, Lesson, Replay, Watch, Processes];
+    match state {
+        // An outside worker frozen (a recorded freeze, SIGSTOP) is `Paused` and FROZEN.
+        Idle | Processing | Crashed | Paused => ALL,
+        Claiming | Finalizing | Blocked | Stopped => &[Free, Lesson],
+        Held => &[Processes],
+        Left | Unknown => &[Replay, Watch, Processes],
+    }
+}
+
+/// One worker line of every kind a dashboard of `mode` can draw in `state`.
+fn views_of(
+    mode: keys::Mode,
+    state: leaselab::engine::worker::WorkerState,
+) -> Vec<leaselab::ui::app::WorkerView> {
+    use leaselab::engine::outbox::{Lease, MessageRef};
+    use leaselab::engine::worker::{BlockedOn, WorkerStatus};
+    let threads = matches!(mode, keys::Mode::Free | keys::Mode::Lesson);
+    let now = leaselab::engine::clock::SCENARIO_START_MS;
+    let lease = |until_ms: i64| Lease {
+        id: 1,
+        key: "PAY-001".into(),
+        owner: "Worker-A".into(),
+        until_ms,
+        version: 1,
+        seeding: 1,
+    };
+    let base = WorkerStatus {
+        name: "Worker-A".into(),
+        state,
+        paused: state == leaselab::engine::worker::WorkerState::Paused,
+        ..WorkerStatus::default()
+    };
+    let mut statuses = vec![
+        base.clone(),
+        WorkerStatus {
+            lease: Some(lease(now + 1_200)),
+            ..base.clone()
+        },
+        WorkerStatus {
+            lease: Some(lease(now + 30_000)),
+            ..base.clone()
+        },
+        WorkerStatus {
+            lease: Some(lease(now - 1)),
+            ..base.clone()
+        },
+    ];
+    if threads {
+        statuses.push(WorkerStatus {
+            lease: Some(lease(now + 1_200)),
+            last_beat_ms: Some(now - 300),
+            ..base.clone()
+        });
+        statuses.push(WorkerStatus {
+            blocked_on: Some(BlockedOn {
+                id: 1,
+                key: "PAY-001".into(),
+                owner: "Worker-B".into(),
+                until_ms: now + 900,
+            }),
+            ..base.clone()
+        });
+        statuses.push(WorkerStatus {
+            working_on: Some(MessageRef {
+                id: 1,
+                key: "PAY-001".into(),
+            }),
+            queued: 2,
+            ..base.clone()
+        });
+    }
+    let frozen: &[bool] = match (state, threads) {
+        (leaselab::engine::worker::WorkerState::Paused, true) => &[false, true],
+        (leaselab::engine::worker::WorkerState::Paused, false) => &[true],
+        _ => &[false],
+    };
+    let namesakes: &[Option<leaselab::engine::Namesake>] = if threads {
+        &[
+            None,
+            Some(leaselab::engine::Namesake::Stalled),
+            Some(leaselab::engine::Namesake::New),
+        ]
+    } else {
+        &[None]
+    };
+    let mut views = Vec::new();
+    for status in statuses {
+        for &frozen in frozen {
+            for taken_by in [None, Some("Worker-B".to_string())] {
+                for &namesake in namesakes {
+                    views.push(leaselab::ui::app::WorkerView {
+                        slot: 0,
+                        status: status.clone(),
+                        done: 4,
+                        frozen,
+                        taken_by: taken_by.clone().filter(|_| status.lease.is_some()),
+                        namesake,
+                    });
+                }
+            }
+        }
+    }
+    views
+}
+
+/// Every mark and word the workers pane can draw in a dashboard is in that dashboard's
+/// help. The pane is drawn for a worker in every state it can be in there, holding a live,
+/// beating, expired or taken lease, blocked, working without a lease, or holding nothing,
+/// stalled or not, selected and next to move, at every width from a projector's to a wide
+/// screen, one worker and a page of many; each thing drawn that is not a name, a message
+/// key or a number is looked up in the help.
+#[test]
+fn the_help_explains_every_mark_and_word_of_the_workers_pane() {
+    use leaselab::engine::worker::WorkerState::*;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+    let states = [
+        Idle, Claiming, Processing, Finalizing, Paused, Blocked, Crashed, Stopped, Held, Left,
+        Unknown,
+    ];
+    let modes = [
+        keys::Mode::Free,
+        keys::Mode::Lesson,
+        keys::Mode::Replay,
+        keys::Mode::Watch,
+        keys::Mode::Processes,
+    ];
+    for mode in modes {
+        let help = leaselab::ui::render::help::text(mode);
+        let known = shapes(&help);
+        let views: Vec<_> = states
+            .iter()
+            .filter(|s| drawn_in(**s).contains(&mode))
+            .flat_map(|s| views_of(mode, *s))
+            .collect();
+        let mut unexplained = std::collections::BTreeMap::new();
+        for (width, height) in [(36, 6), (42, 6), (50, 6), (54, 6), (72, 6), (54, 3)] {
+            for view in &views {
+                // Selected and next to move; and on a page of several (height 3).
+                let mut snap = leaselab::ui::snapshot::Snapshot {
+                    mode,
+                    now_ms: leaselab::engine::clock::SCENARIO_START_MS,
+                    next_mover: Some(0),
+                    ..Default::default()
+                };
+                snap.workers = vec![view.clone(); 3];
+                for (slot, w) in snap.workers.iter_mut().enumerate() {
+                    w.slot = slot;
+                }
+                let ui = leaselab::ui::state::UiState::default();
+                let mut t = Terminal::new(TestBackend::new(width, height)).unwrap();
+                t.draw(|f| {
+                    leaselab::ui::render::workers::render(f, f.area(), &snap, &ui, &Theme::plain())
+                })
+                .unwrap();
+                let drawn = format!("{}", t.backend()).replace('"', " ");
+                for s in shapes(&drawn) {
+                    if !known.contains(&s) {
+                        unexplained.entry(s).or_insert(drawn.clone());
+                    }
+                }
+            }
+        }
+        assert!(
+            unexplained.is_empty(),
+            "{mode:?}: the help does not explain {:?}, drawn as in\n{}\nhelp:\n{help}",
+            unexplained.keys().collect::<Vec<_>>(),
+            unexplained.values().next().unwrap()
+        );
+    }
 }

@@ -105,3 +105,38 @@ fn a_claim_blocked_by_a_crashed_workers_live_lease() {
         insta::assert_snapshot!(format!("blocked_live_{w}x{h}"), t.backend());
     }
 }
+
+/// `z` froze Worker-A holding PAY-001: its line says FROZEN and what it holds, the step
+/// marker passes it by, at a projector's size and a larger one.
+#[test]
+fn a_worker_frozen_by_z() {
+    let mut app = app(DashboardOptions::default());
+    press(&mut app, 'n'); // Worker-A claims PAY-001
+    press(&mut app, 'n'); // Worker-B claims PAY-002
+    press(&mut app, 'z'); // Worker-A (selected) freezes holding PAY-001
+    for (w, h) in [(80, 24), (120, 36)] {
+        let t = frame(&mut app, w, h);
+        let text = format!("{}", t.backend());
+        let line = text
+            .lines()
+            .find(|l| l.contains("▶Worker-A") || l.contains("▶ Worker-A"))
+            .unwrap_or_else(|| panic!("no line for Worker-A:\n{text}"));
+        assert!(
+            line.contains("FROZEN") && line.contains("PAY-001"),
+            "{line}"
+        );
+        assert!(
+            !line.contains('→'),
+            "the next step does not move it: {line}"
+        );
+        insta::assert_snapshot!(format!("frozen_by_z_{w}x{h}"), t.backend());
+    }
+    // Past its lease's end it still believes it holds it; the line says it ran out.
+    press(&mut app, 'A');
+    press(&mut app, 'a');
+    let text = format!("{}", frame(&mut app, 120, 36).backend());
+    assert!(
+        text.contains("▶ Worker-A   FROZEN     held PAY-001 expired"),
+        "{text}"
+    );
+}

@@ -299,3 +299,29 @@ fn a_watched_sqlite_file_deleted_stops_the_view_in_one_line() {
     );
     assert!(!lines[1].contains("reconnecting"), "{}", lines[1]);
 }
+
+/// A watch of the database free play uses shows the worker `z` froze as FROZEN, and at
+/// work again once `z` woke it: the rows say so, as for a lesson's pause.
+#[test]
+fn the_watch_shows_a_freeze_by_z_in_free_play() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("free.db");
+    let mut live = support::app(leaselab::ui::DashboardOptions {
+        messages: Some(2),
+        db: Some(db.clone()),
+        ..Default::default()
+    });
+    press(&mut live, 'n'); // Worker-A claims PAY-001
+    let mut watch = watcher(&db, 2);
+    press(&mut live, 'z');
+    wait_until(&mut watch, "Worker-A frozen", |a, lines| {
+        state_of(a, "Worker-A") == Some(WorkerState::Paused)
+            && lines
+                .iter()
+                .any(|l| l.contains("Worker-A") && l.contains("FROZEN"))
+    });
+    press(&mut live, 'z');
+    wait_until(&mut watch, "Worker-A woken", |a, _| {
+        state_of(a, "Worker-A") == Some(WorkerState::Processing)
+    });
+}

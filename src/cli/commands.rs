@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use leaselab::processes::flags;
 
 use super::args::{OutboxArgs, ReliabilityArgs, ThreadArgs, TimingArgs};
-use super::numbers;
+use super::{names, numbers};
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -25,7 +25,13 @@ pub enum Command {
     Exercise(ExerciseArgs),
     /// One worker as its own process on the real clock, sharing --db with other workers
     /// (processes, on this machine or others); creates and seeds --db when it is missing.
-    #[command(name = flags::WORKER)]
+    #[command(
+        name = flags::WORKER,
+        // A worker runs on the wall clock, not the scenario clock `run` and the dashboard use.
+        mut_arg("lease_ms", |a| a.help(WORKER_LEASE_MS)),
+        mut_arg("process_ms", |a| a.help(WORKER_PROCESS_MS)),
+        mut_arg("heartbeat_ms", |a| a.help(WORKER_HEARTBEAT_MS)),
+    )]
     Worker(WorkerArgs),
     /// A class on one PostgreSQL server: rounds of payments, the teacher's hold and go, the
     /// scoreboard, and the command students type to join (see docs/class.md).
@@ -40,17 +46,31 @@ pub enum Command {
     /// Run every schedule of a small world's worker steps and faults on real SQLite, and
     /// show a shortest one that breaks each check.
     Explore(ExploreArgs),
-    /// Print a completion script for a shell: leaselab completions bash > /etc/bash_completion.d/leaselab
+    /// Print a completion script for a shell: commands, flags, and the built-in names
+    /// (see `leaselab completions --help` for where it goes).
+    ///
+    /// For bash, on a fresh account too (bash-completion loads it in the next shell):
+    ///
+    /// mkdir -p ~/.local/share/bash-completion/completions && leaselab completions bash > ~/.local/share/bash-completion/completions/leaselab
     Completions(CompletionsArgs),
     /// Print the manual page (roff): leaselab man > leaselab.1; man ./leaselab.1
     Man,
 }
 
+/// `worker --lease-ms`: in the worker's own words, on the wall clock.
+const WORKER_LEASE_MS: &str = "Lease length in milliseconds of the wall clock (1-3600000)";
+/// `worker --process-ms`.
+const WORKER_PROCESS_MS: &str = "Milliseconds of the wall clock one message takes to process \
+     (0-600000); without heartbeats it must be shorter than --lease-ms";
+/// `worker --heartbeat-ms`.
+const WORKER_HEARTBEAT_MS: &str = "The worker extends the lease of the message it processes \
+     every N ms of the wall clock (1 to below the lease; default a third of the lease)";
+
 /// `leaselab replay DB`.
 #[derive(Args, Debug, Clone)]
 pub struct ReplayArgs {
     /// The database the run used: a SQLite file, or postgres://USER@HOST/DB.
-    #[arg(value_name = "PATH|URL")]
+    #[arg(value_name = "PATH|URL", value_hint = clap::ValueHint::AnyPath)]
     pub db: PathBuf,
 }
 
@@ -127,7 +147,7 @@ pub struct CompletionsArgs {
 #[derive(Args, Debug, Clone, Default)]
 pub struct DashboardArgs {
     /// The scenario to open (see `leaselab list`).
-    #[arg(long = "scenario", value_name = "NAME")]
+    #[arg(long = "scenario", value_name = "NAME", value_parser = names::scenarios(), hide_possible_values = true)]
     pub open_scenario: Option<String>,
     #[command(flatten)]
     pub threads: ThreadArgs,
@@ -182,6 +202,7 @@ impl DashboardArgs {
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     /// One of: competing-no-claim, outbox-leasing, lease-expiry, soak.
+    #[arg(value_parser = names::scenarios(), hide_possible_values = true)]
     pub scenario: String,
     /// Print the JSON report on stdout instead of the text report.
     #[arg(long)]
@@ -209,6 +230,7 @@ pub struct RunArgs {
 #[derive(Args, Debug, Clone)]
 pub struct LessonArgs {
     /// A built-in lesson (see `leaselab lessons`) or the path of a lesson file.
+    #[arg(value_parser = names::lessons(), hide_possible_values = true, value_hint = clap::ValueHint::FilePath)]
     pub lesson: String,
     /// Run every step and check every expectation; exit 0 only when all hold.
     #[arg(long, conflicts_with = "print")]
@@ -263,7 +285,7 @@ pub struct ExercisesArgs {
 #[command(group(clap::ArgGroup::new("what").required(true).args(["start", "solution", "check"])))]
 pub struct ExerciseArgs {
     /// The built-in exercise (leaselab exercises lists them).
-    #[arg(value_name = "NAME")]
+    #[arg(value_name = "NAME", value_parser = names::exercises(), hide_possible_values = true)]
     pub name: String,
     /// Print the starter file, to copy and change.
     #[arg(long)]

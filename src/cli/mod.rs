@@ -6,6 +6,7 @@
 pub mod args;
 pub mod commands;
 pub mod handlers;
+pub mod names;
 pub mod numbers;
 pub mod output;
 

@@ -56,8 +56,10 @@ impl<'a> Performer<'a> {
             }
             Action::Pause { slot } => {
                 self.live(engine, *slot)?;
+                if !engine.freeze(*slot, "pause") {
+                    return Err(ActionError::Down(label(engine, *slot)));
+                }
                 self.frozen.insert(*slot);
-                engine.freeze(*slot);
             }
             Action::Stall { slot, new } => self.stall(engine, *slot, *new)?,
             Action::Resume { slot } => {
@@ -67,7 +69,7 @@ impl<'a> Performer<'a> {
                 if !self.frozen.remove(slot) {
                     return Err(ActionError::NotPaused(label(engine, *slot)));
                 }
-                engine.wake(*slot);
+                engine.wake(*slot, "resume");
             }
             Action::Advance { ms } => engine.advance(*ms),
             Action::Work { ms } => self.work(engine, *ms),

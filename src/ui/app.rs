@@ -2,6 +2,7 @@
 //! `App` with key presses and read its state. Each frame, `refresh` copies what the screen
 //! needs into a [`Snapshot`]; the renderers read that, the [`UiState`] and the theme only.
 
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 use crossbeam_channel::Receiver;
@@ -26,8 +27,10 @@ use super::timeline::Timeline;
 use super::{DashboardError, DashboardOptions};
 
 mod class;
+mod elsewhere;
 mod exercise;
 mod external;
+mod freeze;
 mod lesson;
 mod refresh;
 pub mod replay;
@@ -68,6 +71,8 @@ pub struct App {
     pub sql: SqlFold,
     pub ui: UiState,
     paused: bool,
+    /// Free play's worker threads frozen by `z`, by slot.
+    frozen: BTreeSet<usize>,
     speed: f64,
     /// Round-robin position of the single step.
     next_slot: usize,
@@ -148,6 +153,7 @@ impl App {
             sql: SqlFold::new(dialect_of(&engine.db)),
             ui: UiState::default(),
             paused: true,
+            frozen: BTreeSet::new(),
             speed: 1.0,
             next_slot: 0,
             counts_at: None,
@@ -279,11 +285,11 @@ impl App {
                 .and_then(|s| s.actions.first())
                 .and_then(|a| a.worker());
         }
-        let alive: Vec<usize> = self.engine.alive_slots();
+        let movable = self.movable_slots();
         let n = self.worker_count();
         (0..n)
             .map(|i| (self.next_slot + i) % n.max(1))
-            .find(|s| alive.contains(s))
+            .find(|s| movable.contains(s))
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) {
@@ -317,45 +323,6 @@ impl App {
     /// Which dashboard this is, and so which keys it has.
     pub fn mode(&self) -> keys::Mode {
         self.stage.mode()
-    }
-
-    /// A key this dashboard does not have, though another has: say why, and where the keys
-    /// that work are listed.
-    fn not_here(&mut self, mode: keys::Mode, action: Action) {
-        use keys::Mode;
-        if (mode, action) == (Mode::Free, Action::StepBack) && self.told.is_some() {
-            // Free play after the story told to its end: `b` steps back into it.
-            return self.lesson_back();
-        }
-        let why = match (mode, action) {
-            (Mode::Replay, _) => {
-                "a replay changes nothing: ←/→ one event, [/] a mark, Home/End the ends, ? the keys"
-            }
-            (Mode::Free, Action::StepBack) => "b steps back in a lesson (leaselab lesson NAME)",
-            (Mode::Watch, Action::Crash | Action::Restart | Action::TogglePause) => {
-                "watch mode: the workers are other processes; stop them where they run"
-            }
-            (
-                Mode::Watch | Mode::Processes,
-                Action::Step
-                | Action::AdvanceStep
-                | Action::AdvanceLease
-                | Action::Faster
-                | Action::Slower,
-            ) => "worker processes run on the wall clock: it cannot step, jump or change speed",
-            (Mode::Watch | Mode::Processes, Action::ToggleLeasing | Action::ToggleHeartbeats) => {
-                "each worker process has its own leasing and heartbeats (worker --no-leasing, --no-heartbeat)"
-            }
-            (Mode::Watch, Action::Reset) => "watch mode never empties a database other workers use",
-            (Mode::Processes, Action::Reset) => {
-                "R does nothing with worker processes: quit and start again for a fresh outbox"
-            }
-            (Mode::Watch | Mode::Processes, Action::AddWorker | Action::RemoveWorker) => {
-                "w and W add and stop worker threads; these workers are processes"
-            }
-            _ => "that key does nothing here: ? lists the keys of this screen",
-        };
-        self.ui.say(why);
     }
 
     /// While the help is open only its own keys act: it scrolls, `?` closes it, `q` quits.
@@ -407,6 +374,7 @@ impl App {
             | Action::SelectWorker(_)
             | Action::Crash
             | Action::Restart => self.act_on_worker(action),
+            Action::Freeze => self.toggle_freeze(),
             Action::AddWorker | Action::RemoveWorker => self.change_crew(action),
             Action::AddPayment
             | Action::Reset
@@ -506,6 +474,7 @@ impl App {
             }
             Action::Crash => self.crash_selected(),
             _ => {
+                self.frozen.remove(&self.ui.selected);
                 self.engine.restart(self.ui.selected, self.paused);
                 self.after_engine_call();
             }
@@ -526,6 +495,7 @@ impl App {
             n.saturating_sub(1)
         };
         let got = self.engine.set_workers(want, self.paused);
+        self.frozen.retain(|slot| *slot < got);
         self.ui.throughput = true;
         self.ui.selected = self.ui.selected.min(got - 1);
         self.ui.say(match (got == n, action == Action::AddWorker) {
@@ -631,7 +601,9 @@ impl App {
             return self.ui.say("n steps while paused: press space first");
         }
         let Some(slot) = self.next_mover() else {
-            return self.ui.say("every worker is down: select one and press r");
+            return self
+                .ui
+                .say("every worker is down or frozen: r restarts the selected one, z wakes it");
         };
         self.engine.step(slot);
         self.next_slot = (slot + 1) % self.worker_count().max(1);
@@ -642,6 +614,7 @@ impl App {
         let slot = self.ui.selected;
         match self.engine.worker(slot) {
             Some(w) if w.is_alive() => {
+                self.frozen.remove(&slot);
                 self.engine.crash(slot);
                 self.after_engine_call();
             }
@@ -664,6 +637,7 @@ impl App {
         if self.stage.lesson().is_some() {
             return self.lesson_goto(0);
         }
+        self.frozen.clear();
         if let Err(e) = self.engine.reset(self.messages, self.paused) {
             return self.ui.say(format!("reset failed: {e}"));
         }

@@ -151,7 +151,8 @@ pub struct WorkerView {
     pub status: WorkerStatus,
     /// Results written under this worker's name, all incarnations.
     pub done: u64,
-    /// A lesson froze it: it holds what it holds and never acts.
+    /// Frozen (`z`, a lesson's pause, a recorded freeze or SIGSTOP): it holds what it holds
+    /// and does not act.
     pub frozen: bool,
     /// Crashed holding a lease that another worker has since claimed: who.
     pub taken_by: Option<String>,

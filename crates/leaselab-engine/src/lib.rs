@@ -262,27 +262,27 @@ impl Engine {
         });
     }
 
-    /// Freeze one worker (a lesson's `pause`): it holds what it holds and does nothing until
-    /// it is woken. Recorded, so a replay shows it frozen, not crashed.
-    pub fn freeze(&mut self, slot: usize) {
-        let how = "pause".to_string();
-        self.record_worker_fact(
-            slot,
-            LeaseEventKind::Paused,
-            &how,
-            EventKind::Froze { how: how.clone() },
-        );
+    /// Freeze one worker (a lesson's `pause`, the dashboard's `z`; `how` says which): it
+    /// stops where it is, holds what it holds and does nothing until it is woken. Recorded
+    /// once it has stopped, so the row names the lease it holds while frozen and a replay
+    /// shows it frozen, not crashed. False, with nothing recorded, if it did not stop.
+    pub fn freeze(&mut self, slot: usize, how: &str) -> bool {
+        let stopped = self
+            .workers
+            .get(slot)
+            .is_some_and(|w| w.is_alive() && w.freeze(STEP_TIMEOUT));
+        if stopped {
+            let event = EventKind::Froze { how: how.into() };
+            self.record_worker_fact(slot, LeaseEventKind::Paused, how, event);
+        }
+        stopped
     }
 
-    /// Wake a frozen worker: it carries on with what it believed.
-    pub fn wake(&mut self, slot: usize) {
-        let how = "resume".to_string();
-        self.record_worker_fact(
-            slot,
-            LeaseEventKind::Resumed,
-            &how,
-            EventKind::Woke { how: how.clone() },
-        );
+    /// Record that a frozen worker wakes: it carries on with what it believed, once it is
+    /// let run (or stepped).
+    pub fn wake(&mut self, slot: usize, how: &str) {
+        let event = EventKind::Woke { how: how.into() };
+        self.record_worker_fact(slot, LeaseEventKind::Resumed, how, event);
     }
 
     fn context(&self) -> WorkerContext {

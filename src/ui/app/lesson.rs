@@ -8,7 +8,7 @@ use crate::lesson::{Lesson, LessonRunner, StepReport};
 use crate::scenario::Scenario;
 use crate::setup::Timing;
 
-use super::{App, DashboardOptions, Stage, Theme};
+use super::{App, DashboardOptions, Theme};
 
 /// The lesson the dashboard is stepping.
 #[derive(Debug, Clone)]
@@ -232,8 +232,9 @@ impl App {
     }
 
     pub(super) fn lesson_back(&mut self) {
-        if self.stage.lesson().is_none() && matches!(self.stage, Stage::Free) {
-            // The story told to its end: back into it, at its last step but one.
+        if self.stage.lesson().is_none() {
+            // The story told to its end (only free play keeps one): back into it, at its
+            // last step but one.
             if let Some(mode) = self.told.take() {
                 self.stage.begin_lesson(mode);
             }
@@ -323,16 +324,11 @@ impl App {
         mode.script_clock = self.engine.clock.now();
     }
 
-    /// Free play resumes every worker but one the lesson froze.
+    /// Free play resumes every worker but one frozen (by `z`, or by the lesson).
     pub(super) fn resume_workers(&self) {
-        match self.stage.lesson() {
-            None => self.engine.resume_all(),
-            Some(l) => {
-                for w in self.engine.workers() {
-                    if !l.runner.frozen.contains(&w.slot) {
-                        w.send(Control::Resume);
-                    }
-                }
+        for w in self.engine.workers() {
+            if !self.is_frozen(w.slot) {
+                w.send(Control::Resume);
             }
         }
     }

@@ -414,10 +414,7 @@ impl App {
                 .copied()
                 .unwrap_or(0),
         };
-        let frozen = self
-            .stage
-            .lesson()
-            .is_some_and(|l| l.runner.frozen.contains(&w.slot));
+        let frozen = self.is_frozen(w.slot);
         let taken_by = status.lease.as_ref().and_then(|lease| {
             let m = self.ledger.messages.get(&lease.id)?;
             m.steps.iter().rev().find_map(|(_, step)| match step {

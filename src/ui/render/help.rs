@@ -47,6 +47,13 @@ pub fn line_count(mode: Mode) -> usize {
     help_lines(&Theme::plain(), mode).len()
 }
 
+/// The help of `mode` as plain text, a line each, as the overlay holds it.
+pub fn text(mode: Mode) -> String {
+    let lines = help_lines(&Theme::plain(), mode);
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    text.join("\n")
+}
+
 /// The label and line of a binding in `mode`'s help; None for the second of a pair, which
 /// shares the line of the first (so the overlay still fits 80x24).
 fn entry(b: &keys::Binding, mode: Mode) -> Option<(&'static str, &'static str)> {
@@ -119,30 +126,49 @@ fn help_lines(t: &Theme, mode: Mode) -> Vec<Line<'static>> {
     for text in source
         .iter()
         .chain(legend.iter())
-        .chain(workers_legend(mode))
+        .chain(workers_legend(mode).iter())
     {
         lines.push(Line::from(styled(*text, t.dim)));
     }
     lines
 }
 
-/// What the workers pane's marks and words mean on this screen.
-fn workers_legend(mode: Mode) -> &'static [&'static str] {
-    match mode {
+/// What the workers pane's marks and words mean on this screen: every one it can draw
+/// there (`tests/ui_class.rs` draws them all and looks each up here).
+fn workers_legend(mode: Mode) -> Vec<&'static str> {
+    let states: &[&str] = match mode {
         Mode::Free | Mode::Lesson => &[
-            "Workers: ▶ selected, → moves at the next n. CRASHED: crashed holding",
-            "what it held. FROZEN: frozen holding its lease. `PAY-002 no lease +N`:",
-            "a worker without leases holds N more loaded rows.",
+            "Workers: ▶ the selected worker; → the one the next n moves.",
+            "  idle, claiming, processing, finalizing: where it is in its cycle;",
+            "  paused: stopped with the clock; BLOCKED: found nothing to claim but a",
+            "  message under another's live lease; FROZEN: frozen holding what it",
+            "  holds (z, a lesson's pause); CRASHED: crashed, its lease left behind;",
+            "  stopped: W stopped it. (stalled) / (new): a worker that stalled, and",
+            "  the new one under its name. `PAY-002 ♥300 ms ago`: the age of its",
+            "  last heartbeat. `PAY-002 by Worker-A 900 ms left`: the lease it is",
+            "  blocked by. `PAY-002 no lease +2`: leasing off, 2 more loaded rows.",
         ],
         Mode::Replay | Mode::Watch => &[
-            "Workers (as their rows recorded them): ▶ selected. CRASHED: a crash was",
-            "recorded. FROZEN: a freeze was. left: stopped between actions (Ctrl-C).",
-            "unknown: its lease ran out or was taken, and nothing recorded says why.",
+            "Workers, as their rows recorded them: ▶ the selected worker.",
+            "  idle, processing: at work, as far as its rows say; CRASHED: a crash",
+            "  was recorded; FROZEN: a freeze was (z, a lesson's pause, SIGSTOP);",
+            "  left: stopped between actions (Ctrl-C); unknown: its lease ran out",
+            "  or was taken, and nothing recorded says why.",
         ],
         Mode::Processes => &[
-            "Workers: ▶ selected. held: waits for the first space. FROZEN: stopped",
-            "with SIGSTOP. CRASHED: killed, or ended on its own. unknown: its lease",
-            "ran out or was taken, and nothing recorded says why.",
+            "Workers: ▶ the selected worker. held: waits for the first space;",
+            "  idle, processing: at work; FROZEN: stopped with SIGSTOP, holding its",
+            "  lease; CRASHED: killed, or ended on its own; left: stopped between",
+            "  actions (Ctrl-C); unknown: its lease ran out or was taken, and",
+            "  nothing recorded says why.",
         ],
-    }
+    };
+    let owns = [
+        "  `PAY-002 1200 ms left`: its lease. `held PAY-002 900 ms`,",
+        "  `held PAY-002 expired`: what a crashed or frozen worker still holds.",
+        "  `taken by Worker-B`, `→ Worker-B`, `→B`: another worker took that",
+        "  lease over. `-`: it holds nothing. `4 done`: results written under",
+        "  its name. Narrow, the columns are state · owns · done.",
+    ];
+    states.iter().chain(owns.iter()).copied().collect()
 }

@@ -106,7 +106,7 @@ impl View<'_> {
             WorkerState::Idle => t.base,
             _ => t.processing,
         };
-        // A worker a lesson froze (a long pause) is not just waiting for a step.
+        // A worker frozen (a lesson's long pause, `z`, SIGSTOP) is not just waiting for a step.
         let (state_label, state_style) = if w.frozen {
             ("FROZEN", t.warn)
         } else {
@@ -141,8 +141,8 @@ impl View<'_> {
     fn owns(&self, w: &WorkerView, room: usize) -> (String, ratatui::style::Style) {
         let (t, wide) = (self.t, self.wide);
         let s = &w.status;
-        // A worker that no longer works on its lease, or whose lease another worker took:
-        // what matters is what became of it.
+        // A worker that no longer works on its lease (crashed, gone, or frozen past its
+        // end), or whose lease another worker took: what matters is what became of it.
         let crashed = w.taken_by.is_some()
             || matches!(
                 s.state,
@@ -150,6 +150,7 @@ impl View<'_> {
             );
         if let Some(lease) = &s.lease {
             let left = lease.until_ms - self.now_ms;
+            let crashed = crashed || (w.frozen && !lease.is_live(self.now_ms));
             if !crashed {
                 let text = match (wide, s.last_beat_ms) {
                     // The table shows the lease left; a beating worker shows its pulse.

@@ -59,6 +59,12 @@ impl WorkerHandle {
         self.send(Control::ScriptedStep(Some(tx))) && rx.recv_timeout(timeout).is_ok()
     }
 
+    /// Pause it, and wait until it has: false if it is gone, or did not answer in time.
+    pub fn freeze(&self, timeout: Duration) -> bool {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.send(Control::Freeze(tx)) && rx.recv_timeout(timeout).is_ok()
+    }
+
     /// Ask for a claim of one message and wait until its events are out.
     pub fn claim_id(&self, id: i64, timeout: Duration) -> bool {
         let (tx, rx) = crossbeam_channel::bounded(1);

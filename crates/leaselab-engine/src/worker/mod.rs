@@ -46,6 +46,8 @@ pub struct WorkerContext {
 #[derive(Debug)]
 pub enum Control {
     Pause,
+    /// Pause, and reply once paused: its status then says what it holds while it waits.
+    Freeze(Sender<()>),
     Resume,
     /// While paused: perform exactly one action (a claim, a provider call or a finalize).
     Step(Option<Sender<()>>),

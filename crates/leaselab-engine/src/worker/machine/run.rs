@@ -207,6 +207,10 @@ impl Worker {
                     self.emit(EventKind::Paused);
                 }
             }
+            Control::Freeze(reply) => {
+                self.obey(Control::Pause)?;
+                let _ = reply.send(());
+            }
             Control::Resume => {
                 if self.paused {
                     self.paused = false;
