@@ -65,7 +65,7 @@ fn the_pgbench_script_is_the_stores_claim_and_finalize_with_parameters_as_variab
     let end = read_statement(rest, 0, finalize, FINALIZE_TYPES);
     assert_eq!(&rest[end..], ";\n", "the finalize ends the script");
     assert!(
-        !script.contains(|c: char| c == '$'),
+        !script.contains('$'),
         "no parameter left unreplaced:\n{script}"
     );
     // Every variable the statements read is set before them or kept from the claim.

@@ -98,7 +98,7 @@ pub fn find_pgbench() -> Option<PathBuf> {
             Some((v, e.path().join("bin/pgbench")))
         })
         .collect();
-    versions.sort_by(|a, b| b.0.cmp(&a.0));
+    versions.sort_by_key(|v| std::cmp::Reverse(v.0));
     on_path
         .into_iter()
         .chain(versions.into_iter().map(|(_, p)| p))
