@@ -47,6 +47,7 @@ fn the_bench_report_has_the_documented_shape() {
         batch: 16,
         scale_to: Some(2_000),
         postgres: None,
+        pgbench: None,
         effectum: None,
         rounds: 1,
     };

@@ -187,10 +187,13 @@ fn the_bench_with_a_postgres_url_reports_both_databases_from_one_run() {
         batch: 8,
         scale_to: None,
         postgres: Some(db.url.clone()),
+        // pgbench too where it is installed (in CI it is: tests/pg_bench.rs).
+        pgbench: leaselab::bench::find_pgbench(),
         effectum: None,
         rounds: 1,
     };
     let report = leaselab::bench::run(&opts, |_| {}).expect("bench on both");
+    let with_pgbench = opts.pgbench.is_some();
     assert!(report.passed());
     let j = serde_json::to_value(&report).unwrap();
     assert_eq!(
@@ -218,6 +221,13 @@ fn the_bench_with_a_postgres_url_reports_both_databases_from_one_run() {
             assert!(r[key].as_f64().unwrap() > 0.0, "{key} in {r}");
         }
         assert_eq!(r["postgres_runs"].as_array().unwrap().len(), 3);
+        let pgbench_runs = r["pgbench_runs"].as_array().unwrap().len();
+        assert_eq!(pgbench_runs, if with_pgbench { 3 } else { 0 }, "{r}");
+        assert_eq!(
+            r["leased_over_pgbench"].as_f64().is_some_and(|x| x > 0.0),
+            with_pgbench,
+            "{r}"
+        );
     }
     assert!(report.text().contains("PostgreSQL vs SQLite"));
 }

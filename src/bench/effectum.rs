@@ -3,26 +3,22 @@
 //! runs as its own program (`reference/effectum`), started once per worker count on a new
 //! file in the bench's folder. Its output is one JSON line; it is bounded in time and size.
 
-use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::child::{wait_bounded, Unfinished};
 use super::error::BenchError;
 use super::options::Mode;
 use super::report::BenchRun;
-use super::stop::stop_asked;
 
 /// More jobs a second than any SQLite queue could commit (10 ns a job): a rate above it is
 /// not a measurement.
 const MOST_JOBS_PER_S: f64 = 100_000_000.0;
-
-/// The most bytes read of the program's output: one line of figures.
-const MOST_OUTPUT: u64 = 64 * 1024;
 
 /// What the reference program prints.
 #[derive(Deserialize)]
@@ -77,7 +73,20 @@ pub fn measure(
             program: shown.clone(),
             source,
         })?;
-    let finished = wait_bounded(child, limit, &shown);
+    let finished = wait_bounded(child, limit).map_err(|why| match why {
+        Unfinished::Io(source) => BenchError::EffectumIo {
+            program: shown.clone(),
+            source,
+        },
+        Unfinished::NoPipes => BenchError::EffectumNoPipes {
+            program: shown.clone(),
+        },
+        Unfinished::TimedOut => BenchError::EffectumTimedOut {
+            program: shown.clone(),
+            seconds: limit.as_secs(),
+        },
+        Unfinished::Stopped => BenchError::Stopped,
+    });
     let _ = std::fs::remove_file(&file);
     let (status, out, err) = finished?;
     if !status.success() {
@@ -142,60 +151,4 @@ fn figures(out: &str, shown: String, workers: usize) -> Result<Line, BenchError>
         });
     }
     Ok(line)
-}
-
-/// Wait for `child` (the program `shown`) at most `limit`, reading at most [`MOST_OUTPUT`]
-/// of each of its pipes; past the limit, or when a stopping signal arrives, it is killed
-/// with its group. Returns its status, its output and its error output.
-fn wait_bounded(
-    mut child: std::process::Child,
-    limit: Duration,
-    shown: &str,
-) -> Result<(std::process::ExitStatus, String, String), BenchError> {
-    let program = || shown.to_string();
-    let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
-        return Err(BenchError::EffectumNoPipes { program: program() });
-    };
-    let read = |pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let mut pipe = pipe.take(MOST_OUTPUT);
-            let _ = pipe.read_to_string(&mut text);
-            // Past the bound, keep draining so the program never blocks on a full pipe.
-            let _ = std::io::copy(&mut pipe.into_inner(), &mut std::io::sink());
-            text
-        })
-    };
-    let (out, err) = (read(Box::new(out)), read(Box::new(err)));
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        let waited = child.try_wait().map_err(|source| BenchError::EffectumIo {
-            program: program(),
-            source,
-        })?;
-        if let Some(status) = waited {
-            break status;
-        }
-        let stop = if stop_asked() {
-            Some(BenchError::Stopped)
-        } else {
-            (Instant::now() > deadline).then(|| BenchError::EffectumTimedOut {
-                program: program(),
-                seconds: limit.as_secs(),
-            })
-        };
-        if let Some(why) = stop {
-            // SAFETY: a plain kill(2) of the group this child leads; no memory is shared.
-            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(why);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let (out, err) = (
-        out.join().unwrap_or_default(),
-        err.join().unwrap_or_default(),
-    );
-    Ok((status, out, err))
 }

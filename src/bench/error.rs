@@ -57,4 +57,28 @@ pub enum BenchError {
         said: String,
         most: f64,
     },
+    /// pgbench could not be started or waited for, or its script not written.
+    #[error("pgbench {program}: {source}")]
+    PgbenchIo {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("pgbench {program}: no result after {seconds} s; stopped it")]
+    PgbenchTimedOut { program: String, seconds: u64 },
+    /// It ended unsuccessfully: `why` is the line of its error output that says why.
+    #[error("pgbench {program} failed ({status}): {why}")]
+    PgbenchFailed {
+        program: String,
+        status: std::process::ExitStatus,
+        why: String,
+    },
+    #[error("pgbench {program} printed no rate (tps = ...)")]
+    PgbenchNoFigures { program: String },
+    #[error("pgbench {program} left messages unprocessed ({processed} of {seeded})")]
+    PgbenchIncomplete {
+        program: String,
+        processed: u64,
+        seeded: u64,
+    },
 }

@@ -29,6 +29,9 @@ pub struct BenchOptions {
     pub scale_to: Option<u64>,
     /// Also run the leased loop on this PostgreSQL database, beside SQLite.
     pub postgres: Option<String>,
+    /// With `postgres`, also run this `pgbench` with the leased loop's own statements
+    /// between the PostgreSQL runs (None: not found, and that comparison is skipped).
+    pub pgbench: Option<std::path::PathBuf>,
     /// Also run this build of `reference/effectum` beside the leased loop.
     pub effectum: Option<std::path::PathBuf>,
     /// How many times each leased, plain, batch and effectum run is measured; each

@@ -10,6 +10,7 @@ use super::error::BenchError;
 use super::measure::{each_once, measure, start_and_join};
 use super::options::{Mode, BENCH_LEASE_MS};
 use super::pg_report::{PgComparison, Versus};
+use super::pgbench::{measure_pgbench, PGBENCH_CLIENTS};
 use super::report::{median, workers as some_workers, BenchRun};
 use super::stop::{clean, go_on, stop_asked};
 use crate::engine::backend::{Db, Outbox};
@@ -31,20 +32,20 @@ pub fn ready(url: &str) -> Result<(), BenchError> {
     Ok(())
 }
 
-/// Run the comparison for each worker count of `workers`.
+/// Run the comparison for each worker count of `workers`, with `pgbench` (when there is
+/// one) right after each PostgreSQL run.
 pub fn compare(
     url: &str,
-    workers: &[usize],
-    messages: u64,
+    (workers, messages): (&[usize], u64),
     durability: Durability,
+    pgbench: Option<&Path>,
     dir: &Path,
     progress: &mut impl FnMut(&str),
 ) -> Result<PgComparison, BenchError> {
     let messages = messages.min(MAX_MESSAGES);
     let mut runs = Vec::new();
     for &w in workers {
-        let mut pg = Vec::new();
-        let mut sq = Vec::new();
+        let (mut pg, mut sq, mut pgb) = (Vec::new(), Vec::new(), Vec::new());
         for round in 1..=REPEATS {
             let workers = some_workers(w);
             progress(&format!("PostgreSQL vs SQLite, {workers}, round {round}"));
@@ -54,8 +55,15 @@ pub fn compare(
             go_on()?;
             pg.push(measure_pg(url, w, messages, durability)?);
             go_on()?;
+            if let Some(program) = pgbench {
+                progress(&format!(
+                    "pgbench, {PGBENCH_CLIENTS} clients, round {round}"
+                ));
+                pgb.push(measure_pgbench(program, url, messages, durability, dir)?);
+                go_on()?;
+            }
         }
-        runs.push(versus(w, pg, sq));
+        runs.push(versus(w, pg, sq, pgb));
     }
     Ok(PgComparison {
         database: Db::Postgres(url.to_string()).shown(),
@@ -66,24 +74,30 @@ pub fn compare(
         .to_string(),
         messages,
         repeats: REPEATS,
+        pgbench: pgbench.map(|p| p.display().to_string()),
+        pgbench_clients: PGBENCH_CLIENTS,
         runs,
     })
 }
 
-fn versus(workers: usize, mut pg: Vec<PgRun>, sq: Vec<BenchRun>) -> Versus {
+fn versus(workers: usize, mut pg: Vec<PgRun>, sq: Vec<BenchRun>, pgbench_runs: Vec<f64>) -> Versus {
     let exactly_once = pg.iter().all(|r| r.exactly_once) && sq.iter().all(|r| r.exactly_once);
     let postgres_runs: Vec<f64> = pg.iter().map(|r| r.msgs_per_s).collect();
     let sqlite_runs: Vec<f64> = sq.iter().map(|r| r.msgs_per_s).collect();
     pg.sort_by(|a, b| a.msgs_per_s.total_cmp(&b.msgs_per_s));
     let median_pg = pg.swap_remove(pg.len() / 2);
     let sqlite = median(&sqlite_runs);
+    let pgbench = (!pgbench_runs.is_empty()).then(|| median(&pgbench_runs));
     Versus {
         workers,
         postgres_msgs_per_s: median_pg.msgs_per_s,
         sqlite_msgs_per_s: sqlite,
         postgres_over_sqlite: median_pg.msgs_per_s / sqlite.max(f64::MIN_POSITIVE),
+        pgbench_msgs_per_s: pgbench,
+        leased_over_pgbench: pgbench.map(|p| median_pg.msgs_per_s / p.max(f64::MIN_POSITIVE)),
         postgres_runs,
         sqlite_runs,
+        pgbench_runs,
         postgres_per_worker: median_pg.per_worker,
         exactly_once,
     }

@@ -11,9 +11,14 @@ pub struct Versus {
     pub postgres_msgs_per_s: f64,
     pub sqlite_msgs_per_s: f64,
     pub postgres_over_sqlite: f64,
+    /// pgbench sending the loop's own statements, its median over the runs (`None`
+    /// without pgbench), and the leased loop's median over it.
+    pub pgbench_msgs_per_s: Option<f64>,
+    pub leased_over_pgbench: Option<f64>,
     /// Every run, in the order measured.
     pub postgres_runs: Vec<f64>,
     pub sqlite_runs: Vec<f64>,
+    pub pgbench_runs: Vec<f64>,
     /// Results each PostgreSQL worker wrote in the median run.
     pub postgres_per_worker: Vec<u64>,
     /// Every run on both databases ended with each message processed exactly once.
@@ -29,6 +34,10 @@ pub struct PgComparison {
     pub synchronous_commit: String,
     pub messages: u64,
     pub repeats: usize,
+    /// The pgbench run between the PostgreSQL runs; `None` when none was found.
+    pub pgbench: Option<String>,
+    /// Its clients, each on a thread of its own, whatever the loop's worker count.
+    pub pgbench_clients: u64,
     pub runs: Vec<Versus>,
 }
 
@@ -42,7 +51,14 @@ impl PgComparison {
             "\nPostgreSQL vs SQLite, leased loop: {}, synchronous_commit={}, {} messages, median of {} runs each\n",
             self.database, self.synchronous_commit, self.messages, self.repeats
         );
-        t += "workers  postgres msgs/s  x1-worker  sqlite msgs/s  x1-worker  pg/sqlite  once\n";
+        t += &match &self.pgbench {
+            Some(p) => format!(
+                "pgbench: {p}, {} clients, prepared, the loop's own statements on an outbox seeded afresh before each run\n",
+                self.pgbench_clients
+            ),
+            None => "pgbench: not found on PATH or under /usr/lib/postgresql; leased / pgbench not measured\n".to_string(),
+        };
+        t += "workers  postgres msgs/s  x1-worker  sqlite msgs/s  x1-worker  pg/sqlite  pgbench msgs/s  leased/pgbench  once\n";
         let first = self.runs.first();
         let base = |f: fn(&Versus) -> f64| first.map_or(1.0, f).max(f64::MIN_POSITIVE);
         let (pg1, sq1) = (
@@ -50,18 +66,24 @@ impl PgComparison {
             base(|v| v.sqlite_msgs_per_s),
         );
         for v in &self.runs {
+            let (pgbench, over) = match (v.pgbench_msgs_per_s, v.leased_over_pgbench) {
+                (Some(p), Some(o)) => (format!("{p:.0}"), format!("{o:.2}")),
+                _ => ("not measured".to_string(), "not measured".to_string()),
+            };
             t += &format!(
-                "{:>7} {:>16.0} {:>10.2} {:>14.0} {:>10.2} {:>10.2}  {}\n",
+                "{:>7} {:>16.0} {:>10.2} {:>14.0} {:>10.2} {:>10.2} {:>15} {:>15}  {}\n",
                 v.workers,
                 v.postgres_msgs_per_s,
                 v.postgres_msgs_per_s / pg1,
                 v.sqlite_msgs_per_s,
                 v.sqlite_msgs_per_s / sq1,
                 v.postgres_over_sqlite,
+                pgbench,
+                over,
                 if v.exactly_once { "yes" } else { "NO" }
             );
         }
-        t += "x1-worker: msgs/s over the first worker count's. SKIP LOCKED lets PostgreSQL claims run side by side; SQLite has one writer at a time.\n";
+        t += "x1-worker: msgs/s over the first worker count's. SKIP LOCKED lets PostgreSQL claims run side by side; SQLite has one writer at a time. leased/pgbench: the loop's msgs/s over pgbench's with its clients, the limit a client reaches on this server.\n";
         t
     }
 }

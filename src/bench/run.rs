@@ -27,7 +27,15 @@ pub fn run(opts: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<BenchR
     if let Some(url) = &opts.postgres {
         let dir = scratch_folder()?;
         let (workers, d) = (&opts.workers, opts.durability);
-        let pg = pg::compare(url, workers, opts.messages, d, dir.path(), &mut progress)?;
+        let pgbench = opts.pgbench.as_deref();
+        let pg = pg::compare(
+            url,
+            (workers, opts.messages),
+            d,
+            pgbench,
+            dir.path(),
+            &mut progress,
+        )?;
         report.postgres = Some(pg);
     }
     Ok(report)

@@ -27,6 +27,8 @@ pub(crate) fn bench(a: &BenchArgs) -> ExitCode {
         },
         batch: a.batch as usize,
         scale_to: a.scale.map(|n| n as u64),
+        // Looked for only when it would run: beside the PostgreSQL runs.
+        pgbench: postgres.as_ref().and_then(|_| bench::find_pgbench()),
         postgres,
         effectum: a.effectum.clone(),
         rounds: a.rounds as usize,

@@ -56,7 +56,8 @@ WITH candidate AS (
 SELECT c.Id, c.PaymentKey, c.LeaseVersion, c.Seeding, r.Seq, c.LockedUntilUtc
   FROM claimed c CROSS JOIN recorded r"
 );
-const CLAIM_NEXT_TYPES: &[Type] = &[Type::TEXT, Type::INT8, Type::INT8];
+/// The types of `CLAIM_NEXT_SQL`'s parameters, in order, as the store prepares it.
+pub const CLAIM_NEXT_TYPES: &[Type] = &[Type::TEXT, Type::INT8, Type::INT8];
 
 /// A finalize as one statement: Processed and the provider's answer only while this worker
 /// still holds this very lease, and the event row either way. `outcome` counts the guarded
@@ -99,7 +100,8 @@ SELECT o.n, r.Seq FROM outcome o CROSS JOIN recorded r"
 pub static FINALIZE_SQL: &str = finalize_sql!("LeaseVersion = $4");
 /// The weaker guard a lesson may show: the owner's name only, no fencing token.
 pub static OWNER_ONLY_FINALIZE_SQL: &str = finalize_sql!("$4 = $4");
-const FINALIZE_TYPES: &[Type] = &[
+/// The types of `FINALIZE_SQL`'s parameters, in order, as the store prepares it.
+pub const FINALIZE_TYPES: &[Type] = &[
     Type::INT8,
     Type::INT8,
     Type::TEXT,

@@ -107,8 +107,8 @@ pub use tail::PgTail;
 /// shows these very texts (`crate::statements`).
 pub mod sql {
     pub use super::claim::{
-        CLAIM_NEXT_SQL, FINALIZE_SQL, HOLDER_SQL, OWNER_ONLY_FINALIZE_SQL, SOONEST_LIVE_LEASE_SQL,
-        TAKE_LEASE_SQL, WRITE_ANSWER_SQL,
+        CLAIM_NEXT_SQL, CLAIM_NEXT_TYPES, FINALIZE_SQL, FINALIZE_TYPES, HOLDER_SQL,
+        OWNER_ONLY_FINALIZE_SQL, SOONEST_LIVE_LEASE_SQL, TAKE_LEASE_SQL, WRITE_ANSWER_SQL,
     };
     pub use super::retry::{
         HEARTBEAT_SQL, HELD_ATTEMPTS_SQL, LOAD_PENDING_SQL, MARK_SQL, RELEASE_SQL,
