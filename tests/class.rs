@@ -7,12 +7,11 @@
 mod pg_support;
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Output};
 
-use support::processes::wait_for;
+use pg_support::server::PgServer;
+use support::processes::{wait_for, WorkerProcess};
 
 /// `leaselab ARGS`, run to its end.
 fn leaselab(args: &[&str]) -> Output {
@@ -30,45 +29,14 @@ fn ok(args: &[&str]) -> String {
     support::stdout(&o)
 }
 
-/// A `leaselab worker` child whose lines are kept as they come.
-struct Laptop {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-}
-
-impl Laptop {
-    fn start(url: &str, name: &str, extra: &[&str]) -> Laptop {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-            .args(["worker", "--db", url, "--name", name])
-            .args(["--lease-ms", "20000", "--process-ms", "20"])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start leaselab worker");
-        let out = child.stdout.take().unwrap();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let kept = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                kept.lock().unwrap().push(line);
-            }
-        });
-        Laptop { child, lines }
-    }
-
-    fn count(&self, needle: &str) -> usize {
-        let lines = self.lines.lock().unwrap();
-        lines.iter().filter(|l| l.contains(needle)).count()
-    }
-}
-
-impl Drop for Laptop {
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        let _ = self.child.wait();
-    }
+/// A student's `leaselab worker`: a lease of 20 s, 20 ms a payment, then `extra`.
+fn laptop(url: &str, name: &str, extra: &[&str]) -> WorkerProcess {
+    let args: Vec<&str> = ["--lease-ms", "20000", "--process-ms", "20"]
+        .iter()
+        .chain(extra)
+        .copied()
+        .collect();
+    WorkerProcess::start(url, name, &args)
 }
 
 fn count(db: &pg_support::ScratchDb, sql: &str) -> i64 {
@@ -168,9 +136,9 @@ fn a_class_runs_held_rounds_and_its_scoreboard_is_the_events_table() {
         "--hold"
     ])
     .starts_with("round 1: 20 payments (PAY-001 to PAY-020), held"));
-    let laptops: Vec<Laptop> = ["ada", "李雷", "sam"]
+    let laptops: Vec<WorkerProcess> = ["ada", "李雷", "sam"]
         .iter()
-        .map(|n| Laptop::start(url, n, &[]))
+        .map(|n| laptop(url, n, &[]))
         .collect();
     wait_for("every worker to say it is held", || {
         laptops
@@ -191,7 +159,7 @@ fn a_class_runs_held_rounds_and_its_scoreboard_is_the_events_table() {
     // Round 2, with a worker without leases beside them: unguarded writes and duplicates.
     assert!(ok(&["class", "new-round", "--db", url, "--messages", "30"])
         .starts_with("round 2: 30 payments (PAY-021 to PAY-050)"));
-    let naive = Laptop::start(url, "mallory", &["--no-leasing"]);
+    let naive = laptop(url, "mallory", &["--no-leasing"]);
     wait_for("round 2 to be processed", || drained(&db, 50));
     // Its loads may still mark what it read: it is stopped before anything is counted.
     drop(naive);
@@ -341,7 +309,7 @@ fn the_watch_shows_the_join_command_the_scoreboard_and_adds_to_the_round() {
         shown.contains(":5432/") && shown.contains("--name YOUR-NAME"),
         "{shown}"
     );
-    let ada = Laptop::start(url, "ada", &[]);
+    let ada = laptop(url, "ada", &[]);
     wait_for("the first worker to join the watch", || {
         watch.absorb_events();
         (!screen(&mut watch).contains("students join with")).then_some(())
@@ -385,64 +353,7 @@ fn the_watch_shows_the_join_command_the_scoreboard_and_adds_to_the_round() {
     assert!(screen(&mut watch).contains("added 5 payments to the current round"));
 }
 
-/// A server as a class's: listening on 127.0.0.1 with password authentication
-/// (`.ci/pg-start.sh` with `LEASELAB_PG_PORT` and `LEASELAB_PG_PASSWORD`), stopped and
-/// removed when dropped.
-struct PasswordServer {
-    dir: String,
-    url: String,
-}
-
 const PASSWORD: &str = "class-of-2026";
-
-impl PasswordServer {
-    fn start() -> Option<PasswordServer> {
-        let env = |k: &str| std::env::var(k).ok();
-        match pg_support::decide(env(pg_support::URL_ENV), env("CI")) {
-            Ok(Some(_)) => {}
-            Ok(None) => return None,
-            Err(why) => panic!("{why}"),
-        }
-        // A port nobody listens on now (the server takes it a moment later).
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let out = Command::new("bash")
-            .arg(format!("{}/.ci/pg-start.sh", env!("CARGO_MANIFEST_DIR")))
-            .env("LEASELAB_PG_PORT", port.to_string())
-            .env("LEASELAB_PG_PASSWORD", PASSWORD)
-            .output()
-            .expect("run pg-start.sh");
-        let said = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "pg-start.sh: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let value = |name: &str| {
-            said.lines()
-                .find_map(|l| l.strip_prefix(&format!("export {name}=")))
-                .map(|v| v.replace('\\', ""))
-                .unwrap_or_else(|| panic!("pg-start.sh printed no {name}: {said}"))
-        };
-        Some(PasswordServer {
-            dir: value("LEASELAB_PG_DIR"),
-            url: value("LEASELAB_PG_URL"),
-        })
-    }
-}
-
-impl Drop for PasswordServer {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(format!("{}/.ci/pg-stop.sh", env!("CARGO_MANIFEST_DIR")))
-            .arg(&self.dir)
-            .stderr(Stdio::null())
-            .status();
-    }
-}
 
 /// `leaselab ARGS` with `PGPASSWORD` set (or removed).
 fn with_password(args: &[&str], password: Option<&str>) -> Output {
@@ -456,7 +367,7 @@ fn with_password(args: &[&str], password: Option<&str>) -> Output {
 
 #[test]
 fn students_reach_a_server_on_tcp_with_a_password_given_in_pgpassword() {
-    let Some(server) = PasswordServer::start() else {
+    let Some(server) = PgServer::on_tcp_with_password(PASSWORD) else {
         return;
     };
     let url = server.url.as_str();
@@ -490,14 +401,12 @@ fn students_reach_a_server_on_tcp_with_a_password_given_in_pgpassword() {
     );
     assert!(!said.contains(PASSWORD));
     // A student's worker, its password in PGPASSWORD, does the round.
-    let mut worker = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-        .args(["worker", "--db", url, "--name", "ada", "--process-ms", "20"])
-        .env("PGPASSWORD", PASSWORD)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let worker = WorkerProcess::start_with(
+        url,
+        "ada",
+        &["--process-ms", "20"],
+        &[("PGPASSWORD", PASSWORD)],
+    );
     let done = wait_for("the student's worker to do the round", || {
         let o = with_password(
             &["class", "scoreboard", "--db", url, "--json"],
@@ -508,8 +417,7 @@ fn students_reach_a_server_on_tcp_with_a_password_given_in_pgpassword() {
         (done == 6).then_some(done)
     });
     assert_eq!(done, 6);
-    unsafe { libc::kill(worker.id() as libc::pid_t, libc::SIGTERM) };
-    let _ = worker.wait();
+    drop(worker);
 }
 
 /// Every message finalized exactly once, and nothing written without a lease.
@@ -544,10 +452,10 @@ fn ten_students_join_over_time_through_two_held_rounds_and_every_payment_is_paid
         "100",
         "--hold",
     ]);
-    let mut laptops: Vec<Laptop> = Vec::new();
+    let mut laptops: Vec<WorkerProcess> = Vec::new();
     // Five join while the class is held, one after another.
     for i in 1..=5 {
-        laptops.push(Laptop::start(url, &format!("student-{i}"), &[]));
+        laptops.push(laptop(url, &format!("student-{i}"), &[]));
         wait_for("the newest student to be held", || {
             (laptops.last().unwrap().count("held by the teacher") == 1).then_some(())
         });
@@ -570,7 +478,7 @@ fn ten_students_join_over_time_through_two_held_rounds_and_every_payment_is_paid
             );
             (done >= want).then_some(())
         });
-        laptops.push(Laptop::start(url, &format!("student-{i}"), &[]));
+        laptops.push(laptop(url, &format!("student-{i}"), &[]));
     }
     wait_for("round 1 to be processed", || drained(&db, 100));
     let held_before: Vec<usize> = laptops
@@ -622,16 +530,16 @@ fn messages_on_a_database_already_there_is_said_not_ignored() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("class.db");
     let db = path.to_str().unwrap();
-    let first = Laptop::start(db, "ada", &["--messages", "3"]);
+    let first = laptop(db, "ada", &["--messages", "3"]);
     wait_for("the first worker to make the database", || {
         (first.count("(created it with 3 payments)") == 1).then_some(())
     });
-    let second = Laptop::start(db, "bo", &["--messages", "50"]);
+    let second = laptop(db, "bo", &["--messages", "50"]);
     wait_for(
         "the second worker to say its --messages seeds nothing",
         || (second.count("already there: --messages seeds only a new database") == 1).then_some(()),
     );
-    let quiet = Laptop::start(db, "cy", &[]);
+    let quiet = laptop(db, "cy", &[]);
     wait_for("a worker without --messages to join", || {
         (quiet.count("cy works on") == 1).then_some(())
     });
