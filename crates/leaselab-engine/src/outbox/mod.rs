@@ -118,6 +118,15 @@ pub trait Finalizing {
         now: i64,
     ) -> Result<Stamped<FinalizeOutcome>>;
 
+    /// Whether the finalize of `lease` committed already, for a finalize whose answer was
+    /// lost with its connection (a server restarting under it): the commit stamp of the
+    /// `Finalized` row its holder wrote for it, if there is one. A worker that reconnects
+    /// asks before it tries that finalize again, which its own commit would reject. A
+    /// store whose commits cannot be lost so (a SQLite file on this machine) says None.
+    fn finalized_earlier(&mut self, _lease: &Lease) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
     /// What [`Finalizing::finalize`] checks from now on. A store with no weaker guard
     /// refuses one rather than finalize under a guard it was not asked for.
     fn guard_finalize(&mut self, guard: FinalizeGuard) -> Result<()> {
