@@ -4,13 +4,18 @@
 //! or the database with a deadline; nothing sleeps to synchronise.
 
 #[allow(dead_code)]
+mod class_support;
+#[allow(dead_code)]
+mod pg_server;
+#[allow(dead_code)]
 mod pg_support;
 mod support;
 
 use std::path::Path;
 use std::process::{Command, Output};
 
-use pg_support::server::PgServer;
+use class_support::scoreboard;
+use pg_server::PgServer;
 use support::processes::{wait_for, WorkerProcess};
 
 /// `leaselab ARGS`, run to its end.
@@ -40,84 +45,15 @@ fn laptop(url: &str, name: &str, extra: &[&str]) -> WorkerProcess {
 }
 
 fn count(db: &pg_support::ScratchDb, sql: &str) -> i64 {
-    db.client().query_one(sql, &[]).unwrap().get(0)
+    class_support::count(&db.url, sql)
 }
 
-/// Nothing Pending or Processing, and at least `n` messages.
 fn drained(db: &pg_support::ScratchDb, n: i64) -> Option<()> {
-    let all = count(db, "SELECT COUNT(*) FROM OutboxMessages");
-    let open = count(
-        db,
-        "SELECT COUNT(*) FROM OutboxMessages WHERE Status IN ('Pending', 'Processing')",
-    );
-    (all >= n && open == 0).then_some(())
+    class_support::drained(&db.url, n)
 }
 
-/// The scoreboard as counted straight from the events table, written apart from the one
-/// `class scoreboard` runs: one query a column, each completion after the first of its
-/// message a duplicate. Sorted by name: the order is checked apart.
 fn counted(db: &pg_support::ScratchDb, round: Option<i64>) -> Vec<serde_json::Value> {
-    let of_round = match round {
-        Some(r) => format!("AND m.Seeding = {r}"),
-        None => String::new(),
-    };
-    let per = |kind_filter: &str| -> std::collections::BTreeMap<String, i64> {
-        let sql = format!(
-            "SELECT e.Worker, COUNT(*) FROM LeaseEvents e JOIN OutboxMessages m ON m.Id = e.MessageId
-              WHERE {kind_filter} {of_round} GROUP BY e.Worker"
-        );
-        db.client()
-            .query(&sql, &[])
-            .unwrap()
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect()
-    };
-    let done = per("e.Kind = 'Finalized'");
-    let rejected = per("e.Kind = 'FinalizeRejected'");
-    let lost = per("e.Kind = 'LeaseLost'");
-    let reclaims = per("e.Kind = 'Claimed' AND e.LeaseVersion > 1");
-    let unguarded = per("e.Kind = 'Marked'");
-    let duplicates = per(
-        "e.Kind IN ('Finalized', 'Marked') AND EXISTS (SELECT 1 FROM LeaseEvents b
-          WHERE b.MessageId = e.MessageId AND b.Kind IN ('Finalized', 'Marked') AND b.Seq < e.Seq)",
-    );
-    let claimed =
-        per("e.Kind IN ('Claimed', 'Finalized', 'FinalizeRejected', 'LeaseLost', 'Marked')");
-    let n = |m: &std::collections::BTreeMap<String, i64>, w: &str| m.get(w).copied().unwrap_or(0);
-    claimed
-        .keys()
-        .map(|w| {
-            serde_json::json!({
-                "name": w, "done": n(&done, w), "rejected": n(&rejected, w),
-                "lost": n(&lost, w), "reclaims": n(&reclaims, w),
-                "duplicates": n(&duplicates, w), "unguarded": n(&unguarded, w),
-            })
-        })
-        .collect()
-}
-
-/// `class scoreboard --json`, its order checked, then sorted by name.
-fn scoreboard(url: &str, round: Option<i64>) -> Vec<serde_json::Value> {
-    let r = round.map(|r| r.to_string());
-    let mut args = vec!["class", "scoreboard", "--db", url, "--json"];
-    if let Some(r) = &r {
-        args.extend(["--round", r]);
-    }
-    let doc: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
-    let mut students = doc["students"].as_array().unwrap().clone();
-    let key = |s: &serde_json::Value| {
-        (
-            -s["done"].as_i64().unwrap(),
-            s["rejected"].as_i64().unwrap(),
-        )
-    };
-    assert!(
-        students.windows(2).all(|w| key(&w[0]) <= key(&w[1])),
-        "sorted by done, then fewest rejected: {students:?}"
-    );
-    students.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-    students
+    class_support::counted(&db.url, round)
 }
 
 #[test]
@@ -418,109 +354,6 @@ fn students_reach_a_server_on_tcp_with_a_password_given_in_pgpassword() {
     });
     assert_eq!(done, 6);
     drop(worker);
-}
-
-/// Every message finalized exactly once, and nothing written without a lease.
-fn processed_once(db: &pg_support::ScratchDb) -> (i64, i64) {
-    let twice = count(
-        db,
-        "SELECT COUNT(*) FROM OutboxMessages m WHERE (SELECT COUNT(*) FROM LeaseEvents e
-          WHERE e.MessageId = m.Id AND e.Kind IN ('Finalized', 'Marked')) <> 1",
-    );
-    let finalized = count(
-        db,
-        "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Finalized'",
-    );
-    (twice, finalized)
-}
-
-/// The class, done: ten worker processes that join over time, two rounds, a hold and a go
-/// from `leaselab class`, the scoreboard equal to counts queried from the events table, and
-/// every payment processed once.
-#[test]
-fn ten_students_join_over_time_through_two_held_rounds_and_every_payment_is_paid_once() {
-    let Some(db) = pg_support::scratch("class_ten") else {
-        return;
-    };
-    let url = db.url.as_str();
-    ok(&[
-        "class",
-        "new-round",
-        "--db",
-        url,
-        "--messages",
-        "100",
-        "--hold",
-    ]);
-    let mut laptops: Vec<WorkerProcess> = Vec::new();
-    // Five join while the class is held, one after another.
-    for i in 1..=5 {
-        laptops.push(laptop(url, &format!("student-{i}"), &[]));
-        wait_for("the newest student to be held", || {
-            (laptops.last().unwrap().count("held by the teacher") == 1).then_some(())
-        });
-    }
-    assert_eq!(
-        count(
-            &db,
-            "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Claimed'"
-        ),
-        0
-    );
-    ok(&["class", "go", "--db", url]);
-    // Five more join while the others work, each once the class has done ten more.
-    for i in 6..=10 {
-        let want = 10 * (i as i64 - 5);
-        wait_for("ten more payments done", || {
-            let done = count(
-                &db,
-                "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Finalized'",
-            );
-            (done >= want).then_some(())
-        });
-        laptops.push(laptop(url, &format!("student-{i}"), &[]));
-    }
-    wait_for("round 1 to be processed", || drained(&db, 100));
-    let held_before: Vec<usize> = laptops
-        .iter()
-        .map(|l| l.count("held by the teacher"))
-        .collect();
-    ok(&[
-        "class",
-        "new-round",
-        "--db",
-        url,
-        "--messages",
-        "100",
-        "--hold",
-    ]);
-    wait_for("every student to be held for round 2", || {
-        laptops
-            .iter()
-            .zip(&held_before)
-            .all(|(l, before)| l.count("held by the teacher") == before + 1)
-            .then_some(())
-    });
-    let round_2_claims = "SELECT COUNT(*) FROM LeaseEvents e JOIN OutboxMessages m
-        ON m.Id = e.MessageId WHERE e.Kind = 'Claimed' AND m.Seeding = 2";
-    assert_eq!(count(&db, round_2_claims), 0, "nobody claims a held round");
-    ok(&["class", "go", "--db", url]);
-    wait_for("round 2 to be processed", || drained(&db, 200));
-    drop(laptops);
-    // The class's events replay as any run's.
-    let replay = leaselab::ui::app::Recording::load(&leaselab::engine::backend::Db::Postgres(
-        url.to_string(),
-    ));
-    assert!(replay.is_ok(), "{:?}", replay.err());
-    let (twice, finalized) = processed_once(&db);
-    assert_eq!((twice, finalized), (0, 200), "every payment finalized once");
-    for round in [Some(1), Some(2), None] {
-        assert_eq!(
-            scoreboard(url, round),
-            counted(&db, round),
-            "round {round:?}"
-        );
-    }
 }
 
 /// `--messages` on a database already there seeds nothing: the worker says so rather than

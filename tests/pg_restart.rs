@@ -8,6 +8,8 @@
 //! synchronise.
 
 #[allow(dead_code)]
+mod pg_server;
+#[allow(dead_code)]
 mod pg_support;
 mod support;
 
@@ -19,7 +21,7 @@ use leaselab::engine::checker;
 use leaselab::engine::events_table::Translator;
 use leaselab::engine::ledger::Ledger;
 use leaselab::engine::pg::PgStore;
-use pg_support::server::PgServer;
+use pg_server::PgServer;
 use support::frame_lines;
 use support::processes::{wait_for, WorkerProcess, DEADLINE};
 

@@ -115,6 +115,20 @@ impl WorkerProcess {
         self.count(needle) > 0
     }
 
+    /// Fail the test, with what it wrote, if it has ended: for a wait on a worker that
+    /// refused its arguments or stopped on an error.
+    pub fn still_running(&mut self) {
+        let child = self.child.as_mut().expect("running");
+        if let Some(status) = child.try_wait().expect("look at the worker") {
+            panic!(
+                "{} ended ({status}):\n{}\n{}",
+                self.name,
+                self.lines().join("\n"),
+                self.stderr.lock().unwrap()
+            );
+        }
+    }
+
     /// The next line holding `needle`, after the last one this returned: waited for, at
     /// most [`DEADLINE`].
     pub fn line_with(&mut self, needle: &str) -> String {

@@ -2,8 +2,8 @@
 //! (`pg_ctl restart -m immediate` cuts every connection), or a server that listens on
 //! 127.0.0.1 with password authentication as a class's does. Started with
 //! `.ci/pg-start.sh`, stopped and removed with `.ci/pg-stop.sh` when dropped; it runs where
-//! the other PostgreSQL tests run (`LEASELAB_PG_URL` set, or CI).
-#![allow(dead_code)]
+//! the other PostgreSQL tests run (`LEASELAB_PG_URL` set, or CI): a test binary with this
+//! module has `pg_support` too.
 
 use std::process::{Child, Command, Stdio};
 
@@ -57,10 +57,10 @@ impl PgServer {
 
     fn start_with(env: &[(&str, &str)]) -> Option<PgServer> {
         let var = |k: &str| std::env::var(k).ok();
-        match super::decide(var(super::URL_ENV), var("CI")) {
+        match crate::pg_support::decide(var(crate::pg_support::URL_ENV), var("CI")) {
             Ok(Some(_)) => {}
             Ok(None) => {
-                eprintln!("{}", super::SKIP_LINE);
+                eprintln!("{}", crate::pg_support::SKIP_LINE);
                 return None;
             }
             Err(why) => panic!("{why}"),
