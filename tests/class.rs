@@ -378,3 +378,64 @@ fn messages_on_a_database_already_there_is_said_not_ignored() {
     });
     assert_eq!(quiet.count("already there"), 0);
 }
+
+/// The watch says plainly that the teacher holds the class: `CLASS HELD` in its header
+/// from `class hold` (or a round made held) until `class go`, and in the strip what it
+/// means, once the join command has given way to the first worker.
+#[test]
+fn the_watch_shows_the_class_held_until_go() {
+    let Some(db) = pg_support::scratch("class_held") else {
+        return;
+    };
+    let url = db.url.as_str();
+    ok(&[
+        "class",
+        "new-round",
+        "--db",
+        url,
+        "--messages",
+        "3",
+        "--hold",
+    ]);
+    let mut watch = support::watcher(Path::new(url), 3);
+    let lines = support::draw_until(&mut watch, "the watch to show the hold", |l| {
+        l[0].contains(" CLASS HELD ")
+    });
+    // Before anyone joins, the strip shows what the students type.
+    assert!(lines[1].contains("students join with"), "{}", lines[1]);
+    let ada = laptop(url, "ada", &[]);
+    let lines = support::draw_until(&mut watch, "the strip to say what the hold means", |l| {
+        l[1].contains("CLASS HELD by the teacher")
+    });
+    assert!(
+        lines[1].contains("the workers claim nothing until `leaselab class go`"),
+        "{}",
+        lines[1]
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Claimed'"
+        ),
+        0
+    );
+    ok(&["class", "go", "--db", url]);
+    let lines = support::draw_until(&mut watch, "the hold to leave the watch", |l| {
+        !l.join("\n").contains("CLASS HELD")
+    });
+    assert!(lines[0].contains(" RUNNING "), "{}", lines[0]);
+    wait_for("the round to be processed", || drained(&db, 3));
+    ok(&["class", "hold", "--db", url]);
+    support::draw_until(&mut watch, "the watch to show the hold again", |l| {
+        l[0].contains(" CLASS HELD ") && l[1].contains("CLASS HELD by the teacher")
+    });
+    // The screen's own hold (space) is another: it says HELD, and only that.
+    support::press(&mut watch, ' ');
+    let lines = support::frame_lines(&mut watch, 120, 40);
+    assert!(
+        lines[0].contains(" HELD ") && !lines[0].contains("CLASS"),
+        "{}",
+        lines[0]
+    );
+    drop(ada);
+}

@@ -1,8 +1,8 @@
 //! The class is the cluster, in one run (issue 38's "done when"): a PostgreSQL server of the
 //! test's own, a watch, and ten `leaselab worker` processes that join over time. Round 1
-//! is held until everyone in it has joined; round 2 is held too, and mid-run the server
-//! is restarted with `pg_ctl restart -m immediate`: every worker and the watch reconnect
-//! and go on. A worker whose clock runs 60 s ahead meets a live lease and does not take it;
+//! is held until everyone in it has joined; round 2 is held too (the watch says so), and
+//! mid-run the server is restarted with `pg_ctl restart -m immediate`: every worker and the
+//! watch reconnect and go on. A worker whose clock runs 60 s ahead meets a live lease and does not take it;
 //! one stopped with Ctrl-C (SIGINT) gives its lease back at once. In the end every payment
 //! was processed once and `class scoreboard` equals counts queried from the events table.
 //! Every wait reads the workers' lines, the database or the watch with a deadline; nothing
@@ -354,12 +354,19 @@ fn ten_students_a_restart_a_fast_clock_and_a_ctrl_c_and_every_payment_is_paid_on
             .all(|(l, n)| l.count("held by the teacher") == n)
             .then_some(())
     });
+    // The watch says so too.
+    support::draw_until(&mut watch, "the watch to show the hold", |l| {
+        l[0].contains(" CLASS HELD ")
+    });
     // Its payment takes ten minutes; its lease is kept live by a heartbeat a second.
     let slow = ("600000", &["--heartbeat-ms", "1000"][..]);
     join_held(url, &mut laptops, "holder", slow);
     assert_eq!(claims_in(url, 2), 0, "nobody claims a held round");
     ok(&["class", "go", "--db", url]);
     let key = key_in(&laptops[6].line_with("CLAIMED"));
+    support::draw_until(&mut watch, "the hold to leave the watch", |l| {
+        !l[0].contains("CLASS HELD")
+    });
     join_at(url, &mut laptops, "student-8", 2, 5);
     join_at(url, &mut laptops, "student-9", 2, 10);
     // Mid-run, with every worker at work and the holder holding its lease.

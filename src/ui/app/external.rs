@@ -54,6 +54,8 @@ pub struct External {
     /// `application_name`), and when it was last asked; None where no server can tell.
     present: Option<HashSet<String>>,
     present_at: Option<Instant>,
+    /// The teacher holds the class (`leaselab class hold`), as last read with who is here.
+    pub(super) teacher_holds: bool,
 }
 
 /// How often the watch asks the server who is connected.
@@ -73,6 +75,7 @@ impl External {
             reader_lost: None,
             present: None,
             present_at: None,
+            teacher_holds: false,
         }
     }
 
@@ -88,13 +91,17 @@ impl External {
             && (self.reader_lost.is_some() || self.tail.as_ref().is_some_and(Tail::lost))
     }
 
-    /// Ask the server who is connected now, at most every [`PRESENT_EVERY`]: only for
-    /// workers followed live (not a replay). A failed question keeps the last answer.
+    /// Ask the server who is connected now, and whether the teacher holds the class, at
+    /// most every [`PRESENT_EVERY`]: only for workers followed live (not a replay). A
+    /// failed question keeps the last answer.
     pub(super) fn look_who_is_here(&mut self, reader: &dyn Reading) {
         if self.tail.is_none() || self.present_at.is_some_and(|t| t.elapsed() < PRESENT_EVERY) {
             return;
         }
         self.present_at = Some(Instant::now());
+        if let Ok(held) = reader.held_by_teacher() {
+            self.teacher_holds = held;
+        }
         if let Ok(sessions) = reader.sessions() {
             self.present = sessions.map(|s| {
                 s.iter()
@@ -403,6 +410,7 @@ impl App {
             reader_lost: None,
             present: None,
             present_at: None,
+            teacher_holds: false,
         });
         // The rows come from `leaselab worker` processes, which claim only the next
         // message (or a batch, as their settings say).
