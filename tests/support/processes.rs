@@ -199,10 +199,24 @@ fn reap(child: &mut Child, name: &str) -> ExitStatus {
 }
 
 impl Drop for WorkerProcess {
+    /// SIGTERM, and SIGCONT for one a test stopped (a failed test may leave it so); one
+    /// that has not ended by the deadline is killed.
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-            let _ = child.wait();
+            let pid = child.id() as libc::pid_t;
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+                libc::kill(pid, libc::SIGCONT);
+            }
+            let start = Instant::now();
+            while child.try_wait().ok().flatten().is_none() {
+                if start.elapsed() > DEADLINE {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return;
+                }
+                std::thread::sleep(POLL);
+            }
         }
     }
 }
