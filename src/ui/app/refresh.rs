@@ -153,7 +153,7 @@ impl App {
                 };
                 let reader = &self.reader;
                 x.look_who_is_here(reader.as_ref());
-                self.snap.class_held = x.teacher_holds && x.children.is_none() && !replaying;
+                self.snap.class_held = x.who.teacher_holds && x.children.is_none() && !replaying;
                 x.views(now_ms, &self.ledger, |id| {
                     super::external::row_at(reader.as_ref(), id)
                 })

@@ -237,10 +237,15 @@ pub struct NewestRow {
     pub worker: String,
     pub at_ms: i64,
     pub kind: LeaseEventKind,
+    /// Which process the name's newest `Joined` row said it was, if one said.
+    pub process: Option<crate::process_identity::ProcessIdentity>,
 }
 
-/// The newest row of each worker name, in both dialects; bounded like every read of a table
-/// others write.
-pub const NEWEST_ROWS_SQL: &str = "SELECT e.Worker, e.AtUtc, e.Kind FROM LeaseEvents e
+/// The newest row of each worker name, with the detail of its newest `Joined` row, in both
+/// dialects; bounded like every read of a table others write.
+pub const NEWEST_ROWS_SQL: &str = "SELECT e.Worker, e.AtUtc, e.Kind,
+       (SELECT j.Detail FROM LeaseEvents j WHERE j.Worker = e.Worker AND j.Kind = 'Joined'
+         ORDER BY j.Seq DESC LIMIT 1)
+  FROM LeaseEvents e
       JOIN (SELECT Worker, MAX(Seq) AS Seq FROM LeaseEvents GROUP BY Worker) m ON m.Seq = e.Seq
      ORDER BY e.Seq LIMIT 10000";
