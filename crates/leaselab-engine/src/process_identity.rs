@@ -76,7 +76,15 @@ impl ProcessIdentity {
             return Presence::Unknown;
         }
         match std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Presence::Gone,
+            // No entry: ended, unless /proc hides other users' processes (`hidepid`) and
+            // the process is there all the same.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if i32::try_from(self.pid).is_ok_and(crate::leftovers::gone) {
+                    Presence::Gone
+                } else {
+                    Presence::Unknown
+                }
+            }
             Err(_) => Presence::Unknown,
             Ok(stat) => match stat_fields(&stat) {
                 // A zombie has ended; only its parent has not read how.
