@@ -4,15 +4,19 @@
 //! or the database with a deadline; nothing sleeps to synchronise.
 
 #[allow(dead_code)]
+mod class_support;
+#[allow(dead_code)]
+mod pg_server;
+#[allow(dead_code)]
 mod pg_support;
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Output};
 
-use support::processes::wait_for;
+use class_support::scoreboard;
+use pg_server::PgServer;
+use support::processes::{wait_for, WorkerProcess};
 
 /// `leaselab ARGS`, run to its end.
 fn leaselab(args: &[&str]) -> Output {
@@ -30,126 +34,26 @@ fn ok(args: &[&str]) -> String {
     support::stdout(&o)
 }
 
-/// A `leaselab worker` child whose lines are kept as they come.
-struct Laptop {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-}
-
-impl Laptop {
-    fn start(url: &str, name: &str, extra: &[&str]) -> Laptop {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-            .args(["worker", "--db", url, "--name", name])
-            .args(["--lease-ms", "20000", "--process-ms", "20"])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start leaselab worker");
-        let out = child.stdout.take().unwrap();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let kept = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                kept.lock().unwrap().push(line);
-            }
-        });
-        Laptop { child, lines }
-    }
-
-    fn count(&self, needle: &str) -> usize {
-        let lines = self.lines.lock().unwrap();
-        lines.iter().filter(|l| l.contains(needle)).count()
-    }
-}
-
-impl Drop for Laptop {
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        let _ = self.child.wait();
-    }
+/// A student's `leaselab worker`: a lease of 20 s, 20 ms a payment, then `extra`.
+fn laptop(url: &str, name: &str, extra: &[&str]) -> WorkerProcess {
+    let args: Vec<&str> = ["--lease-ms", "20000", "--process-ms", "20"]
+        .iter()
+        .chain(extra)
+        .copied()
+        .collect();
+    WorkerProcess::start(url, name, &args)
 }
 
 fn count(db: &pg_support::ScratchDb, sql: &str) -> i64 {
-    db.client().query_one(sql, &[]).unwrap().get(0)
+    class_support::count(&db.url, sql)
 }
 
-/// Nothing Pending or Processing, and at least `n` messages.
 fn drained(db: &pg_support::ScratchDb, n: i64) -> Option<()> {
-    let all = count(db, "SELECT COUNT(*) FROM OutboxMessages");
-    let open = count(
-        db,
-        "SELECT COUNT(*) FROM OutboxMessages WHERE Status IN ('Pending', 'Processing')",
-    );
-    (all >= n && open == 0).then_some(())
+    class_support::drained(&db.url, n)
 }
 
-/// The scoreboard as counted straight from the events table, written apart from the one
-/// `class scoreboard` runs: one query a column, each completion after the first of its
-/// message a duplicate. Sorted by name: the order is checked apart.
 fn counted(db: &pg_support::ScratchDb, round: Option<i64>) -> Vec<serde_json::Value> {
-    let of_round = match round {
-        Some(r) => format!("AND m.Seeding = {r}"),
-        None => String::new(),
-    };
-    let per = |kind_filter: &str| -> std::collections::BTreeMap<String, i64> {
-        let sql = format!(
-            "SELECT e.Worker, COUNT(*) FROM LeaseEvents e JOIN OutboxMessages m ON m.Id = e.MessageId
-              WHERE {kind_filter} {of_round} GROUP BY e.Worker"
-        );
-        db.client()
-            .query(&sql, &[])
-            .unwrap()
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect()
-    };
-    let done = per("e.Kind = 'Finalized'");
-    let rejected = per("e.Kind = 'FinalizeRejected'");
-    let lost = per("e.Kind = 'LeaseLost'");
-    let reclaims = per("e.Kind = 'Claimed' AND e.LeaseVersion > 1");
-    let unguarded = per("e.Kind = 'Marked'");
-    let duplicates = per(
-        "e.Kind IN ('Finalized', 'Marked') AND EXISTS (SELECT 1 FROM LeaseEvents b
-          WHERE b.MessageId = e.MessageId AND b.Kind IN ('Finalized', 'Marked') AND b.Seq < e.Seq)",
-    );
-    let claimed =
-        per("e.Kind IN ('Claimed', 'Finalized', 'FinalizeRejected', 'LeaseLost', 'Marked')");
-    let n = |m: &std::collections::BTreeMap<String, i64>, w: &str| m.get(w).copied().unwrap_or(0);
-    claimed
-        .keys()
-        .map(|w| {
-            serde_json::json!({
-                "name": w, "done": n(&done, w), "rejected": n(&rejected, w),
-                "lost": n(&lost, w), "reclaims": n(&reclaims, w),
-                "duplicates": n(&duplicates, w), "unguarded": n(&unguarded, w),
-            })
-        })
-        .collect()
-}
-
-/// `class scoreboard --json`, its order checked, then sorted by name.
-fn scoreboard(url: &str, round: Option<i64>) -> Vec<serde_json::Value> {
-    let r = round.map(|r| r.to_string());
-    let mut args = vec!["class", "scoreboard", "--db", url, "--json"];
-    if let Some(r) = &r {
-        args.extend(["--round", r]);
-    }
-    let doc: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
-    let mut students = doc["students"].as_array().unwrap().clone();
-    let key = |s: &serde_json::Value| {
-        (
-            -s["done"].as_i64().unwrap(),
-            s["rejected"].as_i64().unwrap(),
-        )
-    };
-    assert!(
-        students.windows(2).all(|w| key(&w[0]) <= key(&w[1])),
-        "sorted by done, then fewest rejected: {students:?}"
-    );
-    students.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-    students
+    class_support::counted(&db.url, round)
 }
 
 #[test]
@@ -168,9 +72,9 @@ fn a_class_runs_held_rounds_and_its_scoreboard_is_the_events_table() {
         "--hold"
     ])
     .starts_with("round 1: 20 payments (PAY-001 to PAY-020), held"));
-    let laptops: Vec<Laptop> = ["ada", "李雷", "sam"]
+    let laptops: Vec<WorkerProcess> = ["ada", "李雷", "sam"]
         .iter()
-        .map(|n| Laptop::start(url, n, &[]))
+        .map(|n| laptop(url, n, &[]))
         .collect();
     wait_for("every worker to say it is held", || {
         laptops
@@ -191,7 +95,7 @@ fn a_class_runs_held_rounds_and_its_scoreboard_is_the_events_table() {
     // Round 2, with a worker without leases beside them: unguarded writes and duplicates.
     assert!(ok(&["class", "new-round", "--db", url, "--messages", "30"])
         .starts_with("round 2: 30 payments (PAY-021 to PAY-050)"));
-    let naive = Laptop::start(url, "mallory", &["--no-leasing"]);
+    let naive = laptop(url, "mallory", &["--no-leasing"]);
     wait_for("round 2 to be processed", || drained(&db, 50));
     // Its loads may still mark what it read: it is stopped before anything is counted.
     drop(naive);
@@ -354,7 +258,7 @@ fn the_watch_shows_the_join_command_the_scoreboard_and_adds_to_the_round() {
         .map(|l| l.trim_matches('┃').trim_end())
         .collect();
     assert!(boxed.join(" ").starts_with(command), "{small:#?}");
-    let ada = Laptop::start(url, "ada", &[]);
+    let ada = laptop(url, "ada", &[]);
     wait_for("the first worker to join the watch", || {
         watch.absorb_events();
         (!screen(&mut watch).contains("students join with")).then_some(())
@@ -400,64 +304,7 @@ fn the_watch_shows_the_join_command_the_scoreboard_and_adds_to_the_round() {
     assert!(screen(&mut watch).contains("added 5 payments to the current round"));
 }
 
-/// A server as a class's: listening on 127.0.0.1 with password authentication
-/// (`.ci/pg-start.sh` with `LEASELAB_PG_PORT` and `LEASELAB_PG_PASSWORD`), stopped and
-/// removed when dropped.
-struct PasswordServer {
-    dir: String,
-    url: String,
-}
-
 const PASSWORD: &str = "class-of-2026";
-
-impl PasswordServer {
-    fn start() -> Option<PasswordServer> {
-        let env = |k: &str| std::env::var(k).ok();
-        match pg_support::decide(env(pg_support::URL_ENV), env("CI")) {
-            Ok(Some(_)) => {}
-            Ok(None) => return None,
-            Err(why) => panic!("{why}"),
-        }
-        // A port nobody listens on now (the server takes it a moment later).
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let out = Command::new("bash")
-            .arg(format!("{}/.ci/pg-start.sh", env!("CARGO_MANIFEST_DIR")))
-            .env("LEASELAB_PG_PORT", port.to_string())
-            .env("LEASELAB_PG_PASSWORD", PASSWORD)
-            .output()
-            .expect("run pg-start.sh");
-        let said = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "pg-start.sh: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let value = |name: &str| {
-            said.lines()
-                .find_map(|l| l.strip_prefix(&format!("export {name}=")))
-                .map(|v| v.replace('\\', ""))
-                .unwrap_or_else(|| panic!("pg-start.sh printed no {name}: {said}"))
-        };
-        Some(PasswordServer {
-            dir: value("LEASELAB_PG_DIR"),
-            url: value("LEASELAB_PG_URL"),
-        })
-    }
-}
-
-impl Drop for PasswordServer {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(format!("{}/.ci/pg-stop.sh", env!("CARGO_MANIFEST_DIR")))
-            .arg(&self.dir)
-            .stderr(Stdio::null())
-            .status();
-    }
-}
 
 /// `leaselab ARGS` with `PGPASSWORD` set (or removed).
 fn with_password(args: &[&str], password: Option<&str>) -> Output {
@@ -471,7 +318,7 @@ fn with_password(args: &[&str], password: Option<&str>) -> Output {
 
 #[test]
 fn students_reach_a_server_on_tcp_with_a_password_given_in_pgpassword() {
-    let Some(server) = PasswordServer::start() else {
+    let Some(server) = PgServer::on_tcp_with_password(PASSWORD) else {
         return;
     };
     let url = server.url.as_str();
@@ -505,14 +352,12 @@ fn students_reach_a_server_on_tcp_with_a_password_given_in_pgpassword() {
     );
     assert!(!said.contains(PASSWORD));
     // A student's worker, its password in PGPASSWORD, does the round.
-    let mut worker = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-        .args(["worker", "--db", url, "--name", "ada", "--process-ms", "20"])
-        .env("PGPASSWORD", PASSWORD)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let worker = WorkerProcess::start_with(
+        url,
+        "ada",
+        &["--process-ms", "20"],
+        &[("PGPASSWORD", PASSWORD)],
+    );
     let done = wait_for("the student's worker to do the round", || {
         let o = with_password(
             &["class", "scoreboard", "--db", url, "--json"],
@@ -523,111 +368,7 @@ fn students_reach_a_server_on_tcp_with_a_password_given_in_pgpassword() {
         (done == 6).then_some(done)
     });
     assert_eq!(done, 6);
-    unsafe { libc::kill(worker.id() as libc::pid_t, libc::SIGTERM) };
-    let _ = worker.wait();
-}
-
-/// Every message finalized exactly once, and nothing written without a lease.
-fn processed_once(db: &pg_support::ScratchDb) -> (i64, i64) {
-    let twice = count(
-        db,
-        "SELECT COUNT(*) FROM OutboxMessages m WHERE (SELECT COUNT(*) FROM LeaseEvents e
-          WHERE e.MessageId = m.Id AND e.Kind IN ('Finalized', 'Marked')) <> 1",
-    );
-    let finalized = count(
-        db,
-        "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Finalized'",
-    );
-    (twice, finalized)
-}
-
-/// The class, done: ten worker processes that join over time, two rounds, a hold and a go
-/// from `leaselab class`, the scoreboard equal to counts queried from the events table, and
-/// every payment processed once.
-#[test]
-fn ten_students_join_over_time_through_two_held_rounds_and_every_payment_is_paid_once() {
-    let Some(db) = pg_support::scratch("class_ten") else {
-        return;
-    };
-    let url = db.url.as_str();
-    ok(&[
-        "class",
-        "new-round",
-        "--db",
-        url,
-        "--messages",
-        "100",
-        "--hold",
-    ]);
-    let mut laptops: Vec<Laptop> = Vec::new();
-    // Five join while the class is held, one after another.
-    for i in 1..=5 {
-        laptops.push(Laptop::start(url, &format!("student-{i}"), &[]));
-        wait_for("the newest student to be held", || {
-            (laptops.last().unwrap().count("held by the teacher") == 1).then_some(())
-        });
-    }
-    assert_eq!(
-        count(
-            &db,
-            "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Claimed'"
-        ),
-        0
-    );
-    ok(&["class", "go", "--db", url]);
-    // Five more join while the others work, each once the class has done ten more.
-    for i in 6..=10 {
-        let want = 10 * (i as i64 - 5);
-        wait_for("ten more payments done", || {
-            let done = count(
-                &db,
-                "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Finalized'",
-            );
-            (done >= want).then_some(())
-        });
-        laptops.push(Laptop::start(url, &format!("student-{i}"), &[]));
-    }
-    wait_for("round 1 to be processed", || drained(&db, 100));
-    let held_before: Vec<usize> = laptops
-        .iter()
-        .map(|l| l.count("held by the teacher"))
-        .collect();
-    ok(&[
-        "class",
-        "new-round",
-        "--db",
-        url,
-        "--messages",
-        "100",
-        "--hold",
-    ]);
-    wait_for("every student to be held for round 2", || {
-        laptops
-            .iter()
-            .zip(&held_before)
-            .all(|(l, before)| l.count("held by the teacher") == before + 1)
-            .then_some(())
-    });
-    let round_2_claims = "SELECT COUNT(*) FROM LeaseEvents e JOIN OutboxMessages m
-        ON m.Id = e.MessageId WHERE e.Kind = 'Claimed' AND m.Seeding = 2";
-    assert_eq!(count(&db, round_2_claims), 0, "nobody claims a held round");
-    ok(&["class", "go", "--db", url]);
-    wait_for("round 2 to be processed", || drained(&db, 200));
-    drop(laptops);
-    // The class's events replay as any run's.
-    let replay = leaselab::ui::app::Recording::load(&leaselab::engine::backend::Db::Postgres(
-        url.to_string(),
-    ));
-    assert!(replay.is_ok(), "{:?}", replay.err());
-    let (twice, finalized) = processed_once(&db);
-    assert_eq!((twice, finalized), (0, 200), "every payment finalized once");
-    for round in [Some(1), Some(2), None] {
-        assert_eq!(
-            scoreboard(url, round),
-            counted(&db, round),
-            "round {round:?}"
-        );
-    }
+    drop(worker);
 }
 
 /// `--messages` on a database already there seeds nothing: the worker says so rather than
@@ -637,18 +378,79 @@ fn messages_on_a_database_already_there_is_said_not_ignored() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("class.db");
     let db = path.to_str().unwrap();
-    let first = Laptop::start(db, "ada", &["--messages", "3"]);
+    let first = laptop(db, "ada", &["--messages", "3"]);
     wait_for("the first worker to make the database", || {
         (first.count("(created it with 3 payments)") == 1).then_some(())
     });
-    let second = Laptop::start(db, "bo", &["--messages", "50"]);
+    let second = laptop(db, "bo", &["--messages", "50"]);
     wait_for(
         "the second worker to say its --messages seeds nothing",
         || (second.count("already there: --messages seeds only a new database") == 1).then_some(()),
     );
-    let quiet = Laptop::start(db, "cy", &[]);
+    let quiet = laptop(db, "cy", &[]);
     wait_for("a worker without --messages to join", || {
         (quiet.count("cy works on") == 1).then_some(())
     });
     assert_eq!(quiet.count("already there"), 0);
+}
+
+/// The watch says plainly that the teacher holds the class: `CLASS HELD` in its header
+/// from `class hold` (or a round made held) until `class go`, and in the strip what it
+/// means, once the join command has given way to the first worker.
+#[test]
+fn the_watch_shows_the_class_held_until_go() {
+    let Some(db) = pg_support::scratch("class_held") else {
+        return;
+    };
+    let url = db.url.as_str();
+    ok(&[
+        "class",
+        "new-round",
+        "--db",
+        url,
+        "--messages",
+        "3",
+        "--hold",
+    ]);
+    let mut watch = support::watcher(Path::new(url), 3);
+    let lines = support::draw_until(&mut watch, "the watch to show the hold", |l| {
+        l[0].contains(" CLASS HELD ")
+    });
+    // Before anyone joins, the strip shows what the students type.
+    assert!(lines[1].contains("students join with"), "{}", lines[1]);
+    let ada = laptop(url, "ada", &[]);
+    let lines = support::draw_until(&mut watch, "the strip to say what the hold means", |l| {
+        l[1].contains("CLASS HELD by the teacher")
+    });
+    assert!(
+        lines[1].contains("the workers claim nothing until `leaselab class go`"),
+        "{}",
+        lines[1]
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM LeaseEvents WHERE Kind = 'Claimed'"
+        ),
+        0
+    );
+    ok(&["class", "go", "--db", url]);
+    let lines = support::draw_until(&mut watch, "the hold to leave the watch", |l| {
+        !l.join("\n").contains("CLASS HELD")
+    });
+    assert!(lines[0].contains(" RUNNING "), "{}", lines[0]);
+    wait_for("the round to be processed", || drained(&db, 3));
+    ok(&["class", "hold", "--db", url]);
+    support::draw_until(&mut watch, "the watch to show the hold again", |l| {
+        l[0].contains(" CLASS HELD ") && l[1].contains("CLASS HELD by the teacher")
+    });
+    // The screen's own hold (space) is another: it says HELD, and only that.
+    support::press(&mut watch, ' ');
+    let lines = support::frame_lines(&mut watch, 120, 40);
+    assert!(
+        lines[0].contains(" HELD ") && !lines[0].contains("CLASS"),
+        "{}",
+        lines[0]
+    );
+    drop(ada);
 }

@@ -9,8 +9,7 @@ mod pg_support;
 mod support;
 
 use std::ffi::OsStr;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use leaselab::engine::backend::Db;
 use leaselab::engine::clock::wall_now_ms;
@@ -23,72 +22,20 @@ use leaselab::engine::pg::PgStore;
 use leaselab::engine::provider::Provider;
 use leaselab::engine::store::{LeaseEventKind, LeaseEventRow, OutboxStatus, Store};
 use std::sync::Arc;
-use support::processes::DEADLINE;
+use support::processes::WorkerProcess;
 
-/// A `leaselab worker` child with its stdout on a channel, line by line.
-struct Worker {
-    child: Child,
-    lines: crossbeam_channel::Receiver<String>,
+/// `leaselab worker --db DB --name NAME EXTRA... --clock-skew-ms=OFFSET`.
+fn worker(db: impl AsRef<OsStr>, name: &str, offset_ms: i64, extra: &[&str]) -> WorkerProcess {
+    let skew = format!("--clock-skew-ms={offset_ms}");
+    let args: Vec<&str> = extra.iter().copied().chain([skew.as_str()]).collect();
+    WorkerProcess::start(db, name, &args)
 }
 
-impl Worker {
-    fn start(db: impl AsRef<OsStr>, name: &str, offset_ms: i64, extra: &[&str]) -> Worker {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-            .args(["worker", "--db"])
-            .arg(db)
-            .args(["--name", name])
-            .args(extra)
-            .arg(format!("--clock-skew-ms={offset_ms}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start leaselab worker");
-        let out = child.stdout.take().unwrap();
-        let (tx, lines) = crossbeam_channel::unbounded();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Worker { child, lines }
-    }
-
-    /// The next line holding `needle`.
-    fn line_with(&self, needle: &str) -> String {
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(DEADLINE)
-                .unwrap_or_else(|e| panic!("no line with {needle:?}: {e}"));
-            if line.contains(needle) {
-                return line;
-            }
-        }
-    }
-
-    /// Send `signo`; its exit code, the rest of its stdout and its stderr.
-    fn signal(mut self, signo: i32) -> (Option<i32>, String, String) {
-        assert_eq!(
-            unsafe { libc::kill(self.child.id() as libc::pid_t, signo) },
-            0
-        );
-        let mut err = String::new();
-        let stderr = self.child.stderr.take().unwrap();
-        std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut err).unwrap();
-        let status = self.child.wait().unwrap();
-        let rest: Vec<String> = self.lines.iter().collect();
-        (status.code(), rest.join("\n"), err)
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGKILL) };
-        let _ = self.child.wait();
-    }
+/// Send `signo`; its exit code, the rest of its stdout (after the lines read) and its
+/// stderr.
+fn signal(w: WorkerProcess, signo: i32) -> (Option<i32>, String, String) {
+    let ended = w.signal(signo);
+    (ended.code(), ended.rest, ended.err)
 }
 
 fn events(db: &Db) -> Vec<LeaseEventRow> {
@@ -114,9 +61,9 @@ fn sigint_gives_the_lease_back(db: Db, arg: &OsStr) {
         "600000",
         "--no-heartbeat",
     ];
-    let w = Worker::start(arg, "holder", 0, &long);
+    let mut w = worker(arg, "holder", 0, &long);
     w.line_with("CLAIMED PAY-001");
-    let (code, out, err) = w.signal(libc::SIGINT);
+    let (code, out, err) = signal(w, libc::SIGINT);
     assert_eq!(code, Some(130), "{err}");
     assert!(
         out.contains("holder released PAY-001 (lease v1)"),
@@ -198,7 +145,7 @@ fn a_stopped_worker_whose_lease_was_taken_over_says_it_released_nothing() {
         "50000",
         "--no-heartbeat",
     ];
-    let w = Worker::start(&path, "holder", 0, &slow);
+    let mut w = worker(&path, "holder", 0, &slow);
     w.line_with("CLAIMED PAY-001");
     // Another worker, 61 s later by its clock, takes the expired lease over.
     let mut other = Store::open(&path, std::sync::Arc::new(StoreShared::default())).unwrap();
@@ -207,7 +154,7 @@ fn a_stopped_worker_whose_lease_was_taken_over_says_it_released_nothing() {
         .unwrap()
         .value;
     assert!(matches!(taken, ClaimOutcome::Claimed(_)), "{taken:?}");
-    let (code, out, err) = w.signal(libc::SIGINT);
+    let (code, out, err) = signal(w, libc::SIGINT);
     assert_eq!(code, Some(130), "{err}");
     assert!(
         out.contains("holder did not release PAY-001 (lease v1): its lease was taken over"),
@@ -238,13 +185,13 @@ fn a_worker_whose_clock_is_ahead_takes_over_no_live_lease_on_postgres() {
         "25000",
         "--no-heartbeat",
     ];
-    let honest = Worker::start(&db.url, "honest", 0, &lease);
+    let mut honest = worker(&db.url, "honest", 0, &lease);
     honest.line_with("CLAIMED PAY-001");
-    let fast = Worker::start(&db.url, "fast", 60_000, &lease);
+    let mut fast = worker(&db.url, "fast", 60_000, &lease);
     // Its first claim found the message under honest's live lease.
     let first = fast.line_with("PAY-001");
     assert!(first.contains("BLOCKED on PAY-001 by honest"), "{first}");
-    let (_, out, err) = fast.signal(libc::SIGINT);
+    let (_, out, err) = signal(fast, libc::SIGINT);
     assert!(
         err.contains("fast's clock is 60.0 s ahead of the database server's"),
         "{err}"
@@ -259,20 +206,20 @@ fn a_worker_whose_clock_is_ahead_takes_over_no_live_lease_on_postgres() {
         "a live lease taken over: {takeovers:?}"
     );
     // honest still holds it, and gives it back when stopped.
-    let (_, out, err) = honest.signal(libc::SIGTERM);
+    let (_, out, err) = signal(honest, libc::SIGTERM);
     assert!(out.contains("honest released PAY-001 (lease v1)"), "{out}");
     assert!(!err.contains("clock is"), "{err}");
     // A worker 60 s behind claims the released message at once and keeps its lease to the
     // end: on its own clock the release is 60 s in the future, and every lease it took
     // would have run out 30 s before it was taken.
-    let late = Worker::start(
+    let mut late = worker(
         &db.url,
         "late",
         -60_000,
         &["--lease-ms", "30000", "--process-ms", "200"],
     );
     late.line_with("FINALIZED PAY-001");
-    let (_, _, err) = late.signal(libc::SIGTERM);
+    let (_, _, err) = signal(late, libc::SIGTERM);
     assert!(
         err.contains("late's clock is 60.0 s behind the database server's"),
         "{err}"
@@ -381,16 +328,16 @@ fn a_skewed_clock_takes_over_a_live_lease(db: &OsStr, fast_flags: &[&str], said:
         "25000",
         "--no-heartbeat",
     ];
-    let honest = Worker::start(db, "honest", 0, &lease);
+    let mut honest = worker(db, "honest", 0, &lease);
     honest.line_with("CLAIMED PAY-001");
     let flags: Vec<&str> = lease.iter().chain(fast_flags).copied().collect();
-    let fast = Worker::start(db, "fast", 60_000, &flags);
+    let mut fast = worker(db, "fast", 60_000, &flags);
     let first = fast.line_with("PAY-001");
     assert!(first.contains("RECLAIMED PAY-001"), "{first}");
     assert!(first.contains("(lease v2)"), "{first}");
-    let (_, _, err) = fast.signal(libc::SIGTERM);
+    let (_, _, err) = signal(fast, libc::SIGTERM);
     assert!(err.contains(said), "{err}");
-    let (_, out, _) = honest.signal(libc::SIGINT);
+    let (_, out, _) = signal(honest, libc::SIGINT);
     assert!(
         out.contains("honest did not release PAY-001 (lease v1): its lease was taken over"),
         "{out}"

@@ -8,13 +8,12 @@
 //! synchronise.
 
 #[allow(dead_code)]
+mod pg_server;
+#[allow(dead_code)]
 mod pg_support;
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use leaselab::engine::backend::Db;
@@ -22,151 +21,22 @@ use leaselab::engine::checker;
 use leaselab::engine::events_table::Translator;
 use leaselab::engine::ledger::Ledger;
 use leaselab::engine::pg::PgStore;
+use pg_server::PgServer;
 use support::frame_lines;
-use support::processes::{wait_for, DEADLINE};
+use support::processes::{wait_for, WorkerProcess, DEADLINE};
 
-/// A PostgreSQL server of this test's own, stopped and removed when dropped.
-struct PrivateServer {
-    dir: String,
-    url: String,
-}
-
-/// `.ci/` beside this crate.
-fn script(name: &str) -> String {
-    format!("{}/.ci/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A value `printf %q` wrote: its backslashes dropped (the paths here have no quotes).
-fn unquoted(v: &str) -> String {
-    let mut out = String::new();
-    let mut chars = v.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => out.extend(chars.next()),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-impl PrivateServer {
-    /// Started where the PostgreSQL tests run; None (after the skip line) elsewhere.
-    fn start() -> Option<PrivateServer> {
-        let env = |k: &str| std::env::var(k).ok();
-        match pg_support::decide(env(pg_support::URL_ENV), env("CI")) {
-            Ok(Some(_)) => {}
-            Ok(None) => {
-                eprintln!("{}", pg_support::SKIP_LINE);
-                return None;
-            }
-            Err(why) => panic!("{why}"),
-        }
-        let out = Command::new("bash")
-            .arg(script("pg-start.sh"))
-            .output()
-            .expect("run pg-start.sh");
-        let said = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "pg-start.sh: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let value = |name: &str| {
-            said.lines()
-                .find_map(|l| l.strip_prefix(&format!("export {name}=")))
-                .map(unquoted)
-                .unwrap_or_else(|| panic!("pg-start.sh printed no {name}: {said}"))
-        };
-        Some(PrivateServer {
-            dir: value("LEASELAB_PG_DIR"),
-            url: value("LEASELAB_PG_URL"),
-        })
-    }
-
-    /// `pg_ctl restart -m immediate`, running while the test draws the watch.
-    fn restart(&self) -> Child {
-        Command::new("bash")
-            .arg(script("pg-restart.sh"))
-            .args([&self.dir, "immediate"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run pg-restart.sh")
-    }
-}
-
-impl Drop for PrivateServer {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(script("pg-stop.sh"))
-            .arg(&self.dir)
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
-/// A `leaselab worker` child whose lines are kept as they come.
-struct Laptop {
-    name: String,
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-}
-
-impl Laptop {
-    fn start(url: &str, name: &str) -> Laptop {
-        // A lease far longer than the restart: no lease runs out while the server is away,
-        // so each worker finalizes what it held, and no payment is paid twice.
-        let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-            .args(["worker", "--db", url, "--name", name])
-            .args([
-                "--messages",
-                "300",
-                "--lease-ms",
-                "20000",
-                "--process-ms",
-                "50",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start leaselab worker");
-        let out = child.stdout.take().unwrap();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let kept = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                kept.lock().unwrap().push(line);
-            }
-        });
-        Laptop {
-            name: name.to_string(),
-            child,
-            lines,
-        }
-    }
-
-    fn said(&self, needle: &str) -> bool {
-        self.lines
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|l| l.contains(needle))
-    }
-
-    /// SIGTERM; its exit code and its lines.
-    fn stop(mut self) -> (Option<i32>, String) {
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        let status = self.child.wait().unwrap();
-        (status.code(), self.lines.lock().unwrap().join("\n"))
-    }
-}
-
-impl Drop for Laptop {
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        let _ = self.child.wait();
-    }
+/// A worker with a lease far longer than the restart: no lease runs out while the server
+/// is away, so each worker finalizes what it held, and no payment is paid twice.
+fn laptop(url: &str, name: &str) -> WorkerProcess {
+    let args = [
+        "--messages",
+        "300",
+        "--lease-ms",
+        "20000",
+        "--process-ms",
+        "50",
+    ];
+    WorkerProcess::start(url, name, &args)
 }
 
 fn drained(url: &str) -> Option<()> {
@@ -177,14 +47,14 @@ fn drained(url: &str) -> Option<()> {
 
 #[test]
 fn a_server_restart_is_a_blip_every_worker_and_the_watch_reconnect_and_go_on() {
-    let Some(server) = PrivateServer::start() else {
+    let Some(server) = PgServer::start() else {
         return;
     };
     let url = server.url.clone();
     let mut watch = support::watcher(Path::new(&url), 300);
     let laptops: Vec<_> = ["laptop-1", "laptop-2", "laptop-3"]
         .iter()
-        .map(|n| Laptop::start(&url, n))
+        .map(|n| laptop(&url, n))
         .collect();
     wait_for("every worker to finalize a payment", || {
         watch.absorb_events();
@@ -242,7 +112,8 @@ fn a_server_restart_is_a_blip_every_worker_and_the_watch_reconnect_and_go_on() {
     assert!(snap.stale_since.is_none());
     for laptop in laptops {
         let name = laptop.name.clone();
-        let (code, out) = laptop.stop();
+        let ended = laptop.signal(libc::SIGTERM);
+        let (code, out) = (ended.code(), ended.out);
         assert_eq!(code, Some(143), "{name} did not run to the end:\n{out}");
         assert!(out.contains("connection lost"), "{name}:\n{out}");
         assert!(

@@ -16,7 +16,7 @@ use leaselab::engine::outbox::LeaseEventRow;
 use leaselab::engine::pg::{PgError, PgStore, PgTail};
 use leaselab::engine::provider::{Provider, ProviderStatus, StatusCheck};
 use leaselab::engine::store::{
-    ClaimOutcome, DbOrigin, Durability, Lease, OutboxCounts, StoreShared,
+    ClaimOutcome, DbOrigin, Durability, FinalizeOutcome, Lease, OutboxCounts, StoreShared,
 };
 use pg_support::{decide, scratch, ScratchDb};
 
@@ -394,4 +394,38 @@ fn a_tail_says_when_an_open_transaction_holds_its_rows_back_and_when_they_flow_a
         claim |= claim_of(&k);
         flowing |= matches!(&k, EventKind::Note { text } if text.starts_with("events flow again"));
     }
+}
+
+/// A finalize whose answer is lost with its connection (a server restart) may have
+/// committed: asked afterwards, the store finds its holder's `Finalized` row, and that
+/// lease's only, where trying the finalize again would be rejected by its own commit.
+#[test]
+fn a_finalize_that_committed_is_found_by_its_lease_and_no_other() {
+    let Some((_db, mut store)) = seeded("finalized_earlier", 2) else {
+        return;
+    };
+    let a = claimed(store.claim_next("Worker-A", NOW, LEASE).unwrap().value);
+    let b = claimed(store.claim_next("Worker-B", NOW, LEASE).unwrap().value);
+    assert_eq!(store.finalized_earlier(&a).unwrap(), None);
+    let done = store.finalize(&a, &paid(), NOW).unwrap();
+    assert_eq!(done.value, FinalizeOutcome::Committed);
+    assert_eq!(store.finalized_earlier(&a).unwrap(), Some(done.seq));
+    let again = store.finalize(&a, &paid(), NOW).unwrap().value;
+    assert_eq!(
+        again,
+        FinalizeOutcome::Rejected,
+        "its own commit rejects it"
+    );
+    // Another message, another version of it, another owner's name: nothing committed.
+    assert_eq!(store.finalized_earlier(&b).unwrap(), None);
+    let later = Lease {
+        version: a.version + 1,
+        ..a.clone()
+    };
+    assert_eq!(store.finalized_earlier(&later).unwrap(), None);
+    let namesake = Lease {
+        owner: "Worker-B".into(),
+        ..a
+    };
+    assert_eq!(store.finalized_earlier(&namesake).unwrap(), None);
 }

@@ -1,5 +1,5 @@
 //! The watching dashboard's state, driven without a terminal: a worker process killed with
-//! SIGKILL while it holds a lease shows as such, and its message is taken over once the
+//! SIGKILL while it holds a lease shows as `left` (its process has ended) holding it, and its message is taken over once the
 //! lease runs out. Every wait polls the app's own stream with a deadline.
 
 mod support;
@@ -96,9 +96,10 @@ fn a_killed_worker_shows_holding_its_lease_until_another_takes_it_over() {
         wait_for_worker(
             &mut app,
             "doomed",
-            // Killed from outside, nothing recorded its end: only that its lease ran out.
-            "shown unknown after its lease ran out",
-            |w| w.status.state == WorkerState::Unknown && w.status.lease.is_some(),
+            // Killed from outside, nothing recorded its end; but its process, which its
+            // Joined row names, has ended on this machine: it left, holding its lease.
+            "shown left",
+            |w| w.status.state == WorkerState::Left && w.status.lease.is_some(),
         );
         let mut rescuer = worker(
             &db,

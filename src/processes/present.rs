@@ -5,13 +5,15 @@
 //! `application_name` (`pg::session_name`), and a session ends with its process, even one
 //! killed with SIGKILL. On SQLite there is no server: a name is live while its newest
 //! `LeaseEvents` row is not its leaving or a crash and is at most [`STALE_MS`] old. A worker
-//! killed so frees its name that long after its last row; so does one that writes nothing
-//! that long (an outbox with nothing to claim).
+//! killed so frees its name that long after its last row, or at once where its `Joined` row
+//! says which process it was and that process has ended on this machine; one that writes
+//! nothing that long (an outbox with nothing to claim) frees it too.
 
 use std::collections::BTreeSet;
 
 use crate::engine::outbox::{LeaseEventKind, NewestRow, OutboxError, Reading};
 use crate::engine::pg::{is_this_process, named_in, session_name, SESSION_PREFIX};
+use crate::engine::process_identity::Presence;
 use crate::engine::text::printable;
 
 /// On SQLite, how old a name's newest row may be and the name still held.
@@ -48,11 +50,17 @@ pub fn names_in_use(store: &dyn Reading, now_ms: i64) -> Result<Vec<String>, Out
 }
 
 /// On SQLite: a worker's (not the engine's) newest row is recent and says neither that it
-/// left nor that it crashed.
+/// left nor that it crashed, and its process is not known to have ended (on this machine,
+/// where it said which process it is: `process_identity`).
 pub fn live_on_sqlite(row: &NewestRow, now_ms: i64) -> bool {
+    let ended = row
+        .process
+        .as_ref()
+        .is_some_and(|p| p.presence() == Presence::Gone);
     row.worker != crate::engine::events::ENGINE
         && !matches!(row.kind, LeaseEventKind::Left | LeaseEventKind::Crashed)
         && now_ms - row.at_ms <= STALE_MS
+        && !ended
 }
 
 /// Whether another live worker holds `name`: on PostgreSQL a session of that name of

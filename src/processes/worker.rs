@@ -296,7 +296,11 @@ fn join(
     // waits as the worker's own writes do.
     wait_for_the_lock_as_long_as_it_takes(&opts.name);
     // Its settings are its own: a watching dashboard shows these, not its own.
-    let detail = settings.recorded().detail();
+    // And which process it is: a watch on this machine tells so whether it still runs.
+    let detail = match crate::engine::process_identity::ProcessIdentity::of_this_process() {
+        Some(me) => format!("{} {}", settings.recorded().detail(), me.detail()),
+        None => settings.recorded().detail(),
+    };
     let fact = Fact::of(LeaseEventKind::Joined, clock.now(), &opts.name, &detail);
     if let Err(e) = store.record(&fact) {
         return match interrupts.try_recv() {

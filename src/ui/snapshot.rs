@@ -23,8 +23,12 @@ pub struct Snapshot {
     pub paused: bool,
     /// A finalize checks the owner's name only: the weaker guard a lesson may show.
     pub owner_only_finalize: bool,
-    /// Worker processes started held, before the first space.
+    /// Worker processes started held, before the first space; or the screen held (`space`
+    /// in the watch).
     pub held: bool,
+    /// The teacher holds the class the watch follows (`leaselab class hold`): its workers
+    /// claim nothing until `leaselab class go`.
+    pub class_held: bool,
     /// The watched database stopped answering at this time: what is shown is as it stood.
     pub stale_since: Option<i64>,
     /// Stale, and the dashboard tries new connections (a server restart), rather than

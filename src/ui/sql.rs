@@ -75,7 +75,7 @@ impl SqlFold {
 
     pub fn apply(&mut self, ev: &Event) {
         match &ev.kind {
-            EventKind::SettingsRecorded { settings } | EventKind::Joined { settings } => {
+            EventKind::SettingsRecorded { settings } | EventKind::Joined { settings, .. } => {
                 match ev.slot {
                     Some(slot) => {
                         let own = self.settled(self.known, settings);

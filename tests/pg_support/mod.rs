@@ -1,6 +1,7 @@
 //! A throwaway PostgreSQL database per test, on the server named by `LEASELAB_PG_URL`.
 //! Without that variable the tests say once that they were skipped and pass, except in CI,
-//! where they must run.
+//! where they must run. (A test that needs a server of its own, to restart it or one on
+//! TCP with a password, starts one with `tests/pg_server`.)
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};

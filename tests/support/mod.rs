@@ -403,3 +403,13 @@ pub fn frame_lines(app: &mut App, width: u16, height: u16) -> Vec<String> {
         .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect())
         .collect()
 }
+
+/// Take in what arrived and draw `app` at 120x40 until `done` holds of its lines (at most
+/// the worker processes' deadline, polling): those lines.
+pub fn draw_until(app: &mut App, what: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+    processes::wait_for(what, || {
+        app.absorb_events();
+        let lines = frame_lines(app, COLS, ROWS);
+        done(&lines).then_some(lines)
+    })
+}

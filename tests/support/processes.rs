@@ -2,7 +2,10 @@
 //! PostgreSQL URL, and the one polling wait those tests use.
 
 use std::ffi::OsStr;
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How long a wait on worker processes may take before the test fails.
@@ -10,43 +13,165 @@ pub const DEADLINE: Duration = Duration::from_secs(90);
 /// How often such a wait looks again.
 pub const POLL: Duration = Duration::from_millis(20);
 
-/// A `leaselab worker` child, stopped with SIGTERM (and reaped) when dropped.
+/// A `leaselab worker` child, stopped with SIGTERM (and reaped) when dropped. Its standard
+/// output is kept line by line as it comes, its standard error whole: a test reads them
+/// while it runs, and the pipes never fill.
 pub struct WorkerProcess {
     pub child: Option<Child>,
     pub name: String,
+    lines: Arc<Mutex<Vec<String>>>,
+    stderr: Arc<Mutex<String>>,
+    readers: Vec<JoinHandle<()>>,
+    /// How many lines [`WorkerProcess::line_with`] has read past.
+    read: usize,
+}
+
+/// How a signalled worker ended, and what it wrote.
+pub struct Ended {
+    pub status: ExitStatus,
+    /// Every line of its standard output.
+    pub out: String,
+    /// The lines after the last one [`WorkerProcess::line_with`] returned.
+    pub rest: String,
+    pub err: String,
+}
+
+impl Ended {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
 }
 
 impl WorkerProcess {
     /// Start `leaselab worker --db DB --name NAME EXTRA...`.
     pub fn start(db: impl AsRef<OsStr>, name: &str, extra: &[&str]) -> WorkerProcess {
-        let child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-            .args(["worker", "--db"])
+        WorkerProcess::start_with(db, name, extra, &[])
+    }
+
+    /// [`WorkerProcess::start`] with `env` set (and `PGPASSWORD` only when `env` gives it).
+    pub fn start_with(
+        db: impl AsRef<OsStr>,
+        name: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> WorkerProcess {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_leaselab"));
+        cmd.args(["worker", "--db"])
             .arg(db)
             .args(["--name", name])
             .args(extra)
+            .env_remove("PGPASSWORD")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start leaselab worker");
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("start leaselab worker");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let out = child.stdout.take().unwrap();
+        let kept = lines.clone();
+        let read_out = std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                kept.lock().unwrap().push(line);
+            }
+        });
+        let mut err = child.stderr.take().unwrap();
+        let kept = stderr.clone();
+        let read_err = std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = err.read_to_end(&mut bytes);
+            kept.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&bytes));
+        });
         WorkerProcess {
             child: Some(child),
             name: name.to_string(),
+            lines,
+            stderr,
+            readers: vec![read_out, read_err],
+            read: 0,
+        }
+    }
+
+    /// Its process id, while it runs.
+    pub fn pid(&self) -> libc::pid_t {
+        self.child.as_ref().expect("running").id() as libc::pid_t
+    }
+
+    /// The lines it wrote so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// How many of its lines so far hold `needle`.
+    pub fn count(&self, needle: &str) -> usize {
+        let lines = self.lines.lock().unwrap();
+        lines.iter().filter(|l| l.contains(needle)).count()
+    }
+
+    /// Whether any of its lines so far holds `needle`.
+    pub fn said(&self, needle: &str) -> bool {
+        self.count(needle) > 0
+    }
+
+    /// Fail the test, with what it wrote, if it has ended: for a wait on a worker that
+    /// refused its arguments or stopped on an error.
+    pub fn still_running(&mut self) {
+        let child = self.child.as_mut().expect("running");
+        if let Some(status) = child.try_wait().expect("look at the worker") {
+            panic!(
+                "{} ended ({status}):\n{}\n{}",
+                self.name,
+                self.lines().join("\n"),
+                self.stderr.lock().unwrap()
+            );
+        }
+    }
+
+    /// The next line holding `needle`, after the last one this returned: waited for, at
+    /// most [`DEADLINE`].
+    pub fn line_with(&mut self, needle: &str) -> String {
+        let (at, line) = wait_for(&format!("{}: a line with {needle:?}", self.name), || {
+            let lines = self.lines.lock().unwrap();
+            lines
+                .iter()
+                .enumerate()
+                .skip(self.read)
+                .find(|(_, l)| l.contains(needle))
+                .map(|(i, l)| (i, l.clone()))
+        });
+        self.read = at + 1;
+        line
+    }
+
+    /// Send `signo`, then wait (at most [`DEADLINE`]) for it to end: how it ended and all
+    /// it wrote. One that does not end is killed, and the test fails.
+    pub fn signal(mut self, signo: i32) -> Ended {
+        let mut child = self.child.take().expect("running");
+        assert_eq!(
+            unsafe { libc::kill(child.id() as libc::pid_t, signo) },
+            0,
+            "{}: kill {signo}",
+            self.name
+        );
+        let status = reap(&mut child, &self.name);
+        for reader in self.readers.drain(..) {
+            reader.join().unwrap();
+        }
+        let lines = self.lines();
+        Ended {
+            status,
+            out: lines.join("\n"),
+            rest: lines[self.read.min(lines.len())..].join("\n"),
+            err: self.stderr.lock().unwrap().clone(),
         }
     }
 
     /// SIGTERM, then its exit status and its stderr.
-    pub fn stop(mut self) -> (ExitStatus, String) {
-        let child = self.child.take().expect("running");
-        assert_eq!(
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
-            0
-        );
-        let out = child.wait_with_output().expect("wait for the worker");
-        (
-            out.status,
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+    pub fn stop(self) -> (ExitStatus, String) {
+        let ended = self.signal(libc::SIGTERM);
+        (ended.status, ended.err)
     }
 
     /// SIGKILL, and reap it.
@@ -57,11 +182,41 @@ impl WorkerProcess {
     }
 }
 
+/// Wait for `child` to end, at most [`DEADLINE`]; past it, kill it and fail.
+fn reap(child: &mut Child, name: &str) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for the worker") {
+            return status;
+        }
+        if start.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{name} did not end within {DEADLINE:?} of its signal; killed");
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
 impl Drop for WorkerProcess {
+    /// SIGTERM, and SIGCONT for one a test stopped (a failed test may leave it so); one
+    /// that has not ended by the deadline is killed.
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-            let _ = child.wait();
+            let pid = child.id() as libc::pid_t;
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+                libc::kill(pid, libc::SIGCONT);
+            }
+            let start = Instant::now();
+            while child.try_wait().ok().flatten().is_none() {
+                if start.elapsed() > DEADLINE {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return;
+                }
+                std::thread::sleep(POLL);
+            }
         }
     }
 }

@@ -164,9 +164,11 @@ pub enum EventKind {
     Woke {
         how: String,
     },
-    /// A worker process joined the database with these settings of its own.
+    /// A worker process joined the database with these settings of its own, and which
+    /// process it is where it could tell.
     Joined {
         settings: super::outbox::RunSettings,
+        process: Option<super::process_identity::ProcessIdentity>,
     },
     /// A worker process stopped between two actions (`how`: the signal that asked it to);
     /// a lease it held stays in the database until it runs out.
@@ -410,7 +412,7 @@ impl Event {
             EventKind::Woke { how } => {
                 Some(format!("WOKE ({how}): carries on with what it believed"))
             }
-            EventKind::Joined { settings } => Some(format!(
+            EventKind::Joined { settings, .. } => Some(format!(
                 "joined: lease {} ms, processing {} ms, leasing {}, heartbeats {}",
                 settings.lease_ms,
                 settings.process_ms,

@@ -12,7 +12,7 @@ pub fn prefix(kind: &str) -> String {
 }
 
 /// Whether process `pid` is gone (not merely someone else's).
-fn gone(pid: i32) -> bool {
+pub(crate) fn gone(pid: i32) -> bool {
     // Signal 0 checks existence only; EPERM means it lives under another user.
     let rc = unsafe { libc::kill(pid, 0) };
     rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)

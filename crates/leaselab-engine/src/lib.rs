@@ -17,6 +17,7 @@ pub mod ledger;
 pub mod leftovers;
 pub mod outbox;
 pub mod pg;
+pub mod process_identity;
 pub mod provider;
 pub mod reconnect;
 pub mod setup;

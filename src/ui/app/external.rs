@@ -26,6 +26,9 @@ use super::keys::Action;
 use super::witness::{Fate, Witness};
 use super::{App, DashboardOptions, Theme};
 use crate::ui::DashboardError;
+use presence::WhoIsHere;
+
+mod presence;
 
 /// What the dashboard knows of workers it follows through the events table.
 pub struct External {
@@ -50,14 +53,9 @@ pub struct External {
     /// The table reader's connection went away: the attempts at a new one so far, and when
     /// the next is due.
     reader_lost: Option<(u32, Instant)>,
-    /// Who the server says is connected now (PostgreSQL's `pg_stat_activity`, by
-    /// `application_name`), and when it was last asked; None where no server can tell.
-    present: Option<HashSet<String>>,
-    present_at: Option<Instant>,
+    /// Who is connected or still runs now, and whether the teacher holds the class.
+    pub(super) who: WhoIsHere,
 }
-
-/// How often the watch asks the server who is connected.
-const PRESENT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl External {
     /// The workers of a recorded run: known from its events alone.
@@ -71,8 +69,7 @@ impl External {
             stale_since: None,
             tail_ended: None,
             reader_lost: None,
-            present: None,
-            present_at: None,
+            who: WhoIsHere::default(),
         }
     }
 
@@ -88,40 +85,19 @@ impl External {
             && (self.reader_lost.is_some() || self.tail.as_ref().is_some_and(Tail::lost))
     }
 
-    /// Ask the server who is connected now, at most every [`PRESENT_EVERY`]: only for
-    /// workers followed live (not a replay). A failed question keeps the last answer.
+    /// Look who is here now (`external/presence.rs`): only for workers followed live (not a
+    /// replay), and not for this dashboard's own children, whose parent knows.
     pub(super) fn look_who_is_here(&mut self, reader: &dyn Reading) {
-        if self.tail.is_none() || self.present_at.is_some_and(|t| t.elapsed() < PRESENT_EVERY) {
-            return;
+        if self.tail.is_some() && self.children.is_none() {
+            self.who.look(reader, &self.witness);
         }
-        self.present_at = Some(Instant::now());
-        if let Ok(sessions) = reader.sessions() {
-            self.present = sessions.map(|s| {
-                s.iter()
-                    .map(|s| crate::engine::pg::named_in(s).to_string())
-                    .collect()
-            });
-        }
-    }
-
-    /// A worker process the server no longer has a session of: it left, however it went
-    /// (Ctrl-C, kill -9, a closed laptop). Only a process that recorded its joining is
-    /// looked for; a recorded crash stays a crash.
-    fn gone_from_the_server(&self, slot: usize, name: &str) -> bool {
-        let Some(present) = &self.present else {
-            return false;
-        };
-        self.children.is_none()
-            && self.witness.joined(slot)
-            && self.witness.fate(slot) != Fate::Crashed
-            && !present.contains(&crate::engine::pg::session_name(name))
     }
 
     /// Take in one event from the table.
     pub(super) fn saw(&mut self, ev: &Event) {
         // A worker that joins has its session already: ask again rather than show it gone.
         if matches!(ev.kind, crate::engine::events::EventKind::Joined { .. }) {
-            self.present_at = None;
+            self.who.ask_again();
         }
         self.witness.saw(ev);
     }
@@ -186,11 +162,8 @@ impl External {
                     let run_out = lease.as_ref().is_some_and(|l| !l.is_live(now_ms));
                     run_out || taken_by.is_some()
                 });
-                let state = if self.gone_from_the_server(slot, &name) {
-                    WorkerState::Left
-                } else {
-                    state
-                };
+                let gone = self.children.is_none() && self.who.gone(&self.witness, slot, &name);
+                let state = if gone { WorkerState::Left } else { state };
                 let base = WorkerId::parse(&name).map_or(name.clone(), |id| id.base().to_string());
                 WorkerView {
                     slot,
@@ -401,8 +374,7 @@ impl App {
             stale_since: None,
             tail_ended: None,
             reader_lost: None,
-            present: None,
-            present_at: None,
+            who: WhoIsHere::default(),
         });
         // The rows come from `leaselab worker` processes, which claim only the next
         // message (or a batch, as their settings say).

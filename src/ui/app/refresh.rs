@@ -131,6 +131,7 @@ impl App {
     fn take_workers(&mut self, now_ms: i64) -> Vec<WorkerView> {
         self.snap.settings = SettingsView::of(&self.engine.run_settings());
         self.snap.held = false;
+        self.snap.class_held = false;
         self.snap.stale_since = None;
         self.snap.reconnecting = false;
         self.snap.stale_why = None;
@@ -152,6 +153,7 @@ impl App {
                 };
                 let reader = &self.reader;
                 x.look_who_is_here(reader.as_ref());
+                self.snap.class_held = x.who.teacher_holds && x.children.is_none() && !replaying;
                 x.views(now_ms, &self.ledger, |id| {
                     super::external::row_at(reader.as_ref(), id)
                 })

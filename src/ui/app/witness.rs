@@ -5,6 +5,7 @@
 
 use crate::engine::events::{Event, EventKind};
 use crate::engine::outbox::RunSettings;
+use crate::engine::process_identity::ProcessIdentity;
 use crate::ui::snapshot::{Setting, SettingsView};
 
 /// What was last recorded about a worker itself.
@@ -32,6 +33,8 @@ pub struct Witness {
     pub fates: Vec<Fate>,
     /// By slot: the settings its worker process recorded when it joined.
     joined: Vec<Option<RunSettings>>,
+    /// By slot: which process it said it is when it joined, where it could tell.
+    processes: Vec<Option<ProcessIdentity>>,
     /// The settings the engine's worker threads ran with, as last recorded.
     engine: Option<RunSettings>,
 }
@@ -47,6 +50,7 @@ impl Witness {
             self.names.resize(slot + 1, String::new());
             self.fates.resize(slot + 1, Fate::Working);
             self.joined.resize(slot + 1, None);
+            self.processes.resize(slot + 1, None);
         }
         self.names[slot] = ev.actor.clone();
         let fate = &mut self.fates[slot];
@@ -70,9 +74,10 @@ impl Witness {
                 *fate = Fate::Working
             }
             EventKind::Left { .. } => *fate = Fate::Left,
-            EventKind::Joined { settings } => {
+            EventKind::Joined { settings, process } => {
                 *fate = Fate::Working;
                 self.joined[slot] = Some(*settings);
+                self.processes[slot] = process.clone();
             }
             // A worker recorded as gone that acts again is a new process under its name.
             EventKind::Claimed { .. } | EventKind::Loaded { .. }
@@ -92,6 +97,11 @@ impl Witness {
     /// Whether the worker in `slot` is a process that recorded its joining.
     pub fn joined(&self, slot: usize) -> bool {
         self.joined.get(slot).is_some_and(Option::is_some)
+    }
+
+    /// Which process the worker in `slot` said it is when it joined, if it could tell.
+    pub fn process(&self, slot: usize) -> Option<&ProcessIdentity> {
+        self.processes.get(slot).and_then(Option::as_ref)
     }
 
     pub fn count(&self) -> usize {

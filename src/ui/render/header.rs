@@ -116,13 +116,17 @@ fn shown<T: Copy>(v: Setting<T>, value: impl Fn(T) -> String) -> String {
 }
 
 /// Whether anything moves: a stale view first (nothing shown is current), then worker
-/// processes held before their start, then paused or running.
+/// processes held before their start (or the screen held), then the class the teacher
+/// holds, then paused or running.
 fn run_state(s: &Snapshot, t: &Theme) -> Span<'static> {
     if let Some(since) = s.stale_since {
         return styled(format!(" STALE since {} ", hms(since)), t.bad);
     }
     if s.held {
         return styled(" HELD ", t.paused);
+    }
+    if s.class_held {
+        return styled(" CLASS HELD ", t.paused);
     }
     if s.paused {
         styled(" PAUSED ", t.paused)
@@ -152,6 +156,12 @@ pub fn render_strip(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t
             t.bad,
         ));
         spans.push(Span::raw(" the workers may go on · q quits"));
+    } else if s.class_held && s.join_command.is_none() {
+        // Until the first worker joins, the strip shows what the students type instead.
+        spans.push(styled(" CLASS HELD by the teacher ", t.paused));
+        spans.push(Span::raw(
+            " the workers claim nothing until `leaselab class go` · ? help",
+        ));
     } else if let Some(r) = &s.replay {
         replay_spans(&mut spans, r, area.width, t);
     } else if let Some(l) = &s.lesson {

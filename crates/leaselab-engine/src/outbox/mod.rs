@@ -118,6 +118,15 @@ pub trait Finalizing {
         now: i64,
     ) -> Result<Stamped<FinalizeOutcome>>;
 
+    /// Whether the finalize of `lease` committed already, for a finalize whose answer was
+    /// lost with its connection (a server restarting under it): the commit stamp of the
+    /// `Finalized` row its holder wrote for it, if there is one. A worker that reconnects
+    /// asks before it tries that finalize again, which its own commit would reject. A
+    /// store whose commits cannot be lost so (a SQLite file on this machine) says None.
+    fn finalized_earlier(&mut self, _lease: &Lease) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
     /// What [`Finalizing::finalize`] checks from now on. A store with no weaker guard
     /// refuses one rather than finalize under a guard it was not asked for.
     fn guard_finalize(&mut self, guard: FinalizeGuard) -> Result<()> {
@@ -228,10 +237,15 @@ pub struct NewestRow {
     pub worker: String,
     pub at_ms: i64,
     pub kind: LeaseEventKind,
+    /// Which process the name's newest `Joined` row said it was, if one said.
+    pub process: Option<crate::process_identity::ProcessIdentity>,
 }
 
-/// The newest row of each worker name, in both dialects; bounded like every read of a table
-/// others write.
-pub const NEWEST_ROWS_SQL: &str = "SELECT e.Worker, e.AtUtc, e.Kind FROM LeaseEvents e
+/// The newest row of each worker name, with the detail of its newest `Joined` row, in both
+/// dialects; bounded like every read of a table others write.
+pub const NEWEST_ROWS_SQL: &str = "SELECT e.Worker, e.AtUtc, e.Kind,
+       (SELECT j.Detail FROM LeaseEvents j WHERE j.Worker = e.Worker AND j.Kind = 'Joined'
+         ORDER BY j.Seq DESC LIMIT 1)
+  FROM LeaseEvents e
       JOIN (SELECT Worker, MAX(Seq) AS Seq FROM LeaseEvents GROUP BY Worker) m ON m.Seq = e.Seq
      ORDER BY e.Seq LIMIT 10000";

@@ -176,6 +176,10 @@ impl RunSettings {
             let (key, value) = pair
                 .split_once('=')
                 .ok_or_else(|| "settings are not KEY=VALUE pairs".to_string())?;
+            // A worker process's identity, after its settings: not a setting.
+            if key == crate::process_identity::PROCESS_KEY {
+                continue;
+            }
             let at = KEYS
                 .iter()
                 .position(|k| *k == key)
@@ -237,6 +241,9 @@ mod tests {
             student: false,
         };
         assert_eq!(RunSettings::parse(&s.detail()), Ok(s));
+        // A worker process's identity after them is not a setting.
+        let joined = format!("{} process=42:7:0a-1b:4026531836", s.detail());
+        assert_eq!(RunSettings::parse(&joined), Ok(s));
         let student = RunSettings { student: true, ..s };
         assert!(student.detail().ends_with(" statements=student"));
         assert_eq!(RunSettings::parse(&student.detail()), Ok(student));

@@ -100,6 +100,12 @@ SELECT o.n, r.Seq FROM outcome o CROSS JOIN recorded r"
 pub static FINALIZE_SQL: &str = finalize_sql!("LeaseVersion = $4");
 /// The weaker guard a lesson may show: the owner's name only, no fencing token.
 pub static OWNER_ONLY_FINALIZE_SQL: &str = finalize_sql!("$4 = $4");
+/// The `Finalized` row a lease's holder wrote for it, if one was: whether a finalize whose
+/// answer was lost had committed.
+pub static FINALIZED_EARLIER_SQL: &str = "SELECT Seq FROM LeaseEvents
+ WHERE Kind = 'Finalized' AND MessageId = $1::bigint AND LeaseVersion = $2::bigint
+   AND Worker = $3::text
+ ORDER BY Seq LIMIT 1";
 /// The types of `FINALIZE_SQL`'s parameters, in order, as the store prepares it.
 pub const FINALIZE_TYPES: &[Type] = &[
     Type::INT8,
@@ -500,6 +506,14 @@ impl Finalizing for PgStore {
         now: i64,
     ) -> OutboxResult<Stamped<FinalizeOutcome>> {
         Ok(self.finalize_stamped(lease, check, now)?.stamped)
+    }
+
+    fn finalized_earlier(&mut self, lease: &Lease) -> OutboxResult<Option<u64>> {
+        let q = self.prepared(FINALIZED_EARLIER_SQL)?;
+        let row = self
+            .client()
+            .query_opt(&q, &[&lease.id, &lease.version, &lease.owner])?;
+        Ok(row.map(|r| self.shared.stamp_of_row(r.get::<_, i64>(0) as u64)))
     }
 
     fn guard_finalize(&mut self, guard: FinalizeGuard) -> OutboxResult<()> {

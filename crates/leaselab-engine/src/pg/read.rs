@@ -116,10 +116,12 @@ impl Reading for PgStore {
         Ok(rows
             .iter()
             .filter_map(|r| {
+                let joined: Option<&str> = r.get(3);
                 Some(crate::outbox::NewestRow {
                     worker: r.get(0),
                     at_ms: r.get(1),
                     kind: crate::outbox::LeaseEventKind::parse(r.get(2))?,
+                    process: joined.and_then(crate::process_identity::ProcessIdentity::in_detail),
                 })
             })
             .collect())

@@ -1,6 +1,7 @@
 //! Read queries: counts, rows, the schema and the checker's questions.
 
 use crate::outbox::prelude::*;
+use crate::process_identity::ProcessIdentity;
 use rusqlite::{params, OptionalExtension};
 
 use super::{MessageRow, OutboxCounts, PaymentCounts, PaymentRow, Result, RowsPerKey, Store};
@@ -14,16 +15,18 @@ impl Reading for Store {
                     r.get::<_, String>(0)?,
                     r.get::<_, i64>(1)?,
                     r.get::<_, String>(2)?,
+                    r.get::<_, Option<String>>(3)?,
                 ))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows
             .into_iter()
-            .filter_map(|(worker, at_ms, kind)| {
+            .filter_map(|(worker, at_ms, kind, joined)| {
                 Some(crate::outbox::NewestRow {
                     worker,
                     at_ms,
                     kind: crate::outbox::LeaseEventKind::parse(&kind)?,
+                    process: joined.as_deref().and_then(ProcessIdentity::in_detail),
                 })
             })
             .collect())

@@ -191,21 +191,29 @@ impl Worker {
         let now = self.ctx.clock.now();
         let guard = self.ctx.settings.finalize_guard();
         let tried = self
-            .store
-            .guard_finalize(guard)
-            .and_then(|()| self.store.finalize(&lease, &check, now));
+            .earlier_finalize(&lease)
+            .and_then(|earlier| match earlier {
+                Some(seq) => Ok(Stamped::new(FinalizeOutcome::Committed, seq)),
+                None => self
+                    .store
+                    .guard_finalize(guard)
+                    .and_then(|()| self.store.finalize(&lease, &check, now)),
+            });
         let Stamped {
             value: outcome,
             seq,
         } = match tried {
             Ok(done) => done,
             Err(e) => {
-                // Still checked: a worker that reconnects tries this finalize again, and
-                // the fencing token decides it as it would have.
+                // Still checked: a worker that reconnects asks whether this finalize
+                // committed, and if not tries it again; the fencing token decides it as it
+                // would have.
+                self.finalize_unanswered = true;
                 self.phase = Phase::Checked(lease, check);
                 return Err(e.into());
             }
         };
+        self.finalize_unanswered = false;
         if self.store.partway() {
             self.phase = Phase::Checked(lease, check);
             self.emit(EventKind::StatementRan {
@@ -231,6 +239,25 @@ impl Worker {
         };
         self.emit_at(seq, kind);
         Ok(Acted::Done)
+    }
+
+    /// After a finalize that got no answer: the commit stamp of its `Finalized` row if it
+    /// committed after all (said in a line), so that it is not tried again and rejected by
+    /// its own commit.
+    fn earlier_finalize(&mut self, lease: &Lease) -> crate::outbox::Result<Option<u64>> {
+        if !self.finalize_unanswered {
+            return Ok(None);
+        }
+        let earlier = self.store.finalized_earlier(lease)?;
+        if earlier.is_some() {
+            self.emit(EventKind::Note {
+                text: format!(
+                    "its finalize of {} (lease v{}) had committed before the connection was lost",
+                    lease.key, lease.version
+                ),
+            });
+        }
+        Ok(earlier)
     }
 
     /// Leasing off, the provider answered: mark the message Processed, asking nobody.

@@ -65,6 +65,9 @@ pub(crate) struct Worker {
     batched: VecDeque<Lease>,
     /// The teacher's hold, as this worker last read it (it says so when it changes).
     held_by_teacher: bool,
+    /// Its last finalize failed without an answer (the connection went away): whether it
+    /// committed is asked before it is tried again.
+    finalize_unanswered: bool,
 }
 
 impl Worker {
@@ -91,6 +94,7 @@ impl Worker {
             beat_base: 0,
             batched: VecDeque::new(),
             held_by_teacher: false,
+            finalize_unanswered: false,
         }
     }
 
