@@ -29,7 +29,7 @@ use leaselab::engine::pg::PgStore;
 use leaselab::ui::app::App;
 use pg_server::PgServer;
 use support::frame_lines;
-use support::processes::{wait_for, WorkerProcess, DEADLINE};
+use support::processes::{until_reconnected, wait_for, WorkerProcess, DEADLINE};
 
 /// Each payment takes a student's worker this long: long enough that the restart finds
 /// workers mid-payment, short enough for a quick run.
@@ -111,41 +111,7 @@ fn look(watch: &mut App) -> Vec<String> {
 /// away and after, until it and every worker in `laptops` have reconnected.
 fn restart_under_the_class(server: &PgServer, watch: &mut App, laptops: &[WorkerProcess]) {
     assert!(laptops.iter().all(|l| !l.said("reconnected")));
-    let mut restart = server.restart();
-    let start = Instant::now();
-    let (mut stale, mut restarted) = (None, None);
-    loop {
-        let lines = look(watch);
-        let snap = watch.snapshot();
-        if snap.stale_since.is_some() && stale.is_none() {
-            assert!(
-                lines[1].contains("CONNECTION LOST") && lines[1].contains("reconnecting"),
-                "{}",
-                lines[1]
-            );
-            stale = Some(snap.now_ms);
-        }
-        if restarted.is_none() {
-            restarted = restart.try_wait().unwrap();
-        }
-        let back = laptops.iter().all(|l| l.said("reconnected"));
-        if stale.is_some() && snap.stale_since.is_none() && back && restarted.is_some() {
-            break;
-        }
-        let waiting: Vec<&str> = laptops
-            .iter()
-            .filter(|l| !l.said("reconnected"))
-            .map(|l| l.name.as_str())
-            .collect();
-        assert!(
-            start.elapsed() < DEADLINE,
-            "gave up waiting for the reconnections (restarted: {restarted:?}, watch stale at \
-             {stale:?}, workers not back: {waiting:?}):\n{}",
-            lines.join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(restart.wait().unwrap().success(), "pg-restart.sh failed");
+    until_reconnected(watch, laptops, server.restart());
     for l in laptops {
         let lines = l.lines().join("\n");
         assert!(l.said("connection lost"), "{}:\n{lines}", l.name);

@@ -14,7 +14,7 @@ mod pg_support;
 mod support;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use leaselab::engine::backend::Db;
 use leaselab::engine::checker;
@@ -23,7 +23,7 @@ use leaselab::engine::ledger::Ledger;
 use leaselab::engine::pg::PgStore;
 use pg_server::PgServer;
 use support::frame_lines;
-use support::processes::{wait_for, WorkerProcess, DEADLINE};
+use support::processes::{until_reconnected, wait_for, WorkerProcess, DEADLINE};
 
 /// A worker with a lease far longer than the restart: no lease runs out while the server
 /// is away, so each worker finalizes what it held, and no payment is paid twice.
@@ -60,39 +60,8 @@ fn a_server_restart_is_a_blip_every_worker_and_the_watch_reconnect_and_go_on() {
         watch.absorb_events();
         laptops.iter().all(|l| l.said("FINALIZED")).then_some(())
     });
-    let mut restart = server.restart();
     // Draw the watch while the server is away and after: it is stale, then current again.
-    let start = Instant::now();
-    let mut stale = None;
-    let mut restarted = None;
-    loop {
-        watch.absorb_events();
-        let lines = frame_lines(&mut watch, 160, 40);
-        let snap = watch.snapshot();
-        if snap.stale_since.is_some() && stale.is_none() {
-            assert!(
-                lines[1].contains("CONNECTION LOST") && lines[1].contains("reconnecting"),
-                "{}",
-                lines[1]
-            );
-            stale = Some(snap.now_ms);
-        }
-        if restarted.is_none() {
-            restarted = restart.try_wait().unwrap();
-        }
-        let back = laptops.iter().all(|l| l.said("reconnected"));
-        if stale.is_some() && snap.stale_since.is_none() && back && restarted.is_some() {
-            break;
-        }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "gave up waiting for the reconnections (restarted: {restarted:?}, watch stale at \
-             {stale:?}):\n{}",
-            lines.join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(restart.wait().unwrap().success(), "pg-restart.sh failed");
+    let start = until_reconnected(&mut watch, &laptops, server.restart());
     wait_for("the outbox to drain", || drained(&url));
     let lines = loop {
         watch.absorb_events();

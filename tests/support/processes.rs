@@ -266,3 +266,50 @@ pub fn gone(pid: u32) -> bool {
         }
     }
 }
+
+/// A server restarted (by `restart`, the running `pg-restart.sh`) under worker processes
+/// and a watch: draws the watch while the server is away and after, and returns once the
+/// restart has ended, the watch went stale (saying `CONNECTION LOST … reconnecting`) and is
+/// current again, and every one of `laptops` said `reconnected`. Returns when the wait began.
+pub fn until_reconnected(
+    watch: &mut leaselab::ui::App,
+    laptops: &[WorkerProcess],
+    mut restart: Child,
+) -> Instant {
+    let start = Instant::now();
+    let (mut stale, mut restarted) = (None, None);
+    loop {
+        watch.absorb_events();
+        let lines = super::frame_lines(watch, 160, 40);
+        let snap = watch.snapshot();
+        if snap.stale_since.is_some() && stale.is_none() {
+            assert!(
+                lines[1].contains("CONNECTION LOST") && lines[1].contains("reconnecting"),
+                "{}",
+                lines[1]
+            );
+            stale = Some(snap.now_ms);
+        }
+        if restarted.is_none() {
+            restarted = restart.try_wait().unwrap();
+        }
+        let back = laptops.iter().all(|l| l.said("reconnected"));
+        if stale.is_some() && snap.stale_since.is_none() && back && restarted.is_some() {
+            break;
+        }
+        let waiting: Vec<&str> = laptops
+            .iter()
+            .filter(|l| !l.said("reconnected"))
+            .map(|l| l.name.as_str())
+            .collect();
+        assert!(
+            start.elapsed() < DEADLINE,
+            "gave up waiting for the reconnections (restarted: {restarted:?}, watch stale at \
+             {stale:?}, workers not back: {waiting:?}):\n{}",
+            lines.join("\n")
+        );
+        std::thread::sleep(POLL);
+    }
+    assert!(restart.wait().unwrap().success(), "pg-restart.sh failed");
+    start
+}
