@@ -342,13 +342,13 @@ fn saved_counterexamples_are_lessons_that_pass_their_check() {
             "2",
             "fencing-token",
             "provider side effect twice",
-            "\"provider PAY-001 effects 2\"",
+            "\"provider PAY-001 side effects 2\"",
         ),
         (
             "1",
             "fencing-token",
             "provider side effect twice",
-            "\"provider PAY-001 effects 2\"",
+            "\"provider PAY-001 side effects 2\"",
         ),
     ] {
         let file = format!("{mode}-{workers}.toml");

@@ -185,7 +185,33 @@ fn the_parser_reads_no_setup_key_or_action_the_reference_leaves_out() {
     assert!(err.contains(&reference::action_verbs().join(", ")), "{err}");
     // Every ledger figure is in the reference.
     let doc = reference::reference();
-    for (name, _) in lesson::format::LEDGER_FIGURES {
-        assert!(doc.contains(&format!("| `{name}` |")), "{name}");
+    for f in lesson::LEDGER_FIGURES {
+        assert!(doc.contains(&format!("| `{}`", f.name)), "{}", f.name);
+        assert!(doc.contains(&format!("| `{}` |", f.json)), "{}", f.json);
     }
+}
+
+#[test]
+fn every_ledger_figure_is_in_the_json_report_under_its_key_and_read_by_its_older_word() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = leaselab(&["run", "lease-expiry", "--json"], dir.path());
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("a JSON report");
+    for f in lesson::LEDGER_FIGURES {
+        assert!(
+            report.get(f.json).is_some_and(|v| v.is_u64()),
+            "{}: no {}",
+            f.name,
+            f.json
+        );
+        // An expectation names it by its name, or by the one word older files used.
+        for words in std::iter::once(f.name).chain(f.older) {
+            let text = one("", "claim Worker-A", &format!("ledger {words} 0"));
+            let parsed = lesson::parse("x", "x.toml", &text);
+            let figure = parsed.map(|l| l.steps[0].expects[0].figure.clone());
+            assert_eq!(figure.ok(), Some(lesson::Figure::Ledger(f.name)), "{words}");
+        }
+    }
+    // The story's figures, under the keys the table gives them.
+    assert_eq!(report["reclaims"], 1);
+    assert_eq!(report["crashes"], 1);
 }

@@ -12,23 +12,40 @@ use support::{frame_lines, lesson_app, next};
 
 const W: usize = 80;
 const H: u16 = 24;
-/// The Workers and Ledgers column is this wide at 80 columns.
+/// The Workers and Ledgers column is this wide at 80 columns (when the frame has no
+/// Ledgers panel to find it by).
 const SIDE: usize = 36;
 
 /// A drawn frame, split into the table's side and the Ledgers panel.
 struct Screen {
     lines: Vec<Vec<char>>,
+    /// Where the Workers and Ledgers column starts.
+    side: usize,
 }
 
 impl Screen {
     /// One frame of `app` at 80x24.
     fn of(app: &mut leaselab::ui::App) -> Screen {
-        Screen {
-            lines: frame_lines(app, W as u16, H)
-                .iter()
-                .map(|l| l.chars().collect())
-                .collect(),
-        }
+        Screen::sized(app, W as u16, H)
+    }
+
+    /// One frame of `app` at `width` x `height`.
+    fn sized(app: &mut leaselab::ui::App, width: u16, height: u16) -> Screen {
+        let lines: Vec<Vec<char>> = frame_lines(app, width, height)
+            .iter()
+            .map(|l| l.chars().collect())
+            .collect();
+        // The column starts at the corner the Ledgers title hangs from.
+        let side = lines
+            .iter()
+            .find_map(|l| {
+                let text: String = l.iter().collect();
+                let at = text.find(" Ledgers ")?;
+                let before = text[..at].chars().count();
+                l[..before].iter().rposition(|c| matches!(c, '┌' | '├'))
+            })
+            .unwrap_or(W - SIDE);
+        Screen { lines, side }
     }
 
     fn text(&self) -> String {
@@ -43,7 +60,7 @@ impl Screen {
     fn table(&self) -> Vec<String> {
         self.lines
             .iter()
-            .map(|l| l[..W - SIDE].iter().collect())
+            .map(|l| l[..self.side].iter().collect())
             .collect()
     }
 
@@ -52,7 +69,7 @@ impl Screen {
         let side: Vec<String> = self
             .lines
             .iter()
-            .map(|l| l[W - SIDE..].iter().collect())
+            .map(|l| l[self.side..].iter().collect())
             .collect();
         let top = side
             .iter()
@@ -120,16 +137,17 @@ fn shows(text: &str, label: &str, value: &str) -> bool {
     })
 }
 
-/// The Ledgers panel shows the panel figure `name` at `value`, under either label.
+/// The Ledgers panel shows the figure `name` at `value`, under that name.
 fn ledger_shows(s: &Screen, name: &str, value: &str) -> bool {
-    let (long, short) = ledger::labels(name).expect("a ledger figure");
-    let text = s.ledger().join("\n");
-    shows(&text, long, value) || shows(&text, short, value)
+    assert!(ledger::NAMES.contains(&name), "{name} is no panel figure");
+    shows(&s.ledger().join("\n"), name, value)
 }
 
 /// Where the expectation's figure is on screen, or why it is not.
 fn on_screen(s: &Screen, e: &Expect) -> Result<(), String> {
     let v = e.value.as_str();
+    let spot =
+        |m: &lesson::MessageSel, name: &str| s.spot(&m.key).is_some_and(|t| shows(&t, name, v));
     let found = match &e.figure {
         Figure::Status(m) => s.cell(&m.key, "Status").as_deref() == Some(v),
         Figure::Owner(m) => {
@@ -137,22 +155,15 @@ fn on_screen(s: &Screen, e: &Expect) -> Result<(), String> {
             s.cell(&m.key, "LockedBy").as_deref() == Some(owner)
         }
         Figure::Lease(m) => s.cell(&m.key, "Ver").as_deref() == Some(v),
-        Figure::Processed(m) => s.spot(&m.key).is_some_and(|t| shows(&t, "runs", v)),
-        Figure::Attempts(m) => s.spot(&m.key).is_some_and(|t| shows(&t, "attempts", v)),
-        Figure::Payment(m) => s.spot(&m.key).is_some_and(|t| shows(&t, "payment", v)),
-        Figure::ProviderCalls(Some(m)) => s.spot(&m.key).is_some_and(|t| shows(&t, "calls", v)),
-        Figure::ProviderEffects(Some(m)) => s.spot(&m.key).is_some_and(|t| shows(&t, "effects", v)),
-        Figure::ProviderCalls(None) => ledger_shows(s, "provider", v),
-        Figure::ProviderEffects(None) => ledger_shows(s, "effects", v),
+        Figure::Processed(m) => spot(m, lesson::PROCESSED),
+        Figure::Attempts(m) => spot(m, "attempts"),
+        Figure::Payment(m) => spot(m, "payment"),
+        Figure::ProviderCalls(Some(m)) => spot(m, lesson::PROVIDER_CALLS),
+        Figure::ProviderEffects(Some(m)) => spot(m, lesson::SIDE_EFFECTS),
+        Figure::ProviderCalls(None) => ledger_shows(s, lesson::PROVIDER_CALLS, v),
+        Figure::ProviderEffects(None) => ledger_shows(s, lesson::SIDE_EFFECTS, v),
         Figure::Ledger(name) => ledger_shows(s, name, v),
-        Figure::Payments(status) => {
-            let name = match status.to_string().as_str() {
-                "Paid" => "paid",
-                "Failed" => "failed",
-                _ => "unpaid",
-            };
-            ledger_shows(s, name, v)
-        }
+        Figure::Payments(status) => ledger_shows(s, &format!("payments {status}"), v),
         Figure::Outbox(status) => {
             let word = match status.to_string().as_str() {
                 "DeadLettered" => "dead-lettered".to_string(),
@@ -275,4 +286,105 @@ fn a_figure_the_screen_does_not_show_is_found_missing() {
     };
     assert!(on_screen(&s, &wrong).is_err());
     assert!(named_columns_on_screen(&s, "its LastError").is_err());
+}
+
+/// Every name of a figure a narration may use: the Ledgers panel's and a message's own.
+fn figure_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = ledger::NAMES.to_vec();
+    names.push(lesson::PROCESSED);
+    names.extend(lesson::LEDGER_FIGURES.iter().map(|f| f.name));
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The figure names `say` uses as words: each name as written, and a name of two words in
+/// the singular too (`one side effect`). A lone word is matched as written, so the verbs
+/// and the singular nouns of ordinary prose (`claim`, `writes`'s `write`) are not taken
+/// for figures; `Processed` the status is not `processed` the figure.
+fn names_in(say: &str) -> Vec<&'static str> {
+    let flat = say.split_whitespace().collect::<Vec<_>>().join(" ");
+    let has = |phrase: &str| {
+        flat.match_indices(phrase).any(|(i, _)| {
+            let before = flat[..i].chars().next_back();
+            let after = flat[i + phrase.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+    };
+    figure_names()
+        .into_iter()
+        .filter(|n| {
+            let singular = n.contains(' ').then(|| n.trim_end_matches('s'));
+            has(n) || singular.is_some_and(has)
+        })
+        .collect()
+}
+
+/// The names a narration uses that the Ledgers panel does not show, under that name.
+fn unshown_names(s: &Screen, say: &str) -> Vec<&'static str> {
+    let panel = s.ledger().join(" ");
+    let panel = panel.split_whitespace().collect::<Vec<_>>().join(" ");
+    names_in(say)
+        .into_iter()
+        .filter(|n| {
+            !panel
+                .match_indices(n)
+                .any(|(i, _)| !panel[..i].ends_with(|c: char| c.is_alphanumeric()))
+        })
+        .collect()
+}
+
+#[test]
+fn every_figure_a_narration_names_is_on_screen_under_that_name() {
+    let mut problems = Vec::new();
+    let mut named = 0;
+    for (w, h) in [(80, 24), (120, 40)] {
+        for b in lesson::BUILT_INS {
+            let lesson = lesson::built_in(b.name).unwrap();
+            let mut app = lesson_app(b.name);
+            for (i, step) in lesson.steps.iter().enumerate() {
+                next(&mut app);
+                let s = Screen::sized(&mut app, w, h);
+                named += names_in(&step.say).len();
+                for n in unshown_names(&s, &step.say) {
+                    problems.push(format!(
+                        "{} step {} at {w}x{h}: the narration says \"{n}\", the Ledgers panel does not\n{}",
+                        b.name,
+                        i + 1,
+                        s.ledger().join("\n")
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        named > 20,
+        "only {named} figure names found in the narrations"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+#[test]
+fn a_narration_naming_a_figure_off_screen_is_caught() {
+    // zombie-worker's first step shows PAY-001's calls and side effects, not the ledger's
+    // dead letters: a narration naming them is caught, by their name or the singular.
+    let mut app = lesson_app("zombie-worker");
+    next(&mut app);
+    let s = Screen::sized(&mut app, 80, 24);
+    assert_eq!(
+        unshown_names(&s, "one side effect so far"),
+        Vec::<&str>::new()
+    );
+    assert_eq!(
+        unshown_names(&s, "no dead letter yet"),
+        vec!["dead letters"]
+    );
+    assert_eq!(
+        names_in("Worker-A claimed it; the row is Processed"),
+        Vec::<&str>::new()
+    );
+    assert_eq!(
+        names_in("two provider calls, processed 2"),
+        vec!["processed", "provider calls"]
+    );
 }

@@ -227,18 +227,30 @@ fn the_ledger_shows_provider_side_effects_once_the_provider_is_idempotent() {
     assert!(s.contains("side effects 2"), "{s}");
     // With room, each figure has its own line: room the SQL pane the step opened takes
     // while it is shown.
+    // A figure on a line of its own: its name, then spaces up to its value.
+    let own_line = |s: &str, name: &str| {
+        s.lines().any(|l| {
+            l.split_once(&format!("│{name}  "))
+                .is_some_and(|(_, rest)| {
+                    rest.trim_start().starts_with(|c: char| c.is_ascii_digit())
+                })
+        })
+    };
     let s = screen(&mut app, 120, 36);
-    assert!(!s.contains("provider status checks "), "{s}");
+    assert!(s.contains("provider calls 2"), "{s}");
+    assert!(!own_line(&s, "provider calls"), "{s}");
     press(&mut app, 's');
     let s = screen(&mut app, 120, 36);
-    assert!(s.contains("provider status checks "), "{s}");
-    assert!(s.contains("provider side effects "), "{s}");
+    assert!(own_line(&s, "provider calls"), "{s}");
     for _ in 0..2 {
         next(&mut app); // the same story with the idempotent provider
     }
     let s = screen(&mut app, 80, 24);
-    assert!(s.contains("PAY-002 calls 2, effects 1"), "{s}");
-    assert!(s.contains("side effects 3"), "{s}");
+    assert!(s.contains("PAY-002 provider calls 2"), "{s}");
+    assert!(s.contains("  side effects 1"), "{s}");
+    // The provider now keeps idempotency keys: its side effects in all have a line.
+    let s = screen(&mut app, 120, 40);
+    assert!(own_line(&s, "side effects"), "{s}");
 }
 
 #[test]

@@ -303,7 +303,7 @@ fn polls_of_a_drained_outbox_are_counted_apart_from_empty_claims() {
     let after = app.snapshot().figures.clone();
     assert_eq!(after.claims_empty, before.claims_empty);
     assert!(after.idle_polls >= 6, "{after:?}");
-    let claims = lines.iter().find(|l| l.contains("claims ok")).unwrap();
+    let claims = lines.iter().find(|l| l.contains("│claims ")).unwrap();
     assert!(
         claims
             .trim_end_matches('│')

@@ -86,7 +86,7 @@ fn dashboard_runs_resets_crashes_switches_leasing_and_quits_cleanly() {
     d.wait_for("the header to say PAUSED", |s| header(s).contains("PAUSED"));
     d.press("R");
     d.wait_for("an empty ledger after the reset", |s| {
-        ledger_figure(s, "processing attempts") == Some(0)
+        ledger_figure(s, "attempts") == Some(0)
             && selected_worker(s).is_some_and(|l| l.contains("Worker-A") && !l.contains("PAY-0"))
     });
     d.press("n");
@@ -117,7 +117,7 @@ fn dashboard_runs_resets_crashes_switches_leasing_and_quits_cleanly() {
     });
     d.press("R");
     d.wait_for("an empty ledger after the reset", |s| {
-        ledger_figure(s, "processing attempts") == Some(0)
+        ledger_figure(s, "attempts") == Some(0)
     });
     assert_eq!(ledger_figure(d.parser.screen(), "duplicates"), Some(0));
     let loads = |s: &vt100::Screen| s.contents().matches("LOADED 6 pending").count();

@@ -130,7 +130,7 @@ fn candidates(messages: u64) -> Vec<(String, Figure)> {
             Figure::ProviderCalls(Some(sel())),
         ));
         out.push((
-            format!("provider {key} effects"),
+            format!("provider {key} side effects"),
             Figure::ProviderEffects(Some(sel())),
         ));
     }
@@ -406,7 +406,7 @@ fn proof(check: Check, key: &str) -> Vec<(String, Figure)> {
             ("ledger duplicates".into(), Figure::Ledger("duplicates")),
         ],
         Check::SideEffectTwice => vec![(
-            format!("provider {key} effects"),
+            format!("provider {key} side effects"),
             Figure::ProviderEffects(Some(sel())),
         )],
         Check::NonOwnerFinalize => vec![("ledger violations".into(), Figure::Ledger("violations"))],

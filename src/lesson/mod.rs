@@ -13,7 +13,8 @@ pub mod runner;
 
 pub use error::{ActionError, FigureError, RunError};
 pub use format::{
-    Action, Choice, Condition, Expect, Figure, Lesson, MessageSel, Pane, Quiz, Setup, Step,
+    ledger_figure, Action, Choice, Condition, Expect, Figure, LedgerFigure, Lesson, MessageSel,
+    Pane, Quiz, Setup, Step, LEDGER_FIGURES, PROCESSED, PROVIDER_CALLS, SIDE_EFFECTS,
 };
 pub use load::{load, LoadError, ReadError, MAX_LESSON_BYTES};
 pub use parser::{parse, Mistake, ParseError};

@@ -144,7 +144,7 @@ pub const EXPECTATIONS: &[Entry] = &[
     entry(
         "PAY-001 processed N",
         "PAY-001 processed 0",
-        "results written for it (the processing ledger)",
+        "results written for it: how often it was processed",
     ),
     entry(
         "ledger FIGURE N",
@@ -167,9 +167,9 @@ pub const EXPECTATIONS: &[Entry] = &[
         "status checks at the provider",
     ),
     entry(
-        "provider effects N",
-        "provider effects 0",
-        "checks that did work at the provider",
+        "provider side effects N",
+        "provider side effects 0",
+        "calls that did work at the provider (`effects` is read too)",
     ),
     entry(
         "provider PAY-001 calls N",
@@ -177,8 +177,8 @@ pub const EXPECTATIONS: &[Entry] = &[
         "status checks of one key",
     ),
     entry(
-        "provider PAY-001 effects N",
-        "provider PAY-001 effects 0",
+        "provider PAY-001 side effects N",
+        "provider PAY-001 side effects 0",
         "side effects for one key",
     ),
 ];
@@ -251,9 +251,15 @@ pub fn reference() -> String {
     table(&mut out, ACTIONS);
     out.push_str("\n## Expectations (`expect`)\n\n");
     table(&mut out, EXPECTATIONS);
-    out.push_str("\n## Ledger figures (`ledger FIGURE N`)\n\n| Figure | Counts |\n|---|---|\n");
-    for (name, meaning) in LEDGER_FIGURES {
-        let _ = writeln!(out, "| `{name}` | {meaning} |");
+    out.push_str(
+        "\n## Ledger figures (`ledger FIGURE N`)\n\nEach figure has one name: the words after \
+         `ledger`, the label in the Ledgers panel, and the word the narrations use. `run --json` \
+         reports it under its key. A lesson file may still use the one word in brackets.\n\n\
+         | Figure | Counts | JSON key |\n|---|---|---|\n",
+    );
+    for f in LEDGER_FIGURES {
+        let older = f.older.map(|o| format!(" (`{o}`)")).unwrap_or_default();
+        let _ = writeln!(out, "| `{}`{older} | {} | `{}` |", f.name, f.counts, f.json);
     }
     let _ = write!(
         out,

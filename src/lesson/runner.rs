@@ -352,10 +352,10 @@ fn ledger_figure(l: &Ledger, name: &str) -> u64 {
         "violations" => l.ownership_violations,
         "crashes" => l.crashes,
         "heartbeats" => l.heartbeats,
-        "lost" => l.leases_lost,
+        "leases lost" => l.leases_lost,
         "retries" => l.retries,
-        "dead" => l.dead_letters,
-        "transactions" => l.claim_transactions,
+        "dead letters" => l.dead_letters,
+        "claim transactions" => l.claim_transactions,
         "writes" => l.writes(),
         _ => 0,
     }

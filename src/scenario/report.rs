@@ -169,7 +169,8 @@ fn to_json(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Val
         "verdict": verdict,
         "passed": passed,
     });
-    // Retries, dead letters and heartbeats, as top-level keys beside the other figures.
+    // Retries, dead letters, heartbeats and the other ledger figures a lesson names, as
+    // top-level keys beside the rest (`lesson::LEDGER_FIGURES` names each one's key).
     if let Some(m) = v.as_object_mut() {
         for (key, n) in [
             ("retries", l.retries),
@@ -178,6 +179,13 @@ fn to_json(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Val
             ("redriven", l.redriven),
             ("heartbeats", l.heartbeats),
             ("leases_lost", l.leases_lost),
+            ("crashes", l.crashes),
+            ("claim_transactions", l.claim_transactions),
+            ("writes", l.writes()),
+            (
+                "overlaps",
+                o.history.overlapping_leases.count + o.history.heartbeats_without_lease.count,
+            ),
         ] {
             m.insert(key.to_string(), json!(n));
         }
@@ -349,7 +357,7 @@ fn text_claim_ledger(t: &mut String, o: &RunOutcome) {
     if o.leasing {
         let _ = writeln!(
             t,
-            "  claims ok {}   empty {}   blocked {}   reclaims after expiry {}",
+            "  claims {}   empty {}   blocked {}   reclaims {} (after expiry)",
             l.claims_ok, l.claims_empty, l.claims_blocked, l.reclaims
         );
     } else {
@@ -369,7 +377,7 @@ fn text_processing_ledger(t: &mut String, o: &RunOutcome) {
     let _ = writeln!(t, "\nProcessing ledger");
     let _ = writeln!(
         t,
-        "  processing attempts {}   provider status checks {}   unique processed {}   processed more than once {}",
+        "  attempts {}   provider calls {}   unique {}   duplicates {} (processed more than once)",
         l.processing_attempts,
         o.provider_status_checks,
         l.unique_processed(),
@@ -385,13 +393,13 @@ fn text_processing_ledger(t: &mut String, o: &RunOutcome) {
     if l.rejected_finalizes > 0 {
         let _ = writeln!(
             t,
-            "  {} status checks ran for a worker whose lease had already been taken over; the guard rejected their results",
+            "  {} provider calls ran for a worker whose lease had already been taken over; the guard rejected their results",
             l.rejected_finalizes
         );
     }
     let _ = writeln!(
         t,
-        "  rejected finalizes {}   ownership violations {}",
+        "  rejected {}   violations {}",
         l.rejected_finalizes,
         if o.leasing {
             l.ownership_violations.to_string()

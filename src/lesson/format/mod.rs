@@ -6,7 +6,9 @@ mod figure;
 mod limits;
 
 pub use action::{Action, Condition};
-pub use figure::{Figure, LEDGER_FIGURES};
+pub use figure::{
+    ledger_figure, Figure, LedgerFigure, LEDGER_FIGURES, PROCESSED, PROVIDER_CALLS, SIDE_EFFECTS,
+};
 pub use limits::{
     CHOICES, FORMAT_VERSION, MAX_ADD_PAYMENT, MAX_CLOCK_MS, MAX_EXPECTED, MAX_LESSON_MESSAGES,
     MAX_REPORTED_ERRORS, MAX_SQL_PATH, MAX_WORK_BEATS,

@@ -6,7 +6,7 @@ use toml::Spanned;
 
 use crate::engine::outbox::{OutboxStatus, PaymentStatus};
 use crate::engine::text::quoted;
-use crate::lesson::format::{Expect, Figure, LEDGER_FIGURES};
+use crate::lesson::format::{ledger_figure, Expect, Figure, LEDGER_FIGURES};
 
 use super::ctx::Ctx;
 use super::error::Mistake;
@@ -18,26 +18,31 @@ impl Ctx<'_> {
         let text = e.get_ref().trim().to_string();
         let words: Vec<&str> = text.split_whitespace().collect();
         let bad = |msg: &str| Err(self.p.err(span.clone(), msg));
-        if words.len() > 4 {
+        // The longest: `provider PAY-001 side effects 1`.
+        if words.len() > 5 {
             return bad(&format!(
                 "unexpected '{}' in '{}'",
-                quoted(words[4]),
+                quoted(words[5]),
                 quoted(&text)
             ));
         }
         let (figure, value) = match words.first().copied() {
             Some("ledger") => {
-                let name = words.get(1).copied().unwrap_or("");
-                let Some((name, _)) = LEDGER_FIGURES.iter().find(|(n, _)| *n == name) else {
-                    let known: Vec<&str> = LEDGER_FIGURES.iter().map(|(n, _)| *n).collect();
+                // `ledger NAME N`, the name one or two words.
+                let (name, n) = match words.len() {
+                    0..=2 => (words.get(1..).unwrap_or(&[]).join(" "), None),
+                    k => (words[1..k - 1].join(" "), words.last().copied()),
+                };
+                let Some(f) = ledger_figure(&name) else {
+                    let known: Vec<&str> = LEDGER_FIGURES.iter().map(|f| f.name).collect();
                     return bad(&format!(
                         "unknown ledger figure '{}' (known: {})",
-                        quoted(name),
+                        quoted(&name),
                         known.join(", ")
                     ));
                 };
-                let v = self.count(&span, words.get(2).copied(), name)?;
-                (Figure::Ledger(name), v.to_string())
+                let v = self.count(&span, n, f.name)?;
+                (Figure::Ledger(f.name), v.to_string())
             }
             Some("outbox") => {
                 let status = self.status(&span, words.get(1).copied(), OutboxStatus::ALL)?;
@@ -49,28 +54,7 @@ impl Ctx<'_> {
                 let v = self.count(&span, words.get(2).copied(), status.as_str())?;
                 (Figure::Payments(status), v.to_string())
             }
-            Some("provider") => {
-                // `provider calls N` or `provider PAY-001 calls N`.
-                let (key, rest) = match words.get(1).copied() {
-                    Some(w @ ("calls" | "effects")) => (None, (w, words.get(2).copied())),
-                    Some(k) => (
-                        Some(self.message(&span, k)?),
-                        (words.get(2).copied().unwrap_or(""), words.get(3).copied()),
-                    ),
-                    None => return bad("provider takes calls or effects"),
-                };
-                let v = self.count(&span, rest.1, rest.0)?;
-                match rest.0 {
-                    "calls" => (Figure::ProviderCalls(key), v.to_string()),
-                    "effects" => (Figure::ProviderEffects(key), v.to_string()),
-                    w => {
-                        return bad(&format!(
-                            "'{}' is not a provider figure (calls, effects)",
-                            quoted(w)
-                        ))
-                    }
-                }
-            }
+            Some("provider") => self.provider_figure(&span, &words)?,
             Some(m) => self.message_figure(&span, m, &words, &text)?,
             None => return bad("an empty expectation"),
         };
@@ -80,6 +64,49 @@ impl Ctx<'_> {
             figure,
             value,
         })
+    }
+
+    /// `provider calls N`, `provider side effects N`, and the same for one key:
+    /// `provider PAY-001 calls N` (`effects` is read as `side effects`).
+    fn provider_figure(
+        &self,
+        span: &Range<usize>,
+        words: &[&str],
+    ) -> Result<(Figure, String), Mistake> {
+        let bad = |msg: &str| Err(self.p.err(span.clone(), msg));
+        let is_figure = |w: &str| matches!(w, "calls" | "side" | "effects");
+        let (key, rest) = match words.get(1).copied() {
+            None => return bad("provider takes calls or side effects"),
+            Some(w) if is_figure(w) => (None, &words[1..]),
+            Some(k) => (Some(self.message(span, k)?), words.get(2..).unwrap_or(&[])),
+        };
+        let (name, n) = match rest {
+            [] => ("", None),
+            [name] => (*name, None),
+            [name, rest @ ..] if *name != "side" => (*name, rest.first().copied()),
+            ["side", "effects", rest @ ..] => ("side effects", rest.first().copied()),
+            [name, ..] => (*name, None),
+        };
+        let figure = match name {
+            "calls" => Figure::ProviderCalls(key),
+            "side effects" | "effects" => Figure::ProviderEffects(key),
+            w => {
+                return bad(&format!(
+                    "'{}' is not a provider figure (calls, side effects)",
+                    quoted(w)
+                ))
+            }
+        };
+        let shown = if name == "calls" {
+            "calls"
+        } else {
+            "side effects"
+        };
+        let v = self.count(span, n, shown)?;
+        if let Some(extra) = rest.get(if name == "side effects" { 3 } else { 2 }) {
+            return bad(&format!("unexpected '{}'", quoted(extra)));
+        }
+        Ok((figure, v.to_string()))
     }
 
     /// `PAY-001 status Processed` and the other figures of one message.

@@ -5,7 +5,9 @@
 
 use crate::engine::clock::hms;
 use crate::engine::outbox::{OutboxStatus, PaymentStatus};
-use crate::lesson::{runner, Expect, Figure, Lesson, Step};
+use crate::lesson::{
+    runner, Expect, Figure, Lesson, Step, PROCESSED, PROVIDER_CALLS, SIDE_EFFECTS,
+};
 use crate::ui::snapshot::Spot;
 
 use super::App;
@@ -17,24 +19,24 @@ const MAX_SPOTS: usize = 3;
 pub fn panel_name(f: &Figure) -> Option<&'static str> {
     match f {
         Figure::Ledger(name) => Some(name),
-        Figure::ProviderCalls(None) => Some("provider"),
-        Figure::ProviderEffects(None) => Some("effects"),
-        Figure::Payments(PaymentStatus::Paid) => Some("paid"),
-        Figure::Payments(PaymentStatus::Failed) => Some("failed"),
-        Figure::Payments(PaymentStatus::Pending) => Some("unpaid"),
+        Figure::ProviderCalls(None) => Some(PROVIDER_CALLS),
+        Figure::ProviderEffects(None) => Some(SIDE_EFFECTS),
+        Figure::Payments(PaymentStatus::Paid) => Some("payments Paid"),
+        Figure::Payments(PaymentStatus::Failed) => Some("payments Failed"),
+        Figure::Payments(PaymentStatus::Pending) => Some("payments Pending"),
         _ => None,
     }
 }
 
-/// The label a message figure has on the spotlight line, when it is one the table has no
-/// column for (the table shows status, owner and lease).
+/// The name a message figure has on the spotlight line, when it is one the table has no
+/// column for (the table shows status, owner and lease): the words of its expectation.
 pub fn spot_label(f: &Figure) -> Option<&'static str> {
     match f {
-        Figure::Processed(_) => Some("runs"),
+        Figure::Processed(_) => Some(PROCESSED),
         Figure::Attempts(_) => Some("attempts"),
         Figure::Payment(_) => Some("payment"),
-        Figure::ProviderCalls(Some(_)) => Some("calls"),
-        Figure::ProviderEffects(Some(_)) => Some("effects"),
+        Figure::ProviderCalls(Some(_)) => Some(PROVIDER_CALLS),
+        Figure::ProviderEffects(Some(_)) => Some(SIDE_EFFECTS),
         _ => None,
     }
 }

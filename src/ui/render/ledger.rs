@@ -9,45 +9,38 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{pane, styled};
+use crate::lesson::{PROVIDER_CALLS, SIDE_EFFECTS};
 use crate::ui::keys::Mode;
 use crate::ui::snapshot::{all_passed, LedgerFigures, Snapshot, Spot};
 use crate::ui::theme::Theme;
 
-/// Every figure the panel can show: its name (as lessons name it), its label with room
-/// and its label when packed.
-pub const LABELS: &[(&str, &str, &str)] = &[
-    ("claims", "claims ok", "claims ok"),
-    ("empty", "empty claims", "empty"),
-    ("blocked", "blocked claims", "blocked"),
-    ("attempts", "processing attempts", "attempts"),
-    ("provider", "provider status checks", "provider checks"),
-    ("effects", "provider side effects", "side effects"),
-    ("duplicates", "duplicates", "duplicates"),
-    ("rejected", "rejected finalizes", "rejected"),
-    ("violations", "ownership violations", "violations"),
-    ("reclaims", "reclaims after expiry", "reclaims"),
-    ("results", "results written", "results"),
-    ("crashes", "crashes", "crashes"),
-    ("restarts", "restarts", "restarts"),
-    ("retries", "retries", "retries"),
-    ("dead", "dead letters", "dead letters"),
-    ("heartbeats", "heartbeats", "heartbeats"),
-    ("lost", "leases lost", "leases lost"),
-    ("transactions", "claim transactions", "claim txns"),
-    ("writes", "write transactions", "writes"),
-    ("unique", "messages processed", "unique"),
-    ("paid", "payments paid", "paid"),
-    ("failed", "payments failed", "failed"),
-    ("unpaid", "payments pending", "unpaid"),
+/// Every figure the panel can show, by the one name lessons, narration and docs use for it
+/// (`lesson::LEDGER_FIGURES` says what each ledger figure counts).
+pub const NAMES: &[&str] = &[
+    "claims",
+    "empty",
+    "blocked",
+    "attempts",
+    PROVIDER_CALLS,
+    SIDE_EFFECTS,
+    "duplicates",
+    "rejected",
+    "violations",
+    "reclaims",
+    "results",
+    "crashes",
+    "restarts",
+    "retries",
+    "dead letters",
+    "heartbeats",
+    "leases lost",
+    "claim transactions",
+    "writes",
+    "unique",
+    "payments Paid",
+    "payments Failed",
+    "payments Pending",
 ];
-
-/// The labels of the figure `name`: with room, and packed.
-pub fn labels(name: &str) -> Option<(&'static str, &'static str)> {
-    LABELS
-        .iter()
-        .find(|(n, _, _)| *n == name)
-        .map(|(_, long, short)| (*long, *short))
-}
 
 /// The figures that say something went wrong, first in a packed panel of worker processes.
 const TROUBLE: &[&str] = &[
@@ -55,7 +48,7 @@ const TROUBLE: &[&str] = &[
     "rejected",
     "reclaims",
     "violations",
-    "lost",
+    "leases lost",
     "crashes",
 ];
 
@@ -65,8 +58,6 @@ const ROOMY: usize = 8;
 /// One figure as drawn.
 struct Item {
     name: &'static str,
-    long: &'static str,
-    short: &'static str,
     value: String,
     style: Style,
 }
@@ -144,10 +135,10 @@ fn items(l: &LedgerFigures, named: &[&str], t: &Theme) -> Vec<Item> {
             warn_if(l.claims_blocked),
         ),
         ("attempts", l.processing_attempts.to_string(), t.base),
-        ("provider", l.provider_checks.to_string(), t.base),
+        (PROVIDER_CALLS, l.provider_checks.to_string(), t.base),
     ];
-    if l.provider_idempotent || wanted("effects") {
-        v.push(("effects", l.provider_effects.to_string(), t.base));
+    if l.provider_idempotent || wanted(SIDE_EFFECTS) {
+        v.push((SIDE_EFFECTS, l.provider_effects.to_string(), t.base));
     }
     v.extend([
         ("duplicates", l.duplicates.to_string(), bad_if(l.duplicates)),
@@ -166,38 +157,33 @@ fn items(l: &LedgerFigures, named: &[&str], t: &Theme) -> Vec<Item> {
         ("crashes", crashes(l.crashes), t.base),
         ("restarts", crashes(l.restarts), t.base),
     ]);
-    if l.retries + l.dead_letters > 0 || wanted("retries") || wanted("dead") {
+    if l.retries + l.dead_letters > 0 || wanted("retries") || wanted("dead letters") {
         v.push(("retries", l.retries.to_string(), t.base));
         let dead = format!("{} ({} now)", l.dead_letters, l.dead_now);
-        v.push(("dead", dead, bad_if(l.dead_now)));
+        v.push(("dead letters", dead, bad_if(l.dead_now)));
     }
-    if l.heartbeats + l.leases_lost > 0 || wanted("heartbeats") || wanted("lost") {
+    if l.heartbeats + l.leases_lost > 0 || wanted("heartbeats") || wanted("leases lost") {
         v.push(("heartbeats", l.heartbeats.to_string(), t.base));
-        v.push(("lost", l.leases_lost.to_string(), bad_if(l.leases_lost)));
+        v.push((
+            "leases lost",
+            l.leases_lost.to_string(),
+            bad_if(l.leases_lost),
+        ));
     }
     for (name, n) in [
-        ("transactions", l.transactions),
+        ("claim transactions", l.transactions),
         ("writes", l.writes),
         ("unique", l.unique),
-        ("paid", l.payments.paid),
-        ("failed", l.payments.failed),
-        ("unpaid", l.payments.pending),
+        ("payments Paid", l.payments.paid),
+        ("payments Failed", l.payments.failed),
+        ("payments Pending", l.payments.pending),
     ] {
         if wanted(name) {
             v.push((name, n.to_string(), t.base));
         }
     }
     v.into_iter()
-        .map(|(name, value, style)| {
-            let (long, short) = labels(name).unwrap_or((name, name));
-            Item {
-                name,
-                long,
-                short,
-                value,
-                style,
-            }
-        })
+        .map(|(name, value, style)| Item { name, value, style })
         .collect()
 }
 
@@ -208,11 +194,7 @@ fn claims_line(l: &LedgerFigures, claims: &[Item], t: &Theme, wide: bool) -> Lin
         if n > 0 {
             spans.push(Span::raw(" · "));
         }
-        let label = match (i.name, wide) {
-            ("claims", true) => "claims  ok",
-            _ => i.short,
-        };
-        spans.push(Span::raw(format!("{label} ")));
+        spans.push(Span::raw(format!("{} ", i.name)));
         spans.push(styled(i.value.clone(), i.style));
     }
     if wide && l.idle_polls > 0 && !l.unknown.claims {
@@ -221,13 +203,13 @@ fn claims_line(l: &LedgerFigures, claims: &[Item], t: &Theme, wide: bool) -> Lin
     Line::from(spans)
 }
 
-/// Items side by side under their short labels, ` · ` apart, as many a line as fit.
+/// Items side by side under their names, ` · ` apart, as many a line as fit.
 fn pack(items: &[Item], width: usize) -> Vec<Line<'static>> {
     let groups = items
         .iter()
         .map(|i| {
             vec![
-                Span::raw(format!("{} ", i.short)),
+                Span::raw(format!("{} ", i.name)),
                 styled(i.value.clone(), i.style),
             ]
         })
@@ -235,7 +217,7 @@ fn pack(items: &[Item], width: usize) -> Vec<Line<'static>> {
     super::pack(groups, " · ", width)
 }
 
-/// A message the step talks about: `PAY-001 runs 1, calls 2`, wrapped under its key.
+/// A message the step talks about: `PAY-001 processed 1, provider calls 2`, wrapped under its key.
 fn spot_lines(s: &Spot, t: &Theme, width: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     let mut line: Vec<Span> = vec![styled(s.key.clone(), t.title)];
@@ -293,10 +275,10 @@ fn shown(n: u64, unknown: bool) -> String {
 /// A label on the left and its value on the right edge of a `width` wide line.
 fn figure(i: &Item, width: usize) -> Line<'static> {
     let pad = width
-        .saturating_sub(i.long.chars().count() + i.value.chars().count())
+        .saturating_sub(i.name.chars().count() + i.value.chars().count())
         .max(1);
     Line::from(vec![
-        Span::raw(i.long.to_string()),
+        Span::raw(i.name.to_string()),
         Span::raw(" ".repeat(pad)),
         styled(i.value.clone(), i.style),
     ])
