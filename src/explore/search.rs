@@ -92,7 +92,7 @@ pub fn explore(
     };
     let first = &mut lanes[0];
     let seen = Seen::read(&first.store, &first.provider)?;
-    let key = world.fingerprint(&seen);
+    let key = state_key(opts, &world, &seen);
     let root = (pages.keep(&first.image()?), first.provider.state());
     let mut s = Search {
         opts: opts.clone(),
@@ -124,6 +124,15 @@ fn unfinished(seen: &Seen) -> Option<i64> {
         .iter()
         .find(|r| r.status != crate::engine::outbox::OutboxStatus::Processed)
         .map(|r| r.id)
+}
+
+/// The key a state is known by: its fingerprint, or under the reduction its class's.
+fn state_key(opts: &ExploreOptions, world: &World, seen: &Seen) -> u128 {
+    if opts.reduced() {
+        world.class_fingerprint(seen)
+    } else {
+        world.fingerprint(seen)
+    }
 }
 
 /// A state handed to a lane: its world, its database image and the provider's state.
@@ -175,7 +184,7 @@ fn expand(
         let mut next = world.clone();
         let done = next.apply(mv, opts.mode, &seen, &mut lane.store, &lane.provider)?;
         dirty = world.writes(mv, opts.mode);
-        let key = next.fingerprint(&done.seen);
+        let key = state_key(opts, &next, &done.seen);
         let is_fault = match mv {
             Move::Crash(_) | Move::Stall(_) => true,
             Move::Jump => !opts.faults.jump,
