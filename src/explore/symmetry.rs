@@ -31,13 +31,20 @@ impl Hasher for Bytes {
     }
 }
 
-/// Every order of `n` slots (n at most 3 here, at most 6 orders).
-fn orders(n: usize) -> Vec<Vec<usize>> {
+/// Every order of `n` slots, built once for each `n` the explorer has (1 to 3 workers).
+fn orders(n: usize) -> &'static [Vec<usize>] {
+    static ORDERS: std::sync::OnceLock<Vec<Vec<Vec<usize>>>> = std::sync::OnceLock::new();
+    let all = ORDERS.get_or_init(|| (0..=3).map(every_order).collect());
+    all.get(n).map_or(&[], Vec::as_slice)
+}
+
+/// Every order of `n` slots.
+fn every_order(n: usize) -> Vec<Vec<usize>> {
     if n == 0 {
         return vec![Vec::new()];
     }
     let mut out = Vec::new();
-    for rest in orders(n - 1) {
+    for rest in every_order(n - 1) {
         for at in 0..=rest.len() {
             let mut o = rest.clone();
             o.insert(at, n - 1);
@@ -57,7 +64,7 @@ impl World {
         let mut best: Option<Vec<u8>> = None;
         for to in orders(workers) {
             let mut b = Bytes(Vec::with_capacity(256));
-            self.encode(seen, &to, workers, &mut b);
+            self.encode(seen, to, workers, &mut b);
             if best.as_ref().is_none_or(|kept| b.0 < *kept) {
                 best = Some(b.0);
             }
@@ -139,11 +146,12 @@ mod tests {
 
     #[test]
     fn every_order_of_three_slots_once() {
-        let mut all = orders(3);
+        let mut all = orders(3).to_vec();
         assert_eq!(all.len(), 6);
         all.sort();
         all.dedup();
         assert_eq!(all.len(), 6);
-        assert_eq!(orders(1), vec![vec![0]]);
+        assert_eq!(orders(1), [vec![0]]);
+        assert!(orders(4).is_empty(), "no world has four workers");
     }
 }
