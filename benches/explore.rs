@@ -118,7 +118,10 @@ fn main() {
         );
         if let Some(t) = target {
             let met = |ok: bool| if ok { "met" } else { "NOT met" };
-            println!("target: {name} under {t:.0} s: {secs:.2} s, {}", met(secs < t));
+            println!(
+                "target: {name} under {t:.0} s: {secs:.2} s, {}",
+                met(secs < t)
+            );
             let peak = got[w].iter().map(|g| g.1).fold(0.0, f64::max);
             println!(
                 "target: {name} peak memory under {MEMORY_TARGET_MB:.0} MB: {peak:.0} MB at most, {}",

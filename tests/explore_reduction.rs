@@ -168,7 +168,12 @@ fn a_cut_search_stays_cut_in_both_and_the_reduced_one_gets_as_deep() {
     });
     assert!(!reduced.exhaustive && !every.exhaustive);
     assert_eq!((reduced.states, every.states), (200, 200));
-    assert!(reduced.depth >= every.depth, "{} {}", reduced.depth, every.depth);
+    assert!(
+        reduced.depth >= every.depth,
+        "{} {}",
+        reduced.depth,
+        every.depth
+    );
 }
 
 /// A student's statements may read a worker's name as they like: they are never reduced,
