@@ -13,12 +13,15 @@ fn run(opts: ExploreOptions) -> Report {
     explore(&opts, &mut |_| true).expect("explore")
 }
 
+/// The 2 x 1 world, every state kept (`--no-reduction`): the exact counts below are the
+/// search's over every state. tests/explore_reduction.rs compares it with the reduced one.
 fn two_by_one(mode: Mode) -> ExploreOptions {
     ExploreOptions {
         workers: 2,
         messages: 1,
         mode,
         max_depth: 8,
+        reduction: false,
         ..ExploreOptions::default()
     }
 }
@@ -258,17 +261,43 @@ fn the_command_prints_json_and_exits_one_when_a_check_breaks() {
             "--max-depth",
             "8",
             "--json",
+            "--no-reduction",
         ],
         dir.path(),
     );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let j: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
     assert_eq!(j["exhaustive"], true);
+    assert_eq!(j["reduction"], "none");
     assert_eq!(j["states"], 757);
     assert_eq!(j["schedules"], 2018);
     assert_eq!(j["violations"][1]["check"], "processed twice");
     assert_eq!(j["violations"][1]["count"], 10);
     assert_eq!(j["violations"][1]["shortest"].as_array().unwrap().len(), 6);
+    // By default one state is kept for each set of states equal up to renaming the
+    // workers: fewer states, the same check broken after as many steps.
+    let reduced = leaselab(
+        &[
+            "explore",
+            "--workers",
+            "2",
+            "--messages",
+            "1",
+            "--mode",
+            "no-leasing",
+            "--max-depth",
+            "8",
+            "--json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(reduced.status.code(), Some(1), "{}", stderr(&reduced));
+    let r: serde_json::Value = serde_json::from_str(&stdout(&reduced)).expect("json");
+    assert_eq!(r["reduction"], "workers");
+    assert_eq!(r["exhaustive"], true);
+    assert_eq!(r["states"], 300);
+    assert_eq!(r["violations"][1]["check"], "processed twice");
+    assert_eq!(r["violations"][1]["shortest"].as_array().unwrap().len(), 6);
     let ok = leaselab(
         &[
             "explore",
@@ -349,6 +378,14 @@ fn saved_counterexamples_are_lessons_that_pass_their_check() {
             "fencing-token",
             "provider side effect twice",
             "\"provider PAY-001 side effects 2\"",
+        ),
+        // Three workers, the states kept one for each renaming of them: the schedule is
+        // still one the named workers took.
+        (
+            "3",
+            "owner-guard",
+            "finalize by a non-owner",
+            "\"ledger violations 1\"",
         ),
     ] {
         let file = format!("{mode}-{workers}.toml");

@@ -106,6 +106,11 @@ pub struct ExploreArgs {
     /// Workers holding a lease may also extend it, a heartbeat at a time.
     #[arg(long)]
     pub heartbeats: bool,
+    /// Keep every state, not one for each set of states equal up to renaming the workers:
+    /// the same checks break, after as many steps, with more states kept. (A student's
+    /// statements, --sql, are never reduced.)
+    #[arg(long)]
+    pub no_reduction: bool,
     /// Grade a student's exercise file: the workers run its claim, finalize and heartbeat
     /// statements on real SQLite, a statement outside a transaction a step of its own.
     /// Exit 0 when no schedule breaks a check, 1 when one does, 2 for a file that cannot

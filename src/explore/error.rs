@@ -24,10 +24,14 @@ pub enum ExploreError {
     /// A state's saved image was asked for after it was let go: a defect of the search.
     #[error("a state expanded twice")]
     ExpandedTwice,
-    /// A new state reached by a write came without its database image: a defect of the
-    /// search.
-    #[error("a new state's database image was not taken")]
+    /// A new state came without its database image or the provider's state: a defect of
+    /// the search.
+    #[error("a new state's database image or provider's state was not taken")]
     NoImage,
+    /// A shortest schedule played again from the first state did not break its check: a
+    /// defect of the search.
+    #[error("the schedule found to break {0} does not break it when played again")]
+    Unrepeated(&'static str),
     /// The lesson layer refused the drafted lesson or a figure of it: its own error, kept.
     #[error(transparent)]
     Lesson(Box<dyn std::error::Error + Send + Sync>),

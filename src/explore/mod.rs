@@ -14,6 +14,7 @@ mod report;
 mod search;
 mod store;
 mod student;
+mod symmetry;
 mod world;
 
 pub use check::Check;

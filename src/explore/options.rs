@@ -139,6 +139,19 @@ pub struct ExploreOptions {
     /// How many cores expand states at once, each on its own copy of the database; 0 for
     /// as many as the machine has (at most 4). The report is the same whatever the number.
     pub cores: usize,
+    /// Keep one state for each class of states equal up to renaming the workers (see
+    /// `symmetry.rs`); false runs the search over every state (`--no-reduction`). A
+    /// student's statements are never reduced: see [`ExploreOptions::reduced`].
+    pub reduction: bool,
+}
+
+impl ExploreOptions {
+    /// Whether the search keeps a state per class of states equal up to renaming the
+    /// workers: asked for, and not a student's statements, which may read a worker's name
+    /// as they like.
+    pub fn reduced(&self) -> bool {
+        self.reduction && self.sql.is_none()
+    }
 }
 
 impl Default for ExploreOptions {
@@ -157,6 +170,7 @@ impl Default for ExploreOptions {
             forget_answer: false,
             sql: None,
             cores: 0,
+            reduction: true,
         }
     }
 }

@@ -122,6 +122,7 @@ impl Report {
             "cut": self.cut.map(Cut::flag),
             "exhaustive": self.exhaustive,
             "closed": self.closed,
+            "reduction": if o.reduced() { "workers" } else { "none" },
             "states": self.states,
             "schedules": self.schedules,
             "depth": self.depth,

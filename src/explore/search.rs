@@ -35,23 +35,35 @@ pub struct Progress {
     pub memory_mib: Option<usize>,
 }
 
-/// One reached state: the world, how it was reached, and (until it is expanded) its
-/// database image and the provider's state.
+/// One reached state: how it was reached, and until it is expanded what it holds. Once
+/// expanded a state keeps only the move that reached it: a schedule is told by playing
+/// its moves again from the first state.
 struct Node {
-    world: World,
-    parent: Option<(usize, Move, String)>,
-    depth: usize,
-    saved: Option<(Image, ProviderState)>,
+    parent: Option<(u32, Move)>,
+    depth: u16,
+    /// Its world, database image and provider's state, until it is expanded; none for a
+    /// state at the depth limit, which is never expanded.
+    open: Option<Box<Open>>,
     /// The first message not yet Processed, by its Id (`None`: every message is).
     unfinished: Option<i64>,
     /// Every move from this state was taken (it was not cut off by the depth or a limit).
     complete: bool,
 }
 
+/// What a state to expand holds: the world, its database's image, the provider's state.
+#[derive(Clone)]
+struct Open {
+    world: World,
+    image: Image,
+    provider: ProviderState,
+}
+
 /// The breadth-first search's bookkeeping.
 struct Search {
     opts: ExploreOptions,
     nodes: Vec<Node>,
+    /// The first state, kept to play a schedule again from.
+    root: Open,
     /// Each state reached, by its fingerprint: the node it is.
     seen: HashMap<u128, u32>,
     /// The moves that are not faults, from state to state: what the stuck check follows.
@@ -92,18 +104,22 @@ pub fn explore(
     };
     let first = &mut lanes[0];
     let seen = Seen::read(&first.store, &first.provider)?;
-    let key = world.fingerprint(&seen);
-    let root = (pages.keep(&first.image()?), first.provider.state());
+    let key = state_key(opts, &world, &seen);
+    let root = Open {
+        world,
+        image: pages.keep(&first.image()?),
+        provider: first.provider.state(),
+    };
     let mut s = Search {
         opts: opts.clone(),
         nodes: vec![Node {
-            world,
             parent: None,
             depth: 0,
-            saved: Some(root),
+            open: Some(Box::new(root.clone())),
             unfinished: unfinished(&seen),
             complete: false,
         }],
+        root,
         seen: HashMap::from([(key, 0)]),
         steps: Vec::new(),
         queue: VecDeque::from([0]),
@@ -115,7 +131,7 @@ pub fn explore(
     };
     let closed = s.run(&mut lanes, &mut pages, progress)?;
     s.find_stuck();
-    Ok(s.report(closed, started.elapsed()))
+    s.report(closed, started.elapsed(), &mut lanes[0])
 }
 
 /// The first message of `seen` not yet Processed.
@@ -126,12 +142,22 @@ fn unfinished(seen: &Seen) -> Option<i64> {
         .map(|r| r.id)
 }
 
+/// The key a state is known by: its fingerprint, or under the reduction its class's.
+fn state_key(opts: &ExploreOptions, world: &World, seen: &Seen) -> u128 {
+    if opts.reduced() {
+        world.class_fingerprint(seen)
+    } else {
+        world.fingerprint(seen)
+    }
+}
+
 /// A state handed to a lane: its world, its database image and the provider's state.
 struct Task {
     node: usize,
-    world: World,
-    image: Image,
-    provider: ProviderState,
+    open: Box<Open>,
+    /// Its moves reach the depth limit: the states they reach are never expanded, and
+    /// need no image.
+    last: bool,
 }
 
 /// One move from a state, as a lane found it.
@@ -145,7 +171,8 @@ struct Child {
     wrote: bool,
     /// The database after a move that wrote, unless its state was known before the round.
     image: Option<Vec<u8>>,
-    provider: ProviderState,
+    /// The provider's state after the move, unless its state was known before the round.
+    provider: Option<ProviderState>,
 }
 
 /// Take every move from `task`'s state on `lane`, in the order the search keeps them. A
@@ -156,32 +183,43 @@ fn expand(
     known: &HashMap<u128, u32>,
     task: &Task,
 ) -> Result<Vec<Child>, ExploreError> {
-    lane.restore(&task.image)?;
-    lane.provider.set_state(&task.provider);
+    let Open {
+        world,
+        image,
+        provider,
+    } = &*task.open;
+    lane.restore(image)?;
+    lane.provider.set_state(provider);
     let seen = Seen::read(&lane.store, &lane.provider)?;
-    let world = &task.world;
     // The moves that leave the database alone come first: they need no restore, and their
     // states share the image. After a write, the image is put back.
     let beats = opts.heartbeats && opts.mode.leasing();
     let mut moves = world.moves(&opts.faults, beats, seen.live_lease(world.now));
     moves.sort_by_key(|m| world.writes(*m, opts.mode));
     let mut dirty = false;
+    // Only a worker's step calls the provider: after another move it holds the state's.
+    let mut called = false;
     let mut out = Vec::with_capacity(moves.len());
     for mv in moves {
         if dirty {
-            lane.restore(&task.image)?;
+            lane.restore(image)?;
         }
-        lane.provider.set_state(&task.provider);
+        if called {
+            lane.provider.set_state(provider);
+        }
+        called = matches!(mv, Move::Step(_) | Move::Beat(_));
         let mut next = world.clone();
         let done = next.apply(mv, opts.mode, &seen, &mut lane.store, &lane.provider)?;
         dirty = world.writes(mv, opts.mode);
-        let key = next.fingerprint(&done.seen);
+        let key = state_key(opts, &next, &done.seen);
         let is_fault = match mv {
             Move::Crash(_) | Move::Stall(_) => true,
             Move::Jump => !opts.faults.jump,
             Move::Step(_) | Move::Wake(_) | Move::Beat(_) => false,
         };
-        let image = if dirty && !known.contains_key(&key) {
+        // A state known before the round needs neither image nor provider's state.
+        let new = !task.last && !known.contains_key(&key);
+        let image = if dirty && new {
             Some(lane.image()?)
         } else {
             None
@@ -194,7 +232,7 @@ fn expand(
             is_fault,
             wrote: dirty,
             image,
-            provider: lane.provider.state(),
+            provider: new.then(|| lane.provider.state()),
         });
     }
     Ok(out)
@@ -250,7 +288,7 @@ impl Search {
                 let Some(i) = self.queue.pop_front() else {
                     break;
                 };
-                if self.nodes[i].depth >= self.opts.max_depth {
+                if usize::from(self.nodes[i].depth) >= self.opts.max_depth {
                     closed = false;
                     continue;
                 }
@@ -261,21 +299,17 @@ impl Search {
             }
             let mut tasks = Vec::with_capacity(round.len());
             for &i in &round {
-                let (image, provider) = self.nodes[i]
-                    .saved
-                    .take()
-                    .ok_or(ExploreError::ExpandedTwice)?;
+                let open = self.nodes[i].open.take();
                 tasks.push(Task {
                     node: i,
-                    world: self.nodes[i].world.clone(),
-                    image,
-                    provider,
+                    open: open.ok_or(ExploreError::ExpandedTwice)?,
+                    last: usize::from(self.nodes[i].depth) + 1 >= self.opts.max_depth,
                 });
             }
             let found = expand_all(lanes, &self.opts, &self.seen, &tasks);
             for (task, children) in tasks.into_iter().zip(found) {
                 let i = task.node;
-                self.merge(i, task.image, children?, pages)?;
+                self.merge(&task, children?, pages)?;
                 if i % 4096 == 0 {
                     pages.sweep();
                 }
@@ -302,14 +336,14 @@ impl Search {
         }
     }
 
-    /// Keep what node `i`'s moves found, in their order: each new state once.
+    /// Keep what node `task`'s moves found, in their order: each new state once.
     fn merge(
         &mut self,
-        i: usize,
-        image: Image,
+        task: &Task,
         children: Vec<Child>,
         pages: &mut Pages,
     ) -> Result<(), ExploreError> {
+        let i = task.node;
         for c in children {
             self.schedules += 1;
             let to = match self.seen.get(&c.key) {
@@ -321,12 +355,14 @@ impl Search {
                     }
                     let n = self.nodes.len() as u32;
                     self.seen.insert(c.key, n);
-                    let kept = match (&c.image, c.wrote) {
-                        (Some(bytes), _) => pages.keep(bytes),
-                        (None, false) => image.clone(),
-                        (None, true) => return Err(ExploreError::NoImage),
+                    let kept = match (&c.image, c.wrote, c.provider) {
+                        _ if task.last => None,
+                        (_, _, None) => return Err(ExploreError::NoImage),
+                        (Some(bytes), _, Some(p)) => Some((pages.keep(bytes), p)),
+                        (None, false, Some(p)) => Some((task.open.image.clone(), p)),
+                        (None, true, Some(_)) => return Err(ExploreError::NoImage),
                     };
-                    self.keep(i, c.mv, c.next, c.done, (kept, c.provider));
+                    self.keep(task, c.mv, c.next, kept, &c.done);
                     n
                 }
             };
@@ -340,9 +376,17 @@ impl Search {
 
     /// A new state, reached from node `i` by `mv`: kept, queued, and counted for the
     /// checks it breaks.
-    fn keep(&mut self, i: usize, mv: Move, next: World, done: Done, saved: (Image, ProviderState)) {
+    fn keep(
+        &mut self,
+        task: &Task,
+        mv: Move,
+        next: World,
+        saved: Option<(Image, ProviderState)>,
+        done: &Done,
+    ) {
+        let i = task.node;
         let depth = self.nodes[i].depth + 1;
-        let before = &self.nodes[i].world.broken;
+        let before = &task.open.world.broken;
         let abouts: Vec<(Check, String)> = done
             .broke
             .iter()
@@ -352,11 +396,17 @@ impl Search {
         for c in &next.broken {
             self.counts[Self::at(*c)] += 1;
         }
+        let open = saved.map(|(image, provider)| {
+            Box::new(Open {
+                world: next,
+                image,
+                provider,
+            })
+        });
         self.nodes.push(Node {
-            world: next,
-            parent: Some((i, mv, done.text)),
+            parent: Some((i as u32, mv)),
             depth,
-            saved: Some(saved),
+            open,
             unfinished: unfinished(&done.seen),
             complete: false,
         });
@@ -364,7 +414,7 @@ impl Search {
         for (c, about) in abouts {
             self.found(c, n, &about);
         }
-        self.depth = self.depth.max(depth);
+        self.depth = self.depth.max(usize::from(depth));
         self.queue.push_back(n);
     }
 
@@ -427,40 +477,66 @@ impl Search {
         }
     }
 
-    /// The path from the first state to node `n`.
-    fn path(&self, mut n: usize) -> Vec<Told> {
+    /// The moves from the first state to node `n`.
+    fn moves_to(&self, mut n: usize) -> Vec<Move> {
         let mut out = Vec::new();
-        while let Some((parent, mv, text)) = &self.nodes[n].parent {
-            out.push(Told {
-                mv: *mv,
-                before: self.nodes[*parent].world.clone(),
-                text: text.clone(),
-            });
-            n = *parent;
+        while let Some((parent, mv)) = self.nodes[n].parent {
+            out.push(mv);
+            n = parent as usize;
         }
         out.reverse();
         out
     }
 
-    fn report(&self, closed: bool, elapsed: Duration) -> Report {
-        let verdicts = Check::ALL
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.applies(self.opts.mode))
-            .map(|(at, c)| Verdict {
+    /// The schedule to node `n`, told: its moves played again on `lane` from the first
+    /// state (the search keeps no words for the states it expanded). Each move does what
+    /// it did in the search, on the same database and provider; the schedule must break
+    /// `c` again.
+    fn path(&self, n: usize, c: Check, lane: &mut Lane) -> Result<Vec<Told>, ExploreError> {
+        lane.restore(&self.root.image)?;
+        lane.provider.set_state(&self.root.provider);
+        let mut world = self.root.world.clone();
+        let mut out = Vec::new();
+        for mv in self.moves_to(n) {
+            let seen = Seen::read(&lane.store, &lane.provider)?;
+            let mut next = world.clone();
+            let done = next.apply(mv, self.opts.mode, &seen, &mut lane.store, &lane.provider)?;
+            out.push(Told {
+                mv,
+                before: world,
+                text: done.text,
+            });
+            world = next;
+        }
+        if c != Check::Stuck && !world.broken.contains(&c) {
+            return Err(ExploreError::Unrepeated(c.name()));
+        }
+        Ok(out)
+    }
+
+    fn report(
+        &self,
+        closed: bool,
+        elapsed: Duration,
+        lane: &mut Lane,
+    ) -> Result<Report, ExploreError> {
+        let mut verdicts = Vec::new();
+        for (at, c) in Check::ALL.iter().enumerate() {
+            if !c.applies(self.opts.mode) {
+                continue;
+            }
+            let (shortest, about) = match &self.first[at] {
+                Some((n, about)) => (self.path(*n, *c, lane)?, about.clone()),
+                None => (Vec::new(), String::new()),
+            };
+            verdicts.push(Verdict {
                 check: *c,
                 count: self.counts[at],
-                shortest: self.first[at]
-                    .as_ref()
-                    .map(|(n, _)| self.path(*n))
-                    .unwrap_or_default(),
-                about: self.first[at]
-                    .as_ref()
-                    .map(|(_, a)| a.clone())
-                    .unwrap_or_default(),
-            })
-            .collect();
-        Report {
+                shortest,
+                about,
+            });
+        }
+        Ok(Report {
             options: self.opts.clone(),
             exhaustive: self.cut.is_none(),
             cut: self.cut,
@@ -470,7 +546,7 @@ impl Search {
             depth: self.depth,
             elapsed,
             verdicts,
-        }
+        })
     }
 }
 

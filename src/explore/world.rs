@@ -264,6 +264,7 @@ impl World {
         provider: &Provider,
     ) -> Result<Done, ExploreError> {
         let mut broke = Vec::new();
+        let wrote = self.writes(m, mode);
         let key = match m {
             Move::Step(i) => self.actors[i].acts_on(before),
             _ => None,
@@ -280,6 +281,12 @@ impl World {
         // hold is what they held before.
         let seen = match m {
             Move::Crash(_) | Move::Jump | Move::Stall(_) | Move::Wake(_) => before.clone(),
+            // A step that calls the provider changes the provider alone.
+            Move::Step(_) if !wrote => Seen {
+                rows: before.rows.clone(),
+                payments: before.payments.clone(),
+                calls: provider.calls(),
+            },
             Move::Step(_) | Move::Beat(_) => Seen::read(store, provider)?,
         };
         self.judge(&seen, &mut broke);

@@ -44,6 +44,7 @@ fn options(a: &ExploreArgs) -> Result<ExploreOptions, ExitCode> {
         forget_answer: false,
         sql,
         cores: 0,
+        reduction: !a.no_reduction,
     })
 }
 

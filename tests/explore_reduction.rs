@@ -1,0 +1,207 @@
+//! The explorer's reduction (one state kept for each set of states equal up to renaming
+//! the workers) against the search over every state (`--no-reduction`), on small worlds:
+//! the same checks break, their shortest schedules have the same length, and the reduced
+//! search keeps no more states. Every world of each mode, with faults on and off, and the
+//! planted defects.
+
+use leaselab::exercise::built_in;
+use leaselab::explore::{explore, Check, ExploreOptions, Faults, Mode, Report};
+
+fn run(opts: &ExploreOptions) -> Report {
+    explore(opts, &mut |_| true).expect("explore")
+}
+
+/// Each check broken, with the length of its shortest schedule.
+fn broken(r: &Report) -> Vec<(Check, usize)> {
+    r.verdicts
+        .iter()
+        .filter(|v| v.count > 0)
+        .map(|v| (v.check, v.shortest.len()))
+        .collect()
+}
+
+/// Both searches of `opts`' world: they agree, and the reduced one keeps no more states.
+/// Returns (reduced, every state).
+fn agree(opts: ExploreOptions) -> (Report, Report) {
+    let reduced = run(&ExploreOptions {
+        reduction: true,
+        ..opts.clone()
+    });
+    let every = run(&ExploreOptions {
+        reduction: false,
+        ..opts
+    });
+    let o = &every.options;
+    let world = format!(
+        "{} x {}, {:?}, faults {}, depth {}, broken claim {}, forgotten answer {}",
+        o.workers,
+        o.messages,
+        o.mode,
+        o.faults.shown(),
+        o.max_depth,
+        o.broken_claim,
+        o.forget_answer
+    );
+    assert_eq!(broken(&reduced), broken(&every), "{world}");
+    assert!(
+        reduced.states <= every.states,
+        "{world}: {} reduced, {} every",
+        reduced.states,
+        every.states
+    );
+    assert_eq!(
+        (reduced.exhaustive, reduced.closed, reduced.depth),
+        (every.exhaustive, every.closed, every.depth),
+        "{world}"
+    );
+    // Every schedule the reduced search tells is one its workers took, step by step.
+    for v in reduced.verdicts.iter().filter(|v| v.count > 0) {
+        let told = v.shortest.len();
+        assert_eq!(v.steps().len(), told, "{world}: {:?}", v.check);
+    }
+    (reduced, every)
+}
+
+const MODES: [Mode; 3] = [Mode::NoLeasing, Mode::OwnerGuard, Mode::FencingToken];
+
+#[test]
+fn every_mode_and_small_world_breaks_the_same_checks_in_as_many_steps() {
+    let worlds: [(usize, u64, usize); 4] = [(1, 1, 8), (2, 1, 8), (3, 1, 7), (2, 2, 7)];
+    let mut fewer = 0;
+    for (workers, messages, max_depth) in worlds {
+        for mode in MODES {
+            for faults in [Faults::all(), Faults::default()] {
+                let (reduced, every) = agree(ExploreOptions {
+                    workers,
+                    messages,
+                    mode,
+                    faults,
+                    max_depth,
+                    ..ExploreOptions::default()
+                });
+                if workers == 1 {
+                    // One worker, and no stall to make two of it: nothing to rename.
+                    if !faults.pause {
+                        assert_eq!(reduced.states, every.states);
+                    }
+                } else if reduced.states < every.states {
+                    fewer += 1;
+                }
+            }
+        }
+    }
+    // Every world of two or three workers: 3 sizes x 3 modes x 2 fault sets.
+    assert_eq!(fewer, 18, "the reduction keeps fewer states in each");
+}
+
+#[test]
+fn the_planted_defects_are_caught_by_both_searches_in_as_many_steps() {
+    for mode in [Mode::OwnerGuard, Mode::FencingToken] {
+        let (reduced, _) = agree(ExploreOptions {
+            workers: 2,
+            messages: 1,
+            mode,
+            max_depth: 8,
+            broken_claim: true,
+            ..ExploreOptions::default()
+        });
+        assert!(reduced.broken().contains(&Check::LeaseExclusivity));
+        let (reduced, _) = agree(ExploreOptions {
+            workers: 2,
+            messages: 2,
+            mode,
+            max_depth: 7,
+            forget_answer: true,
+            ..ExploreOptions::default()
+        });
+        assert!(reduced.broken().contains(&Check::Lost));
+    }
+}
+
+#[test]
+fn heartbeats_the_idempotent_provider_and_a_frozen_clock_agree_too() {
+    for mode in [Mode::OwnerGuard, Mode::FencingToken] {
+        agree(ExploreOptions {
+            workers: 2,
+            messages: 1,
+            mode,
+            max_depth: 8,
+            heartbeats: true,
+            ..ExploreOptions::default()
+        });
+        agree(ExploreOptions {
+            workers: 3,
+            messages: 1,
+            mode,
+            max_depth: 7,
+            idempotent: true,
+            ..ExploreOptions::default()
+        });
+        // Without jumps a crashed owner's message is stuck: the stuck check agrees.
+        let (reduced, _) = agree(ExploreOptions {
+            workers: 2,
+            messages: 1,
+            mode,
+            max_depth: 6,
+            faults: Faults::parse("crash").unwrap(),
+            ..ExploreOptions::default()
+        });
+        assert!(reduced.broken().contains(&Check::Stuck));
+    }
+}
+
+/// A search cut by `--max-states` is cut in both; with fewer states a depth, the reduced
+/// one gets as deep or deeper in as many states.
+#[test]
+fn a_cut_search_stays_cut_in_both_and_the_reduced_one_gets_as_deep() {
+    let opts = ExploreOptions {
+        workers: 2,
+        messages: 2,
+        max_depth: 12,
+        max_states: 200,
+        ..ExploreOptions::default()
+    };
+    let reduced = run(&opts);
+    let every = run(&ExploreOptions {
+        reduction: false,
+        ..opts
+    });
+    assert!(!reduced.exhaustive && !every.exhaustive);
+    assert_eq!((reduced.states, every.states), (200, 200));
+    assert!(
+        reduced.depth >= every.depth,
+        "{} {}",
+        reduced.depth,
+        every.depth
+    );
+}
+
+/// A student's statements may read a worker's name as they like: they are never reduced,
+/// whatever the option says.
+#[test]
+fn a_students_statements_are_searched_over_every_state() {
+    let one_owner = built_in("one-owner").expect("a built-in");
+    let opts = ExploreOptions {
+        workers: 2,
+        messages: 1,
+        max_depth: 6,
+        idempotent: true,
+        sql: Some(std::sync::Arc::new(one_owner.starter())),
+        ..ExploreOptions::default()
+    };
+    assert!(!opts.reduced());
+    let asked = run(&ExploreOptions {
+        reduction: true,
+        ..opts.clone()
+    });
+    let every = run(&ExploreOptions {
+        reduction: false,
+        ..opts
+    });
+    assert_eq!(
+        (asked.states, asked.schedules),
+        (every.states, every.schedules)
+    );
+    assert_eq!(broken(&asked), broken(&every));
+    assert_eq!(asked.json()["reduction"], "none");
+}
