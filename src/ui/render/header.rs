@@ -342,11 +342,23 @@ fn hints(text: &str, room: usize) -> Option<String> {
         .find(|head| width(head) <= room && !head.trim().is_empty())
 }
 
+/// The longest start of `text` made of whole `, `-separated items (a step's actions)
+/// followed by `, …`, when at least one whole item fits `room`.
+fn items(text: &str, room: usize) -> Option<String> {
+    let width = |s: &str| Span::raw(s.to_string()).width();
+    let parts: Vec<&str> = text.split(", ").collect();
+    (1..parts.len())
+        .rev()
+        .map(|n| format!("{}, …", parts[..n].join(", ")))
+        .find(|head| width(head) <= room && head.split_whitespace().count() >= 3)
+}
+
 /// The longest start of `text` that fits `room`: whole ` · `-separated hints if any fit,
-/// otherwise whole words and `…`. None when not even one word fits.
+/// then whole `, `-separated actions, otherwise whole words and `…`. None when not even
+/// one word fits.
 fn shorten(text: &str, room: usize) -> Option<String> {
     let width = |s: &str| Span::raw(s.to_string()).width();
-    if let Some(head) = hints(text, room) {
+    if let Some(head) = hints(text, room).or_else(|| items(text, room)) {
         return Some(head);
     }
     let mut head = String::new();
@@ -395,5 +407,14 @@ mod tests {
             Span::raw(" next: Worker-A will claim the oldest claimable message"),
         ];
         assert_eq!(text(&fit(later, 36)), " PAUSED next: Worker-A will claim…");
+        // A step's actions go whole: no action is cut to its verb.
+        let step = vec![
+            Span::raw(" LESSON 6/8 "),
+            Span::raw(" n: pause Worker-A, advance 3100, claim Worker-B PAY-002, act Worker-B"),
+        ];
+        assert_eq!(
+            text(&fit(step, 73)),
+            " LESSON 6/8  n: pause Worker-A, advance 3100, claim Worker-B PAY-002, …"
+        );
     }
 }
