@@ -269,6 +269,23 @@ fn a_lesson_step_with_show_sql_opens_the_pane() {
     );
     let t = frame(&mut app, 80, 24);
     insta::assert_snapshot!("lesson_refused_claim_80x24", t.backend());
+    // At 80x24 the effect has one row: it ends in `…` where it goes on, never mid-sentence.
+    let effect = frame_lines(&mut app, 80, 24)
+        .into_iter()
+        .find_map(|l| {
+            Some(
+                l.split_once("⇒ ")?
+                    .1
+                    .trim_end_matches(['│', ' '])
+                    .to_string(),
+            )
+        })
+        .expect("the effect's row");
+    assert!(
+        shown[0].effect == effect || effect.ends_with('…'),
+        "{effect:?} of {:?}",
+        shown[0].effect
+    );
     // A step back reseeds and runs the earlier steps again: the refused claim is undone.
     press(&mut app, 'b');
     assert!(

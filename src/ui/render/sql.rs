@@ -56,6 +56,23 @@ pub(super) fn wrap(text: &str, width: usize) -> Vec<String> {
     out
 }
 
+/// `text`'s first wrapped line at `width`, ending in `…` when more of it follows: a cut
+/// effect reads as cut, not as a sentence that ends early.
+fn one_row(text: &str, width: usize) -> String {
+    let lines = wrap(text, width);
+    if lines.len() <= 1 {
+        return lines.into_iter().next().unwrap_or_default();
+    }
+    let mut head = lines[0].clone();
+    while head.chars().count() + 1 > width.max(8) {
+        match head.rfind(' ') {
+            Some(i) => head.truncate(i),
+            None => return fit(&head, width),
+        }
+    }
+    format!("{}…", head.trim_end_matches([',', ':', ';']))
+}
+
 /// Which worker's statements are shown whole: in a lesson the last writer's (the step's),
 /// elsewhere the selected worker's, or else the last writer's.
 fn expanded(v: &SqlView, selected: usize, mode: Mode) -> Option<usize> {
@@ -223,8 +240,15 @@ fn squeezed<'a>(
         .collect();
     let total = |s: &Vec<Vec<Line>>| s.iter().map(Vec::len).sum::<usize>();
     if total(&statements) + 1 + briefs.len() > height {
-        // The text's line and the first of its effect.
-        statements.iter_mut().for_each(|st| st.truncate(2));
+        // The text's line and its effect on one line, ending in `…` where it goes on.
+        for (lines, st) in statements.iter_mut().zip(&last.shown.statements) {
+            lines.truncate(1);
+            let effect = one_row(&st.effect, width.saturating_sub(6));
+            lines.push(Line::from(vec![
+                Span::raw("    ⇒ "),
+                styled(effect, t.warn),
+            ]));
+        }
     }
     if total(&statements) + 1 + briefs.len() > height {
         briefs.clear();
