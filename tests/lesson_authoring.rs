@@ -215,3 +215,26 @@ fn every_ledger_figure_is_in_the_json_report_under_its_key_and_read_by_its_older
     assert_eq!(report["reclaims"], 1);
     assert_eq!(report["crashes"], 1);
 }
+
+#[test]
+fn a_ledger_figure_of_many_words_is_said_to_be_unknown_with_the_names_there_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = lesson::built_in_text("lease-expiry").unwrap().replacen(
+        "ledger reclaims 1",
+        "ledger reclaims after the lease ran out 1",
+        1,
+    );
+    std::fs::write(dir.path().join("mine.toml"), text).unwrap();
+    let o = leaselab(&["lesson", "mine.toml", "--check"], dir.path());
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("unknown ledger figure 'reclaims after the lease ran out' (known: claims,"),
+        "{err}"
+    );
+    assert!(
+        err.contains("leases lost") && err.contains("dead letters"),
+        "{err}"
+    );
+}
