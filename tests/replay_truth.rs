@@ -62,7 +62,7 @@ fn the_zombie_is_frozen_not_crashed_and_its_provider_call_is_where_it_happened()
     assert!(screen.contains("FROZEN"), "{screen}");
     assert!(!screen.contains("CRASHED"), "{screen}");
     assert_eq!(app.ledger.crashes, 0);
-    // The zombie's status check is logged at its own time (a scripted step takes no
+    // The zombie's provider call is logged at its own time (a scripted step takes no
     // processing time: the time of its claim), before Worker-B's takeover.
     let log: Vec<String> = app
         .log
@@ -72,7 +72,7 @@ fn the_zombie_is_frozen_not_crashed_and_its_provider_call_is_where_it_happened()
         .collect();
     let check = log
         .iter()
-        .position(|l| l.starts_with("09:00:00.000") && l.contains("status check PAY-001"))
+        .position(|l| l.starts_with("09:00:00.000") && l.contains("provider call PAY-001"))
         .unwrap_or_else(|| panic!("{log:#?}"));
     let takeover = log
         .iter()

@@ -87,13 +87,13 @@ fn the_lease_version_stays_at_80x24_and_the_ledger_runs_stand_apart() {
     let header = narrow.iter().find(|l| l.contains("Key ")).unwrap();
     assert!(header.contains("Ver"), "{header}");
     // Too narrow for both: the database's column wins; the ledger panel keeps duplicates.
-    assert!(!header.contains("Runs"), "{header}");
+    assert!(!header.contains("Processed"), "{header}");
     let wide = frame_lines(&mut app, 120, 36);
     let header = wide.iter().find(|l| l.contains("Key ")).unwrap();
-    assert!(header.contains("Ver ┊Runs"), "{header}");
+    assert!(header.contains("Ver ┊Processed"), "{header}");
     let pay1 = wide.iter().find(|l| l.contains("PAY-001")).unwrap();
     assert!(
-        pay1.contains("0 ┊   2"),
+        pay1.contains("0 ┊        2"),
         "Attempts 0 in SQLite, processed twice: {pay1}"
     );
 }
@@ -183,7 +183,7 @@ fn help_explains_the_columns_the_timeline_marks_and_j_k() {
     }
     for needle in [
         "Ver:",
-        "┊Runs:",
+        "┊Processed:",
         "L loaded",
         "↻ restarted",
         "no lease +",
@@ -394,9 +394,9 @@ fn enter_on_a_row_shows_that_messages_own_history_and_esc_closes_it() {
             "PAY-001 (message 1)",
             "09:00:00.000 Worker-A   CLAIMED until 09:00:03.000 (lease v1)",
             "Worker-B   RECLAIMED until",
-            "Worker-B   status check -> Paid",
+            "Worker-B   provider call -> Paid",
             "Worker-B   FINALIZED Paid (lease v2)",
-            "claims 2 · provider calls 1 · results 1 · rejected 0",
+            "claims 2 · provider calls 1 · processed 1 · rejected 0",
         ] {
             assert!(all.contains(needle), "{needle} at {w}x{h}:\n{all}");
         }

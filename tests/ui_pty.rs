@@ -151,7 +151,7 @@ fn the_lease_expiry_story_is_stepped_in_the_terminal() {
         "BLOCKED on PAY-001 by Worker-A",
         "clock advanced 3100 ms",
         "RECLAIMED PAY-001",
-        "status check PAY-001",
+        "provider call PAY-001",
         "FINALIZED PAY-001",
     ];
     for (i, expect) in steps.iter().enumerate() {

@@ -236,7 +236,7 @@ pub const CHECKS: &[CheckDef] = &[
             passed: |o| o.ledger.processing_attempts == o.provider_status_checks,
             detail: |o| {
                 format!(
-                    "{} attempts in the ledger, {} status checks counted by the provider",
+                    "{} attempts in the ledger, {} calls counted by the provider",
                     o.ledger.processing_attempts, o.provider_status_checks
                 )
             },

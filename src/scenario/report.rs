@@ -327,14 +327,14 @@ fn text_ownership(t: &mut String, o: &RunOutcome) {
     let _ = writeln!(t, "\nPer-message ownership");
     let _ = writeln!(
         t,
-        "  {:>6}  {:<10} {:<10} {:<7} {:>6} {:>5} {:>4}  processed by",
-        "Id", "Key", "Outbox", "Payment", "Claims", "Lease", "Runs"
+        "  {:>6}  {:<10} {:<10} {:<7} {:>6} {:>5} {:>9}  processed by",
+        "Id", "Key", "Outbox", "Payment", "Claims", "Lease", "Processed"
     );
     for row in o.first_rows.iter().take(TABLE_ROWS) {
         let h = l.messages.get(&row.id);
         let _ = writeln!(
             t,
-            "  {:>6}  {:<10} {:<10} {:<7} {:>6} {:>5} {:>4}  {}",
+            "  {:>6}  {:<10} {:<10} {:<7} {:>6} {:>5} {:>9}  {}",
             row.id,
             row.key,
             row.status,

@@ -283,7 +283,7 @@ impl Event {
                 effect,
                 ..
             } => Some(format!(
-                "status check {key} -> {}{}",
+                "provider call {key} -> {}{}",
                 status.as_str(),
                 if *effect {
                     ""

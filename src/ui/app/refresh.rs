@@ -211,7 +211,7 @@ impl App {
                         hms(*until_ms)
                     ),
                     HistoryStep::Call { status, .. } => {
-                        format!("status check -> {}", status.as_str())
+                        format!("provider call -> {}", status.as_str())
                     }
                     HistoryStep::Finalize {
                         version, status, ..

@@ -118,8 +118,8 @@ fn help_lines(t: &Theme, mode: Mode) -> Vec<Line<'static>> {
         ],
     };
     let legend = [
-        "Ver: the row's lease version in the database. ┊Runs: times the event",
-        "ledger saw it processed (not in the database).",
+        "Ver: the row's lease version in the database. ┊Processed: times the",
+        "event ledger saw it processed (not in the database).",
         "Timeline: ━ lease ┄ no lease ░ dead lease ✗ crash ! blocked ✓ done",
         "× rejected L loaded ↻ restarted.",
     ];

@@ -44,7 +44,7 @@ pub fn render(frame: &mut Frame, area: Rect, h: &MessageHistoryView, t: &Theme) 
     }
     lines.push(Line::raw(""));
     let totals = format!(
-        "claims {} · provider calls {} · results {} · rejected {}",
+        "claims {} · provider calls {} · processed {} · rejected {}",
         h.claims, h.attempts, h.runs, h.rejected
     );
     let runs_style = if h.runs > 1 { t.duplicate } else { t.base };

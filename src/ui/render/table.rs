@@ -29,15 +29,16 @@ const OWNER_W: u16 = 10;
 const OWNER_NARROW_W: u16 = 8;
 const NUMBER_W: u16 = 7;
 const VER_W: u16 = 3;
-const RUNS_W: u16 = 4;
+/// `Processed`, the title of the ledger's column.
+const RUNS_W: u16 = 9;
 const BAR_MAX: u16 = 12;
 
 const PAYMENT_W: u16 = 7;
-/// Sets the ledger's Runs apart from the columns SQLite holds.
+/// Sets the ledger's Processed apart from the columns SQLite holds.
 const RUNS_SEP: &str = "┊";
 
-/// Which optional columns fit (Id, Ver, the ledger's Runs, the countdown bar, Payment),
-/// and how wide. Ver is a database column, so it outranks Runs, which SQLite does not hold.
+/// Which optional columns fit (Id, Ver, the ledger's Processed, the countdown bar, Payment),
+/// and how wide. Ver is a database column, so it outranks Processed, which SQLite does not hold.
 struct Columns {
     id: u16,
     key: u16,
@@ -212,7 +213,7 @@ fn table_block<'a>(s: &Snapshot, ui: &UiState, t: &Theme, width: u16) -> Block<'
     }
 }
 
-/// The column titles that fit: database columns, then the ledger's Runs set apart.
+/// The column titles that fit: database columns, then the ledger's Processed set apart.
 fn header_row<'a>(cols: &Columns, t: &Theme) -> Row<'a> {
     let mut header = if cols.id > 0 { vec!["Id"] } else { vec![] };
     let lease = if cols.bar > 0 { "Lease left" } else { "Left" };
@@ -227,7 +228,7 @@ fn header_row<'a>(cols: &Columns, t: &Theme) -> Row<'a> {
     if cols.runs {
         header.push(Cell::from(Line::from(vec![
             styled(RUNS_SEP, t.dim),
-            styled("Runs", t.dim),
+            styled("Processed", t.dim),
         ])));
     }
     Row::new(header).style(t.table_header)
@@ -344,7 +345,10 @@ mod tests {
     fn narrow_tables_drop_the_bar_before_the_lease_number() {
         let narrow = Columns::fit(42, 6, STATUS_W);
         assert_eq!((narrow.id, narrow.bar, narrow.ver), (0, 0, true));
-        assert!(!narrow.runs, "Ver, from SQLite, outranks the ledger's Runs");
+        assert!(
+            !narrow.runs,
+            "Ver, from SQLite, outranks the ledger's Processed"
+        );
         let wide = Columns::fit(80, 6, STATUS_W);
         assert!(wide.ver && wide.runs && wide.bar == BAR_MAX);
     }
