@@ -276,7 +276,14 @@ fn statement_lines(s: &ShownStatement) -> String {
     let params: Vec<String> = s
         .parameters
         .iter()
-        .map(|(name, value)| format!("{} = {}", printable(name), printable(value)))
+        .map(|(name, value)| {
+            format!(
+                "{} = {}{}",
+                printable(name),
+                printable(value),
+                at(name, value)
+            )
+        })
         .collect();
     let mut out = format!("\n  line {}: {sql}", s.line);
     if !params.is_empty() {
@@ -284,6 +291,15 @@ fn statement_lines(s: &ShownStatement) -> String {
     }
     out.push_str(&format!("\n    → {}", printable(&s.effect)));
     out
+}
+
+/// ` (09:00:03.000)` after a time the explorer bound (`:now`, `:lease_until`, in
+/// milliseconds), so a schedule reads in the clock the dashboard shows; empty otherwise.
+fn at(name: &str, value: &str) -> String {
+    match (name, value.parse::<i64>()) {
+        (":now" | ":lease_until", Ok(ms)) => format!(" ({})", hms(ms)),
+        _ => String::new(),
+    }
 }
 
 /// A statement's whitespace folded to single spaces.

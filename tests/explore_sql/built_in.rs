@@ -50,7 +50,7 @@ fn every_starter_is_caught_with_its_statements_on_show() {
         let at = format!("line {}: ", claim.line);
         assert!(text.contains(&at), "{}: the claim's line: {text}", b.name);
         assert!(
-            text.contains("with :now = "),
+            text.contains("with :now = 1768467600000 (09:00:00.000)"),
             "{}: its parameters: {text}",
             b.name
         );

@@ -71,7 +71,9 @@ fn the_naive_claims_race_is_saved_a_statement_a_step_and_replays_its_break() {
     let words = text.replace("\\\n", " ");
     let words = words.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        words.contains("statement 1 of 2: line 10 with :now = 1768467600000 → returned Id = 1"),
+        words.contains(
+            "statement 1 of 2: line 10 with :now = 1768467600000 (09:00:00.000) → returned Id = 1"
+        ),
         "{text}"
     );
     assert!(!words.contains("SELECT Id"), "{text}");
