@@ -164,7 +164,7 @@ pub const EXPECTATIONS: &[Entry] = &[
     entry(
         "provider calls N",
         "provider calls 0",
-        "status checks at the provider",
+        "calls the provider received (each a payment status check; failed ones count)",
     ),
     entry(
         "provider side effects N",
@@ -174,7 +174,7 @@ pub const EXPECTATIONS: &[Entry] = &[
     entry(
         "provider PAY-001 calls N",
         "provider PAY-001 calls 0",
-        "status checks of one key",
+        "calls the provider received for one key",
     ),
     entry(
         "provider PAY-001 side effects N",

@@ -98,7 +98,7 @@ pub const LEDGER_FIGURES: &[LedgerFigure] = &[
         "attempts",
         None,
         "processing_attempts",
-        "processing attempts (provider status checks by workers)",
+        "processing attempts: provider calls as the workers' events record them",
     ),
     figure(
         "unique",
