@@ -249,8 +249,8 @@ fn a_memory_budget_cuts_the_search_and_the_report_says_so() {
 #[test]
 fn the_command_prints_json_and_exits_one_when_a_check_breaks() {
     let dir = tempfile::tempdir().unwrap();
-    let out = leaselab(
-        &[
+    let run = |extra: &[&str]| {
+        let mut args = vec![
             "explore",
             "--workers",
             "2",
@@ -261,10 +261,11 @@ fn the_command_prints_json_and_exits_one_when_a_check_breaks() {
             "--max-depth",
             "8",
             "--json",
-            "--no-reduction",
-        ],
-        dir.path(),
-    );
+        ];
+        args.extend_from_slice(extra);
+        leaselab(&args, dir.path())
+    };
+    let out = run(&["--no-reduction"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let j: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
     assert_eq!(j["exhaustive"], true);
@@ -276,21 +277,7 @@ fn the_command_prints_json_and_exits_one_when_a_check_breaks() {
     assert_eq!(j["violations"][1]["shortest"].as_array().unwrap().len(), 6);
     // By default one state is kept for each set of states equal up to renaming the
     // workers: fewer states, the same check broken after as many steps.
-    let reduced = leaselab(
-        &[
-            "explore",
-            "--workers",
-            "2",
-            "--messages",
-            "1",
-            "--mode",
-            "no-leasing",
-            "--max-depth",
-            "8",
-            "--json",
-        ],
-        dir.path(),
-    );
+    let reduced = run(&[]);
     assert_eq!(reduced.status.code(), Some(1), "{}", stderr(&reduced));
     let r: serde_json::Value = serde_json::from_str(&stdout(&reduced)).expect("json");
     assert_eq!(r["reduction"], "workers");

@@ -14,7 +14,7 @@
 use std::hash::{Hash, Hasher};
 
 use super::oracle::lease_holds;
-use super::world::{Local, Seen, World};
+use super::world::{Seen, World};
 
 /// A hasher that keeps what it is fed, as bytes: the encoding two states are compared
 /// by.
@@ -107,16 +107,7 @@ impl World {
         for i in order {
             let a = &self.actors[i];
             (place(i), a.stalled, a.twin.is_some()).hash(h);
-            match &a.local {
-                Local::Idle => h.write_u8(0),
-                Local::Holding(l) => (1u8, l.id, l.version, rel(l.until_ms)).hash(h),
-                Local::Checked(l, c) => {
-                    (2u8, l.id, l.version, rel(l.until_ms), &c.transaction_id).hash(h)
-                }
-                Local::Loaded(q) => (3u8, q).hash(h),
-                Local::Marking(q, m, c) => (4u8, q, m, c).hash(h),
-                Local::Running(run) => (5u8, run).hash(h),
-            }
+            a.local.feed(rel, h);
         }
         for r in &seen.rows {
             let until = r.locked_until_ms.map(rel);

@@ -41,6 +41,25 @@ pub enum Local {
     Running(OpRun),
 }
 
+impl Local {
+    /// What a fingerprint takes of this local state, its lease's deadline as `rel` gives it
+    /// (time left, or expired): the one encoding both the plain and the renamed
+    /// fingerprint use.
+    pub(super) fn feed(&self, rel: impl Fn(i64) -> i64, h: &mut impl std::hash::Hasher) {
+        use std::hash::Hash;
+        match self {
+            Local::Idle => h.write_u8(0),
+            Local::Holding(l) => (1u8, l.id, l.version, rel(l.until_ms)).hash(h),
+            Local::Checked(l, c) => {
+                (2u8, l.id, l.version, rel(l.until_ms), &c.transaction_id).hash(h)
+            }
+            Local::Loaded(q) => (3u8, q).hash(h),
+            Local::Marking(q, m, c) => (4u8, q, m, c).hash(h),
+            Local::Running(run) => (5u8, run).hash(h),
+        }
+    }
+}
+
 /// One worker process. A crash restarts it under the same name with nothing in memory; a
 /// stall freezes it, and its supervisor starts a replacement under the same name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -568,16 +587,7 @@ impl World {
         };
         for a in &self.actors {
             (&a.name, a.replacement, a.stalled, a.twin).hash(h);
-            match &a.local {
-                Local::Idle => h.write_u8(0),
-                Local::Holding(l) => (1u8, l.id, l.version, rel(l.until_ms)).hash(h),
-                Local::Checked(l, c) => {
-                    (2u8, l.id, l.version, rel(l.until_ms), &c.transaction_id).hash(h)
-                }
-                Local::Loaded(q) => (3u8, q).hash(h),
-                Local::Marking(q, m, c) => (4u8, q, m, c).hash(h),
-                Local::Running(run) => (5u8, run).hash(h),
-            }
+            a.local.feed(rel, h);
         }
         for r in &seen.rows {
             let until = r.locked_until_ms.map(rel);
