@@ -205,3 +205,26 @@ fn a_students_statements_are_searched_over_every_state() {
     assert_eq!(broken(&asked), broken(&every));
     assert_eq!(asked.json()["reduction"], "none");
 }
+
+/// The renamings are built for the worlds the command line allows (1-3 workers); a
+/// larger world asked of the library is searched over every state, never squeezed into
+/// one.
+#[test]
+fn a_world_of_more_workers_than_the_renamings_cover_is_searched_whole() {
+    let opts = ExploreOptions {
+        workers: 4,
+        messages: 1,
+        max_depth: 5,
+        faults: Faults::parse("jump").unwrap(),
+        ..ExploreOptions::default()
+    };
+    let asked = run(&opts);
+    let every = run(&ExploreOptions {
+        reduction: false,
+        ..opts
+    });
+    assert_eq!((asked.states, asked.depth), (every.states, every.depth));
+    assert_eq!(broken(&asked), broken(&every));
+    assert!(asked.broken().contains(&Check::SideEffectTwice));
+    assert_eq!(asked.json()["reduction"], "none");
+}
