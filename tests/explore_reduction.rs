@@ -205,3 +205,78 @@ fn a_students_statements_are_searched_over_every_state() {
     assert_eq!(broken(&asked), broken(&every));
     assert_eq!(asked.json()["reduction"], "none");
 }
+
+/// The renamings are built for the worlds the command line allows (1-3 workers); a
+/// larger world asked of the library is searched over every state, never squeezed into
+/// one.
+#[test]
+fn a_world_of_more_workers_than_the_renamings_cover_is_searched_whole() {
+    let opts = ExploreOptions {
+        workers: 4,
+        messages: 1,
+        max_depth: 5,
+        faults: Faults::parse("jump").unwrap(),
+        ..ExploreOptions::default()
+    };
+    let asked = run(&opts);
+    let every = run(&ExploreOptions {
+        reduction: false,
+        ..opts
+    });
+    assert_eq!((asked.states, asked.depth), (every.states, every.depth));
+    assert_eq!(broken(&asked), broken(&every));
+    assert!(asked.broken().contains(&Check::SideEffectTwice));
+    assert_eq!(asked.json()["reduction"], "none");
+}
+
+/// The text says what its counts are: states kept up to renaming the workers or every
+/// state, the world's heartbeats, and one state or step as one.
+#[test]
+fn the_text_says_what_was_counted_and_counts_one_as_one() {
+    // One worker that crashes holding its lease, the clock standing still: stuck in one
+    // state, after two steps.
+    let opts = ExploreOptions {
+        workers: 1,
+        messages: 1,
+        max_depth: 3,
+        faults: Faults::parse("crash").unwrap(),
+        ..ExploreOptions::default()
+    };
+    let text = run(&opts).text();
+    assert!(
+        text.contains("stuck: broken in 1 state; a shortest schedule (2 steps)"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(" 1 states") && !text.contains(" 1 steps"),
+        "{text}"
+    );
+    assert!(
+        text.contains(" states up to renaming the workers, "),
+        "{text}"
+    );
+    let every = run(&ExploreOptions {
+        reduction: false,
+        ..opts.clone()
+    });
+    assert!(!every.text().contains("renaming"), "{}", every.text());
+    let one_step = run(&ExploreOptions {
+        max_depth: 1,
+        ..opts.clone()
+    });
+    assert!(
+        one_step.text().contains("(every schedule up to 1 step)"),
+        "{}",
+        one_step.text()
+    );
+    let beats = run(&ExploreOptions {
+        heartbeats: true,
+        idempotent: true,
+        ..opts
+    });
+    let first = beats.text().lines().next().unwrap_or_default().to_string();
+    assert!(
+        first.contains("fencing-token with the idempotent provider and heartbeats, faults crash:"),
+        "{first}"
+    );
+}

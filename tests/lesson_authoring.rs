@@ -238,3 +238,77 @@ fn a_ledger_figure_of_many_words_is_said_to_be_unknown_with_the_names_there_are(
         "{err}"
     );
 }
+
+/// A lesson of one step whose one expectation is `expect`, written as a TOML basic string
+/// as it stands (its escapes are TOML's: `\u0085`).
+fn expecting(expect: &str) -> String {
+    format!(
+        "format_version = 1\ntitle = \"t\"\n[setup]\nworkers = 2\n[[step]]\n\
+         do = [\"claim Worker-A\"]\nsay = \"s\"\nexpect = [\"{expect}\"]\n"
+    )
+}
+
+#[test]
+fn a_ledger_figure_of_two_words_without_its_number_is_said_to_miss_it() {
+    for (expect, name) in [
+        ("ledger dead letters", "dead letters"),
+        ("ledger leases lost", "leases lost"),
+        ("ledger claim transactions", "claim transactions"),
+        ("ledger   leases \\t lost", "leases lost"),
+        ("ledger dead", "dead letters"),
+    ] {
+        let err = lesson::parse("x", "x.toml", &expecting(expect))
+            .expect_err(expect)
+            .to_string();
+        assert!(
+            err.contains(&format!("{name} is missing")),
+            "{expect}: {err}"
+        );
+        assert!(
+            !err.contains("unknown") && !err.contains("bad number"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_look_alike_letter_in_a_ledger_figure_is_named_by_its_code() {
+    // A Cyrillic е (U+0435) and a zero-width space: each looks like the name it is not.
+    for (expect, code) in [
+        ("ledger l\\u0435ases lost 0", "U+0435"),
+        ("ledger leases\\u200blost 0", "U+200B"),
+    ] {
+        let err = lesson::parse("x", "x.toml", &expecting(expect))
+            .expect_err(expect)
+            .to_string();
+        assert!(err.contains("unknown ledger figure"), "{err}");
+        assert!(err.contains(code), "{expect}: {err}");
+    }
+}
+
+#[test]
+fn an_expectation_is_shown_as_its_words_whatever_spaces_them() {
+    // Each of these counts as a space where the words are split; none may reach a screen,
+    // and the words must read as they were parsed.
+    for (expect, shown) in [
+        ("ledger claims\\u0085\\u000b 0", "ledger claims 0"),
+        (
+            "ledger\\rleases\\u2028lost\\u2029 0",
+            "ledger leases lost 0",
+        ),
+        (
+            "provider PAY-001 side\\u0085effects 0",
+            "provider PAY-001 side effects 0",
+        ),
+        (
+            "  PAY-001\\t\\tstatus \\u00a0Pending  ",
+            "PAY-001 status Pending",
+        ),
+    ] {
+        let l = lesson::parse("x", "x.toml", &expecting(expect))
+            .unwrap_or_else(|e| panic!("{expect}: {e}"));
+        let text = &l.steps[0].expects[0].text;
+        assert_eq!(text, shown, "{expect}");
+        assert!(!text.chars().any(char::is_control), "{text:?}");
+    }
+}

@@ -153,6 +153,15 @@ fn a_saved_lesson_never_replaces_a_file_unless_forced() {
     assert!(std::fs::read_to_string(d.join("mine.toml"))
         .unwrap()
         .contains("[[step]]"));
+    // A folder that is not there is said before the search, forced or not.
+    for force in [false, true] {
+        let o = explore_saving("gone/mine.toml", force, d);
+        assert_refused(
+            &o,
+            "--save-lesson gone/mine.toml: there is no folder gone to write it in",
+        );
+        assert_eq!(stdout(&o), "", "refused before the search");
+    }
     // --force alone means nothing.
     let o = leaselab_bounded(&["explore", "--force"], d);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

@@ -3,6 +3,10 @@
 
 use super::error::FaultsError;
 
+/// The most workers the reduction renames (every order of them is built once): the
+/// command line's bound. The library may ask for more; they are searched over every state.
+pub const MAX_RENAMED: usize = 3;
+
 /// The lease every claim takes, as in the lessons.
 pub const LEASE_MS: i64 = 3_000;
 
@@ -147,10 +151,10 @@ pub struct ExploreOptions {
 
 impl ExploreOptions {
     /// Whether the search keeps a state per class of states equal up to renaming the
-    /// workers: asked for, and not a student's statements, which may read a worker's name
-    /// as they like.
+    /// workers: asked for, not a student's statements, which may read a worker's name as
+    /// they like, and a world of at most [`MAX_RENAMED`] workers, the renamings built.
     pub fn reduced(&self) -> bool {
-        self.reduction && self.sql.is_none()
+        self.reduction && self.sql.is_none() && self.workers <= MAX_RENAMED
     }
 }
 

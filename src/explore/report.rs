@@ -49,6 +49,21 @@ pub fn plural(n: u64, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
+/// What the world has beside its mode: ` with the idempotent provider and heartbeats`.
+fn with(o: &ExploreOptions) -> String {
+    let on: Vec<&str> = [
+        (o.idempotent, "the idempotent provider"),
+        (o.heartbeats, "heartbeats"),
+    ]
+    .into_iter()
+    .filter_map(|(on, what)| on.then_some(what))
+    .collect();
+    match on.is_empty() {
+        true => String::new(),
+        false => format!(" with {}", on.join(" and ")),
+    }
+}
+
 fn capitalized(text: &str) -> String {
     let mut c = text.chars();
     c.next()
@@ -139,9 +154,8 @@ impl Report {
     /// shortest counterexample.
     pub fn text(&self) -> String {
         let o = &self.options;
-        let mut out =
-            format!(
-            "explored {} x {}, {}{}, faults {}: {} states, {} schedules, depth {}{} in {:.1} s\n",
+        let mut out = format!(
+            "explored {} x {}, {}{}, faults {}: {}{}, {} schedules, depth {}{} in {:.1} s\n",
             plural(o.workers as u64, "worker"),
             plural(o.messages, "message"),
             match &o.sql {
@@ -151,14 +165,24 @@ impl Report {
                 ),
                 None => o.mode.name().to_string(),
             },
-            if o.idempotent { " with the idempotent provider" } else { "" },
+            with(o),
             o.faults.shown(),
-            self.states,
+            plural(self.states, "state"),
+            // The states kept: under the reduction, states equal up to renaming the
+            // workers are one (`--no-reduction` counts every state).
+            if o.reduced() {
+                " up to renaming the workers"
+            } else {
+                ""
+            },
             self.schedules,
             self.depth,
             match (self.cut, self.closed) {
                 (None, true) => " (every reachable state)".to_string(),
-                (None, false) => format!(" (every schedule up to {} steps)", o.max_depth),
+                (None, false) => format!(
+                    " (every schedule up to {})",
+                    plural(o.max_depth as u64, "step")
+                ),
                 (Some(Cut::States), _) => {
                     format!(" (CUT at --max-states {}: not exhaustive)", o.max_states)
                 }
@@ -178,10 +202,10 @@ impl Report {
                 continue;
             }
             out.push_str(&format!(
-                "  FAIL  {}: broken in {} states; a shortest schedule ({} steps):\n",
+                "  FAIL  {}: broken in {}; a shortest schedule ({}):\n",
                 v.check.name(),
-                v.count,
-                v.shortest.len()
+                plural(v.count, "state"),
+                plural(v.shortest.len() as u64, "step")
             ));
             for step in v.steps() {
                 // A student's step carries its statements on the lines after its own.

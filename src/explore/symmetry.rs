@@ -13,6 +13,7 @@
 
 use std::hash::{Hash, Hasher};
 
+use super::options::MAX_RENAMED;
 use super::oracle::lease_holds;
 use super::world::{Seen, World};
 
@@ -34,7 +35,7 @@ impl Hasher for Bytes {
 /// Every order of `n` slots, built once for each `n` the explorer has (1 to 3 workers).
 fn orders(n: usize) -> &'static [Vec<usize>] {
     static ORDERS: std::sync::OnceLock<Vec<Vec<Vec<usize>>>> = std::sync::OnceLock::new();
-    let all = ORDERS.get_or_init(|| (0..=3).map(every_order).collect());
+    let all = ORDERS.get_or_init(|| (0..=MAX_RENAMED).map(every_order).collect());
     all.get(n).map_or(&[], Vec::as_slice)
 }
 
@@ -61,6 +62,11 @@ impl World {
     pub fn class_fingerprint(&self, seen: &Seen) -> u128 {
         // The first actors are the workers, in their slots; a replacement comes after.
         let workers = self.actors.iter().filter(|a| !a.replacement).count();
+        // A world of more workers than the orders are built for (the library asks for no
+        // bound) is not reduced: its key is its own fingerprint, never one shared by all.
+        if orders(workers).is_empty() {
+            return self.fingerprint(seen);
+        }
         let mut best: Option<Vec<u8>> = None;
         for to in orders(workers) {
             let mut b = Bytes(Vec::with_capacity(256));

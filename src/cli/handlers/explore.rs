@@ -60,18 +60,42 @@ fn spinner() -> Option<ProgressBar> {
     })
 }
 
-pub(crate) fn explore(a: &ExploreArgs) -> ExitCode {
+/// `--save-lesson FILE` refused before the search, which may take minutes: a folder that
+/// is not there, or without `--force` a file or symlink that is.
+fn refused_lesson_path(a: &ExploreArgs) -> Result<(), ExitCode> {
+    if let Some(path) = a.save_lesson.as_deref() {
+        // A file in a folder that is not there cannot be written, forced or not.
+        let quoted = |p: &std::path::Path| leaselab::engine::text::quoted(&p.to_string_lossy());
+        let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(f) = folder.filter(|f| !f.is_dir()) {
+            return Err(usage_error(format!(
+                "--save-lesson {}: there is no folder {} to write it in",
+                quoted(path),
+                quoted(f)
+            )));
+        }
+    }
     if let Some(path) = a.save_lesson.as_deref().filter(|_| !a.force) {
-        // Asked before the search, which may take minutes, and asked of the name itself:
-        // a symlink, even a dangling one, would have its target written.
+        // Asked of the name itself: a symlink, even a dangling one, would have its target
+        // written.
         if let Ok(meta) = std::fs::symlink_metadata(path) {
             let what = if meta.is_symlink() {
                 "is a symlink; add --force to write its target"
             } else {
                 "exists; add --force to replace it"
             };
-            return usage_error(format!("--save-lesson {} {what}", path.display()));
+            return Err(usage_error(format!(
+                "--save-lesson {} {what}",
+                path.display()
+            )));
         }
+    }
+    Ok(())
+}
+
+pub(crate) fn explore(a: &ExploreArgs) -> ExitCode {
+    if let Err(code) = refused_lesson_path(a) {
+        return code;
     }
     let opts = match options(a) {
         Ok(opts) => opts,

@@ -15,8 +15,12 @@ use super::words::names;
 impl Ctx<'_> {
     pub(super) fn expect(&self, e: &Spanned<String>) -> Result<Expect, Mistake> {
         let span = e.span();
-        let text = e.get_ref().trim().to_string();
-        let words: Vec<&str> = text.split_whitespace().collect();
+        // Read as its words, and shown as them one space apart: a tab, a line or paragraph
+        // separator or a control character that counts as a space (\u000b, \u0085) between
+        // two words never reaches the screen, and `side\u0085effects` reads as it parsed.
+        let raw = e.get_ref();
+        let words: Vec<&str> = raw.split_whitespace().collect();
+        let text = words.join(" ");
         let bad = |msg: &str| Err(self.p.err(span.clone(), msg));
         // The longest: `provider PAY-001 side effects 1`; a ledger name too long to be
         // one is said to be unknown below, with the names there are.
@@ -29,16 +33,21 @@ impl Ctx<'_> {
         }
         let (figure, value) = match words.first().copied() {
             Some("ledger") => {
-                // `ledger NAME N`, the name one or two words.
+                // `ledger NAME N`, the name one or two words. The words after `ledger` that
+                // name a figure whole are that figure with its number missing, not a name
+                // of one word fewer and a number (`ledger dead letters`).
+                let rest = words.get(1..).unwrap_or(&[]).join(" ");
                 let (name, n) = match words.len() {
-                    0..=2 => (words.get(1..).unwrap_or(&[]).join(" "), None),
+                    _ if ledger_figure(&rest).is_some() => (rest, None),
+                    0..=2 => (rest, None),
                     k => (words[1..k - 1].join(" "), words.last().copied()),
                 };
                 let Some(f) = ledger_figure(&name) else {
                     let known: Vec<&str> = LEDGER_FIGURES.iter().map(|f| f.name).collect();
                     return bad(&format!(
-                        "unknown ledger figure '{}' (known: {})",
+                        "unknown ledger figure '{}'{} (known: {})",
                         quoted(&name),
+                        not_ascii(&name),
                         known.join(", ")
                     ));
                 };
@@ -185,5 +194,19 @@ impl Ctx<'_> {
             ));
         }
         Ok(figure)
+    }
+}
+
+/// `, whose 'е' is U+0435, not a plain letter`: said of a name with a character outside
+/// ASCII, which every figure's name is written in, so that a look-alike (a Cyrillic `е`, a
+/// zero-width space) is told from the name it looks like; empty for a plain name.
+fn not_ascii(name: &str) -> String {
+    match name.chars().find(|c| !c.is_ascii()) {
+        Some(c) => format!(
+            ", whose '{}' is U+{:04X}, not a plain letter",
+            quoted(&c.to_string()),
+            u32::from(c)
+        ),
+        None => String::new(),
     }
 }
