@@ -162,6 +162,14 @@ fn a_saved_lesson_never_replaces_a_file_unless_forced() {
         );
         assert_eq!(stdout(&o), "", "refused before the search");
     }
+    // A name with an escape sequence in it reaches the terminal without it.
+    std::fs::write(d.join("evil\u{1b}[2J.toml"), "a file").unwrap();
+    let o = explore_saving("evil\u{1b}[2J.toml", false, d);
+    assert!(!stderr(&o).contains('\u{1b}'), "{:?}", stderr(&o));
+    assert_refused(
+        &o,
+        "--save-lesson evil[2J.toml exists; add --force to replace it",
+    );
     // --force alone means nothing.
     let o = leaselab_bounded(&["explore", "--force"], d);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

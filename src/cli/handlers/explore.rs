@@ -63,9 +63,11 @@ fn spinner() -> Option<ProgressBar> {
 /// `--save-lesson FILE` refused before the search, which may take minutes: a folder that
 /// is not there, or without `--force` a file or symlink that is.
 fn refused_lesson_path(a: &ExploreArgs) -> Result<(), ExitCode> {
+    // A name from the command line reaches the terminal bounded and without control
+    // characters.
+    let quoted = |p: &std::path::Path| leaselab::engine::text::quoted(&p.to_string_lossy());
     if let Some(path) = a.save_lesson.as_deref() {
         // A file in a folder that is not there cannot be written, forced or not.
-        let quoted = |p: &std::path::Path| leaselab::engine::text::quoted(&p.to_string_lossy());
         let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
         if let Some(f) = folder.filter(|f| !f.is_dir()) {
             return Err(usage_error(format!(
@@ -86,7 +88,7 @@ fn refused_lesson_path(a: &ExploreArgs) -> Result<(), ExitCode> {
             };
             return Err(usage_error(format!(
                 "--save-lesson {} {what}",
-                path.display()
+                quoted(path)
             )));
         }
     }
