@@ -576,3 +576,61 @@ fn a_counterexample_the_engine_does_not_break_is_refused_with_what_it_shows() {
          PAY-001 lease 1"
     );
 }
+
+/// A saved lesson's first line is the command that finds its schedule again, every
+/// setting that shapes the search in it: run as written, it breaks the same check.
+#[test]
+fn a_saved_lessons_found_by_line_runs_as_written_and_finds_it_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("found.toml");
+    let out = leaselab(
+        &[
+            "explore",
+            "--workers",
+            "2",
+            "--messages",
+            "1",
+            "--mode",
+            "no-leasing",
+            "--heartbeats",
+            "--faults",
+            "crash",
+            "--max-depth",
+            "7",
+            "--save-lesson",
+            path.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let first = text.lines().next().unwrap();
+    let command = first
+        .strip_prefix("# Found by: leaselab ")
+        .unwrap_or_else(|| panic!("{first}"));
+    for setting in [
+        "--heartbeats",
+        "--faults crash",
+        "--max-depth 7",
+        "--mode no-leasing",
+    ] {
+        assert!(command.contains(setting), "{setting} in {first}");
+    }
+    let mut args: Vec<&str> = command.split_whitespace().collect();
+    args.push("--json");
+    let again = leaselab(&args, dir.path());
+    assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&again)).expect("json");
+    assert_eq!(j["heartbeats"], true, "{j}");
+    assert_eq!(j["max_depth"], 7, "{j}");
+    let broke = text.lines().nth(1).unwrap();
+    let check = broke.split('"').nth(1).unwrap();
+    assert!(
+        j["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["check"] == check),
+        "{check}: {j}"
+    );
+}

@@ -13,7 +13,7 @@ use crate::lesson::{Expect, Figure, MessageSel};
 
 use super::check::Check;
 use super::error::ExploreError;
-use super::options::{Mode, LEASE_MS};
+use super::options::{ExploreOptions, Mode, LEASE_MS};
 use super::report::{plural, Report, Told, Verdict};
 use super::world::{Move, World, JUMP_MS};
 
@@ -140,6 +140,20 @@ fn candidates(messages: u64) -> Vec<(String, Figure)> {
     out
 }
 
+/// `# Found by: leaselab explore …`: the command that finds this schedule again.
+fn found_by(o: &ExploreOptions, how: &str) -> String {
+    let flag = |on: bool, text: &'static str| if on { text } else { "" };
+    format!(
+        "# Found by: leaselab explore {how} --workers {} --messages {}{}{} --faults {} --max-depth {}",
+        o.workers,
+        o.messages,
+        flag(o.idempotent && o.sql.is_none(), " --idempotent"),
+        flag(o.heartbeats, " --heartbeats"),
+        o.faults.shown(),
+        o.max_depth,
+    )
+}
+
 /// The lesson's text without expectations.
 /// `sql` names the exercise file from the lesson's folder, for a student's statements.
 fn draft(
@@ -162,20 +176,13 @@ fn draft(
         ),
     };
     let mut t = format!(
-        "# Found by: leaselab explore {how} --workers {} --messages {}{} --faults {}\n\
+        "{}\n\
          # A shortest schedule that breaks \"{}\", replayed on leaselab's engine.\n\
          format_version = 1\n\
          title = \"A schedule that breaks {} ({what})\"\n\
          summary = \"{}\"\n{sql}\n[setup]\nworkers = {}\nmessages = {}\nlease_ms = {LEASE_MS}\n\
          process_ms = 0\nleasing = {}\nidempotent_provider = {}\nheartbeats = {}\n",
-        o.workers,
-        o.messages,
-        if o.idempotent && o.sql.is_none() {
-            " --idempotent"
-        } else {
-            ""
-        },
-        o.faults.shown(),
+        found_by(o, &how),
         v.check.name(),
         v.check.name(),
         summary(report, v),
