@@ -130,6 +130,66 @@ fn sigint_gives_the_lease_back_at_once_on_postgres() {
     sigint_gives_the_lease_back(Db::Postgres(db.url.clone()), OsStr::new(&db.url));
 }
 
+/// A worker whose output nobody reads any more (the reading end of its pipe closed, as a
+/// closed terminal's is) stops at its next line and gives its lease back at once, as a
+/// signal makes it do: the row is Pending, a `Retry` row says why, and it exits 0.
+#[test]
+fn a_worker_whose_output_is_closed_gives_its_lease_back() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("outbox.db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["worker", "--db"])
+        .arg(&path)
+        .args([
+            "--name",
+            "reader-gone",
+            "--messages",
+            "1",
+            "--lease-ms",
+            "1000000",
+        ])
+        .args(["--process-ms", "600000", "--heartbeat-ms", "100"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("CLAIMED PAY-001") {
+        line.clear();
+        assert_ne!(
+            out.read_line(&mut line).unwrap(),
+            0,
+            "ended before its claim"
+        );
+    }
+    // Nobody reads: its next line (a heartbeat, a tenth of a second on) fails.
+    drop(out);
+    let status = support::processes::wait_for("the worker to end", || child.try_wait().unwrap());
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    let db = Db::Sqlite(path.clone());
+    let store = db.open(Arc::new(StoreShared::default())).unwrap();
+    let row = store.messages(0, 1).unwrap().remove(0);
+    assert_eq!(row.status, OutboxStatus::Pending, "{row:?}");
+    assert_eq!(row.locked_by, None, "{row:?}");
+    let released = events(&db)
+        .into_iter()
+        .find(|r| r.kind == LeaseEventKind::Retry)
+        .expect("the release's event row");
+    assert_eq!(
+        (released.worker.as_str(), released.detail.as_deref()),
+        ("reader-gone", Some("released: its output closed"))
+    );
+    let left = events(&db)
+        .into_iter()
+        .find(|r| r.kind == LeaseEventKind::Left)
+        .expect("its Left row");
+    assert_eq!(left.id, None, "it left holding nothing: {left:?}");
+}
+
 /// A lease taken over while its worker did not look is not released by it: the guarded
 /// release changes no row, and the worker says so.
 #[test]

@@ -196,11 +196,7 @@ pub fn run(
                 let said = empty && idle
                     || line(&format!("{} {} {}", hms(ev.at_ms), ev.actor, ev.describe()));
                 if !said {
-                    // Nobody reads any more (a closed pipe, a full disk): stop working.
-                    handle.send(Control::Shutdown);
-                    handle.join();
-                    leaving.record(&handle, "its output closed");
-                    return Ok(Ended::OutputLost);
+                    return Ok(output_lost(&mut handle, &leaving, &mut line));
                 }
                 idle = empty;
             },
@@ -229,6 +225,23 @@ fn file_gone(
         name: name.to_string(),
         why,
     })
+}
+
+/// Nobody reads the worker's lines any more (a closed pipe or terminal, a full disk): it
+/// stops working and gives its lease back, as a signal makes it do; a closed terminal's
+/// SIGHUP names the leaving when it came first.
+fn output_lost(
+    handle: &mut worker::WorkerHandle,
+    leaving: &Leaving,
+    line: &mut impl FnMut(&str) -> bool,
+) -> Ended {
+    if let Some(signo) = crate::signals::received() {
+        return stopped(handle, leaving, signo, line);
+    }
+    handle.send(Control::Shutdown);
+    handle.join();
+    leaving.leave(handle, "its output closed", &mut |_| true);
+    Ended::OutputLost
 }
 
 /// Stopped by `signo`: the worker thread ends, its lease is given back, its leaving is
@@ -355,18 +368,8 @@ struct Leaving {
 }
 
 impl Leaving {
-    /// Record that the worker stopped between two actions (`how`), with the lease it still
-    /// holds, which stays until it runs out. On a fresh connection: a wait for the lock that a
-    /// signal ended may have left the worker's own one failing. A database that cannot take
-    /// the row goes without it: a watcher then sees the lease run out, and says only that.
-    /// (A signal has already ended every wait for a locked SQLite file, so a locked one is
-    /// given up at once rather than holding the process.)
-    fn record(&self, handle: &worker::WorkerHandle, how: &str) {
-        self.record_holding(handle.status().lease, how);
-    }
-
-    /// Stopped by a signal (`how`): give the lease it holds back at once, then record that
-    /// it left, holding nothing when the release went through.
+    /// Stopped by a signal, or its output gone (`how`): give the lease it holds back at
+    /// once, then record that it left, holding nothing when the release went through.
     fn leave(&self, handle: &worker::WorkerHandle, how: &str, line: &mut impl FnMut(&str) -> bool) {
         let held = handle.status().lease;
         let still = held.and_then(|lease| self.give_back(lease, how, line));
@@ -406,7 +409,12 @@ impl Leaving {
         still
     }
 
-    /// Record that the worker left, with the lease it still holds.
+    /// Record that the worker left (`how`), with the lease it still holds, which stays until
+    /// it runs out. On a fresh connection: a wait for the lock that a signal ended may have
+    /// left the worker's own one failing. A database that cannot take the row goes without
+    /// it: a watcher then sees the lease run out, and says only that. (A signal has already
+    /// ended every wait for a locked SQLite file, so a locked one is given up at once rather
+    /// than holding the process.)
     fn record_holding(&self, held: Option<Lease>, how: &str) {
         let fact = Fact::of(LeaseEventKind::Left, self.clock.now(), &self.name, how).holding(
             held.as_ref()
