@@ -58,7 +58,11 @@ impl PgComparison {
             ),
             None => "pgbench: not found on PATH or under /usr/lib/postgresql; leased / pgbench not measured\n".to_string(),
         };
-        t += "workers  postgres msgs/s  x1-worker  sqlite msgs/s  x1-worker  pg/sqlite  pgbench msgs/s  leased/pgbench  once\n";
+        // Each line within 80 columns: the figures are messages a second, said below.
+        t += &format!(
+            "{:>7}  {:>8}  {:>4}  {:>6}  {:>4}  {:>9}  {:>7}  {:>14}  once\n",
+            "workers", "postgres", "x1", "sqlite", "x1", "pg/sqlite", "pgbench", "leased/pgbench"
+        );
         let first = self.runs.first();
         let base = |f: fn(&Versus) -> f64| first.map_or(1.0, f).max(f64::MIN_POSITIVE);
         let (pg1, sq1) = (
@@ -68,10 +72,10 @@ impl PgComparison {
         for v in &self.runs {
             let (pgbench, over) = match (v.pgbench_msgs_per_s, v.leased_over_pgbench) {
                 (Some(p), Some(o)) => (format!("{p:.0}"), format!("{o:.2}")),
-                _ => ("not measured".to_string(), "not measured".to_string()),
+                _ => ("-".to_string(), "not measured".to_string()),
             };
             t += &format!(
-                "{:>7} {:>16.0} {:>10.2} {:>14.0} {:>10.2} {:>10.2} {:>15} {:>15}  {}\n",
+                "{:>7}  {:>8.0}  {:>4.2}  {:>6.0}  {:>4.2}  {:>9.2}  {:>7}  {:>14}  {}\n",
                 v.workers,
                 v.postgres_msgs_per_s,
                 v.postgres_msgs_per_s / pg1,
@@ -83,7 +87,10 @@ impl PgComparison {
                 if v.exactly_once { "yes" } else { "NO" }
             );
         }
-        t += "x1-worker: msgs/s over the first worker count's. SKIP LOCKED lets PostgreSQL claims run side by side; SQLite has one writer at a time. leased/pgbench: the loop's msgs/s over pgbench's with its clients, the limit a client reaches on this server.\n";
+        t += "postgres, sqlite, pgbench: messages a second, medians. x1: over the first worker\n\
+              count's. SKIP LOCKED lets PostgreSQL claims run side by side; SQLite has one\n\
+              writer at a time. leased/pgbench: the loop's messages a second over pgbench's\n\
+              with its clients, the limit a client reaches on this server.\n";
         t
     }
 }
