@@ -100,7 +100,7 @@ fn what_the_exercise_does_not_define_is_refused_at_its_line() {
         (
             STALE.replace("lease_ms = 3000", "leasing = false"),
             3,
-            "leasing-off relay",
+            "runs its own claim, so leasing stays on",
         ),
         (
             STALE.replace("lease_ms = 3000", "finalize_guard = \"owner\""),

@@ -195,8 +195,15 @@ fn without_pgbench_the_report_says_so_in_one_line_and_has_no_ratio() {
     assert!(!text.contains("not measured"), "{text}");
     // The table and what it says of itself fit an 80-column terminal (the two lines of
     // settings above it are sentences, which a terminal wraps).
-    for line in text.lines().skip_while(|l| !l.trim_start().starts_with("workers")) {
-        assert!(line.chars().count() <= 80, "{} columns: {line}", line.chars().count());
+    for line in text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("workers"))
+    {
+        assert!(
+            line.chars().count() <= 80,
+            "{} columns: {line}",
+            line.chars().count()
+        );
     }
     assert!(text.contains(" 8000            0.88  yes"), "{text}");
     let j = serde_json::to_value(&pg).unwrap();

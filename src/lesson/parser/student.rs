@@ -66,7 +66,10 @@ impl Parser<'_> {
         let span = v.as_ref().map_or(0..0, |v| v.span());
         let faults = &setup.reliability.faults;
         let why = if !setup.leasing {
-            "leases its messages: it has no leasing-off relay (leasing = false)"
+            &format!(
+                "{} (leasing = false)",
+                crate::engine::student::NO_LEASING_OFF
+            )
         } else if setup.finalize_guard == FinalizeGuard::OwnerOnly {
             "guards its finalize with its own statements, not finalize_guard = \"owner\""
         } else if setup.batch > 1 {
@@ -101,7 +104,7 @@ impl Ctx<'_> {
             Action::Claim {
                 message: Some(_), ..
             } => "has no claim of one message by its Id",
-            Action::Leasing(false) => "leases its messages: it has no leasing-off relay",
+            Action::Leasing(false) => crate::engine::student::NO_LEASING_OFF,
             Action::Batch(k) if *k > 1 => "claims one message at a time",
             Action::Redrive(_) => "defines no failed attempt, so there is nothing to redrive",
             Action::Beat { .. } | Action::Heartbeats(true) if no_beat => "defines no [heartbeat]",

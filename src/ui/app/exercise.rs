@@ -16,7 +16,7 @@ impl App {
     pub(super) fn undefined_by_exercise(&self, action: Action) -> Option<String> {
         let exercise = self.exercise()?;
         let why = match action {
-            Action::ToggleLeasing => "leases its messages: it has no leasing-off relay",
+            Action::ToggleLeasing => crate::engine::student::NO_LEASING_OFF,
             Action::ToggleHeartbeats if exercise.heartbeat.is_none() => {
                 "defines no [heartbeat]: its workers never extend a lease"
             }
@@ -25,10 +25,18 @@ impl App {
             }
             _ => return None,
         };
-        Some(format!(
-            "{}: the exercise {} {why}",
-            quoted(&exercise.file),
-            quoted(&exercise.name)
-        ))
+        // The file alone where its name is the exercise's: the strip has 80 columns.
+        let stem = std::path::Path::new(&exercise.file).file_stem();
+        Some(
+            if stem.is_some_and(|s| s.to_string_lossy() == exercise.name) {
+                format!("{} {why}", quoted(&exercise.file))
+            } else {
+                format!(
+                    "{}: the exercise {} {why}",
+                    quoted(&exercise.file),
+                    quoted(&exercise.name)
+                )
+            },
+        )
     }
 }

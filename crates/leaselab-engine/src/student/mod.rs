@@ -23,6 +23,8 @@ pub use store::StudentStore;
 
 /// The largest exercise file read, in bytes.
 pub const MAX_FILE_BYTES: usize = 64 * 1024;
+/// Why an exercise's workers cannot switch leasing off, said where a key or a lesson asks.
+pub const NO_LEASING_OFF: &str = "runs its own claim, so leasing stays on";
 /// The most statements one operation may have.
 pub const MAX_STATEMENTS: usize = 8;
 /// The longest statement, in bytes.
