@@ -127,7 +127,7 @@ fn a_drained_run_shows_its_verdict_and_each_failed_check() {
     let all = lines.join("\n");
     assert!(lines[1].contains("VERDICT ✗"), "{}", lines[1]);
     // The verdict names what was found, not the rule it broke ("nothing duplicated").
-    assert!(lines[1].contains(" duplicated · "), "{}", lines[1]);
+    assert!(lines[1].contains(" duplicates · "), "{}", lines[1]);
     assert!(!lines[1].contains("nothing duplicated"), "{}", lines[1]);
     assert!(all.contains("✗ history: nothing duplicated:"), "{all}");
 
@@ -492,7 +492,7 @@ expect = ["provider PAY-001 calls 2", "PAY-001 processed 1"]
     let lines = frame_lines(&mut app, 120, 60);
     let all = lines.join("\n");
     assert!(
-        all.contains("VERDICT ✗ 1 problem: 1 paid twice at the provider"),
+        all.contains("VERDICT ✗ 1 problem: 1 payment with side effects repeated"),
         "{all}"
     );
     assert!(all.contains("PAY-001: 2 side effects"), "{all}");

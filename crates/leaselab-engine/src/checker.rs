@@ -87,11 +87,12 @@ impl HistoryCheck {
         .sum()
     }
 
-    /// Each finding there is, in a few words with its count: `6 duplicated`.
+    /// Each finding there is, in a few words with its count: `6 duplicates`, the ledger's
+    /// word for a message processed more than once.
     pub fn findings(&self) -> Vec<String> {
-        [
+        let mut found: Vec<String> = [
             (&self.lost, "lost"),
-            (&self.duplicated, "duplicated"),
+            (&self.duplicated, "duplicates"),
             (&self.unexpected, "unexpected"),
             (&self.overlapping_leases, "with overlapping leases"),
             (&self.non_owner_finalizes, "finalized by a non-owner"),
@@ -104,12 +105,21 @@ impl HistoryCheck {
                 &self.heartbeats_without_lease,
                 "heartbeats without the lease",
             ),
-            (&self.duplicate_side_effects, "paid twice at the provider"),
         ]
         .iter()
         .filter(|(f, _)| f.count > 0)
-        .map(|(f, what)| format!("{} {what}", f.count))
-        .collect()
+        .map(|(f, what)| match (f.count, *what) {
+            (1, "duplicates") => "1 duplicate".to_string(),
+            (n, what) => format!("{n} {what}"),
+        })
+        .collect();
+        // A payment the provider did work for twice, Paid or Failed: its side effects.
+        match self.duplicate_side_effects.count {
+            0 => {}
+            1 => found.push("1 payment with side effects repeated".into()),
+            n => found.push(format!("{n} payments with side effects repeated")),
+        }
+        found
     }
 
     /// Add what the provider counted: every key it did work for more than once is a
