@@ -661,3 +661,18 @@ fn a_very_long_event_line_takes_at_most_half_the_log() {
     assert!(firsts >= 2, "{s}");
     assert!(log.iter().any(|l| l.contains('…')), "{s}");
 }
+
+/// With leasing off, `+N` after the row a worker works on counts the loaded rows still to
+/// come after it, as the help says: six loaded, PAY-001 first, five more.
+#[test]
+fn a_loaded_workers_count_is_the_rows_after_the_one_it_works_on() {
+    let mut app = lesson_app("no-claim");
+    next(&mut app); // both workers load the six Pending rows
+    let all = frame_lines(&mut app, 120, 40).join("\n");
+    assert!(all.contains("LOADED 6 pending"), "{all}");
+    assert!(all.contains("PAY-001 no lease +5"), "{all}");
+    assert!(!all.contains("no lease +6"), "{all}");
+    next(&mut app); // Worker-A did PAY-001: PAY-002 next, four after it
+    let all = frame_lines(&mut app, 120, 40).join("\n");
+    assert!(all.contains("PAY-002 no lease +4"), "{all}");
+}

@@ -191,11 +191,12 @@ impl Worker {
                     NextAction::Mark(m.key.clone()),
                 ),
                 None => match queue.front() {
+                    // The front of the queue is the one it works on; the others are queued.
                     Some(m) => (
                         WorkerState::Processing,
                         None,
                         Some(m.clone()),
-                        queue.len(),
+                        queue.len() - 1,
                         NextAction::CallProvider(m.key.clone()),
                     ),
                     None => (WorkerState::Idle, None, None, 0, NextAction::Load),
