@@ -595,6 +595,12 @@ fn the_story_steps_back_like_a_lesson_and_space_leaves_it_for_free_play() {
         ..DashboardOptions::default()
     });
     app.start();
+    // What n does next names the message as the table does.
+    let strip = support::frame_lines(&mut app, 80, 24).remove(1);
+    assert!(
+        strip.contains("n: Worker-A tries to claim PAY-001"),
+        "{strip}"
+    );
     press(&mut app, 'n'); // Worker-A claims
     press(&mut app, 'n'); // Worker-A crashes
     app.refresh(20, 10);

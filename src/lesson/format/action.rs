@@ -77,7 +77,7 @@ impl Action {
             Action::Claim {
                 slot,
                 message: Some(m),
-            } => format!("{} tries to claim message {}", w(slot), m.id),
+            } => format!("{} tries to claim {}", w(slot), m.key),
             Action::Claim {
                 slot,
                 message: None,

@@ -132,8 +132,8 @@ impl App {
         let runner = LessonRunner::new(crate::scenario::lease_expiry_story(&config));
         let now = self.engine.clock.now();
         self.stage.begin_lesson(LessonMode::new(runner, now, true));
-        self.ui
-            .say("the lease-expiry story: press n to take each step");
+        // As a lesson says it: short enough to leave room for what n does, at 80 columns.
+        self.ui.say("n takes the first step");
     }
 
     /// `lesson NAME` in the header instead of the scenario.

@@ -275,11 +275,10 @@ fn replay_spans(
 fn lesson_spans(spans: &mut Vec<Span<'static>>, l: &crate::ui::snapshot::LessonView, t: &Theme) {
     if l.story && !l.off_script {
         spans.push(styled(format!(" STORY {}/{} ", l.done, l.total), t.paused));
-        spans.push(Span::raw(" n: "));
-        spans.push(styled(
-            l.next_actions.clone().unwrap_or_default(),
-            t.next_mover,
-        ));
+        // One item, so that a narrow strip leaves it out whole rather than keep `n:` alone.
+        if let Some(next) = &l.next_actions {
+            spans.push(styled(format!(" n: {next}"), t.next_mover));
+        }
         if l.done > 0 {
             spans.push(Span::raw(" · b back"));
         }
