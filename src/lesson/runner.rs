@@ -357,6 +357,7 @@ fn ledger_figure(l: &Ledger, name: &str) -> u64 {
         "dead letters" => l.dead_letters,
         "claim transactions" => l.claim_transactions,
         "writes" => l.writes(),
+        "results" => l.results_written(),
         _ => 0,
     }
 }

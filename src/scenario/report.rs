@@ -182,6 +182,7 @@ fn to_json(o: &RunOutcome, checks: &[Check], passed: bool, verdict: &str) -> Val
             ("crashes", l.crashes),
             ("claim_transactions", l.claim_transactions),
             ("writes", l.writes()),
+            ("results_written", l.results_written()),
             (
                 "overlaps",
                 o.history.overlapping_leases.count + o.history.heartbeats_without_lease.count,

@@ -167,6 +167,12 @@ pub const LEDGER_FIGURES: &[LedgerFigure] = &[
         "writes",
         "write transactions by workers: claims, finalizes, heartbeats, failed attempts",
     ),
+    figure(
+        "results",
+        None,
+        "results_written",
+        "results written, every message's `processed` added up (a message done twice counts two)",
+    ),
 ];
 
 /// The ledger figure called `words` (its name, or the one word older files used).
