@@ -214,7 +214,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[Key::Char('z')],
         label: "z",
         hint: "",
-        help: "freeze the selected worker holding its lease (FROZEN); z wakes it",
+        help: "freeze the selected worker with its lease (FROZEN); z wakes it",
         section: Section::Workers,
         action: Action::Freeze,
     },

@@ -13,6 +13,9 @@ use crate::ui::state::UiState;
 use crate::ui::theme::Theme;
 
 const LABEL_W: usize = 10;
+/// A binding's words per line: with its indent and label, 76 columns, which an 80-column
+/// overlay holds inside its borders.
+const HELP_W: usize = 76 - 2 - LABEL_W;
 
 pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &Theme) {
     let lines = help_lines(t, s.mode);
@@ -99,11 +102,15 @@ fn help_lines(t: &Theme, mode: Mode) -> Vec<Line<'static>> {
         }
         lines.push(Line::from(styled(section.title(), t.title)));
         for (label, help) in entries {
-            lines.push(Line::from(vec![
-                Span::raw("  "),
-                styled(format!("{label:<LABEL_W$}"), t.key),
-                Span::raw(help),
-            ]));
+            // Wrapped under itself, so that no line is wider than an 80-column overlay.
+            for (i, part) in super::sql::wrap(help, HELP_W).into_iter().enumerate() {
+                let label = if i == 0 { label } else { "" };
+                lines.push(Line::from(vec![
+                    Span::raw("  "),
+                    styled(format!("{label:<LABEL_W$}"), t.key),
+                    Span::raw(part),
+                ]));
+            }
         }
     }
     lines.push(Line::raw(""));
@@ -118,6 +125,10 @@ fn help_lines(t: &Theme, mode: Mode) -> Vec<Line<'static>> {
         ],
     };
     let legend = [
+        "Header: x1 the clock's speed; ♥on / ♥OFF heartbeats on or off.",
+        "Ledgers: each figure as lesson files name it (leaselab lessons",
+        "--reference lists them); empty: a claim that found nothing while work",
+        "remained; idle: claims after the outbox drained.",
         "Ver: the row's lease version in the database. ┊Processed: times the",
         "event ledger saw it processed (not in the database).",
         "Timeline: ━ lease ┄ no lease ░ dead lease ✗ crash ! blocked ✓ done",
@@ -165,10 +176,36 @@ fn workers_legend(mode: Mode) -> Vec<&'static str> {
     };
     let owns = [
         "  `PAY-002 1200 ms left`: its lease. `held PAY-002 900 ms`,",
-        "  `held PAY-002 expired`: what a crashed or frozen worker still holds.",
+        "  `held PAY-002 expired`: what a crashed or frozen worker still holds",
+        "  (with heartbeats on, a frozen one shows its last heartbeat's age).",
         "  `taken by Worker-B`, `→ Worker-B`, `→B`: another worker took that",
         "  lease over. `-`: it holds nothing. `4 done`: results written under",
         "  its name. Narrow, the columns are state · owns · done.",
     ];
     states.iter().chain(owns.iter()).copied().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use unicode_width::UnicodeWidthStr;
+
+    #[test]
+    fn no_line_of_any_help_is_wider_than_an_80_column_overlay_holds() {
+        for mode in [
+            Mode::Free,
+            Mode::Lesson,
+            Mode::Replay,
+            Mode::Watch,
+            Mode::Processes,
+        ] {
+            for line in text(mode).lines() {
+                assert!(
+                    line.width() <= 76,
+                    "{mode:?}, {} wide: {line}",
+                    line.width()
+                );
+            }
+        }
+    }
 }
