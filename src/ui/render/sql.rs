@@ -30,6 +30,24 @@ pub fn one_line(sql: &str) -> String {
     sql.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A statement's one line where it does not fit `width`: an UPDATE's SET list and a
+/// SELECT's columns give way to `…`, so that what decides which rows it touches (FROM and
+/// WHERE) comes first; the caller cuts what is still too long.
+pub(super) fn elided(sql: &str, width: usize) -> String {
+    if sql.chars().count() <= width {
+        return sql.to_string();
+    }
+    let between = |verb: &str, from: &str, to: &str| -> Option<String> {
+        let rest = sql.strip_prefix(verb)?;
+        let start = rest.find(from)? + from.len();
+        let end = start + rest[start..].find(to)?;
+        Some(format!("{verb}{}… {}", &rest[..start], &rest[end + 1..]))
+    };
+    between("UPDATE ", " SET ", " WHERE ")
+        .or_else(|| between("SELECT ", "", " FROM "))
+        .unwrap_or_else(|| sql.to_string())
+}
+
 /// `text` broken at spaces into lines of at most `width` characters (a longer word is cut).
 pub(super) fn wrap(text: &str, width: usize) -> Vec<String> {
     let width = width.max(8);
@@ -140,7 +158,7 @@ fn whole<'a>(name: &str, last: &LastSql, width: usize, t: &Theme) -> Vec<Line<'a
 /// A worker's last statements on one line: the last one's start and its effect.
 fn brief<'a>(name: &str, last: &LastSql, width: usize, t: &Theme) -> Line<'a> {
     let text = match last.shown.statements.last() {
-        Some(st) => format!("{} ⇒ {}", one_line(&st.sql), st.effect),
+        Some(st) => format!("{} ⇒ {}", elided(&one_line(&st.sql), 0), st.effect),
         None => last.shown.note.unwrap_or_default().to_string(),
     };
     let head = format!("{}  {}  ", printable(name), hms(last.at_ms));
@@ -155,7 +173,8 @@ fn tight<'a>(st: &ShownStatement, width: usize, t: &Theme) -> Vec<Line<'a>> {
     let text = wrap(&one_line(&st.sql), width.saturating_sub(2)).len();
     let effect = wrap(&st.effect, width.saturating_sub(6)).len();
     let params: Vec<Line> = whole.drain(text..whole.len() - effect).collect();
-    let cut = fit(&one_line(&st.sql), width.saturating_sub(2));
+    let room = width.saturating_sub(2);
+    let cut = fit(&elided(&one_line(&st.sql), room), room);
     let mut out = vec![Line::from(vec![Span::raw("  "), styled(cut, t.title)])];
     out.extend(whole.drain(text..));
     out.extend(params);
@@ -317,4 +336,31 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
     let inner = (area.width.saturating_sub(2), area.height.saturating_sub(2));
     let text = lines(s, ui, inner.0, inner.1, t);
     frame.render_widget(Paragraph::new(text).block(block), area);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_statement_too_long_for_its_line_keeps_its_where_before_its_set_list() {
+        let finalize = one_line(crate::engine::store::sql::GUARDED_FINALIZE_SQL);
+        let cut = elided(&finalize, 76);
+        assert!(
+            cut.starts_with("UPDATE OutboxMessages SET … WHERE Id = ?2 AND "),
+            "{cut}"
+        );
+        let select =
+            "SELECT Id, PaymentKey, LeaseVersion FROM OutboxMessages WHERE Status = 'Pending'";
+        assert_eq!(
+            elided(select, 40),
+            "SELECT … FROM OutboxMessages WHERE Status = 'Pending'"
+        );
+        // What fits is left whole, and a statement of another shape too.
+        assert_eq!(elided(select, 200), select);
+        assert_eq!(
+            elided("DELETE FROM OutboxMessages WHERE Id = 1", 10),
+            "DELETE FROM OutboxMessages WHERE Id = 1"
+        );
+    }
 }
