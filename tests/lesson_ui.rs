@@ -676,3 +676,23 @@ fn a_loaded_workers_count_is_the_rows_after_the_one_it_works_on() {
     let all = frame_lines(&mut app, 120, 40).join("\n");
     assert!(all.contains("PAY-002 no lease +4"), "{all}");
 }
+
+/// With leasing off nobody owns a message, so the ledger says ownership violations do not
+/// apply rather than count none, as the JSON report (null) and the text report (n/a) do.
+#[test]
+fn with_leasing_off_the_ledger_says_violations_do_not_apply() {
+    let mut app = lesson_app("no-claim");
+    next(&mut app);
+    let all = frame_lines(&mut app, 120, 40).join("\n");
+    assert!(all.contains("LEASING OFF"), "{all}");
+    let line = all
+        .lines()
+        .find(|l| l.contains("violations"))
+        .unwrap_or_else(|| panic!("{all}"));
+    assert!(line.contains("n/a"), "{line}");
+    let mut on = lesson_app("atomic-claim");
+    next(&mut on);
+    let all = frame_lines(&mut on, 120, 40).join("\n");
+    let line = all.lines().find(|l| l.contains("violations")).unwrap();
+    assert!(!line.contains("n/a") && line.contains('0'), "{line}");
+}

@@ -11,7 +11,7 @@ use ratatui::Frame;
 use super::{pane, styled};
 use crate::lesson::{PROVIDER_CALLS, SIDE_EFFECTS};
 use crate::ui::keys::Mode;
-use crate::ui::snapshot::{all_passed, LedgerFigures, Snapshot, Spot};
+use crate::ui::snapshot::{all_passed, LedgerFigures, Setting, Snapshot, Spot};
 use crate::ui::theme::Theme;
 
 /// Every figure the panel can show, by the one name lessons, narration and docs use for it
@@ -71,7 +71,10 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
         None if matches!(s.mode, Mode::Watch | Mode::Processes) => (TROUBLE, &[]),
         None => (&[], &[]),
     };
-    let items = items(&s.figures, named, t);
+    // Leasing off, nobody owns a message: no violation of ownership can be counted, so a
+    // zero says not applicable rather than none (one counted before it went off stays).
+    let no_owners = s.settings.leasing == Setting::Is(false);
+    let items = items(&s.figures, named, no_owners, t);
     let lines = lines(&s.figures, items, named, spots, t, inner);
     frame.render_widget(Paragraph::new(lines).block(block), area);
 }
@@ -120,7 +123,7 @@ fn lines(
 }
 
 /// The figures in the order the panel lists them; those in `named` come first when packed.
-fn items(l: &LedgerFigures, named: &[&str], t: &Theme) -> Vec<Item> {
+fn items(l: &LedgerFigures, named: &[&str], no_owners: bool, t: &Theme) -> Vec<Item> {
     let bad_if = |n: u64| if n > 0 { t.bad } else { t.base };
     let warn_if = |n: u64| if n > 0 { t.warn } else { t.base };
     let claims = |n: u64| shown(n, l.unknown.claims);
@@ -149,7 +152,10 @@ fn items(l: &LedgerFigures, named: &[&str], t: &Theme) -> Vec<Item> {
         ),
         (
             "violations",
-            l.ownership_violations.to_string(),
+            match l.ownership_violations {
+                0 if no_owners => "n/a".to_string(),
+                n => n.to_string(),
+            },
             bad_if(l.ownership_violations),
         ),
         ("reclaims", l.reclaims.to_string(), warn_if(l.reclaims)),
