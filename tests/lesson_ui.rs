@@ -696,3 +696,20 @@ fn with_leasing_off_the_ledger_says_violations_do_not_apply() {
     let line = all.lines().find(|l| l.contains("violations")).unwrap();
     assert!(!line.contains("n/a") && line.contains('0'), "{line}");
 }
+
+/// A question is asked before its step runs, and the panel numbers it as that step, as a
+/// recording's marker (`step 3 of 6: question`) and `--check` (`step 3/6`) do.
+#[test]
+fn a_question_is_numbered_as_the_step_it_asks_about() {
+    let mut app = lesson_app("lease-expiry");
+    next(&mut app);
+    next(&mut app);
+    press(&mut app, 'n'); // the third step's question
+    let all = frame_lines(&mut app, 80, 24).join("\n");
+    assert!(all.contains("Predict:"), "{all}");
+    assert!(all.contains("Lesson step 3/6: its question"), "{all}");
+    press(&mut app, '2');
+    press(&mut app, 'n'); // the step runs and the answer is revealed
+    let all = frame_lines(&mut app, 80, 24).join("\n");
+    assert!(all.contains("Lesson step 3/6 ·"), "{all}");
+}

@@ -47,7 +47,17 @@ pub fn render(frame: &mut Frame, area: Rect, l: &LessonView, ui: &UiState, t: &T
         return;
     }
     let kind = if l.story { "Story" } else { "Lesson" };
-    let title = format!(" {kind} step {}/{} · {} ", l.done, l.total, l.title);
+    // A question belongs to the step it asks about, as a recording's marker and --check
+    // count it: the panel says so while it waits for the prediction.
+    let title = match &l.question {
+        Some(_) => format!(
+            " {kind} step {}/{}: its question · {} ",
+            l.done + 1,
+            l.total,
+            l.title
+        ),
+        None => format!(" {kind} step {}/{} · {} ", l.done, l.total, l.title),
+    };
     let text = lines(l, t, area.width.saturating_sub(2));
     let shown = area.height.saturating_sub(1);
     let more = (text.len() as u16).saturating_sub(shown);
