@@ -212,8 +212,8 @@ impl App {
             return;
         };
         if mode.runner.finished() {
-            self.ui
-                .say("the lesson is over: b steps back, R starts again");
+            // The keys are in the strip beside it (LESSON DONE: b back, R, space).
+            self.ui.say("the lesson is over");
             self.stage.begin_lesson(mode);
             return;
         }
@@ -225,8 +225,7 @@ impl App {
             return;
         }
         if mode.runner.finished() {
-            self.ui
-                .say("last step: b steps back, R starts again, space plays");
+            self.ui.say("that was the last step");
         }
         self.stage.begin_lesson(mode);
     }
