@@ -417,7 +417,7 @@ fn the_owner_guard_lesson_replays_the_search_with_its_own_names_and_guard() {
             "[\"act Worker-A\"]",
             "[\"act Worker-A\"]",
             "[\"stall Worker-A\"]",
-            "[\"resume Worker-A (stalled)\"]",
+            "[\"wake Worker-A (stalled)\"]",
             "[\"advance 3100\"]",
             "[\"act Worker-A (new)\"]",
             "[\"act Worker-A (stalled)\"]",

@@ -60,7 +60,7 @@ fn actions(t: &Told, names: &[String]) -> Vec<String> {
         Move::Jump => vec![format!("advance {JUMP_MS}")],
         Move::Beat(i) => vec![format!("beat {}", w(i))],
         Move::Stall(i) => vec![format!("stall {}", w(i))],
-        Move::Wake(i) => vec![format!("resume {}", w(i))],
+        Move::Wake(i) => vec![format!("wake {}", w(i))],
     }
 }
 

@@ -18,7 +18,7 @@ pub enum ActionError {
     Down(String),
     #[error("{0} is paused; resume it first")]
     Paused(String),
-    #[error("{0} is not paused")]
+    #[error("{0} is not frozen")]
     NotPaused(String),
     #[error("{0} has stalled already")]
     StalledAlready(String),

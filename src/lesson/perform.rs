@@ -56,7 +56,7 @@ impl<'a> Performer<'a> {
             }
             Action::Pause { slot } => {
                 self.live(engine, *slot)?;
-                if !engine.freeze(*slot, "pause") {
+                if !engine.freeze(*slot, "a lesson step") {
                     return Err(ActionError::Down(label(engine, *slot)));
                 }
                 self.frozen.insert(*slot);
@@ -69,7 +69,7 @@ impl<'a> Performer<'a> {
                 if !self.frozen.remove(slot) {
                     return Err(ActionError::NotPaused(label(engine, *slot)));
                 }
-                engine.wake(*slot, "resume");
+                engine.wake(*slot, "a lesson step");
             }
             Action::Advance { ms } => engine.advance(*ms),
             Action::Work { ms } => self.work(engine, *ms),

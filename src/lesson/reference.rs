@@ -86,13 +86,21 @@ pub const ACTIONS: &[Entry] = &[
     entry("beat W", "beat Worker-A", "the worker extends the lease it holds, once (heartbeats on)"),
     entry("crash W", "crash Worker-B", "the worker dies where it is, holding what it holds"),
     entry("restart W", "restart Worker-B", "a new start of a crashed worker"),
-    entry("pause W", "pause Worker-A", "the worker freezes (a long GC pause), also in free play"),
+    entry(
+        "freeze W",
+        "freeze Worker-A",
+        "the worker freezes holding what it holds (a long GC pause), as z does in free play; FROZEN on screen (`pause W` is read too)",
+    ),
     entry(
         "stall W",
         "stall Worker-A",
         "the worker freezes holding what it holds, and its supervisor starts a new worker under its very name (the same LockedBy); from then on the two are `Worker-A (stalled)` and `Worker-A (new)`",
     ),
-    entry("resume W", "resume Worker-A", "a paused worker goes on"),
+    entry(
+        "wake W",
+        "wake Worker-A",
+        "a frozen or stalled worker goes on with what it believed (`resume W` is read too)",
+    ),
     entry("advance MS", "advance 3100", "a clock jump: nobody beats"),
     entry(
         "work MS",

@@ -155,7 +155,7 @@ pub struct WorkerView {
     pub status: WorkerStatus,
     /// Results written under this worker's name, all incarnations.
     pub done: u64,
-    /// Frozen (`z`, a lesson's pause, a recorded freeze or SIGSTOP): it holds what it holds
+    /// Frozen (`z`, a lesson's freeze, a recorded freeze or SIGSTOP): it holds what it holds
     /// and does not act.
     pub frozen: bool,
     /// Crashed holding a lease that another worker has since claimed: who.

@@ -26,7 +26,7 @@ impl Ctx<'_> {
                     .transpose()?;
                 (Action::Claim { slot, message }, 2 + used)
             }
-            "act" | "beat" | "crash" | "restart" | "pause" | "resume" => {
+            "act" | "beat" | "crash" | "restart" | "freeze" | "wake" | "pause" | "resume" => {
                 let (slot, used) = self.worker_ref(&span, &words[1..])?;
                 (worker_action(verb, slot), 1 + used)
             }
@@ -157,14 +157,15 @@ impl Ctx<'_> {
     }
 }
 
-/// `act W`, `beat W`, `crash W`, `restart W`, `pause W`, `resume W`.
+/// `act W`, `beat W`, `crash W`, `restart W`, `freeze W`, `wake W` (`pause W` and
+/// `resume W`, the words older files used, read as freeze and wake).
 pub(super) fn worker_action(verb: &str, slot: usize) -> Action {
     match verb {
         "act" => Action::Act { slot },
         "beat" => Action::Beat { slot },
         "crash" => Action::Crash { slot },
         "restart" => Action::Restart { slot },
-        "pause" => Action::Pause { slot },
+        "freeze" | "pause" => Action::Pause { slot },
         _ => Action::Resume { slot },
     }
 }

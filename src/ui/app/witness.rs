@@ -16,7 +16,7 @@ pub enum Fate {
     Working,
     /// A crash was recorded (by the lab, a panic, or a worker process killed or ended).
     Crashed,
-    /// It was frozen (a lesson's pause, SIGSTOP) and not woken since.
+    /// It was frozen (a lesson's freeze, SIGSTOP) and not woken since.
     Frozen,
     /// A worker process stopped between two actions (Ctrl-C, SIGTERM).
     Left,

@@ -409,11 +409,11 @@ mod tests {
         // A step's actions go whole: no action is cut to its verb.
         let step = vec![
             Span::raw(" LESSON 6/8 "),
-            Span::raw(" n: pause Worker-A, advance 3100, claim Worker-B PAY-002, act Worker-B"),
+            Span::raw(" n: freeze Worker-A, advance 3100, claim Worker-B PAY-002, act Worker-B"),
         ];
         assert_eq!(
             text(&fit(step, 73)),
-            " LESSON 6/8  n: pause Worker-A, advance 3100, claim Worker-B PAY-002, …"
+            " LESSON 6/8  n: freeze Worker-A, advance 3100, claim Worker-B PAY-002, …"
         );
     }
 }

@@ -153,7 +153,7 @@ fn workers_legend(mode: Mode) -> Vec<&'static str> {
             "  idle, claiming, processing, finalizing: where it is in its cycle;",
             "  paused: stopped with the clock; BLOCKED: found nothing to claim but a",
             "  message under another's live lease; FROZEN: frozen holding what it",
-            "  holds (z, a lesson's pause); CRASHED: crashed, its lease left behind;",
+            "  holds (z, a lesson's freeze); CRASHED: crashed, its lease left behind;",
             "  stopped: W stopped it. (stalled) / (new): a worker that stalled, and",
             "  the new one under its name. `PAY-002 ♥300 ms ago`: the age of its",
             "  last heartbeat. `PAY-002 by Worker-A 900 ms left`: the lease it is",
@@ -162,7 +162,7 @@ fn workers_legend(mode: Mode) -> Vec<&'static str> {
         Mode::Replay | Mode::Watch => &[
             "Workers, as their rows recorded them: ▶ the selected worker.",
             "  idle, processing: at work, as far as its rows say; CRASHED: a crash",
-            "  was recorded; FROZEN: a freeze was (z, a lesson's pause, SIGSTOP);",
+            "  was recorded; FROZEN: a freeze was (z, a lesson's freeze, SIGSTOP);",
             "  left: stopped between actions (Ctrl-C); unknown: its lease ran out",
             "  or was taken, and nothing recorded says why.",
         ],
