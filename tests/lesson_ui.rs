@@ -241,7 +241,17 @@ fn the_ledger_shows_provider_side_effects_once_the_provider_is_idempotent() {
     assert!(!own_line(&s, "provider calls"), "{s}");
     press(&mut app, 's');
     let s = screen(&mut app, 120, 36);
-    assert!(own_line(&s, "provider calls"), "{s}");
+    // The step's own figures on lines of their own; the rest packed below them, every
+    // one still shown.
+    assert!(own_line(&s, "rejected"), "{s}");
+    for shown in [
+        "provider calls 2",
+        "results 1",
+        "restarts 0",
+        "duplicates 0",
+    ] {
+        assert!(s.contains(shown), "{shown}: {s}");
+    }
     for _ in 0..2 {
         next(&mut app); // the same story with the idempotent provider
     }

@@ -105,13 +105,20 @@ fn lines(
                 .unwrap_or(usize::MAX)
         });
     };
-    if rows >= ROOMY {
-        // A figure a line; what does not fit is left off, never what the lesson names.
-        if out.len() + 1 + rest.len() > rows {
+    // With room, a figure a line (what the lesson names first), and those that do not
+    // fit so packed side by side on the last lines; a figure is left off only when even
+    // packing cannot hold it.
+    let room = rows.saturating_sub(out.len() + 1);
+    let singles = (0..=rest.len().min(room))
+        .rev()
+        .find(|&k| k == rest.len() || k + pack(&rest[k..], width).len() <= room);
+    if let Some(k) = singles.filter(|_| rows >= ROOMY) {
+        if k < rest.len() {
             first_named(&mut rest);
         }
         out.push(claims_line(l, &claims, t, width >= 44));
-        out.extend(rest.iter().map(|i| figure(i, width)));
+        out.extend(rest[..k].iter().map(|i| figure(i, width)));
+        out.extend(pack(&rest[k..], width));
     } else {
         let mut all = claims;
         all.extend(rest);
