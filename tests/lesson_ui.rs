@@ -677,6 +677,9 @@ fn a_very_long_event_line_takes_at_most_half_the_log() {
 #[test]
 fn a_loaded_workers_count_is_the_rows_after_the_one_it_works_on() {
     let mut app = lesson_app("no-claim");
+    // What n does next is said in the event log's word: leasing off, a worker loads.
+    let strip = frame_lines(&mut app, 120, 40).remove(1);
+    assert!(strip.contains("n: load Worker-A, load Worker-B"), "{strip}");
     next(&mut app); // both workers load the six Pending rows
     let all = frame_lines(&mut app, 120, 40).join("\n");
     assert!(all.contains("LOADED 6 pending"), "{all}");

@@ -82,6 +82,11 @@ pub const SETUP_KEYS: &[Entry] = &[
 /// is `PAY-001` or its outbox id.
 pub const ACTIONS: &[Entry] = &[
     entry("claim W [PAY-001]", "claim Worker-A PAY-001", "claim the oldest claimable message, or that one"),
+    entry(
+        "load W",
+        "load Worker-A",
+        "with leasing off, the worker reads every Pending row to work through (LOADED); with leasing on, a claim",
+    ),
     entry("act W", "act Worker-A", "the worker's next action: claim, provider call or finalize"),
     entry("beat W", "beat Worker-A", "the worker extends the lease it holds, once (heartbeats on)"),
     entry("crash W", "crash Worker-B", "the worker dies where it is, holding what it holds"),

@@ -18,6 +18,18 @@ impl Ctx<'_> {
         let words: Vec<&str> = a.get_ref().split_whitespace().collect();
         let verb = words.first().copied().unwrap_or("");
         let (action, used) = match verb {
+            // `load W` is a claim's name with leasing off, where the worker loads every
+            // Pending row: the word the event log (LOADED) uses.
+            "load" => {
+                let (slot, used) = self.worker_ref(&span, &words[1..])?;
+                (
+                    Action::Claim {
+                        slot,
+                        message: None,
+                    },
+                    1 + used,
+                )
+            }
             "claim" => {
                 let (slot, used) = self.worker_ref(&span, &words[1..])?;
                 let message = words
