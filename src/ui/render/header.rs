@@ -331,25 +331,20 @@ fn fit(spans: Vec<Span<'static>>, width: u16) -> Vec<Span<'static>> {
     out
 }
 
-/// The longest start of `text` made of whole ` · `-separated hints that fits `room`.
-fn hints(text: &str, room: usize) -> Option<String> {
+/// The longest start of `text` made of whole `sep`-separated parts, `end` after it, that
+/// fits `room` and is `enough` to show: whole hints (` · `) or whole actions (`, `).
+fn whole_parts(
+    text: &str,
+    (sep, end): (&str, &str),
+    room: usize,
+    enough: impl Fn(&str) -> bool,
+) -> Option<String> {
     let width = |s: &str| Span::raw(s.to_string()).width();
-    let parts: Vec<&str> = text.split(" · ").collect();
+    let parts: Vec<&str> = text.split(sep).collect();
     (1..parts.len())
         .rev()
-        .map(|n| parts[..n].join(" · "))
-        .find(|head| width(head) <= room && !head.trim().is_empty())
-}
-
-/// The longest start of `text` made of whole `, `-separated items (a step's actions)
-/// followed by `, …`, when at least one whole item fits `room`.
-fn items(text: &str, room: usize) -> Option<String> {
-    let width = |s: &str| Span::raw(s.to_string()).width();
-    let parts: Vec<&str> = text.split(", ").collect();
-    (1..parts.len())
-        .rev()
-        .map(|n| format!("{}, …", parts[..n].join(", ")))
-        .find(|head| width(head) <= room && head.split_whitespace().count() >= 3)
+        .map(|n| format!("{}{end}", parts[..n].join(sep)))
+        .find(|head| width(head) <= room && enough(head))
 }
 
 /// The longest start of `text` that fits `room`: whole ` · `-separated hints if any fit,
@@ -357,7 +352,14 @@ fn items(text: &str, room: usize) -> Option<String> {
 /// one word fits.
 fn shorten(text: &str, room: usize) -> Option<String> {
     let width = |s: &str| Span::raw(s.to_string()).width();
-    if let Some(head) = hints(text, room).or_else(|| items(text, room)) {
+    let hints = whole_parts(text, (" · ", ""), room, |h| !h.trim().is_empty());
+    // A step's actions end in `, …`, and at least one whole action shows.
+    let actions = || {
+        whole_parts(text, (", ", ", …"), room, |h| {
+            h.split_whitespace().count() >= 3
+        })
+    };
+    if let Some(head) = hints.or_else(actions) {
         return Some(head);
     }
     let mut head = String::new();

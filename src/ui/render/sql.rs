@@ -158,6 +158,7 @@ fn whole<'a>(name: &str, last: &LastSql, width: usize, t: &Theme) -> Vec<Line<'a
 /// A worker's last statements on one line: the last one's start and its effect.
 fn brief<'a>(name: &str, last: &LastSql, width: usize, t: &Theme) -> Line<'a> {
     let text = match last.shown.statements.last() {
+        // One line holds little of a statement: always its WHERE before its SET list.
         Some(st) => format!("{} ⇒ {}", elided(&one_line(&st.sql), 0), st.effect),
         None => last.shown.note.unwrap_or_default().to_string(),
     };
