@@ -156,6 +156,8 @@ fn a_worker_whose_output_is_closed_gives_its_lease_back() {
         .unwrap();
     let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(line.contains("(created it with 1 payment)"), "{line}");
     while !line.contains("CLAIMED PAY-001") {
         line.clear();
         assert_ne!(

@@ -430,10 +430,11 @@ impl Leaving {
 fn joined(opts: &WorkerOptions, db: &Db, origin: DbOrigin) -> String {
     match origin {
         DbOrigin::Created => format!(
-            "{} works on {} (created it with {} payments)",
+            "{} works on {} (created it with {} payment{})",
             opts.name,
             db.shown(),
-            opts.messages
+            opts.messages,
+            if opts.messages == 1 { "" } else { "s" }
         ),
         DbOrigin::Reused if opts.messages_asked => format!(
             "{} works on {} (already there: --messages seeds only a new database; a teacher adds \
