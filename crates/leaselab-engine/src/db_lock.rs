@@ -203,16 +203,10 @@ fn cannot_create(db: &Path, lock: &Path, e: &std::io::Error) -> OutboxError {
     }
 }
 
-#[cfg(unix)]
 fn same_file(file: &File, path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (file.metadata(), std::fs::metadata(path)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+    use crate::platform::files::{id_of_file, id_of_path};
+    match (id_of_file(file), id_of_path(path)) {
+        (Ok(a), Ok(b)) => a == b,
         _ => false,
     }
-}
-
-#[cfg(not(unix))]
-fn same_file(_file: &File, path: &Path) -> bool {
-    path.exists()
 }

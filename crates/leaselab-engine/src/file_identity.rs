@@ -1,31 +1,31 @@
 //! Whether a SQLite file is still the one a process opened. A file deleted or replaced
 //! under an open connection goes on answering (the connection holds the old inode), so a
-//! worker or a watch on it would work on a file nobody else sees: they compare the path's
-//! device and inode with the ones they opened, now and then, and stop when they differ.
+//! worker or a watch on it would work on a file nobody else sees: they compare the file the
+//! path names (its identity as the system tells files apart: `platform::files`) with the one
+//! they opened, now and then, and stop when they differ.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::platform::files::{id_of_path, FileId};
 use crate::text::quoted;
 
 /// How often a process looks whether its file is still there: a stat a second is nothing.
 pub const LOOK_EVERY: Duration = Duration::from_secs(1);
 
-/// The file a process opened, by its device and inode.
+/// The file a process opened, by its identity.
 #[derive(Debug, Clone)]
 pub struct OpenedFile {
     path: PathBuf,
-    id: (u64, u64),
+    id: FileId,
 }
 
 impl OpenedFile {
     /// The file at `path` now (just opened); None when it cannot be read.
     pub fn at(path: &Path) -> Option<OpenedFile> {
-        let m = std::fs::metadata(path).ok()?;
         Some(OpenedFile {
             path: path.to_path_buf(),
-            id: (m.dev(), m.ino()),
+            id: id_of_path(path).ok()?,
         })
     }
 
@@ -33,8 +33,8 @@ impl OpenedFile {
     /// does.
     pub fn gone(&self) -> Option<String> {
         let shown = quoted(&self.path.display().to_string());
-        match std::fs::metadata(&self.path) {
-            Ok(m) if (m.dev(), m.ino()) == self.id => None,
+        match id_of_path(&self.path) {
+            Ok(id) if id == self.id => None,
             Ok(_) => Some(format!("{shown} was replaced by another file")),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 Some(format!("{shown} was deleted"))

@@ -11,21 +11,14 @@ pub fn prefix(kind: &str) -> String {
     format!("{kind}{}-", std::process::id())
 }
 
-/// Whether process `pid` is gone (not merely someone else's).
-pub(crate) fn gone(pid: i32) -> bool {
-    // Signal 0 checks existence only; EPERM means it lives under another user.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
-}
-
 /// The pid in `name` when it is `KIND` + digits + `-` + the rest.
-fn maker(name: &str, kind: &str) -> Option<i32> {
+fn maker(name: &str, kind: &str) -> Option<u32> {
     let rest = name.strip_prefix(kind)?;
     let (digits, _) = rest.split_once('-')?;
     (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
         .then(|| digits.parse().ok())
         .flatten()
-        .filter(|pid| *pid > 0)
+        .filter(|pid| *pid > 0 && i32::try_from(*pid).is_ok())
 }
 
 /// Remove every entry of `dir` named `KIND` + PID + `-...` whose PID is gone: a file with
@@ -41,7 +34,7 @@ pub fn sweep(dir: &Path, kind: &str) {
         let Some(pid) = maker(name, kind) else {
             continue;
         };
-        if !gone(pid) {
+        if !crate::platform::process::gone(pid) {
             continue;
         }
         let path = entry.path();

@@ -17,6 +17,7 @@ pub mod ledger;
 pub mod leftovers;
 pub mod outbox;
 pub mod pg;
+pub mod platform;
 pub mod process_identity;
 pub mod provider;
 pub mod reconnect;
@@ -52,6 +53,12 @@ use worker_id::WorkerId;
 pub fn stop_waiting() {
     store::stop_waiting_for_the_lock();
     pg::cancel_all();
+}
+
+/// The work that a stop ended has ended: the few writes of leaving (a lease given back, a
+/// `Left` row) wait for a locked SQLite file again, until the next stop.
+pub fn wait_again() {
+    store::wait_for_the_lock_again();
 }
 
 /// The most workers an engine runs (Worker-A to Worker-Z).

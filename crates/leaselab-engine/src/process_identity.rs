@@ -3,9 +3,11 @@
 //! its settings); a SQLite watch, which has no server to ask who is connected, looks the
 //! process up: gone, it is `left`. A process id alone is not enough (ids are reused, and
 //! mean another process in another pid namespace or after a reboot), so the identity is the
-//! id with the process's start time, the machine's boot and the pid namespace. Where any of
-//! these cannot be read (not Linux) nothing is written, and a watch says nothing it does
-//! not know.
+//! id with the process's start time, the machine's boot and the pid namespace, each as its
+//! system tells it (`platform::process`). Where any of these cannot be read nothing is
+//! written, and a watch says nothing it does not know.
+
+use crate::platform::process::{self, Found};
 
 /// The key of a `Joined` row's detail that holds the identity.
 pub const PROCESS_KEY: &str = "process";
@@ -14,11 +16,11 @@ pub const PROCESS_KEY: &str = "process";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessIdentity {
     pub pid: u32,
-    /// When it started, in clock ticks since the boot (`/proc/PID/stat`, field 22).
+    /// When it started, in its system's unit (Linux: clock ticks since the boot).
     pub started: u64,
-    /// The boot it runs in (`/proc/sys/kernel/random/boot_id`).
+    /// The boot it runs in (Linux, macOS), or the machine (Windows).
     pub boot: String,
-    /// The pid namespace its id is counted in (the inode of `/proc/self/ns/pid`).
+    /// The pid namespace its id is counted in (0 where the system has none).
     pub pid_ns: u64,
 }
 
@@ -34,14 +36,14 @@ pub enum Presence {
 }
 
 impl ProcessIdentity {
-    /// This process's identity; None where it cannot be read.
+    /// This process's identity; None where the system does not tell it.
     pub fn of_this_process() -> Option<ProcessIdentity> {
-        let pid = std::process::id();
+        let stamp = process::this_process()?;
         Some(ProcessIdentity {
-            pid,
-            started: started(pid)?,
-            boot: boot()?,
-            pid_ns: pid_ns()?,
+            pid: std::process::id(),
+            started: stamp.started,
+            boot: stamp.boot,
+            pid_ns: stamp.pid_ns,
         })
     }
 
@@ -62,7 +64,7 @@ impl ProcessIdentity {
         let identity = ProcessIdentity {
             pid: parts.next()?.parse().ok()?,
             started: parts.next()?.parse().ok()?,
-            boot: parts.next().filter(|b| is_boot_id(b))?.to_string(),
+            boot: parts.next().filter(|b| process::is_boot_id(b))?.to_string(),
             pid_ns: parts.next()?.parse().ok()?,
         };
         parts.next().is_none().then_some(identity)
@@ -71,61 +73,16 @@ impl ProcessIdentity {
     /// Whether the process still runs, looked up from this one: only a process of this
     /// machine's boot and this pid namespace can be looked up.
     pub fn presence(&self) -> Presence {
-        let here = (boot(), pid_ns());
-        if here != (Some(self.boot.clone()), Some(self.pid_ns)) {
+        if process::here() != Some((self.boot.clone(), self.pid_ns)) {
             return Presence::Unknown;
         }
-        match std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) {
-            // No entry: ended, unless /proc hides other users' processes (`hidepid`) and
-            // the process is there all the same.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if i32::try_from(self.pid).is_ok_and(crate::leftovers::gone) {
-                    Presence::Gone
-                } else {
-                    Presence::Unknown
-                }
-            }
-            Err(_) => Presence::Unknown,
-            Ok(stat) => match stat_fields(&stat) {
-                // A zombie has ended; only its parent has not read how.
-                Some(("Z", _)) => Presence::Gone,
-                Some((_, start)) if start == self.started => Presence::Running,
-                // Its id is another process's now.
-                Some(_) => Presence::Gone,
-                None => Presence::Unknown,
-            },
+        match process::look_up(self.pid) {
+            Found::Running { started } if started == self.started => Presence::Running,
+            // Its id is another process's now.
+            Found::Running { .. } | Found::Ended => Presence::Gone,
+            Found::Unreadable => Presence::Unknown,
         }
     }
-}
-
-/// A boot id as the kernel writes it: hex digits and dashes, nothing a detail could not hold.
-fn is_boot_id(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
-}
-
-/// The state and the start time of a `/proc/PID/stat` line (after the command, which may
-/// hold spaces and parentheses, so read from its last `)`).
-fn stat_fields(stat: &str) -> Option<(&str, u64)> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // Field 3 (the state) is the first after the command; field 22 the start time.
-    Some((fields.first()?, fields.get(22 - 3)?.parse().ok()?))
-}
-
-fn started(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    Some(stat_fields(&stat)?.1)
-}
-
-fn boot() -> Option<String> {
-    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
-    let id = id.trim();
-    is_boot_id(id).then(|| id.to_string())
-}
-
-fn pid_ns() -> Option<u64> {
-    use std::os::unix::fs::MetadataExt;
-    Some(std::fs::metadata("/proc/self/ns/pid").ok()?.ino())
 }
 
 #[cfg(test)]
@@ -134,7 +91,7 @@ mod tests {
 
     #[test]
     fn an_identity_reads_back_from_a_detail_and_nothing_else_does() {
-        let me = ProcessIdentity::of_this_process().expect("Linux has /proc");
+        let me = ProcessIdentity::of_this_process().expect("every supported system tells it");
         let detail = format!("lease_ms=500 guard=token {}", me.detail());
         assert_eq!(ProcessIdentity::in_detail(&detail), Some(me.clone()));
         assert_eq!(me.presence(), Presence::Running);
@@ -163,11 +120,5 @@ mod tests {
             ..me
         };
         assert_eq!(contained.presence(), Presence::Unknown);
-    }
-
-    #[test]
-    fn a_command_with_spaces_and_parentheses_does_not_move_the_fields() {
-        let stat = "42 (a (b) c) S 1 42 42 0 -1 4194304 1 0 0 0 0 0 0 0 20 0 1 0 987 1 1";
-        assert_eq!(stat_fields(stat), Some(("S", 987)));
     }
 }

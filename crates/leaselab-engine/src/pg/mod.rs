@@ -311,10 +311,7 @@ pub fn describe(config: &Config) -> String {
     let hosts: Vec<String> = config
         .get_hosts()
         .iter()
-        .map(|h| match h {
-            postgres::config::Host::Tcp(name) => name.clone(),
-            postgres::config::Host::Unix(path) => path.display().to_string(),
-        })
+        .map(crate::platform::socket::host_name)
         .collect();
     format!(
         "PostgreSQL database \"{}\" at {}",

@@ -82,6 +82,13 @@ pub fn stop_waiting_for_the_lock() {
     STOPPING.store(true, Ordering::Relaxed);
 }
 
+/// Waits for a locked database wait again, as before [`stop_waiting_for_the_lock`]: for the
+/// few writes of a worker that stopped working and is leaving (another worker that leaves at
+/// the same moment may hold the lock for an instant). Another stop makes them give up.
+pub fn wait_for_the_lock_again() {
+    STOPPING.store(false, Ordering::Relaxed);
+}
+
 /// Waits out a locked database like busy_timeout does, but counts each encounter.
 fn busy_handler(attempt: i32) -> bool {
     thread_local! {
@@ -270,10 +277,9 @@ pub(super) fn refuse_special_path(path: &Path) -> Result<()> {
 /// a WAL database creates its -wal and -shm files; with no -wal present there is nothing
 /// but the main file to read, so it is opened as immutable.
 pub(super) fn open_untouched(path: &Path) -> rusqlite::Result<Connection> {
-    use std::os::unix::ffi::OsStrExt;
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let mut uri = String::from("file:");
-    for &b in absolute.as_os_str().as_bytes() {
+    for &b in absolute.as_os_str().as_encoded_bytes() {
         if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
             uri.push(b as char);
         } else {

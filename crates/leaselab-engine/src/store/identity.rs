@@ -240,22 +240,20 @@ fn refuse_read_only(path: &Path) -> Result<()> {
 /// to a hidden file beside it, which then takes the name without replacing anything. A run
 /// killed meanwhile leaves no half-made file that the next run would refuse as foreign.
 fn make(path: &Path, durability: Durability, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
     let shown = path.display();
     let dir = folder_of(path);
     // Half-made databases of killed leaselabs go first; ours carries our pid.
     crate::leftovers::sweep(dir, ".leaselab-new-");
-    let tmp = tempfile::Builder::new()
-        .prefix(&crate::leftovers::prefix(".leaselab-new-"))
-        .rand_bytes(6)
-        .permissions(std::fs::Permissions::from_mode(0o644))
-        .tempfile_in(dir)
-        .map_err(|e| {
-            OutboxError::BadPath(format!(
-                "{shown}: cannot create the database: folder {} is not writable ({e})",
-                dir.display()
-            ))
-        })?;
+    let prefix = crate::leftovers::prefix(".leaselab-new-");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).rand_bytes(6);
+    crate::platform::files::readable_by_all(&mut builder);
+    let tmp = builder.tempfile_in(dir).map_err(|e| {
+        OutboxError::BadPath(format!(
+            "{shown}: cannot create the database: folder {} is not writable ({e})",
+            dir.display()
+        ))
+    })?;
     {
         let conn = Connection::open_with_flags(
             tmp.path(),

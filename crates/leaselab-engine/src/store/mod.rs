@@ -86,7 +86,8 @@ pub use super::outbox::{
 };
 pub use super::provider::CreationLog;
 pub use conn::{
-    busy_give_up, stop_waiting_for_the_lock, wait_for_the_lock_without_limit, BUSY_GIVE_UP_ENV,
+    busy_give_up, stop_waiting_for_the_lock, wait_for_the_lock_again,
+    wait_for_the_lock_without_limit, BUSY_GIVE_UP_ENV,
 };
 pub use identity::{inspect, write_locked};
 pub use image::Rules;
