@@ -13,6 +13,7 @@ pub mod explore;
 /// Sweeping what killed makers left behind (kept in the engine, which makes those files).
 pub use engine::leftovers;
 pub mod lesson;
+pub mod platform;
 pub mod processes;
 pub mod progress;
 pub mod scenario;

@@ -56,10 +56,7 @@ pub(super) fn wait_bounded(
             (Instant::now() > deadline).then_some(Unfinished::TimedOut)
         };
         if let Some(why) = stop {
-            // SAFETY: a plain kill(2) of the group this child leads; no memory is shared.
-            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
-            let _ = child.kill();
-            let _ = child.wait();
+            crate::platform::children::kill_group(&mut child);
             return Err(why);
         }
         std::thread::sleep(Duration::from_millis(20));

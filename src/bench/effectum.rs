@@ -3,8 +3,6 @@
 //! runs as its own program (`reference/effectum`), started once per worker count on a new
 //! file in the bench's folder. Its output is one JSON line; it is bounded in time and size.
 
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -35,7 +33,7 @@ pub fn ready(program: &Path) -> Result<(), BenchError> {
         program: shown(),
         source,
     })?;
-    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+    if !crate::engine::platform::files::runnable(&meta) {
         return Err(BenchError::EffectumNotExecutable { program: shown() });
     }
     Ok(())
@@ -57,15 +55,16 @@ pub fn measure(
     let file = dir.join(format!("effectum-{workers}-{messages}.db"));
     let _ = std::fs::remove_file(&file);
     let shown = program.display().to_string();
-    let child = Command::new(program)
+    let mut cmd = Command::new(program);
+    // Its own process group, so that a stop past the time limit reaches whatever it
+    // started too (it ends itself when this process goes, see reference/effectum).
+    crate::platform::children::own_group(&mut cmd);
+    let child = cmd
         .arg("--db")
         .arg(&file)
         .args(["--messages", &messages.to_string()])
         .args(["--workers", &workers.to_string()])
         .stdin(Stdio::null())
-        // Its own process group, so that a stop past the time limit reaches whatever it
-        // started too (it ends itself when this process goes, see reference/effectum).
-        .process_group(0)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

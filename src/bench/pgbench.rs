@@ -3,8 +3,6 @@
 //! runs. Its script is made from the store's SQL constants and their parameter types, so
 //! the two cannot drift apart.
 
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -106,7 +104,7 @@ pub fn find_pgbench() -> Option<PathBuf> {
 }
 
 fn runnable(p: &Path) -> bool {
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    std::fs::metadata(p).is_ok_and(|m| crate::engine::platform::files::runnable(&m))
 }
 
 /// How long a run may take: a thousand messages a second, and a minute to start.
@@ -142,7 +140,9 @@ pub fn measure_pgbench(
     };
     let mut options = std::env::var("PGOPTIONS").unwrap_or_default();
     options += &format!(" -c synchronous_commit={wait}");
-    let child = Command::new(program)
+    let mut cmd = Command::new(program);
+    crate::platform::children::own_group(&mut cmd);
+    let child = cmd
         .args(["--no-vacuum", "-M", "prepared"])
         .args(["-c", &PGBENCH_CLIENTS.to_string()])
         .args(["-j", &PGBENCH_CLIENTS.to_string()])
@@ -154,7 +154,6 @@ pub fn measure_pgbench(
         .arg(url)
         .env("PGOPTIONS", options)
         .stdin(Stdio::null())
-        .process_group(0)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -6,7 +6,6 @@
 
 use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use leaselab::text::{self, printable};
 
@@ -16,26 +15,12 @@ pub const USAGE: u8 = 2;
 /// that could not be written).
 pub const RUNTIME_FAILURE: u8 = 3;
 
-/// Whether the program was started with its standard output closed (`>&-`). Rust's
-/// runtime opens /dev/null in its place before `main`, so everything printed would vanish
-/// and the program would exit 0; this is looked at earlier, as the program is loaded.
-static STDOUT_CLOSED_AT_START: AtomicBool = AtomicBool::new(false);
-
-/// Run by the loader before Rust's runtime starts (as every constructor in `.init_array`).
-#[used]
-#[link_section = ".init_array"]
-static LOOK_AT_STDOUT_AT_START: extern "C" fn() = look_at_stdout;
-
-extern "C" fn look_at_stdout() {
-    // SAFETY: F_GETFD only asks whether the descriptor is open; it changes nothing.
-    let closed = unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFD) } == -1;
-    STDOUT_CLOSED_AT_START.store(closed, Ordering::Relaxed);
-}
-
-/// Whether the program was started with its standard output closed: nothing it prints
-/// can be seen. A pipe whose reader went away (`| head`) is not this: it ends quietly.
+/// Whether the program was started with its standard output closed (`>&-`): nothing it
+/// prints could be seen, and it would exit 0 (on Unix, Rust's runtime opens /dev/null in
+/// its place before `main`; `platform::stdout` looks earlier). A pipe whose reader went away
+/// (`| head`) is not this: it ends quietly.
 pub fn stdout_closed() -> bool {
-    STDOUT_CLOSED_AT_START.load(Ordering::Relaxed)
+    leaselab::platform::stdout::closed_at_start()
 }
 
 /// Write `text` to stderr. False when it could not be written for any reason but a
@@ -184,7 +169,9 @@ pub fn write_file<E: From<std::io::Error>>(
     use std::io::BufWriter;
     let target = match std::fs::metadata(path) {
         Ok(m) if !m.is_file() => {
-            let mut out = BufWriter::new(open_in_place(path)?);
+            let mut out = BufWriter::new(
+                leaselab::engine::platform::files::open_to_write_in_place(path)?,
+            );
             write(&mut out)?;
             return Ok(out.flush()?);
         }
@@ -204,30 +191,6 @@ pub fn write_file<E: From<std::io::Error>>(
     Ok(())
 }
 
-/// A device or a fifo opened for writing without waiting: a fifo nobody reads is refused at
-/// once (a blocked open would not hear Ctrl-C), then the writes block as usual.
-fn open_in_place(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ENXIO) => std::io::Error::other("a fifo nobody reads"),
-            _ => e,
-        })?;
-    // SAFETY: fcntl on a descriptor this function owns, with flags read from it.
-    unsafe {
-        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
-        if flags < 0 || libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(file)
-}
-
 /// A file being written under a temporary name beside its target; removed when dropped
 /// before it is renamed (an empty path: renamed, nothing to remove).
 struct Unfinished {
@@ -239,7 +202,6 @@ impl Unfinished {
     /// `.NAME.PID-N.tmp` in the target's folder, made new (never an existing file), with
     /// the mode a plain write gives a new file (0666 less the umask).
     fn beside(target: &std::path::Path) -> std::io::Result<Unfinished> {
-        use std::os::unix::fs::OpenOptionsExt;
         let dir = match target.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => std::path::Path::new("."),
@@ -248,11 +210,7 @@ impl Unfinished {
         let mut n = 0;
         loop {
             let path = dir.join(format!(".{name}.{}-{n}.tmp", std::process::id()));
-            let made = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o666)
-                .open(&path);
+            let made = leaselab::engine::platform::files::create_new(&path);
             match made {
                 Ok(file) => return Ok(Unfinished { file, path }),
                 Err(e) if e.kind() == ErrorKind::AlreadyExists && n < 100 => n += 1,

@@ -87,17 +87,12 @@ pub enum LoadError {
 /// every statement checked under the sandbox. A fifo or a device is refused unread.
 pub fn load_file(path: &Path) -> Result<Exercise, LoadError> {
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     let file = crate::text::quoted(&path.display().to_string());
     let unreadable = |cause| LoadError::Unreadable {
         file: file.clone(),
         cause,
     };
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(unreadable)?;
+    let opened = crate::engine::platform::files::open_to_read(path).map_err(unreadable)?;
     let meta = opened.metadata().map_err(unreadable)?;
     if !meta.is_file() {
         return Err(LoadError::NotAFile { file });

@@ -15,13 +15,10 @@ use super::report::{Cut, Report, Told, Verdict};
 use super::store::{Image, Lane, Pages};
 use super::world::{Done, Move, Seen, World};
 
-/// The memory this process holds (its resident set, `VmRSS`), in MiB, where the system
-/// says.
+/// The memory this process holds (its resident set), in MiB, where the system says.
 fn resident_mib() -> Option<usize> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024)
+    let bytes = crate::platform::memory::resident_bytes()?;
+    usize::try_from(bytes >> 20).ok()
 }
 
 /// How far the search has got, for a progress bar.

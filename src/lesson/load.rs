@@ -84,13 +84,9 @@ pub fn load(name_or_path: &str) -> Result<Lesson, LoadError> {
 /// [`MAX_LESSON_BYTES`]. A fifo, a device or a folder is refused without waiting on it.
 fn read_lesson_file(path: &Path) -> Result<String, ReadError> {
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     // Opened without blocking, so a fifo with no writer cannot hold the open; what the
     // descriptor is, is then asked of the descriptor itself, not of the name.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
+    let file = crate::engine::platform::files::open_to_read(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(ReadError::NotAFile);

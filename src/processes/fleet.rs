@@ -1,13 +1,15 @@
 //! Worker processes a dashboard starts itself (`--processes`): each is `leaselab worker` on
-//! the same database, so a crash is a real SIGKILL and a pause a real SIGSTOP. None outlives
-//! the dashboard: they are killed when this set is dropped (a quit, a signal, a panic's
-//! unwinding), and the kernel kills them if the dashboard dies without unwinding.
+//! the same database, so a crash is a real kill and a pause a real freeze (SIGSTOP on Unix,
+//! every thread suspended on Windows: `platform::children`). None outlives the dashboard:
+//! they are killed when this set is dropped (a quit, a signal, a panic's unwinding), and if
+//! the dashboard dies without unwinding each one's lifeline closes (`lifeline.rs`).
 
-use std::os::unix::process::CommandExt;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
 use crate::engine::worker_id::WorkerId;
+use crate::platform::children;
 
 use super::flags::{ProcessSettings, CHILD_ENV, HOLD_ENV};
 
@@ -31,8 +33,11 @@ struct Slot {
     incarnation: u32,
     child: Option<Child>,
     stopped: bool,
-    /// A held child's start pipe: closing it starts the child.
-    hold: Option<ChildStdin>,
+    /// Started held, and not started yet.
+    held: bool,
+    /// The child's lifeline: a byte on it starts a held child; it closes when the dashboard
+    /// ends, however it ends.
+    lifeline: Option<ChildStdin>,
     /// How its process ended, once reaped (`exited with status 3`, `killed by SIGKILL`).
     ended: Option<String>,
 }
@@ -51,20 +56,10 @@ pub enum ProcessState {
     /// Started held: waiting for the dashboard's first space before it opens the database.
     Held,
     Running,
-    /// SIGSTOP: alive, holding what it holds, doing nothing.
+    /// Frozen: alive, holding what it holds, doing nothing.
     Stopped,
     /// Killed, or ended on its own.
     Gone,
-}
-
-/// `exited with status 3`, or `killed by signal 9`.
-fn ended_how(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exited with status {code}"),
-        (None, Some(signo)) => format!("killed by signal {signo}"),
-        (None, None) => "ended".to_string(),
-    }
 }
 
 impl WorkerProcesses {
@@ -97,13 +92,14 @@ impl WorkerProcesses {
         for slot in 0..count {
             let name = WorkerId::new(slot, 1).to_string();
             let mut child = set.spawn(&name, held)?;
-            let hold = child.stdin.take();
+            let lifeline = child.stdin.take();
             set.slots.push(Slot {
                 name,
                 incarnation: 1,
                 child: Some(child),
                 stopped: held,
-                hold,
+                held,
+                lifeline,
                 ended: None,
             });
         }
@@ -114,33 +110,25 @@ impl WorkerProcesses {
         let mut cmd = Command::new(&self.exe);
         cmd.args(self.settings.worker_args(name))
             .env(CHILD_ENV, "1")
-            .stdin(if held { Stdio::piped() } else { Stdio::null() })
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            // Its own process group: the terminal's Ctrl-C and SIGHUP are the dashboard's to handle.
-            .process_group(0);
+            .stderr(Stdio::null());
+        // Away from the terminal: its Ctrl-C and hang-up are the dashboard's to handle.
+        children::detach(&mut cmd);
         if held {
             cmd.env(HOLD_ENV, "1");
         }
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: prctl, getppid and _exit are async-signal-safe, as pre_exec requires.
-        unsafe {
-            cmd.pre_exec(move || {
-                // The kernel kills the worker when the dashboard's thread that started it dies.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The dashboard may have died before prctl: then nobody would send it.
-                if libc::getppid() != parent {
-                    libc::_exit(1);
-                }
-                Ok(())
-            });
-        }
-        cmd.spawn().map_err(|source| FleetError::Start {
+        let failed = |source| FleetError::Start {
             name: name.to_string(),
             source,
-        })
+        };
+        let mut child = cmd.spawn().map_err(failed)?;
+        if let Err(e) = children::adopt(&child) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(failed(e));
+        }
+        Ok(child)
     }
 
     pub fn len(&self) -> usize {
@@ -181,14 +169,14 @@ impl WorkerProcesses {
             Ok(None) => {}
             done => {
                 s.ended = Some(match done {
-                    Ok(Some(status)) => ended_how(status),
+                    Ok(Some(status)) => children::ended_how(status),
                     _ => "ended (its status could not be read)".to_string(),
                 });
                 s.child = None;
                 return ProcessState::Gone;
             }
         }
-        if s.hold.is_some() {
+        if s.held {
             ProcessState::Held
         } else if s.stopped {
             ProcessState::Stopped
@@ -197,7 +185,7 @@ impl WorkerProcesses {
         }
     }
 
-    /// SIGKILL: the process ends where it stands; any lease it holds stays in the database.
+    /// Killed: the process ends where it stands; any lease it holds stays in the database.
     /// False when there was no process to kill.
     pub fn kill(&mut self, slot: usize) -> bool {
         let Some(s) = self.slots.get_mut(slot) else {
@@ -209,6 +197,7 @@ impl WorkerProcesses {
         let _ = child.kill();
         let _ = child.wait();
         s.stopped = false;
+        s.lifeline = None;
         true
     }
 
@@ -218,22 +207,24 @@ impl WorkerProcesses {
         self.kill(slot);
         let incarnation = self.slots.get(slot).map_or(1, |s| s.incarnation + 1);
         let name = WorkerId::new(slot, incarnation).to_string();
-        let child = self.spawn(&name, false)?;
+        let mut child = self.spawn(&name, false)?;
+        let lifeline = child.stdin.take();
         if let Some(s) = self.slots.get_mut(slot) {
             *s = Slot {
                 name: name.clone(),
                 incarnation,
                 child: Some(child),
                 stopped: false,
-                hold: None,
+                held: false,
+                lifeline,
                 ended: None,
             };
         }
         Ok(name)
     }
 
-    /// SIGSTOP (true) or SIGCONT (false) to the slot's process: a stopped worker is a real
-    /// zombie, holding its lease while the clock runs on. False when it is gone.
+    /// Freeze (true) or wake (false) the slot's process: a frozen worker is a real zombie,
+    /// holding its lease while the clock runs on. False when it is gone.
     pub fn set_stopped(&mut self, slot: usize, stop: bool) -> bool {
         let Some(s) = self.slots.get_mut(slot) else {
             return false;
@@ -241,18 +232,21 @@ impl WorkerProcesses {
         let Some(child) = &s.child else {
             return false;
         };
-        if s.hold.is_some() {
-            // Held before its first database access: closing the pipe starts it; it is
-            // already as still as a stopped one.
+        if s.held {
+            // Held before its first database access: a byte on its lifeline starts it; it is
+            // already as still as a frozen one.
             if !stop {
-                s.hold = None;
+                if let Some(pipe) = s.lifeline.as_mut() {
+                    let _ = pipe
+                        .write_all(&[super::lifeline::START])
+                        .and_then(|()| pipe.flush());
+                }
+                s.held = false;
                 s.stopped = false;
             }
             return true;
         }
-        let signal = if stop { libc::SIGSTOP } else { libc::SIGCONT };
-        // SAFETY: a plain kill(2) on our own child's pid, which we have not reaped.
-        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        let _ = children::set_frozen(child, stop);
         s.stopped = stop;
         true
     }

@@ -2,11 +2,12 @@
 //! and the fleet of such children a `--processes` dashboard starts and signals (`fleet.rs`),
 //! both spelling the worker's command line from `flags.rs`; `name.rs` says what a worker may
 //! be called; `join.rs` the command a class's students type; `present.rs` which names live
-//! workers hold now.
+//! workers hold now; `lifeline.rs` the pipe by which a child knows its dashboard is there.
 
 pub mod flags;
 pub mod fleet;
 pub mod join;
+pub mod lifeline;
 pub mod name;
 pub mod present;
 pub mod worker;

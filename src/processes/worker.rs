@@ -108,26 +108,12 @@ pub enum Ended {
 }
 
 /// A `--processes` child held until the dashboard's first space: it waits, before it
-/// touches the database, until its standard input (a pipe from the dashboard) gives a
-/// byte or closes. Held so, it can hold no lock. A stopping signal ends the wait.
-fn wait_for_the_start(interrupts: &Receiver<i32>) -> Option<i32> {
-    let mut fd = libc::pollfd {
-        fd: libc::STDIN_FILENO,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    loop {
-        if let Ok(signo) = interrupts.try_recv() {
-            return Some(signo);
-        }
-        // SAFETY: one valid pollfd, for the duration of the call.
-        let n = unsafe { libc::poll(&mut fd, 1, 100) };
-        if n > 0 && fd.revents != 0 {
-            return None;
-        }
-        if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return None;
-        }
+/// touches the database, until its lifeline (a pipe from the dashboard) gives a byte. Held
+/// so, it can hold no lock. A stopping signal, or the dashboard's end, ends the wait.
+fn wait_for_the_start(interrupts: &Receiver<i32>, started: &Receiver<()>) -> Option<i32> {
+    select! {
+        recv(interrupts) -> signo => Some(signo.unwrap_or(crate::signals::TERMINATE)),
+        recv(started) -> byte => byte.err().map(|_| crate::signals::DASHBOARD_GONE),
     }
 }
 
@@ -142,9 +128,12 @@ pub fn run(
     check_name(&opts.name)?;
     // Every PostgreSQL session of this process says whose it is (`present.rs`).
     crate::engine::pg::name_sessions(&opts.name);
-    if std::env::var_os(super::flags::HOLD_ENV).is_some() {
-        if let Some(signo) = wait_for_the_start(interrupts) {
-            return Ok(Ended::Interrupted(signo));
+    if std::env::var_os(super::flags::CHILD_ENV).is_some() {
+        let started = super::lifeline::watch();
+        if std::env::var_os(super::flags::HOLD_ENV).is_some() {
+            if let Some(signo) = wait_for_the_start(interrupts, &started) {
+                return Ok(Ended::Interrupted(signo));
+            }
         }
     }
     let joined = match join(opts, interrupts, &mut line) {
@@ -203,7 +192,7 @@ pub fn run(
             recv(interrupts) -> signo => {
                 // A wait for the lock ends now, so the worker can be joined.
                 crate::engine::stop_waiting();
-                let signo = signo.unwrap_or(signal_hook::consts::SIGTERM);
+                let signo = signo.unwrap_or(crate::signals::TERMINATE);
                 return Ok(stopped(&mut handle, &leaving, signo, &mut line));
             },
         }
@@ -240,6 +229,7 @@ fn output_lost(
     }
     handle.send(Control::Shutdown);
     handle.join();
+    crate::engine::wait_again();
     leaving.leave(handle, "its output closed", &mut |_| true);
     Ended::OutputLost
 }
@@ -254,6 +244,8 @@ fn stopped(
 ) -> Ended {
     handle.send(Control::Shutdown);
     handle.join();
+    // Another worker leaving at the same moment may hold the lock for an instant.
+    crate::engine::wait_again();
     leaving.leave(handle, &crate::signals::name(signo), line);
     Ended::Interrupted(signo)
 }

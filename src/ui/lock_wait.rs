@@ -72,7 +72,7 @@ fn wait_loop(
         draw_wait(terminal, path, waited)?;
         crossbeam_channel::select! {
             recv(interrupts) -> signo => {
-                return Ok(Some(Ended::Interrupted(signo.unwrap_or(signal_hook::consts::SIGTERM))));
+                return Ok(Some(Ended::Interrupted(signo.unwrap_or(crate::signals::TERMINATE))));
             },
             recv(keys) -> input => match input {
                 Ok(super::Input::Key(k)) if quits(&k) => return Ok(Some(Ended::Quit)),

@@ -236,12 +236,12 @@ fn take_terminal() -> std::io::Result<()> {
 fn job_control<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
-    signo: i32,
+    job: crate::signals::Job,
 ) -> Result<(), DashboardError>
 where
     B::Error: Send + Sync + 'static,
 {
-    if signo == signal_hook::consts::SIGTSTP {
+    if job == crate::signals::Job::Suspend {
         let held = app.hold_clock();
         restore_terminal();
         crate::signals::stop_this_process();
@@ -325,7 +325,7 @@ struct Signals {
     /// SIGTERM, SIGHUP, SIGINT: end the dashboard as a quit does.
     stopping: Receiver<i32>,
     /// SIGTSTP and SIGCONT: give the terminal back and stop, take it again.
-    job: Receiver<i32>,
+    job: Receiver<crate::signals::Job>,
 }
 
 fn run_loop<B: Backend>(
@@ -359,7 +359,11 @@ where
                 Ok(Input::Key(key)) => {
                     app.handle_key(key);
                     if std::mem::take(&mut app.ui.suspend) {
-                        job_control(terminal, app, signal_hook::consts::SIGTSTP)?;
+                        if crate::signals::CAN_SUSPEND {
+                            job_control(terminal, app, crate::signals::Job::Suspend)?;
+                        } else {
+                            app.ui.say(crate::signals::NO_SUSPEND);
+                        }
                     }
                     dirty = true;
                 }
@@ -380,9 +384,9 @@ where
                     return Ok(Ended::Interrupted(signo));
                 }
             },
-            recv(signals.job) -> signo => {
-                if let Ok(signo) = signo {
-                    job_control(terminal, app, signo)?;
+            recv(signals.job) -> job => {
+                if let Ok(job) = job {
+                    job_control(terminal, app, job)?;
                     dirty = true;
                 }
             },

@@ -25,7 +25,11 @@ impl App {
                 "z is free play's: here the lesson's steps drive the workers (its `pause` freezes one)"
             }
             (Mode::Processes, Action::Freeze) => {
-                "worker processes: space stops the selected one (SIGSTOP), holding its lease, and wakes it"
+                concat!(
+                    "worker processes: space stops the selected one (",
+                    crate::platform::children::stop_word!(),
+                    "), holding its lease, and wakes it"
+                )
             }
             (
                 Mode::Watch,

@@ -222,8 +222,14 @@ fn toggle_pause(
         }
         return (
             None,
-            "the worker processes start: space now stops or wakes the selected one (SIGSTOP / SIGCONT)"
-                .into(),
+            concat!(
+                "the worker processes start: space now stops or wakes the selected one (",
+                crate::platform::children::stop_word!(),
+                " / ",
+                crate::platform::children::wake_word!(),
+                ")"
+            )
+            .into(),
         );
     }
     let name = c.name(slot).unwrap_or_default().to_string();
@@ -233,11 +239,14 @@ fn toggle_pause(
     }
     let (signal, what) = if stop {
         (
-            "SIGSTOP",
+            crate::platform::children::stop_word!(),
             "it holds its lease while the clock runs on; space wakes it",
         )
     } else {
-        ("SIGCONT", "it carries on where it stood")
+        (
+            crate::platform::children::wake_word!(),
+            "it carries on where it stood",
+        )
     };
     (Some(signal), format!("{signal} sent to {name}: {what}"))
 }
@@ -392,8 +401,12 @@ impl App {
                 opts_db_arg(&app.engine.db)
             ),
             ExternalMode::Processes => {
-                "worker processes wait, stopped: space starts them all; then c kills the selected one (SIGKILL), space stops or wakes it, r starts a new one"
-                    .to_string()
+                concat!(
+                    "worker processes wait, stopped: space starts them all; then c kills the selected one (",
+                    crate::platform::children::kill_word!(),
+                    "), space stops or wakes it, r starts a new one"
+                )
+                .to_string()
             }
         });
         Ok(app)
@@ -488,8 +501,20 @@ impl App {
                 let name = c.name(slot).unwrap_or_default().to_string();
                 if c.kill(slot) {
                     x.reaped.insert(name.clone());
-                    self.record_process_fact(slot, &name, LeaseEventKind::Crashed, "SIGKILL");
-                    format!("{name} killed with SIGKILL; its lease stays until it runs out")
+                    self.record_process_fact(
+                        slot,
+                        &name,
+                        LeaseEventKind::Crashed,
+                        crate::platform::children::kill_word!(),
+                    );
+                    format!(
+                        concat!(
+                            "{name} killed with ",
+                            crate::platform::children::kill_word!(),
+                            "; its lease stays until it runs out"
+                        ),
+                        name = name
+                    )
                 } else {
                     format!("{name} is already gone: r starts a new process")
                 }
@@ -499,7 +524,12 @@ impl App {
                 // A live one is killed first: that is a crash, recorded as one.
                 if c.kill(slot) {
                     x.reaped.insert(previous.clone());
-                    self.record_process_fact(slot, &previous, LeaseEventKind::Crashed, "SIGKILL");
+                    self.record_process_fact(
+                        slot,
+                        &previous,
+                        LeaseEventKind::Crashed,
+                        crate::platform::children::kill_word!(),
+                    );
                 }
                 self.restart_process(slot, previous)
             }
@@ -510,14 +540,24 @@ impl App {
                 let waking =
                     x_started && c.is_stopped(slot) && c.state(slot) == ProcessState::Stopped;
                 if waking {
-                    self.record_process_fact(slot, &name, LeaseEventKind::Resumed, "SIGCONT");
+                    self.record_process_fact(
+                        slot,
+                        &name,
+                        LeaseEventKind::Resumed,
+                        crate::platform::children::wake_word!(),
+                    );
                 }
                 let Some(c) = self.stage.external_mut().and_then(|x| x.children.as_mut()) else {
                     return true;
                 };
                 let (signal, said) = toggle_pause(c, slot, x_started);
-                if signal == Some("SIGSTOP") {
-                    self.record_process_fact(slot, &name, LeaseEventKind::Paused, "SIGSTOP");
+                if signal == Some(crate::platform::children::stop_word!()) {
+                    self.record_process_fact(
+                        slot,
+                        &name,
+                        LeaseEventKind::Paused,
+                        crate::platform::children::stop_word!(),
+                    );
                 }
                 said
             }

@@ -111,7 +111,13 @@ pub const BINDINGS: &[Binding] = &[
         differs: &[(
             Mode::Processes,
             "stop",
-            "first: start every worker process; then SIGSTOP / SIGCONT the selected one",
+            concat!(
+                "first: start every worker process; then ",
+                crate::platform::children::stop_word!(),
+                " / ",
+                crate::platform::children::wake_word!(),
+                " the selected one"
+            ),
         )],
         keys: &[Key::Char(' ')],
         label: "space",
@@ -185,7 +191,10 @@ pub const BINDINGS: &[Binding] = &[
         differs: &[(
             Mode::Processes,
             "kill",
-            "SIGKILL the selected worker process: its lease stays until it runs out",
+            concat!(
+                crate::platform::children::kill_word!(),
+                " the selected worker process: its lease stays until it runs out"
+            ),
         )],
         keys: &[Key::Char('c')],
         label: "c",
@@ -454,7 +463,7 @@ pub const BINDINGS: &[Binding] = &[
         keys: &[Key::Ctrl('z')],
         label: "Ctrl-Z",
         hint: "",
-        help: "suspend to the shell, the clock held (fg comes back)",
+        help: crate::signals::SUSPEND_HELP,
         section: Section::View,
         action: Action::Suspend,
     },

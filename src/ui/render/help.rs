@@ -65,7 +65,10 @@ fn entry(b: &keys::Binding, mode: Mode) -> Option<(&'static str, &'static str)> 
         StepBack | ToggleHeartbeats | Redrive | Restart => return None,
         Crash if mode == Mode::Processes => (
             "c / r",
-            "SIGKILL the selected worker process (its lease stays) / start a new one",
+            concat!(
+                crate::platform::children::kill_word!(),
+                " the selected worker process (its lease stays) / start a new one"
+            ),
         ),
         Crash => (
             "c / r",
@@ -162,13 +165,21 @@ fn workers_legend(mode: Mode) -> Vec<&'static str> {
         Mode::Replay | Mode::Watch => &[
             "Workers, as their rows recorded them: ▶ the selected worker.",
             "  idle, processing: at work, as far as its rows say; CRASHED: a crash",
-            "  was recorded; FROZEN: a freeze was (z, a lesson's freeze, SIGSTOP);",
+            concat!(
+                "  was recorded; FROZEN: a freeze was (z, a lesson's freeze, ",
+                crate::platform::children::stop_word!(),
+                ");"
+            ),
             "  left: stopped between actions (Ctrl-C); unknown: its lease ran out",
             "  or was taken, and nothing recorded says why.",
         ],
         Mode::Processes => &[
             "Workers: ▶ the selected worker. held: waits for the first space;",
-            "  idle, processing: at work; FROZEN: stopped with SIGSTOP, holding its",
+            concat!(
+                "  idle, processing: at work; FROZEN: stopped with ",
+                crate::platform::children::stop_word!(),
+                ", holding its"
+            ),
             "  lease; CRASHED: killed, or ended on its own; left: stopped between",
             "  actions (Ctrl-C); unknown: its lease ran out or was taken, and",
             "  nothing recorded says why.",

@@ -1,0 +1,23 @@
+//! Whether the program was started with its standard output closed (`>&-`), so that nothing
+//! it prints could be seen:
+//!
+//! - Unix (Linux and macOS alike): Rust's runtime opens `/dev/null` in place of a closed
+//!   standard descriptor before `main`, so the descriptor is looked at earlier, by a
+//!   constructor the loader runs (`.init_array` on Linux, `__mod_init_func` on macOS).
+//! - Windows: a process started without a standard output has no handle for it, and Rust's
+//!   runtime leaves that as it is, so `GetStdHandle` answers at any time.
+
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+use unix as system;
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+use windows as system;
+
+/// Whether standard output was closed when the program started.
+pub fn closed_at_start() -> bool {
+    system::closed_at_start()
+}
