@@ -199,3 +199,92 @@ fn processes_open_stopped_and_the_first_space_starts_them_all() {
     d.press("q");
     assert!(d.wait_for_exit().success());
 }
+
+/// Every `Retry` row's worker and detail in the SQLite database at `db`.
+fn releases(db: &Path) -> Vec<(String, String)> {
+    use leaselab::engine::store::{LeaseEventKind, Store};
+    Store::open_read_only(db)
+        .and_then(|s| s.events_after(0, 100_000))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.kind == LeaseEventKind::Retry)
+        .map(|r| (r.worker, r.detail.unwrap_or_default()))
+        .collect()
+}
+
+#[test]
+fn a_dashboard_killed_without_warning_leaves_no_worker_and_no_lease_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("fleet.db");
+    // Each worker holds its lease for ten minutes: only leaving gives it back.
+    let mut d = Dashboard::open(&[
+        "--processes",
+        "--workers",
+        "2",
+        "--db",
+        db.to_str().unwrap(),
+        "--lease-ms",
+        "1200000",
+        "--process-ms",
+        "600000",
+    ]);
+    d.wait_for_text("Worker-B");
+    let pid = d.pid;
+    wait_until("two worker processes", || children_of(pid).len() == 2);
+    let kids = children_of(pid);
+    d.press(" ");
+    d.wait_for_text("the worker processes start");
+    wait_until("both workers holding a lease", || {
+        use leaselab::engine::outbox::prelude::*;
+        use leaselab::engine::store::{OutboxStatus, Store};
+        Store::open_read_only(&db)
+            .and_then(|s| s.messages(0, 100))
+            .is_ok_and(|rows| {
+                rows.iter()
+                    .filter(|r| r.status == OutboxStatus::Processing)
+                    .count()
+                    == 2
+            })
+    });
+    // Worker-A frozen: it cannot read its lifeline; Worker-B reads it.
+    d.press(" ");
+    d.wait_for_text("SIGSTOP sent to Worker-A");
+    wait_until("Worker-A stopped", || {
+        kids.iter().any(|p| state_of(*p) == Some('T'))
+    });
+    // SIGKILL: no quit, no drop, no clean-up in the dashboard.
+    assert_eq!(
+        unsafe { libc::kill(d.pid as libc::pid_t, libc::SIGKILL) },
+        0
+    );
+    let _ = d.wait_for_exit();
+    wait_until("every worker process gone", || {
+        kids.iter().all(|p| gone(*p))
+    });
+    // Each gave its lease back on its way out: the running one when its lifeline closed,
+    // the frozen one when its orphaned process group was sent SIGHUP and SIGCONT (its
+    // lifeline's end may come first, once it runs again).
+    let mut released = releases(&db);
+    released.sort();
+    assert_eq!(released.len(), 2, "{released:?}\n{:#?}", {
+        use leaselab::engine::store::Store;
+        Store::open_read_only(&db)
+            .and_then(|s| s.events_after(0, 100_000))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| format!("{} {:?} {:?}", r.worker, r.kind, r.detail))
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(released[0].0, "Worker-A", "{released:?}");
+    assert!(
+        ["released: SIGHUP", "released: its dashboard ended"].contains(&released[0].1.as_str()),
+        "{released:?}"
+    );
+    assert_eq!(
+        released[1],
+        (
+            "Worker-B".to_string(),
+            "released: its dashboard ended".to_string()
+        )
+    );
+}
