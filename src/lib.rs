@@ -24,3 +24,4 @@ pub mod signals;
 /// errors quote such text too).
 pub use engine::text;
 pub mod ui;
+pub mod version;
