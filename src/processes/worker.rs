@@ -326,20 +326,7 @@ fn join(
     // Another process may hold the write lock (stopped inside its transaction): the row
     // waits as the worker's own writes do.
     wait_for_the_lock_as_long_as_it_takes(&opts.name);
-    // Its settings are its own: a watching dashboard shows these, not its own.
-    // And which process it is: a watch on this machine tells so whether it still runs.
-    // And which leaselab on which system: the teacher sees who runs what.
-    let mut detail = settings.recorded().detail();
-    for more in [
-        crate::version::software().detail(),
-        crate::engine::process_identity::ProcessIdentity::of_this_process()
-            .map(|me| me.detail())
-            .unwrap_or_default(),
-    ] {
-        if !more.is_empty() {
-            detail = format!("{detail} {more}");
-        }
-    }
+    let detail = joined_detail(&settings);
     let fact = Fact::of(LeaseEventKind::Joined, clock.now(), &opts.name, &detail);
     if let Err(e) = store.record(&fact) {
         return match interrupts.try_recv() {
@@ -365,6 +352,24 @@ fn join(
         exercise: None,
     };
     Ok(Joined::Ready(ctx, events, leaving, store))
+}
+
+/// A `Joined` row's detail: the worker's settings are its own (a watching dashboard shows
+/// these, not its own), which leaselab it runs on which system (the teacher sees who runs
+/// what), and which process it is (a watch on this machine tells so whether it still runs).
+fn joined_detail(settings: &Settings) -> String {
+    let mut detail = settings.recorded().detail();
+    for more in [
+        crate::version::software().detail(),
+        crate::engine::process_identity::ProcessIdentity::of_this_process()
+            .map(|me| me.detail())
+            .unwrap_or_default(),
+    ] {
+        if !more.is_empty() {
+            detail = format!("{detail} {more}");
+        }
+    }
+    detail
 }
 
 /// Refuse to join under a name a live worker holds. A `--processes` child is not asked:

@@ -589,10 +589,12 @@ fn identify(tx: &mut postgres::Transaction<'_>, shown: &str) -> Result<Identity>
                 known: SCHEMA_VERSION,
             }))
         }
-        _ => return Err(PgError::Foreign(format!(
+        _ => {
+            return Err(PgError::Foreign(format!(
             "{shown} has a LeaselabMarker table with {} rows instead of one; refusing to touch it",
             marker.len()
-        ))),
+        )))
+        }
     }
     if let Some(missing) = TABLES.iter().find(|t| !tables.iter().any(|h| h == *t)) {
         return Err(PgError::Foreign(format!(
