@@ -417,3 +417,50 @@ fn the_class_scoreboard_shows_who_runs_what() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
 }
+
+/// The five systems the archives are built for.
+const TARGETS: [&str; 5] = [
+    "x86_64-unknown-linux-gnu",
+    "aarch64-unknown-linux-gnu",
+    "aarch64-apple-darwin",
+    "x86_64-apple-darwin",
+    "x86_64-pc-windows-gnu",
+];
+
+/// The class page's archive names are this version's, one for each of the five systems, a
+/// `.zip` for Windows and a `.tar.gz` for the others: what a student types fetches a file
+/// that `scripts/dist` makes.
+#[test]
+fn the_class_page_names_the_archives_of_this_version_for_the_five_systems() {
+    let page = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/class.md"))
+        .unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for (at, _) in page.match_indices("leaselab-") {
+        let rest = &page[at + "leaselab-".len()..];
+        if !rest.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+            .collect();
+        let (version, target) = name.split_once('-').expect("VERSION-TARGET");
+        assert_eq!(version, env!("CARGO_PKG_VERSION"), "{name}");
+        let target = ["-", ".tar.gz", ".zip"]
+            .iter()
+            .filter_map(|end| target.find(end).map(|i| &target[..i]))
+            .chain(std::iter::once(target))
+            .find(|t| TARGETS.contains(t))
+            .unwrap_or_else(|| panic!("{name} names none of {TARGETS:?}"));
+        if name.contains(".zip") {
+            assert!(target.contains("windows"), "{name}");
+        }
+        if name.contains(".tar.gz") {
+            assert!(!target.contains("windows"), "{name}");
+        }
+        seen.insert(target.to_string());
+    }
+    assert_eq!(seen.len(), TARGETS.len(), "{seen:?}");
+    // The version line it shows is this leaselab's.
+    assert!(page.contains(&format!("# e.g. leaselab {} (", env!("CARGO_PKG_VERSION"))));
+}
