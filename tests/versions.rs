@@ -214,7 +214,7 @@ fn the_watch_shows_who_runs_what_and_unknown_for_what_a_row_does_not_say() {
     let hostile =
         "leaselab=0.1.0\u{1b}]0;pwned\u{7} commit=abc$(reboot) target=x86_64-pc-windows-gnu";
     for (i, (name, more)) in [
-        ("mac", mac.detail()),
+        ("mac-a-very-long-student-name", mac.detail()),
         ("old", String::new()),
         ("evil", hostile.to_string()),
     ]
@@ -235,15 +235,16 @@ fn the_watch_shows_who_runs_what_and_unknown_for_what_a_row_does_not_say() {
     let line = |lines: &[String], name: &str| -> String {
         lines
             .iter()
-            .find(|l| l.contains(&format!(" {name} ")))
+            .find(|l| l.contains(name))
             .unwrap_or_else(|| panic!("no line for {name}: {lines:#?}"))
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ")
     };
-    // At 80 columns the commit gives way; the version and the system stay.
+    // At 80 columns the commit gives way, and a long name is cut: the version and the
+    // system stay.
     assert!(
-        line(&narrow, "mac").contains("mac 0.1.0 macOS aarch64"),
+        line(&narrow, "mac-a").contains("… 0.1.0 macOS aarch64"),
         "{text}"
     );
     assert!(line(&narrow, "old").ends_with("old unknown │"), "{text}");
@@ -257,12 +258,19 @@ fn the_watch_shows_who_runs_what_and_unknown_for_what_a_row_does_not_say() {
     );
     let wide = workers_pane(&mut app, 120, 40);
     assert!(
-        line(&wide, "mac").contains("mac 0.1.0 (abc1234) macOS aarch64"),
+        line(&wide, "mac-a").contains("… 0.1.0 (abc1234) macOS aarch64"),
         "{wide:#?}"
     );
+    // With room, the commit too; one a row does not say is unknown, and where the long
+    // name leaves too little room for it, left out.
     assert!(
-        line(&wide, "evil").contains("evil unknown (unknown) Windows x86_64"),
+        line(&wide, "evil").contains("evil unknown Windows x86_64"),
         "{wide:#?}"
+    );
+    let wider = workers_pane(&mut app, 160, 40);
+    assert!(
+        line(&wider, "evil").contains("evil unknown (unknown) Windows x86_64"),
+        "{wider:#?}"
     );
     // V again: their work, as before.
     press(&mut app, 'V');

@@ -55,9 +55,17 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
         .map(|w| unicode_width::UnicodeWidthStr::width(w.label(!wide).as_str()))
         .max()
         .unwrap_or(0);
-    // Who runs what needs the room for its words: the names take no more than they need.
+    // Who runs what needs the room for its words: the names take no more than they need,
+    // and give way (cut with `…`) to a version and a system.
     let name_w = if who {
-        name_w.clamp(4, NAME_W + 8)
+        let words = s
+            .workers
+            .iter()
+            .map(|w| short_software(w).chars().count())
+            .max()
+            .unwrap_or(0);
+        let room = (inner.width as usize).saturating_sub(2 + 1 + words);
+        name_w.min(room).clamp(4, NAME_W + 8)
     } else {
         name_w.clamp(NAME_W, NAME_W + 8)
     };
@@ -114,14 +122,22 @@ fn software_text(w: &WorkerView, width: usize) -> String {
     let Some(sw) = w.software.as_ref().filter(|s| **s != Software::default()) else {
         return "unknown".to_string();
     };
-    let (version, system) = (sw.version_shown(), sw.system());
+    let version = sw.version_shown();
     [
-        format!("{version} ({}) {system}", sw.commit_shown()),
-        format!("{version} {system}"),
+        format!("{version} ({}) {}", sw.commit_shown(), sw.system()),
+        short_software(w),
     ]
     .into_iter()
     .find(|c| c.chars().count() <= width)
     .unwrap_or_else(|| fit(&version, width))
+}
+
+/// The version and the system, without the commit: what the pane keeps room for.
+fn short_software(w: &WorkerView) -> String {
+    match w.software.as_ref().filter(|s| **s != Software::default()) {
+        Some(sw) => format!("{} {}", sw.version_shown(), sw.system()),
+        None => "unknown".to_string(),
+    }
 }
 
 impl View<'_> {
