@@ -25,3 +25,4 @@ pub mod signals;
 /// errors quote such text too).
 pub use engine::text;
 pub mod ui;
+pub mod version;

@@ -34,7 +34,10 @@ fn assert_refused_untouched(path: &Path, needle: &str) {
     let before = std::fs::read(path).unwrap();
     let beside = names(dir);
     let err = inspect(path).unwrap_err();
-    assert!(matches!(err, StoreError::Foreign(_)), "{err:?}");
+    assert!(
+        matches!(err, StoreError::Foreign(_) | StoreError::OtherSchema(_)),
+        "{err:?}"
+    );
     let err = Store::create(path, shared()).unwrap_err();
     assert!(err.to_string().contains(needle), "{needle:?} not in {err}");
     assert_eq!(err.to_string().lines().count(), 1, "{err}");

@@ -786,6 +786,7 @@ fn views_of(
                         frozen,
                         taken_by: taken_by.clone().filter(|_| status.lease.is_some()),
                         namesake,
+                        software: None,
                     });
                 }
             }

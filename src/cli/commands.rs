@@ -407,7 +407,8 @@ pub enum ClassCommand {
         db: String,
     },
     /// Per student: done, rejected finalizes, leases lost, reclaims, duplicates and
-    /// unguarded writes; sorted by done, then by the fewest rejected finalizes.
+    /// unguarded writes; sorted by done, then by the fewest rejected finalizes. Or, with
+    /// --systems, who runs what: each worker's leaselab and system.
     Scoreboard {
         /// The class's server: postgres://USER@HOST:PORT/DB.
         #[arg(long, value_name = "URL")]
@@ -415,9 +416,13 @@ pub enum ClassCommand {
         /// One round only (default: every round).
         #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<1, { i64::MAX }>)]
         round: Option<i64>,
-        /// One JSON object instead of the table.
+        /// One JSON object instead of the table (with who runs what under "workers").
         #[arg(long)]
         json: bool,
+        /// Who runs what instead of the counts: each worker's leaselab version, commit and
+        /// system, as it last joined (unknown where it did not record them).
+        #[arg(long, conflicts_with_all = ["round", "json"])]
+        systems: bool,
     },
     /// Print the command students type to join, with the password left out.
     Join {

@@ -23,7 +23,7 @@ pub use output::{runtime_error, usage_error, Out};
 #[derive(Parser, Debug)]
 #[command(
     name = "leaselab",
-    version,
+    version = leaselab::version::LONG,
     about = "Watch workers compete for a real SQLite outbox, with and without leases.",
     args_conflicts_with_subcommands = true,
     after_help = "With no command, leaselab opens lesson 2 (atomic-claim) paused, with \

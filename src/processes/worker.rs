@@ -55,6 +55,21 @@ pub enum Failure {
     /// The database cannot be used (not ours, a bad path): nothing was done.
     #[error(transparent)]
     Unusable(OutboxError),
+    /// The database is leaselab's, of a schema version this leaselab does not speak: nothing
+    /// was done. What to do is to run the leaselab the database was made with.
+    #[error(
+        "{name} cannot join {}: the database has leaselab schema version {}, this leaselab \
+         ({version}) speaks schema version {}; run the leaselab the database was made with \
+         (in a class, the teacher's: `leaselab --version` shows yours)",
+        schema.shown,
+        schema.found,
+        schema.known
+    )]
+    OtherSchema {
+        name: String,
+        version: &'static str,
+        schema: crate::engine::outbox::OtherSchema,
+    },
     /// An owner runs on the database on the scenario clock: nothing was done.
     #[error(
         "{db} is in use by {owner}, which runs on the scenario clock (seeded at {seeded}): its \
@@ -93,6 +108,7 @@ impl Failure {
             Failure::Name(_)
                 | Failure::NameInUse { .. }
                 | Failure::Unusable(_)
+                | Failure::OtherSchema { .. }
                 | Failure::OffTheWallClock { .. }
         )
     }
@@ -279,12 +295,14 @@ fn join(
     let db = Db::parse(&opts.db);
     let (mut store, origin) = db
         .join(shared.clone(), &provider, opts.messages, clock.now())
-        .map_err(|e| {
-            if e.is_bad_input() {
-                Failure::Unusable(e)
-            } else {
-                Failure::Database(e)
-            }
+        .map_err(|e| match e {
+            OutboxError::OtherSchema(schema) => Failure::OtherSchema {
+                name: opts.name.clone(),
+                version: crate::version::VERSION,
+                schema,
+            },
+            e if e.is_bad_input() => Failure::Unusable(e),
+            e => Failure::Database(e),
         })?;
     let server_now = store.server_clock_ms().ok().flatten();
     if let Some(why) = owner_off_the_wall_clock(store.as_ref(), server_now, clock.now(), &db) {
@@ -300,12 +318,7 @@ fn join(
     // Another process may hold the write lock (stopped inside its transaction): the row
     // waits as the worker's own writes do.
     wait_for_the_lock_as_long_as_it_takes(&opts.name);
-    // Its settings are its own: a watching dashboard shows these, not its own.
-    // And which process it is: a watch on this machine tells so whether it still runs.
-    let detail = match crate::engine::process_identity::ProcessIdentity::of_this_process() {
-        Some(me) => format!("{} {}", settings.recorded().detail(), me.detail()),
-        None => settings.recorded().detail(),
-    };
+    let detail = joined_detail(&settings);
     let fact = Fact::of(LeaseEventKind::Joined, clock.now(), &opts.name, &detail);
     if let Err(e) = store.record(&fact) {
         return match interrupts.try_recv() {
@@ -331,6 +344,24 @@ fn join(
         exercise: None,
     };
     Ok(Joined::Ready(ctx, events, leaving, store))
+}
+
+/// A `Joined` row's detail: the worker's settings are its own (a watching dashboard shows
+/// these, not its own), which leaselab it runs on which system (the teacher sees who runs
+/// what), and which process it is (a watch on this machine tells so whether it still runs).
+fn joined_detail(settings: &Settings) -> String {
+    let mut detail = settings.recorded().detail();
+    for more in [
+        crate::version::software().detail(),
+        crate::engine::process_identity::ProcessIdentity::of_this_process()
+            .map(|me| me.detail())
+            .unwrap_or_default(),
+    ] {
+        if !more.is_empty() {
+            detail = format!("{detail} {more}");
+        }
+    }
+    detail
 }
 
 /// Refuse to join under a name a live worker holds. A `--processes` child is not asked:

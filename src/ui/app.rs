@@ -395,7 +395,7 @@ impl App {
             | Action::FirstEvent
             | Action::LastEvent => self.replay_move(action),
             // The watch's alone, done by `act_on_class`.
-            Action::Scoreboard | Action::AddRoundPayments => {}
+            Action::Scoreboard | Action::AddRoundPayments | Action::WhoRunsWhat => {}
         }
     }
 

@@ -65,6 +65,9 @@ pub enum Action {
     Scoreboard,
     /// The watch: add a few payments to the class's current round.
     AddRoundPayments,
+    /// The watch: the workers pane shows which leaselab each worker runs, on which system,
+    /// or its work again.
+    WhoRunsWhat,
 }
 
 /// Which dashboard is on screen: each has its own keys, and its footer and help list

@@ -163,6 +163,8 @@ pub struct WorkerView {
     /// One of two workers of one name: the one that stalled, or the one started under its
     /// name.
     pub namesake: Option<Namesake>,
+    /// A worker process that recorded its joining: which leaselab it runs, on which system.
+    pub software: Option<crate::engine::software::Software>,
 }
 
 impl WorkerView {

@@ -53,6 +53,8 @@ pub struct UiState {
     pub sql: bool,
     /// Show a class's scoreboard (`B` in the watch).
     pub scoreboard: bool,
+    /// The workers pane shows which leaselab each worker runs (`V` in the watch).
+    pub who_runs_what: bool,
     /// Workers a page of the workers pane showed in the last frame.
     pub worker_page: u16,
     /// The watch's screen is held (`space`): the frame stands as it was while the rows
@@ -83,6 +85,7 @@ impl Default for UiState {
             throughput: false,
             sql: false,
             scoreboard: false,
+            who_runs_what: false,
             worker_page: 8,
             held: false,
             narration_scroll: 0,

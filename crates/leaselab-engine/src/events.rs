@@ -164,11 +164,13 @@ pub enum EventKind {
     Woke {
         how: String,
     },
-    /// A worker process joined the database with these settings of its own, and which
-    /// process it is where it could tell.
+    /// A worker process joined the database with these settings of its own, which process
+    /// it is where it could tell, and which leaselab it runs on which system (each part
+    /// unknown where the row does not say it).
     Joined {
         settings: super::outbox::RunSettings,
         process: Option<super::process_identity::ProcessIdentity>,
+        software: super::software::Software,
     },
     /// A worker process stopped between two actions (`how`: the signal that asked it to);
     /// a lease it held stays in the database until it runs out.
@@ -412,8 +414,10 @@ impl Event {
             EventKind::Woke { how } => {
                 Some(format!("WOKE ({how}): carries on with what it believed"))
             }
-            EventKind::Joined { settings, .. } => Some(format!(
-                "joined: lease {} ms, processing {} ms, leasing {}, heartbeats {}",
+            EventKind::Joined {
+                settings, software, ..
+            } => Some(format!(
+                "joined: lease {} ms, processing {} ms, leasing {}, heartbeats {}; {}",
                 settings.lease_ms,
                 settings.process_ms,
                 on_off(settings.leasing),
@@ -421,7 +425,8 @@ impl Event {
                     format!("every {} ms", settings.heartbeat_ms)
                 } else {
                     "OFF".to_string()
-                }
+                },
+                software.line()
             )),
             EventKind::Left { how, holding } => Some(match holding {
                 Some((_, key, until)) => format!(

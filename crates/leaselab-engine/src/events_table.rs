@@ -229,6 +229,7 @@ fn worker_fact(row: &LeaseEventRow) -> Option<EventKind> {
         LeaseEventKind::Joined => EventKind::Joined {
             settings: RunSettings::parse(&detail).ok()?,
             process: crate::process_identity::ProcessIdentity::in_detail(&detail),
+            software: crate::software::Software::in_detail(&detail),
         },
         LeaseEventKind::Settings => EventKind::SettingsRecorded {
             settings: RunSettings::parse(&detail).ok()?,

@@ -22,6 +22,7 @@ pub mod process_identity;
 pub mod provider;
 pub mod reconnect;
 pub mod setup;
+pub mod software;
 pub mod statements;
 pub mod stepper;
 pub mod store;

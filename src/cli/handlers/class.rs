@@ -44,7 +44,13 @@ pub(crate) fn class(c: &ClassCommand) -> ExitCode {
         ClassCommand::NewRound { db, messages, hold } => new_round(db, *messages as u64, *hold),
         ClassCommand::Hold { db } => hold(db, true),
         ClassCommand::Go { db } => hold(db, false),
-        ClassCommand::Scoreboard { db, round, json } => scoreboard(db, *round, *json),
+        ClassCommand::Scoreboard {
+            db,
+            round,
+            json,
+            systems: false,
+        } => scoreboard(db, *round, *json),
+        ClassCommand::Scoreboard { db, .. } => systems(db),
         ClassCommand::Join { db } => join(db),
     };
     match done {
@@ -99,7 +105,8 @@ fn scoreboard(db: &str, round: Option<i64>, json: bool) -> Result<String, ClassE
     let mut store = PgStore::open_existing(url(db)?)?;
     let scores = store.scoreboard(round)?;
     if json {
-        let doc = serde_json::json!({ "round": round, "students": scores });
+        let workers = store.who_runs_what()?;
+        let doc = serde_json::json!({ "round": round, "students": scores, "workers": workers });
         return serde_json::to_string_pretty(&doc)
             .map(|s| s + "\n")
             .map_err(ClassError::Json);
@@ -139,6 +146,35 @@ fn table(round: Option<i64>, scores: &[Score]) -> String {
         ));
     }
     text
+}
+
+/// Who runs what, one line per worker: its leaselab version, commit and system, each cut to
+/// its column (values read back are checked, see `engine::software`).
+fn systems(db: &str) -> Result<String, ClassError> {
+    let mut store = PgStore::open_existing(url(db)?)?;
+    let workers = store.who_runs_what()?;
+    let mut text = format!(
+        "who runs what (as each worker last joined):\n{:<w$} {:<10} {:<17} system\n",
+        "student",
+        "leaselab",
+        "commit",
+        w = NAME_CELLS
+    );
+    if workers.is_empty() {
+        text.push_str("(nobody has joined yet)\n");
+    }
+    for r in &workers {
+        let name = fit(&leaselab::engine::text::printable(&r.name), NAME_CELLS);
+        let pad = NAME_CELLS.saturating_sub(name.width());
+        text.push_str(&format!(
+            "{name}{:pad$} {:<10} {:<17} {}\n",
+            "",
+            fit(&r.software.version_shown(), 10),
+            fit(&r.software.commit_shown(), 17),
+            fit(&r.system, 24),
+        ));
+    }
+    Ok(text)
 }
 
 /// `name` cut to `cells` terminal cells, with an ellipsis when cut.

@@ -1,6 +1,7 @@
 //! A class in the watch: the scoreboard pane (`B`, read from the class's PostgreSQL server
 //! as `leaselab class scoreboard` reads it), `P` adding five payments to the current round,
-//! and the command students type, shown until the first worker joins.
+//! `V` showing who runs what in the workers pane, and the command students type, shown
+//! until the first worker joins.
 
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,14 @@ impl App {
             Action::Scoreboard => {
                 self.ui.scoreboard = !self.ui.scoreboard;
                 self.class.read_at = None;
+            }
+            Action::WhoRunsWhat => {
+                self.ui.who_runs_what = !self.ui.who_runs_what;
+                self.ui.say(if self.ui.who_runs_what {
+                    "workers: each one's leaselab and system, as it joined (V: their work)"
+                } else {
+                    "workers: their work (V: each one's leaselab and system)"
+                });
             }
             Action::AddRoundPayments => {
                 let mut added = 0;

@@ -178,6 +178,7 @@ impl External {
                     frozen: state == WorkerState::Paused,
                     taken_by,
                     namesake: None,
+                    software: self.witness.software(slot).cloned(),
                 }
             })
             .collect()

@@ -433,6 +433,7 @@ impl App {
             frozen,
             taken_by,
             namesake,
+            software: None,
         };
         view.frozen &= view.alive();
         view

@@ -6,6 +6,7 @@
 use crate::engine::events::{Event, EventKind};
 use crate::engine::outbox::RunSettings;
 use crate::engine::process_identity::ProcessIdentity;
+use crate::engine::software::Software;
 use crate::ui::snapshot::{Setting, SettingsView};
 
 /// What was last recorded about a worker itself.
@@ -35,6 +36,8 @@ pub struct Witness {
     joined: Vec<Option<RunSettings>>,
     /// By slot: which process it said it is when it joined, where it could tell.
     processes: Vec<Option<ProcessIdentity>>,
+    /// By slot: which leaselab it said it runs when it joined, on which system.
+    software: Vec<Option<Software>>,
     /// The settings the engine's worker threads ran with, as last recorded.
     engine: Option<RunSettings>,
 }
@@ -51,6 +54,7 @@ impl Witness {
             self.fates.resize(slot + 1, Fate::Working);
             self.joined.resize(slot + 1, None);
             self.processes.resize(slot + 1, None);
+            self.software.resize(slot + 1, None);
         }
         self.names[slot] = ev.actor.clone();
         let fate = &mut self.fates[slot];
@@ -74,10 +78,15 @@ impl Witness {
                 *fate = Fate::Working
             }
             EventKind::Left { .. } => *fate = Fate::Left,
-            EventKind::Joined { settings, process } => {
+            EventKind::Joined {
+                settings,
+                process,
+                software,
+            } => {
                 *fate = Fate::Working;
                 self.joined[slot] = Some(*settings);
                 self.processes[slot] = process.clone();
+                self.software[slot] = Some(software.clone());
             }
             // A worker recorded as gone that acts again is a new process under its name.
             EventKind::Claimed { .. } | EventKind::Loaded { .. }
@@ -102,6 +111,12 @@ impl Witness {
     /// Which process the worker in `slot` said it is when it joined, if it could tell.
     pub fn process(&self, slot: usize) -> Option<&ProcessIdentity> {
         self.processes.get(slot).and_then(Option::as_ref)
+    }
+
+    /// Which leaselab the worker in `slot` said it runs when it joined (each part unknown
+    /// where its row does not say); None for a worker that recorded no joining.
+    pub fn software(&self, slot: usize) -> Option<&Software> {
+        self.software.get(slot).and_then(Option::as_ref)
     }
 
     pub fn count(&self) -> usize {

@@ -338,6 +338,16 @@ pub const BINDINGS: &[Binding] = &[
         action: Action::Scoreboard,
     },
     Binding {
+        modes: WATCH,
+        differs: &[],
+        keys: &[Key::Char('V')],
+        label: "V",
+        hint: "",
+        help: "the workers pane shows each worker's leaselab and system, as it joined, or its work again",
+        section: Section::View,
+        action: Action::WhoRunsWhat,
+    },
+    Binding {
         modes: LIVE,
         differs: &[],
         keys: &[Key::Char('p')],

@@ -1,5 +1,6 @@
 //! The workers panel: one line per worker with its state, what it owns, how many it
-//! finished. `▶` marks the selected worker, `→` the one a single step moves next.
+//! finished; or, in the watch after `V`, which leaselab it runs on which system. `▶` marks
+//! the selected worker, `→` the one a single step moves next.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -7,6 +8,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{fit, ms_label, pane, styled};
+use crate::engine::software::Software;
 use crate::engine::worker::WorkerState;
 use crate::ui::snapshot::{Snapshot, WorkerView};
 use crate::ui::state::UiState;
@@ -23,7 +25,10 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
     let wide = inner.width >= WIDE;
     let rows = inner.height as usize;
     // Narrow, the columns are named unless the page must be: the help names them too.
-    let block = if wide || s.workers.len() > rows {
+    let who = ui.who_runs_what;
+    let block = if who && s.workers.len() <= rows {
+        block.title(styled(" leaselab · system ", t.dim))
+    } else if wide || who || s.workers.len() > rows {
         block
     } else {
         block.title(styled(" state · owns · done ", t.dim))
@@ -49,8 +54,21 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
         .iter()
         .map(|w| unicode_width::UnicodeWidthStr::width(w.label(!wide).as_str()))
         .max()
-        .unwrap_or(0)
-        .clamp(NAME_W, NAME_W + 8);
+        .unwrap_or(0);
+    // Who runs what needs the room for its words: the names take no more than they need,
+    // and give way (cut with `…`) to a version and a system.
+    let name_w = if who {
+        let words = s
+            .workers
+            .iter()
+            .map(|w| short_software(w).chars().count())
+            .max()
+            .unwrap_or(0);
+        let room = (inner.width as usize).saturating_sub(2 + 1 + words);
+        name_w.min(room).clamp(4, NAME_W + 8)
+    } else {
+        name_w.clamp(NAME_W, NAME_W + 8)
+    };
     let view = View {
         now_ms: s.now_ms,
         selected: ui.selected,
@@ -63,7 +81,10 @@ pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, ui: &UiState, t: &The
         .iter()
         .skip(first)
         .take(rows)
-        .map(|w| view.line(w, inner.width as usize, s.next_mover == Some(w.slot)))
+        .map(|w| match who {
+            true => view.software(w, inner.width as usize),
+            false => view.line(w, inner.width as usize, s.next_mover == Some(w.slot)),
+        })
         .collect();
     frame.render_widget(Paragraph::new(lines).block(block), area);
 }
@@ -94,7 +115,49 @@ struct View<'t> {
     t: &'t Theme,
 }
 
+/// Which leaselab a worker runs, as much as `width` has room for: its version, commit and
+/// system, then without the commit, then the version alone. A part its row did not record
+/// is `unknown`; a worker that recorded no joining at all is `unknown` whole.
+fn software_text(w: &WorkerView, width: usize) -> String {
+    let Some(sw) = w.software.as_ref().filter(|s| **s != Software::default()) else {
+        return "unknown".to_string();
+    };
+    let version = sw.version_shown();
+    [
+        format!("{version} ({}) {}", sw.commit_shown(), sw.system()),
+        short_software(w),
+    ]
+    .into_iter()
+    .find(|c| c.chars().count() <= width)
+    .unwrap_or_else(|| fit(&version, width))
+}
+
+/// The version and the system, without the commit: what the pane keeps room for.
+fn short_software(w: &WorkerView) -> String {
+    match w.software.as_ref().filter(|s| **s != Software::default()) {
+        Some(sw) => format!("{} {}", sw.version_shown(), sw.system()),
+        None => "unknown".to_string(),
+    }
+}
+
 impl View<'_> {
+    /// A worker's line in the watch after `V`: its name, then which leaselab it runs.
+    fn software<'a>(&self, w: &WorkerView, width: usize) -> Line<'a> {
+        let t = self.t;
+        let selected = w.slot == self.selected;
+        let name_style = if selected { t.selected } else { t.header };
+        let room = width.saturating_sub(2 + self.name_w + 1);
+        let text = software_text(w, room);
+        let style = if text == "unknown" { t.dim } else { t.base };
+        Line::from(vec![
+            styled(if selected { "▶" } else { " " }, t.selected),
+            Span::raw(" "),
+            styled(super::pad(&w.label(!self.wide), self.name_w), name_style),
+            Span::raw(" "),
+            styled(text, style),
+        ])
+    }
+
     fn line<'a>(&self, w: &WorkerView, width: usize, next: bool) -> Line<'a> {
         let (t, wide) = (self.t, self.wide);
         let selected = w.slot == self.selected;

@@ -27,6 +27,22 @@ pub enum DbCause {
     Postgres(#[from] postgres::Error),
 }
 
+/// A leaselab database of another schema version than this leaselab's: left untouched. Its
+/// numbers are kept apart, so that a worker can say what to do about them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{shown} is a leaselab database of schema version {found}, this leaselab knows version \
+     {known}; refusing to touch it"
+)]
+pub struct OtherSchema {
+    /// The database as errors name it.
+    pub shown: String,
+    /// The schema version the database says it has.
+    pub found: i32,
+    /// The schema version this leaselab speaks.
+    pub known: i32,
+}
+
 /// Each variant shows one line, the same words whatever the cause kept under it.
 #[derive(Debug, thiserror::Error)]
 pub enum OutboxError {
@@ -42,6 +58,9 @@ pub enum OutboxError {
     /// The file or database exists and is not a leaselab outbox; it was left untouched.
     #[error("{}", one_line(.0))]
     Foreign(String),
+    /// The database is leaselab's, of another schema version; it was left untouched.
+    #[error(transparent)]
+    OtherSchema(OtherSchema),
     /// Another leaselab process holds the database; it was left untouched.
     #[error("{}", one_line(.0))]
     InUse(String),
@@ -70,6 +89,7 @@ impl OutboxError {
         matches!(
             self,
             OutboxError::Foreign(_)
+                | OutboxError::OtherSchema(_)
                 | OutboxError::InUse(_)
                 | OutboxError::BadPath(_)
                 | OutboxError::Unreachable(_)

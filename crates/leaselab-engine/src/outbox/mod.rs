@@ -10,7 +10,7 @@ mod stamped;
 mod status;
 mod types;
 
-pub use error::{DbCause, Failure, OutboxError, Result};
+pub use error::{DbCause, Failure, OtherSchema, OutboxError, Result};
 pub use record::{
     checked_detail, Fact, LeaseEventRow, Recording, RunSettings, StudentStatement, CRASH_PANIC,
     CRASH_TOLD, REPLAYED,

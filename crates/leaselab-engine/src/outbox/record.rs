@@ -176,8 +176,9 @@ impl RunSettings {
             let (key, value) = pair
                 .split_once('=')
                 .ok_or_else(|| "settings are not KEY=VALUE pairs".to_string())?;
-            // A worker process's identity, after its settings: not a setting.
-            if key == crate::process_identity::PROCESS_KEY {
+            // A worker process's identity and its software, after its settings: no setting.
+            if key == crate::process_identity::PROCESS_KEY || crate::software::Software::is_key(key)
+            {
                 continue;
             }
             let at = KEYS
@@ -242,7 +243,10 @@ mod tests {
         };
         assert_eq!(RunSettings::parse(&s.detail()), Ok(s));
         // A worker process's identity after them is not a setting.
-        let joined = format!("{} process=42:7:0a-1b:4026531836", s.detail());
+        let joined = format!(
+            "{} leaselab=0.1.0 commit=f3fb608 target=aarch64-apple-darwin process=42:7:0a-1b:4026531836",
+            s.detail()
+        );
         assert_eq!(RunSettings::parse(&joined), Ok(s));
         let student = RunSettings { student: true, ..s };
         assert!(student.detail().ends_with(" statements=student"));

@@ -12,6 +12,7 @@ use super::{PgError, PgStore, Result, MAKE_LOCK};
 use crate::events::ENGINE;
 use crate::outbox::{amount_for, payment_key};
 use crate::provider::Provider;
+use crate::software::Software;
 
 /// Whether the teacher holds the class.
 const HELD_SQL: &str = "SELECT Held FROM LeaselabMarker";
@@ -58,6 +59,28 @@ SELECT ev.Worker,
   FROM ev LEFT JOIN firsts USING (MessageId)
  GROUP BY ev.Worker
  ORDER BY done DESC, rejected ASC, ev.Worker";
+
+/// Who runs what: a worker's name and the leaselab its last `Joined` row names (each part
+/// unknown where no row says it: an older worker, or none that joined).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Runs {
+    /// The worker's name, as it wrote its events (untrusted: print it through `printable`).
+    pub name: String,
+    #[serde(flatten)]
+    pub software: Software,
+    /// The system as a person names it (`macOS aarch64`), or `unknown`.
+    pub system: String,
+}
+
+/// Every worker that wrote a row, by name, with the detail of its last `Joined` row (cut
+/// to a length no detail of ours reaches: a row is untrusted).
+const RUNS_SQL: &str = "
+SELECT w.Worker,
+       (SELECT left(j.Detail, 1000) FROM LeaseEvents j
+         WHERE j.Worker = w.Worker AND j.Kind = 'Joined' ORDER BY j.Seq DESC LIMIT 1)
+  FROM (SELECT DISTINCT Worker FROM LeaseEvents WHERE Worker <> $1) w
+ ORDER BY w.Worker
+ LIMIT 10000";
 
 /// Why a scoreboard or a round could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -173,6 +196,24 @@ impl PgStore {
             )?
             .iter()
             .map(|r| r.get(0))
+            .collect())
+    }
+
+    /// Who runs what: every worker that wrote a row, by name, with the leaselab it last
+    /// joined with.
+    pub fn who_runs_what(&mut self) -> Result<Vec<Runs>> {
+        let rows = self.client().query(RUNS_SQL, &[&ENGINE])?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let detail: Option<String> = r.get(1);
+                let software = Software::in_detail(detail.as_deref().unwrap_or(""));
+                Runs {
+                    name: r.get(0),
+                    system: software.system(),
+                    software,
+                }
+            })
             .collect())
     }
 

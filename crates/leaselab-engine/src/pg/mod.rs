@@ -99,7 +99,7 @@ use postgres::{Client, Config, NoTls, Statement};
 use super::outbox::{DbOrigin, Durability, LeaseClock, StoreShared};
 
 pub use cancel::cancel_all;
-pub use class::{Score, ScoreError};
+pub use class::{Runs, Score, ScoreError};
 pub use session::{is_this_process, name_sessions, named_in, session_name, SESSION_PREFIX};
 pub use tail::PgTail;
 
@@ -170,6 +170,8 @@ pub enum PgError {
     Refused(String),
     /// The database holds something that is not a leaselab outbox; it was left untouched.
     Foreign(String),
+    /// The database is leaselab's, of another schema version; it was left untouched.
+    OtherSchema(crate::outbox::OtherSchema),
     /// Another leaselab engine holds the database; it was left untouched.
     InUse(String),
 }
@@ -183,6 +185,7 @@ impl fmt::Display for PgError {
             | PgError::Refused(m)
             | PgError::Foreign(m)
             | PgError::InUse(m) => f.write_str(m),
+            PgError::OtherSchema(o) => o.fmt(f),
         }
     }
 }
@@ -196,6 +199,7 @@ impl PgError {
                 | PgError::Unreachable(_)
                 | PgError::Refused(_)
                 | PgError::Foreign(_)
+                | PgError::OtherSchema(_)
                 | PgError::InUse(_)
         )
     }
@@ -576,15 +580,17 @@ fn identify(tx: &mut postgres::Transaction<'_>, shown: &str) -> Result<Identity>
     match marker.as_slice() {
         [(_, version)] if *version == SCHEMA_VERSION => {}
         [(_, version)] => {
-            return Err(PgError::Foreign(format!(
-                "{shown} is a leaselab database of schema version {version}, this leaselab knows version {SCHEMA_VERSION}; refusing to touch it"
-            )))
+            return Err(PgError::OtherSchema(crate::outbox::OtherSchema {
+                shown: shown.to_string(),
+                found: *version,
+                known: SCHEMA_VERSION,
+            }))
         }
         _ => {
             return Err(PgError::Foreign(format!(
-                "{shown} has a LeaselabMarker table with {} rows instead of one; refusing to touch it",
-                marker.len()
-            )))
+            "{shown} has a LeaselabMarker table with {} rows instead of one; refusing to touch it",
+            marker.len()
+        )))
         }
     }
     if let Some(missing) = TABLES.iter().find(|t| !tables.iter().any(|h| h == *t)) {

@@ -11,6 +11,7 @@ impl From<PgError> for OutboxError {
     fn from(e: PgError) -> OutboxError {
         match e {
             PgError::Foreign(m) => OutboxError::Foreign(m),
+            PgError::OtherSchema(o) => OutboxError::OtherSchema(o),
             PgError::InUse(m) => OutboxError::InUse(m),
             PgError::BadUrl(m) | PgError::Refused(m) => OutboxError::BadPath(m),
             PgError::Unreachable(m) => OutboxError::Unreachable(m),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rusqlite::{Connection, OpenFlags};
 
 use super::conn::End;
-use crate::outbox::Failure;
+use crate::outbox::{Failure, OtherSchema};
 
 use super::{
     DbOrigin, Durability, OutboxError, Result, Store, StoreShared, APPLICATION_ID, MAX_PATH_BYTES,
@@ -178,9 +178,11 @@ fn marker_and_schema(conn: &Connection, shown: &str) -> Result<Identity> {
         )));
     }
     if ours && version != SCHEMA_VERSION {
-        return Err(OutboxError::Foreign(format!(
-            "{shown} is a leaselab database of schema version {version}, this leaselab knows version {SCHEMA_VERSION}; refusing to touch it"
-        )));
+        return Err(OutboxError::OtherSchema(OtherSchema {
+            shown: shown.to_string(),
+            found: version,
+            known: SCHEMA_VERSION,
+        }));
     }
     let difference = schema_difference(conn).map_err(unreadable)?;
     match (ours, difference) {
