@@ -550,3 +550,67 @@ fn a_worker_stops_in_one_line_when_its_file_is_deleted_or_replaced() {
         "{stderr}"
     );
 }
+
+/// A `--processes` child as its dashboard starts it: held, its lifeline (standard input) a
+/// pipe from the test.
+fn held_child(db: &Path) -> std::process::Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_leaselab"));
+    cmd.args(["worker", "--db"])
+        .arg(db)
+        .args(["--name", "Worker-A", "--messages", "1"])
+        // Its one payment in hand for ten minutes: only leaving gives it back.
+        .args(["--lease-ms", "1200000", "--process-ms", "600000"])
+        .env(leaselab::processes::CHILD_ENV, "1")
+        .env(leaselab::processes::HOLD_ENV, "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    leaselab::platform::children::detach(&mut cmd);
+    cmd.spawn().expect("start a held worker")
+}
+
+#[test]
+fn a_held_child_freezes_wakes_and_ends_when_its_lifeline_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let mut child = held_child(&db);
+    use leaselab::platform::children::set_frozen;
+    set_frozen(&child, true).unwrap();
+    assert!(child.try_wait().unwrap().is_none(), "held, then frozen");
+    set_frozen(&child, false).unwrap();
+    assert!(child.try_wait().unwrap().is_none(), "held, it waits");
+    // Its dashboard gone: the pipe closes, and the child ends untouched by the database.
+    drop(child.stdin.take());
+    let status = wait_for("the held child to end", || child.try_wait().unwrap());
+    assert_eq!(status.code(), Some(129), "it ends as a hang-up does");
+    assert!(!db.exists(), "held, it never opened the database");
+}
+
+#[test]
+fn a_started_child_whose_lifeline_closes_gives_its_lease_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let mut child = held_child(&db);
+    {
+        use std::io::Write;
+        let pipe = child.stdin.as_mut().unwrap();
+        pipe.write_all(&[leaselab::processes::lifeline::START])
+            .unwrap();
+        pipe.flush().unwrap();
+    }
+    wait_for("its claim", || {
+        events(&db)
+            .iter()
+            .any(|r| r.kind == LeaseEventKind::Claimed)
+            .then_some(())
+    });
+    drop(child.stdin.take());
+    let status = wait_for("the child to end", || child.try_wait().unwrap());
+    assert_eq!(status.code(), Some(129));
+    let released: Vec<_> = events(&db)
+        .into_iter()
+        .filter(|r| r.kind == LeaseEventKind::Retry)
+        .map(|r| r.detail.unwrap_or_default())
+        .collect();
+    assert_eq!(released, vec!["released: its dashboard ended".to_string()]);
+}

@@ -65,30 +65,3 @@ pub fn kill_group(child: &mut Child) {
 pub fn ended_how(status: ExitStatus) -> String {
     system::ended_how(status)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_frozen_child_can_be_woken_and_killed() {
-        // This test binary, asked to list its tests, is a child that ends by itself.
-        let mut cmd = Command::new(std::env::current_exe().unwrap());
-        cmd.arg("--list")
-            .stdout(std::process::Stdio::null())
-            .stdin(std::process::Stdio::null());
-        detach(&mut cmd);
-        let mut child = cmd.spawn().unwrap();
-        adopt(&child).unwrap();
-        // It may have ended already: then freezing it fails, and that is all.
-        if set_frozen(&child, true).is_ok() {
-            assert!(
-                child.try_wait().unwrap().is_none(),
-                "frozen, it has not ended"
-            );
-            set_frozen(&child, false).unwrap();
-        }
-        let status = child.wait().unwrap();
-        assert!(status.success(), "{}", ended_how(status));
-    }
-}
