@@ -428,4 +428,28 @@ fn a_windows_worker_and_a_linux_worker_share_a_class_round_over_tcp() {
         "both did payments: {board:?}"
     );
     assert_eq!(linux_done + windows_done, PAYMENTS, "{board:?}");
+    // Who runs what: each laptop's leaselab and system, as it said when it joined.
+    let out = Leaselab::Linux
+        .command()
+        .args(["class", "scoreboard", "--db", url, "--json"])
+        .output()
+        .expect("run leaselab");
+    assert!(out.status.success(), "{}", shown(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let system = |name: &str| {
+        doc["workers"]
+            .as_array()
+            .and_then(|w| w.iter().find(|r| r["name"] == name))
+            .map(|r| (r["system"].clone(), r["version"].clone()))
+            .unwrap_or_else(|| panic!("{name} is not among the workers: {doc}"))
+    };
+    let version = serde_json::Value::from(env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        system("windows-laptop"),
+        ("Windows x86_64".into(), version.clone())
+    );
+    assert_eq!(
+        system("linux-laptop"),
+        (format!("Linux {}", std::env::consts::ARCH).into(), version)
+    );
 }
