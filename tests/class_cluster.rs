@@ -22,10 +22,6 @@ use std::time::{Duration, Instant};
 
 use class_support::{count, counted, drained, processed_once, scoreboard};
 use leaselab::engine::backend::Db;
-use leaselab::engine::checker;
-use leaselab::engine::events_table::Translator;
-use leaselab::engine::ledger::Ledger;
-use leaselab::engine::pg::PgStore;
 use leaselab::ui::app::App;
 use pg_server::PgServer;
 use support::frame_lines;
@@ -221,27 +217,6 @@ fn ctrl_c_gives_the_lease_back(url: &str, holder: WorkerProcess, key: &str) {
     );
 }
 
-/// What the events table alone says: every payment processed once, by the history
-/// checker, and a replay of the class loads as any run's.
-fn the_history_checks(url: &str, total: u64) {
-    let mut ledger = Ledger::new();
-    let mut t = Translator::new();
-    let rows = PgStore::open_url(url)
-        .and_then(|mut s| s.all_events_after(0, 1_000_000))
-        .unwrap();
-    for row in rows {
-        for ev in t.events(&row) {
-            ledger.apply(&ev);
-        }
-    }
-    let reader = Db::Postgres(url.to_string()).open_reader().unwrap();
-    let check = checker::check(&ledger, &reader.messages(0, 100_000).unwrap());
-    assert!(check.passed(), "{check:?}");
-    assert_eq!(check.processed, total);
-    let replay = leaselab::ui::app::Recording::load(&Db::Postgres(url.to_string()));
-    assert!(replay.is_ok(), "{:?}", replay.err());
-}
-
 /// Round 1 (made held): four students join while the class is held, one after another,
 /// and nobody claims; on `go`, two more join while the others work, and the round is done.
 fn round_one(url: &str) -> Vec<WorkerProcess> {
@@ -385,7 +360,13 @@ fn ten_students_a_restart_a_fast_clock_and_a_ctrl_c_and_every_payment_is_paid_on
     assert_eq!(lost_or_rejected(url), Vec::<String>::new());
     let (twice, finalized) = processed_once(url);
     assert_eq!((twice, finalized), (0, 160), "every payment finalized once");
-    the_history_checks(url, 160);
+    class_support::history_checks(url, 160);
+    let replay = leaselab::ui::app::Recording::load(&Db::Postgres(url.to_string()));
+    assert!(
+        replay.is_ok(),
+        "a replay of the class loads: {:?}",
+        replay.err()
+    );
     for round in [Some(1), Some(2), None] {
         let (said, counted) = (scoreboard(url, round), counted(url, round));
         assert_eq!(said, counted, "round {round:?}");

@@ -25,11 +25,6 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use class_support::{counted, drained, processed_once, scoreboard};
-use leaselab::engine::backend::Db;
-use leaselab::engine::checker;
-use leaselab::engine::events_table::Translator;
-use leaselab::engine::ledger::Ledger;
-use leaselab::engine::pg::PgStore;
 use pg_server::PgServer;
 use serde_json::Value;
 use support::processes::{wait_for, DEADLINE, POLL};
@@ -344,24 +339,6 @@ fn teacher(args: &[&str]) -> String {
     text(&o.stdout)
 }
 
-/// What the events table alone says: every payment processed once, by the history checker.
-fn the_history_checks(url: &str, total: u64) {
-    let mut ledger = Ledger::new();
-    let mut t = Translator::new();
-    let rows = PgStore::open_url(url)
-        .and_then(|mut s| s.all_events_after(0, 1_000_000))
-        .unwrap();
-    for row in rows {
-        for ev in t.events(&row) {
-            ledger.apply(&ev);
-        }
-    }
-    let reader = Db::Postgres(url.to_string()).open_reader().unwrap();
-    let check = checker::check(&ledger, &reader.messages(0, 100_000).unwrap());
-    assert!(check.passed(), "{check:?}");
-    assert_eq!(check.processed, total);
-}
-
 #[test]
 fn a_windows_worker_and_a_linux_worker_share_a_class_round_over_tcp() {
     let Some(windows) = wine::windows() else {
@@ -412,7 +389,7 @@ fn a_windows_worker_and_a_linux_worker_share_a_class_round_over_tcp() {
         (0, PAYMENTS),
         "every payment finalized once"
     );
-    the_history_checks(url, PAYMENTS as u64);
+    class_support::history_checks(url, PAYMENTS as u64);
     let board = scoreboard(url, Some(1));
     assert_eq!(board, counted(url, Some(1)));
     let done = |name: &str| {

@@ -118,16 +118,13 @@ impl WorkerProcesses {
         if held {
             cmd.env(HOLD_ENV, "1");
         }
-        let failed = |source| FleetError::Start {
+        let child = cmd.spawn().map_err(|source| FleetError::Start {
             name: name.to_string(),
             source,
-        };
-        let mut child = cmd.spawn().map_err(failed)?;
-        if let Err(e) = children::adopt(&child) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(failed(e));
-        }
+        })?;
+        // Where the system will not take it (a job that allows no other), its lifeline
+        // still ends it with the dashboard, unless it is frozen then.
+        let _ = children::adopt(&child);
         Ok(child)
     }
 

@@ -123,3 +123,27 @@ pub fn scoreboard(url: &str, round: Option<i64>) -> Vec<Value> {
     students.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     students
 }
+
+/// What the events table alone says: every payment processed once, by the history checker
+/// over the events as a replay reads them, against the outbox's rows.
+pub fn history_checks(url: &str, total: u64) {
+    use leaselab::engine::backend::Db;
+    use leaselab::engine::checker;
+    use leaselab::engine::events_table::Translator;
+    use leaselab::engine::ledger::Ledger;
+    use leaselab::engine::pg::PgStore;
+    let mut ledger = Ledger::new();
+    let mut t = Translator::new();
+    let rows = PgStore::open_url(url)
+        .and_then(|mut s| s.all_events_after(0, 1_000_000))
+        .unwrap();
+    for row in rows {
+        for ev in t.events(&row) {
+            ledger.apply(&ev);
+        }
+    }
+    let reader = Db::Postgres(url.to_string()).open_reader().unwrap();
+    let check = checker::check(&ledger, &reader.messages(0, 100_000).unwrap());
+    assert!(check.passed(), "{check:?}");
+    assert_eq!(check.processed, total);
+}

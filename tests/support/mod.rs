@@ -36,30 +36,35 @@ pub fn leaselab(args: &[&str], cwd: &Path) -> Output {
 }
 
 /// Run the real binary like [`leaselab`], but kill it and fail if it has not ended by the
-/// deadline: for input that once made it block or read forever. Its output goes to files,
-/// so however much it writes it never waits on a reader.
+/// deadline: for input that once made it block or read forever.
 pub fn leaselab_bounded(args: &[&str], cwd: &Path) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_leaselab"));
+    cmd.args(args).current_dir(cwd).env("NO_COLOR", "1");
+    bounded(cmd, DEADLINE, &format!("leaselab {args:?}"))
+}
+
+/// Run `cmd` to its end with no input, killing it and failing (naming `what`) if it has not
+/// ended by `deadline`. Its output goes to files, so however much it writes it never waits
+/// on a reader.
+pub fn bounded(mut cmd: Command, deadline: Duration, what: &str) -> Output {
     use std::io::Seek;
     let mut out = tempfile::tempfile().expect("a file for stdout");
     let mut err = tempfile::tempfile().expect("a file for stderr");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
-        .args(args)
-        .current_dir(cwd)
-        .env("NO_COLOR", "1")
+    let mut child = cmd
         .stdin(std::process::Stdio::null())
         .stdout(out.try_clone().unwrap())
         .stderr(err.try_clone().unwrap())
         .spawn()
-        .expect("run leaselab");
+        .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
     let start = Instant::now();
     let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for leaselab") {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
             break status;
         }
-        if start.elapsed() > DEADLINE {
+        if start.elapsed() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("leaselab {args:?} was still running after {DEADLINE:?}; killed");
+            panic!("{what} was still running after {deadline:?}; killed");
         }
         std::thread::sleep(Duration::from_millis(20));
     };

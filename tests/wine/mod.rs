@@ -12,7 +12,7 @@
 //! `/usr/lib/wine/wine64`, then `wine`); `LEASELAB_WINE=none` runs `LEASELAB_WINDOWS_EXE`
 //! directly, which checks the tests themselves with a native binary in its place.
 
-use std::io::{Read, Seek, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -245,41 +245,7 @@ impl Prefix {
     }
 }
 
-/// Run `cmd` to its end, at most `deadline`, then its output: killed past the deadline, and
-/// the test fails naming `what`. Its output goes to files, so it never waits on a reader.
-pub fn bounded(mut cmd: Command, deadline: Duration, what: &str) -> Output {
-    let mut out = tempfile::tempfile().expect("a file for stdout");
-    let mut err = tempfile::tempfile().expect("a file for stderr");
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(out.try_clone().unwrap())
-        .stderr(err.try_clone().unwrap())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the child") {
-            break status;
-        }
-        if start.elapsed() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} was still running after {deadline:?}; killed");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let read = |f: &mut std::fs::File| {
-        let mut bytes = Vec::new();
-        f.rewind().unwrap();
-        f.read_to_end(&mut bytes).unwrap();
-        bytes
-    };
-    Output {
-        status,
-        stdout: read(&mut out),
-        stderr: read(&mut err),
-    }
-}
+pub use crate::support::bounded;
 
 /// [`bounded`], which must succeed.
 fn checked(cmd: Command, deadline: Duration, what: &str) -> Output {
