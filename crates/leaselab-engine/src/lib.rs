@@ -24,6 +24,8 @@ pub mod reconnect;
 pub mod setup;
 pub mod software;
 pub mod statements;
+mod stopping;
+pub use stopping::{stop_waiting, wait_again};
 pub mod stepper;
 pub mod store;
 pub mod student;
@@ -49,18 +51,6 @@ use store::{DbOrigin, Durability, OutboxError, Store, StoreShared};
 use worker::{Control, Settings, WorkerContext, WorkerHandle, WorkerState};
 use worker_id::WorkerId;
 
-/// A stopping signal arrived: every wait for a locked SQLite file gives up at once, and every
-/// statement running on a PostgreSQL connection of this process is cancelled.
-pub fn stop_waiting() {
-    store::stop_waiting_for_the_lock();
-    pg::cancel_all();
-}
-
-/// The work that a stop ended has ended: the few writes of leaving (a lease given back, a
-/// `Left` row) wait for a locked SQLite file again, until the next stop.
-pub fn wait_again() {
-    store::wait_for_the_lock_again();
-}
 
 /// The most workers an engine runs (Worker-A to Worker-Z).
 pub const MAX_WORKERS: usize = 26;
