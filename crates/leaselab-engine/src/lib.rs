@@ -51,7 +51,6 @@ use store::{DbOrigin, Durability, OutboxError, Store, StoreShared};
 use worker::{Control, Settings, WorkerContext, WorkerHandle, WorkerState};
 use worker_id::WorkerId;
 
-
 /// The most workers an engine runs (Worker-A to Worker-Z).
 pub const MAX_WORKERS: usize = 26;
 
