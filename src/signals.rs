@@ -83,7 +83,7 @@ pub fn stop_this_process() {
 /// `SIGTERM` for 15 (`Ctrl-Break` on Windows for 21).
 pub fn name(signo: i32) -> String {
     if signo == DASHBOARD_GONE {
-        return "its dashboard ended".to_string();
+        return "the end of its dashboard".to_string();
     }
     system::name(signo).map_or_else(|| format!("signal {signo}"), str::to_string)
 }

@@ -212,10 +212,9 @@ fn releases(db: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
-#[test]
-fn a_dashboard_killed_without_warning_leaves_no_worker_and_no_lease_behind() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("fleet.db");
+/// A `--processes` dashboard on `db` whose two workers each hold a lease for ten minutes,
+/// Worker-A frozen: its pid and its children's.
+fn a_fleet_holding_leases(db: &Path) -> (Dashboard, Vec<u32>) {
     // Each worker holds its lease for ten minutes: only leaving gives it back.
     let mut d = Dashboard::open(&[
         "--processes",
@@ -237,7 +236,7 @@ fn a_dashboard_killed_without_warning_leaves_no_worker_and_no_lease_behind() {
     wait_until("both workers holding a lease", || {
         use leaselab::engine::outbox::prelude::*;
         use leaselab::engine::store::{OutboxStatus, Store};
-        Store::open_read_only(&db)
+        Store::open_read_only(db)
             .and_then(|s| s.messages(0, 100))
             .is_ok_and(|rows| {
                 rows.iter()
@@ -252,6 +251,14 @@ fn a_dashboard_killed_without_warning_leaves_no_worker_and_no_lease_behind() {
     wait_until("Worker-A stopped", || {
         kids.iter().any(|p| state_of(*p) == Some('T'))
     });
+    (d, kids)
+}
+
+#[test]
+fn a_dashboard_killed_without_warning_leaves_no_worker_and_no_lease_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("fleet.db");
+    let (mut d, kids) = a_fleet_holding_leases(&db);
     // SIGKILL: no quit, no drop, no clean-up in the dashboard.
     assert_eq!(
         unsafe { libc::kill(d.pid as libc::pid_t, libc::SIGKILL) },
@@ -277,14 +284,44 @@ fn a_dashboard_killed_without_warning_leaves_no_worker_and_no_lease_behind() {
     });
     assert_eq!(released[0].0, "Worker-A", "{released:?}");
     assert!(
-        ["released: SIGHUP", "released: its dashboard ended"].contains(&released[0].1.as_str()),
+        ["released: SIGHUP", "released: the end of its dashboard"]
+            .contains(&released[0].1.as_str()),
         "{released:?}"
     );
     assert_eq!(
         released[1],
         (
             "Worker-B".to_string(),
-            "released: its dashboard ended".to_string()
+            "released: the end of its dashboard".to_string()
         )
+    );
+}
+
+#[test]
+fn a_dashboard_that_quits_has_its_workers_give_their_leases_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("fleet.db");
+    let (mut d, kids) = a_fleet_holding_leases(&db);
+    d.press("q");
+    assert!(d.wait_for_exit().success());
+    // Gone by the time the dashboard is: it waited for them.
+    assert!(
+        kids.iter().all(|p| gone(*p)),
+        "a worker outlived its dashboard"
+    );
+    let mut released = releases(&db);
+    released.sort();
+    assert_eq!(
+        released,
+        vec![
+            (
+                "Worker-A".to_string(),
+                "released: the end of its dashboard".to_string()
+            ),
+            (
+                "Worker-B".to_string(),
+                "released: the end of its dashboard".to_string()
+            ),
+        ]
     );
 }

@@ -447,3 +447,60 @@ fn a_clock_skew_beyond_a_day_is_refused_in_one_line_before_the_database_is_touch
         assert!(!path.exists(), "{bad}");
     }
 }
+
+/// A worker that leaves waits for the lock to give its lease back, whatever stops come
+/// while it waits: two Ctrl-Cs (or a dashboard's end, which comes as its pipe closing and
+/// the kernel's hang-up) while another connection holds the SQLite file's write lock. It
+/// cannot end before the lock is free (it has a release to write), and once free, it
+/// writes it.
+#[test]
+fn a_second_stop_does_not_cancel_the_leaving() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("outbox.db");
+    let long = [
+        "--messages",
+        "1",
+        "--lease-ms",
+        "1000000",
+        "--process-ms",
+        "600000",
+        "--no-heartbeat",
+    ];
+    let mut w = worker(path.as_os_str(), "holder", 0, &long);
+    w.line_with("CLAIMED PAY-001");
+    // The write lock, held by another connection.
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let pid = w.pid();
+    for _ in 0..2 {
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    }
+    // For a second, it must still be there: waiting for the lock to write its release.
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(1) {
+        let child = w.child.as_mut().unwrap();
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "it ended while the lock was held: {:?}",
+            w.lines()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    other.execute_batch("ROLLBACK").unwrap();
+    let (code, out, err) = signal(w, 0);
+    assert_eq!(code, Some(130), "{out}\n{err}");
+    let db = Db::Sqlite(path);
+    let released: Vec<_> = events(&db)
+        .into_iter()
+        .filter(|r| matches!(r.kind, LeaseEventKind::Retry | LeaseEventKind::Left))
+        .map(|r| (r.kind, r.detail))
+        .collect();
+    assert_eq!(
+        released,
+        vec![
+            (LeaseEventKind::Retry, Some("released: SIGINT".to_string())),
+            (LeaseEventKind::Left, Some("SIGINT".to_string())),
+        ],
+        "{out}\n{err}"
+    );
+}

@@ -612,5 +612,8 @@ fn a_started_child_whose_lifeline_closes_gives_its_lease_back() {
         .filter(|r| r.kind == LeaseEventKind::Retry)
         .map(|r| r.detail.unwrap_or_default())
         .collect();
-    assert_eq!(released, vec!["released: its dashboard ended".to_string()]);
+    assert_eq!(
+        released,
+        vec!["released: the end of its dashboard".to_string()]
+    );
 }

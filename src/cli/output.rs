@@ -35,7 +35,7 @@ pub fn to_stderr(text: &str) -> bool {
     let mut err = std::io::stderr().lock();
     match err.write_all(text.as_bytes()).and_then(|()| err.flush()) {
         Ok(()) => true,
-        Err(e) => e.kind() == ErrorKind::BrokenPipe,
+        Err(e) => leaselab::platform::stdout::reader_gone(&e),
     }
 }
 
@@ -131,7 +131,7 @@ impl Out {
         }
         let mut lock = self.stdout.lock();
         if let Err(e) = lock.write_all(text.as_bytes()).and_then(|()| lock.flush()) {
-            if e.kind() == ErrorKind::BrokenPipe {
+            if leaselab::platform::stdout::reader_gone(&e) {
                 self.closed = true;
             } else {
                 self.failed = Some(e);

@@ -260,6 +260,36 @@ impl WorkerProcesses {
 
 impl Drop for WorkerProcesses {
     fn drop(&mut self) {
+        self.end_all();
+    }
+}
+
+/// How long the dashboard's end waits for its workers to give their leases back.
+const LEAVE_WITHIN: std::time::Duration = std::time::Duration::from_secs(3);
+
+impl WorkerProcesses {
+    /// End every worker process as the dashboard ends: each one's lifeline closes (a frozen
+    /// one is woken first, to read it), so it gives its lease back and ends; one still there
+    /// after [`LEAVE_WITHIN`] is killed.
+    fn end_all(&mut self) {
+        for s in &mut self.slots {
+            if let Some(child) = &s.child {
+                if s.stopped && !s.held {
+                    let _ = children::set_frozen(child, false);
+                }
+            }
+            s.lifeline = None;
+        }
+        let deadline = std::time::Instant::now() + LEAVE_WITHIN;
+        while std::time::Instant::now() < deadline
+            && self.slots.iter_mut().any(|s| {
+                s.child
+                    .as_mut()
+                    .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+            })
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         for slot in 0..self.slots.len() {
             self.kill(slot);
         }

@@ -5,10 +5,13 @@
 //!   terminal's Ctrl-C and SIGHUP are the dashboard's to handle; on Windows it gets no
 //!   console at all, so no console event reaches it.
 //! - dead with the dashboard: on every system the child watches a pipe from its parent and
-//!   stops when it closes (`processes::lifeline`). A frozen child cannot read it; on Unix
-//!   the child's process group is then orphaned, and the kernel sends it SIGHUP and SIGCONT
-//!   (POSIX); on Windows the children belong to a job object that the system ends with the
-//!   dashboard.
+//!   stops when it closes (`processes::lifeline`), giving its lease back. A frozen child
+//!   cannot read it. On Unix its process group is then orphaned, and the kernel sends it
+//!   SIGHUP and SIGCONT (POSIX); on Linux the kernel also sends it SIGCONT when its parent
+//!   dies (`PR_SET_PDEATHSIG`), which holds where a process of the same session adopts it
+//!   (a container's init), so that no group is orphaned. On Windows a frozen child is put
+//!   in a job object of its own that the system ends with the dashboard, and let go when it
+//!   is woken.
 //! - frozen and woken: SIGSTOP and SIGCONT on Unix; on Windows every thread of the process
 //!   suspended (`SuspendThread`) and resumed.
 //! - killed with what they started: SIGKILL to the child's process group on Unix; on
@@ -39,8 +42,8 @@ pub fn detach(cmd: &mut Command) {
     system::detach(cmd);
 }
 
-/// Take a started worker process into the dashboard's keeping (Windows: its job object, so
-/// it ends with the dashboard even while frozen).
+/// Take a started worker process into the dashboard's keeping (nothing more than
+/// [`detach`] on any system yet).
 pub fn adopt(child: &Child) -> std::io::Result<()> {
     system::adopt(child)
 }

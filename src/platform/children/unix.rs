@@ -29,6 +29,17 @@ pub use crate::{__kill_word as kill_word, __stop_word as stop_word, __wake_word 
 
 pub(super) fn detach(cmd: &mut Command) {
     cmd.process_group(0);
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl is async-signal-safe, as pre_exec requires, and touches no memory.
+    unsafe {
+        cmd.pre_exec(|| {
+            // Woken when the dashboard dies, so that a frozen child reads its lifeline's end.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGCONT, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }
 
 pub(super) fn adopt(_child: &Child) -> std::io::Result<()> {

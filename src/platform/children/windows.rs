@@ -1,11 +1,11 @@
-//! Windows: no console for a worker process, a job object that ends with the dashboard,
-//! and every thread suspended for a freeze.
+//! Windows: no console for a worker process, every thread suspended for a freeze, and a
+//! frozen one in a job object that ends with the dashboard.
 
 use std::collections::HashSet;
 use std::os::windows::io::AsRawHandle;
 use std::os::windows::process::CommandExt;
 use std::process::{Child, Command, ExitStatus};
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use windows_sys::Win32::Foundation::{CloseHandle, HANDLE, INVALID_HANDLE_VALUE};
 use windows_sys::Win32::System::Diagnostics::ToolHelp::{
@@ -49,46 +49,77 @@ pub(super) fn detach(cmd: &mut Command) {
     cmd.creation_flags(CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW);
 }
 
-/// A handle the system closes when this process ends, and nobody closes before.
+/// A job object whose handle this process holds; closed when dropped.
 struct Job(HANDLE);
 // SAFETY: a job handle may be used from any thread.
 unsafe impl Send for Job {}
-unsafe impl Sync for Job {}
 
-/// The dashboard's job: every process in it is killed when its last handle closes, which is
-/// when the dashboard ends, however it ends.
-fn job() -> std::io::Result<&'static Job> {
-    static JOB: OnceLock<Option<Job>> = OnceLock::new();
-    let made = JOB.get_or_init(|| {
+impl Job {
+    /// A new job that kills what it holds when its last handle closes (this process's end,
+    /// however it ends), holding `child`.
+    fn holding(child: &Child) -> std::io::Result<Job> {
         // SAFETY: no attributes, no name: a new job owned by this process.
         let handle = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
         if handle.is_null() {
-            return None;
+            return Err(std::io::Error::last_os_error());
         }
+        let job = Job(handle);
+        job.kill_on_close(true)?;
+        // SAFETY: the job's handle and the child's live process handle.
+        if unsafe { AssignProcessToJobObject(job.0, child.as_raw_handle() as HANDLE) } == 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(job)
+    }
+
+    fn kill_on_close(&self, kill: bool) -> std::io::Result<()> {
         // SAFETY: plain data; zeroed is a valid value for it.
         let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
-        limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+        if kill {
+            limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+        }
         // SAFETY: the job's handle and a limits value of the size given.
         let ok = unsafe {
             SetInformationJobObject(
-                handle,
+                self.0,
                 JobObjectExtendedLimitInformation,
                 (&limits as *const JOBOBJECT_EXTENDED_LIMIT_INFORMATION).cast(),
                 std::mem::size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
             )
         };
-        (ok != 0).then_some(Job(handle))
-    });
-    made.as_ref()
-        .ok_or_else(|| std::io::Error::other("cannot make a job object for the workers"))
+        if ok == 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
 }
 
-pub(super) fn adopt(child: &Child) -> std::io::Result<()> {
-    let job = job()?;
-    // SAFETY: the job's handle and the child's live process handle.
-    if unsafe { AssignProcessToJobObject(job.0, child.as_raw_handle() as HANDLE) } == 0 {
-        return Err(std::io::Error::last_os_error());
+impl Drop for Job {
+    fn drop(&mut self) {
+        // SAFETY: a handle this value owns, closed once.
+        unsafe { CloseHandle(self.0) };
     }
+}
+
+/// The job of each frozen child, by its process id: a frozen child cannot read its
+/// lifeline, so its job ends it if the dashboard dies. A running child is in no such job:
+/// its lifeline ends it, after it gave its lease back.
+static FROZEN: Mutex<Vec<(u32, Job)>> = Mutex::new(Vec::new());
+
+fn keep_frozen_job(pid: u32, job: Option<Job>) {
+    if let Ok(mut jobs) = FROZEN.lock() {
+        jobs.retain(|(p, _)| *p != pid);
+        jobs.extend(job.map(|j| (pid, j)));
+    }
+}
+
+fn take_frozen_job(pid: u32) -> Option<Job> {
+    let mut jobs = FROZEN.lock().ok()?;
+    let at = jobs.iter().position(|(p, _)| *p == pid)?;
+    Some(jobs.swap_remove(at).1)
+}
+
+pub(super) fn adopt(_child: &Child) -> std::io::Result<()> {
     Ok(())
 }
 
@@ -143,8 +174,15 @@ pub(super) fn set_frozen(child: &Child, frozen: bool) -> std::io::Result<()> {
         for id in threads(pid)? {
             suspend_or_resume(id, false);
         }
+        // Awake, it reads its lifeline again: its job lets it go (closing it then kills
+        // nothing).
+        if let Some(job) = take_frozen_job(pid) {
+            let _ = job.kill_on_close(false);
+        }
         return Ok(());
     }
+    // Where the system will not take it into a job, it is frozen all the same.
+    keep_frozen_job(pid, Job::holding(child).ok());
     // A thread may start another before it is suspended: look again until a look finds no
     // thread that is not suspended yet.
     let mut suspended = HashSet::new();

@@ -6,6 +6,9 @@
 //!   constructor the loader runs (`.init_array` on Linux, `__mod_init_func` on macOS).
 //! - Windows: a process started without a standard output has no handle for it, and Rust's
 //!   runtime leaves that as it is, so `GetStdHandle` answers at any time.
+//!
+//! A reader that went away (`| head`) is a broken pipe on Unix; on Windows the write may
+//! also find the pipe no longer connected (`ERROR_PIPE_NOT_CONNECTED`).
 
 #[cfg(unix)]
 mod unix;
@@ -16,6 +19,12 @@ use unix as system;
 mod windows;
 #[cfg(windows)]
 use windows as system;
+
+/// Whether a failed write found its reader gone (`| head` that ended): on Unix a broken
+/// pipe; on Windows also a pipe whose other end is no longer connected.
+pub fn reader_gone(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::BrokenPipe || system::reader_gone(e)
+}
 
 /// Whether standard output was closed when the program started.
 pub fn closed_at_start() -> bool {

@@ -8,3 +8,8 @@ pub(super) fn closed_at_start() -> bool {
     let handle = unsafe { GetStdHandle(STD_OUTPUT_HANDLE) };
     handle.is_null() || handle == INVALID_HANDLE_VALUE
 }
+
+pub(super) fn reader_gone(e: &std::io::Error) -> bool {
+    use windows_sys::Win32::Foundation::{ERROR_NO_DATA, ERROR_PIPE_NOT_CONNECTED};
+    matches!(e.raw_os_error(), Some(c) if c == ERROR_PIPE_NOT_CONNECTED as i32 || c == ERROR_NO_DATA as i32)
+}

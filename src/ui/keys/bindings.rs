@@ -16,7 +16,7 @@ pub const BINDINGS: &[Binding] = &[
             (
                 Mode::Processes,
                 "quit",
-                "quit (Ctrl-C too): every worker process is killed",
+                "quit (Ctrl-C too): every worker process gives its lease back and ends",
             ),
         ],
         keys: &[Key::Char('q'), Key::Ctrl('c')],

@@ -82,11 +82,28 @@ pub fn stop_waiting_for_the_lock() {
     STOPPING.store(true, Ordering::Relaxed);
 }
 
-/// Waits for a locked database wait again, as before [`stop_waiting_for_the_lock`]: for the
-/// few writes of a worker that stopped working and is leaving (another worker that leaves at
-/// the same moment may hold the lock for an instant). Another stop makes them give up.
+/// This process is leaving: the few writes that give its lease back and say it left wait
+/// for a locked database again, up to [`LEAVING_WAIT`] each, whatever stops come meanwhile
+/// (a dashboard's end comes as two: its pipe closing and the kernel's hang-up; workers that
+/// leave together take the lock in turn).
 pub fn wait_for_the_lock_again() {
-    STOPPING.store(false, Ordering::Relaxed);
+    LEAVING.store(true, Ordering::Relaxed);
+}
+
+/// How long each write of a leaving process waits for the lock.
+pub const LEAVING_WAIT: Duration = Duration::from_secs(5);
+
+static LEAVING: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// The last wait for the lock this thread gave up: how long it waited, and whether a stop
+    /// (not the time limit) ended it. Taken by the error the statement then fails with.
+    static GAVE_UP: Cell<Option<(Duration, bool)>> = const { Cell::new(None) };
+}
+
+/// How the last wait for the lock on this thread ended, if one was given up since asked.
+pub(crate) fn take_given_up_wait() -> Option<(Duration, bool)> {
+    GAVE_UP.with(Cell::take)
 }
 
 /// Waits out a locked database like busy_timeout does, but counts each encounter.
@@ -100,14 +117,21 @@ fn busy_handler(attempt: i32) -> bool {
         STARTED.with(|s| s.set(Some(Instant::now())));
         TOLD.with(|t| t.set(false));
     }
-    if STOPPING.load(Ordering::Relaxed) {
-        return false;
-    }
     let started = STARTED.with(|s| s.get()).unwrap_or_else(Instant::now);
     let waited = started.elapsed();
-    if waited > busy_give_up() {
+    let give_up = |stopped: bool| {
+        GAVE_UP.with(|g| g.set(Some((waited, stopped))));
+        false
+    };
+    if LEAVING.load(Ordering::Relaxed) {
+        if waited > LEAVING_WAIT {
+            return give_up(false);
+        }
+    } else if STOPPING.load(Ordering::Relaxed) {
+        return give_up(true);
+    } else if waited > busy_give_up() {
         if !PATIENT.load(Ordering::Relaxed) {
-            return false;
+            return give_up(false);
         }
         if !TOLD.with(|t| t.replace(true)) {
             if let Some(tell) = ON_LONG_WAIT.get() {

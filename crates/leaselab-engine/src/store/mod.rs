@@ -137,11 +137,19 @@ impl From<rusqlite::Error> for OutboxError {
             _ => Failure::Other,
         };
         let message = if code == Some(ErrorCode::DatabaseBusy) {
-            format!(
-                "the database stayed locked by another connection for more than {} ms \
-                 (SQLite: {e})",
-                busy_give_up().as_millis()
-            )
+            // What the wait really was: given up at its limit, ended by a stop, or none.
+            match conn::take_given_up_wait() {
+                Some((waited, false)) => format!(
+                    "the database stayed locked by another connection for {} ms (SQLite: {e})",
+                    waited.as_millis()
+                ),
+                Some((waited, true)) => format!(
+                    "the database was locked by another connection; a stop ended the wait \
+                     after {} ms (SQLite: {e})",
+                    waited.as_millis()
+                ),
+                None => format!("the database was locked by another connection (SQLite: {e})"),
+            }
         } else {
             format!("SQLite: {e}")
         };
