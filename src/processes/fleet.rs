@@ -118,14 +118,10 @@ impl WorkerProcesses {
         if held {
             cmd.env(HOLD_ENV, "1");
         }
-        let child = cmd.spawn().map_err(|source| FleetError::Start {
+        cmd.spawn().map_err(|source| FleetError::Start {
             name: name.to_string(),
             source,
-        })?;
-        // Where the system will not take it (a job that allows no other), its lifeline
-        // still ends it with the dashboard, unless it is frozen then.
-        let _ = children::adopt(&child);
-        Ok(child)
+        })
     }
 
     pub fn len(&self) -> usize {

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use crossbeam_channel::Receiver;
 
-/// How long a worker whose dashboard is gone has to stop cleanly before it ends anyway.
-const GRACE: Duration = Duration::from_secs(10);
+/// How long a worker whose dashboard is gone has to stop cleanly before it ends anyway: its
+/// two last writes may each wait 5 s for the lock.
+const GRACE: Duration = Duration::from_secs(15);
 
 /// The byte that starts a held child.
 pub const START: u8 = b'\n';

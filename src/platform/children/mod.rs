@@ -42,12 +42,6 @@ pub fn detach(cmd: &mut Command) {
     system::detach(cmd);
 }
 
-/// Take a started worker process into the dashboard's keeping (nothing more than
-/// [`detach`] on any system yet).
-pub fn adopt(child: &Child) -> std::io::Result<()> {
-    system::adopt(child)
-}
-
 /// Freeze (true) or wake (false) a live child: frozen, it holds what it holds and does
 /// nothing.
 pub fn set_frozen(child: &Child, frozen: bool) -> std::io::Result<()> {

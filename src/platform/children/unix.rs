@@ -42,10 +42,6 @@ pub(super) fn detach(cmd: &mut Command) {
     }
 }
 
-pub(super) fn adopt(_child: &Child) -> std::io::Result<()> {
-    Ok(())
-}
-
 fn signal(child: &Child, signo: libc::c_int) -> std::io::Result<()> {
     let pid = libc::pid_t::try_from(child.id()).map_err(std::io::Error::other)?;
     // SAFETY: a plain kill(2) on our own child's pid, which has not been reaped.

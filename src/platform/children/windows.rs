@@ -107,9 +107,19 @@ impl Drop for Job {
 static FROZEN: Mutex<Vec<(u32, Job)>> = Mutex::new(Vec::new());
 
 fn keep_frozen_job(pid: u32, job: Option<Job>) {
-    if let Ok(mut jobs) = FROZEN.lock() {
-        jobs.retain(|(p, _)| *p != pid);
-        jobs.extend(job.map(|j| (pid, j)));
+    if let Some(old) = take_frozen_job(pid) {
+        let_go(old);
+    }
+    if let (Ok(mut jobs), Some(job)) = (FROZEN.lock(), job) {
+        jobs.push((pid, job));
+    }
+}
+
+/// Close a job without killing what it holds; where its limit cannot be lifted, its handle
+/// stays open (what it holds then ends with the dashboard, as a frozen child would).
+fn let_go(job: Job) {
+    if job.kill_on_close(false).is_err() {
+        std::mem::forget(job);
     }
 }
 
@@ -117,10 +127,6 @@ fn take_frozen_job(pid: u32) -> Option<Job> {
     let mut jobs = FROZEN.lock().ok()?;
     let at = jobs.iter().position(|(p, _)| *p == pid)?;
     Some(jobs.swap_remove(at).1)
-}
-
-pub(super) fn adopt(_child: &Child) -> std::io::Result<()> {
-    Ok(())
 }
 
 /// The ids of the threads of process `pid` now.
@@ -177,7 +183,7 @@ pub(super) fn set_frozen(child: &Child, frozen: bool) -> std::io::Result<()> {
         // Awake, it reads its lifeline again: its job lets it go (closing it then kills
         // nothing).
         if let Some(job) = take_frozen_job(pid) {
-            let _ = job.kill_on_close(false);
+            let_go(job);
         }
         return Ok(());
     }
