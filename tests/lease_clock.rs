@@ -49,19 +49,21 @@ fn events(db: &Db) -> Vec<LeaseEventRow> {
     }
 }
 
+/// One payment, in hand for ten minutes under a lease of 1000 s: only leaving gives it back.
+const HOLDS_ITS_ONE_PAYMENT: &[&str] = &[
+    "--messages",
+    "1",
+    "--lease-ms",
+    "1000000",
+    "--process-ms",
+    "600000",
+    "--no-heartbeat",
+];
+
 /// A worker holding PAY-001 under a lease of 1000 s gets SIGINT: it says what it released,
 /// the row is Pending and claimable at once, and a `Retry` row says it was released.
 fn sigint_gives_the_lease_back(db: Db, arg: &OsStr) {
-    let long = [
-        "--messages",
-        "1",
-        "--lease-ms",
-        "1000000",
-        "--process-ms",
-        "600000",
-        "--no-heartbeat",
-    ];
-    let mut w = worker(arg, "holder", 0, &long);
+    let mut w = worker(arg, "holder", 0, HOLDS_ITS_ONE_PAYMENT);
     w.line_with("CLAIMED PAY-001");
     let (code, out, err) = signal(w, libc::SIGINT);
     assert_eq!(code, Some(130), "{err}");
@@ -457,16 +459,7 @@ fn a_clock_skew_beyond_a_day_is_refused_in_one_line_before_the_database_is_touch
 fn a_second_stop_does_not_cancel_the_leaving() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("outbox.db");
-    let long = [
-        "--messages",
-        "1",
-        "--lease-ms",
-        "1000000",
-        "--process-ms",
-        "600000",
-        "--no-heartbeat",
-    ];
-    let mut w = worker(path.as_os_str(), "holder", 0, &long);
+    let mut w = worker(path.as_os_str(), "holder", 0, HOLDS_ITS_ONE_PAYMENT);
     w.line_with("CLAIMED PAY-001");
     // The write lock, held by another connection.
     let other = rusqlite::Connection::open(&path).unwrap();
