@@ -103,6 +103,13 @@ pub struct ExploreArgs {
     /// report then says it was cut.
     #[arg(long, value_name = "MIB", default_value_t = 2_048, allow_negative_numbers = true, value_parser = numbers::whole::<64, 1_048_576>)]
     pub max_memory: i64,
+    /// Stop after this many seconds (1-86400); the report then says it was cut.
+    #[arg(long, value_name = "S", default_value_t = 600, allow_negative_numbers = true, value_parser = numbers::whole::<1, 86_400>)]
+    pub max_seconds: i64,
+    /// With --sql: the most times one message's lease may run out in a schedule (1-5); the
+    /// verdict names the bound.
+    #[arg(long, value_name = "N", default_value_t = 2, allow_negative_numbers = true, value_parser = numbers::whole::<1, 5>)]
+    pub max_expiries: i64,
     /// Workers holding a lease may also extend it, a heartbeat at a time.
     #[arg(long)]
     pub heartbeats: bool,

@@ -5,8 +5,12 @@ use super::options::Mode;
 /// What every schedule must keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Check {
-    /// A message is Processed with no answer from the provider written.
+    /// A message is done with, Processed or its row gone, with no finalize accepted for it
+    /// (so no answer of the provider written for it), or Processed with no answer written.
     Lost,
+    /// A payment has an answer written (Paid, Failed, a transaction) for which the provider
+    /// was never called (`explore --sql`).
+    PaidWithoutCall,
     /// A message is finalized (or marked) Processed twice.
     ProcessedTwice,
     /// The provider did the work for one payment twice.
@@ -17,16 +21,21 @@ pub enum Check {
     LeaseExclusivity,
     /// A message is unfinished and no step can change anything.
     Stuck,
+    /// A message given up on purpose: dead-lettered, or left unclaimed because of its
+    /// attempts. Told as its own outcome; not a failure (`explore --sql`).
+    GaveUp,
 }
 
 impl Check {
-    pub const ALL: [Check; 6] = [
+    pub const ALL: [Check; 8] = [
         Check::Lost,
+        Check::PaidWithoutCall,
         Check::ProcessedTwice,
         Check::SideEffectTwice,
         Check::NonOwnerFinalize,
         Check::LeaseExclusivity,
         Check::Stuck,
+        Check::GaveUp,
     ];
 
     pub fn name(self) -> &'static str {
@@ -37,12 +46,21 @@ impl Check {
             Check::NonOwnerFinalize => "finalize by a non-owner",
             Check::LeaseExclusivity => "lease exclusivity",
             Check::Stuck => "stuck",
+            Check::PaidWithoutCall => "paid without a provider call",
+            Check::GaveUp => "gave up",
         }
     }
 
-    /// Ownership has no meaning without leases.
-    pub fn applies(self, mode: Mode) -> bool {
-        mode.leasing() || !matches!(self, Check::NonOwnerFinalize | Check::LeaseExclusivity)
+    /// Whether breaking it fails the grade; a message given up on purpose does not.
+    pub fn fails(self) -> bool {
+        self != Check::GaveUp
+    }
+
+    /// Ownership has no meaning without leases; a payment answered without a call and a
+    /// message given up are a student's statements' doing (`sql`).
+    pub fn applies(self, mode: Mode, sql: bool) -> bool {
+        let owned = mode.leasing() || !matches!(self, Check::NonOwnerFinalize | Check::LeaseExclusivity);
+        owned && (sql || !matches!(self, Check::PaidWithoutCall | Check::GaveUp))
     }
 
     /// What breaking it means, after a counterexample's last step.
@@ -60,6 +78,10 @@ impl Check {
                 format!("so two workers held a live lease on {key} at once")
             }
             Check::Stuck => format!("so {key} is stuck: no worker's step can move it"),
+            Check::PaidWithoutCall => {
+                format!("so {key}'s payment holds an answer the provider never gave")
+            }
+            Check::GaveUp => format!("so {key} was given up, on purpose"),
         }
     }
 }

@@ -58,6 +58,7 @@ fn actions(t: &Told, names: &[String]) -> Vec<String> {
         Move::Step(i) => vec![format!("act {}", w(i))],
         Move::Crash(i) => vec![format!("crash {}", w(i)), format!("restart {}", w(i))],
         Move::Jump => vec![format!("advance {JUMP_MS}")],
+        Move::Tick(delta) => vec![format!("advance {delta}")],
         Move::Beat(i) => vec![format!("beat {}", w(i))],
         Move::Stall(i) => vec![format!("stall {}", w(i))],
         Move::Wake(i) => vec![format!("wake {}", w(i))],
@@ -83,7 +84,7 @@ fn narrate(t: &Told, before: &[String], after: &[String]) -> String {
     };
     let moved = match t.mv {
         Move::Step(i) | Move::Crash(i) | Move::Beat(i) | Move::Stall(i) | Move::Wake(i) => Some(i),
-        Move::Jump => None,
+        Move::Jump | Move::Tick(_) => None,
     };
     if let Some(i) = moved {
         let explorer = &t.before.actors[i].name;
@@ -430,6 +431,14 @@ fn proof(check: Check, key: &str) -> Vec<(String, Figure)> {
             row("status", Figure::Status(sel())),
             row("owner", Figure::Owner(sel())),
         ],
+        Check::PaidWithoutCall => vec![
+            row("payment", Figure::Payment(sel())),
+            (
+                format!("provider {key} side effects"),
+                Figure::ProviderEffects(Some(sel())),
+            ),
+        ],
+        Check::GaveUp => vec![row("status", Figure::Status(sel()))],
     }
 }
 
@@ -446,7 +455,9 @@ fn breaks(check: Check, shown: &[String]) -> bool {
         Check::ProcessedTwice => at_least(0, 2) && at_least(1, 1),
         Check::SideEffectTwice => at_least(0, 2),
         Check::NonOwnerFinalize => at_least(0, 1),
-        Check::Lost => value(0) == "Processed" && value(1) == "Pending",
+        Check::Lost => value(0) != "Pending" && value(0) != "Processing",
+        Check::PaidWithoutCall => value(0) != "Pending" && value(1) == "0",
+        Check::GaveUp => value(0) == "DeadLettered",
         // Two live leases at once is what leaselab's claim refuses: its engine shows one
         // only when its workers run a student's claim (the history check's overlaps).
         Check::LeaseExclusivity => at_least(0, 1),

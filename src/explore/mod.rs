@@ -6,12 +6,14 @@
 //! This file only names the parts; each does one job and none imports this file.
 
 mod check;
+mod clock;
 mod error;
 mod lesson;
 mod options;
 mod oracle;
 mod report;
 mod search;
+mod state;
 mod store;
 mod student;
 mod symmetry;
@@ -21,6 +23,6 @@ pub use check::Check;
 pub use error::{ExploreError, FaultsError};
 pub use lesson::save_lesson;
 pub use options::{ExploreOptions, Faults, Mode, LEASE_MS};
-pub use report::{plural, Cut, Report, Told, Verdict};
+pub use report::{plural, Cut, Outcome, Report, Told, Verdict};
 pub use search::{explore, Progress};
 pub use world::{Move, Seen, World, JUMP_MS};

@@ -131,6 +131,12 @@ pub struct ExploreOptions {
     pub max_states: usize,
     /// Stop when the process holds more than this many MiB of memory.
     pub max_memory_mib: usize,
+    /// Stop after this many seconds: the whole search's budget.
+    pub max_seconds: u64,
+    /// The most times one message's lease may run out in a schedule of a `--sql` search:
+    /// a move of the clock that would let it run out once more is not taken, and the
+    /// verdict names the bound.
+    pub max_expiries: u8,
     /// Workers holding a lease may extend it (each heartbeat its own transaction).
     pub heartbeats: bool,
     /// The claim without its claimable condition: a planted defect for the tests.
@@ -169,6 +175,8 @@ impl Default for ExploreOptions {
             max_depth: 12,
             max_states: 300_000,
             max_memory_mib: 2_048,
+            max_seconds: 600,
+            max_expiries: 2,
             heartbeats: false,
             broken_claim: false,
             forget_answer: false,

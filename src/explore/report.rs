@@ -88,6 +88,40 @@ pub struct Report {
     pub depth: usize,
     pub elapsed: Duration,
     pub verdicts: Vec<Verdict>,
+    /// A move of the clock was held back somewhere by `--max-expiries`: the verdicts hold
+    /// for schedules within that bound.
+    pub bounded: bool,
+}
+
+/// What a search may say of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The search closed under its stated bounds and no check broke.
+    Safe,
+    /// A check broke: a schedule shows it.
+    Broken,
+    /// No check broke in what the search reached, but it did not reach every state: not a
+    /// pass.
+    Unfinished,
+}
+
+impl Outcome {
+    /// The exit code of `explore` (and of a grade): 0 safe, 1 broken, 4 not finished.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Outcome::Safe => 0,
+            Outcome::Broken => 1,
+            Outcome::Unfinished => 4,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Safe => "safe",
+            Outcome::Broken => "broken",
+            Outcome::Unfinished => "unfinished",
+        }
+    }
 }
 
 /// The bound that stopped a search before it was exhaustive.
@@ -95,6 +129,7 @@ pub struct Report {
 pub enum Cut {
     States,
     Memory,
+    Time,
 }
 
 impl Cut {
@@ -102,6 +137,7 @@ impl Cut {
         match self {
             Cut::States => "max-states",
             Cut::Memory => "max-memory",
+            Cut::Time => "max-seconds",
         }
     }
 }
@@ -117,7 +153,70 @@ impl Report {
     }
 
     pub fn bad_schedules(&self) -> u64 {
-        self.verdicts.iter().map(|v| v.count).sum()
+        self.verdicts
+            .iter()
+            .filter(|v| v.check.fails())
+            .map(|v| v.count)
+            .sum()
+    }
+
+    /// Safe only of a search that closed under its stated bounds.
+    pub fn outcome(&self) -> Outcome {
+        if self.bad_schedules() > 0 {
+            Outcome::Broken
+        } else if self.closed && self.cut.is_none() {
+            Outcome::Safe
+        } else {
+            Outcome::Unfinished
+        }
+    }
+
+    /// The bound a verdict holds within, in words: `with at most 2 lease expiries per
+    /// message`, or nothing when no move of the clock was held back.
+    fn within(&self) -> String {
+        match self.bounded {
+            true => format!(
+                " with at most {} per message",
+                plural(u64::from(self.options.max_expiries), "lease expiry")
+                    .replace("expirys", "expiries")
+            ),
+            false => String::new(),
+        }
+    }
+
+    /// What "no schedule breaks it" may truly say of this search.
+    fn none_breaks(&self) -> String {
+        let within = self.within();
+        match (self.cut, self.closed) {
+            (None, true) => format!("no schedule{within} breaks it"),
+            (None, false) => format!(
+                "no schedule of up to {}{within} breaks it",
+                plural(self.options.max_depth as u64, "step")
+            ),
+            (Some(cut), _) => format!(
+                "no schedule the search ran{within} breaks it (cut at --{})",
+                cut.flag()
+            ),
+        }
+    }
+
+    /// Why a search that found nothing is not a pass, and what to try.
+    fn unfinished(&self) -> String {
+        let o = &self.options;
+        let why = match self.cut {
+            None => format!(
+                "schedules longer than {} were not run",
+                plural(o.max_depth as u64, "step")
+            ),
+            Some(Cut::States) => format!("it stopped at --max-states {}", o.max_states),
+            Some(Cut::Memory) => format!("it stopped at --max-memory {} MiB", o.max_memory_mib),
+            Some(Cut::Time) => format!("it stopped at --max-seconds {}", o.max_seconds),
+        };
+        format!(
+            "NOT A PASS: the search did not reach every state ({why}), so a longer schedule may \
+             still break a check. Try a larger --max-depth, --max-states or --max-seconds, or a \
+             smaller world (--messages 1).\n"
+        )
     }
 
     /// The report for `--json`.
@@ -134,6 +233,10 @@ impl Report {
             "max_depth": o.max_depth,
             "max_states": o.max_states,
             "max_memory_mib": o.max_memory_mib,
+            "max_seconds": o.max_seconds,
+            "max_expiries": o.sql.as_ref().map(|_| o.max_expiries),
+            "bounded_by_expiries": self.bounded,
+            "outcome": self.outcome().name(),
             "cut": self.cut.map(Cut::flag),
             "exhaustive": self.exhaustive,
             "closed": self.closed,
@@ -142,8 +245,12 @@ impl Report {
             "schedules": self.schedules,
             "depth": self.depth,
             "seconds": self.elapsed.as_secs_f64(),
-            "violations": self.verdicts.iter().map(|v| serde_json::json!({
+            "violations": self.verdicts.iter().filter(|v| v.check.fails()).map(|v| serde_json::json!({
                 "check": v.check.name(),
+                "count": v.count,
+                "shortest": v.steps(),
+            })).collect::<Vec<_>>(),
+            "gave_up": self.verdicts.iter().filter(|v| !v.check.fails()).map(|v| serde_json::json!({
                 "count": v.count,
                 "shortest": v.steps(),
             })).collect::<Vec<_>>(),
@@ -190,19 +297,27 @@ impl Report {
                     " (CUT at --max-memory {} MiB: not exhaustive)",
                     o.max_memory_mib
                 ),
+                (Some(Cut::Time), _) => format!(
+                    " (CUT at --max-seconds {}: not exhaustive)",
+                    o.max_seconds
+                ),
             },
             self.elapsed.as_secs_f64()
         );
         for v in &self.verdicts {
-            if v.count == 0 {
-                out.push_str(&format!(
-                    "  ok    {}: no schedule breaks it\n",
-                    v.check.name()
-                ));
+            if v.count == 0 && !v.check.fails() {
                 continue;
             }
+            if v.count == 0 {
+                out.push_str(&format!("  ok    {}: {}\n", v.check.name(), self.none_breaks()));
+                continue;
+            }
+            let (label, how) = match v.check.fails() {
+                true => ("FAIL", "broken"),
+                false => ("note", "reached"),
+            };
             out.push_str(&format!(
-                "  FAIL  {}: broken in {}; a shortest schedule ({}):\n",
+                "  {label}  {}: {how} in {}; a shortest schedule ({}):\n",
                 v.check.name(),
                 plural(v.count, "state"),
                 plural(v.shortest.len() as u64, "step")
@@ -219,6 +334,9 @@ impl Report {
                     "        (The clock stands still here: jump is not among the faults.)\n",
                 );
             }
+        }
+        if self.outcome() == Outcome::Unfinished {
+            out.push_str(&self.unfinished());
         }
         out
     }

@@ -3,17 +3,19 @@
 //! seen is known by its fingerprint and not explored again.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::engine::clock::SCENARIO_START_MS;
 use crate::engine::provider::ProviderState;
 
 use super::check::Check;
+use super::clock::TimeModel;
 use super::error::ExploreError;
 use super::options::ExploreOptions;
 use super::report::{Cut, Report, Told, Verdict};
 use super::store::{Image, Lane, Pages};
-use super::world::{Done, Move, Seen, World};
+use super::world::{done_with, Done, Move, Seen, World};
 
 /// The memory this process holds (its resident set), in MiB, where the system says.
 fn resident_mib() -> Option<usize> {
@@ -71,6 +73,8 @@ struct Search {
     cut: Option<Cut>,
     counts: Vec<u64>,
     first: Vec<Option<(usize, String)>>,
+    /// A move of the clock was held back somewhere by `--max-expiries`.
+    bounded: bool,
 }
 
 /// How many states a lane expands between two merges: enough that the threads run long,
@@ -97,10 +101,12 @@ pub fn explore(
     let mut pages = Pages::default();
     let world = World {
         sql: opts.sql.clone(),
+        time: opts.sql.as_ref().map(|ex| Arc::new(TimeModel::of(ex))),
+        max_expiries: opts.max_expiries,
         ..World::new(SCENARIO_START_MS, opts.workers, opts.messages)
     };
     let first = &mut lanes[0];
-    let seen = Seen::read(&first.store, &first.provider)?;
+    let seen = Seen::read(&first.store, &first.provider, opts.sql.is_some())?;
     let key = state_key(opts, &world, &seen);
     let root = Open {
         world,
@@ -125,8 +131,15 @@ pub fn explore(
         cut: None,
         counts: vec![0; Check::ALL.len()],
         first: vec![None; Check::ALL.len()],
+        bounded: false,
     };
     let closed = s.run(&mut lanes, &mut pages, progress)?;
+    if std::env::var_os("LL_DEBUG").is_some() {
+        let n = s.nodes.len();
+        for k in [n - 1, n - 7, n - 1000, n - 5000, n / 2] {
+            eprintln!("{:?}", s.moves_to(k));
+        }
+    }
     s.find_stuck();
     s.report(closed, started.elapsed(), &mut lanes[0])
 }
@@ -135,7 +148,7 @@ pub fn explore(
 fn unfinished(seen: &Seen) -> Option<i64> {
     seen.rows
         .iter()
-        .find(|r| r.status != crate::engine::outbox::OutboxStatus::Processed)
+        .find(|r| !done_with(r.status))
         .map(|r| r.id)
 }
 
@@ -179,7 +192,7 @@ fn expand(
     opts: &ExploreOptions,
     known: &HashMap<u128, u32>,
     task: &Task,
-) -> Result<Vec<Child>, ExploreError> {
+) -> Result<(Vec<Child>, bool), ExploreError> {
     let Open {
         world,
         image,
@@ -187,11 +200,11 @@ fn expand(
     } = &*task.open;
     lane.restore(image)?;
     lane.provider.set_state(provider);
-    let seen = Seen::read(&lane.store, &lane.provider)?;
+    let seen = Seen::read(&lane.store, &lane.provider, opts.sql.is_some())?;
     // The moves that leave the database alone come first: they need no restore, and their
     // states share the image. After a write, the image is put back.
     let beats = opts.heartbeats && opts.mode.leasing();
-    let mut moves = world.moves(&opts.faults, beats, seen.live_lease(world.now));
+    let (mut moves, held_back) = world.moves(&opts.faults, beats, &seen);
     moves.sort_by_key(|m| world.writes(*m, opts.mode));
     let mut dirty = false;
     // Only a worker's step calls the provider: after another move it holds the state's.
@@ -211,7 +224,7 @@ fn expand(
         let key = state_key(opts, &next, &done.seen);
         let is_fault = match mv {
             Move::Crash(_) | Move::Stall(_) => true,
-            Move::Jump => !opts.faults.jump,
+            Move::Jump | Move::Tick(_) => !opts.faults.jump,
             Move::Step(_) | Move::Wake(_) | Move::Beat(_) => false,
         };
         // A state known before the round needs neither image nor provider's state.
@@ -232,7 +245,7 @@ fn expand(
             provider: new.then(|| lane.provider.state()),
         });
     }
-    Ok(out)
+    Ok((out, held_back))
 }
 
 /// Each task of `tasks` expanded, the lanes sharing them out, in the tasks' order.
@@ -241,7 +254,7 @@ fn expand_all(
     opts: &ExploreOptions,
     known: &HashMap<u128, u32>,
     tasks: &[Task],
-) -> Vec<Result<Vec<Child>, ExploreError>> {
+) -> Vec<Result<(Vec<Child>, bool), ExploreError>> {
     if let [lane] = lanes {
         return tasks.iter().map(|t| expand(lane, opts, known, t)).collect();
     }
@@ -279,6 +292,7 @@ impl Search {
     ) -> Result<bool, ExploreError> {
         let mut closed = true;
         let mut memory_mib = None;
+        let started = Instant::now();
         loop {
             let mut round = Vec::new();
             while round.len() < CHUNK * lanes.len() {
@@ -306,7 +320,12 @@ impl Search {
             let found = expand_all(lanes, &self.opts, &self.seen, &tasks);
             for (task, children) in tasks.into_iter().zip(found) {
                 let i = task.node;
-                self.merge(&task, children?, pages)?;
+                let (children, held_back) = children?;
+                self.merge(&task, children, pages)?;
+                // A move of the clock held back by `--max-expiries`: what lies beyond it
+                // is not known, as for a state at the depth limit.
+                self.nodes[i].complete &= !held_back;
+                self.bounded |= held_back;
                 if i % 4096 == 0 {
                     pages.sweep();
                 }
@@ -325,6 +344,9 @@ impl Search {
                 });
                 if !go_on {
                     return Err(ExploreError::Stopped);
+                }
+                if started.elapsed().as_secs() >= self.opts.max_seconds {
+                    self.cut = Some(Cut::Time);
                 }
                 if self.cut.is_some() {
                     return Ok(false);
@@ -495,7 +517,7 @@ impl Search {
         let mut world = self.root.world.clone();
         let mut out = Vec::new();
         for mv in self.moves_to(n) {
-            let seen = Seen::read(&lane.store, &lane.provider)?;
+            let seen = Seen::read(&lane.store, &lane.provider, self.opts.sql.is_some())?;
             let mut next = world.clone();
             let done = next.apply(mv, self.opts.mode, &seen, &mut lane.store, &lane.provider)?;
             out.push(Told {
@@ -519,7 +541,7 @@ impl Search {
     ) -> Result<Report, ExploreError> {
         let mut verdicts = Vec::new();
         for (at, c) in Check::ALL.iter().enumerate() {
-            if !c.applies(self.opts.mode) {
+            if !c.applies(self.opts.mode, self.opts.sql.is_some()) {
                 continue;
             }
             let (shortest, about) = match &self.first[at] {
@@ -543,6 +565,7 @@ impl Search {
             depth: self.depth,
             elapsed,
             verdicts,
+            bounded: self.bounded,
         })
     }
 }
@@ -562,13 +585,12 @@ fn about(c: Check, world: &World, seen: &Seen, moved: Option<&str>) -> String {
             .iter()
             .find(|(_, k)| k.side_effects >= 2)
             .map(|(key, _)| key.clone()),
-        Check::Lost => seen
+        Check::Lost => world.lost(seen),
+        Check::PaidWithoutCall => super::state::paid_without_call(seen),
+        Check::GaveUp => seen
             .rows
             .iter()
-            .find(|r| {
-                r.status == crate::engine::outbox::OutboxStatus::Processed
-                    && r.payment_status == crate::engine::outbox::PaymentStatus::Pending
-            })
+            .find(|r| r.status == crate::engine::outbox::OutboxStatus::DeadLettered)
             .map(|r| r.key.clone()),
         Check::NonOwnerFinalize | Check::LeaseExclusivity => moved.map(str::to_string),
         // Found once the search is over (`find_stuck`), from what each state kept.
@@ -578,7 +600,7 @@ fn about(c: Check, world: &World, seen: &Seen, moved: Option<&str>) -> String {
         .or_else(|| {
             seen.rows
                 .iter()
-                .find(|r| r.status != crate::engine::outbox::OutboxStatus::Processed)
+                .find(|r| !done_with(r.status))
                 .map(|r| r.key.clone())
         })
         .unwrap_or_default()

@@ -40,6 +40,7 @@ impl World {
         let run = match &self.actors[i].local {
             Local::Idle => OpRun::claim(&name, now, LEASE_MS),
             Local::Checked(lease, check) => OpRun::finalize(lease, check, now),
+            Local::Running(run) if run.stale => return Ok(Some(self.busy(i, run.clone()))),
             Local::Running(run) => run.clone(),
             _ => return Ok(None),
         };
@@ -80,7 +81,7 @@ impl World {
             .operation(run.kind)
             .map_or(0, |op| op.statements.len());
         let first = run.next;
-        let mut student = StudentStore::new(&mut *store, exercise.clone());
+        let mut student = StudentStore::new(&mut *store, exercise.clone()).deferred_in_two();
         let (step, shown) = match student.step(&mut run) {
             Ok(done) => done,
             // The schema refused what the statement wrote (a CHECK, a NOT NULL): as for a
@@ -108,6 +109,41 @@ impl World {
         };
         self.actors[i].local = next;
         Ok(format!("{ran}{outcome}"))
+    }
+
+    /// A deferred transaction's first write after another worker wrote since its reads:
+    /// SQLite refuses it with `SQLITE_BUSY` at once (no busy handler is called for a read
+    /// transaction asking for the write lock). The transaction rolls back, and the worker
+    /// tries the operation again from its start, as a real one would.
+    fn busy(&mut self, i: usize, run: OpRun) -> String {
+        let who = self.actors[i].shown();
+        let what = run.kind.name();
+        self.actors[i].local = match (&run.lease, &run.answer) {
+            (Some(lease), Some(answer)) => Local::Checked(lease.clone(), answer.clone()),
+            (Some(lease), None) => Local::Holding(lease.clone()),
+            _ => Local::Idle,
+        };
+        format!(
+            "{who} runs the rest of its {what}: its first write meets SQLITE_BUSY (another \
+             worker wrote after this transaction read, and SQLite does not wait for a read \
+             transaction that asks to write), so the transaction rolls back and the {what} \
+             will start again"
+        )
+    }
+
+    /// Another worker than `i` committed a write: a deferred transaction of each other
+    /// worker that has read and not yet written will meet `SQLITE_BUSY` at its first write.
+    pub(super) fn others_wrote(&mut self, i: usize) {
+        for (j, a) in self.actors.iter_mut().enumerate() {
+            if let Local::Running(run) = &mut a.local {
+                let deferred = self.sql.as_ref().and_then(|ex| ex.operation(run.kind)).is_some_and(
+                    |op| op.transaction == crate::engine::student::TxMode::Deferred,
+                );
+                if j != i && deferred && run.next > 0 {
+                    run.stale = true;
+                }
+            }
+        }
     }
 
     /// What an operation's result leaves worker `i` holding, told, with the checks broken.
@@ -192,12 +228,38 @@ impl World {
         row: Option<&crate::engine::outbox::MessageRow>,
         broke: &mut Vec<Check>,
     ) -> String {
-        self.finalized[lease.id as usize] += 1;
-        let owner = self.holder.get(lease.id as usize) == Some(&Some(i));
+        let at = lease.id as usize;
+        if let Some(n) = self.finalized.get_mut(at) {
+            *n += 1;
+        }
+        let earlier = self.finisher.get(at).copied().flatten();
+        if let Some(f) = self.finisher.get_mut(at) {
+            *f = Some((i, lease.version));
+        }
+        let owner = self.holder.get(at) == Some(&Some(i));
         if row.is_some_and(|r| owner && held(r, lease)) {
             return format!(": finalize of {} accepted", lease.key);
         }
         broke.push(Check::NonOwnerFinalize);
+        let (key, v) = (&lease.key, lease.version);
+        let Some(r) = row.filter(|r| r.status == OutboxStatus::Processing) else {
+            // The row was no longer Processing: say what it was, and who made it so.
+            let was = match row.map(|r| r.status) {
+                None => "gone (deleted)".to_string(),
+                Some(OutboxStatus::Pending) => "released (Pending, owned by nobody)".to_string(),
+                Some(other) => format!("already {}", other.as_str()),
+            };
+            let by = match earlier {
+                Some((f, fv)) => format!(
+                    " by {}'s finalize under lease v{fv}",
+                    self.actors[f].shown()
+                ),
+                None => String::new(),
+            };
+            return format!(
+                ": finalize of {key} under lease v{v} accepted, though the row was {was}{by}"
+            );
+        };
         // Whose claim came after this worker's, when the row cannot tell them apart (the
         // same name, the same fencing token).
         let since = match self.holder.get(lease.id as usize) {
@@ -205,13 +267,10 @@ impl World {
             _ => String::new(),
         };
         format!(
-            ": finalize of {} under lease v{} accepted, though the row was at lease v{}{}{since}",
-            lease.key,
-            lease.version,
-            row.map_or(0, |r| r.lease_version),
-            row.and_then(|r| r.locked_by.as_deref())
-                .map(|o| format!(" owned by {}", printable(o)))
-                .unwrap_or_default()
+            ": finalize of {key} under lease v{v} accepted, though the row was at lease v{} owned \
+             by {}{since}",
+            r.lease_version,
+            printable(r.locked_by.as_deref().unwrap_or("nobody"))
         )
     }
 }

@@ -11,13 +11,14 @@ use crate::engine::outbox::{
     ClaimOutcome, FinalizeOutcome, Lease, MessageRef, MessageRow, OutboxStatus, PaymentRow,
 };
 use crate::engine::provider::{KeyCalls, Provider, StatusCheck};
-use crate::engine::store::Store;
+use crate::engine::store::{Cell, Store, TableCells};
 use crate::engine::student::{Exercise, OpRun};
 
 use super::check::Check;
+use super::clock::TimeModel;
 use super::error::ExploreError;
 use super::options::{Faults, Mode, LEASE_MS};
-use super::oracle::{holds_live_lease, lease_holds};
+use super::oracle::holds_live_lease;
 
 /// More rows than the explorer's world ever has.
 const ALL_ROWS: u64 = 1_000;
@@ -146,6 +147,9 @@ pub enum Move {
     /// when heartbeats are on.
     Beat(usize),
     Jump,
+    /// A `--sql` search's clock move, by this many milliseconds: to just before, at or
+    /// just after the nearest instant at which a comparison may change (`clock.rs`).
+    Tick(i64),
     Stall(usize),
     Wake(usize),
 }
@@ -166,6 +170,15 @@ pub struct World {
     /// The student's statements the workers run (`explore --sql`), or None for the
     /// engine's own store.
     pub sql: Option<Arc<Exercise>>,
+    /// How a `--sql` search moves its clock and keeps its times.
+    pub time: Option<Arc<TimeModel>>,
+    /// Per message id (1-based), how many times its lease has run out.
+    pub expiries: Vec<u8>,
+    /// The most times one message's lease may run out in a schedule (`--max-expiries`).
+    pub max_expiries: u8,
+    /// Per message id (1-based), the last accepted finalize: the worker and its lease
+    /// version, so an explanation can name the step that wrote the row.
+    pub finisher: Vec<Option<(usize, i64)>>,
 }
 
 /// What the database and the provider hold in one state, read once.
@@ -174,15 +187,42 @@ pub struct Seen {
     pub rows: Vec<MessageRow>,
     pub payments: Vec<PaymentRow>,
     pub calls: std::collections::BTreeMap<String, KeyCalls>,
+    /// Every cell a student's statement may read (`explore --sql` only).
+    pub cells: Option<Vec<TableCells>>,
 }
 
 impl Seen {
-    pub fn read(store: &Store, provider: &Provider) -> Result<Seen, ExploreError> {
+    pub fn read(store: &Store, provider: &Provider, sql: bool) -> Result<Seen, ExploreError> {
         Ok(Seen {
             rows: store.messages(0, ALL_ROWS)?,
             payments: store.payments()?,
             calls: provider.calls(),
+            cells: if sql {
+                Some(store.student_cells()?)
+            } else {
+                None
+            },
         })
+    }
+
+    /// Every time a state's comparisons may meet: each time cell a statement may read,
+    /// and each lease's end.
+    pub fn times<'a>(&'a self, model: &'a TimeModel) -> impl Iterator<Item = i64> + 'a {
+        let cells = self.cells.iter().flatten().flat_map(move |t| {
+            let columns: Vec<usize> = (0..t.columns.len())
+                .filter(|&c| {
+                    TimeModel::is_time(t.table, &t.columns[c]) && model.reads(&t.columns[c])
+                })
+                .collect();
+            t.rows.iter().flat_map(move |row| {
+                columns.clone().into_iter().filter_map(move |c| match row[c] {
+                    Cell::Integer(n) => Some(n),
+                    _ => None,
+                })
+            })
+        });
+        let leases = self.rows.iter().filter_map(|r| r.locked_until_ms);
+        cells.chain(leases)
     }
 
     /// Whether any row holds a lease that a clock jump would end.
@@ -190,11 +230,9 @@ impl Seen {
         self.rows.iter().any(|r| holds_live_lease(r, now))
     }
 
-    /// Every message Processed.
+    /// Every message done with: Processed, given up (dead-lettered) or gone.
     pub fn finished(&self) -> bool {
-        self.rows
-            .iter()
-            .all(|r| r.status == OutboxStatus::Processed)
+        self.rows.iter().all(|r| done_with(r.status))
     }
 }
 
@@ -225,12 +263,17 @@ impl World {
             holder: vec![None; messages as usize + 1],
             broken: Vec::new(),
             sql: None,
+            time: None,
+            expiries: vec![0; messages as usize + 1],
+            max_expiries: u8::MAX,
+            finisher: vec![None; messages as usize + 1],
         }
     }
 
     /// The moves worth taking here: every running worker's next step, and the faults that
-    /// `faults` allows and that would change something.
-    pub fn moves(&self, faults: &Faults, beats: bool, live_lease: bool) -> Vec<Move> {
+    /// `faults` allows and that would change something; and whether a move of the clock
+    /// was held back, as it would let a lease run out once more than `--max-expiries`.
+    pub fn moves(&self, faults: &Faults, beats: bool, seen: &Seen) -> (Vec<Move>, bool) {
         let mut out = Vec::new();
         for (i, a) in self.actors.iter().enumerate() {
             if a.stalled {
@@ -249,10 +292,34 @@ impl World {
                 out.push(Move::Stall(i));
             }
         }
-        if faults.jump && live_lease {
-            out.push(Move::Jump);
+        let mut held_back = false;
+        match &self.time {
+            Some(model) if faults.jump => {
+                for delta in model.ticks(self.now, seen.times(model)) {
+                    let over = self
+                        .expiring(seen, delta)
+                        .any(|id| self.expiries.get(id).is_some_and(|n| *n >= self.max_expiries));
+                    if over {
+                        held_back = true;
+                    } else {
+                        out.push(Move::Tick(delta));
+                    }
+                }
+            }
+            Some(_) => {}
+            None if faults.jump && seen.live_lease(self.now) => out.push(Move::Jump),
+            None => {}
         }
-        out
+        (out, held_back)
+    }
+
+    /// The messages whose lease a move of the clock by `delta` lets run out.
+    fn expiring<'a>(&'a self, seen: &'a Seen, delta: i64) -> impl Iterator<Item = usize> + 'a {
+        let (now, then) = (self.now, self.now.saturating_add(delta));
+        seen.rows
+            .iter()
+            .filter(move |r| holds_live_lease(r, now) && !holds_live_lease(r, then))
+            .map(|r| r.id as usize)
     }
 
     /// Whether `m` may write to the database (a claim, a finalize, a mark); every other
@@ -269,7 +336,9 @@ impl World {
                 Local::Holding(_) | Local::Loaded(_) => false,
             },
             Move::Beat(_) => true,
-            Move::Crash(_) | Move::Jump | Move::Stall(_) | Move::Wake(_) => false,
+            Move::Crash(_) | Move::Jump | Move::Tick(_) | Move::Stall(_) | Move::Wake(_) => {
+                false
+            }
         }
     }
 
@@ -294,20 +363,27 @@ impl World {
                 Some(ex) => self.student_beat(i, &ex, (before, store), &mut broke)?,
                 None => self.beat(i, store)?,
             },
+            Move::Tick(delta) => self.tick(delta, before),
             Move::Crash(_) | Move::Jump | Move::Stall(_) | Move::Wake(_) => self.fault(m),
         };
         // A fault or the clock touches neither the database nor the provider: what they
         // hold is what they held before.
         let seen = match m {
-            Move::Crash(_) | Move::Jump | Move::Stall(_) | Move::Wake(_) => before.clone(),
+            Move::Crash(_) | Move::Jump | Move::Tick(_) | Move::Stall(_) | Move::Wake(_) => {
+                before.clone()
+            }
             // A step that calls the provider changes the provider alone.
             Move::Step(_) if !wrote => Seen {
-                rows: before.rows.clone(),
-                payments: before.payments.clone(),
                 calls: provider.calls(),
+                ..before.clone()
             },
-            Move::Step(_) | Move::Beat(_) => Seen::read(store, provider)?,
+            Move::Step(_) | Move::Beat(_) => Seen::read(store, provider, self.sql.is_some())?,
         };
+        if let (Move::Step(i) | Move::Beat(i), true) = (m, wrote) {
+            if seen.cells != before.cells || seen.rows != before.rows {
+                self.others_wrote(i);
+            }
+        }
         self.judge(&seen, &mut broke);
         for c in &broke {
             if !self.broken.contains(c) {
@@ -320,6 +396,30 @@ impl World {
             seen,
             key,
         })
+    }
+
+    /// A `--sql` search's clock move: the time, and each lease it lets run out, counted.
+    fn tick(&mut self, delta: i64, before: &Seen) -> String {
+        let ended: Vec<usize> = self.expiring(before, delta).collect();
+        let mut out = format!(
+            "the clock moves {} to {}",
+            seconds(delta),
+            hms(self.now.saturating_add(delta))
+        );
+        for id in &ended {
+            if let Some(n) = self.expiries.get_mut(*id) {
+                *n = n.saturating_add(1);
+            }
+            if let Some(r) = before.rows.iter().find(|r| r.id as usize == *id) {
+                let until = r.locked_until_ms.map(hms).unwrap_or_default();
+                out.push_str(&format!(
+                    "; the lease on {} (v{}, until {until}) has run out",
+                    r.key, r.lease_version
+                ));
+            }
+        }
+        self.now = self.now.saturating_add(delta);
+        out
     }
 
     /// A fault or the clock: it changes what the workers hold and the time, never the
@@ -371,7 +471,9 @@ impl World {
                     .unwrap_or_default();
                 format!("the stalled {} wakes{held}", a.name)
             }
-            Move::Step(_) | Move::Beat(_) => unreachable!("a worker's step is not a fault"),
+            Move::Step(_) | Move::Beat(_) | Move::Tick(_) => {
+                unreachable!("a worker's step or the clock's is not a fault")
+            }
         }
     }
 
@@ -542,65 +644,6 @@ impl World {
              v{row_version}{why}"
         ))
     }
-
-    /// The checks that the state itself can break.
-    fn judge(&self, seen: &Seen, broke: &mut Vec<Check>) {
-        if self.finalized.iter().any(|&n| n >= 2) {
-            broke.push(Check::ProcessedTwice);
-        }
-        if seen.calls.values().any(|c| c.side_effects >= 2) {
-            broke.push(Check::SideEffectTwice);
-        }
-        // Processed with no answer written: the payment's result is lost.
-        if seen.rows.iter().any(|r| {
-            r.status == OutboxStatus::Processed
-                && r.payment_status == crate::engine::outbox::PaymentStatus::Pending
-        }) {
-            broke.push(Check::Lost);
-        }
-    }
-
-    /// The state's fingerprint: two states with the same fingerprint behave alike from
-    /// here on. Times are kept relative to the clock (a lease's time left, or expired),
-    /// since every rule compares them with the clock and nothing else. 128 bits, two
-    /// halves hashed apart: two different states share one with a chance of about
-    /// n^2 / 2^129 for n states, under 10^-25 at five million.
-    pub fn fingerprint(&self, seen: &Seen) -> u128 {
-        use std::hash::{DefaultHasher, Hasher};
-        let half = |tag: u8| {
-            let mut h = DefaultHasher::new();
-            h.write_u8(tag);
-            self.feed(seen, &mut h);
-            h.finish()
-        };
-        (u128::from(half(0)) << 64) | u128::from(half(1))
-    }
-
-    fn feed(&self, seen: &Seen, h: &mut impl std::hash::Hasher) {
-        use std::hash::Hash;
-        let rel = |until: i64| {
-            if lease_holds(until, self.now) {
-                until - self.now
-            } else {
-                -1
-            }
-        };
-        for a in &self.actors {
-            (&a.name, a.replacement, a.stalled, a.twin).hash(h);
-            a.local.feed(rel, h);
-        }
-        for r in &seen.rows {
-            let until = r.locked_until_ms.map(rel);
-            (r.id, r.status, &r.locked_by, r.lease_version, until).hash(h);
-        }
-        for p in &seen.payments {
-            (p.status, &p.transaction_id).hash(h);
-        }
-        for (key, c) in &seen.calls {
-            (key, c.status_checks, c.side_effects).hash(h);
-        }
-        (&self.finalized, &self.holder, &self.broken).hash(h);
-    }
 }
 
 /// `Worker-A calls the provider for PAY-001: Paid (side effects for PAY-001: 1)`.
@@ -615,4 +658,14 @@ fn called(who: &str, key: &str, check: &StatusCheck, provider: &Provider) -> Str
 /// The provider's answer a finalize in progress carries (for a worker's memory shown).
 pub(super) fn running_about(run: &OpRun) -> Option<(&Lease, Option<&StatusCheck>)> {
     run.lease.as_ref().map(|l| (l, run.answer.as_ref()))
+}
+
+/// A message is done with: Processed, or given up as a dead letter.
+pub(super) fn done_with(status: OutboxStatus) -> bool {
+    matches!(status, OutboxStatus::Processed | OutboxStatus::DeadLettered)
+}
+
+/// `1.000 s`, `2.999 s`: a move of the clock, to the millisecond.
+fn seconds(ms: i64) -> String {
+    format!("{}.{:03} s", ms / 1000, ms % 1000)
 }

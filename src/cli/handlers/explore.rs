@@ -39,6 +39,8 @@ fn options(a: &ExploreArgs) -> Result<ExploreOptions, ExitCode> {
         max_depth: a.max_depth as usize,
         max_states: a.max_states as usize,
         max_memory_mib: a.max_memory as usize,
+        max_seconds: a.max_seconds as u64,
+        max_expiries: a.max_expiries as u8,
         heartbeats: a.heartbeats || beats == Some(true),
         broken_claim: false,
         forget_answer: false,
@@ -147,12 +149,7 @@ pub(crate) fn explore(a: &ExploreArgs) -> ExitCode {
             return code;
         }
     }
-    let code = if report.bad_schedules() > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    };
-    out.finish(code)
+    out.finish(ExitCode::from(report.outcome().exit_code()))
 }
 
 /// `--save-lesson FILE`: the shortest counterexample as a lesson file.

@@ -57,6 +57,7 @@ macro_rules! unfinished {
 }
 
 mod batch;
+mod cells;
 mod claim;
 mod conn;
 mod finalize;
@@ -85,6 +86,7 @@ pub use super::outbox::{
     RetryPolicy, RowsPerKey, StoreShared,
 };
 pub use super::provider::CreationLog;
+pub use cells::{Cell, TableCells};
 pub use conn::{
     busy_give_up, stop_waiting_for_the_lock, wait_for_the_lock_again,
     wait_for_the_lock_without_limit, BUSY_GIVE_UP_ENV,

@@ -27,6 +27,9 @@ pub struct OpRun {
     pub bound: Bound,
     pub lease: Option<Lease>,
     pub answer: Option<StatusCheck>,
+    /// A deferred transaction split in two (`StudentStore::deferred_in_two`): another
+    /// connection wrote after its reads, so its first write meets `SQLITE_BUSY`.
+    pub stale: bool,
 }
 
 impl OpRun {
@@ -44,6 +47,7 @@ impl OpRun {
             },
             lease: None,
             answer: None,
+            stale: false,
         }
     }
 
@@ -73,6 +77,7 @@ impl OpRun {
             },
             lease: Some(lease.clone()),
             answer: None,
+            stale: false,
         }
     }
 }

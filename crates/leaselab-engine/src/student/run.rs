@@ -85,6 +85,7 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
         let stepped = match op.transaction {
             TxMode::None => self.step_one(op, run),
             TxMode::Immediate => self.step_all(op, run, Begin::Immediate),
+            TxMode::Deferred if self.deferred_in_two && run.next == 0 => self.step_reads(op, run),
             TxMode::Deferred => self.step_all(op, run, Begin::Deferred),
         }?;
         self.ran.extend(stepped.1.statements.iter().cloned());
@@ -122,6 +123,53 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
         }
         run.next = op.statements.len();
         let (result, stamp) = self.finish(op, run, Join::Own, (ran.ends, ran.changed))?;
+        shown.stamp = stamp;
+        Ok((Step::Done(result), shown))
+    }
+
+    /// A deferred transaction's first step when it reads before it writes: its reads, up to
+    /// its first write. One that writes first, or only reads, runs whole.
+    fn step_reads(&mut self, op: &Operation, run: &mut OpRun) -> Result<(Step, Shown), StudentError> {
+        let first_write = self.sandboxed(|conn, _| {
+            for (i, s) in op.statements.iter().enumerate() {
+                match conn.prepare_cached(&s.sql) {
+                    Ok(stmt) if stmt.readonly() => {}
+                    _ => return Ok(Some(i)),
+                }
+            }
+            Ok(None)
+        })?;
+        let Some(w) = first_write.filter(|w| *w > 0) else {
+            return self.step_all(op, run, Begin::Deferred);
+        };
+        self.store_mut().begin_student(Begin::Deferred)?;
+        let ran = self.sandboxed(|conn, sandbox| {
+            let mut all = Vec::new();
+            for (index, statement) in op.statements.iter().enumerate().take(w) {
+                let ran = sandbox.execute(conn, (op.kind, index), &mut run.bound, statement)?;
+                let stop = ran.ends;
+                all.push(ran);
+                if stop {
+                    break;
+                }
+            }
+            Ok(all)
+        });
+        // The reads change nothing: their transaction ends here whatever they found.
+        let _ = self.store_mut().end_student(false);
+        let ran = ran?;
+        let ended = ran.last().is_some_and(|r| r.ends);
+        let mut shown = Shown {
+            statements: ran.into_iter().map(|r| r.shown).collect(),
+            ..Shown::default()
+        };
+        if !ended {
+            run.next = w;
+            return Ok((Step::Continue, shown));
+        }
+        shown.rolled_back = true;
+        run.next = op.statements.len();
+        let (result, stamp) = self.finish(op, run, Join::Own, (true, 0))?;
         shown.stamp = stamp;
         Ok((Step::Done(result), shown))
     }

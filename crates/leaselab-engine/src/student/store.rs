@@ -21,6 +21,9 @@ pub struct StudentStore<S = Store> {
     pub(super) stepwise: bool,
     /// The claim or finalize a stepwise call left partway: the next call goes on with it.
     pub(super) partway: Option<super::op::OpRun>,
+    /// A deferred transaction that reads before it writes runs as two steps: its reads,
+    /// then (unless another connection wrote meanwhile) its writes (`deferred_in_two`).
+    pub(super) deferred_in_two: bool,
 }
 
 impl<S: BorrowMut<Store>> StudentStore<S> {
@@ -33,6 +36,7 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
             ran: Vec::new(),
             stepwise: false,
             partway: None,
+            deferred_in_two: false,
         }
     }
 
@@ -42,6 +46,16 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
     /// same kind, with the values bound when it began. A heartbeat still runs whole.
     pub fn stepwise(mut self) -> StudentStore<S> {
         self.stepwise = true;
+        self
+    }
+
+    /// A deferred transaction that reads, then writes, runs as two steps: its reads up to
+    /// its first write (committed, as they change nothing), then the rest. Between the two
+    /// another connection may write; SQLite would then refuse the first write with
+    /// `SQLITE_BUSY` (its busy handler is not called for a read transaction that asks for
+    /// the write lock), which the caller models by `OpRun::stale`. For `explore --sql`.
+    pub fn deferred_in_two(mut self) -> StudentStore<S> {
+        self.deferred_in_two = true;
         self
     }
 

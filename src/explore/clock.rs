@@ -1,0 +1,520 @@
+//! The clock of a `--sql` search. A student's statement can only compare a time a row holds
+//! with `:now` (or `:lease_until`, which is `:now` plus the lease), plus or minus a number
+//! written in the file. So the answer of every comparison changes only at an instant
+//! `t + k`, for a time `t` some row (or a worker's memory) holds and an offset `k` among the
+//! file's numbers and the lease. The search moves the clock to just before, at and just
+//! after the nearest such instant, and again from there: every instant at which an answer
+//! may change is reached, and none between two of them is needed.
+//!
+//! A state keeps its times relative to the clock. A time older than every offset compares
+//! the same way with every `:now ± k` from then on, so such times are kept by their order
+//! alone: the search then closes. A file with a number of a million or more may compare a
+//! time with a moment of the day itself; the clock's own time is then kept too.
+
+use std::collections::BTreeSet;
+
+use crate::engine::student::Exercise;
+
+use super::options::LEASE_MS;
+
+/// The time columns of the tables a statement may read: (table, column).
+pub const TIME_COLUMNS: [(&str, &str); 5] = [
+    ("OutboxMessages", "CreatedAtUtc"),
+    ("OutboxMessages", "LockedUntilUtc"),
+    ("OutboxMessages", "AvailableAtUtc"),
+    ("OutboxMessages", "ProcessedAtUtc"),
+    ("Payments", "CreatedAtUtc"),
+];
+
+/// A number this large may be a moment of the day (the scenario clock starts at 09:00,
+/// 32,400,000 ms), not an offset: the clock's own time is then part of a state.
+const ABSOLUTE_FROM: i64 = 1_000_000;
+
+/// How far ahead of the clock a time may lie and still be reached: a lease that ends
+/// later than this after the clock's time (beyond the file's largest offset) is taken
+/// for one that never ends.
+pub const HORIZON_MS: i64 = 60_000;
+
+/// What the search knows of the file's use of time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimeModel {
+    /// Every offset a comparison may add to a time: 0, the file's numbers, and the lease's
+    /// length where `:lease_until` is read.
+    pub offsets: Vec<i64>,
+    /// A time this far or more before the clock is old: kept by its order alone.
+    pub window: i64,
+    /// The farthest ahead of the clock the search moves it.
+    pub horizon: i64,
+    /// The file holds a number that may be a moment of the day.
+    pub absolute: bool,
+    /// How the file uses each column it names (lowercased, the most it does with it);
+    /// none when it may read every column (`*`, `NATURAL`).
+    uses: Option<std::collections::BTreeMap<String, Use>>,
+}
+
+impl TimeModel {
+    /// The model of `exercise`'s statements.
+    pub fn of(exercise: &Exercise) -> TimeModel {
+        let mut numbers = BTreeSet::new();
+        let mut words = Vec::new();
+        let mut every = false;
+        for op in [Some(&exercise.claim), Some(&exercise.finalize)]
+            .into_iter()
+            .chain([exercise.heartbeat.as_ref()])
+            .flatten()
+        {
+            for s in &op.statements {
+                every |= scan(&s.sql, &mut numbers, &mut words);
+            }
+        }
+        let absolute = numbers.iter().any(|n| *n >= ABSOLUTE_FROM);
+        let mut offsets: BTreeSet<i64> = numbers.into_iter().collect();
+        offsets.insert(0);
+        let offsets: Vec<i64> = offsets.into_iter().collect();
+        let largest = offsets.last().copied().unwrap_or(0);
+        let mut uses = std::collections::BTreeMap::new();
+        for (w, how) in words {
+            let kept = uses.entry(w).or_insert(how);
+            *kept = (*kept).max(how);
+        }
+        TimeModel {
+            window: largest.saturating_add(2),
+            horizon: largest.saturating_add(HORIZON_MS),
+            absolute,
+            offsets,
+            uses: (!every).then_some(uses),
+        }
+    }
+
+    /// How the statements use `column`. The lease's end is always compared: the checks
+    /// compare it with the clock.
+    pub fn use_of(&self, column: &str) -> Use {
+        if column.eq_ignore_ascii_case("LockedUntilUtc") {
+            return Use::Compared;
+        }
+        match &self.uses {
+            None => Use::Compared,
+            Some(uses) => uses
+                .get(&column.to_ascii_lowercase())
+                .copied()
+                .unwrap_or(Use::Unread),
+        }
+    }
+
+    /// Whether a statement may compare `column` with the clock.
+    pub fn reads(&self, column: &str) -> bool {
+        self.use_of(column) == Use::Compared
+    }
+
+    /// Whether `column` of `table` holds a time.
+    pub fn is_time(table: &str, column: &str) -> bool {
+        TIME_COLUMNS
+            .iter()
+            .any(|(t, c)| t.eq_ignore_ascii_case(table) && c.eq_ignore_ascii_case(column))
+    }
+
+    /// The move of the clock from `now`, as how far it goes: to the next instant that is
+    /// just before, at or just after an instant at which a comparison of one of `times`
+    /// may change its answer, within the horizon. None when no such instant lies ahead.
+    /// Taken again and again, interleaved with every worker's steps, it stands the clock at
+    /// each of them in turn.
+    pub fn ticks(&self, now: i64, times: impl Iterator<Item = i64>) -> Vec<i64> {
+        let mut next: Option<i64> = None;
+        for t in times {
+            for k in &self.offsets {
+                for c in [t.saturating_add(*k), t.saturating_sub(*k)] {
+                    for at in [c.saturating_sub(1), c, c.saturating_add(1)] {
+                        if at > now && next.is_none_or(|n| at < n) {
+                            next = Some(at);
+                        }
+                    }
+                }
+            }
+        }
+        next.filter(|t| t - now <= self.horizon)
+            .map(|t| vec![t - now])
+            .unwrap_or_default()
+    }
+}
+
+/// A time as a state keeps it: how far from the clock, or, when older than every offset,
+/// its place among the old times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rel {
+    At(i64),
+    Old(usize),
+}
+
+/// The times of one state, to keep relative to its clock.
+pub struct Relative {
+    now: i64,
+    window: i64,
+    absolute: bool,
+    old: Vec<i64>,
+}
+
+impl Relative {
+    /// For the state at `now` holding `times` (every time its fingerprint keeps).
+    pub fn new(model: &TimeModel, now: i64, times: impl Iterator<Item = i64>) -> Relative {
+        let window = model.window;
+        let mut old: Vec<i64> = times
+            .filter(|t| now.saturating_sub(*t) > window && !model.absolute)
+            .collect();
+        old.sort_unstable();
+        old.dedup();
+        Relative {
+            now,
+            window,
+            absolute: model.absolute,
+            old,
+        }
+    }
+
+    pub fn rel(&self, t: i64) -> Rel {
+        if self.absolute {
+            return Rel::At(t);
+        }
+        if self.now.saturating_sub(t) > self.window {
+            return Rel::Old(self.old.binary_search(&t).unwrap_or(0));
+        }
+        Rel::At(t.saturating_sub(self.now))
+    }
+
+    /// The clock's own time, as the fingerprint keeps it: only when the file may compare
+    /// a time with a moment of the day.
+    pub fn clock(&self) -> Option<i64> {
+        self.absolute.then_some(self.now)
+    }
+}
+
+/// How the file's statements use a time column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Use {
+    /// Never read: only written (`SET col = ...`), or never named. Its value cannot reach
+    /// an answer; whether it is NULL can (the schema's CHECKs ask).
+    Unread,
+    /// Only ordered by (`ORDER BY col`): its values' order among the rows matters.
+    Ordered,
+    /// Read anywhere else: compared, computed with, returned.
+    Compared,
+}
+
+/// One token of a statement: a word (an identifier or keyword, lowercased; a quoted
+/// identifier too), a parameter, a number, or a piece of punctuation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Token {
+    Word(String),
+    Param(String),
+    Number(String),
+    Punct(String),
+}
+
+/// The tokens of `sql`, its string literals and comments left out.
+fn tokens(sql: &str) -> Vec<Token> {
+    let b = sql.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'\'' => i = past(b, i + 1, b"'"),
+            b'-' if b.get(i + 1) == Some(&b'-') => i = past(b, i, b"\n"),
+            b'/' if b.get(i + 1) == Some(&b'*') => i = past(b, i + 2, b"*/"),
+            b'"' | b'`' | b'[' => {
+                let close: &[u8] = match c {
+                    b'"' => b"\"",
+                    b'`' => b"`",
+                    _ => b"]",
+                };
+                let end = past(b, i + 1, close);
+                let inner = sql.get(i + 1..end.saturating_sub(close.len())).unwrap_or("");
+                out.push(Token::Word(inner.to_ascii_lowercase()));
+                i = end;
+            }
+            b':' | b'@' | b'$' | b'?' => {
+                let start = i;
+                i += 1;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
+                }
+                out.push(Token::Param(sql[start..i].to_ascii_lowercase()));
+            }
+            _ if starts_number(b, i) => {
+                let end = number_end(b, i);
+                out.push(Token::Number(sql[i..end].to_string()));
+                i = end;
+            }
+            c if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 => {
+                let start = i;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] >= 0x80)
+                {
+                    i += 1;
+                }
+                out.push(Token::Word(sql[start..i].to_ascii_lowercase()));
+            }
+            c if c.is_ascii_whitespace() => i += 1,
+            _ => {
+                let two = sql.get(i..i + 2).unwrap_or("");
+                let n = if ["<=", ">=", "<>", "!=", "==", "||"].contains(&two) { 2 } else { 1 };
+                out.push(Token::Punct(sql.get(i..i + n).unwrap_or("?").to_string()));
+                i += n;
+            }
+        }
+    }
+    out
+}
+
+/// The columns of the two tables that hold no time: a number beside one of them is no
+/// offset of a time.
+const OTHER_COLUMNS: [&str; 7] = [
+    "id", "leaseversion", "attempts", "amount", "seeding", "status", "paymentstatus",
+];
+
+const OPERATORS: [&str; 10] = ["+", "-", "<", "<=", ">", ">=", "=", "==", "<>", "!="];
+
+/// What `sql` tells of its use of time: every number that may be an offset of a time (the
+/// lease's length among them when `:lease_until` is read, not only written), and how each
+/// time column is used; true when it may read every column (`*`, `NATURAL`).
+fn scan(sql: &str, numbers: &mut BTreeSet<i64>, uses: &mut Vec<(String, Use)>) -> bool {
+    let t = tokens(sql);
+    let word = |i: usize| match t.get(i) {
+        Some(Token::Word(w)) => Some(w.as_str()),
+        _ => None,
+    };
+    let punct = |i: usize, p: &str| matches!(t.get(i), Some(Token::Punct(q)) if q == p);
+    let operator = |i: usize| matches!(t.get(i), Some(Token::Punct(q)) if OPERATORS.contains(&q.as_str()));
+    let other = |i: usize| word(i).is_some_and(|w| OTHER_COLUMNS.contains(&w));
+    let mut every = false;
+    let mut depth = 0usize;
+    // The depth at which an UPDATE's SET list, or an ORDER BY, is open.
+    let (mut set_at, mut order_at): (Option<usize>, Option<usize>) = (None, None);
+    for i in 0..t.len() {
+        match &t[i] {
+            Token::Punct(p) if p == "(" => depth += 1,
+            Token::Punct(p) if p == ")" => {
+                depth = depth.saturating_sub(1);
+                set_at = set_at.filter(|d| *d <= depth);
+                order_at = order_at.filter(|d| *d <= depth);
+            }
+            Token::Punct(p) if p == "*" => every = true,
+            Token::Param(p) if p == ":lease_until" => {
+                // `SET LockedUntilUtc = :lease_until` only writes it; anything else compares
+                // a time with the clock plus the lease.
+                let written = set_at == Some(depth)
+                    && i >= 2
+                    && punct(i - 1, "=")
+                    && word(i - 2).is_some()
+                    && (t.get(i + 1).is_none()
+                        || punct(i + 1, ",")
+                        || matches!(word(i + 1), Some("where" | "returning" | "from")));
+                if !written {
+                    numbers.insert(LEASE_MS);
+                }
+            }
+            Token::Number(n) => {
+                let limit = i > 0 && matches!(word(i - 1), Some("limit" | "offset"));
+                let beside_other = (i >= 2 && operator(i - 1) && other(i - 2))
+                    || (operator(i + 1) && other(i + 2));
+                if !limit && !beside_other {
+                    numbers.extend(integers(n));
+                }
+            }
+            Token::Word(w) => {
+                match w.as_str() {
+                    "natural" => every = true,
+                    "set" => set_at = Some(depth),
+                    "where" | "from" | "returning" if set_at == Some(depth) => set_at = None,
+                    "order" if word(i + 1) == Some("by") => order_at = Some(depth),
+                    "limit" | "offset" if order_at == Some(depth) => order_at = None,
+                    _ => {}
+                }
+                let after = |p: &str| i > 0 && (punct(i - 1, p) || word(i - 1) == Some(p));
+                let assigned = set_at == Some(depth) && (after("set") || after(",")) && punct(i + 1, "=");
+                let ends_item = t.get(i + 1).is_none()
+                    || punct(i + 1, ",")
+                    || punct(i + 1, ")")
+                    || matches!(word(i + 1), Some("asc" | "desc" | "limit" | "offset" | "nulls"));
+                let ordered = order_at == Some(depth) && (after("by") || after(",")) && ends_item;
+                let how = if assigned {
+                    Use::Unread
+                } else if ordered {
+                    Use::Ordered
+                } else {
+                    Use::Compared
+                };
+                uses.push((w.clone(), how));
+            }
+            _ => {}
+        }
+    }
+    every
+}
+
+/// The index just past the first `close` at or after `from` (the end, if none).
+fn past(b: &[u8], from: usize, close: &[u8]) -> usize {
+    let mut i = from;
+    while i + close.len() <= b.len() {
+        if &b[i..i + close.len()] == close {
+            return i + close.len();
+        }
+        i += 1;
+    }
+    b.len()
+}
+
+/// A number starts at `i`: a digit, or a point before a digit, not inside a word.
+fn starts_number(b: &[u8], i: usize) -> bool {
+    let in_word = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+    let digit = b[i].is_ascii_digit()
+        || (b[i] == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit));
+    !in_word && digit
+}
+
+fn number_end(b: &[u8], i: usize) -> usize {
+    let mut j = i;
+    while j < b.len()
+        && (b[j].is_ascii_alphanumeric()
+            || b[j] == b'.'
+            || (matches!(b[j], b'+' | b'-') && j > i && matches!(b[j - 1], b'e' | b'E')))
+    {
+        j += 1;
+    }
+    j
+}
+
+/// The integers a numeric literal may stand for as an offset: itself, or the two around
+/// a number that is not whole.
+fn integers(text: &str) -> Vec<i64> {
+    let t = text.to_ascii_lowercase();
+    if let Some(hex) = t.strip_prefix("0x") {
+        return i64::from_str_radix(hex, 16).map(|n| vec![n]).unwrap_or_default();
+    }
+    if let Ok(n) = t.parse::<i64>() {
+        return vec![n];
+    }
+    match t.parse::<f64>() {
+        Ok(x) if x.is_finite() && x.abs() < 9.0e18 => {
+            let (lo, hi) = (x.floor() as i64, x.ceil() as i64);
+            if lo == hi {
+                vec![lo]
+            } else {
+                vec![lo, hi]
+            }
+        }
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scanned(sql: &str) -> (Vec<i64>, Vec<(String, Use)>, bool) {
+        let (mut n, mut w) = (BTreeSet::new(), Vec::new());
+        let every = scan(sql, &mut n, &mut w);
+        (n.into_iter().collect(), w, every)
+    }
+
+    fn use_of(sql: &str, column: &str) -> Use {
+        let (_, w, _) = scanned(sql);
+        w.iter()
+            .filter(|(c, _)| c == column)
+            .map(|(_, u)| *u)
+            .max()
+            .unwrap_or(Use::Unread)
+    }
+
+    #[test]
+    fn numbers_outside_strings_comments_and_parameters_are_offsets() {
+        let (n, _, every) = scanned(
+            "SELECT Id FROM OutboxMessages WHERE LockedUntilUtc < :now - 1000 -- 77\n\
+             AND LastError <> '55' AND x2 = 0x10 AND y = 2.5 /* 99 */ LIMIT 1",
+        );
+        assert_eq!(n, vec![2, 3, 16, 1000]);
+        assert!(!every);
+    }
+
+    #[test]
+    fn a_number_beside_a_column_that_holds_no_time_is_no_offset() {
+        let (n, _, _) = scanned(
+            "UPDATE OutboxMessages SET Attempts = Attempts + 1, LeaseVersion = 1 + LeaseVersion \
+             WHERE Attempts < 3 AND AvailableAtUtc <= :now + 250",
+        );
+        assert_eq!(n, vec![250]);
+    }
+
+    #[test]
+    fn a_column_only_written_or_only_ordered_by_is_not_compared() {
+        let claim = "UPDATE OutboxMessages SET Status = 'Processing', ProcessedAtUtc = :now \
+             WHERE Id = (SELECT Id FROM OutboxMessages ORDER BY CreatedAtUtc, Id LIMIT 1) \
+             RETURNING Id, LeaseVersion";
+        assert_eq!(use_of(claim, "processedatutc"), Use::Unread);
+        assert_eq!(use_of(claim, "createdatutc"), Use::Ordered);
+        let compared = "SELECT Id FROM OutboxMessages WHERE ProcessedAtUtc < :now ORDER BY \
+             CreatedAtUtc < :now LIMIT 1";
+        assert_eq!(use_of(compared, "processedatutc"), Use::Compared);
+        assert_eq!(use_of(compared, "createdatutc"), Use::Compared);
+        let returned = "UPDATE OutboxMessages SET LockedUntilUtc = :lease_until WHERE Id = :id \
+             RETURNING Id, LeaseVersion, AvailableAtUtc";
+        assert_eq!(use_of(returned, "availableatutc"), Use::Compared);
+    }
+
+    #[test]
+    fn the_lease_is_an_offset_only_where_lease_until_is_read() {
+        let written = "UPDATE OutboxMessages SET LockedUntilUtc = :lease_until, Attempts = 1 \
+             WHERE Id = :id RETURNING Id, LeaseVersion";
+        assert!(scanned(written).0.is_empty());
+        let read = "UPDATE OutboxMessages SET LockedUntilUtc = MAX(LockedUntilUtc, :lease_until) \
+             WHERE Id = :id";
+        assert_eq!(scanned(read).0, vec![LEASE_MS]);
+    }
+
+    #[test]
+    fn a_star_or_a_natural_join_reads_every_column() {
+        assert!(scanned("SELECT * FROM OutboxMessages").2);
+        assert!(scanned("SELECT o.Id FROM OutboxMessages o NATURAL JOIN Payments p").2);
+        assert!(!scanned("SELECT '*' FROM OutboxMessages").2);
+        let sql = "SELECT \"AvailableAtUtc\", [CreatedAtUtc] FROM OutboxMessages";
+        assert_eq!(use_of(sql, "availableatutc"), Use::Compared);
+        assert_eq!(use_of(sql, "createdatutc"), Use::Compared);
+    }
+
+    #[test]
+    fn the_clock_moves_before_at_and_after_the_nearest_instant_an_answer_may_change() {
+        let model = TimeModel {
+            offsets: vec![0, 1000, 3000],
+            window: 3002,
+            horizon: 63_000,
+            absolute: false,
+            uses: None,
+        };
+        // A lease ending at 5000, the clock at 0: the nearest instant is 5000 - 3000, and
+        // the clock stands just before it, at it and just after it in turn.
+        assert_eq!(model.ticks(0, [5000].into_iter()), vec![1999]);
+        assert_eq!(model.ticks(1999, [5000].into_iter()), vec![1]);
+        assert_eq!(model.ticks(2000, [5000].into_iter()), vec![1]);
+        // Then just before the lease's end, at it, after it.
+        assert_eq!(model.ticks(2001, [5000].into_iter()), vec![3998]);
+        assert_eq!(model.ticks(5000, [5000].into_iter()), vec![1]);
+        // A lease that ends beyond the horizon is never reached.
+        assert!(model.ticks(0, [i64::MAX].into_iter()).is_empty());
+        // Nothing ahead: the clock stands.
+        assert!(model.ticks(10_000, [0].into_iter()).is_empty());
+    }
+
+    #[test]
+    fn old_times_keep_their_order_and_nothing_else() {
+        let model = TimeModel {
+            offsets: vec![0, 3000],
+            window: 3002,
+            horizon: 63_000,
+            absolute: false,
+            uses: None,
+        };
+        let r = Relative::new(&model, 100_000, [1, 50, 99_000].into_iter());
+        assert_eq!(r.rel(1), Rel::Old(0));
+        assert_eq!(r.rel(50), Rel::Old(1));
+        assert_eq!(r.rel(99_000), Rel::At(-1000));
+        assert_eq!(r.clock(), None);
+    }
+}
