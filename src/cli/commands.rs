@@ -93,9 +93,9 @@ pub struct ExploreArgs {
     /// once), or none alone.
     #[arg(long, value_name = "LIST", default_value = "crash,jump,pause", value_parser = numbers::faults)]
     pub faults: leaselab::explore::Faults,
-    /// The longest schedule explored, in steps (1-40).
-    #[arg(long, value_name = "N", default_value_t = 12, allow_negative_numbers = true, value_parser = numbers::whole::<1, 40>)]
-    pub max_depth: i64,
+    /// The longest schedule explored, in steps (1-100; 12, or 60 with --sql).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = numbers::whole::<1, 100>)]
+    pub max_depth: Option<i64>,
     /// Stop after this many distinct states (1-5000000); the report then says it was cut.
     #[arg(long, value_name = "N", default_value_t = 300_000, allow_negative_numbers = true, value_parser = numbers::whole::<1, 5_000_000>)]
     pub max_states: i64,
@@ -108,8 +108,14 @@ pub struct ExploreArgs {
     pub max_seconds: i64,
     /// With --sql: the most times one message's lease may run out in a schedule (1-5); the
     /// verdict names the bound.
-    #[arg(long, value_name = "N", default_value_t = 2, allow_negative_numbers = true, value_parser = numbers::whole::<1, 5>)]
+    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true, value_parser = numbers::whole::<1, 5>)]
     pub max_expiries: i64,
+    /// With --sql: the most crashes and stalls, together, in a schedule (0-5).
+    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true, value_parser = numbers::whole::<0, 5>)]
+    pub max_faults: i64,
+    /// With --sql: the most heartbeats in a schedule (0-5).
+    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true, value_parser = numbers::whole::<0, 5>)]
+    pub max_beats: i64,
     /// Workers holding a lease may also extend it, a heartbeat at a time.
     #[arg(long)]
     pub heartbeats: bool,

@@ -38,9 +38,14 @@ pub const HORIZON_MS: i64 = 60_000;
 /// What the search knows of the file's use of time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TimeModel {
-    /// Every offset a comparison may add to a time: 0, the file's numbers, and the lease's
-    /// length where `:lease_until` is read.
+    /// Every offset `d` such that a comparison may change its answer when the clock
+    /// passes `t + d`, for a time `t`: 0, each number the file adds to or subtracts from a
+    /// time or the clock (both ways where the file does not say), and minus the lease
+    /// where `:lease_until` is read.
     pub offsets: Vec<i64>,
+    /// What a statement run now may write, as offsets from the clock: `:now` plus each
+    /// offset, and `:lease_until` (the lease) likewise.
+    pub written: Vec<i64>,
     /// A time this far or more before the clock is old: kept by its order alone.
     pub window: i64,
     /// The farthest ahead of the clock the search moves it.
@@ -67,17 +72,24 @@ impl TimeModel {
                 every |= scan(&s.sql, &mut numbers, &mut words);
             }
         }
-        let absolute = numbers.iter().any(|n| *n >= ABSOLUTE_FROM);
+        let absolute = numbers
+            .iter()
+            .any(|n| n.unsigned_abs() >= ABSOLUTE_FROM as u64 && *n != -LEASE_MS);
         let mut offsets: BTreeSet<i64> = numbers.into_iter().collect();
         offsets.insert(0);
         let offsets: Vec<i64> = offsets.into_iter().collect();
-        let largest = offsets.last().copied().unwrap_or(0);
+        let largest = offsets.iter().map(|d| d.saturating_abs()).max().unwrap_or(0);
         let mut uses = std::collections::BTreeMap::new();
         for (w, how) in words {
             let kept = uses.entry(w).or_insert(how);
             *kept = (*kept).max(how);
         }
+        let mut written: BTreeSet<i64> = BTreeSet::from([0, LEASE_MS]);
+        for d in &offsets {
+            written.extend([*d, -*d, LEASE_MS.saturating_add(*d), LEASE_MS.saturating_sub(*d)]);
+        }
         TimeModel {
+            written: written.into_iter().collect(),
             window: largest.saturating_add(2),
             horizon: largest.saturating_add(HORIZON_MS),
             absolute,
@@ -121,12 +133,11 @@ impl TimeModel {
     pub fn ticks(&self, now: i64, times: impl Iterator<Item = i64>) -> Vec<i64> {
         let mut next: Option<i64> = None;
         for t in times {
-            for k in &self.offsets {
-                for c in [t.saturating_add(*k), t.saturating_sub(*k)] {
-                    for at in [c.saturating_sub(1), c, c.saturating_add(1)] {
-                        if at > now && next.is_none_or(|n| at < n) {
-                            next = Some(at);
-                        }
+            for d in &self.offsets {
+                let c = t.saturating_add(*d);
+                for at in [c.saturating_sub(1), c, c.saturating_add(1)] {
+                    if at > now && next.is_none_or(|n| at < n) {
+                        next = Some(at);
                     }
                 }
             }
@@ -308,7 +319,7 @@ fn scan(sql: &str, numbers: &mut BTreeSet<i64>, uses: &mut Vec<(String, Use)>) -
                         || punct(i + 1, ",")
                         || matches!(word(i + 1), Some("where" | "returning" | "from")));
                 if !written {
-                    numbers.insert(LEASE_MS);
+                    numbers.insert(-LEASE_MS);
                 }
             }
             Token::Number(n) => {
@@ -316,7 +327,31 @@ fn scan(sql: &str, numbers: &mut BTreeSet<i64>, uses: &mut Vec<(String, Use)>) -
                 let beside_other = (i >= 2 && operator(i - 1) && other(i - 2))
                     || (operator(i + 1) && other(i + 2));
                 if !limit && !beside_other {
-                    numbers.extend(integers(n));
+                    // `:now - k` meets a time t at t + k, `:now + k` at t - k, and
+                    // `:lease_until + k` at t - lease - k; `t + k` meets the clock at t + k.
+                    let sign = match (i >= 2).then(|| &t[i - 1]) {
+                        Some(Token::Punct(p)) if p == "+" => 1,
+                        Some(Token::Punct(p)) if p == "-" => -1,
+                        _ => 0,
+                    };
+                    let before = if sign != 0 { t.get(i - 2) } else { None };
+                    for k in integers(n) {
+                        match before {
+                            Some(Token::Param(p)) if p == ":now" => {
+                                numbers.insert(-sign * k);
+                            }
+                            Some(Token::Param(p)) if p == ":lease_until" => {
+                                numbers.insert(-LEASE_MS - sign * k);
+                            }
+                            Some(Token::Word(w)) if is_time_word(w) => {
+                                numbers.insert(sign * k);
+                            }
+                            _ => {
+                                numbers.insert(k);
+                                numbers.insert(-k);
+                            }
+                        }
+                    }
                 }
             }
             Token::Word(w) => {
@@ -348,6 +383,11 @@ fn scan(sql: &str, numbers: &mut BTreeSet<i64>, uses: &mut Vec<(String, Use)>) -
         }
     }
     every
+}
+
+/// A word that names a time column.
+fn is_time_word(w: &str) -> bool {
+    TIME_COLUMNS.iter().any(|(_, c)| c.eq_ignore_ascii_case(w))
 }
 
 /// The index just past the first `close` at or after `from` (the end, if none).
@@ -430,7 +470,9 @@ mod tests {
             "SELECT Id FROM OutboxMessages WHERE LockedUntilUtc < :now - 1000 -- 77\n\
              AND LastError <> '55' AND x2 = 0x10 AND y = 2.5 /* 99 */ LIMIT 1",
         );
-        assert_eq!(n, vec![2, 3, 16, 1000]);
+        // `:now - 1000` meets a time t when the clock passes t + 1000; a number the file
+        // does not tie to a time or the clock is taken both ways.
+        assert_eq!(n, vec![-16, -3, -2, 2, 3, 16, 1000]);
         assert!(!every);
     }
 
@@ -440,7 +482,7 @@ mod tests {
             "UPDATE OutboxMessages SET Attempts = Attempts + 1, LeaseVersion = 1 + LeaseVersion \
              WHERE Attempts < 3 AND AvailableAtUtc <= :now + 250",
         );
-        assert_eq!(n, vec![250]);
+        assert_eq!(n, vec![-250]);
     }
 
     #[test]
@@ -466,7 +508,7 @@ mod tests {
         assert!(scanned(written).0.is_empty());
         let read = "UPDATE OutboxMessages SET LockedUntilUtc = MAX(LockedUntilUtc, :lease_until) \
              WHERE Id = :id";
-        assert_eq!(scanned(read).0, vec![LEASE_MS]);
+        assert_eq!(scanned(read).0, vec![-LEASE_MS]);
     }
 
     #[test]
@@ -482,7 +524,8 @@ mod tests {
     #[test]
     fn the_clock_moves_before_at_and_after_the_nearest_instant_an_answer_may_change() {
         let model = TimeModel {
-            offsets: vec![0, 1000, 3000],
+            offsets: vec![-3000, 0, 1000],
+            written: vec![0, 3000],
             window: 3002,
             horizon: 63_000,
             absolute: false,
@@ -505,7 +548,8 @@ mod tests {
     #[test]
     fn old_times_keep_their_order_and_nothing_else() {
         let model = TimeModel {
-            offsets: vec![0, 3000],
+            offsets: vec![-3000, 0],
+            written: vec![0, 3000],
             window: 3002,
             horizon: 63_000,
             absolute: false,

@@ -137,6 +137,13 @@ pub struct ExploreOptions {
     /// a move of the clock that would let it run out once more is not taken, and the
     /// verdict names the bound.
     pub max_expiries: u8,
+    /// The most crashes and stalls, together, in a schedule of a `--sql` search.
+    pub max_faults: u8,
+    /// The most heartbeats in a schedule of a `--sql` search.
+    pub max_beats: u8,
+    /// A `--sql` search keeps each time's exact distance from the clock instead of where it
+    /// stands among the instants an answer may change: slower, the same verdicts (tests).
+    pub exact_clock: bool,
     /// Workers holding a lease may extend it (each heartbeat its own transaction).
     pub heartbeats: bool,
     /// The claim without its claimable condition: a planted defect for the tests.
@@ -176,7 +183,10 @@ impl Default for ExploreOptions {
             max_states: 300_000,
             max_memory_mib: 2_048,
             max_seconds: 600,
-            max_expiries: 2,
+            max_expiries: 1,
+            max_faults: 1,
+            max_beats: 1,
+            exact_clock: false,
             heartbeats: false,
             broken_claim: false,
             forget_answer: false,

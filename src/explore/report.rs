@@ -88,9 +88,12 @@ pub struct Report {
     pub depth: usize,
     pub elapsed: Duration,
     pub verdicts: Vec<Verdict>,
-    /// A move of the clock was held back somewhere by `--max-expiries`: the verdicts hold
-    /// for schedules within that bound.
+    /// A move was held back somewhere by `--max-expiries`, `--max-faults` or
+    /// `--max-beats`: the verdicts hold for schedules within those bounds.
     pub bounded: bool,
+    /// The longest schedule run: `--max-depth`, or less when the search stopped a few steps
+    /// after a failure.
+    pub searched_depth: usize,
 }
 
 /// What a search may say of a file.
@@ -174,11 +177,16 @@ impl Report {
     /// The bound a verdict holds within, in words: `with at most 2 lease expiries per
     /// message`, or nothing when no move of the clock was held back.
     fn within(&self) -> String {
+        let o = &self.options;
         match self.bounded {
             true => format!(
-                " with at most {} per message",
-                plural(u64::from(self.options.max_expiries), "lease expiry")
-                    .replace("expirys", "expiries")
+                " with at most {} per message, {} and {}",
+                plural(u64::from(o.max_expiries), "lease expiry").replace("expirys", "expiries"),
+                match o.max_faults {
+                    1 => "1 crash or stall".to_string(),
+                    n => format!("{n} crashes or stalls"),
+                },
+                plural(u64::from(o.max_beats), "heartbeat")
             ),
             false => String::new(),
         }
@@ -191,7 +199,7 @@ impl Report {
             (None, true) => format!("no schedule{within} breaks it"),
             (None, false) => format!(
                 "no schedule of up to {}{within} breaks it",
-                plural(self.options.max_depth as u64, "step")
+                plural(self.searched_depth as u64, "step")
             ),
             (Some(cut), _) => format!(
                 "no schedule the search ran{within} breaks it (cut at --{})",
@@ -235,7 +243,10 @@ impl Report {
             "max_memory_mib": o.max_memory_mib,
             "max_seconds": o.max_seconds,
             "max_expiries": o.sql.as_ref().map(|_| o.max_expiries),
-            "bounded_by_expiries": self.bounded,
+            "max_faults": o.sql.as_ref().map(|_| o.max_faults),
+            "max_beats": o.sql.as_ref().map(|_| o.max_beats),
+            "bounded": self.bounded,
+            "searched_depth": self.searched_depth,
             "outcome": self.outcome().name(),
             "cut": self.cut.map(Cut::flag),
             "exhaustive": self.exhaustive,

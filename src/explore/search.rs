@@ -77,6 +77,10 @@ struct Search {
     bounded: bool,
 }
 
+/// How many steps past its first failure a `--sql` search goes on, for the other checks'
+/// shortest schedules.
+const AFTER_FAILURE: usize = 4;
+
 /// How many states a lane expands between two merges: enough that the threads run long,
 /// few enough that the moves they hand back stay small.
 const CHUNK: usize = 16;
@@ -103,6 +107,9 @@ pub fn explore(
         sql: opts.sql.clone(),
         time: opts.sql.as_ref().map(|ex| Arc::new(TimeModel::of(ex))),
         max_expiries: opts.max_expiries,
+        exact_clock: opts.exact_clock,
+        max_crashes_and_stalls: if opts.sql.is_some() { opts.max_faults } else { u8::MAX },
+        max_beats: if opts.sql.is_some() { opts.max_beats } else { u8::MAX },
         ..World::new(SCENARIO_START_MS, opts.workers, opts.messages)
     };
     let first = &mut lanes[0];
@@ -134,12 +141,6 @@ pub fn explore(
         bounded: false,
     };
     let closed = s.run(&mut lanes, &mut pages, progress)?;
-    if std::env::var_os("LL_DEBUG").is_some() {
-        let n = s.nodes.len();
-        for k in [n - 1, n - 7, n - 1000, n - 5000, n / 2] {
-            eprintln!("{:?}", s.moves_to(k));
-        }
-    }
     s.find_stuck();
     s.report(closed, started.elapsed(), &mut lanes[0])
 }
@@ -299,7 +300,7 @@ impl Search {
                 let Some(i) = self.queue.pop_front() else {
                     break;
                 };
-                if usize::from(self.nodes[i].depth) >= self.opts.max_depth {
+                if usize::from(self.nodes[i].depth) >= self.limit() {
                     closed = false;
                     continue;
                 }
@@ -314,7 +315,7 @@ impl Search {
                 tasks.push(Task {
                     node: i,
                     open: open.ok_or(ExploreError::ExpandedTwice)?,
-                    last: usize::from(self.nodes[i].depth) + 1 >= self.opts.max_depth,
+                    last: usize::from(self.nodes[i].depth) + 1 >= self.limit(),
                 });
             }
             let found = expand_all(lanes, &self.opts, &self.seen, &tasks);
@@ -484,6 +485,23 @@ impl Search {
         }
     }
 
+    /// The depth no state is expanded beyond: `--max-depth`, or, once a check has failed,
+    /// a few steps past the first failure ([`AFTER_FAILURE`]): the verdict is then known,
+    /// and a class is not kept waiting for the rest.
+    fn limit(&self) -> usize {
+        let failed = Check::ALL
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.fails())
+            .filter_map(|(at, _)| self.first[at].as_ref())
+            .map(|(n, _)| usize::from(self.nodes[*n].depth))
+            .min();
+        match failed {
+            Some(d) if self.opts.sql.is_some() => self.opts.max_depth.min(d + AFTER_FAILURE),
+            _ => self.opts.max_depth,
+        }
+    }
+
     fn at(c: Check) -> usize {
         Check::ALL.iter().position(|x| *x == c).unwrap_or(0)
     }
@@ -566,6 +584,7 @@ impl Search {
             elapsed,
             verdicts,
             bounded: self.bounded,
+            searched_depth: self.limit(),
         })
     }
 }

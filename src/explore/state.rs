@@ -109,9 +109,17 @@ impl World {
     /// clock (an old time by its order among the old), the workers' memory likewise.
     fn feed_sql(&self, model: &TimeModel, seen: &Seen, h: &mut impl Hasher) {
         let memory = self.actors.iter().flat_map(|a| memory_times(&a.local));
-        let relative = Relative::new(model, self.now, seen.times(model).chain(memory));
+        let times: Vec<i64> = seen.times(model).chain(memory).collect();
+        let relative = Relative::new(model, self.now, times.iter().copied());
         relative.clock().hash(h);
+        // Every time not old is kept by where it stands among the instants at which an
+        // answer may change (`regions`); the cells and the memory say only which is which.
+        let exact = self.exact_clock || model.absolute;
+        if !exact {
+            regions(model, self.now, &relative, &times).hash(h);
+        }
         let rel = |t: i64| match relative.rel(t) {
+            Rel::At(_) if !exact => 0,
             Rel::At(d) => d,
             Rel::Old(rank) => i64::MIN + rank as i64,
         };
@@ -158,7 +166,7 @@ impl World {
             (key, c.status_checks, c.side_effects).hash(h);
         }
         (&self.finalized, &self.holder, &self.broken).hash(h);
-        (&self.expiries, &self.finisher).hash(h);
+        (&self.expiries, &self.finisher, self.crashes_and_stalls, self.beats).hash(h);
     }
 }
 
@@ -171,6 +179,44 @@ fn integer(cell: &Cell) -> Option<i64> {
 
 fn is_time(table: &str, column: &str) -> bool {
     TimeModel::is_time(table, column)
+}
+
+/// Where the times that are not old stand: every instant `t ± k` (for each such time
+/// `t`, in the order `times` lists them, each offset `k`) and each instant a statement
+/// run now could write (`now + v`, for `v` the file's offsets and the lease), with the
+/// clock, sorted, each told by whose it is and by its distance to the one before, a
+/// distance of 3 ms or more told as 3. The clock stands in turn just before, at and just
+/// after each of these instants, so two states that tell them alike take the same moves of
+/// the clock, and every comparison a statement can make (a time with the clock plus an
+/// offset, two times, a time with another plus an offset) answers alike in both, now and
+/// after every move.
+fn regions(model: &TimeModel, now: i64, relative: &Relative, times: &[i64]) -> Vec<(u32, i8, u8, i64)> {
+    const NOW: u32 = u32::MAX;
+    let mut points: Vec<(i64, (u32, i8, u8))> = vec![(now, (NOW, 0, 0))];
+    let mut add = |slot: u32, t: i64| {
+        for (ki, d) in model.offsets.iter().enumerate() {
+            points.push((t.saturating_add(*d), (slot, 1, ki as u8)));
+        }
+    };
+    for (slot, t) in times.iter().enumerate() {
+        if matches!(relative.rel(*t), Rel::At(_)) {
+            add(slot as u32, *t);
+        }
+    }
+    let virtual_from = times.len() as u32;
+    for (vi, v) in model.written.iter().enumerate() {
+        add(virtual_from + vi as u32, now.saturating_add(*v));
+    }
+    points.sort_unstable();
+    let mut prev = points.first().map_or(now, |p| p.0);
+    points
+        .into_iter()
+        .map(|(at, (slot, sign, k))| {
+            let gap = at.saturating_sub(prev).min(3);
+            prev = at;
+            (slot, sign, k, gap)
+        })
+        .collect()
 }
 
 /// The times a worker's memory holds: its lease's end, an operation's bound times.

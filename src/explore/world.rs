@@ -179,6 +179,16 @@ pub struct World {
     /// Per message id (1-based), the last accepted finalize: the worker and its lease
     /// version, so an explanation can name the step that wrote the row.
     pub finisher: Vec<Option<(usize, i64)>>,
+    /// Crashes and stalls so far in this schedule, and the most a `--sql` schedule may
+    /// have (`--max-faults`; unbounded for the engine's own outbox).
+    pub crashes_and_stalls: u8,
+    pub max_crashes_and_stalls: u8,
+    /// Heartbeats so far in this schedule, and the most a `--sql` schedule may have.
+    pub beats: u8,
+    pub max_beats: u8,
+    /// Keep each time's exact distance from the clock, not where it stands among the
+    /// instants an answer may change (`--exact-clock`: the test that the two agree).
+    pub exact_clock: bool,
 }
 
 /// What the database and the provider hold in one state, read once.
@@ -267,6 +277,11 @@ impl World {
             expiries: vec![0; messages as usize + 1],
             max_expiries: u8::MAX,
             finisher: vec![None; messages as usize + 1],
+            exact_clock: false,
+            crashes_and_stalls: 0,
+            max_crashes_and_stalls: u8::MAX,
+            beats: 0,
+            max_beats: u8::MAX,
         }
     }
 
@@ -275,6 +290,7 @@ impl World {
     /// was held back, as it would let a lease run out once more than `--max-expiries`.
     pub fn moves(&self, faults: &Faults, beats: bool, seen: &Seen) -> (Vec<Move>, bool) {
         let mut out = Vec::new();
+        let mut faults_held_back = false;
         for (i, a) in self.actors.iter().enumerate() {
             if a.stalled {
                 out.push(Move::Wake(i));
@@ -282,17 +298,27 @@ impl World {
             }
             out.push(Move::Step(i));
             if beats && matches!(a.local, Local::Holding(_)) {
-                out.push(Move::Beat(i));
+                match self.beats < self.max_beats {
+                    true => out.push(Move::Beat(i)),
+                    false => faults_held_back = true,
+                }
             }
+            let spare = self.crashes_and_stalls < self.max_crashes_and_stalls;
             if faults.crash && a.local != Local::Idle {
-                out.push(Move::Crash(i));
+                match spare {
+                    true => out.push(Move::Crash(i)),
+                    false => faults_held_back = true,
+                }
             }
             // Once per worker: a stalled worker and its replacement stall no more.
             if faults.pause && a.twin.is_none() && a.local != Local::Idle {
-                out.push(Move::Stall(i));
+                match spare {
+                    true => out.push(Move::Stall(i)),
+                    false => faults_held_back = true,
+                }
             }
         }
-        let mut held_back = false;
+        let mut held_back = faults_held_back;
         match &self.time {
             Some(model) if faults.jump => {
                 for delta in model.ticks(self.now, seen.times(model)) {
@@ -360,6 +386,10 @@ impl World {
         let text = match m {
             Move::Step(i) => self.step(i, mode, before, store, provider, &mut broke)?,
             Move::Beat(i) => match self.sql.clone() {
+                Some(ex) if self.time.is_some() => {
+                    self.beats = self.beats.saturating_add(1);
+                    self.student_beat(i, &ex, (before, store), &mut broke)?
+                }
                 Some(ex) => self.student_beat(i, &ex, (before, store), &mut broke)?,
                 None => self.beat(i, store)?,
             },
@@ -427,6 +457,7 @@ impl World {
     fn fault(&mut self, m: Move) -> String {
         match m {
             Move::Crash(i) => {
+                self.crashes_and_stalls = self.crashes_and_stalls.saturating_add(1);
                 let a = &mut self.actors[i];
                 let held = a
                     .holds()
@@ -447,6 +478,7 @@ impl World {
                 )
             }
             Move::Stall(i) => {
+                self.crashes_and_stalls = self.crashes_and_stalls.saturating_add(1);
                 let new = self.actors.len();
                 let a = &mut self.actors[i];
                 a.stalled = true;

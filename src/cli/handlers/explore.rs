@@ -12,6 +12,10 @@ use leaselab::explore::{self, ExploreOptions, Mode};
 use crate::cli::commands::{ExploreArgs, ExploreMode};
 use crate::cli::{runtime_error, usage_error, Out};
 
+/// The longest schedule a `--sql` search runs unless asked: enough for the built-in
+/// exercises' searches to close under their bounds.
+const SQL_DEPTH: usize = 60;
+
 fn options(a: &ExploreArgs) -> Result<ExploreOptions, ExitCode> {
     let sql = match a.sql.as_deref().map(exercise::load_file).transpose() {
         Ok(sql) => sql.map(std::sync::Arc::new),
@@ -36,11 +40,17 @@ fn options(a: &ExploreArgs) -> Result<ExploreOptions, ExitCode> {
         // provider honours the idempotency key, so the checks judge the SQL alone.
         idempotent: a.idempotent || sql.is_some(),
         faults: a.faults,
-        max_depth: a.max_depth as usize,
+        max_depth: a.max_depth.map_or(
+            if sql.is_some() { SQL_DEPTH } else { 12 },
+            |d| d as usize,
+        ),
         max_states: a.max_states as usize,
         max_memory_mib: a.max_memory as usize,
         max_seconds: a.max_seconds as u64,
         max_expiries: a.max_expiries as u8,
+        exact_clock: false,
+        max_faults: a.max_faults as u8,
+        max_beats: a.max_beats as u8,
         heartbeats: a.heartbeats || beats == Some(true),
         broken_claim: false,
         forget_answer: false,
