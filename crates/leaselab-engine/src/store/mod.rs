@@ -95,7 +95,10 @@ pub use lease_events::{
     events_ns_on_this_thread, time_events_on_this_thread, LeaseEventKind, LeaseEventRow,
 };
 pub use plain::PlainOutbox;
-pub use student::{Begin, Join, STUDENT_LENGTH_LIMIT};
+pub use student::{
+    limit_for_students, Begin, Join, STUDENT_COLUMN_LIMIT, STUDENT_LENGTH_LIMIT, STUDENT_LIMITS,
+    STUDENT_PATTERN_LIMIT,
+};
 
 /// The statements the store runs for a worker, by name: the dashboard's SQL pane shows
 /// these very texts (`crate::statements`), so what it shows is what was executed.
