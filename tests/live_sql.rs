@@ -320,3 +320,48 @@ fn z_freezes_a_worker_running_the_students_statements() {
     assert!(a[0].sql.contains("LeaseVersion = :version"), "{a:?}");
     assert!(a[0].effect.ends_with("no row changed"), "{a:?}");
 }
+
+#[test]
+fn q_ends_the_dashboard_at_once_while_a_worker_is_inside_a_students_statement() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = built_in("takeover").unwrap().solution;
+    let select = "SELECT Id FROM OutboxMessages WHERE ";
+    // A LIKE that once took minutes in one step, which nothing could interrupt; then a
+    // statement that may run ten minutes, which the quit interrupts.
+    let like = model.replacen(
+        select,
+        &format!("{select}hex(zeroblob(500000)) NOT LIKE '%' || hex(zeroblob(20000)) || 'x%' AND "),
+        1,
+    );
+    for (name, text) in [
+        ("like.toml", like),
+        ("endless.toml", support::endless_claim()),
+    ] {
+        std::fs::write(dir.path().join(name), text).unwrap();
+        let (var, value) = support::LONG_STATEMENTS;
+        let mut d = support::Dashboard::spawn(
+            support::ROWS,
+            support::COLS,
+            &["--sql", name],
+            dir.path(),
+            &[(var, std::path::Path::new(value))],
+        );
+        d.wait_for_text("space runs");
+        d.press(" ");
+        if name == "like.toml" {
+            // The worker is stopped, the value named: the LIKE never ran.
+            d.wait_for_text("4096 bytes");
+        } else {
+            // A worker is inside the statement: the dashboard alone uses little.
+            support::wait_until_busy(d.pid, std::time::Duration::from_millis(300));
+        }
+        let start = std::time::Instant::now();
+        let (status, _) = d.quit();
+        let took = start.elapsed();
+        assert!(status.success(), "{name}: {status:?}");
+        assert!(
+            took < std::time::Duration::from_secs(10),
+            "{name}: {took:?}"
+        );
+    }
+}
