@@ -477,7 +477,7 @@ pub fn wait_until_busy(pid: u32, cpu: Duration) {
             .split_whitespace()
             .collect();
         assert!(
-            !rest.first().is_some_and(|s| *s == "Z"),
+            rest.first().is_none_or(|s| *s != "Z"),
             "process {pid} ended"
         );
         let used: u128 = rest

@@ -265,10 +265,10 @@ fn is_vacuum(conn: &rusqlite::Connection, sql: &str) -> bool {
     let Ok(mut explain) = conn.prepare(&format!("EXPLAIN {sql}")) else {
         return false;
     };
-    let Ok(opcodes) = explain.query_map([], |row| row.get::<_, String>(1)) else {
-        return false;
-    };
-    let vacuum = opcodes.flatten().any(|op| op == "Vacuum");
+    let mut vacuum = false;
+    if let Ok(opcodes) = explain.query_map([], |row| row.get::<_, String>(1)) {
+        vacuum = opcodes.flatten().any(|op| op == "Vacuum");
+    }
     vacuum
 }
 

@@ -84,6 +84,13 @@ pub fn reference() -> String {
          `Heartbeat` row, with the row's `LockedUntilUtc`); otherwise the lease is lost (a \
          `LeaseLost` row).\n\n## The sandbox\n\n",
     );
+    out.push_str(&sandbox());
+    out
+}
+
+/// The reference's section on the sandbox.
+fn sandbox() -> String {
+    let mut out = String::new();
     out.push_str(&format!(
         "- A statement may read and write {} of the main database only ({ONLY}): no \
          `CREATE`, `DROP` or `ALTER`, no `ATTACH`, no `VACUUM`, no `PRAGMA`, no other table \
