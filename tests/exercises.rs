@@ -446,7 +446,7 @@ fn a_wide_row_is_refused_naming_what_is_too_big() {
         &with_claim(&[&wide]),
         &[
             "mine.toml:8: the claim's statement 1 (WITH b(x) AS",
-            "has more than 32 columns",
+            "has more than 64 columns",
         ],
     );
     // 30 values of 4000 bytes: each fits, the row does not, sorted or returned.

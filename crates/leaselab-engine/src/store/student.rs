@@ -25,8 +25,8 @@ pub const STUDENT_LENGTH_LIMIT: i32 = 4096;
 /// The longest `LIKE` or `GLOB` pattern, in bytes.
 pub const STUDENT_PATTERN_LIMIT: i32 = 200;
 /// The most columns of a statement's row (and of its `ORDER BY`, `GROUP BY`, set list):
-/// with [`STUDENT_LENGTH_LIMIT`], a row holds at most 128 KiB.
-pub const STUDENT_COLUMN_LIMIT: i32 = 32;
+/// with [`STUDENT_LENGTH_LIMIT`], the values of a row being made hold at most 256 KiB.
+pub const STUDENT_COLUMN_LIMIT: i32 = 64;
 
 /// SQLite's limits on a student's statements, each with what it bounds.
 pub const STUDENT_LIMITS: [(Limit, i32); 3] = [

@@ -51,6 +51,10 @@ struct Board {
     next_id: u64,
     /// The thread that keeps the deadlines has been started.
     started: bool,
+    /// When the thread wakes next, None while it waits for a statement: a statement whose
+    /// deadline comes later need not wake it (every deadline is a second away, so the next
+    /// statement's comes after the one the thread waits for).
+    wakes_at: Option<Instant>,
 }
 
 #[derive(Default)]
@@ -87,6 +91,7 @@ impl Watchdog {
                     next = Some(next.map_or(e.until, |n| n.min(e.until)));
                 }
             }
+            board.wakes_at = next;
             board = match next {
                 Some(at) => {
                     let wait = at.saturating_duration_since(now);
@@ -154,7 +159,9 @@ pub fn watch(
         quit: quit.clone(),
         reason: reason.clone(),
     });
-    w.wake.notify_all();
+    if board.wakes_at.is_none_or(|at| until < at) {
+        w.wake.notify_all();
+    }
     Some(Watched { id })
 }
 
