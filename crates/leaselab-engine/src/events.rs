@@ -106,6 +106,14 @@ pub enum EventKind {
         key: String,
         version: i64,
     },
+    /// The next lease of a batch had run out (at `until_ms`) when its worker got to it: the
+    /// worker gave the message up without calling the provider.
+    QueuedLeaseRanOut {
+        id: i64,
+        key: String,
+        version: i64,
+        until_ms: i64,
+    },
     /// The provider failed this attempt, and by then the lease was lost: the failure was
     /// not written (the message belongs to someone else), but the attempt happened.
     AttemptLost {
@@ -248,9 +256,30 @@ impl Event {
     /// `CLAIMED PAY-003 until 09:00:01.500` and friends: one line for logs and reports.
     pub fn describe(&self) -> String {
         self.describe_work()
+            .or_else(|| self.describe_given_up())
             .or_else(|| self.describe_failure())
             .or_else(|| self.describe_control())
             .unwrap_or_default()
+    }
+
+    /// A worker giving up what it cannot do now: a lease of its batch that ran out before
+    /// its work started.
+    fn describe_given_up(&self) -> Option<String> {
+        use super::clock::hms;
+        match &self.kind {
+            EventKind::QueuedLeaseRanOut {
+                key,
+                version,
+                until_ms,
+                ..
+            } => Some(format!(
+                "GAVE UP {key}: {}'s lease v{version} on it, from a batch claim, ran out at \
+                 {} before its work could start; the provider was not called",
+                self.actor,
+                hms(*until_ms)
+            )),
+            _ => None,
+        }
     }
 
     /// Claims, provider calls, finalizes and heartbeats.
@@ -483,6 +512,7 @@ impl Event {
             | EventKind::FinalizeRejected { id, key, .. }
             | EventKind::Heartbeat { id, key, .. }
             | EventKind::LeaseLost { id, key, .. }
+            | EventKind::QueuedLeaseRanOut { id, key, .. }
             | EventKind::AttemptFailed { id, key, .. }
             | EventKind::AttemptLost { id, key, .. }
             | EventKind::DeadLettered { id, key, .. }

@@ -35,10 +35,7 @@ impl Worker {
         let phase = std::mem::replace(&mut self.phase, Phase::Idle);
         let acted = match phase {
             Phase::Idle if leasing => match self.batched.pop_front() {
-                Some(lease) => {
-                    let now = self.ctx.clock.now();
-                    self.hold(lease, now)
-                }
+                Some(lease) => self.take_queued(lease, pace)?,
                 None => self.claim(None)?,
             },
             Phase::Idle => {
@@ -68,8 +65,9 @@ impl Worker {
         if process_ms > 0 && starts_work {
             // Work on a claimed message starts at the claim's time: whoever heard of the
             // claim may have moved the clock since, and must not push the work's end out.
+            // The rest of a batch starts when the worker gets to it.
             let started = match self.phase {
-                Phase::Holding(_) => self.beat_base,
+                Phase::Holding(_) => self.work_from,
                 _ => self.ctx.clock.now(),
             };
             let done_at = started + process_ms;

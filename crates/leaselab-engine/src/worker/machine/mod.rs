@@ -61,8 +61,13 @@ pub(crate) struct Worker {
     work_done_at: Option<i64>,
     /// The scenario time the held lease was taken or last extended: heartbeats count from it.
     beat_base: i64,
+    /// The scenario time work on the held lease started: its claim's, or, for the rest of a
+    /// batch, the moment the worker got to it.
+    work_from: i64,
     /// The rest of a batch claim, leased, in claim order: taken one by one after the held one.
     batched: VecDeque<Lease>,
+    /// The scenario time of the batch claim `batched` came from: their leases count from it.
+    batch_at: i64,
     /// The teacher's hold, as this worker last read it (it says so when it changes).
     held_by_teacher: bool,
     /// Its last finalize failed without an answer (the connection went away): whether it
@@ -92,7 +97,9 @@ impl Worker {
             blocked_on: None,
             work_done_at: None,
             beat_base: 0,
+            work_from: 0,
             batched: VecDeque::new(),
+            batch_at: 0,
             held_by_teacher: false,
             finalize_unanswered: false,
         }
