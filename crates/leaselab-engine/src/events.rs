@@ -10,6 +10,10 @@ use super::provider::ProviderStatus;
 /// The actor of an engine-level event.
 pub const ENGINE: &str = "engine";
 
+/// How many times in a row a worker tries again a transaction SQLite refused the write lock
+/// before it stops.
+pub const BUSY_TRIES: u32 = 9;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     pub seq: u64,
@@ -205,6 +209,14 @@ pub enum EventKind {
     Failed {
         error: String,
     },
+    /// SQLite refused a transaction of the worker the write lock (it had read, and another
+    /// connection wrote or held the lock): rolled back, and tried again at `retry_at_ms`
+    /// (None: at the worker's next step). `tries` is how many times in a row so far.
+    BusyRetry {
+        error: String,
+        tries: u32,
+        retry_at_ms: Option<i64>,
+    },
     ClockMoved {
         from_ms: i64,
         to_ms: i64,
@@ -263,7 +275,7 @@ impl Event {
     }
 
     /// A worker giving up what it cannot do now: a lease of its batch that ran out before
-    /// its work started.
+    /// its work started, a transaction SQLite refused the write lock (tried again later).
     fn describe_given_up(&self) -> Option<String> {
         use super::clock::hms;
         match &self.kind {
@@ -278,6 +290,23 @@ impl Event {
                 self.actor,
                 hms(*until_ms)
             )),
+            EventKind::BusyRetry {
+                error,
+                tries,
+                retry_at_ms,
+            } => Some(match retry_at_ms {
+                Some(at) => format!(
+                    "BUSY: {error}, retrying in {} ms (try {} of at most {})",
+                    at - self.at_ms,
+                    tries + 1,
+                    BUSY_TRIES + 1
+                ),
+                None => format!(
+                    "BUSY: {error}; its next step tries again (try {} of at most {})",
+                    tries + 1,
+                    BUSY_TRIES + 1
+                ),
+            }),
             _ => None,
         }
     }

@@ -92,6 +92,7 @@ impl Store {
             self.sandbox = Some(gate);
         }
         let gate = self.sandbox.clone().expect("installed above");
+        super::conn::forget_given_up_wait();
         let length = self
             .conn
             .set_limit(Limit::SQLITE_LIMIT_LENGTH, STUDENT_LENGTH_LIMIT)?;
@@ -109,6 +110,7 @@ impl Store {
 
     /// Begin the student's transaction.
     pub fn begin_student(&mut self, begin: Begin) -> Result<()> {
+        super::conn::forget_given_up_wait();
         self.conn.execute_batch(match begin {
             Begin::Immediate => "BEGIN IMMEDIATE",
             Begin::Deferred => "BEGIN DEFERRED",

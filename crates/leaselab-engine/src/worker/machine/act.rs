@@ -12,8 +12,22 @@ use super::*;
 use crate::outbox::checked_detail;
 
 impl Worker {
-    /// One action of the worker's cycle, at `pace`.
+    /// One action of the worker's cycle, at `pace`. A claim or finalize SQLite refused the
+    /// write lock is tried again (see `busy`).
     pub(crate) fn act(&mut self, pace: Pace) -> Result<Acted, WorkerError> {
+        match self.act_once(pace) {
+            Ok(acted) => {
+                self.busy_tries = 0;
+                Ok(acted)
+            }
+            Err(e) => Ok(match self.try_again_later(e, pace)? {
+                Some(at) => Acted::WaitUntil(at),
+                None => Acted::Done,
+            }),
+        }
+    }
+
+    fn act_once(&mut self, pace: Pace) -> Result<Acted, WorkerError> {
         let stepping = pace != Pace::Run;
         self.set_status(|s| s.acts += 1);
         let leasing = self.ctx.settings.leasing();

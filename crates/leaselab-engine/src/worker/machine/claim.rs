@@ -147,6 +147,7 @@ impl Worker {
     pub(super) fn hold(&mut self, lease: Lease, taken: i64, work_from: i64) -> Acted {
         self.phase = Phase::Holding(lease);
         self.beat_base = taken;
+        self.beat_retry_at = None;
         self.work_from = work_from;
         self.set_status(|s| s.last_beat_ms = None);
         Acted::Done

@@ -14,6 +14,7 @@ use crate::provider::StatusCheck;
 use super::*;
 
 mod act;
+mod busy;
 mod claim;
 mod reconnect;
 mod run;
@@ -73,6 +74,10 @@ pub(crate) struct Worker {
     /// Its last finalize failed without an answer (the connection went away): whether it
     /// committed is asked before it is tried again.
     finalize_unanswered: bool,
+    /// Its transactions SQLite refused the write lock, in a row (see `busy`).
+    busy_tries: u32,
+    /// A heartbeat refused the write lock: the next is not tried before this scenario time.
+    beat_retry_at: Option<i64>,
 }
 
 impl Worker {
@@ -102,6 +107,8 @@ impl Worker {
             batch_at: 0,
             held_by_teacher: false,
             finalize_unanswered: false,
+            busy_tries: 0,
+            beat_retry_at: None,
         }
     }
 
