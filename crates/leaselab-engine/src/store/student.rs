@@ -127,6 +127,7 @@ impl Store {
             self.sandbox = Some(gate);
         }
         let gate = self.sandbox.clone().expect("installed above");
+        super::conn::forget_given_up_wait();
         let before = limit_for_students(&self.conn)?;
         *gate.hooks() = (Some(Box::new(authorize)), Some(Box::new(progress)));
         let out = body(&self.conn);
@@ -148,6 +149,7 @@ impl Store {
 
     /// Begin the student's transaction.
     pub fn begin_student(&mut self, begin: Begin) -> Result<()> {
+        super::conn::forget_given_up_wait();
         self.conn.execute_batch(match begin {
             Begin::Immediate => "BEGIN IMMEDIATE",
             Begin::Deferred => "BEGIN DEFERRED",

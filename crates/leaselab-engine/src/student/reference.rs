@@ -56,7 +56,7 @@ pub fn reference() -> String {
         let what = match mode {
             TxMode::None => "each statement runs on its own (autocommit): another worker may run between two of them; the lab's event rows follow in a transaction of their own",
             TxMode::Immediate => "`BEGIN IMMEDIATE` ... `COMMIT`: the write lock from the start; the lab's event rows are written in the same transaction",
-            TxMode::Deferred => "`BEGIN DEFERRED` ... `COMMIT`: the write lock only at the first write; the lab's event rows are written in the same transaction",
+            TxMode::Deferred => "`BEGIN DEFERRED` ... `COMMIT`: the write lock only at the first write; the lab's event rows are written in the same transaction. A transaction that has read may be refused the write lock when it then writes: SQLite answers `SQLITE_BUSY` at once, without waiting, when another connection wrote since the read or holds the lock. Live, the worker says so, rolls back and tries again after 10 ms, twice as long each time up to 500 ms, and stops (saying why) only after 10 refusals in a row",
         };
         out.push_str(&format!("- `{}`: {what}\n", mode.name()));
     }

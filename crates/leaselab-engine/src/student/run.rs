@@ -16,8 +16,8 @@ use super::op::{Bound, OpRun};
 use super::sandbox::{excerpt, over_a_limit, stopped_said, Deadline, Refusals};
 use super::store::StudentStore;
 use super::{OpKind, Operation, Statement, TxMode};
-use crate::outbox::{Lease, OutboxError};
-use crate::store::{Begin, Join, Store, STUDENT_LENGTH_LIMIT};
+use crate::outbox::{Failure, Lease, OutboxError};
+use crate::store::{write_lock_refused, Begin, Join, Store, STUDENT_LENGTH_LIMIT};
 
 /// What a step left: more statements to run, or the operation's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,7 +150,7 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
             Ok(ran) => ran,
             Err(e) => {
                 let _ = self.store_mut().end_student(false);
-                return Err(e);
+                return Err(refused(op, e));
             }
         };
         run.next = op.statements.len();
@@ -168,10 +168,10 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
                 Ok(done) => self.store_mut().end_student(true).map(|()| done),
                 Err(e) => {
                     let _ = self.store_mut().end_student(false);
-                    return Err(e);
+                    return Err(refused(op, e));
                 }
             }
-            .map_err(StudentError::from)
+            .map_err(|e| refused(op, StudentError::from(e)))
         };
         let (result, stamp) = finished?;
         shown.stamp = stamp;
@@ -270,6 +270,28 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
                 },
             )
         })?
+    }
+}
+
+/// A transaction SQLite refused the write lock (it had read, and another connection wrote
+/// or held the lock): said as the operation's, and that nothing of it stayed. Any other
+/// error as it is.
+fn refused(op: &Operation, e: StudentError) -> StudentError {
+    match e {
+        StudentError::Database(OutboxError::Database {
+            failure: failure @ Failure::WriteLockRefused { snapshot },
+            cause,
+            ..
+        }) => StudentError::Database(OutboxError::Database {
+            failure,
+            message: format!(
+                "the {}'s transaction met {}; rolled back",
+                op.kind.name(),
+                write_lock_refused(snapshot)
+            ),
+            cause,
+        }),
+        e => e,
     }
 }
 
