@@ -4,8 +4,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 use leaselab::exercise::{self, check};
+
+mod support;
 
 fn leaselab(args: &[&str], cwd: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_leaselab"))
@@ -172,35 +175,328 @@ fn an_endless_recursive_query_is_stopped_with_a_clear_message() {
     );
 }
 
+/// The one-owner model answer, whose claim and finalize pass its check.
+fn model() -> String {
+    exercise::built_in("one-owner")
+        .unwrap()
+        .solution
+        .to_string()
+}
+
+/// The model answer with `extra` added to the claim's SELECT as a condition (line 9).
+fn model_claim_also(extra: &str) -> String {
+    let text = model();
+    let select = "SELECT Id FROM OutboxMessages WHERE ";
+    assert!(text.contains(select));
+    text.replacen(select, &format!("{select}{extra} AND "), 1)
+}
+
+/// The model answer with `statement` run before its finalize, each on its own (line 15).
+fn model_finalize_after(statement: &str) -> String {
+    let text = model();
+    let finalize = "[finalize]\ntransaction = \"immediate\"\nstatements = [";
+    assert!(text.contains(finalize));
+    text.replacen(
+        finalize,
+        &format!("[finalize]\ntransaction = \"none\"\nstatements = [\"{statement}\", "),
+        1,
+    )
+}
+
+/// Check `text` as the one-owner exercise through the real binary, bounded: its output and
+/// how long it took.
+fn checked(text: &str) -> (Output, Duration) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("mine.toml"), text).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_leaselab"));
+    cmd.args(["exercise", "one-owner", "--check", "mine.toml"])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1");
+    let start = Instant::now();
+    let o = support::bounded(cmd, support::DEADLINE, "exercise --check");
+    (o, start.elapsed())
+}
+
 #[test]
-fn vacuum_is_refused_when_it_would_run() {
-    // A VACUUM attaches a database as it runs, not as it is prepared: the authorizer,
-    // still on, refuses it then, and writes no file.
+fn a_file_that_reads_no_clock_and_draws_no_chance_still_passes() {
+    // The functions a claim may well use, on the rows alone.
+    let text = model_claim_also(
+        "PaymentKey LIKE 'PAY-%' AND PaymentKey GLOB 'PAY-*' AND instr(PaymentKey, '-') = 4 \
+         AND length(coalesce(LockedBy, '')) >= 0 AND abs(max(Attempts, 0)) >= 0",
+    );
+    let (o, _) = checked(&text);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("PASSED"), "{}", stdout(&o));
+}
+
+#[test]
+fn the_computers_clock_chance_and_the_connections_history_are_refused_as_the_file_loads() {
+    let at = "mine.toml:9: the claim's statement 1 (SELECT Id FROM";
+    for (call, why) in [
+        (
+            "datetime('now') > ''",
+            "calls datetime(), which reads this computer's clock",
+        ),
+        (
+            "date('now') > ''",
+            "calls date(), which reads this computer's clock",
+        ),
+        (
+            "time('now') > ''",
+            "calls time(), which reads this computer's clock",
+        ),
+        ("julianday('now') > 0", "calls julianday(), which reads"),
+        ("unixepoch() > 0", "calls unixepoch(), which reads"),
+        (
+            "strftime('%s', 'now') > ''",
+            "calls strftime(), which reads",
+        ),
+        (
+            "timediff('now', '2000-01-01') > ''",
+            "calls timediff(), which reads",
+        ),
+        // A time given reads no clock, but a lab time is never a date: refused too.
+        ("datetime(0, 'unixepoch') > ''", "calls datetime()"),
+        (
+            "CURRENT_TIMESTAMP > ''",
+            "uses CURRENT_TIMESTAMP, which reads this computer's clock",
+        ),
+        ("CURRENT_DATE > ''", "uses CURRENT_DATE"),
+        ("CURRENT_TIME > ''", "uses CURRENT_TIME"),
+    ] {
+        let err = refused(
+            &model_claim_also(call),
+            &[
+                at,
+                why,
+                "; the lab's times are integer milliseconds on the scenario clock: use :now\n",
+            ],
+        );
+        assert!(!err.contains("OutboxMessages and Payments only"), "{err}");
+    }
+    for (call, why) in [
+        ("random() <> 0", "calls random(), which is chance"),
+        (
+            "length(randomblob(4)) = 4",
+            "calls randomblob(), which is chance",
+        ),
+        (
+            "changes() >= 0",
+            "calls changes(), whose value is what ran before on this connection",
+        ),
+        (
+            "total_changes() >= 0",
+            "calls total_changes(), whose value is what ran before",
+        ),
+        (
+            "last_insert_rowid() >= 0",
+            "calls last_insert_rowid(), whose value is what ran",
+        ),
+    ] {
+        refused(&model_claim_also(call), &[at, why]);
+    }
+}
+
+#[test]
+fn vacuum_is_refused_as_the_file_loads() {
+    // A VACUUM asks the authorizer nothing until it runs (then it attaches a database): a
+    // finalize that was one passed the load and the check.
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("copy.db");
-    let into = format!("\"VACUUM INTO '{}'\"", copy.display());
-    for sql in ["\"VACUUM\"", into.as_str()] {
-        let text = with_claim(&[
-            sql,
-            "\"SELECT Id, LeaseVersion FROM OutboxMessages LIMIT 1\"",
-        ])
-        .replace("\"immediate\"", "\"none\"");
+    let into = format!("VACUUM INTO '{}'", copy.display());
+    for sql in ["VACUUM", "/* tidy */ vacuum main", into.as_str()] {
+        refused(
+            &model_finalize_after(sql),
+            &[
+                "mine.toml:15: the finalize's statement 1 (",
+                ") is a VACUUM, which rewrites the whole database file",
+            ],
+        );
+        let line = format!("\"{sql}\"");
+        let text = with_claim(&[&line, TAKE]).replace("\"immediate\"", "\"none\"");
         refused(
             &text,
-            &[
-                "mine.toml:8: the claim's statement 1",
-                "may not attach a database (nor VACUUM)",
-            ],
+            &["mine.toml:8: the claim's statement 1 (", "is a VACUUM"],
         );
     }
     assert!(!copy.exists());
 }
 
 #[test]
+fn a_nul_in_a_statement_is_refused_as_the_file_loads() {
+    // SQLite would read the statement up to the NUL only: the DELETE was shown, never run.
+    let text = model_finalize_after(
+        "UPDATE OutboxMessages SET Attempts = Attempts WHERE Id = :id\\u0000; DELETE FROM Payments",
+    );
+    refused(
+        &text,
+        &["mine.toml:15: the finalize's statement 1 holds a NUL character (at character 61 of the statement), where SQLite would stop reading it"],
+    );
+    let text = with_claim(&["\"SELECT Id, LeaseVersion FROM OutboxMessages\\nLIMIT 1\\u0000\""]);
+    refused(
+        &text,
+        &["mine.toml:9: the claim's statement 1 holds a NUL character (at character 52 of the statement)"],
+    );
+}
+
+#[test]
+fn a_statement_may_not_change_what_a_row_is_nor_add_a_row() {
+    let take = |set: &str| {
+        model().replacen(
+            "SET Status = 'Processing'",
+            &format!("SET {set}, Status = 'Processing'"),
+            1,
+        )
+    };
+    for (set, why) in [
+        (
+            "Id = Id + 10",
+            "may not change OutboxMessages.Id, the message's Id, which the lab knows it by",
+        ),
+        ("rowid = rowid + 10", "may not change OutboxMessages.ROWID"),
+        (
+            "PaymentKey = 'PAY-999'",
+            "may not change OutboxMessages.PaymentKey",
+        ),
+        (
+            "Seeding = Seeding + 1",
+            "may not change OutboxMessages.Seeding",
+        ),
+    ] {
+        refused(
+            &take(set),
+            &[
+                "mine.toml:10: the claim's statement 2 (UPDATE OutboxMessages",
+                why,
+            ],
+        );
+    }
+    for (sql, why) in [
+        (
+            "UPDATE Payments SET IdempotencyKey = 'X' WHERE 0",
+            "may not change Payments.IdempotencyKey",
+        ),
+        (
+            "INSERT INTO OutboxMessages (Id, PaymentKey, CreatedAtUtc) VALUES (9, 'PAY-001', 0)",
+            "may not insert into OutboxMessages: the lab seeds the messages and their payments",
+        ),
+        (
+            "INSERT INTO Payments (IdempotencyKey, Amount, CreatedAtUtc) VALUES ('X', 1, 0)",
+            "may not insert into Payments: the lab seeds",
+        ),
+        (
+            "REPLACE INTO OutboxMessages (Id, PaymentKey, CreatedAtUtc) VALUES (1, 'PAY-001', 0)",
+            "may not insert into OutboxMessages",
+        ),
+    ] {
+        let line = format!("\"{sql}\"");
+        refused(
+            &with_claim(&[&line, TAKE]),
+            &["mine.toml:8: the claim's statement 1 (", why],
+        );
+    }
+    // A DELETE is the student's to make (a message deleted is lost, not refused).
+    let (o, _) = checked(&model_finalize_after(
+        "DELETE FROM OutboxMessages WHERE Id = :id + 100",
+    ));
+    assert_ne!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn quadratic_string_functions_over_long_strings_end_at_once_naming_the_value() {
+    // Each took from 10 s to minutes in one step of SQLite's machine, which neither the
+    // progress handler nor Ctrl-C could stop.
+    for (call, why) in [
+        (
+            "hex(zeroblob(500000)) NOT LIKE '%' || hex(zeroblob(20000)) || 'x%'",
+            "made a string, blob or row of more than 4096 bytes",
+        ),
+        (
+            "hex(zeroblob(500000)) NOT GLOB '*' || hex(zeroblob(20000)) || 'x*'",
+            "made a string, blob or row of more than 4096 bytes",
+        ),
+        (
+            "instr(hex(zeroblob(520000)), hex(zeroblob(260000)) || 'x') = 0",
+            "made a string, blob or row of more than 4096 bytes",
+        ),
+        (
+            "PaymentKey NOT LIKE '%' || hex(zeroblob(101)) || '%'",
+            "has a LIKE or GLOB pattern of more than 200 bytes",
+        ),
+    ] {
+        let (o, took) = checked(&model_claim_also(call));
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{call}: {err}{}", stdout(&o));
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("mine.toml:9: the claim's statement 1 (SELECT Id FROM"),
+            "{err}"
+        );
+        assert!(err.contains(why), "{err}");
+        assert!(took < Duration::from_secs(10), "{call}: {took:?}");
+    }
+}
+
+#[test]
+fn a_wide_row_is_refused_naming_what_is_too_big() {
+    // The same megabyte 200 times in one row: 200 MiB before, its columns refused now.
+    let columns = ", x".repeat(200);
+    let wide = format!("\"WITH b(x) AS (SELECT zeroblob(1048576)) SELECT Id, LeaseVersion{columns} FROM b, OutboxMessages LIMIT 1\"");
+    refused(
+        &with_claim(&[&wide]),
+        &[
+            "mine.toml:8: the claim's statement 1 (WITH b(x) AS",
+            "has more than 64 columns",
+        ],
+    );
+    // 30 values of 4000 bytes: each fits, the row does not, sorted or returned.
+    let columns = ", x".repeat(30);
+    for (order, why) in [
+        (
+            "LeaseVersion",
+            "(WITH b(x) AS (SELECT zer…) made a string, blob or row of more than 4096 bytes",
+        ),
+        (
+            "Id",
+            "returned a row of 120016 bytes, more than the 4096 a row of an exercise may hold",
+        ),
+    ] {
+        let heavy = format!("\"WITH b(x) AS (SELECT zeroblob(4000)) SELECT Id, LeaseVersion{columns} FROM b, OutboxMessages ORDER BY {order} LIMIT 1\"");
+        refused(
+            &with_claim(&[&heavy]),
+            &["mine.toml:8: the claim's statement 1 ", why],
+        );
+    }
+}
+
+#[test]
+fn a_slow_statement_is_said_to_be_slow_and_not_blamed_on_recursion() {
+    // Ten subqueries of ten rows each, joined: no recursion, and slow.
+    let ten: Vec<String> = (1..=10).map(|i| format!("SELECT {i}")).collect();
+    let ten = format!("({})", ten.join(" UNION ALL "));
+    let joined: Vec<String> = (0..10).map(|i| format!("{ten} t{i}")).collect();
+    let slow = format!(
+        "\"SELECT Id, LeaseVersion FROM OutboxMessages WHERE (SELECT count(*) FROM {}) > 0 LIMIT 1\"",
+        joined.join(", ")
+    );
+    let (o, took) = checked(&with_claim(&[&slow]));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.ends_with("mine.toml:8: the claim's statement 1 (SELECT Id, LeaseVersion …) ran longer than 1 s and was stopped\n"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
 fn a_statement_may_not_make_a_gigabyte() {
     refused(
-        &with_claim(&["\"SELECT length(randomblob(900000000)) AS Id, 1 AS LeaseVersion\""]),
-        &["mine.toml:8: the claim's statement 1", "too big"],
+        &with_claim(&["\"SELECT length(zeroblob(900000000)) AS Id, 1 AS LeaseVersion\""]),
+        &[
+            "mine.toml:8: the claim's statement 1",
+            "more than 4096 bytes",
+        ],
     );
 }
 

@@ -247,10 +247,28 @@ fn a_statement_that_fails_as_it_runs_stops_its_worker_in_words() {
     let exercise = leaselab::exercise::load_file(&path).expect("it loads: it fails as it runs");
     let mut app = live(Arc::new(exercise));
     press(&mut app, 'n'); // Worker-A's claim returns two rows
+    let notice = app.ui.notice.clone().unwrap_or_default();
+    assert!(
+        notice.starts_with("Worker-A stopped: ") && notice.contains("returned 2 rows"),
+        "{notice}"
+    );
     press(&mut app, 'n');
     let text = screen(&mut app, 160, 50);
     assert!(text.contains("returned 2 rows"), "{text}");
     assert!(app.engine.worker_states().len() == 2);
+    // Long after the log's line, Worker-A's row still says why it stopped.
+    for _ in 0..30 {
+        press(&mut app, 'n');
+    }
+    let lines = frame_lines(&mut app, 160, 50);
+    let row = lines
+        .iter()
+        .find(|l| l.contains("Worker-A") && l.contains("stopped"))
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    assert!(
+        row.contains("stopped: the claim's statement 1 returned 2 rows"),
+        "{row}"
+    );
 }
 
 /// A replay of a database a `--sql` run wrote: its rows do not keep the student's
@@ -319,4 +337,234 @@ fn z_freezes_a_worker_running_the_students_statements() {
     let a = last(&app, 0);
     assert!(a[0].sql.contains("LeaseVersion = :version"), "{a:?}");
     assert!(a[0].effect.ends_with("no row changed"), "{a:?}");
+}
+
+#[test]
+fn q_ends_the_dashboard_at_once_while_a_worker_is_inside_a_students_statement() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = built_in("takeover").unwrap().solution;
+    let select = "SELECT Id FROM OutboxMessages WHERE ";
+    // A LIKE that once took minutes in one step, which nothing could interrupt; then a
+    // statement that may run ten minutes, which the quit interrupts.
+    let like = model.replacen(
+        select,
+        &format!("{select}hex(zeroblob(500000)) NOT LIKE '%' || hex(zeroblob(20000)) || 'x%' AND "),
+        1,
+    );
+    for (name, text) in [
+        ("like.toml", like),
+        ("endless.toml", support::endless_claim()),
+    ] {
+        std::fs::write(dir.path().join(name), text).unwrap();
+        let (var, value) = support::LONG_STATEMENTS;
+        let mut d = support::Dashboard::spawn(
+            support::ROWS,
+            support::COLS,
+            &["--sql", name],
+            dir.path(),
+            &[(var, std::path::Path::new(value))],
+        );
+        d.wait_for_text("space runs");
+        d.press(" ");
+        if name == "like.toml" {
+            // The worker is stopped, the value named: the LIKE never ran.
+            d.wait_for_text("4096 bytes");
+        } else {
+            // A worker is inside the statement: the dashboard alone uses little.
+            support::wait_until_busy(d.pid, std::time::Duration::from_millis(300));
+        }
+        let start = std::time::Instant::now();
+        let (status, _) = d.quit();
+        let took = start.elapsed();
+        assert!(status.success(), "{name}: {status:?}");
+        assert!(
+            took < std::time::Duration::from_secs(10),
+            "{name}: {took:?}"
+        );
+    }
+}
+
+/// The one-owner model claim with `transaction = "deferred"`: it reads, then asks for the
+/// write lock at its UPDATE, which SQLite refuses at once (no busy handler) when another
+/// connection holds the lock or wrote since the read.
+fn deferred_claim(dir: &std::path::Path) -> Arc<Exercise> {
+    let path = dir.join("deferred.toml");
+    let text = built_in("one-owner").unwrap().solution.replacen(
+        "transaction = \"immediate\"",
+        "transaction = \"deferred\"",
+        1,
+    );
+    assert!(
+        text.contains("[claim]\ntransaction = \"deferred\""),
+        "{text}"
+    );
+    std::fs::write(&path, text).unwrap();
+    Arc::new(leaselab::exercise::load_file(&path).unwrap())
+}
+
+/// Live, two running workers with a deferred claim, while another connection holds the
+/// write lock: each claim is refused it at once, is rolled back and tried again after a
+/// backoff on the scenario clock, as a real worker would, and once the lock is free every
+/// message is done, with no worker stopped. The log says what happened.
+#[test]
+fn a_deferred_claim_refused_the_write_lock_is_tried_again_and_every_message_is_done() {
+    use leaselab::engine::events::EventKind;
+    use leaselab::engine::ledger::Ledger;
+    use leaselab::engine::worker::WorkerState;
+    use leaselab::engine::{Engine, EngineConfig};
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::start(
+        EngineConfig {
+            workers: 2,
+            messages: 4,
+            lease_ms: 60_000,
+            process_ms: 0,
+            idle_ms: 10,
+            exercise: Some(deferred_claim(dir.path())),
+            ..EngineConfig::default()
+        },
+        true,
+    )
+    .unwrap();
+    let other = rusqlite::Connection::open(&engine.db_path).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    engine.resume_all();
+    let mut ledger = Ledger::new();
+    let mut log: Vec<String> = Vec::new();
+    /// The next event, folded and logged; a worker that stops fails the test.
+    fn take(engine: &Engine, ledger: &mut Ledger, log: &mut Vec<String>, wait: Duration) -> bool {
+        let Ok(e) = engine.events().recv_timeout(wait) else {
+            return false;
+        };
+        ledger.apply(&e);
+        assert!(
+            !matches!(e.kind, EventKind::Failed { .. }),
+            "{} stopped: {}\n{log:#?}",
+            e.actor,
+            e.describe()
+        );
+        log.push(format!("{} {}", e.actor, e.describe()));
+        true
+    }
+    // Both workers' claims meet the held lock; neither stops.
+    let busy = |log: &[String], who: &str| {
+        log.iter()
+            .any(|l| l.starts_with(who) && l.contains(" BUSY: "))
+    };
+    while !(busy(&log, "Worker-A") && busy(&log, "Worker-B")) {
+        assert!(
+            take(&engine, &mut ledger, &mut log, Duration::from_secs(30)),
+            "{log:#?}"
+        );
+    }
+    let first = log.iter().find(|l| l.contains(" BUSY: ")).unwrap();
+    assert!(
+        first.ends_with(
+            "BUSY: the claim's transaction met SQLITE_BUSY when it asked for the write lock: \
+             another connection held it, and SQLite refuses a transaction that has read rather \
+             than let it wait; rolled back, retrying in 10 ms (try 2 of at most 10)"
+        ),
+        "{first}"
+    );
+    other.execute_batch("ROLLBACK").unwrap();
+    // The clock moves on while the workers wait for it; every message gets done.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while ledger.unique_processed() < 4 {
+        assert!(Instant::now() < deadline, "{log:#?}");
+        if !take(&engine, &mut ledger, &mut log, Duration::from_millis(20)) {
+            engine.advance(10);
+        }
+    }
+    assert_eq!(ledger.processed_more_than_once(), 0, "{log:#?}");
+    assert!(
+        !engine.worker_states().contains(&WorkerState::Stopped),
+        "{:?}",
+        engine.worker_states()
+    );
+    let claimed = log.iter().filter(|l| l.contains(" CLAIMED ")).count();
+    assert_eq!(claimed, 4, "{log:#?}");
+}
+
+/// A heartbeat and a finalize that each read, then write, in a deferred transaction, run by
+/// a stepped worker while another connection holds the write lock: each is refused it, says
+/// so, is rolled back, and works when tried again once the lock is free.
+#[test]
+fn a_deferred_heartbeat_and_finalize_refused_the_write_lock_are_tried_again() {
+    use leaselab::engine::{Engine, EngineConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deferred.toml");
+    let read_first = |op: &str| {
+        (
+            format!("[{op}]\ntransaction = \"immediate\"\nstatements = [\"UPDATE"),
+            format!(
+                "[{op}]\ntransaction = \"deferred\"\nstatements = [\"SELECT Id FROM \
+                 OutboxMessages WHERE Id = :id AND LeaseVersion = :version\", \"UPDATE"
+            ),
+        )
+    };
+    let mut text = built_in("heartbeat").unwrap().solution.to_string();
+    for op in ["finalize", "heartbeat"] {
+        let (from, to) = read_first(op);
+        assert!(text.contains(&from), "{text}");
+        text = text.replace(&from, &to);
+    }
+    std::fs::write(&path, text).unwrap();
+    let exercise = Arc::new(leaselab::exercise::load_file(&path).unwrap());
+    let engine = Engine::start(
+        EngineConfig {
+            workers: 1,
+            messages: 1,
+            lease_ms: 3_000,
+            process_ms: 0,
+            exercise: Some(exercise),
+            ..EngineConfig::default()
+        },
+        true,
+    )
+    .unwrap();
+    let other = rusqlite::Connection::open(&engine.db_path).unwrap();
+    let locked = |f: &dyn Fn() -> bool| {
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let answered = f();
+        other.execute_batch("ROLLBACK").unwrap();
+        answered
+    };
+    assert!(engine.step(0), "the claim");
+    assert!(locked(&|| engine.heartbeat(0)), "a heartbeat refused");
+    assert!(engine.heartbeat(0), "the heartbeat again");
+    assert!(engine.step(0), "the provider call");
+    assert!(locked(&|| engine.step(0)), "a finalize refused");
+    assert!(engine.step(0), "the finalize again");
+    let lines: Vec<String> = engine.events().try_iter().map(|e| e.describe()).collect();
+    let refused = |op: &str| {
+        format!(
+            "BUSY: the {op}'s transaction met SQLITE_BUSY when it asked for the write lock: \
+             another connection held it, and SQLite refuses a transaction that has read \
+             rather than let it wait; rolled back"
+        )
+    };
+    let at = |prefix: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} in {lines:#?}"))
+    };
+    let beat_refused = at(&refused("heartbeat"));
+    assert!(
+        lines[beat_refused].ends_with(", retrying in 10 ms (try 2 of at most 10)"),
+        "{lines:#?}"
+    );
+    assert!(at("heartbeat PAY-001 until") > beat_refused, "{lines:#?}");
+    let finalize_refused = at(&refused("finalize"));
+    assert!(
+        lines[finalize_refused].ends_with("; its next step tries again (try 2 of at most 10)"),
+        "{lines:#?}"
+    );
+    assert!(
+        at("FINALIZED PAY-001 Paid") > finalize_refused,
+        "{lines:#?}"
+    );
+    assert!(!lines.iter().any(|l| l.starts_with("FAILED")), "{lines:#?}");
 }

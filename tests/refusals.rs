@@ -235,3 +235,31 @@ fn output_to_dev_null_is_still_a_success() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stderr(&o), "");
 }
+
+#[test]
+fn ctrl_c_stops_an_exercise_check_inside_a_students_statement() {
+    // The statement may run ten minutes; Ctrl-C ends the check at once, with its own line.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("endless.toml"), support::endless_claim()).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_leaselab"))
+        .args(["exercise", "takeover", "--check", "endless.toml"])
+        .current_dir(dir.path())
+        .env(support::LONG_STATEMENTS.0, support::LONG_STATEMENTS.1)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    support::wait_until_catching(child.id(), libc::SIGINT);
+    // Inside the statement: the check uses a few milliseconds before it.
+    support::wait_until_busy(child.id(), std::time::Duration::from_millis(300));
+    let start = std::time::Instant::now();
+    let o = support::signal_and_wait(child, libc::SIGINT, "exercise --check");
+    let took = start.elapsed();
+    assert_eq!(
+        stderr(&o),
+        "leaselab: interrupted by SIGINT; the check stopped\n"
+    );
+    assert_eq!(o.status.code(), Some(130));
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+}

@@ -85,7 +85,9 @@ impl From<OutboxError> for RunError {
 /// past the busy limit is the run failing.
 pub(super) fn start_error(e: OutboxError) -> RunError {
     match e.failure() {
-        Some(Failure::Busy | Failure::Full | Failure::Io) => RunError::Database(e),
+        Some(Failure::Busy | Failure::WriteLockRefused { .. } | Failure::Full | Failure::Io) => {
+            RunError::Database(e)
+        }
         _ => RunError::Store(e),
     }
 }

@@ -241,6 +241,7 @@ impl App {
             }
             x.saw(ev);
         }
+        self.ui.tell_a_stop(ev);
         self.ledger.apply(ev);
         self.timeline.apply(ev);
         if self.stage.external().is_none() {

@@ -76,6 +76,7 @@ impl EventLog {
             EventKind::Claimed { reclaim: true, .. } => Tone::Warn,
             EventKind::Claimed { .. } | EventKind::Finalized { .. } => Tone::Good,
             EventKind::ClaimBlocked { .. } | EventKind::Loaded { .. } => Tone::Warn,
+            EventKind::BusyRetry { .. } | EventKind::QueuedLeaseRanOut { .. } => Tone::Warn,
             EventKind::Marked { .. } => Tone::Warn,
             EventKind::FinalizeRejected { .. }
             | EventKind::Crashed { .. }

@@ -100,6 +100,16 @@ impl UiState {
         self.notice = Some(notice.into());
     }
 
+    /// A worker that stopped on its own says why where it is read first (its row in the
+    /// workers pane keeps saying so).
+    pub fn tell_a_stop(&mut self, ev: &crate::engine::events::Event) {
+        use crate::engine::events::EventKind;
+        if let (Some(_), EventKind::Failed { error }) = (ev.slot, &ev.kind) {
+            let error = crate::text::printable(error);
+            self.say(format!("{} stopped: {error}", ev.actor));
+        }
+    }
+
     pub fn toggle_focus(&mut self) {
         self.focus = match self.focus {
             Focus::Table => Focus::Log,

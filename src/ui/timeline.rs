@@ -207,7 +207,9 @@ impl Lane {
                     seg.until_ms = Some(seg.until_ms.unwrap_or(*until_ms).max(*until_ms));
                 }
             }
-            EventKind::LeaseLost { id, .. } => self.end_lease(*id, at),
+            EventKind::LeaseLost { id, .. } | EventKind::QueuedLeaseRanOut { id, .. } => {
+                self.end_lease(*id, at)
+            }
             EventKind::ProviderCalled { id, key, .. } => self.called(*id, key, at),
             EventKind::Finalized { .. } => {
                 self.close(at, Some(MarkKind::Finalized));

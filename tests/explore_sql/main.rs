@@ -8,6 +8,7 @@ mod built_in;
 mod support;
 
 mod lesson;
+mod sandbox;
 
 use std::path::{Path, PathBuf};
 

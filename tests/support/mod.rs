@@ -418,3 +418,78 @@ pub fn draw_until(app: &mut App, what: &str, done: impl Fn(&[String]) -> bool) -
         done(&lines).then_some(lines)
     })
 }
+
+/// Wait (bounded, 30 s) until process `pid` catches `signo`: its handler is installed, so
+/// the signal asks it to stop rather than ending it where it stands. Fails if it is gone.
+pub fn wait_until_catching(pid: u32, signo: i32) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_else(|_| panic!("process {pid} is gone"));
+        let caught = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .unwrap_or(0);
+        if caught & (1 << (signo - 1)) != 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "process {pid} never caught signal {signo}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A student's exercise file (takeover's model answer) whose claim never ends: its SELECT
+/// waits on a recursive query without an end. Run it with [`LONG_STATEMENTS`] so that only
+/// a stop can end it.
+pub fn endless_claim() -> String {
+    let model = leaselab::exercise::built_in("takeover").unwrap().solution;
+    let select = "SELECT Id FROM OutboxMessages WHERE ";
+    assert!(model.contains(select));
+    model.replacen(
+        select,
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) \
+         SELECT Id FROM OutboxMessages WHERE (SELECT n FROM r WHERE n < 0) IS NULL AND ",
+        1,
+    )
+}
+
+/// The environment under which a student's statement may run ten minutes.
+pub const LONG_STATEMENTS: (&str, &str) = ("LEASELAB_STATEMENT_LIMIT_MS", "600000");
+
+/// Wait (bounded, 30 s) until process `pid` has used `cpu` of processor time: a child that
+/// has reached a statement that never ends, when it uses little before. Fails if it is gone.
+pub fn wait_until_busy(pid: u32, cpu: Duration) {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u128;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_else(|_| panic!("process {pid} is gone"));
+        // After the name in parentheses: state is field 3, utime and stime fields 14, 15.
+        let rest: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        assert!(
+            rest.first().is_none_or(|s| *s != "Z"),
+            "process {pid} ended"
+        );
+        let used: u128 = rest
+            .get(11..13)
+            .map_or(0, |t| t.iter().filter_map(|v| v.parse::<u128>().ok()).sum());
+        if used * 1000 / ticks >= cpu.as_millis() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "process {pid} never used {cpu:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

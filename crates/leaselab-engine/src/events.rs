@@ -10,6 +10,10 @@ use super::provider::ProviderStatus;
 /// The actor of an engine-level event.
 pub const ENGINE: &str = "engine";
 
+/// How many times in a row a worker tries again a transaction SQLite refused the write lock
+/// before it stops.
+pub const BUSY_TRIES: u32 = 9;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     pub seq: u64,
@@ -106,6 +110,14 @@ pub enum EventKind {
         key: String,
         version: i64,
     },
+    /// The next lease of a batch had run out (at `until_ms`) when its worker got to it: the
+    /// worker gave the message up without calling the provider.
+    QueuedLeaseRanOut {
+        id: i64,
+        key: String,
+        version: i64,
+        until_ms: i64,
+    },
     /// The provider failed this attempt, and by then the lease was lost: the failure was
     /// not written (the message belongs to someone else), but the attempt happened.
     AttemptLost {
@@ -197,6 +209,14 @@ pub enum EventKind {
     Failed {
         error: String,
     },
+    /// SQLite refused a transaction of the worker the write lock (it had read, and another
+    /// connection wrote or held the lock): rolled back, and tried again at `retry_at_ms`
+    /// (None: at the worker's next step). `tries` is how many times in a row so far.
+    BusyRetry {
+        error: String,
+        tries: u32,
+        retry_at_ms: Option<i64>,
+    },
     ClockMoved {
         from_ms: i64,
         to_ms: i64,
@@ -248,9 +268,47 @@ impl Event {
     /// `CLAIMED PAY-003 until 09:00:01.500` and friends: one line for logs and reports.
     pub fn describe(&self) -> String {
         self.describe_work()
+            .or_else(|| self.describe_given_up())
             .or_else(|| self.describe_failure())
             .or_else(|| self.describe_control())
             .unwrap_or_default()
+    }
+
+    /// A worker giving up what it cannot do now: a lease of its batch that ran out before
+    /// its work started, a transaction SQLite refused the write lock (tried again later).
+    fn describe_given_up(&self) -> Option<String> {
+        use super::clock::hms;
+        match &self.kind {
+            EventKind::QueuedLeaseRanOut {
+                key,
+                version,
+                until_ms,
+                ..
+            } => Some(format!(
+                "GAVE UP {key}: {}'s lease v{version} on it, from a batch claim, ran out at \
+                 {} before its work could start; the provider was not called",
+                self.actor,
+                hms(*until_ms)
+            )),
+            EventKind::BusyRetry {
+                error,
+                tries,
+                retry_at_ms,
+            } => Some(match retry_at_ms {
+                Some(at) => format!(
+                    "BUSY: {error}, retrying in {} ms (try {} of at most {})",
+                    at - self.at_ms,
+                    tries + 1,
+                    BUSY_TRIES + 1
+                ),
+                None => format!(
+                    "BUSY: {error}; its next step tries again (try {} of at most {})",
+                    tries + 1,
+                    BUSY_TRIES + 1
+                ),
+            }),
+            _ => None,
+        }
     }
 
     /// Claims, provider calls, finalizes and heartbeats.
@@ -483,6 +541,7 @@ impl Event {
             | EventKind::FinalizeRejected { id, key, .. }
             | EventKind::Heartbeat { id, key, .. }
             | EventKind::LeaseLost { id, key, .. }
+            | EventKind::QueuedLeaseRanOut { id, key, .. }
             | EventKind::AttemptFailed { id, key, .. }
             | EventKind::AttemptLost { id, key, .. }
             | EventKind::DeadLettered { id, key, .. }

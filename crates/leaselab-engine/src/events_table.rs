@@ -14,7 +14,7 @@ use crossbeam_channel::{Receiver, Sender};
 use super::backend::Db;
 use super::events::{ClaimWay, Event, EventKind, ENGINE};
 use super::file_identity::{OpenedFile, LOOK_EVERY};
-use super::outbox::{RunSettings, CRASH_PANIC, CRASH_TOLD, REPLAYED};
+use super::outbox::{RunSettings, CRASH_PANIC, CRASH_TOLD, QUEUED_RAN_OUT, REPLAYED};
 use super::pg::{PgStore, PgTail};
 use super::provider::ProviderStatus;
 use super::store::{LeaseEventKind, LeaseEventRow, OutboxError, Store};
@@ -183,6 +183,14 @@ fn row_events(
             version,
             until_ms: row.until_ms.unwrap_or(row.at_ms),
         },
+        LeaseEventKind::LeaseLost if row.detail.as_deref() == Some(QUEUED_RAN_OUT) => {
+            EventKind::QueuedLeaseRanOut {
+                id,
+                key,
+                version,
+                until_ms: row.until_ms.unwrap_or(row.at_ms),
+            }
+        }
         LeaseEventKind::LeaseLost => EventKind::LeaseLost { id, key, version },
         LeaseEventKind::Redriven => EventKind::Redriven {
             key: Some(key),

@@ -40,6 +40,7 @@ impl Holdings {
             EventKind::Finalized { id, .. }
             | EventKind::FinalizeRejected { id, .. }
             | EventKind::LeaseLost { id, .. }
+            | EventKind::QueuedLeaseRanOut { id, .. }
             | EventKind::Marked { id, .. }
             | EventKind::AttemptFailed { id, .. }
             | EventKind::DeadLettered { id, .. } => {

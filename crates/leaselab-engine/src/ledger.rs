@@ -388,7 +388,9 @@ impl Ledger {
         match &ev.kind {
             EventKind::ClaimEmpty => self.claims_empty += 1,
             EventKind::ClaimBlocked { .. } => self.claims_blocked += 1,
-            EventKind::LeaseLost { .. } => self.leases_lost += 1,
+            EventKind::LeaseLost { .. } | EventKind::QueuedLeaseRanOut { .. } => {
+                self.leases_lost += 1
+            }
             // The provider was called (and failed) before the loss was found: an attempt.
             EventKind::AttemptLost { id, key, .. } => {
                 self.leases_lost += 1;

@@ -687,6 +687,7 @@ pub const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Drop for Engine {
     fn drop(&mut self) {
+        student::quit(&self.shared.student_quit);
         self.shutdown_workers();
     }
 }

@@ -1,12 +1,14 @@
 //! A stop asked of this process (a signal, a closed terminal, a dashboard gone), as the
 //! engine's waits hear it.
 
-use crate::{pg, store};
+use crate::{pg, store, student};
 
-/// A stopping signal arrived: every wait for a locked SQLite file gives up at once, and every
-/// statement running on a PostgreSQL connection of this process is cancelled.
+/// A stopping signal arrived: every wait for a locked SQLite file gives up at once, every
+/// student's statement running in this process is interrupted (and none starts again), and
+/// every statement running on a PostgreSQL connection of this process is cancelled.
 pub fn stop_waiting() {
     store::stop_waiting_for_the_lock();
+    student::stop_all();
     pg::cancel_all();
 }
 

@@ -236,3 +236,35 @@ fn a_stepwise_store_takes_a_claim_a_statement_a_call() {
     assert_eq!(lease.id, 2);
     assert!(!whole.partway());
 }
+
+#[test]
+fn a_claim_of_a_row_the_lab_did_not_seed_is_refused_in_one_line() {
+    // A row of no seeding (as only an insert the sandbox refuses could make): the claim's
+    // result is checked against the seeded messages, not merely against the table.
+    let mut db = seeded(1);
+    let raw = rusqlite::Connection::open(db._dir.path().join("o.db")).unwrap();
+    raw.execute_batch(
+        "INSERT INTO Payments (IdempotencyKey, Amount, CreatedAtUtc) VALUES ('PAY-900', 1, 0);
+         INSERT INTO OutboxMessages (Id, PaymentKey, CreatedAtUtc, Seeding)
+         VALUES (900, 'PAY-900', 0, 0);",
+    )
+    .unwrap();
+    drop(raw);
+    let claim = "SELECT Id, LeaseVersion FROM OutboxMessages ORDER BY Id DESC LIMIT 1";
+    let ex = Exercise::parse(&file("immediate", &[claim], &[FINALIZE]), "t.toml").unwrap();
+    let mut s = StudentStore::new(&mut db.store, Arc::new(ex));
+    let e = s.run_to_end(OpRun::claim("Worker-A", T0, 500)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "t.toml:7: the claim returned Id = 900, which is no message the lab seeded"
+    );
+    // A seeded one is claimed.
+    drop(s);
+    let ex = Exercise::parse(&file("immediate", &[SELECT, TAKE], &[FINALIZE]), "t.toml").unwrap();
+    let mut s = StudentStore::new(&mut db.store, Arc::new(ex));
+    let (result, _) = s.run_to_end(OpRun::claim("Worker-A", T0, 500)).unwrap();
+    assert!(
+        matches!(&result, OpResult::Claimed(l) if l.id == 1),
+        "{result:?}"
+    );
+}

@@ -47,7 +47,16 @@ pub(crate) fn exercise(a: &ExerciseArgs) -> ExitCode {
         Ok(e) => e,
         Err(e) => return usage_error(e),
     };
-    let verdict = match check::check(built_in.name, &student) {
+    // A stop (Ctrl-C) interrupts the student's statement running and ends the check.
+    let signals = match leaselab::signals::watch() {
+        Ok(rx) => rx,
+        Err(e) => return runtime_error(e),
+    };
+    let checked = check::check(built_in.name, &student);
+    if let Ok(signo) = signals.try_recv() {
+        return super::interrupted(signo, "the check stopped");
+    }
+    let verdict = match checked {
         Some(Ok(v)) => v,
         Some(Err(e)) if e.is_students() => return usage_error(e),
         Some(Err(e)) => return runtime_error(e),

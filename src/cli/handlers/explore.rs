@@ -139,7 +139,9 @@ pub(crate) fn explore(a: &ExploreArgs) -> ExitCode {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    if let Some(signo) = stopped_by {
+    // A stop that interrupted a student's statement ends the search with an error, before
+    // the next progress report would have heard it.
+    if let Some(signo) = stopped_by.or_else(|| signals.try_recv().ok()) {
         return super::interrupted(signo, "the search stopped; nothing was saved");
     }
     let report = match result {

@@ -71,6 +71,7 @@ impl Witness {
             | EventKind::FinalizeRejected { .. }
             | EventKind::Heartbeat { .. }
             | EventKind::LeaseLost { .. }
+            | EventKind::QueuedLeaseRanOut { .. }
             | EventKind::AttemptFailed { .. }
             | EventKind::DeadLettered { .. }
                 if *fate == Fate::Woken =>

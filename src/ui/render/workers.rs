@@ -105,6 +105,18 @@ fn whole_fields(s: &str, width: usize) -> String {
     fit(&words.join(" "), width)
 }
 
+/// A student's error without the `FILE:LINE: ` it starts with: the row has room for what
+/// went wrong, and the log's line names the file.
+fn without_place(why: &str) -> &str {
+    let Some((place, rest)) = why.split_once(": ") else {
+        return why;
+    };
+    match place.rsplit_once(':') {
+        Some((_, line)) if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) => rest,
+        _ => why,
+    }
+}
+
 /// What every line of the panel needs besides its worker.
 struct View<'t> {
     now_ms: i64,
@@ -181,14 +193,24 @@ impl View<'_> {
             format!("{}", w.done)
         };
         let name_w = self.name_w;
-        let owns_w = width.saturating_sub(24 + (name_w - NAME_W) + done.len() + 1);
-        let (owns, owns_style) = self.owns(w, owns_w);
         let name_style = if selected { t.selected } else { t.header };
-        Line::from(vec![
+        let mut spans = vec![
             styled(if selected { "▶" } else { " " }, t.selected),
             styled(if next { "→" } else { " " }, t.next_mover),
             styled(super::pad(&w.label(!wide), name_w), name_style),
             Span::raw(" "),
+        ];
+        if let (WorkerState::Stopped, Some(why)) = (s.state, &s.stopped_why) {
+            // Why it stopped, the whole row long, for as long as it stays stopped: the
+            // log's line scrolls away, and what it held is in the table.
+            let why = format!("stopped: {}", crate::text::printable(without_place(why)));
+            let room = width.saturating_sub(3 + name_w);
+            spans.push(styled(whole_fields(&why, room), t.bad));
+            return Line::from(spans);
+        }
+        let owns_w = width.saturating_sub(24 + (name_w - NAME_W) + done.len() + 1);
+        let (owns, owns_style) = self.owns(w, owns_w);
+        spans.extend([
             styled(format!("{:<10}", state_label), state_style),
             Span::raw(" "),
             styled(
@@ -197,7 +219,8 @@ impl View<'_> {
             ),
             Span::raw(" "),
             Span::raw(done),
-        ])
+        ]);
+        Line::from(spans)
     }
 
     /// What the worker owns, or works on without owning, or left behind when it crashed.

@@ -3,8 +3,15 @@
 /// What kind of failure a database reported, as far as the engine acts on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
-    /// Locked by another connection for longer than the busy limit.
+    /// Locked by another connection for longer than the busy limit (or a stop ended the
+    /// wait).
     Busy,
+    /// SQLite refused a transaction that had read the write lock at once, without waiting:
+    /// another connection wrote since it read (`snapshot`, SQLITE_BUSY_SNAPSHOT), or held
+    /// the lock when it asked. Nothing stays of the transaction; tried again, it may work.
+    WriteLockRefused {
+        snapshot: bool,
+    },
     /// No room left to write.
     Full,
     /// The operating system failed a read or a write.

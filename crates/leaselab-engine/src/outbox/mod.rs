@@ -13,7 +13,7 @@ mod types;
 pub use error::{DbCause, Failure, OtherSchema, OutboxError, Result};
 pub use record::{
     checked_detail, Fact, LeaseEventRow, Recording, RunSettings, StudentStatement, CRASH_PANIC,
-    CRASH_TOLD, REPLAYED,
+    CRASH_TOLD, QUEUED_RAN_OUT, REPLAYED,
 };
 pub use retry::{FailOutcome, RetryPolicy, RELEASED};
 pub use stamped::Stamped;

@@ -74,6 +74,10 @@ impl Fact {
 pub const CRASH_TOLD: &str = "crash";
 pub const CRASH_PANIC: &str = "panic: ";
 
+/// A `LeaseLost` row's `Detail` when the lease was one of a batch's and ran out before its
+/// worker got to it (a heartbeat's loss has none).
+pub const QUEUED_RAN_OUT: &str = "ran out waiting in its batch";
+
 /// A `Checked` row's `Detail` when the provider replayed its first answer for the key (an
 /// idempotent provider): the call did no new work.
 pub const REPLAYED: &str = " replayed";

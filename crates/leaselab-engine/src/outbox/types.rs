@@ -1,6 +1,7 @@
 //! What both databases store and answer, as the engine handles it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use super::{OutboxStatus, PaymentStatus};
 
@@ -62,6 +63,9 @@ pub struct StoreShared {
     pub commit_seq: AtomicU64,
     /// How many times a statement met SQLITE_BUSY and waited instead of failing.
     pub busy_met: AtomicU64,
+    /// Set when the engine quits: a student's statement running on one of its connections
+    /// is interrupted, and none starts (`student::quit`).
+    pub student_quit: Arc<AtomicBool>,
 }
 
 impl StoreShared {

@@ -106,6 +106,19 @@ pub(crate) fn take_given_up_wait() -> Option<(Duration, bool)> {
     GAVE_UP.with(Cell::take)
 }
 
+/// A wait given up on this thread whose error nobody took (as a statement whose error is
+/// dropped or said otherwise leaves it).
+#[cfg(test)]
+pub(super) fn leave_a_given_up_wait(waited: Duration) {
+    GAVE_UP.with(|g| g.set(Some((waited, false))));
+}
+
+/// A new transaction starts: a wait given up before it, whose error nobody took, is not
+/// this transaction's (an error of its own met without a wait must not name that one).
+pub(crate) fn forget_given_up_wait() {
+    GAVE_UP.with(|g| g.set(None));
+}
+
 /// Waits out a locked database like busy_timeout does, but counts each encounter.
 fn busy_handler(attempt: i32) -> bool {
     thread_local! {
@@ -113,6 +126,7 @@ fn busy_handler(attempt: i32) -> bool {
         static TOLD: Cell<bool> = const { Cell::new(false) };
     }
     if attempt == 0 {
+        forget_given_up_wait();
         BUSY_MET_HERE.with(|c| c.set(c.get() + 1));
         STARTED.with(|s| s.set(Some(Instant::now())));
         TOLD.with(|t| t.set(false));
@@ -247,6 +261,7 @@ impl Store {
         body: impl FnOnce(&Tx<'_, '_>, &StoreShared) -> Result<(T, End)>,
     ) -> Result<T> {
         let shared = &self.shared;
+        forget_given_up_wait();
         let value = self.conn.with(|tx| {
             tx.run(Hot::Begin, "BEGIN IMMEDIATE", |s| s.execute([]))?;
             // Every way out that leaves the transaction open (the body's error, a panic, a

@@ -97,7 +97,10 @@ pub use lease_events::{
     events_ns_on_this_thread, time_events_on_this_thread, LeaseEventKind, LeaseEventRow,
 };
 pub use plain::PlainOutbox;
-pub use student::{Begin, Join, STUDENT_LENGTH_LIMIT};
+pub use student::{
+    limit_for_students, Begin, Join, STUDENT_COLUMN_LIMIT, STUDENT_LENGTH_LIMIT, STUDENT_LIMITS,
+    STUDENT_PATTERN_LIMIT,
+};
 
 /// The statements the store runs for a worker, by name: the dashboard's SQL pane shows
 /// these very texts (`crate::statements`), so what it shows is what was executed.
@@ -127,39 +130,61 @@ pub use super::outbox::{OutboxError, OutboxError as StoreError, Result};
 impl From<rusqlite::Error> for OutboxError {
     fn from(e: rusqlite::Error) -> Self {
         use rusqlite::ErrorCode;
-        let code = match &e {
-            rusqlite::Error::SqliteFailure(f, _) => Some(f.code),
+        let (code, extended) = match &e {
+            rusqlite::Error::SqliteFailure(f, _) => (Some(f.code), f.extended_code),
+            _ => (None, 0),
+        };
+        // What the wait for the lock really was: given up at its limit, ended by a stop, or
+        // none at all (SQLite did not call the busy handler).
+        let wait = match code {
+            Some(ErrorCode::DatabaseBusy) => Some(conn::take_given_up_wait()),
             _ => None,
         };
-        let failure = match code {
-            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Failure::Busy,
-            Some(ErrorCode::DiskFull) => Failure::Full,
-            Some(ErrorCode::SystemIoFailure) => Failure::Io,
-            Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly) => Failure::CannotOpen,
+        let failure = match (code, wait) {
+            (Some(ErrorCode::DatabaseBusy), Some(None)) => Failure::WriteLockRefused {
+                snapshot: extended == rusqlite::ffi::SQLITE_BUSY_SNAPSHOT,
+            },
+            (Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked), _) => Failure::Busy,
+            (Some(ErrorCode::DiskFull), _) => Failure::Full,
+            (Some(ErrorCode::SystemIoFailure), _) => Failure::Io,
+            (Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly), _) => Failure::CannotOpen,
             _ => Failure::Other,
         };
-        let message = if code == Some(ErrorCode::DatabaseBusy) {
-            // What the wait really was: given up at its limit, ended by a stop, or none.
-            match conn::take_given_up_wait() {
-                Some((waited, false)) => format!(
-                    "the database stayed locked by another connection for {} ms (SQLite: {e})",
-                    waited.as_millis()
-                ),
-                Some((waited, true)) => format!(
-                    "the database was locked by another connection; a stop ended the wait \
-                     after {} ms (SQLite: {e})",
-                    waited.as_millis()
-                ),
-                None => format!("the database was locked by another connection (SQLite: {e})"),
+        let message = match (wait, failure) {
+            (Some(Some((waited, false))), _) => format!(
+                "the database stayed locked by another connection for {} ms (SQLite: {e})",
+                waited.as_millis()
+            ),
+            (Some(Some((waited, true))), _) => format!(
+                "the database was locked by another connection; a stop ended the wait \
+                 after {} ms (SQLite: {e})",
+                waited.as_millis()
+            ),
+            (_, Failure::WriteLockRefused { snapshot }) => {
+                format!(
+                    "{}; it did not wait (SQLite: {e})",
+                    write_lock_refused(snapshot)
+                )
             }
-        } else {
-            format!("SQLite: {e}")
+            _ => format!("SQLite: {e}"),
         };
         OutboxError::Database {
             failure,
             message,
             cause: Some(e.into()),
         }
+    }
+}
+
+/// Why SQLite refused the write lock without calling the busy handler: it does so when a
+/// transaction that has read asks for the write lock, since waiting could deadlock.
+pub fn write_lock_refused(snapshot: bool) -> &'static str {
+    if snapshot {
+        "SQLITE_BUSY when it asked for the write lock: another connection wrote since it read \
+         (SQLITE_BUSY_SNAPSHOT)"
+    } else {
+        "SQLITE_BUSY when it asked for the write lock: another connection held it, and SQLite \
+         refuses a transaction that has read rather than let it wait"
     }
 }
 
@@ -201,6 +226,55 @@ mod tests {
         assert!(
             matches!(source.downcast_ref(), Some(DbCause::Sqlite(_))),
             "{source:?}"
+        );
+    }
+
+    /// A deferred transaction that read, then asks for the write lock: SQLite refuses it at
+    /// once, without calling the busy handler. The error says so, and names no wait it did
+    /// not have: not one given up earlier on this thread whose error nobody took.
+    #[test]
+    fn a_write_lock_refused_without_a_wait_says_so_and_names_no_earlier_wait() {
+        use super::{Begin, Failure, Store, StoreShared};
+        use crate::outbox::prelude::*;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outbox.db");
+        let (mut store, _) = Store::create(&path, StoreShared::default().into()).unwrap();
+        store.seed(&crate::provider::Provider::new(), 1, 0).unwrap();
+        let other = rusqlite::Connection::open(&path).unwrap();
+        let read = "SELECT COUNT(*) FROM OutboxMessages";
+        let write = "UPDATE OutboxMessages SET Attempts = Attempts + 1";
+        // Another connection holds the write lock when the transaction asks for it.
+        super::conn::leave_a_given_up_wait(std::time::Duration::from_secs(30));
+        store.begin_student(Begin::Deferred).unwrap();
+        let _: i64 = store.conn.query_row(read, [], |r| r.get(0)).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let e: OutboxError = store.conn.execute(write, []).unwrap_err().into();
+        store.end_student(false).unwrap();
+        other.execute_batch("ROLLBACK").unwrap();
+        assert_eq!(
+            e.failure(),
+            Some(Failure::WriteLockRefused { snapshot: false })
+        );
+        assert_eq!(
+            e.to_string(),
+            "SQLITE_BUSY when it asked for the write lock: another connection held it, and \
+             SQLite refuses a transaction that has read rather than let it wait; it did not \
+             wait (SQLite: database is locked)"
+        );
+        // Another connection wrote since the transaction read.
+        store.begin_student(Begin::Deferred).unwrap();
+        let _: i64 = store.conn.query_row(read, [], |r| r.get(0)).unwrap();
+        other.execute_batch(write).unwrap();
+        let e: OutboxError = store.conn.execute(write, []).unwrap_err().into();
+        store.end_student(false).unwrap();
+        assert_eq!(
+            e.failure(),
+            Some(Failure::WriteLockRefused { snapshot: true })
+        );
+        assert_eq!(
+            e.to_string(),
+            "SQLITE_BUSY when it asked for the write lock: another connection wrote since it \
+             read (SQLITE_BUSY_SNAPSHOT); it did not wait (SQLite: database is locked)"
         );
     }
 }

@@ -16,9 +16,44 @@ use super::prepared::Tx;
 use super::{Lease, Result, Store, StoreShared};
 use crate::provider::StatusCheck;
 
-/// The largest string or blob a student's statement may make, in bytes (SQLite's own limit
-/// is a gigabyte: `randomblob(900000000)` would take that much memory).
-pub const STUDENT_LENGTH_LIMIT: i32 = 1 << 20;
+/// The largest string, blob or row a student's statement may make or read, in bytes: the
+/// size of the longest statement. SQLite's own limit is a gigabyte, and its functions that
+/// compare two strings (`instr`, `replace`, `trim`, `LIKE`) take time that grows with the
+/// product of their lengths, in one step the statement's deadline cannot interrupt: at
+/// this size the slowest of them takes a few milliseconds.
+pub const STUDENT_LENGTH_LIMIT: i32 = 4096;
+/// The longest `LIKE` or `GLOB` pattern, in bytes.
+pub const STUDENT_PATTERN_LIMIT: i32 = 200;
+/// The most columns of a statement's row (and of its `ORDER BY`, `GROUP BY`, set list):
+/// with [`STUDENT_LENGTH_LIMIT`], the values of a row being made hold at most 256 KiB.
+pub const STUDENT_COLUMN_LIMIT: i32 = 64;
+
+/// SQLite's limits on a student's statements, each with what it bounds.
+pub const STUDENT_LIMITS: [(Limit, i32); 3] = [
+    (Limit::SQLITE_LIMIT_LENGTH, STUDENT_LENGTH_LIMIT),
+    (
+        Limit::SQLITE_LIMIT_LIKE_PATTERN_LENGTH,
+        STUDENT_PATTERN_LIMIT,
+    ),
+    (Limit::SQLITE_LIMIT_COLUMN, STUDENT_COLUMN_LIMIT),
+];
+
+/// Put the student's limits on `conn`; the limits it had, to put back.
+pub fn limit_for_students(conn: &Connection) -> rusqlite::Result<[i32; 3]> {
+    let mut before = [0; 3];
+    for (kept, (limit, value)) in before.iter_mut().zip(STUDENT_LIMITS) {
+        *kept = conn.set_limit(limit, value)?;
+    }
+    Ok(before)
+}
+
+/// Put back the limits [`limit_for_students`] returned.
+fn unlimit(conn: &Connection, before: [i32; 3]) -> rusqlite::Result<()> {
+    for (value, (limit, _)) in before.into_iter().zip(STUDENT_LIMITS) {
+        conn.set_limit(limit, value)?;
+    }
+    Ok(())
+}
 
 /// How a student's transaction begins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,9 +112,9 @@ impl Gate {
 
 impl Store {
     /// `body` with `authorize` asked about every statement prepared, `progress` asked
-    /// every thousand virtual-machine steps whether to interrupt the statement, and no
-    /// string or blob longer than [`STUDENT_LENGTH_LIMIT`]; all three are undone before
-    /// this returns, so the lab's own statements run without them.
+    /// every thousand virtual-machine steps whether to interrupt the statement, and the
+    /// student's limits ([`STUDENT_LIMITS`]); all are undone before this returns, so the
+    /// lab's own statements run without them.
     pub fn sandboxed<T>(
         &mut self,
         authorize: impl FnMut(AuthContext<'_>) -> Authorization + Send + 'static,
@@ -92,14 +127,19 @@ impl Store {
             self.sandbox = Some(gate);
         }
         let gate = self.sandbox.clone().expect("installed above");
-        let length = self
-            .conn
-            .set_limit(Limit::SQLITE_LIMIT_LENGTH, STUDENT_LENGTH_LIMIT)?;
+        super::conn::forget_given_up_wait();
+        let before = limit_for_students(&self.conn)?;
         *gate.hooks() = (Some(Box::new(authorize)), Some(Box::new(progress)));
         let out = body(&self.conn);
         *gate.hooks() = (None, None);
-        self.conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, length)?;
+        unlimit(&self.conn, before)?;
         Ok(out)
+    }
+
+    /// The flag its engine sets when it quits: the student's statements running on its
+    /// connections are interrupted (`student::quit`).
+    pub fn student_quit(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.shared.student_quit.clone()
     }
 
     /// The commit stamp of an operation that wrote nothing (a claim that found no row).
@@ -109,6 +149,7 @@ impl Store {
 
     /// Begin the student's transaction.
     pub fn begin_student(&mut self, begin: Begin) -> Result<()> {
+        super::conn::forget_given_up_wait();
         self.conn.execute_batch(match begin {
             Begin::Immediate => "BEGIN IMMEDIATE",
             Begin::Deferred => "BEGIN DEFERRED",
@@ -147,7 +188,9 @@ impl Store {
 
     /// A student's claim returned `(id, version)`: the lease it took, as the row has it
     /// (its key, its seeding, its end, else `lease_until`), with its `Claimed` row and its
-    /// commit stamp. None when no message has that Id.
+    /// commit stamp. None when no message of the newest seeding has that Id (a student's
+    /// statement cannot add a row, nor change a row's Id or seeding: this holds the lab's
+    /// word that a lease is on a message it seeded).
     pub fn record_student_claim(
         &mut self,
         join: Join,
@@ -158,7 +201,8 @@ impl Store {
         self.lab_write(join, |tx, shared| {
             let found = tx
                 .prepare_cached(
-                    "SELECT PaymentKey, Seeding, LockedUntilUtc FROM OutboxMessages WHERE Id = ?1",
+                    "SELECT PaymentKey, Seeding, LockedUntilUtc FROM OutboxMessages
+                      WHERE Id = ?1 AND Seeding = (SELECT COALESCE(MAX(Seeding), 0) FROM Seedings)",
                 )?
                 .query_row([id], |r| {
                     Ok(Found {

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::error::ExerciseError;
-use super::sandbox::{excerpt, Refusals, ONLY};
+use super::sandbox::{excerpt, over_a_limit, Refusals, ONLY};
 use super::{
     Exercise, OpKind, Operation, Statement, TxMode, MAX_FILE_BYTES, MAX_STATEMENTS,
     MAX_STATEMENT_BYTES, MAX_TEXT_CHARS, PARAMETERS,
@@ -181,6 +181,8 @@ fn check(exercise: &Exercise) -> Result<(), ExerciseError> {
     let scratch = || -> rusqlite::Result<rusqlite::Connection> {
         let conn = rusqlite::Connection::open_in_memory()?;
         conn.execute_batch(crate::store::SCHEMA_SQL)?;
+        // The limits the statements run under, so that one past them is refused here.
+        crate::store::limit_for_students(&conn)?;
         Ok(conn)
     };
     let mut conn = scratch().map_err(|e| {
@@ -212,9 +214,36 @@ fn prepare(
     s: &Statement,
 ) -> Result<Prepared, ExerciseError> {
     refusals.take();
+    if let Some(at) = s.sql.find('\0') {
+        // SQLite would read the statement only up to it: what follows would be shown, and
+        // never run.
+        let before = &s.sql[..at];
+        return Err(ExerciseError::new(
+            file,
+            s.line + before.matches('\n').count() as u32,
+            format!(
+                "{} holds a NUL character (at character {} of the statement), where SQLite \
+                 would stop reading it; remove it",
+                which(kind, index),
+                before.chars().count() + 1
+            ),
+        ));
+    }
     let stmt = conn
         .prepare(&s.sql)
         .map_err(|e| prepare_error(refusals, file, kind, index, s, e))?;
+    if is_vacuum(conn, &s.sql) {
+        return Err(ExerciseError::new(
+            file,
+            s.line,
+            format!(
+                "{} ({}) is a VACUUM, which rewrites the whole database file (or with INTO \
+                 writes a copy of it elsewhere); {ONLY}",
+                which(kind, index),
+                excerpt(&s.sql)
+            ),
+        ));
+    }
     let columns: Vec<String> = stmt.column_names().map(String::from).collect();
     let has = |name: &str| columns.iter().any(|c| c.eq_ignore_ascii_case(name));
     let mut parameters = Vec::new();
@@ -230,6 +259,19 @@ fn prepare(
     })
 }
 
+/// Whether the statement is a `VACUUM`, as its program says: the authorizer is asked
+/// nothing about one until it runs.
+fn is_vacuum(conn: &rusqlite::Connection, sql: &str) -> bool {
+    let Ok(mut explain) = conn.prepare(&format!("EXPLAIN {sql}")) else {
+        return false;
+    };
+    let mut vacuum = false;
+    if let Ok(opcodes) = explain.query_map([], |row| row.get::<_, String>(1)) {
+        vacuum = opcodes.flatten().any(|op| op == "Vacuum");
+    }
+    vacuum
+}
+
 /// Why a statement could not be prepared, in the student's words.
 pub(super) fn prepare_error(
     refusals: &Refusals,
@@ -241,7 +283,11 @@ pub(super) fn prepare_error(
 ) -> ExerciseError {
     let what = format!("{} ({})", which(kind, index), excerpt(&s.sql));
     let (line, message) = match (&e, refusals.take()) {
-        (_, Some(why)) => (s.line, format!("{what} {why}; {ONLY}")),
+        (_, Some(why)) => (s.line, format!("{what} {why}")),
+        (e, None) if over_a_limit(e).is_some() => (
+            s.line,
+            format!("{what} {}", over_a_limit(e).unwrap_or_default()),
+        ),
         (rusqlite::Error::MultipleStatement, None) => (
             s.line,
             format!("{what} holds more than one statement; write one statement per string"),

@@ -9,17 +9,20 @@ mod error;
 mod file;
 mod op;
 mod outbox;
+mod outside;
 mod reference;
 mod run;
 mod sandbox;
 mod store;
+mod watchdog;
 
 pub use error::{ExerciseError, StudentError};
 pub use op::{Bound, OpRun};
 pub use reference::reference;
 pub use run::{OpResult, Shown, ShownStatement, Step};
-pub use sandbox::STATEMENT_TIME_LIMIT;
+pub use sandbox::{STATEMENT_LIMIT_ENV, STATEMENT_TIME_LIMIT};
 pub use store::StudentStore;
+pub use watchdog::{quit, stop_all};
 
 /// The largest exercise file read, in bytes.
 pub const MAX_FILE_BYTES: usize = 64 * 1024;

@@ -1,10 +1,12 @@
 //! The exercise file's reference, made from the parser's own tables and limits:
 //! `leaselab exercises --reference` prints it, and docs/exercise-reference.md is it.
 
+use super::outside;
 use super::sandbox::{ONLY, STATEMENT_TIME_LIMIT, TABLES};
 use super::{
     OpKind, TxMode, MAX_FILE_BYTES, MAX_STATEMENTS, MAX_STATEMENT_BYTES, MAX_TEXT_CHARS, PARAMETERS,
 };
+use crate::store::{STUDENT_COLUMN_LIMIT, STUDENT_LENGTH_LIMIT, STUDENT_PATTERN_LIMIT};
 
 const EXAMPLE: &str = r#"name = "one-owner"
 title = "One owner per message"
@@ -54,7 +56,7 @@ pub fn reference() -> String {
         let what = match mode {
             TxMode::None => "each statement runs on its own (autocommit): another worker may run between two of them; the lab's event rows follow in a transaction of their own",
             TxMode::Immediate => "`BEGIN IMMEDIATE` ... `COMMIT`: the write lock from the start; the lab's event rows are written in the same transaction",
-            TxMode::Deferred => "`BEGIN DEFERRED` ... `COMMIT`: the write lock only at the first write; the lab's event rows are written in the same transaction",
+            TxMode::Deferred => "`BEGIN DEFERRED` ... `COMMIT`: the write lock only at the first write; the lab's event rows are written in the same transaction. A transaction that has read may be refused the write lock when it then writes: SQLite answers `SQLITE_BUSY` at once, without waiting, when another connection wrote since the read or holds the lock. Live, the worker says so, rolls back and tries again after 10 ms, twice as long each time up to 500 ms, and stops (saying why) only after 10 refusals in a row",
         };
         out.push_str(&format!("- `{}`: {what}\n", mode.name()));
     }
@@ -82,16 +84,64 @@ pub fn reference() -> String {
          `Heartbeat` row, with the row's `LockedUntilUtc`); otherwise the lease is lost (a \
          `LeaseLost` row).\n\n## The sandbox\n\n",
     );
+    out.push_str(&sandbox());
+    out
+}
+
+/// The reference's section on the sandbox.
+fn sandbox() -> String {
+    let mut out = String::new();
     out.push_str(&format!(
         "- A statement may read and write {} of the main database only ({ONLY}): no \
-         `CREATE`, `DROP` or `ALTER`, no `ATTACH`, no `PRAGMA`, no other table (`LeaseEvents`, \
-         `Seedings`, `sqlite_master` included), no `load_extension`, no `BEGIN`, `COMMIT` or \
-         `SAVEPOINT`, and one statement per string. Every statement is prepared under these \
-         rules when the file is loaded: a refused one stops the file before anything runs.\n",
+         `CREATE`, `DROP` or `ALTER`, no `ATTACH`, no `VACUUM`, no `PRAGMA`, no other table \
+         (`LeaseEvents`, `Seedings`, `sqlite_master` included), no `load_extension`, no \
+         `BEGIN`, `COMMIT` or `SAVEPOINT`, and one statement per string, without a NUL \
+         character.\n",
         TABLES.map(|t| format!("`{t}`")).join(" and ")
     ));
     out.push_str(&format!(
-        "- A statement still running after {} s is interrupted.\n\
+        "- The rows are the ones the lab seeded. A statement may not change {}, and may not \
+         insert into either table: the lab seeds the messages and their payments, and a claim \
+         takes one of those, so the `Id` a claim returns is always a seeded message's. A \
+         `DELETE` is allowed.\n",
+        outside::IDENTITY
+            .iter()
+            .map(|(t, c, _)| format!("`{t}.{c}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    let calls = |list: &[&str]| {
+        list.iter()
+            .map(|f| format!("`{f}()`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    out.push_str(&format!(
+        "- A statement answers from the rows alone, the same whenever the grader runs a \
+         schedule. It may not call the date and time functions ({}) nor use {}: with `'now'` \
+         they read this computer's clock, and the lab's times are integer milliseconds on the \
+         scenario clock (`:now`); nor {}, which are chance; nor {}, whose value is what ran \
+         before on the connection (the lab's own writes included).\n",
+        calls(&outside::CLOCK),
+        outside::NOW
+            .map(|f| format!("`{}`", f.to_uppercase()))
+            .join(", "),
+        calls(&outside::CHANCE),
+        calls(&outside::HISTORY),
+    ));
+    out.push_str(
+        "- Every statement is prepared under these rules when the file is loaded: a refused \
+         one stops the file before anything runs.\n",
+    );
+    out.push_str(&format!(
+        "- A statement still running {} s after it started (on the wall clock) is \
+         interrupted, and so is one running when leaselab is asked to stop (Ctrl-C) or its \
+         dashboard quits.\n\
+         - A string, blob or row a statement makes or reads has at most {STUDENT_LENGTH_LIMIT} \
+         bytes, a statement at most {STUDENT_COLUMN_LIMIT} columns, a `LIKE` or `GLOB` pattern \
+         at most {STUDENT_PATTERN_LIMIT} bytes: no single call (`LIKE`, `GLOB`, `instr`, \
+         `replace`, `trim` over two long strings) then takes more than a few milliseconds, so \
+         the time limit holds, and a statement's memory stays small.\n\
          - A file has at most {MAX_FILE_BYTES} bytes, an operation 1 to {MAX_STATEMENTS} \
          statements, a statement at most {MAX_STATEMENT_BYTES} bytes.\n\
          - Every refusal is one line, `FILE:LINE: ...`, and the command exits with 2.\n",

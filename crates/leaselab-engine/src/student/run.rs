@@ -13,11 +13,11 @@ use rusqlite::Connection;
 use super::error::StudentError;
 use super::file::{prepare_error, which};
 use super::op::{Bound, OpRun};
-use super::sandbox::{excerpt, Deadline, Refusals, ONLY, STATEMENT_TIME_LIMIT};
+use super::sandbox::{excerpt, over_a_limit, stopped_said, Deadline, Refusals};
 use super::store::StudentStore;
 use super::{OpKind, Operation, Statement, TxMode};
-use crate::outbox::{Lease, OutboxError};
-use crate::store::{Begin, Join, Store};
+use crate::outbox::{Failure, Lease, OutboxError};
+use crate::store::{write_lock_refused, Begin, Join, Store, STUDENT_LENGTH_LIMIT};
 
 /// What a step left: more statements to run, or the operation's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -198,7 +198,7 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
             Ok(ran) => ran,
             Err(e) => {
                 let _ = self.store_mut().end_student(false);
-                return Err(e);
+                return Err(refused(op, e));
             }
         };
         run.next = op.statements.len();
@@ -216,10 +216,10 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
                 Ok(done) => self.store_mut().end_student(true).map(|()| done),
                 Err(e) => {
                     let _ = self.store_mut().end_student(false);
-                    return Err(e);
+                    return Err(refused(op, e));
                 }
             }
-            .map_err(StudentError::from)
+            .map_err(|e| refused(op, StudentError::from(e)))
         };
         let (result, stamp) = finished?;
         shown.stamp = stamp;
@@ -262,7 +262,7 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
                     None => Err(student(
                         &file,
                         last,
-                        format!("the claim returned Id = {id}, which is no message of the outbox"),
+                        format!("the claim returned Id = {id}, which is no message the lab seeded"),
                     )),
                 }
             }
@@ -321,6 +321,28 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
     }
 }
 
+/// A transaction SQLite refused the write lock (it had read, and another connection wrote
+/// or held the lock): said as the operation's, and that nothing of it stayed. Any other
+/// error as it is.
+fn refused(op: &Operation, e: StudentError) -> StudentError {
+    match e {
+        StudentError::Database(OutboxError::Database {
+            failure: failure @ Failure::WriteLockRefused { snapshot },
+            cause,
+            ..
+        }) => StudentError::Database(OutboxError::Database {
+            failure,
+            message: format!(
+                "the {}'s transaction met {}; rolled back",
+                op.kind.name(),
+                write_lock_refused(snapshot)
+            ),
+            cause,
+        }),
+        e => e,
+    }
+}
+
 fn student(file: &str, line: u32, message: String) -> StudentError {
     StudentError::Student {
         file: crate::text::quoted(file),
@@ -360,9 +382,13 @@ impl Sandbox<'_> {
                 cause: None,
             }
         })?;
+        // Watched from here until it has run: interrupted at its deadline, or at a stop.
+        let Some(_watched) = self.deadline.start(conn.get_interrupt_handle()) else {
+            let stop = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_INTERRUPT);
+            return Err(fail(rusqlite::Error::SqliteFailure(stop, None)));
+        };
         let parameters = bind(&mut stmt, bound).map_err(&fail)?;
         let read_only = stmt.readonly();
-        self.deadline.start();
         let (effect, ends, changed) = if stmt.column_count() > 0 {
             let row = self.one_row(&mut stmt, kind, index, s)?;
             let changed = if read_only {
@@ -424,6 +450,15 @@ impl Sandbox<'_> {
                 )
             })
             .collect();
+        let bytes: usize = values.iter().map(|(_, v)| v.size()).sum();
+        if bytes > STUDENT_LENGTH_LIMIT as usize {
+            let message = format!(
+                "{} returned a row of {bytes} bytes, more than the {STUDENT_LENGTH_LIMIT} a row \
+                 of an exercise may hold",
+                which(kind, index)
+            );
+            return Err(student(self.file, s.line, message));
+        }
         if rows.next().map_err(fail)?.is_some() {
             let what = match kind {
                 OpKind::Claim => "a claim takes one message",
@@ -480,13 +515,10 @@ impl Sandbox<'_> {
         e: rusqlite::Error,
     ) -> StudentError {
         let what = format!("{} ({})", which(kind, index), excerpt(&s.sql));
-        let message = if self.deadline.passed() {
-            format!(
-                "{what} ran longer than {} s and was stopped (a WITH RECURSIVE without an end?)",
-                STATEMENT_TIME_LIMIT.as_secs()
-            )
+        let message = if let Some(stopped) = self.deadline.stopped() {
+            stopped_said(&what, stopped, &s.sql)
         } else if let Some(why) = self.refusals.take() {
-            format!("{what} {why}; {ONLY}")
+            format!("{what} {why}")
         } else {
             use rusqlite::ErrorCode::*;
             let code = e.sqlite_error_code();
@@ -496,7 +528,10 @@ impl Sandbox<'_> {
             ) {
                 return StudentError::Database(OutboxError::from(e));
             }
-            format!("{what} failed: {}", crate::text::quoted(&e.to_string()))
+            match over_a_limit(&e) {
+                Some(why) => format!("{what} {why}"),
+                None => format!("{what} failed: {}", crate::text::quoted(&e.to_string())),
+            }
         };
         StudentError::Student {
             file: crate::text::quoted(self.file),
@@ -548,6 +583,16 @@ impl Value {
             ValueRef::Real(x) => Value::Real(x),
             ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
             ValueRef::Blob(b) => Value::Blob(b.len()),
+        }
+    }
+
+    /// Its size in a row, in bytes.
+    fn size(&self) -> usize {
+        match self {
+            Value::Null => 0,
+            Value::Integer(_) | Value::Real(_) => 8,
+            Value::Text(t) => t.len(),
+            Value::Blob(n) => *n,
         }
     }
 

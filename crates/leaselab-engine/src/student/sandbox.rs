@@ -4,13 +4,32 @@
 //! own). And how long it may run: a statement still running after
 //! [`STATEMENT_TIME_LIMIT`] is interrupted by the progress handler.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::InterruptHandle;
+
+use super::outside;
+use super::watchdog::{self, Reason, Watched};
 
 /// How long one statement may run before it is interrupted.
 pub const STATEMENT_TIME_LIMIT: Duration = Duration::from_secs(1);
+/// Overrides [`STATEMENT_TIME_LIMIT`] in milliseconds, read once per process (tests of a
+/// stop that must not wait for the limit use a long one).
+pub const STATEMENT_LIMIT_ENV: &str = "LEASELAB_STATEMENT_LIMIT_MS";
+
+/// How long one statement may run in this process.
+pub fn statement_time_limit() -> Duration {
+    static LIMIT: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var(STATEMENT_LIMIT_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map_or(STATEMENT_TIME_LIMIT, Duration::from_millis)
+    })
+}
 
 /// The tables a student's statement may read and write.
 pub const TABLES: [&str; 2] = ["OutboxMessages", "Payments"];
@@ -18,21 +37,13 @@ pub const TABLES: [&str; 2] = ["OutboxMessages", "Payments"];
 /// Said after every refusal.
 pub const ONLY: &str = "an exercise reads and writes OutboxMessages and Payments only";
 
-/// SQL functions refused although SQLite has them: they reach outside the database.
-const FUNCTIONS_REFUSED: [&str; 5] = [
-    "load_extension",
-    "fts3_tokenizer",
-    "readfile",
-    "writefile",
-    "edit",
-];
-
-/// Why `action` is refused, or None when a student's statement may do it.
+/// Why `action` is refused, or None when a student's statement may do it: the whole
+/// reason, with [`ONLY`] after what reaches outside the two tables.
 pub fn refusal(ctx: &AuthContext<'_>) -> Option<String> {
     let main = matches!(ctx.database_name, None | Some("main"));
+    let ours = |name: &str| main && TABLES.iter().any(|t| t.eq_ignore_ascii_case(name));
     let table = |verb: &str, name: &str| {
-        let ours = TABLES.iter().any(|t| t.eq_ignore_ascii_case(name));
-        (!(ours && main)).then(|| format!("may not {verb} {}", crate::text::quoted(name)))
+        (!ours(name)).then(|| format!("may not {verb} {}; {ONLY}", crate::text::quoted(name)))
     };
     match ctx.action {
         AuthAction::Select | AuthAction::Recursive => None,
@@ -47,37 +58,36 @@ pub fn refusal(ctx: &AuthContext<'_>) -> Option<String> {
             None
         }
         AuthAction::Read { table_name, .. } => table("read", table_name),
+        AuthAction::Insert { table_name } if ours(table_name) => Some(outside::insert(table_name)),
         AuthAction::Insert { table_name } => table("insert into", table_name),
+        AuthAction::Update {
+            table_name,
+            column_name,
+        } if ours(table_name) => outside::update(table_name, column_name),
         AuthAction::Update { table_name, .. } => table("update", table_name),
         AuthAction::Delete { table_name } => table("delete from", table_name),
-        AuthAction::Function { function_name } => {
-            let refused = FUNCTIONS_REFUSED
-                .iter()
-                .any(|f| f.eq_ignore_ascii_case(function_name));
-            refused.then(|| {
-                format!(
-                    "may not call {}",
-                    crate::text::quoted(function_name).to_lowercase()
-                )
-            })
-        }
-        AuthAction::Transaction { .. } | AuthAction::Savepoint { .. } => Some(
+        AuthAction::Function { function_name } => outside::function(function_name, ONLY),
+        other => schema_refusal(&other).map(|why| format!("{why}; {ONLY}")),
+    }
+}
+
+/// Why an action on the schema, a transaction, a pragma or an attachment is refused.
+fn schema_refusal(action: &AuthAction<'_>) -> Option<&'static str> {
+    Some(match action {
+        AuthAction::Transaction { .. } | AuthAction::Savepoint { .. } => {
             "may not begin, commit or roll back a transaction (the operation's `transaction` \
              says how it runs)"
-                .into(),
-        ),
-        AuthAction::Pragma { .. } => Some("may not run a PRAGMA".into()),
-        AuthAction::Attach { .. } => Some("may not attach a database (nor VACUUM)".into()),
-        AuthAction::Detach { .. } => Some("may not detach a database".into()),
-        AuthAction::DropTable { .. } | AuthAction::DropTempTable { .. } => {
-            Some("may not drop a table".into())
         }
+        AuthAction::Pragma { .. } => "may not run a PRAGMA",
+        AuthAction::Attach { .. } => "may not attach a database (nor VACUUM)",
+        AuthAction::Detach { .. } => "may not detach a database",
+        AuthAction::DropTable { .. } | AuthAction::DropTempTable { .. } => "may not drop a table",
         AuthAction::CreateTable { .. } | AuthAction::CreateTempTable { .. } => {
-            Some("may not create a table".into())
+            "may not create a table"
         }
-        AuthAction::AlterTable { .. } => Some("may not alter a table".into()),
-        _ => Some("may not change the schema".into()),
-    }
+        AuthAction::AlterTable { .. } => "may not alter a table",
+        _ => "may not change the schema",
+    })
 }
 
 /// SQLite's table of the schema, under each of its names.
@@ -138,40 +148,77 @@ impl Refusals {
 }
 
 /// The deadline of the statement running now: set before each statement, asked by the
-/// progress handler.
+/// progress handler and kept on wall time by the watchdog, which also interrupts it when
+/// this process is asked to stop or its engine quits (`quit`, the engine's flag).
 #[derive(Debug, Clone, Default)]
-pub struct Deadline(Arc<Mutex<DeadlineState>>);
+pub struct Deadline {
+    until: Arc<Mutex<Option<Instant>>>,
+    reason: Reason,
+    quit: Arc<AtomicBool>,
+}
 
-#[derive(Debug, Default)]
-struct DeadlineState {
-    until: Option<Instant>,
-    passed: bool,
+/// Why a statement was stopped before its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// It ran longer than [`STATEMENT_TIME_LIMIT`].
+    Time,
+    /// This process was asked to stop, or its engine quit.
+    Stop,
 }
 
 impl Deadline {
-    /// The progress handler to install: true (interrupt) once the deadline has passed.
-    pub fn handler(&self) -> impl FnMut() -> bool + Send + 'static + use<> {
-        let state = self.0.clone();
-        move || {
-            let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
-            let passed = s.until.is_some_and(|u| Instant::now() >= u);
-            s.passed |= passed;
-            passed
+    /// The deadlines of an engine's connection: `quit` is the engine's flag.
+    pub fn new(quit: Arc<AtomicBool>) -> Deadline {
+        Deadline {
+            quit,
+            ..Deadline::default()
         }
     }
 
-    /// The next statement starts now: it may run [`STATEMENT_TIME_LIMIT`].
-    pub fn start(&self) {
-        let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        *s = DeadlineState {
-            until: Some(Instant::now() + STATEMENT_TIME_LIMIT),
-            passed: false,
-        };
+    /// The progress handler to install: true (interrupt) once the deadline has passed or a
+    /// stop was asked.
+    pub fn handler(&self) -> impl FnMut() -> bool + Send + 'static + use<> {
+        let (until, reason, quit) = (self.until.clone(), self.reason.clone(), self.quit.clone());
+        move || {
+            let why = if watchdog::stopped(&quit) {
+                watchdog::STOP
+            } else if until
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_some_and(|u| Instant::now() >= u)
+            {
+                watchdog::TIME
+            } else {
+                return reason.load(Ordering::SeqCst) != watchdog::NOT_INTERRUPTED;
+            };
+            let _ = reason.compare_exchange(
+                watchdog::NOT_INTERRUPTED,
+                why,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            );
+            true
+        }
     }
 
-    /// Whether the statement that ran last was interrupted for its time.
-    pub fn passed(&self) -> bool {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).passed
+    /// The next statement, of the connection `handle` interrupts, starts now: it may run
+    /// [`STATEMENT_TIME_LIMIT`], watched until the guard is dropped. None when a stop was
+    /// asked: it must not run.
+    pub fn start(&self, handle: InterruptHandle) -> Option<Watched> {
+        let until = Instant::now() + statement_time_limit();
+        *self.until.lock().unwrap_or_else(|p| p.into_inner()) = Some(until);
+        self.reason
+            .store(watchdog::NOT_INTERRUPTED, Ordering::SeqCst);
+        watchdog::watch(handle, until, &self.quit, &self.reason)
+    }
+
+    /// Why the statement that ran last was interrupted, if it was.
+    pub fn stopped(&self) -> Option<Stopped> {
+        match self.reason.load(Ordering::SeqCst) {
+            watchdog::TIME => Some(Stopped::Time),
+            watchdog::STOP => Some(Stopped::Stop),
+            _ => None,
+        }
     }
 }
 
@@ -180,4 +227,56 @@ pub fn excerpt(sql: &str) -> String {
     let one_line = crate::text::printable(sql.trim());
     let words: String = one_line.split_whitespace().collect::<Vec<_>>().join(" ");
     crate::text::bounded(&words, 24).into_owned()
+}
+
+/// What stopped a statement, said after `what` names it.
+pub fn stopped_said(what: &str, stopped: Stopped, sql: &str) -> String {
+    match stopped {
+        Stopped::Time => {
+            // The one cause worth guessing: a recursive query that never ends.
+            let hint = if sql.to_ascii_uppercase().contains("RECURSIVE") {
+                " (a WITH RECURSIVE without an end?)"
+            } else {
+                ""
+            };
+            let limit = statement_time_limit();
+            let limit = if limit.subsec_millis() == 0 {
+                format!("{} s", limit.as_secs())
+            } else {
+                format!("{} ms", limit.as_millis())
+            };
+            format!("{what} ran longer than {limit} and was stopped{hint}")
+        }
+        Stopped::Stop => format!("{what} was stopped: leaselab was asked to stop"),
+    }
+}
+
+/// The sandbox's limit `e` says a statement passed, in the student's words; None for any
+/// other error.
+pub fn over_a_limit(e: &rusqlite::Error) -> Option<String> {
+    use crate::store::{STUDENT_COLUMN_LIMIT, STUDENT_LENGTH_LIMIT, STUDENT_PATTERN_LIMIT};
+    let msg = match e {
+        rusqlite::Error::SqliteFailure(_, Some(m)) => m.as_str(),
+        rusqlite::Error::SqlInputError { msg, .. } => msg.as_str(),
+        _ => "",
+    };
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::TooBig) || msg.contains("too big") {
+        Some(format!(
+            "made a string, blob or row of more than {STUDENT_LENGTH_LIMIT} bytes, the most a \
+             statement of an exercise may make"
+        ))
+    } else if msg.starts_with("too many columns") {
+        Some(format!(
+            "has more than {STUDENT_COLUMN_LIMIT} columns (SQLite: {}); a statement of an \
+             exercise has at most {STUDENT_COLUMN_LIMIT}",
+            crate::text::quoted(msg)
+        ))
+    } else if msg.contains("LIKE or GLOB pattern too complex") {
+        Some(format!(
+            "has a LIKE or GLOB pattern of more than {STUDENT_PATTERN_LIMIT} bytes, the longest \
+             a statement of an exercise may use"
+        ))
+    } else {
+        None
+    }
 }

@@ -29,14 +29,14 @@ pub struct StudentStore<S = Store> {
 impl<S: BorrowMut<Store>> StudentStore<S> {
     pub fn new(store: S, exercise: Arc<Exercise>) -> StudentStore<S> {
         StudentStore {
-            store,
             exercise,
             refusals: Refusals::default(),
-            deadline: Deadline::default(),
+            deadline: Deadline::new(store.borrow().student_quit()),
             ran: Vec::new(),
             stepwise: false,
             partway: None,
             deferred_in_two: false,
+            store,
         }
     }
 

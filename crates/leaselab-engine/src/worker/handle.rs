@@ -189,6 +189,7 @@ fn run_thread(
         Ok(None) => {}
         Ok(Some(error)) => {
             s.state = WorkerState::Stopped;
+            s.stopped_why = Some(error.to_string());
             emit(EventKind::Failed {
                 error: error.to_string(),
             });

@@ -89,6 +89,8 @@ pub struct WorkerStatus {
     pub blocked_on: Option<BlockedOn>,
     /// The scenario time of its last heartbeat for the lease it holds (None: none yet).
     pub last_beat_ms: Option<i64>,
+    /// Stopped on its own: why, in the one line its `Failed` event says.
+    pub stopped_why: Option<String>,
 }
 
 /// The message a blocked claim waits for, its owner and when that lease runs out.

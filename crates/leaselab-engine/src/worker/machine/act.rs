@@ -12,8 +12,22 @@ use super::*;
 use crate::outbox::checked_detail;
 
 impl Worker {
-    /// One action of the worker's cycle, at `pace`.
+    /// One action of the worker's cycle, at `pace`. A claim or finalize SQLite refused the
+    /// write lock is tried again (see `busy`).
     pub(crate) fn act(&mut self, pace: Pace) -> Result<Acted, WorkerError> {
+        match self.act_once(pace) {
+            Ok(acted) => {
+                self.busy_tries = 0;
+                Ok(acted)
+            }
+            Err(e) => Ok(match self.try_again_later(e, pace)? {
+                Some(at) => Acted::WaitUntil(at),
+                None => Acted::Done,
+            }),
+        }
+    }
+
+    fn act_once(&mut self, pace: Pace) -> Result<Acted, WorkerError> {
         let stepping = pace != Pace::Run;
         self.set_status(|s| s.acts += 1);
         let leasing = self.ctx.settings.leasing();
@@ -35,10 +49,7 @@ impl Worker {
         let phase = std::mem::replace(&mut self.phase, Phase::Idle);
         let acted = match phase {
             Phase::Idle if leasing => match self.batched.pop_front() {
-                Some(lease) => {
-                    let now = self.ctx.clock.now();
-                    self.hold(lease, now)
-                }
+                Some(lease) => self.take_queued(lease, pace)?,
                 None => self.claim(None)?,
             },
             Phase::Idle => {
@@ -68,8 +79,9 @@ impl Worker {
         if process_ms > 0 && starts_work {
             // Work on a claimed message starts at the claim's time: whoever heard of the
             // claim may have moved the clock since, and must not push the work's end out.
+            // The rest of a batch starts when the worker gets to it.
             let started = match self.phase {
-                Phase::Holding(_) => self.beat_base,
+                Phase::Holding(_) => self.work_from,
                 _ => self.ctx.clock.now(),
             };
             let done_at = started + process_ms;

@@ -3,7 +3,9 @@
 use std::collections::VecDeque;
 
 use crate::events::{ClaimWay, EventKind};
-use crate::outbox::{ClaimOutcome, Lease, MessageRef, Stamped};
+use crate::outbox::{
+    ClaimOutcome, Fact, Lease, LeaseEventKind, MessageRef, Stamped, QUEUED_RAN_OUT,
+};
 
 use super::*;
 
@@ -103,7 +105,8 @@ impl Worker {
             .chain(&self.batched)
             .cloned()
             .collect();
-        let acted = self.hold(lease, now);
+        self.batch_at = now;
+        let acted = self.hold(lease, now, now);
         // One transaction, one stamp: the whole batch was claimed at once.
         for l in &events {
             self.emit_when(
@@ -139,12 +142,56 @@ impl Worker {
         Ok(Stamped::new(outcome, claimed.seq))
     }
 
-    /// Start on a leased message: heartbeats count from `since`.
-    pub(super) fn hold(&mut self, lease: Lease, since: i64) -> Acted {
+    /// Start on a leased message taken at `taken` (heartbeats count from it), its work
+    /// starting at `work_from`.
+    pub(super) fn hold(&mut self, lease: Lease, taken: i64, work_from: i64) -> Acted {
         self.phase = Phase::Holding(lease);
-        self.beat_base = since;
+        self.beat_base = taken;
+        self.beat_retry_at = None;
+        self.work_from = work_from;
         self.set_status(|s| s.last_beat_ms = None);
         Acted::Done
+    }
+
+    /// Start on the next lease of a batch: the claim took it at `batch_at`, and it has run
+    /// since. One that ran out while the messages before it were worked on is given up
+    /// (someone may have taken it over); one whose heartbeat came due meanwhile is extended
+    /// at once by a running worker, before its work starts.
+    pub(super) fn take_queued(&mut self, lease: Lease, pace: Pace) -> Result<Acted, WorkerError> {
+        let now = self.ctx.clock.now();
+        if !lease.is_live(now) {
+            self.give_up_queued(lease, now)?;
+            return Ok(Acted::Done);
+        }
+        let acted = self.hold(lease, self.batch_at, now);
+        if pace == Pace::Run && self.next_beat().is_some_and(|beat| beat <= now) {
+            self.beat()?;
+        }
+        Ok(acted)
+    }
+
+    /// A lease of the batch ran out before the worker got to it: say so, recorded (a watcher
+    /// and a replay see the message dropped), and leave the message to whoever claims it.
+    fn give_up_queued(&mut self, lease: Lease, now: i64) -> Result<(), WorkerError> {
+        let fact = Fact {
+            id: Some(lease.id),
+            key: Some(lease.key.clone()),
+            version: Some(lease.version),
+            until_ms: Some(lease.until_ms),
+            ..Fact::of(LeaseEventKind::LeaseLost, now, &self.name, QUEUED_RAN_OUT)
+        };
+        let seq = self.store.record(&fact)?.seq;
+        self.emit_when(
+            seq,
+            now,
+            EventKind::QueuedLeaseRanOut {
+                id: lease.id,
+                key: lease.key,
+                version: lease.version,
+                until_ms: lease.until_ms,
+            },
+        );
+        Ok(())
     }
 
     pub(super) fn load(&mut self) -> Result<Acted, WorkerError> {

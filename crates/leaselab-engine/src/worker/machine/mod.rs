@@ -14,6 +14,7 @@ use crate::provider::StatusCheck;
 use super::*;
 
 mod act;
+mod busy;
 mod claim;
 mod reconnect;
 mod run;
@@ -61,13 +62,22 @@ pub(crate) struct Worker {
     work_done_at: Option<i64>,
     /// The scenario time the held lease was taken or last extended: heartbeats count from it.
     beat_base: i64,
+    /// The scenario time work on the held lease started: its claim's, or, for the rest of a
+    /// batch, the moment the worker got to it.
+    work_from: i64,
     /// The rest of a batch claim, leased, in claim order: taken one by one after the held one.
     batched: VecDeque<Lease>,
+    /// The scenario time of the batch claim `batched` came from: their leases count from it.
+    batch_at: i64,
     /// The teacher's hold, as this worker last read it (it says so when it changes).
     held_by_teacher: bool,
     /// Its last finalize failed without an answer (the connection went away): whether it
     /// committed is asked before it is tried again.
     finalize_unanswered: bool,
+    /// Its transactions SQLite refused the write lock, in a row (see `busy`).
+    busy_tries: u32,
+    /// A heartbeat refused the write lock: the next is not tried before this scenario time.
+    beat_retry_at: Option<i64>,
 }
 
 impl Worker {
@@ -92,9 +102,13 @@ impl Worker {
             blocked_on: None,
             work_done_at: None,
             beat_base: 0,
+            work_from: 0,
             batched: VecDeque::new(),
+            batch_at: 0,
             held_by_teacher: false,
             finalize_unanswered: false,
+            busy_tries: 0,
+            beat_retry_at: None,
         }
     }
 

@@ -80,11 +80,14 @@ impl Worker {
         }
     }
 
-    /// When the held lease is due its next heartbeat; None when there is nothing to beat.
+    /// When the held lease is due its next heartbeat (not before a refused one is tried
+    /// again); None when there is nothing to beat.
     pub(super) fn next_beat(&self) -> Option<i64> {
         let s = &self.ctx.settings;
-        (matches!(self.phase, Phase::Holding(_)) && s.heartbeats() && s.leasing())
-            .then(|| self.beat_base + s.heartbeat_ms())
+        (matches!(self.phase, Phase::Holding(_)) && s.heartbeats() && s.leasing()).then(|| {
+            let due = self.beat_base + s.heartbeat_ms();
+            self.beat_retry_at.map_or(due, |at| at.max(due))
+        })
     }
 
     /// A heartbeat when one can be given (heartbeats on, a lease held), whatever its time.
@@ -95,9 +98,27 @@ impl Worker {
         Ok(())
     }
 
+    /// Extend the held lease; one SQLite refused the write lock is tried again later (see
+    /// `busy`), the lease held meanwhile as it was.
+    pub(super) fn beat(&mut self) -> Result<(), WorkerError> {
+        match self.beat_once() {
+            Ok(()) => {
+                self.busy_tries = 0;
+                self.beat_retry_at = None;
+                Ok(())
+            }
+            Err(e) => {
+                let now = self.ctx.clock.now();
+                let at = self.try_again_later(e, Pace::Run)?;
+                self.beat_retry_at = Some(at.unwrap_or(now));
+                Ok(())
+            }
+        }
+    }
+
     /// Extend the held lease. Zero rows changed means the lease is lost: the worker drops
     /// the message without calling the provider or trying a finalize.
-    pub(super) fn beat(&mut self) -> Result<(), WorkerError> {
+    fn beat_once(&mut self) -> Result<(), WorkerError> {
         let Phase::Holding(lease) = &self.phase else {
             return Ok(());
         };
