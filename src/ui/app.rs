@@ -274,7 +274,10 @@ impl App {
     /// Nothing left for anyone: Pending and Processing are both empty.
     pub fn drained(&self) -> bool {
         let db = &self.snap.db;
-        db.error.is_none() && db.total > 0 && db.counts.drained()
+        // An outbox whose every row was deleted holds no work either: the history check
+        // then finds its messages lost.
+        let seeded = self.ledger.seeded_upto > 0 || !self.ledger.added.is_empty();
+        db.error.is_none() && (db.total > 0 || seeded) && db.counts.drained()
     }
 
     /// The worker a single step would move, while paused.
