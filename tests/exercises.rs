@@ -368,8 +368,14 @@ fn the_verdict_says_it_ran_one_schedule_in_the_explorers_units() {
             out.contains("claims PAY-001 (lease v1, until 09:00:03.000)"),
             "{out}"
         );
-        assert!(out.contains("at 09:00:00.000 Worker-A and Worker-B"), "{out}");
-        assert!(!out.contains("message 1") && !out.contains("until 500"), "{out}");
+        assert!(
+            out.contains("at 09:00:00.000 Worker-A and Worker-B"),
+            "{out}"
+        );
+        assert!(
+            !out.contains("message 1") && !out.contains("until 500"),
+            "{out}"
+        );
     }
     // Every exercise's lines: no unit of the old check's clock.
     for b in &exercise::BUILT_INS {
@@ -377,7 +383,13 @@ fn the_verdict_says_it_ran_one_schedule_in_the_explorers_units() {
             let v = check::check(b.name, &ex).unwrap().unwrap();
             let all = format!("{:?} {:?}", v.lines, v.broken);
             assert!(all.contains("09:00:0"), "{}: {all}", b.name);
-            for old in ["message 1", "until 500", "to 700", "past 700", "LeaseVersion 1)"] {
+            for old in [
+                "message 1",
+                "until 500",
+                "to 700",
+                "past 700",
+                "LeaseVersion 1)",
+            ] {
                 assert!(!all.contains(old), "{}: {old:?} in {all}", b.name);
             }
         }
