@@ -218,7 +218,7 @@ impl App {
 
     pub fn apply_event(&mut self, ev: &Event) {
         let settled;
-        let ev = if matches!(ev.kind, EventKind::Claimed { reclaim: true, .. }) {
+        let ev = if matches!(ev.kind, EventKind::Claimed { .. }) {
             let mut e = ev.clone();
             self.ledger.settle_claim(&mut e);
             settled = e;

@@ -287,6 +287,32 @@ fn compare_rows(c: &mut HistoryCheck, ledger: &Ledger, rows: &[MessageRow]) {
     }
 }
 
+/// The lease a claim at `at_ms`, committed after `before` (one message's steps in commit
+/// order), took its message from while it still held: its owner and end (`i64::MAX` once
+/// the message's result was written). What the history check counts as an overlap.
+pub fn lease_held<'a>(
+    before: impl IntoIterator<Item = &'a HistoryStep>,
+    at_ms: i64,
+) -> Option<(Arc<str>, i64)> {
+    let mut walk = Walk::default();
+    let mut scratch = HistoryCheck::default();
+    for step in before {
+        walk.step(&mut scratch, "", step);
+    }
+    walk.previous.filter(|(_, until)| at_ms <= *until)
+}
+
+/// One message's overlaps, its steps in commit order: claims while another lease held, and
+/// heartbeats that extended a lease no longer held (the ledger figure `overlaps`).
+pub fn overlaps_in<'a>(steps: impl IntoIterator<Item = &'a HistoryStep>) -> u64 {
+    let mut walk = Walk::default();
+    let mut c = HistoryCheck::default();
+    for step in steps {
+        walk.step(&mut c, "", step);
+    }
+    c.overlapping_leases.count + c.heartbeats_without_lease.count
+}
+
 /// What a walk through one message's history carries from step to step.
 #[derive(Default)]
 struct Walk {
@@ -473,6 +499,7 @@ mod tests {
             version,
             reclaim: version > 1,
             way: crate::events::ClaimWay::Next,
+            overlapped: None,
         }
     }
 

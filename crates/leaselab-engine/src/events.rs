@@ -37,6 +37,15 @@ pub enum ClaimWay {
     Unrecorded,
 }
 
+/// Whose lease a claim overlapped, and until when it held: the history check's overlap,
+/// a claim at or before the end of the message's newest lease. `until_ms` is `i64::MAX`
+/// when the message's result had been written (it was taken again once finished).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overlapped {
+    pub owner: String,
+    pub until_ms: i64,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum EventKind {
     /// A successful claim: this worker owns the message until `until_ms`.
@@ -49,6 +58,10 @@ pub enum EventKind {
         reclaim: bool,
         /// Which claim took it: the statements it ran.
         way: ClaimWay,
+        /// The lease it took the message from while that lease still held (or the
+        /// finished message it took again): never a reclaim. The ledger, which knows the
+        /// message's history, says so ([`crate::ledger::Ledger::settle_claim`]).
+        overlapped: Option<Overlapped>,
     },
     /// Nothing was claimable.
     ClaimEmpty,
@@ -262,12 +275,26 @@ impl Event {
                 until_ms,
                 version,
                 reclaim,
+                overlapped,
                 ..
-            } => Some(format!(
-                "{} {key} until {} (lease v{version})",
-                if *reclaim { "RECLAIMED" } else { "CLAIMED" },
-                hms(*until_ms)
-            )),
+            } => Some(match overlapped {
+                // Taken while another lease held: no takeover, whatever the version says.
+                Some(o) if o.until_ms == i64::MAX => format!(
+                    "took {key}, which {} had processed, until {} (lease v{version})",
+                    o.owner,
+                    hms(*until_ms)
+                ),
+                Some(o) => format!(
+                    "took {key} while {}'s lease held, until {} (lease v{version})",
+                    o.owner,
+                    hms(*until_ms)
+                ),
+                None => format!(
+                    "{} {key} until {} (lease v{version})",
+                    if *reclaim { "RECLAIMED" } else { "CLAIMED" },
+                    hms(*until_ms)
+                ),
+            }),
             EventKind::ClaimEmpty => Some("claim: nothing claimable".into()),
             EventKind::StatementRan { operation } => Some(format!(
                 "ran a statement of its {operation}; the {operation} goes on"

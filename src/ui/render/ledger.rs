@@ -26,6 +26,7 @@ pub const NAMES: &[&str] = &[
     "duplicates",
     "rejected",
     "violations",
+    "overlaps",
     "reclaims",
     "results",
     "crashes",
@@ -165,6 +166,12 @@ fn items(l: &LedgerFigures, named: &[&str], no_owners: bool, t: &Theme) -> Vec<I
             },
             bad_if(l.ownership_violations),
         ),
+    ]);
+    // Two live leases at once: shown once one happened, or where the lesson names it.
+    if l.overlaps > 0 || wanted("overlaps") {
+        v.push(("overlaps", l.overlaps.to_string(), bad_if(l.overlaps)));
+    }
+    v.extend([
         ("reclaims", l.reclaims.to_string(), warn_if(l.reclaims)),
         ("results", l.results_written.to_string(), t.base),
         ("crashes", crashes(l.crashes), t.base),
