@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use leaselab::engine::checker::HistoryCheck;
 use leaselab::engine::student::Exercise;
+use leaselab::exercise::built_in;
 use leaselab::ui::app::App;
 use leaselab::ui::DashboardOptions;
-use support::{app, press};
+use support::{app, frame_lines, press};
 
 /// The model answer's claim: one IMMEDIATE transaction that reads and takes.
 const CLAIM: &str = r#"[claim]
@@ -72,19 +73,23 @@ fn live(exercise: Arc<Exercise>) -> App {
     })
 }
 
+/// The verdict on `exercise`, run live from the start.
+fn verdict(exercise: Arc<Exercise>) -> HistoryCheck {
+    judged(&mut live(exercise))
+}
+
 /// Step the paused dashboard until its outbox has drained, then the history check's
 /// verdict (which waits, a few frames, for events that explain the rows it read).
-fn verdict(exercise: Arc<Exercise>) -> HistoryCheck {
-    let mut app = live(exercise);
+fn judged(app: &mut App) -> HistoryCheck {
     for _ in 0..200 {
         app.refresh(20, 10);
         if app.drained() {
             break;
         }
-        press(&mut app, 'n');
+        press(app, 'n');
         // Time moves only when told, so a worker waiting on nothing still gets its turn.
         if !app.drained() && app.next_mover().is_none() {
-            press(&mut app, 'A');
+            press(app, 'A');
         }
     }
     assert!(app.drained(), "the outbox did not drain");
@@ -135,4 +140,35 @@ fn a_finalize_that_marks_the_other_messages_processed_loses_them() {
         ["PAY-003: marked Processed by hand, never called for or finalized"]
     );
     assert_eq!(h.paid_without_call.count, 0, "its payment stays Pending");
+}
+
+/// `explore --sql` grades with the provider that honours the idempotency key; so does the
+/// live dashboard, and it says so: the naive claim's race is judged an overlap, as the
+/// explorer judges it, not a payment made twice.
+#[test]
+fn the_live_dashboard_grades_with_the_idempotent_provider_as_explore_does_and_says_so() {
+    let starter = Arc::new(built_in("one-owner").unwrap().starter());
+    let mut app = live(starter);
+    assert!(app.engine.provider.is_idempotent());
+    let screen = frame_lines(&mut app, 80, 24).join("\n");
+    assert!(screen.contains("Ledgers · idempotent provider"), "{screen}");
+    assert!(app.log.contains(leaselab::ui::app::IDEMPOTENT_FOR_SQL));
+    let h = judged(&mut app);
+    // Both workers took PAY-001 and both called the provider, which did the work once.
+    let p = &app.engine.provider;
+    assert!(
+        p.status_checks_total() > p.side_effects_total(),
+        "{} calls, {} side effects",
+        p.status_checks_total(),
+        p.side_effects_total()
+    );
+    assert!(h.overlapping_leases.count > 0, "{h:?}");
+    assert_eq!(h.duplicate_side_effects.count, 0, "{h:?}");
+    // Free play without a student's file keeps the provider that does every call's work.
+    let plain = app_without_sql();
+    assert!(!plain.engine.provider.is_idempotent());
+}
+
+fn app_without_sql() -> App {
+    app(DashboardOptions::default())
 }

@@ -64,7 +64,15 @@ struct Item {
 }
 
 pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
-    let block = pane(" Ledgers ", t, false).title_bottom(verdict_title(s, t));
+    // A provider that honours the idempotency key makes a repeated call harmless, which
+    // changes what the checks can find: said where its calls are counted, as `explore`
+    // says it.
+    let title = if s.figures.provider_idempotent {
+        " Ledgers · idempotent provider "
+    } else {
+        " Ledgers "
+    };
+    let block = pane(title, t, false).title_bottom(verdict_title(s, t));
     let inner = block.inner(area);
     let (named, spots): (&[&str], &[Spot]) = match &s.lesson {
         Some(l) => (&l.named, &l.spots),
