@@ -13,8 +13,7 @@
 //! - A payment whose row says Paid while no provider call was recorded for its message is
 //!   a failure of its own: **paid without a provider call**.
 
-use std::sync::Arc;
-
+use super::lease_walk::{Breach, Walk};
 use super::ledger::{HistoryStep, Ledger};
 use super::outbox::{MessageRow, OutboxStatus, PaymentStatus};
 use super::provider::KeyCalls;
@@ -182,7 +181,7 @@ pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
         steps.sort_by_key(|(seq, _)| *seq);
         let mut walk = Walk::default();
         for (_, step) in &steps {
-            walk.step(&mut c, &m.key, step);
+            walk.step(step, &mut |breach| record(&mut c, &m.key, breach));
         }
     }
     compare_rows(&mut c, ledger, rows);
@@ -287,124 +286,31 @@ fn compare_rows(c: &mut HistoryCheck, ledger: &Ledger, rows: &[MessageRow]) {
     }
 }
 
-/// The lease a claim at `at_ms`, committed after `before` (one message's steps in commit
-/// order), took its message from while it still held: its owner and end (`i64::MAX` once
-/// the message's result was written). What the history check counts as an overlap.
-pub fn lease_held<'a>(
-    before: impl IntoIterator<Item = &'a HistoryStep>,
-    at_ms: i64,
-) -> Option<(Arc<str>, i64)> {
-    let mut walk = Walk::default();
-    let mut scratch = HistoryCheck::default();
-    for step in before {
-        walk.step(&mut scratch, "", step);
-    }
-    walk.previous.filter(|(_, until)| at_ms <= *until)
-}
-
-/// One message's overlaps, its steps in commit order: claims while another lease held, and
-/// heartbeats that extended a lease no longer held (the ledger figure `overlaps`).
-pub fn overlaps_in<'a>(steps: impl IntoIterator<Item = &'a HistoryStep>) -> u64 {
-    let mut walk = Walk::default();
-    let mut c = HistoryCheck::default();
-    for step in steps {
-        walk.step(&mut c, "", step);
-    }
-    c.overlapping_leases.count + c.heartbeats_without_lease.count
-}
-
-/// What a walk through one message's history carries from step to step.
-#[derive(Default)]
-struct Walk {
-    /// The newest lease's owner and end (`i64::MAX` once processed).
-    previous: Option<(Arc<str>, i64)>,
-    /// The newest lease version claimed.
-    newest: Option<i64>,
-    /// The lease held now (owner and version), if any.
-    held: Option<(Arc<str>, i64)>,
-    /// A dead letter waiting for a redrive.
-    dead: bool,
-}
-
-impl Walk {
-    fn step(&mut self, c: &mut HistoryCheck, key: &str, step: &HistoryStep) {
-        match step {
-            HistoryStep::Heartbeat {
-                owner,
-                version,
-                until_ms,
-                ..
-            } => {
-                if self.held.as_ref() == Some(&(owner.clone(), *version)) {
-                    self.previous = Some((owner.clone(), *until_ms));
-                } else {
-                    c.heartbeats_without_lease.add(format!(
-                        "{key}: {owner} extended lease v{version}, which it no longer held"
-                    ));
-                }
-            }
-            // Released by a failed attempt: the next claim may come at any time.
-            HistoryStep::Released { .. } => self.release(false),
-            HistoryStep::DeadLettered { .. } => self.release(true),
-            HistoryStep::Redriven { .. } => self.dead = false,
-            HistoryStep::Claim {
-                owner,
-                version,
-                at_ms,
-                until_ms,
-            } => self.claim(c, key, owner, *version, (*at_ms, *until_ms)),
-            HistoryStep::Finalize { owner, version, .. } => self.finalize(c, key, owner, *version),
-            HistoryStep::Mark { owner, .. } => {
-                if self.dead {
-                    c.processed_after_dead_letter.add(format!(
-                        "{key}: {owner} marked it while it was dead-lettered"
-                    ));
-                }
-            }
-            HistoryStep::Call { .. } | HistoryStep::Rejected { .. } => {}
-        }
-    }
-
-    fn release(&mut self, dead: bool) {
-        self.previous = None;
-        self.held = None;
-        self.dead |= dead;
-    }
-
-    /// A reclaim is only allowed once the previous lease has run out.
-    fn claim(
-        &mut self,
-        c: &mut HistoryCheck,
-        key: &str,
-        owner: &Arc<str>,
-        version: i64,
-        (at_ms, until_ms): (i64, i64),
-    ) {
-        if let Some((prev_owner, prev_until)) = &self.previous {
-            if at_ms <= *prev_until {
-                c.overlapping_leases.add(format!(
-                    "{key}: {owner} claimed at {at_ms} while {prev_owner} held it until {prev_until}"
-                ));
-            }
-        }
-        self.previous = Some((owner.clone(), until_ms));
-        self.newest = Some(version);
-        self.held = Some((owner.clone(), version));
-    }
-
-    fn finalize(&mut self, c: &mut HistoryCheck, key: &str, owner: &Arc<str>, version: i64) {
-        if self.newest != Some(version) {
-            c.non_owner_finalizes.add(format!(
-                "{key}: {owner} finalized with lease v{version}, newest was v{}",
-                self.newest.unwrap_or(0)
-            ));
-        }
-        // Processed: a later claim of it would be an overlap of its own kind.
-        self.previous = Some((owner.clone(), i64::MAX));
-        self.held = None;
-        if self.dead {
+/// One finding for each breach the walk through a message's steps met.
+fn record(c: &mut HistoryCheck, key: &str, breach: Breach) {
+    match breach {
+        Breach::Overlap {
+            owner,
+            at_ms,
+            holder,
+            until_ms,
+        } => c.overlapping_leases.add(format!(
+            "{key}: {owner} claimed at {at_ms} while {holder} held it until {until_ms}"
+        )),
+        Breach::HeartbeatWithoutLease { owner, version } => c.heartbeats_without_lease.add(
+            format!("{key}: {owner} extended lease v{version}, which it no longer held"),
+        ),
+        Breach::NonOwnerFinalize {
+            owner,
+            version,
+            newest,
+        } => c.non_owner_finalizes.add(format!(
+            "{key}: {owner} finalized with lease v{version}, newest was v{newest}"
+        )),
+        Breach::WhileDead { owner, finalized } => {
+            let did = if finalized { "finalized" } else { "marked" };
             c.processed_after_dead_letter.add(format!(
-                "{key}: {owner} finalized it while it was dead-lettered"
+                "{key}: {owner} {did} it while it was dead-lettered"
             ));
         }
     }

@@ -239,6 +239,33 @@ fn on_off(on: bool) -> &'static str {
     }
 }
 
+/// `CLAIMED PAY-001 until 09:00:03.000 (lease v1)`, `RECLAIMED ...` for a takeover after
+/// the lease ran out, and `took PAY-001 while Worker-A's lease held, ...` for a claim that
+/// overlapped a lease (never a takeover, whatever the version says).
+fn describe_claim(
+    key: &str,
+    (until_ms, version): (i64, i64),
+    reclaim: bool,
+    overlapped: Option<&Overlapped>,
+) -> String {
+    use super::clock::hms;
+    let until = hms(until_ms);
+    match overlapped {
+        Some(o) if o.until_ms == i64::MAX => format!(
+            "took {key}, which {} had processed, until {until} (lease v{version})",
+            o.owner
+        ),
+        Some(o) => format!(
+            "took {key} while {}'s lease held, until {until} (lease v{version})",
+            o.owner
+        ),
+        None => format!(
+            "{} {key} until {until} (lease v{version})",
+            if reclaim { "RECLAIMED" } else { "CLAIMED" }
+        ),
+    }
+}
+
 impl EventKind {
     /// What a student's claim, finalize or heartbeat ends in: the events whose statements
     /// an exercise's store runs.
@@ -277,24 +304,12 @@ impl Event {
                 reclaim,
                 overlapped,
                 ..
-            } => Some(match overlapped {
-                // Taken while another lease held: no takeover, whatever the version says.
-                Some(o) if o.until_ms == i64::MAX => format!(
-                    "took {key}, which {} had processed, until {} (lease v{version})",
-                    o.owner,
-                    hms(*until_ms)
-                ),
-                Some(o) => format!(
-                    "took {key} while {}'s lease held, until {} (lease v{version})",
-                    o.owner,
-                    hms(*until_ms)
-                ),
-                None => format!(
-                    "{} {key} until {} (lease v{version})",
-                    if *reclaim { "RECLAIMED" } else { "CLAIMED" },
-                    hms(*until_ms)
-                ),
-            }),
+            } => Some(describe_claim(
+                key,
+                (*until_ms, *version),
+                *reclaim,
+                overlapped.as_ref(),
+            )),
             EventKind::ClaimEmpty => Some("claim: nothing claimable".into()),
             EventKind::StatementRan { operation } => Some(format!(
                 "ran a statement of its {operation}; the {operation} goes on"

@@ -9,97 +9,9 @@ use std::sync::Arc;
 
 use super::events::{Event, EventKind};
 use super::holdings::Holdings;
-use super::provider::ProviderStatus;
+pub use super::lease_walk::HistoryStep;
+use super::lease_walk::{lease_held, overlaps_in};
 use super::worker_id::WorkerId;
-
-/// One step of a message's history, as committed by SQLite.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HistoryStep {
-    Claim {
-        owner: Arc<str>,
-        version: i64,
-        at_ms: i64,
-        until_ms: i64,
-    },
-    /// A provider status check made for the message (a processing attempt).
-    Call {
-        owner: Arc<str>,
-        at_ms: i64,
-        status: ProviderStatus,
-    },
-    /// A committed ownership-guarded finalize.
-    Finalize {
-        owner: Arc<str>,
-        version: i64,
-        at_ms: i64,
-        status: ProviderStatus,
-    },
-    /// A guarded finalize that changed no row (its lease was lost) and was rolled back.
-    Rejected {
-        owner: Arc<str>,
-        version: i64,
-        at_ms: i64,
-    },
-    /// Leasing off: an unconditional write.
-    Mark {
-        owner: Arc<str>,
-        at_ms: i64,
-        status: ProviderStatus,
-    },
-    /// A failed attempt released the lease of `version`: back to Pending after a backoff.
-    Released {
-        owner: Arc<str>,
-        version: i64,
-        at_ms: i64,
-    },
-    /// The last attempt failed: the message is dead-lettered until a redrive.
-    DeadLettered {
-        owner: Arc<str>,
-        version: i64,
-        at_ms: i64,
-    },
-    /// A redrive put the dead letter back to Pending.
-    Redriven { owner: Arc<str>, at_ms: i64 },
-    /// A committed heartbeat: the lease of `version` now runs until `until_ms`.
-    Heartbeat {
-        owner: Arc<str>,
-        version: i64,
-        at_ms: i64,
-        until_ms: i64,
-    },
-}
-
-impl HistoryStep {
-    /// Who took the step.
-    pub fn owner(&self) -> &str {
-        match self {
-            HistoryStep::Claim { owner, .. }
-            | HistoryStep::Call { owner, .. }
-            | HistoryStep::Finalize { owner, .. }
-            | HistoryStep::Rejected { owner, .. }
-            | HistoryStep::Mark { owner, .. }
-            | HistoryStep::Released { owner, .. }
-            | HistoryStep::DeadLettered { owner, .. }
-            | HistoryStep::Redriven { owner, .. }
-            | HistoryStep::Heartbeat { owner, .. } => owner,
-        }
-    }
-
-    /// When, on the scenario clock.
-    pub fn at_ms(&self) -> i64 {
-        match self {
-            HistoryStep::Claim { at_ms, .. }
-            | HistoryStep::Call { at_ms, .. }
-            | HistoryStep::Finalize { at_ms, .. }
-            | HistoryStep::Rejected { at_ms, .. }
-            | HistoryStep::Mark { at_ms, .. }
-            | HistoryStep::Released { at_ms, .. }
-            | HistoryStep::DeadLettered { at_ms, .. }
-            | HistoryStep::Redriven { at_ms, .. }
-            | HistoryStep::Heartbeat { at_ms, .. } => *at_ms,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Default)]
 pub struct MessageHistory {
@@ -461,7 +373,7 @@ impl Ledger {
         let mut before: Vec<&(u64, HistoryStep)> =
             m.steps.iter().filter(|(s, _)| *s < seq).collect();
         before.sort_by_key(|(s, _)| *s);
-        super::checker::lease_held(before.into_iter().map(|(_, step)| step), at_ms)
+        lease_held(before.into_iter().map(|(_, step)| step), at_ms)
     }
 
     /// A claim event as it should read, before the ledger takes it in: `reclaim` only when
@@ -568,7 +480,7 @@ impl Ledger {
             let after = m.count_violations() as u64;
             self.ownership_violations = self.ownership_violations + after - before;
             let before = m.overlaps as u64;
-            let after = super::checker::overlaps_in(m.steps.iter().map(|(_, step)| step));
+            let after = overlaps_in(m.steps.iter().map(|(_, step)| step));
             m.overlaps = after as u32;
             self.overlaps = self.overlaps + after - before;
         }
