@@ -631,10 +631,65 @@ fn each_starter_breaks_the_rule_its_exercise_teaches() {
             .broken
             .unwrap()
     };
-    assert!(broken("one-owner").contains("both claimed message 1"));
-    assert!(broken("stale-finalize").contains("the stale lease (LeaseVersion 1) was accepted"));
+    assert!(broken("one-owner").contains("both claimed PAY-001"));
+    assert!(broken("stale-finalize").contains("the stale lease (v1) was accepted"));
     assert!(broken("takeover").contains("stays Processing under Worker-A's expired lease"));
     assert!(broken("heartbeat").contains("extended the lease Worker-B holds"));
+}
+
+/// The verdict says it ran one schedule and names `explore --sql FILE`, the search of
+/// every schedule; its lines speak the explorer's units (payment keys, the scenario clock).
+#[test]
+fn the_verdict_says_it_ran_one_schedule_in_the_explorers_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = exercise::built_in("one-owner").unwrap();
+    for (text, code) in [(b.start, 1), (b.solution, 0)] {
+        std::fs::write(dir.path().join("mine.toml"), text).unwrap();
+        let o = leaselab(
+            &["exercise", "one-owner", "--check", "mine.toml"],
+            dir.path(),
+        );
+        assert_eq!(o.status.code(), Some(code), "{}{}", stdout(&o), stderr(&o));
+        let out = stdout(&o);
+        let verdict = out.lines().last().unwrap_or_default();
+        let expected = if code == 1 {
+            "BROKEN on the one schedule this check runs: one owner per message: Worker-A and \
+             Worker-B both claimed PAY-001 (explore --sql mine.toml tries every schedule)"
+        } else {
+            "PASSED on the one schedule this check runs; explore --sql mine.toml tries every schedule"
+        };
+        assert_eq!(verdict, expected, "{out}");
+        // Times on the scenario clock with the lessons' lease, messages by key.
+        assert!(
+            out.contains("claims PAY-001 (lease v1, until 09:00:03.000)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("at 09:00:00.000 Worker-A and Worker-B"),
+            "{out}"
+        );
+        assert!(
+            !out.contains("message 1") && !out.contains("until 500"),
+            "{out}"
+        );
+    }
+    // Every exercise's lines: no unit of the old check's clock.
+    for b in &exercise::BUILT_INS {
+        for ex in [b.starter(), b.model()] {
+            let v = check::check(b.name, &ex).unwrap().unwrap();
+            let all = format!("{:?} {:?}", v.lines, v.broken);
+            assert!(all.contains("09:00:0"), "{}: {all}", b.name);
+            for old in [
+                "message 1",
+                "until 500",
+                "to 700",
+                "past 700",
+                "LeaseVersion 1)",
+            ] {
+                assert!(!all.contains(old), "{}: {old:?} in {all}", b.name);
+            }
+        }
+    }
 }
 
 #[test]

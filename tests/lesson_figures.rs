@@ -267,6 +267,18 @@ fn every_figure_a_step_names_is_on_screen_at_80x24() {
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
 
+/// Every ledger figure a lesson may expect has its place on the Ledgers panel, under the
+/// name the lesson uses (`overlaps` too, which a saved `explore --sql` lesson expects).
+#[test]
+fn every_ledger_figure_a_lesson_may_expect_is_a_panel_figure() {
+    let missing: Vec<&str> = lesson::LEDGER_FIGURES
+        .iter()
+        .map(|f| f.name)
+        .filter(|n| !ledger::NAMES.contains(n))
+        .collect();
+    assert!(missing.is_empty(), "not on the Ledgers panel: {missing:?}");
+}
+
 #[test]
 fn a_figure_the_screen_does_not_show_is_found_missing() {
     // The same reading, told a wrong value, must say it is not there: the check can fail.

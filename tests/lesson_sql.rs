@@ -91,6 +91,75 @@ fn the_lesson_in_the_dashboard_shows_the_students_statements() {
     assert_eq!(st.effect, "line 16: 1 row changed");
 }
 
+/// The race a saved `explore --sql` lesson steps through: both claims' SELECTs read
+/// PAY-001, then both UPDATEs take it; the last step expects `ledger overlaps 1`.
+const RACE: &str = r#"format_version = 1
+title = "Two owners of PAY-001"
+sql = "stale.toml"
+
+[setup]
+workers = 2
+messages = 1
+lease_ms = 3000
+idempotent_provider = true
+
+[[step]]
+do = ["act Worker-A", "act Worker-B"]
+say = "Both claims read PAY-001."
+
+[[step]]
+do = ["act Worker-A"]
+say = "Worker-A's UPDATE takes PAY-001."
+expect = ["PAY-001 owner Worker-A", "ledger overlaps 0"]
+
+[[step]]
+do = ["act Worker-B"]
+say = "Worker-B's UPDATE takes it again while Worker-A's lease holds."
+expect = ["PAY-001 owner Worker-B", "ledger overlaps 1"]
+"#;
+
+/// The figure a lesson expects is on the Ledgers panel, `overlaps` included, and the log
+/// names the overlapping claim for what it is.
+#[test]
+fn the_race_lessons_overlap_is_on_the_ledgers_panel() {
+    let dir = tempfile::tempdir().unwrap();
+    let lesson = lesson_with(dir.path(), RACE, built_in("one-owner").unwrap().start);
+    assert_eq!(passed(&check_lesson(lesson.clone()).unwrap()), [true; 3]);
+    let mut app = App::for_lesson(lesson, DashboardOptions::default(), Theme::plain()).unwrap();
+    next(&mut app);
+    next(&mut app);
+    assert!(
+        ledgers(&mut app).contains("overlaps 0"),
+        "{}",
+        ledgers(&mut app)
+    );
+    next(&mut app);
+    let panel = ledgers(&mut app);
+    assert!(panel.contains("overlaps 1"), "{panel}");
+    assert!(app.log.contains("took PAY-001 while Worker-A's lease held"));
+    assert!(!app.log.contains("RECLAIMED"));
+    insta::assert_snapshot!("race_ledgers_80x24", panel);
+}
+
+/// The Ledgers panel of an 80x24 frame, its borders included.
+fn ledgers(app: &mut App) -> String {
+    let lines = support::frame_lines(app, 80, 24);
+    let top = lines
+        .iter()
+        .position(|l| l.contains("┌ Ledgers"))
+        .expect("a Ledgers panel");
+    let left = lines[top].chars().position(|c| c == '┌').unwrap();
+    let column = |l: &String| l.chars().skip(left).collect::<String>();
+    let mut panel = Vec::new();
+    for l in &lines[top..] {
+        panel.push(column(l));
+        if l.chars().nth(left) == Some('└') {
+            break;
+        }
+    }
+    panel.join("\n")
+}
+
 #[test]
 fn what_the_exercise_does_not_define_is_refused_at_its_line() {
     let dir = tempfile::tempdir().unwrap();

@@ -122,6 +122,15 @@ fn the_students_pane_in_free_play_as_a_class_sees_it() {
     );
     let row = &app.engine.store().messages(0, 1).unwrap()[0];
     assert_eq!(row.locked_by.as_deref(), Some("Worker-B"));
+    // No takeover: Worker-A's lease still held, and the log says so.
+    assert!(
+        app.log
+            .contains("took PAY-001 while Worker-A's lease held, until 09:00:03.000 (lease v2)"),
+        "{:?}",
+        app.log.lines()
+    );
+    assert!(!app.log.contains("RECLAIMED"), "{:?}", app.log.lines());
+    assert_eq!((app.ledger.reclaims, app.ledger.overlaps), (0, 1));
     let t = frame(&mut app, 120, 40);
     insta::assert_snapshot!(t.backend());
 }
@@ -146,6 +155,14 @@ fn a_crashed_workers_lease_taken_over_by_the_students_claim_and_finalized() {
         "the student's claim bumped the token"
     );
     assert_eq!(app.ledger.results_written(), 2, "B finalized both");
+    // A takeover after the lease ran out is a reclaim, in the log as in the ledger.
+    assert!(
+        app.log.contains("RECLAIMED PAY-001"),
+        "{:?}",
+        app.log.lines()
+    );
+    assert!(!app.log.contains("took PAY-001"), "{:?}", app.log.lines());
+    assert_eq!((app.ledger.reclaims, app.ledger.overlaps), (1, 0));
     let b = last(&app, 1);
     assert!(b[0].sql.contains("LeaseVersion = :version"), "{b:?}");
     assert!(b[0].effect.ends_with(": 1 row changed"), "{b:?}");

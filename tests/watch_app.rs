@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use leaselab::engine::clock::wall_now_ms;
+use leaselab::engine::outbox::{checked_detail, Fact, LeaseEventKind};
 use leaselab::engine::provider::Provider;
 use leaselab::engine::store::{ClaimOutcome, OutboxStatus, Store, StoreShared};
 use leaselab::engine::worker::WorkerState;
@@ -134,8 +135,9 @@ fn the_verdict_waits_for_the_events_of_rows_already_processed() {
     let mut app = watcher(&db, 3);
     app.absorb_events();
     app.refresh(20, 10);
-    // Another process drains the outbox in one go; its events reach the app only when the
-    // reader next tails the table, while the rows are read at once.
+    // Another process drains the outbox in one go, recording each provider call as a
+    // worker does; its events reach the app only when the reader next tails the table,
+    // while the rows are read at once.
     let provider = Provider::new();
     let mut store = Store::open(&db, Arc::new(StoreShared::default())).unwrap();
     let now = wall_now_ms();
@@ -145,6 +147,18 @@ fn the_verdict_waits_for_the_events_of_rows_already_processed() {
             panic!("nothing to claim");
         };
         let check = provider.check_status(&lease.key);
+        let call = Fact {
+            id: Some(lease.id),
+            key: Some(lease.key.clone()),
+            version: Some(lease.version),
+            ..Fact::of(
+                LeaseEventKind::Checked,
+                now,
+                "outsider",
+                &checked_detail(check.status, true),
+            )
+        };
+        store.record(&call).unwrap();
         store.finalize(&lease, &check, now).unwrap();
     }
     let start = Instant::now();

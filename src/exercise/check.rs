@@ -1,20 +1,25 @@
 //! Each built-in exercise's check: a short, fixed schedule of workers (each with its own
 //! connection) run statement by statement on a scratch SQLite outbox, and the rule the
 //! exercise teaches asked of what it did. A starter fails its check; its solution passes.
+//! It runs one schedule (`explore --sql` runs them all) and speaks the explorer's units:
+//! messages by payment key, times on the scenario clock, the lessons' lease.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::engine::clock::{hms, SCENARIO_START_MS};
 use crate::engine::outbox::prelude::*;
 use crate::engine::outbox::{Lease, OutboxError, StoreShared};
 use crate::engine::provider::Provider;
 use crate::engine::store::Store;
 use crate::engine::student::{Exercise, OpResult, OpRun, Shown, Step, StudentError, StudentStore};
 
-/// The scenario clock's time a check starts at.
-const T0: i64 = 1_000_000;
-/// The lease every claim of a check asks for.
-const LEASE: i64 = 500;
+/// The scenario clock's time a check starts at: every scenario's start (09:00:00.000).
+const T0: i64 = SCENARIO_START_MS;
+/// The lease every claim of a check asks for: the lessons' and the explorer's.
+const LEASE: i64 = 3_000;
+/// The one message a check seeds.
+const KEY: &str = "PAY-001";
 
 /// What a check saw: each statement as it ran, and the rule broken, if one was.
 #[derive(Debug, Default)]
@@ -133,15 +138,15 @@ impl World {
 fn said(r: &OpResult) -> String {
     match r {
         OpResult::Claimed(l) => format!(
-            "claimed message {} (LeaseVersion {}, until {})",
-            l.id,
+            "claims {} (lease v{}, until {})",
+            l.key,
             l.version,
-            l.until_ms - T0
+            hms(l.until_ms)
         ),
         OpResult::NoRow => "no row claimed".into(),
         OpResult::Accepted => "finalize accepted".into(),
         OpResult::Rejected => "finalize rejected".into(),
-        OpResult::Extended(until) => format!("lease extended to {}", until - T0),
+        OpResult::Extended(until) => format!("lease extended to {}", hms(*until)),
         OpResult::Lost => "lease lost".into(),
     }
 }
@@ -167,7 +172,10 @@ pub fn check(name: &str, exercise: &Exercise) -> Option<Result<Verdict, CheckErr
 /// Two workers claim at once, their steps taken in turn: one message, one owner.
 pub fn one_owner(exercise: &Exercise) -> Result<Verdict, CheckError> {
     let mut w = World::new(exercise, 1)?;
-    w.note("One message; Worker-A and Worker-B claim at once, a step each in turn.".into());
+    w.note(format!(
+        "One message, {KEY}; at {} Worker-A and Worker-B claim at once, a step each in turn.",
+        hms(T0)
+    ));
     let mut stores = [w.connect()?, w.connect()?];
     let mut runs = [
         OpRun::claim("Worker-A", T0, LEASE),
@@ -184,10 +192,12 @@ pub fn one_owner(exercise: &Exercise) -> Result<Verdict, CheckError> {
     let claimed: Vec<Lease> = results.into_iter().flatten().filter_map(lease_of).collect();
     Ok(match claimed.as_slice() {
         [a, b] if a.id == b.id => w.broken(format!(
-            "one owner per message: Worker-A and Worker-B both claimed message {}",
-            a.id
+            "one owner per message: Worker-A and Worker-B both claimed {}",
+            a.key
         )),
-        [] => w.broken("a claimable message is claimed: neither worker claimed message 1"),
+        [] => w.broken(format!(
+            "a claimable message is claimed: neither worker claimed {KEY}"
+        )),
         _ => w.passed(),
     })
 }
@@ -196,27 +206,39 @@ pub fn one_owner(exercise: &Exercise) -> Result<Verdict, CheckError> {
 /// finalizes: only the newest lease may finalize.
 pub fn stale_finalize(exercise: &Exercise) -> Result<Verdict, CheckError> {
     let mut w = World::new(exercise, 1)?;
-    w.note(
-        "Worker-A claims and stalls; its lease runs out; a new Worker-A (same name) claims.".into(),
-    );
+    w.note(format!(
+        "Worker-A claims {KEY} at {} and stalls; its lease runs out; at {} a new Worker-A (same name) claims.",
+        hms(T0),
+        hms(T0 + LEASE + 1)
+    ));
     let (mut old, mut new) = (w.connect()?, w.connect()?);
     let Some(stale) = lease_of(w.run(&mut old, OpRun::claim("Worker-A", T0, LEASE))?) else {
-        return Ok(w.broken("a claimable message is claimed: the first claim took nothing"));
+        return Ok(w.broken(format!(
+            "a claimable message is claimed: the first claim did not claim {KEY}"
+        )));
     };
     let later = T0 + LEASE + 1;
     let Some(fresh) = lease_of(w.run(&mut new, OpRun::claim("Worker-A", later, LEASE))?) else {
-        return Ok(w.broken("an expired lease may be taken over: the new Worker-A took nothing"));
+        return Ok(w.broken(format!(
+            "an expired lease may be taken over: the new Worker-A did not claim {KEY}"
+        )));
     };
-    w.note("The stalled Worker-A wakes and finalizes with its old lease.".into());
+    w.note(format!(
+        "At {} the stalled Worker-A wakes and finalizes with its old lease.",
+        hms(later + 1)
+    ));
     let answer = w.provider.check_status(&stale.key);
     if w.run(&mut old, OpRun::finalize(&stale, &answer, later + 1))? == OpResult::Accepted {
         return Ok(w.broken(format!(
-            "only the newest lease finalizes: the stale lease (LeaseVersion {}) was accepted while LeaseVersion {} holds the message",
-            stale.version, fresh.version
+            "only the newest lease finalizes: the stale lease (v{}) was accepted while lease v{} holds {}",
+            stale.version, fresh.version, fresh.key
         )));
     }
     if w.run(&mut new, OpRun::finalize(&fresh, &answer, later + 2))? != OpResult::Accepted {
-        return Ok(w.broken("the holder finalizes: the newest lease's own finalize was rejected"));
+        return Ok(w.broken(format!(
+            "the holder finalizes: the finalize of lease v{} on {} was rejected",
+            fresh.version, fresh.key
+        )));
     }
     Ok(w.passed())
 }
@@ -225,22 +247,27 @@ pub fn stale_finalize(exercise: &Exercise) -> Result<Verdict, CheckError> {
 /// worker does once it has run out.
 pub fn takeover(exercise: &Exercise) -> Result<Verdict, CheckError> {
     let mut w = World::new(exercise, 1)?;
-    w.note(
-        "Worker-A claims and crashes; Worker-B claims at the lease's end, then just after.".into(),
-    );
+    w.note(format!(
+        "Worker-A claims {KEY} at {} and crashes; Worker-B claims at the lease's end, {}, then at {}.",
+        hms(T0),
+        hms(T0 + LEASE),
+        hms(T0 + LEASE + 1)
+    ));
     let (mut a, mut b) = (w.connect()?, w.connect()?);
     if lease_of(w.run(&mut a, OpRun::claim("Worker-A", T0, LEASE))?).is_none() {
-        return Ok(w.broken("a claimable message is claimed: Worker-A took nothing"));
+        return Ok(w.broken(format!(
+            "a claimable message is claimed: Worker-A did not claim {KEY}"
+        )));
     }
     if lease_of(w.run(&mut b, OpRun::claim("Worker-B", T0 + LEASE, LEASE))?).is_some() {
-        return Ok(w.broken(
-            "a lease holds up to and including its end: Worker-B took the message while Worker-A's lease held",
-        ));
+        return Ok(w.broken(format!(
+            "a lease holds up to and including its end: Worker-B took {KEY} at the end of Worker-A's lease, while it held"
+        )));
     }
     if lease_of(w.run(&mut b, OpRun::claim("Worker-B", T0 + LEASE + 1, LEASE))?).is_none() {
-        return Ok(w.broken(
-            "an expired lease may be taken over: the message stays Processing under Worker-A's expired lease",
-        ));
+        return Ok(w.broken(format!(
+            "an expired lease may be taken over: {KEY} stays Processing under Worker-A's expired lease"
+        )));
     }
     Ok(w.passed())
 }
@@ -251,28 +278,45 @@ pub fn heartbeat(exercise: &Exercise) -> Result<Verdict, CheckError> {
     let mut w = World::new(exercise, 1)?;
     let (mut a, mut b) = (w.connect()?, w.connect()?);
     let Some(lease) = lease_of(w.run(&mut a, OpRun::claim("Worker-A", T0, LEASE))?) else {
-        return Ok(w.broken("a claimable message is claimed: Worker-A took nothing"));
+        return Ok(w.broken(format!(
+            "a claimable message is claimed: Worker-A did not claim {KEY}"
+        )));
     };
-    w.note("Worker-A extends its lease, then asks for a shorter one.".into());
-    if w.run(&mut a, OpRun::heartbeat(&lease, T0 + 200, LEASE))? != OpResult::Extended(T0 + 700) {
-        return Ok(w.broken("a heartbeat extends the holder's live lease: it did not run to 700"));
+    // Extended at 09:00:00.200, the lease runs to 09:00:03.200.
+    let (beat, end) = (T0 + 200, T0 + 200 + LEASE);
+    w.note(format!(
+        "At {} Worker-A extends its lease, then asks for a shorter one.",
+        hms(beat)
+    ));
+    if w.run(&mut a, OpRun::heartbeat(&lease, beat, LEASE))? != OpResult::Extended(end) {
+        return Ok(w.broken(format!(
+            "a heartbeat extends the holder's live lease: it did not run to {}",
+            hms(end)
+        )));
     }
-    match w.run(&mut a, OpRun::heartbeat(&lease, T0 + 300, 10))? {
-        OpResult::Extended(until) if until >= T0 + 700 => {}
+    match w.run(&mut a, OpRun::heartbeat(&lease, beat + 100, 10))? {
+        OpResult::Extended(until) if until >= end => {}
         _ => {
-            return Ok(w.broken("a heartbeat never shortens a lease: the lease now ends before 700"))
+            return Ok(w.broken(format!(
+                "a heartbeat never shortens a lease: the lease on {KEY} now ends before {}",
+                hms(end)
+            )))
         }
     }
-    w.note(
-        "Worker-A stalls past 700; Worker-B takes the message over; Worker-A heartbeats.".into(),
-    );
-    if lease_of(w.run(&mut b, OpRun::claim("Worker-B", T0 + 701, LEASE))?).is_none() {
-        return Ok(w.broken("an expired lease may be taken over: Worker-B took nothing"));
+    w.note(format!(
+        "Worker-A stalls past {}; at {} Worker-B takes {KEY} over; Worker-A heartbeats.",
+        hms(end),
+        hms(end + 1)
+    ));
+    if lease_of(w.run(&mut b, OpRun::claim("Worker-B", end + 1, LEASE))?).is_none() {
+        return Ok(w.broken(format!(
+            "an expired lease may be taken over: Worker-B did not claim {KEY}"
+        )));
     }
-    if w.run(&mut a, OpRun::heartbeat(&lease, T0 + 702, LEASE))? != OpResult::Lost {
-        return Ok(w.broken(
-            "a heartbeat extends only a lease still held: Worker-A's heartbeat extended the lease Worker-B holds",
-        ));
+    if w.run(&mut a, OpRun::heartbeat(&lease, end + 2, LEASE))? != OpResult::Lost {
+        return Ok(w.broken(format!(
+            "a heartbeat extends only a lease still held: Worker-A's heartbeat extended the lease Worker-B holds on {KEY}"
+        )));
     }
     Ok(w.passed())
 }

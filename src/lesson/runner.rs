@@ -301,11 +301,6 @@ pub fn figure(engine: &Engine, ledger: &Ledger, e: &Expect) -> Result<String, Fi
         Figure::Payment(m) => row(m.id)?.payment_status.to_string(),
         Figure::Processed(m) => ledger.runs_of(m.id).to_string(),
         Figure::Attempts(m) => row(m.id)?.attempts.to_string(),
-        Figure::Ledger("overlaps") => {
-            let rows = store.messages(0, store.message_count()?)?;
-            let c = crate::engine::checker::check(ledger, &rows);
-            (c.overlapping_leases.count + c.heartbeats_without_lease.count).to_string()
-        }
         Figure::Ledger(name) => ledger_figure(ledger, name).to_string(),
         Figure::Outbox(status) => {
             let c = store.outbox_counts()?;
@@ -350,6 +345,7 @@ fn ledger_figure(l: &Ledger, name: &str) -> u64 {
         "duplicates" => l.processed_more_than_once(),
         "rejected" => l.rejected_finalizes,
         "violations" => l.ownership_violations,
+        "overlaps" => l.overlaps,
         "crashes" => l.crashes,
         "heartbeats" => l.heartbeats,
         "leases lost" => l.leases_lost,

@@ -285,6 +285,17 @@ pub const CHECKS: &[CheckDef] = &[
         },
     },
     CheckDef {
+        name: "history: no payment Paid without a provider call",
+        applies: AppliesTo::Safety,
+        judge: Judge::History {
+            passed: |h| h.paid_without_call.count == 0,
+            detail: |h| {
+                h.paid_without_call
+                    .detail("every Paid payment had a provider call recorded for it")
+            },
+        },
+    },
+    CheckDef {
         name: "history: nothing duplicated",
         applies: AppliesTo::Safety,
         judge: Judge::History {
@@ -504,6 +515,7 @@ mod tests {
         };
         let dirty = HistoryCheck {
             lost: one.clone(),
+            paid_without_call: one.clone(),
             duplicated: one.clone(),
             unexpected: one.clone(),
             overlapping_leases: one.clone(),

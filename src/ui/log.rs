@@ -73,6 +73,11 @@ impl EventLog {
         let tone = match &ev.kind {
             // Each worker reports these; the dashboard logs the pause itself, once.
             EventKind::Paused | EventKind::Resumed => return false,
+            // Taken while another lease held: two owners at once.
+            EventKind::Claimed {
+                overlapped: Some(_),
+                ..
+            } => Tone::Bad,
             EventKind::Claimed { reclaim: true, .. } => Tone::Warn,
             EventKind::Claimed { .. } | EventKind::Finalized { .. } => Tone::Good,
             EventKind::ClaimBlocked { .. } | EventKind::Loaded { .. } => Tone::Warn,
@@ -241,6 +246,7 @@ mod tests {
             version: 1,
             reclaim: false,
             way: crate::engine::events::ClaimWay::Next,
+            overlapped: None,
         };
         log.push_event(&ev("Worker-A", claim));
         if let Some(until_ms) = beat_until {

@@ -215,6 +215,8 @@ pub struct LedgerFigures {
     pub duplicates: u64,
     pub rejected_finalizes: u64,
     pub ownership_violations: u64,
+    /// Two live leases on one message at once, as the history check counts them.
+    pub overlaps: u64,
     pub reclaims: u64,
     pub results_written: u64,
     pub crashes: u64,

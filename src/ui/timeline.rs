@@ -330,6 +330,7 @@ mod tests {
                 version: 1,
                 reclaim: false,
                 way: crate::engine::events::ClaimWay::Next,
+                overlapped: None,
             },
         ));
         t.apply(&ev(

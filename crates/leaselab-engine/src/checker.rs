@@ -2,11 +2,20 @@
 //! commit order) and what SQLite holds at the end, decide whether the outbox kept its
 //! promises. In the spirit of the queue checkers of Jepsen: lost, duplicated, unexpected,
 //! plus the lease rules this lab teaches.
+//!
+//! Lost and paid are judged from what happened, never from what the rows say:
+//!
+//! - A seeded message is **lost** unless a provider call was recorded for it and a
+//!   finalize of it committed (with leasing off, the unguarded write of its result), or it
+//!   waits dead-lettered for a redrive. A row marked Processed by a statement that is not
+//!   the lab's finalize of that message (a student's claim, another message's finalize), or
+//!   a row deleted, leaves its message lost, whatever the table shows.
+//! - A payment whose row says Paid while no provider call was recorded for its message is
+//!   a failure of its own: **paid without a provider call**.
 
-use std::sync::Arc;
-
+use super::lease_walk::{Breach, Walk};
 use super::ledger::{HistoryStep, Ledger};
-use super::outbox::{MessageRow, OutboxStatus};
+use super::outbox::{MessageRow, OutboxStatus, PaymentStatus};
 use super::provider::KeyCalls;
 
 /// At most this many example ids are kept per finding.
@@ -41,8 +50,11 @@ impl Finding {
 pub struct HistoryCheck {
     pub seeded: u64,
     pub processed: u64,
-    /// Seeded but never processed.
+    /// Seeded, not dead-lettered, and without both a recorded provider call and a committed
+    /// finalize (or leasing-off mark): see the module's rule.
     pub lost: Finding,
+    /// Payments whose row says Paid while no provider call was recorded for the message.
+    pub paid_without_call: Finding,
     /// Processed more than once.
     pub duplicated: Finding,
     /// Processed but never seeded.
@@ -73,6 +85,7 @@ impl HistoryCheck {
     pub fn problems(&self) -> u64 {
         [
             &self.lost,
+            &self.paid_without_call,
             &self.duplicated,
             &self.unexpected,
             &self.overlapping_leases,
@@ -92,6 +105,7 @@ impl HistoryCheck {
     pub fn findings(&self) -> Vec<String> {
         let mut found: Vec<String> = [
             (&self.lost, "lost"),
+            (&self.paid_without_call, "paid without a provider call"),
             (&self.duplicated, "duplicates"),
             (&self.unexpected, "unexpected"),
             (&self.overlapping_leases, "with overlapping leases"),
@@ -151,7 +165,8 @@ impl HistoryCheck {
 /// Check a run's history against the final rows (all of them, in id order).
 pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
     let mut c = HistoryCheck::default();
-    count_seeded(&mut c, ledger);
+    count_seeded(&mut c, ledger, rows);
+    count_paid_without_call(&mut c, ledger, rows);
     for (id, m) in &ledger.messages {
         if m.runs > 0 {
             c.processed += 1;
@@ -166,23 +181,85 @@ pub fn check(ledger: &Ledger, rows: &[MessageRow]) -> HistoryCheck {
         steps.sort_by_key(|(seq, _)| *seq);
         let mut walk = Walk::default();
         for (_, step) in &steps {
-            walk.step(&mut c, &m.key, step);
+            walk.step(step, &mut |breach| record(&mut c, &m.key, breach));
         }
     }
     compare_rows(&mut c, ledger, rows);
     c
 }
 
-/// Every seeded message is processed or waits in the dead letter; otherwise it is lost.
-fn count_seeded(c: &mut HistoryCheck, ledger: &Ledger) {
+/// Every seeded message was called for and finalized, or waits in the dead letter;
+/// otherwise it is lost, whatever its row says (the module's rule).
+fn count_seeded(c: &mut HistoryCheck, ledger: &Ledger, rows: &[MessageRow]) {
     let seeded_ids = (1..=ledger.seeded_upto).chain(ledger.added.iter().copied());
     for id in seeded_ids {
         c.seeded += 1;
-        let runs = ledger.messages.get(&id).map_or(0, |m| m.runs);
+        let history = ledger.messages.get(&id);
+        let called = history.is_some_and(|m| has_call(m));
+        let finalized = history.is_some_and(|m| m.runs > 0);
         if ledger.dead.contains(&id) {
             c.dead_lettered += 1;
-        } else if runs == 0 {
-            c.lost.add(format!("message {id}"));
+        } else if !(called && finalized) {
+            let row = rows
+                .binary_search_by_key(&id, |r| r.id)
+                .ok()
+                .map(|i| &rows[i]);
+            c.lost.add(lost_because(
+                id,
+                history.map(|m| m.key.as_str()),
+                row,
+                called,
+                finalized,
+            ));
+        }
+    }
+}
+
+/// Whether the message's history holds a provider call.
+fn has_call(m: &crate::ledger::MessageHistory) -> bool {
+    m.steps
+        .iter()
+        .any(|(_, s)| matches!(s, HistoryStep::Call { .. }))
+}
+
+/// Why a lost message is lost, in a few words: `PAY-002: marked Processed by hand, never
+/// called for or finalized`.
+fn lost_because(
+    id: i64,
+    key: Option<&str>,
+    row: Option<&MessageRow>,
+    called: bool,
+    finalized: bool,
+) -> String {
+    let key = key
+        .filter(|k| !k.is_empty())
+        .or(row.map(|r| r.key.as_str()))
+        .map_or_else(|| format!("message {id}"), str::to_string);
+    let what = match (called, finalized) {
+        (false, true) => "finalized without a provider call",
+        (true, false) => "called for but never finalized",
+        _ => "never called for or finalized",
+    };
+    match row {
+        None => format!("{key}: deleted, {what}"),
+        Some(r) if r.status == OutboxStatus::Processed && !finalized => {
+            format!("{key}: marked Processed by hand, {what}")
+        }
+        Some(r) => format!("{key}: {}, {what}", r.status),
+    }
+}
+
+/// A payment Paid in the table for which no provider call was recorded.
+fn count_paid_without_call(c: &mut HistoryCheck, ledger: &Ledger, rows: &[MessageRow]) {
+    for row in rows {
+        if row.payment_status != PaymentStatus::Paid {
+            continue;
+        }
+        if !ledger.messages.get(&row.id).is_some_and(|m| has_call(m)) {
+            c.paid_without_call.add(format!(
+                "{}: Paid, and no provider call was recorded for it",
+                row.key
+            ));
         }
     }
 }
@@ -192,9 +269,12 @@ fn compare_rows(c: &mut HistoryCheck, ledger: &Ledger, rows: &[MessageRow]) {
     let seeded_ids = (1..=ledger.seeded_upto).chain(ledger.added.iter().copied());
     for id in seeded_ids {
         if rows.binary_search_by_key(&id, |r| r.id).is_err() {
-            let key = ledger.messages.get(&id).map_or("", |m| &m.key);
+            let name = match ledger.messages.get(&id).map_or("", |m| &m.key) {
+                "" => format!("message {id}"),
+                key => format!("message {id} {key}"),
+            };
             c.state_mismatches
-                .add(format!("message {id} {key}: missing from the outbox table"));
+                .add(format!("{name}: missing from the outbox table"));
         }
     }
     for row in rows {
@@ -206,98 +286,31 @@ fn compare_rows(c: &mut HistoryCheck, ledger: &Ledger, rows: &[MessageRow]) {
     }
 }
 
-/// What a walk through one message's history carries from step to step.
-#[derive(Default)]
-struct Walk {
-    /// The newest lease's owner and end (`i64::MAX` once processed).
-    previous: Option<(Arc<str>, i64)>,
-    /// The newest lease version claimed.
-    newest: Option<i64>,
-    /// The lease held now (owner and version), if any.
-    held: Option<(Arc<str>, i64)>,
-    /// A dead letter waiting for a redrive.
-    dead: bool,
-}
-
-impl Walk {
-    fn step(&mut self, c: &mut HistoryCheck, key: &str, step: &HistoryStep) {
-        match step {
-            HistoryStep::Heartbeat {
-                owner,
-                version,
-                until_ms,
-                ..
-            } => {
-                if self.held.as_ref() == Some(&(owner.clone(), *version)) {
-                    self.previous = Some((owner.clone(), *until_ms));
-                } else {
-                    c.heartbeats_without_lease.add(format!(
-                        "{key}: {owner} extended lease v{version}, which it no longer held"
-                    ));
-                }
-            }
-            // Released by a failed attempt: the next claim may come at any time.
-            HistoryStep::Released { .. } => self.release(false),
-            HistoryStep::DeadLettered { .. } => self.release(true),
-            HistoryStep::Redriven { .. } => self.dead = false,
-            HistoryStep::Claim {
-                owner,
-                version,
-                at_ms,
-                until_ms,
-            } => self.claim(c, key, owner, *version, (*at_ms, *until_ms)),
-            HistoryStep::Finalize { owner, version, .. } => self.finalize(c, key, owner, *version),
-            HistoryStep::Mark { owner, .. } => {
-                if self.dead {
-                    c.processed_after_dead_letter.add(format!(
-                        "{key}: {owner} marked it while it was dead-lettered"
-                    ));
-                }
-            }
-            HistoryStep::Call { .. } | HistoryStep::Rejected { .. } => {}
-        }
-    }
-
-    fn release(&mut self, dead: bool) {
-        self.previous = None;
-        self.held = None;
-        self.dead |= dead;
-    }
-
-    /// A reclaim is only allowed once the previous lease has run out.
-    fn claim(
-        &mut self,
-        c: &mut HistoryCheck,
-        key: &str,
-        owner: &Arc<str>,
-        version: i64,
-        (at_ms, until_ms): (i64, i64),
-    ) {
-        if let Some((prev_owner, prev_until)) = &self.previous {
-            if at_ms <= *prev_until {
-                c.overlapping_leases.add(format!(
-                    "{key}: {owner} claimed at {at_ms} while {prev_owner} held it until {prev_until}"
-                ));
-            }
-        }
-        self.previous = Some((owner.clone(), until_ms));
-        self.newest = Some(version);
-        self.held = Some((owner.clone(), version));
-    }
-
-    fn finalize(&mut self, c: &mut HistoryCheck, key: &str, owner: &Arc<str>, version: i64) {
-        if self.newest != Some(version) {
-            c.non_owner_finalizes.add(format!(
-                "{key}: {owner} finalized with lease v{version}, newest was v{}",
-                self.newest.unwrap_or(0)
-            ));
-        }
-        // Processed: a later claim of it would be an overlap of its own kind.
-        self.previous = Some((owner.clone(), i64::MAX));
-        self.held = None;
-        if self.dead {
+/// One finding for each breach the walk through a message's steps met.
+fn record(c: &mut HistoryCheck, key: &str, breach: Breach) {
+    match breach {
+        Breach::Overlap {
+            owner,
+            at_ms,
+            holder,
+            until_ms,
+        } => c.overlapping_leases.add(format!(
+            "{key}: {owner} claimed at {at_ms} while {holder} held it until {until_ms}"
+        )),
+        Breach::HeartbeatWithoutLease { owner, version } => c.heartbeats_without_lease.add(
+            format!("{key}: {owner} extended lease v{version}, which it no longer held"),
+        ),
+        Breach::NonOwnerFinalize {
+            owner,
+            version,
+            newest,
+        } => c.non_owner_finalizes.add(format!(
+            "{key}: {owner} finalized with lease v{version}, newest was v{newest}"
+        )),
+        Breach::WhileDead { owner, finalized } => {
+            let did = if finalized { "finalized" } else { "marked" };
             c.processed_after_dead_letter.add(format!(
-                "{key}: {owner} finalized it while it was dead-lettered"
+                "{key}: {owner} {did} it while it was dead-lettered"
             ));
         }
     }
@@ -392,6 +405,7 @@ mod tests {
             version,
             reclaim: version > 1,
             way: crate::events::ClaimWay::Next,
+            overlapped: None,
         }
     }
 
@@ -421,6 +435,104 @@ mod tests {
             version,
             until_ms: 99_000,
         }
+    }
+
+    /// The row of message 1 (PAY-001) as the table would show it.
+    fn row(status: OutboxStatus, payment: PaymentStatus) -> MessageRow {
+        MessageRow {
+            id: 1,
+            key: "PAY-001".into(),
+            status,
+            locked_by: None,
+            locked_until_ms: None,
+            lease_version: 1,
+            attempts: 1,
+            processed_at_ms: None,
+            payment_status: payment,
+            available_at_ms: 0,
+        }
+    }
+
+    /// A ledger of one seeded message fed these events, checked against `rows`.
+    fn judged(events: Vec<(&str, EventKind)>, rows: &[MessageRow]) -> HistoryCheck {
+        let mut l = Ledger::new();
+        l.apply(&ev(0, "engine", EventKind::Seeded { messages: 1 }));
+        for (i, (actor, kind)) in events.into_iter().enumerate() {
+            l.apply(&ev(i as u64 + 1, actor, kind));
+        }
+        check(&l, rows)
+    }
+
+    fn called() -> EventKind {
+        EventKind::ProviderCalled {
+            id: 1,
+            key: "PAY-001".into(),
+            status: ProviderStatus::Paid,
+            effect: true,
+        }
+    }
+
+    #[test]
+    fn lost_and_paid_are_judged_from_what_happened_not_from_the_rows() {
+        use OutboxStatus::{Pending, Processed};
+        use PaymentStatus::Paid;
+        let done = [row(Processed, Paid)];
+        // A provider call and a committed finalize: processed.
+        let c = judged(
+            vec![
+                ("Worker-A", claimed(1, 1_000)),
+                ("Worker-A", called()),
+                ("Worker-A", finalized(1)),
+            ],
+            &done,
+        );
+        assert_eq!((c.lost.count, c.paid_without_call.count), (0, 0), "{c:?}");
+        // The row says Processed and Paid, but nothing happened: lost, and paid unpaid.
+        let c = judged(vec![], &done);
+        assert_eq!(
+            c.lost.examples,
+            ["PAY-001: marked Processed by hand, never called for or finalized"]
+        );
+        assert_eq!(c.paid_without_call.count, 1, "{c:?}");
+        // A finalize with no provider call is no processing either.
+        let c = judged(
+            vec![("Worker-A", claimed(1, 1_000)), ("Worker-A", finalized(1))],
+            &done,
+        );
+        assert_eq!(
+            c.lost.examples,
+            ["PAY-001: Processed, finalized without a provider call"]
+        );
+        assert_eq!(c.paid_without_call.count, 1);
+        // Called for, then the row deleted: lost, whatever else the table holds.
+        let c = judged(
+            vec![("Worker-A", claimed(1, 1_000)), ("Worker-A", called())],
+            &[],
+        );
+        assert_eq!(
+            c.lost.examples,
+            ["PAY-001: deleted, called for but never finalized"]
+        );
+        // Never touched, and deleted: lost by its id.
+        let c = judged(vec![], &[]);
+        assert_eq!(
+            c.lost.examples,
+            ["message 1: deleted, never called for or finalized"]
+        );
+        let c = judged(vec![], &[row(Pending, PaymentStatus::Pending)]);
+        assert_eq!(
+            c.lost.examples,
+            ["PAY-001: Pending, never called for or finalized"]
+        );
+        assert!(
+            c.findings().contains(&"1 lost".to_string()),
+            "{:?}",
+            c.findings()
+        );
+        let c = judged(vec![], &done);
+        assert!(c
+            .findings()
+            .contains(&"1 paid without a provider call".to_string()));
     }
 
     #[test]

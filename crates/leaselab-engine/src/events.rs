@@ -41,6 +41,15 @@ pub enum ClaimWay {
     Unrecorded,
 }
 
+/// Whose lease a claim overlapped, and until when it held: the history check's overlap,
+/// a claim at or before the end of the message's newest lease. `until_ms` is `i64::MAX`
+/// when the message's result had been written (it was taken again once finished).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overlapped {
+    pub owner: String,
+    pub until_ms: i64,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum EventKind {
     /// A successful claim: this worker owns the message until `until_ms`.
@@ -53,6 +62,10 @@ pub enum EventKind {
         reclaim: bool,
         /// Which claim took it: the statements it ran.
         way: ClaimWay,
+        /// The lease it took the message from while that lease still held (or the
+        /// finished message it took again): never a reclaim. The ledger, which knows the
+        /// message's history, says so ([`crate::ledger::Ledger::settle_claim`]).
+        overlapped: Option<Overlapped>,
     },
     /// Nothing was claimable.
     ClaimEmpty,
@@ -246,6 +259,33 @@ fn on_off(on: bool) -> &'static str {
     }
 }
 
+/// `CLAIMED PAY-001 until 09:00:03.000 (lease v1)`, `RECLAIMED ...` for a takeover after
+/// the lease ran out, and `took PAY-001 while Worker-A's lease held, ...` for a claim that
+/// overlapped a lease (never a takeover, whatever the version says).
+fn describe_claim(
+    key: &str,
+    (until_ms, version): (i64, i64),
+    reclaim: bool,
+    overlapped: Option<&Overlapped>,
+) -> String {
+    use super::clock::hms;
+    let until = hms(until_ms);
+    match overlapped {
+        Some(o) if o.until_ms == i64::MAX => format!(
+            "took {key}, which {} had processed, until {until} (lease v{version})",
+            o.owner
+        ),
+        Some(o) => format!(
+            "took {key} while {}'s lease held, until {until} (lease v{version})",
+            o.owner
+        ),
+        None => format!(
+            "{} {key} until {until} (lease v{version})",
+            if reclaim { "RECLAIMED" } else { "CLAIMED" }
+        ),
+    }
+}
+
 impl EventKind {
     /// What a student's claim, finalize or heartbeat ends in: the events whose statements
     /// an exercise's store runs.
@@ -320,11 +360,13 @@ impl Event {
                 until_ms,
                 version,
                 reclaim,
+                overlapped,
                 ..
-            } => Some(format!(
-                "{} {key} until {} (lease v{version})",
-                if *reclaim { "RECLAIMED" } else { "CLAIMED" },
-                hms(*until_ms)
+            } => Some(describe_claim(
+                key,
+                (*until_ms, *version),
+                *reclaim,
+                overlapped.as_ref(),
             )),
             EventKind::ClaimEmpty => Some("claim: nothing claimable".into()),
             EventKind::StatementRan { operation } => Some(format!(

@@ -162,6 +162,7 @@ fn row_events(
             version,
             reclaim: version > 1,
             way: ClaimWay::Unrecorded,
+            overlapped: None,
         },
         LeaseEventKind::Checked => EventKind::ProviderCalled {
             id,

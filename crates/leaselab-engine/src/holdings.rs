@@ -83,6 +83,7 @@ mod tests {
             version: 1,
             reclaim: false,
             way: crate::events::ClaimWay::Next,
+            overlapped: None,
         }
     }
 

@@ -9,97 +9,9 @@ use std::sync::Arc;
 
 use super::events::{Event, EventKind};
 use super::holdings::Holdings;
-use super::provider::ProviderStatus;
+pub use super::lease_walk::HistoryStep;
+use super::lease_walk::{lease_held, overlaps_in};
 use super::worker_id::WorkerId;
-
-/// One step of a message's history, as committed by SQLite.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HistoryStep {
-    Claim {
-        owner: Arc<str>,
-        version: i64,
-        at_ms: i64,
-        until_ms: i64,
-    },
-    /// A provider status check made for the message (a processing attempt).
-    Call {
-        owner: Arc<str>,
-        at_ms: i64,
-        status: ProviderStatus,
-    },
-    /// A committed ownership-guarded finalize.
-    Finalize {
-        owner: Arc<str>,
-        version: i64,
-        at_ms: i64,
-        status: ProviderStatus,
-    },
-    /// A guarded finalize that changed no row (its lease was lost) and was rolled back.
-    Rejected {
-        owner: Arc<str>,
-        version: i64,
-        at_ms: i64,
-    },
-    /// Leasing off: an unconditional write.
-    Mark {
-        owner: Arc<str>,
-        at_ms: i64,
-        status: ProviderStatus,
-    },
-    /// A failed attempt released the lease of `version`: back to Pending after a backoff.
-    Released {
-        owner: Arc<str>,
-        version: i64,
-        at_ms: i64,
-    },
-    /// The last attempt failed: the message is dead-lettered until a redrive.
-    DeadLettered {
-        owner: Arc<str>,
-        version: i64,
-        at_ms: i64,
-    },
-    /// A redrive put the dead letter back to Pending.
-    Redriven { owner: Arc<str>, at_ms: i64 },
-    /// A committed heartbeat: the lease of `version` now runs until `until_ms`.
-    Heartbeat {
-        owner: Arc<str>,
-        version: i64,
-        at_ms: i64,
-        until_ms: i64,
-    },
-}
-
-impl HistoryStep {
-    /// Who took the step.
-    pub fn owner(&self) -> &str {
-        match self {
-            HistoryStep::Claim { owner, .. }
-            | HistoryStep::Call { owner, .. }
-            | HistoryStep::Finalize { owner, .. }
-            | HistoryStep::Rejected { owner, .. }
-            | HistoryStep::Mark { owner, .. }
-            | HistoryStep::Released { owner, .. }
-            | HistoryStep::DeadLettered { owner, .. }
-            | HistoryStep::Redriven { owner, .. }
-            | HistoryStep::Heartbeat { owner, .. } => owner,
-        }
-    }
-
-    /// When, on the scenario clock.
-    pub fn at_ms(&self) -> i64 {
-        match self {
-            HistoryStep::Claim { at_ms, .. }
-            | HistoryStep::Call { at_ms, .. }
-            | HistoryStep::Finalize { at_ms, .. }
-            | HistoryStep::Rejected { at_ms, .. }
-            | HistoryStep::Mark { at_ms, .. }
-            | HistoryStep::Released { at_ms, .. }
-            | HistoryStep::DeadLettered { at_ms, .. }
-            | HistoryStep::Redriven { at_ms, .. }
-            | HistoryStep::Heartbeat { at_ms, .. } => *at_ms,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Default)]
 pub struct MessageHistory {
@@ -116,6 +28,9 @@ pub struct MessageHistory {
     /// (commit stamp, step), in arrival order; sorted when evaluated.
     pub steps: Vec<(u64, HistoryStep)>,
     pub violations: u32,
+    /// Its claims while another lease held and heartbeats of a lease no longer held, as
+    /// the history check finds them.
+    pub overlaps: u32,
 }
 
 impl MessageHistory {
@@ -190,6 +105,9 @@ pub struct Ledger {
     pub rejected_finalizes: u64,
     pub marked: u64,
     pub ownership_violations: u64,
+    /// Two live leases on one message at once, as the history check counts them: a claim
+    /// while another lease on it held, or a heartbeat of a lease its worker no longer held.
+    pub overlaps: u64,
     /// Heartbeats that extended a lease, and those that found it lost.
     pub heartbeats: u64,
     pub leases_lost: u64,
@@ -319,6 +237,7 @@ impl Ledger {
                     until_ms: *until_ms,
                 };
                 self.message(*id, key).record((ev.seq, step));
+                self.recount(*id);
             }
             _ => {}
         }
@@ -448,20 +367,49 @@ impl Ledger {
         })
     }
 
-    /// A claim event as it should read: `reclaim` only when it took over a lease, not when
-    /// it retried a message a failed attempt put back to Pending.
+    /// The lease a claim of message `id` at `at_ms`, committed at `seq`, took while it still
+    /// held (its owner and end; `i64::MAX` for a message already processed): the history
+    /// check's overlap, judged on the steps committed before the claim.
+    pub fn overlapped_by_claim(&self, id: i64, seq: u64, at_ms: i64) -> Option<(Arc<str>, i64)> {
+        let m = self.messages.get(&id)?;
+        let mut before: Vec<&(u64, HistoryStep)> =
+            m.steps.iter().filter(|(s, _)| *s < seq).collect();
+        before.sort_by_key(|(s, _)| *s);
+        lease_held(before.into_iter().map(|(_, step)| step), at_ms)
+    }
+
+    /// A claim event as it should read, before the ledger takes it in: `reclaim` only when
+    /// it took over an expired lease, not when it retried a message a failed attempt put
+    /// back to Pending, nor when it took the message while another lease still held (then
+    /// `overlapped` names that lease).
     pub fn settle_claim(&self, ev: &mut Event) {
-        if let EventKind::Claimed { id, reclaim, .. } = &mut ev.kind {
-            if *reclaim && self.follows_a_release(*id, ev.seq) {
+        if let EventKind::Claimed {
+            id,
+            reclaim,
+            overlapped,
+            ..
+        } = &mut ev.kind
+        {
+            if let Some((owner, until_ms)) = self.overlapped_by_claim(*id, ev.seq, ev.at_ms) {
+                *overlapped = Some(super::events::Overlapped {
+                    owner: owner.to_string(),
+                    until_ms,
+                });
+                *reclaim = false;
+            } else if *reclaim && self.follows_a_release(*id, ev.seq) {
                 *reclaim = false;
             }
         }
     }
 
-    /// A successful claim: its step in the message's history.
+    /// A successful claim: its step in the message's history. A reclaim is a takeover of
+    /// an expired lease: not a retry after a release, not a claim while a lease held.
     fn claimed(&mut self, seq: u64, id: i64, key: &str, reclaim: bool, step: HistoryStep) {
         self.claims_ok += 1;
-        if reclaim && !self.follows_a_release(id, seq) {
+        if reclaim
+            && !self.follows_a_release(id, seq)
+            && self.overlapped_by_claim(id, seq, step.at_ms()).is_none()
+        {
             self.reclaims += 1;
         }
         let m = self.message(id, key);
@@ -526,11 +474,17 @@ impl Ledger {
         m
     }
 
+    /// The message's violations and overlaps counted again, its steps in commit order
+    /// (an event may arrive after one committed later).
     fn recount(&mut self, id: i64) {
         if let Some(m) = self.messages.get_mut(&id).map(Arc::make_mut) {
             let before = m.violations as u64;
             let after = m.count_violations() as u64;
             self.ownership_violations = self.ownership_violations + after - before;
+            let before = m.overlaps as u64;
+            let after = overlaps_in(m.steps.iter().map(|(_, step)| step));
+            m.overlaps = after as u32;
+            self.overlaps = self.overlaps + after - before;
         }
     }
 
@@ -624,6 +578,7 @@ mod tests {
             version,
             reclaim: version > 1,
             way: crate::events::ClaimWay::Next,
+            overlapped: None,
         }
     }
 
@@ -656,6 +611,72 @@ mod tests {
         assert_eq!(l.ownership_violations, 0);
         l.apply(&ev(2, "Worker-B", claimed(2)));
         assert_eq!(l.ownership_violations, 1);
+    }
+
+    /// A claim of PAY-001 made at `at_ms`, its lease running to `until_ms`.
+    fn claimed_at(version: i64, at_ms: i64, until_ms: i64) -> (EventKind, i64) {
+        let kind = EventKind::Claimed {
+            id: 1,
+            key: "PAY-001".into(),
+            until_ms,
+            version,
+            reclaim: version > 1,
+            way: crate::events::ClaimWay::Next,
+            overlapped: None,
+        };
+        (kind, at_ms)
+    }
+
+    fn at(seq: u64, actor: &str, (kind, at_ms): (EventKind, i64)) -> Event {
+        Event {
+            at_ms,
+            ..ev(seq, actor, kind)
+        }
+    }
+
+    #[test]
+    fn a_claim_while_a_lease_held_is_an_overlap_not_a_reclaim_and_reads_so() {
+        let mut l = Ledger::new();
+        l.apply(&at(1, "Worker-A", claimed_at(1, 0, 3_000)));
+        // Taken at 1_000, while Worker-A's lease runs to 3_000.
+        let mut taken = at(2, "Worker-B", claimed_at(2, 1_000, 4_000));
+        l.settle_claim(&mut taken);
+        let EventKind::Claimed {
+            reclaim,
+            overlapped,
+            ..
+        } = &taken.kind
+        else {
+            unreachable!()
+        };
+        assert!(!reclaim);
+        assert_eq!(
+            overlapped.as_ref().map(|o| (o.owner.as_str(), o.until_ms)),
+            Some(("Worker-A", 3_000))
+        );
+        assert!(taken
+            .describe()
+            .starts_with("took PAY-001 while Worker-A's lease held"));
+        l.apply(&taken);
+        // A takeover after Worker-B's lease ran out is a reclaim.
+        let mut later = at(3, "Worker-C", claimed_at(3, 4_001, 7_001));
+        l.settle_claim(&mut later);
+        assert!(later.describe().starts_with("RECLAIMED PAY-001"));
+        l.apply(&later);
+        assert_eq!((l.reclaims, l.overlaps), (1, 1));
+        // The figure is the history check's: the same count, however the events arrive.
+        let c = crate::checker::check(&l, &[]);
+        assert_eq!(
+            c.overlapping_leases.count + c.heartbeats_without_lease.count,
+            l.overlaps
+        );
+        let mut late = Ledger::new();
+        late.apply(&at(2, "Worker-B", claimed_at(2, 1_000, 4_000)));
+        late.apply(&at(1, "Worker-A", claimed_at(1, 0, 3_000)));
+        assert_eq!(
+            late.overlaps, 1,
+            "the later claim overlaps, known once both are in"
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod guest;
 mod holding;
 pub mod holdings;
 pub mod lease;
+pub mod lease_walk;
 pub mod ledger;
 pub mod leftovers;
 pub mod outbox;

@@ -736,6 +736,7 @@ mod tests {
                     version: 1,
                     reclaim: false,
                     way,
+                    overlapped: None,
                 },
             ));
             out.push(ev(

@@ -1,5 +1,6 @@
 //! `leaselab exercises` and `leaselab exercise NAME`: the built-in exercises, their
-//! starters and model answers, and the check of a student's file.
+//! starters and model answers, and the check of a student's file on the exercise's one
+//! schedule, whose verdict names `explore --sql`, the search of every schedule.
 
 use std::process::ExitCode;
 
@@ -65,13 +66,22 @@ pub(crate) fn exercise(a: &ExerciseArgs) -> ExitCode {
     for line in &verdict.lines {
         out.line(line);
     }
+    // One schedule is a first look: the verdict says so, and names the search of them all.
+    let explore = format!(
+        "explore --sql {} tries every schedule",
+        leaselab::text::quoted(&path.display().to_string())
+    );
     match &verdict.broken {
         Some(rule) => {
-            out.line(&format!("BROKEN: {rule}"));
+            out.line(&format!(
+                "BROKEN on the one schedule this check runs: {rule} ({explore})"
+            ));
             out.finish(ExitCode::from(1))
         }
         None => {
-            out.line(&format!("PASSED: the {} check holds", built_in.name));
+            out.line(&format!(
+                "PASSED on the one schedule this check runs; {explore}"
+            ));
             out.finish(ExitCode::SUCCESS)
         }
     }

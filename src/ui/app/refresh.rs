@@ -200,16 +200,23 @@ impl App {
             .map(|(seq, step)| {
                 let text = match step {
                     HistoryStep::Claim {
-                        version, until_ms, ..
-                    } => format!(
-                        "{} until {} (lease v{version})",
-                        if *version > 1 && !self.ledger.follows_a_release(id, *seq) {
-                            "RECLAIMED"
-                        } else {
-                            "CLAIMED"
-                        },
-                        hms(*until_ms)
-                    ),
+                        version,
+                        at_ms,
+                        until_ms,
+                        ..
+                    } => {
+                        let word = match self.ledger.overlapped_by_claim(id, *seq, *at_ms) {
+                            Some((owner, i64::MAX)) => {
+                                format!("took it, which {owner} had processed,")
+                            }
+                            Some((owner, _)) => format!("took it while {owner}'s lease held,"),
+                            None if *version > 1 && !self.ledger.follows_a_release(id, *seq) => {
+                                "RECLAIMED".to_string()
+                            }
+                            None => "CLAIMED".to_string(),
+                        };
+                        format!("{word} until {} (lease v{version})", hms(*until_ms))
+                    }
                     HistoryStep::Call { status, .. } => {
                         format!("provider call -> {}", status.as_str())
                     }
@@ -467,6 +474,7 @@ impl App {
             duplicates: l.processed_more_than_once(),
             rejected_finalizes: l.rejected_finalizes,
             ownership_violations: l.ownership_violations,
+            overlaps: l.overlaps,
             reclaims: l.reclaims,
             results_written: l.results_written(),
             crashes: l.crashes,

@@ -32,7 +32,7 @@ pub fn render(frame: &mut Frame, area: Rect, h: &MessageHistoryView, t: &Theme) 
     for (at, actor, text) in h.lines.iter().skip(hidden) {
         let style = if text.starts_with("FINALIZED") {
             t.good
-        } else if text.starts_with("FINALIZE REJECTED") {
+        } else if text.starts_with("FINALIZE REJECTED") || text.starts_with("took it") {
             t.bad
         } else if text.starts_with("RECLAIMED") || text.starts_with("MARKED") {
             t.warn

@@ -26,6 +26,7 @@ pub const NAMES: &[&str] = &[
     "duplicates",
     "rejected",
     "violations",
+    "overlaps",
     "reclaims",
     "results",
     "crashes",
@@ -63,7 +64,15 @@ struct Item {
 }
 
 pub fn render(frame: &mut Frame, area: Rect, s: &Snapshot, t: &Theme) {
-    let block = pane(" Ledgers ", t, false).title_bottom(verdict_title(s, t));
+    // A provider that honours the idempotency key makes a repeated call harmless, which
+    // changes what the checks can find: said where its calls are counted, as `explore`
+    // says it.
+    let title = if s.figures.provider_idempotent {
+        " Ledgers · idempotent provider "
+    } else {
+        " Ledgers "
+    };
+    let block = pane(title, t, false).title_bottom(verdict_title(s, t));
     let inner = block.inner(area);
     let (named, spots): (&[&str], &[Spot]) = match &s.lesson {
         Some(l) => (&l.named, &l.spots),
@@ -165,6 +174,12 @@ fn items(l: &LedgerFigures, named: &[&str], no_owners: bool, t: &Theme) -> Vec<I
             },
             bad_if(l.ownership_violations),
         ),
+    ]);
+    // Two live leases at once: shown once one happened, or where the lesson names it.
+    if l.overlaps > 0 || wanted("overlaps") {
+        v.push(("overlaps", l.overlaps.to_string(), bad_if(l.overlaps)));
+    }
+    v.extend([
         ("reclaims", l.reclaims.to_string(), warn_if(l.reclaims)),
         ("results", l.results_written.to_string(), t.base),
         ("crashes", crashes(l.crashes), t.base),

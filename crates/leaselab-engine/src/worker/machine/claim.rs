@@ -119,6 +119,7 @@ impl Worker {
                     version: l.version,
                     reclaim: l.version > 1,
                     way,
+                    overlapped: None,
                 },
             );
         }
