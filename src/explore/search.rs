@@ -15,7 +15,7 @@ use super::error::ExploreError;
 use super::options::ExploreOptions;
 use super::report::{Cut, Report, Told, Verdict};
 use super::store::{Image, Lane, Pages};
-use super::world::{done_with, Done, Move, Seen, World};
+use super::world::{done_with, Done, Held, Move, Seen, World};
 
 /// The memory this process holds (its resident set), in MiB, where the system says.
 fn resident_mib() -> Option<usize> {
@@ -193,7 +193,7 @@ fn expand(
     opts: &ExploreOptions,
     known: &HashMap<u128, u32>,
     task: &Task,
-) -> Result<(Vec<Child>, bool), ExploreError> {
+) -> Result<(Vec<Child>, Held), ExploreError> {
     let Open {
         world,
         image,
@@ -205,7 +205,7 @@ fn expand(
     // The moves that leave the database alone come first: they need no restore, and their
     // states share the image. After a write, the image is put back.
     let beats = opts.heartbeats && opts.mode.leasing();
-    let (mut moves, held_back) = world.moves(&opts.faults, beats, &seen);
+    let (mut moves, held) = world.moves(&opts.faults, beats, &seen);
     moves.sort_by_key(|m| world.writes(*m, opts.mode));
     let mut dirty = false;
     // Only a worker's step calls the provider: after another move it holds the state's.
@@ -246,7 +246,7 @@ fn expand(
             provider: new.then(|| lane.provider.state()),
         });
     }
-    Ok((out, held_back))
+    Ok((out, held))
 }
 
 /// Each task of `tasks` expanded, the lanes sharing them out, in the tasks' order.
@@ -255,7 +255,7 @@ fn expand_all(
     opts: &ExploreOptions,
     known: &HashMap<u128, u32>,
     tasks: &[Task],
-) -> Vec<Result<(Vec<Child>, bool), ExploreError>> {
+) -> Vec<Result<(Vec<Child>, Held), ExploreError>> {
     if let [lane] = lanes {
         return tasks.iter().map(|t| expand(lane, opts, known, t)).collect();
     }
@@ -321,12 +321,13 @@ impl Search {
             let found = expand_all(lanes, &self.opts, &self.seen, &tasks);
             for (task, children) in tasks.into_iter().zip(found) {
                 let i = task.node;
-                let (children, held_back) = children?;
+                let (children, held) = children?;
                 self.merge(&task, children, pages)?;
-                // A move of the clock held back by `--max-expiries`: what lies beyond it
-                // is not known, as for a state at the depth limit.
-                self.nodes[i].complete &= !held_back;
-                self.bounded |= held_back;
+                // A move of the clock or a heartbeat held back by its bound: what lies
+                // beyond it is not known, as for a state at the depth limit. A fault held
+                // back changes nothing of that: stuck is judged without faults.
+                self.nodes[i].complete &= !held.steps;
+                self.bounded |= held.steps || held.faults;
                 if i % 4096 == 0 {
                     pages.sweep();
                 }

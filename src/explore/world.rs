@@ -137,6 +137,14 @@ impl Actor {
     }
 }
 
+/// The moves a state's bounds held back: a move of the clock or a heartbeat (steps: what
+/// lies beyond them is not known), or a crash or a stall (faults).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Held {
+    pub steps: bool,
+    pub faults: bool,
+}
+
 /// A scheduler's choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Move {
@@ -288,9 +296,9 @@ impl World {
     /// The moves worth taking here: every running worker's next step, and the faults that
     /// `faults` allows and that would change something; and whether a move of the clock
     /// was held back, as it would let a lease run out once more than `--max-expiries`.
-    pub fn moves(&self, faults: &Faults, beats: bool, seen: &Seen) -> (Vec<Move>, bool) {
+    pub fn moves(&self, faults: &Faults, beats: bool, seen: &Seen) -> (Vec<Move>, Held) {
         let mut out = Vec::new();
-        let mut faults_held_back = false;
+        let mut held = Held::default();
         for (i, a) in self.actors.iter().enumerate() {
             if a.stalled {
                 out.push(Move::Wake(i));
@@ -300,25 +308,25 @@ impl World {
             if beats && matches!(a.local, Local::Holding(_)) {
                 match self.beats < self.max_beats {
                     true => out.push(Move::Beat(i)),
-                    false => faults_held_back = true,
+                    false => held.steps = true,
                 }
             }
             let spare = self.crashes_and_stalls < self.max_crashes_and_stalls;
             if faults.crash && a.local != Local::Idle {
                 match spare {
                     true => out.push(Move::Crash(i)),
-                    false => faults_held_back = true,
+                    false => held.faults = true,
                 }
             }
             // Once per worker: a stalled worker and its replacement stall no more.
             if faults.pause && a.twin.is_none() && a.local != Local::Idle {
                 match spare {
                     true => out.push(Move::Stall(i)),
-                    false => faults_held_back = true,
+                    false => held.faults = true,
                 }
             }
         }
-        let mut held_back = faults_held_back;
+
         match &self.time {
             Some(model) if faults.jump => {
                 for delta in model.ticks(self.now, seen.times(model)) {
@@ -326,7 +334,7 @@ impl World {
                         .expiring(seen, delta)
                         .any(|id| self.expiries.get(id).is_some_and(|n| *n >= self.max_expiries));
                     if over {
-                        held_back = true;
+                        held.steps = true;
                     } else {
                         out.push(Move::Tick(delta));
                     }
@@ -336,7 +344,7 @@ impl World {
             None if faults.jump && seen.live_lease(self.now) => out.push(Move::Jump),
             None => {}
         }
-        (out, held_back)
+        (out, held)
     }
 
     /// The messages whose lease a move of the clock by `delta` lets run out.

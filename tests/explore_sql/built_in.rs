@@ -38,7 +38,7 @@ fn teaches(name: &str) -> Check {
 #[test]
 fn every_starter_is_caught_with_its_statements_on_show() {
     for b in &BUILT_INS {
-        let r = grade(b.starter(), 8);
+        let r = grade(b.starter(), 60);
         let text = r.text();
         let want = teaches(b.name);
         assert!(r.broken().contains(&want), "{}: {text}", b.name);
@@ -60,7 +60,7 @@ fn every_starter_is_caught_with_its_statements_on_show() {
 #[test]
 fn every_model_answer_passes_every_schedule() {
     for b in &BUILT_INS {
-        let r = grade(b.model(), 10);
+        let r = grade(b.model(), 60);
         assert_eq!(r.broken(), [], "{}: {}", b.name, r.text());
         assert!(r.states > 50, "{}: the search went somewhere", b.name);
     }
@@ -72,7 +72,7 @@ fn a_model_answer_without_the_fencing_token_is_a_finalize_by_a_non_owner() {
     let text = b.solution.replace(" AND LeaseVersion = :version\"]", "\"]");
     assert_ne!(text, b.solution, "the guard was in the model answer");
     let file = "assets/exercises/stale-finalize.solution.toml";
-    let r = grade(Exercise::parse(&text, file).expect("it loads"), 8);
+    let r = grade(Exercise::parse(&text, file).expect("it loads"), 60);
     assert!(
         r.broken().contains(&Check::NonOwnerFinalize),
         "{}",

@@ -88,7 +88,7 @@ fn a_claim_in_one_transaction_and_a_fenced_finalize_pass_every_schedule() {
         "safe.toml",
         &file("immediate", &safe_claim(), FENCED_FINALIZE, None),
     );
-    let r = grade(&path, 2, 1, 10);
+    let r = grade(&path, 2, 1, 60);
     assert!(r.exhaustive, "{}", r.text());
     assert_eq!(r.broken(), [], "{}", r.text());
     assert!(r.states > 100, "the search went somewhere: {}", r.text());
@@ -130,7 +130,7 @@ fn a_select_then_an_update_each_on_its_own_lets_two_workers_take_one_message() {
         "naive.toml",
         &file("none", &naive, FENCED_FINALIZE, None),
     );
-    let r = grade(&path, 2, 1, 6);
+    let r = grade(&path, 2, 1, 60);
     assert!(
         r.broken().contains(&Check::LeaseExclusivity),
         "{}",
@@ -163,7 +163,7 @@ fn a_finalize_without_the_version_guard_is_caught_as_a_finalize_by_a_non_owner()
         "unfenced.toml",
         &file("immediate", &safe_claim(), &unfenced, None),
     );
-    let r = grade(&path, 2, 1, 10);
+    let r = grade(&path, 2, 1, 60);
     assert!(
         r.broken().contains(&Check::NonOwnerFinalize),
         "{}",
@@ -183,7 +183,7 @@ fn a_claim_of_pending_rows_only_leaves_a_crashed_workers_message_stuck() {
         "pending.toml",
         &file("immediate", &pending_only, FENCED_FINALIZE, None),
     );
-    let r = grade(&path, 2, 1, 8);
+    let r = grade(&path, 2, 1, 60);
     assert!(r.broken().contains(&Check::Stuck), "{}", r.text());
 }
 
@@ -204,7 +204,7 @@ fn a_claim_that_reads_an_expired_lease_but_cannot_take_it_goes_round_and_is_stuc
         "round.toml",
         &file("none", &round, FENCED_FINALIZE, None),
     );
-    let r = grade(&path, 2, 1, 8);
+    let r = grade(&path, 2, 1, 60);
     assert_eq!(r.broken(), [Check::Stuck], "{}", r.text());
     let v = r.verdicts.iter().find(|v| v.check == Check::Stuck).unwrap();
     // Claim (two statements), crash: the shortest way there.
@@ -221,7 +221,7 @@ fn a_heartbeat_that_extends_any_lease_is_caught() {
         "beat.toml",
         &file("immediate", &safe_claim(), FENCED_FINALIZE, Some(blind)),
     );
-    let r = grade(&path, 2, 1, 8);
+    let r = grade(&path, 2, 1, 60);
     assert!(
         r.broken().contains(&Check::LeaseExclusivity),
         "{}",
@@ -233,7 +233,7 @@ fn a_heartbeat_that_extends_any_lease_is_caught() {
         "beat-safe.toml",
         &file("immediate", &safe_claim(), FENCED_FINALIZE, Some(&guarded)),
     );
-    let r = grade(&path, 2, 1, 8);
+    let r = grade(&path, 2, 1, 60);
     assert_eq!(r.broken(), [], "{}", r.text());
 }
 
@@ -245,7 +245,7 @@ fn the_command_exits_0_for_a_safe_file_and_1_with_the_statements_for_a_broken_on
         "safe.toml",
         &file("immediate", &safe_claim(), FENCED_FINALIZE, None),
     );
-    let args = ["--workers", "2", "--messages", "1", "--max-depth", "8"];
+    let args = ["--workers", "2", "--messages", "1", "--max-depth", "60"];
     let sql = safe.to_str().unwrap();
     let o = leaselab(
         &[&["explore", "--sql", sql][..], &args].concat(),
@@ -373,7 +373,7 @@ fn a_claim_that_never_moves_the_fencing_token_is_caught_as_a_finalize_by_a_non_o
         "fixed-token.toml",
         &file("immediate", &claim, FENCED_FINALIZE, None),
     );
-    let r = grade(&path, 2, 1, 8);
+    let r = grade(&path, 2, 1, 60);
     assert!(
         r.broken().contains(&Check::NonOwnerFinalize),
         "{}",
