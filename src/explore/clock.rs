@@ -385,6 +385,26 @@ fn scan(sql: &str, numbers: &mut BTreeSet<i64>, uses: &mut Vec<(String, Use)>) -
     every
 }
 
+/// Whether the claim compares a message's `Attempts` with something: a claim that stops
+/// taking a message after some attempts gives it up on purpose.
+pub fn claim_asks_attempts(exercise: &Exercise) -> bool {
+    const COMPARE: [&str; 8] = ["<", "<=", ">", ">=", "=", "==", "<>", "!="];
+    exercise.claim.statements.iter().any(|s| {
+        let t = tokens(&s.sql);
+        let cmp = |i: usize| matches!(t.get(i), Some(Token::Punct(p)) if COMPARE.contains(&p.as_str()));
+        let assigned = |i: usize| {
+            i > 0 && matches!(&t[i - 1], Token::Word(w) if w == "set")
+                || i > 0 && matches!(&t[i - 1], Token::Punct(p) if p == ",")
+        };
+        (0..t.len()).any(|i| {
+            matches!(&t[i], Token::Word(w) if w == "attempts")
+                && ((cmp(i + 1) && !assigned(i))
+                    || (i >= 2 && cmp(i - 1) && !assigned(i - 2))
+                    || (i == 1 && cmp(0)))
+        })
+    })
+}
+
 /// A word that names a time column.
 fn is_time_word(w: &str) -> bool {
     TIME_COLUMNS.iter().any(|(_, c)| c.eq_ignore_ascii_case(w))
@@ -502,6 +522,28 @@ mod tests {
     }
 
     #[test]
+    fn a_claim_asks_attempts_when_it_compares_them_not_when_it_counts_them() {
+        let claim = |sql: &str| {
+            let text = format!(
+                "name = \"t\"\ntitle = \"t\"\ntask = \"t\"\n[claim]\ntransaction = \"immediate\"\n\
+                 statements = [\"\"\"{sql}\"\"\"]\n[finalize]\ntransaction = \"immediate\"\n\
+                 statements = [\"UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = :now \
+                 WHERE Id = :id\"]\n"
+            );
+            claim_asks_attempts(&Exercise::parse(&text, "t.toml").expect("it loads"))
+        };
+        let counts = "UPDATE OutboxMessages SET Status = 'Processing', LockedBy = :worker, \
+             LockedUntilUtc = :lease_until, Attempts = Attempts + 1, LeaseVersion = LeaseVersion + 1 \
+             WHERE Id = (SELECT Id FROM OutboxMessages WHERE Status = 'Pending' LIMIT 1) \
+             RETURNING Id, LeaseVersion";
+        assert!(!claim(counts));
+        let asks = counts.replace("WHERE Status = 'Pending'", "WHERE Status = 'Pending' AND Attempts < 3");
+        assert!(claim(&asks));
+        let asks = counts.replace("WHERE Status = 'Pending'", "WHERE Status = 'Pending' AND 3 > Attempts");
+        assert!(claim(&asks));
+    }
+
+    #[test]
     fn the_lease_is_an_offset_only_where_lease_until_is_read() {
         let written = "UPDATE OutboxMessages SET LockedUntilUtc = :lease_until, Attempts = 1 \
              WHERE Id = :id RETURNING Id, LeaseVersion";
@@ -537,7 +579,7 @@ mod tests {
         assert_eq!(model.ticks(1999, [5000].into_iter()), vec![1]);
         assert_eq!(model.ticks(2000, [5000].into_iter()), vec![1]);
         // Then just before the lease's end, at it, after it.
-        assert_eq!(model.ticks(2001, [5000].into_iter()), vec![3998]);
+        assert_eq!(model.ticks(2001, [5000].into_iter()), vec![2998]);
         assert_eq!(model.ticks(5000, [5000].into_iter()), vec![1]);
         // A lease that ends beyond the horizon is never reached.
         assert!(model.ticks(0, [i64::MAX].into_iter()).is_empty());

@@ -44,7 +44,7 @@ struct Node {
     /// state at the depth limit, which is never expanded.
     open: Option<Box<Open>>,
     /// The first message not yet Processed, by its Id (`None`: every message is).
-    unfinished: Option<i64>,
+    unfinished: Option<(i64, i64)>,
     /// Every move from this state was taken (it was not cut off by the depth or a limit).
     complete: bool,
 }
@@ -146,11 +146,11 @@ pub fn explore(
 }
 
 /// The first message of `seen` not yet Processed.
-fn unfinished(seen: &Seen) -> Option<i64> {
+fn unfinished(seen: &Seen) -> Option<(i64, i64)> {
     seen.rows
         .iter()
         .find(|r| !done_with(r.status))
-        .map(|r| r.id)
+        .map(|r| (r.id, r.attempts))
 }
 
 /// The key a state is known by: its fingerprint, or under the reduction its class's.
@@ -475,14 +475,23 @@ impl Search {
                 }
             }
         }
-        let stuck: Vec<usize> = (0..n).filter(|&k| !can_finish[k]).collect();
-        self.counts[Self::at(Check::Stuck)] = stuck.len() as u64;
-        if let Some(&first) = stuck.first() {
-            let key = self.nodes[first]
-                .unfinished
-                .map(|id| crate::engine::outbox::payment_key(id as u64))
-                .unwrap_or_default();
-            self.found(Check::Stuck, first, &key);
+        // A message left unclaimed after attempts, by a claim that asks how many it had,
+        // was given up on purpose; any other is stuck.
+        let asks_attempts = self
+            .opts
+            .sql
+            .as_ref()
+            .is_some_and(|ex| super::clock::claim_asks_attempts(ex));
+        for k in (0..n).filter(|&k| !can_finish[k]) {
+            let Some((id, attempts)) = self.nodes[k].unfinished else {
+                continue;
+            };
+            let check = match asks_attempts && attempts > 0 {
+                true => Check::GaveUp,
+                false => Check::Stuck,
+            };
+            self.counts[Self::at(check)] += 1;
+            self.found(check, k, &crate::engine::outbox::payment_key(id as u64));
         }
     }
 
@@ -549,7 +558,60 @@ impl Search {
         if c != Check::Stuck && !world.broken.contains(&c) {
             return Err(ExploreError::Unrepeated(c.name()));
         }
+        if c == Check::Stuck && self.opts.sql.is_some() {
+            self.past_the_leases(world, lane, &mut out)?;
+        }
         Ok(out)
+    }
+
+    /// A stuck schedule told on: the clock moved past every lease still running, then each
+    /// worker free to claim tries once, so the schedule shows that no step takes the
+    /// message even when every lease has ended. Every state on the way is stuck too: a
+    /// stuck state reaches only stuck states.
+    fn past_the_leases(
+        &self,
+        mut world: World,
+        lane: &mut Lane,
+        out: &mut Vec<Told>,
+    ) -> Result<(), ExploreError> {
+        let sql = self.opts.sql.is_some();
+        let play = |world: &mut World, mv: Move, out: &mut Vec<Told>, lane: &mut Lane| {
+            let seen = Seen::read(&lane.store, &lane.provider, sql)?;
+            let mut next = world.clone();
+            let done = next.apply(mv, self.opts.mode, &seen, &mut lane.store, &lane.provider)?;
+            out.push(Told {
+                mv,
+                before: std::mem::replace(world, next),
+                text: done.text,
+            });
+            Ok::<Seen, ExploreError>(done.seen)
+        };
+        // At most as many moves of the clock as a lease's instants, bounded.
+        for _ in 0..12 {
+            let seen = Seen::read(&lane.store, &lane.provider, sql)?;
+            let held = |a: &super::world::Actor| a.holds_lease().is_some_and(|l| l.until_ms >= world.now);
+            if !seen.live_lease(world.now) && !world.actors.iter().any(held) {
+                break;
+            }
+            let (moves, _) = world.moves(&self.opts.faults, false, &seen);
+            let Some(tick) = moves.into_iter().find(|m| matches!(m, Move::Tick(_))) else {
+                break;
+            };
+            play(&mut world, tick, out, lane)?;
+        }
+        let free: Vec<usize> = (0..world.actors.len())
+            .filter(|&i| !world.actors[i].stalled && world.actors[i].holds_lease().is_none())
+            .collect();
+        for i in free {
+            // One whole claim: a statement a step, until the worker is free again.
+            for _ in 0..crate::engine::student::MAX_STATEMENTS {
+                play(&mut world, Move::Step(i), out, lane)?;
+                if matches!(world.actors[i].local, super::world::Local::Idle) {
+                    break;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn report(
