@@ -305,7 +305,10 @@ fn the_command_prints_json_and_exits_one_when_a_check_breaks() {
         text.contains("ok    finalize by a non-owner: no schedule of up to 6 steps breaks it"),
         "{text}"
     );
-    assert!(text.contains("NOT A PASS: the search did not reach every state"), "{text}");
+    assert!(
+        text.contains("NOT A PASS: the search did not reach every state"),
+        "{text}"
+    );
 }
 
 /// `explore --save-lesson` in `dir`: the lesson's text.

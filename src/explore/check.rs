@@ -59,7 +59,8 @@ impl Check {
     /// Ownership has no meaning without leases; a payment answered without a call and a
     /// message given up are a student's statements' doing (`sql`).
     pub fn applies(self, mode: Mode, sql: bool) -> bool {
-        let owned = mode.leasing() || !matches!(self, Check::NonOwnerFinalize | Check::LeaseExclusivity);
+        let owned =
+            mode.leasing() || !matches!(self, Check::NonOwnerFinalize | Check::LeaseExclusivity);
         owned && (sql || !matches!(self, Check::PaidWithoutCall | Check::GaveUp))
     }
 

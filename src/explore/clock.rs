@@ -78,7 +78,11 @@ impl TimeModel {
         let mut offsets: BTreeSet<i64> = numbers.into_iter().collect();
         offsets.insert(0);
         let offsets: Vec<i64> = offsets.into_iter().collect();
-        let largest = offsets.iter().map(|d| d.saturating_abs()).max().unwrap_or(0);
+        let largest = offsets
+            .iter()
+            .map(|d| d.saturating_abs())
+            .max()
+            .unwrap_or(0);
         let mut uses = std::collections::BTreeMap::new();
         for (w, how) in words {
             let kept = uses.entry(w).or_insert(how);
@@ -86,7 +90,12 @@ impl TimeModel {
         }
         let mut written: BTreeSet<i64> = BTreeSet::from([0, LEASE_MS]);
         for d in &offsets {
-            written.extend([*d, -*d, LEASE_MS.saturating_add(*d), LEASE_MS.saturating_sub(*d)]);
+            written.extend([
+                *d,
+                -*d,
+                LEASE_MS.saturating_add(*d),
+                LEASE_MS.saturating_sub(*d),
+            ]);
         }
         TimeModel {
             written: written.into_iter().collect(),
@@ -238,7 +247,9 @@ fn tokens(sql: &str) -> Vec<Token> {
                     _ => b"]",
                 };
                 let end = past(b, i + 1, close);
-                let inner = sql.get(i + 1..end.saturating_sub(close.len())).unwrap_or("");
+                let inner = sql
+                    .get(i + 1..end.saturating_sub(close.len()))
+                    .unwrap_or("");
                 out.push(Token::Word(inner.to_ascii_lowercase()));
                 i = end;
             }
@@ -266,7 +277,11 @@ fn tokens(sql: &str) -> Vec<Token> {
             c if c.is_ascii_whitespace() => i += 1,
             _ => {
                 let two = sql.get(i..i + 2).unwrap_or("");
-                let n = if ["<=", ">=", "<>", "!=", "==", "||"].contains(&two) { 2 } else { 1 };
+                let n = if ["<=", ">=", "<>", "!=", "==", "||"].contains(&two) {
+                    2
+                } else {
+                    1
+                };
                 out.push(Token::Punct(sql.get(i..i + n).unwrap_or("?").to_string()));
                 i += n;
             }
@@ -278,7 +293,13 @@ fn tokens(sql: &str) -> Vec<Token> {
 /// The columns of the two tables that hold no time: a number beside one of them is no
 /// offset of a time.
 const OTHER_COLUMNS: [&str; 7] = [
-    "id", "leaseversion", "attempts", "amount", "seeding", "status", "paymentstatus",
+    "id",
+    "leaseversion",
+    "attempts",
+    "amount",
+    "seeding",
+    "status",
+    "paymentstatus",
 ];
 
 const OPERATORS: [&str; 10] = ["+", "-", "<", "<=", ">", ">=", "=", "==", "<>", "!="];
@@ -293,7 +314,8 @@ fn scan(sql: &str, numbers: &mut BTreeSet<i64>, uses: &mut Vec<(String, Use)>) -
         _ => None,
     };
     let punct = |i: usize, p: &str| matches!(t.get(i), Some(Token::Punct(q)) if q == p);
-    let operator = |i: usize| matches!(t.get(i), Some(Token::Punct(q)) if OPERATORS.contains(&q.as_str()));
+    let operator =
+        |i: usize| matches!(t.get(i), Some(Token::Punct(q)) if OPERATORS.contains(&q.as_str()));
     let other = |i: usize| word(i).is_some_and(|w| OTHER_COLUMNS.contains(&w));
     let mut every = false;
     let mut depth = 0usize;
@@ -364,11 +386,15 @@ fn scan(sql: &str, numbers: &mut BTreeSet<i64>, uses: &mut Vec<(String, Use)>) -
                     _ => {}
                 }
                 let after = |p: &str| i > 0 && (punct(i - 1, p) || word(i - 1) == Some(p));
-                let assigned = set_at == Some(depth) && (after("set") || after(",")) && punct(i + 1, "=");
+                let assigned =
+                    set_at == Some(depth) && (after("set") || after(",")) && punct(i + 1, "=");
                 let ends_item = t.get(i + 1).is_none()
                     || punct(i + 1, ",")
                     || punct(i + 1, ")")
-                    || matches!(word(i + 1), Some("asc" | "desc" | "limit" | "offset" | "nulls"));
+                    || matches!(
+                        word(i + 1),
+                        Some("asc" | "desc" | "limit" | "offset" | "nulls")
+                    );
                 let ordered = order_at == Some(depth) && (after("by") || after(",")) && ends_item;
                 let how = if assigned {
                     Use::Unread
@@ -391,7 +417,8 @@ pub fn claim_asks_attempts(exercise: &Exercise) -> bool {
     const COMPARE: [&str; 8] = ["<", "<=", ">", ">=", "=", "==", "<>", "!="];
     exercise.claim.statements.iter().any(|s| {
         let t = tokens(&s.sql);
-        let cmp = |i: usize| matches!(t.get(i), Some(Token::Punct(p)) if COMPARE.contains(&p.as_str()));
+        let cmp =
+            |i: usize| matches!(t.get(i), Some(Token::Punct(p)) if COMPARE.contains(&p.as_str()));
         let assigned = |i: usize| {
             i > 0 && matches!(&t[i - 1], Token::Word(w) if w == "set")
                 || i > 0 && matches!(&t[i - 1], Token::Punct(p) if p == ",")
@@ -425,8 +452,8 @@ fn past(b: &[u8], from: usize, close: &[u8]) -> usize {
 /// A number starts at `i`: a digit, or a point before a digit, not inside a word.
 fn starts_number(b: &[u8], i: usize) -> bool {
     let in_word = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
-    let digit = b[i].is_ascii_digit()
-        || (b[i] == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit));
+    let digit =
+        b[i].is_ascii_digit() || (b[i] == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit));
     !in_word && digit
 }
 
@@ -447,7 +474,9 @@ fn number_end(b: &[u8], i: usize) -> usize {
 fn integers(text: &str) -> Vec<i64> {
     let t = text.to_ascii_lowercase();
     if let Some(hex) = t.strip_prefix("0x") {
-        return i64::from_str_radix(hex, 16).map(|n| vec![n]).unwrap_or_default();
+        return i64::from_str_radix(hex, 16)
+            .map(|n| vec![n])
+            .unwrap_or_default();
     }
     if let Ok(n) = t.parse::<i64>() {
         return vec![n];
@@ -537,9 +566,15 @@ mod tests {
              WHERE Id = (SELECT Id FROM OutboxMessages WHERE Status = 'Pending' LIMIT 1) \
              RETURNING Id, LeaseVersion";
         assert!(!claim(counts));
-        let asks = counts.replace("WHERE Status = 'Pending'", "WHERE Status = 'Pending' AND Attempts < 3");
+        let asks = counts.replace(
+            "WHERE Status = 'Pending'",
+            "WHERE Status = 'Pending' AND Attempts < 3",
+        );
         assert!(claim(&asks));
-        let asks = counts.replace("WHERE Status = 'Pending'", "WHERE Status = 'Pending' AND 3 > Attempts");
+        let asks = counts.replace(
+            "WHERE Status = 'Pending'",
+            "WHERE Status = 'Pending' AND 3 > Attempts",
+        );
         assert!(claim(&asks));
     }
 

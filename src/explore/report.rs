@@ -308,10 +308,8 @@ impl Report {
                     " (CUT at --max-memory {} MiB: not exhaustive)",
                     o.max_memory_mib
                 ),
-                (Some(Cut::Time), _) => format!(
-                    " (CUT at --max-seconds {}: not exhaustive)",
-                    o.max_seconds
-                ),
+                (Some(Cut::Time), _) =>
+                    format!(" (CUT at --max-seconds {}: not exhaustive)", o.max_seconds),
             },
             self.elapsed.as_secs_f64()
         );
@@ -320,7 +318,11 @@ impl Report {
                 continue;
             }
             if v.count == 0 {
-                out.push_str(&format!("  ok    {}: {}\n", v.check.name(), self.none_breaks()));
+                out.push_str(&format!(
+                    "  ok    {}: {}\n",
+                    v.check.name(),
+                    self.none_breaks()
+                ));
                 continue;
             }
             let (label, how) = match v.check.fails() {

@@ -108,8 +108,16 @@ pub fn explore(
         time: opts.sql.as_ref().map(|ex| Arc::new(TimeModel::of(ex))),
         max_expiries: opts.max_expiries,
         exact_clock: opts.exact_clock,
-        max_crashes_and_stalls: if opts.sql.is_some() { opts.max_faults } else { u8::MAX },
-        max_beats: if opts.sql.is_some() { opts.max_beats } else { u8::MAX },
+        max_crashes_and_stalls: if opts.sql.is_some() {
+            opts.max_faults
+        } else {
+            u8::MAX
+        },
+        max_beats: if opts.sql.is_some() {
+            opts.max_beats
+        } else {
+            u8::MAX
+        },
         ..World::new(SCENARIO_START_MS, opts.workers, opts.messages)
     };
     let first = &mut lanes[0];
@@ -555,10 +563,11 @@ impl Search {
             });
             world = next;
         }
-        if c != Check::Stuck && !world.broken.contains(&c) {
+        let endless = matches!(c, Check::Stuck | Check::GaveUp);
+        if !endless && !world.broken.contains(&c) {
             return Err(ExploreError::Unrepeated(c.name()));
         }
-        if c == Check::Stuck && self.opts.sql.is_some() {
+        if endless && self.opts.sql.is_some() {
             self.past_the_leases(world, lane, &mut out)?;
         }
         Ok(out)
@@ -589,7 +598,8 @@ impl Search {
         // At most as many moves of the clock as a lease's instants, bounded.
         for _ in 0..12 {
             let seen = Seen::read(&lane.store, &lane.provider, sql)?;
-            let held = |a: &super::world::Actor| a.holds_lease().is_some_and(|l| l.until_ms >= world.now);
+            let held =
+                |a: &super::world::Actor| a.holds_lease().is_some_and(|l| l.until_ms >= world.now);
             if !seen.live_lease(world.now) && !world.actors.iter().any(held) {
                 break;
             }

@@ -45,8 +45,8 @@ impl World {
     /// the lab accepted for it; or Processed with no answer written.
     pub(super) fn lost(&self, seen: &Seen) -> Option<String> {
         for r in &seen.rows {
-            let unanswered = r.status == OutboxStatus::Processed
-                && r.payment_status == PaymentStatus::Pending;
+            let unanswered =
+                r.status == OutboxStatus::Processed && r.payment_status == PaymentStatus::Pending;
             let unfinalized = r.status == OutboxStatus::Processed
                 && self.finalized.get(r.id as usize).is_some_and(|n| *n == 0);
             if unanswered || unfinalized {
@@ -55,9 +55,7 @@ impl World {
         }
         // A row gone: its message id no row holds any more.
         (1..self.finalized.len())
-            .find(|id| {
-                self.finalized[*id] == 0 && !seen.rows.iter().any(|r| r.id as usize == *id)
-            })
+            .find(|id| self.finalized[*id] == 0 && !seen.rows.iter().any(|r| r.id as usize == *id))
             .map(|id| crate::engine::outbox::payment_key(id as u64))
     }
 
@@ -166,7 +164,13 @@ impl World {
             (key, c.status_checks, c.side_effects).hash(h);
         }
         (&self.finalized, &self.holder, &self.broken).hash(h);
-        (&self.expiries, &self.finisher, self.crashes_and_stalls, self.beats).hash(h);
+        (
+            &self.expiries,
+            &self.finisher,
+            self.crashes_and_stalls,
+            self.beats,
+        )
+            .hash(h);
     }
 }
 
@@ -190,7 +194,12 @@ fn is_time(table: &str, column: &str) -> bool {
 /// the clock, and every comparison a statement can make (a time with the clock plus an
 /// offset, two times, a time with another plus an offset) answers alike in both, now and
 /// after every move.
-fn regions(model: &TimeModel, now: i64, relative: &Relative, times: &[i64]) -> Vec<(u32, i8, u8, i64)> {
+fn regions(
+    model: &TimeModel,
+    now: i64,
+    relative: &Relative,
+    times: &[i64],
+) -> Vec<(u32, i8, u8, i64)> {
     const NOW: u32 = u32::MAX;
     let mut points: Vec<(i64, (u32, i8, u8))> = vec![(now, (NOW, 0, 0))];
     let mut add = |slot: u32, t: i64| {
@@ -234,7 +243,14 @@ fn memory_times(local: &Local) -> Vec<i64> {
 
 /// An operation in progress, its times relative to the clock.
 fn feed_run(run: &OpRun, rel: &impl Fn(i64) -> i64, h: &mut impl Hasher) {
-    (run.kind, run.next, &run.bound.worker, run.bound.id, run.bound.version).hash(h);
+    (
+        run.kind,
+        run.next,
+        &run.bound.worker,
+        run.bound.id,
+        run.bound.version,
+    )
+        .hash(h);
     (rel(run.bound.now), rel(run.bound.lease_until), run.stale).hash(h);
     if let Some(l) = &run.lease {
         (l.id, l.version, &l.owner, &l.key, rel(l.until_ms)).hash(h);

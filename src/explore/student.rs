@@ -136,9 +136,11 @@ impl World {
     pub(super) fn others_wrote(&mut self, i: usize) {
         for (j, a) in self.actors.iter_mut().enumerate() {
             if let Local::Running(run) = &mut a.local {
-                let deferred = self.sql.as_ref().and_then(|ex| ex.operation(run.kind)).is_some_and(
-                    |op| op.transaction == crate::engine::student::TxMode::Deferred,
-                );
+                let deferred = self
+                    .sql
+                    .as_ref()
+                    .and_then(|ex| ex.operation(run.kind))
+                    .is_some_and(|op| op.transaction == crate::engine::student::TxMode::Deferred);
                 if j != i && deferred && run.next > 0 {
                     run.stale = true;
                 }

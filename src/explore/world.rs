@@ -233,10 +233,13 @@ impl Seen {
                 })
                 .collect();
             t.rows.iter().flat_map(move |row| {
-                columns.clone().into_iter().filter_map(move |c| match row[c] {
-                    Cell::Integer(n) => Some(n),
-                    _ => None,
-                })
+                columns
+                    .clone()
+                    .into_iter()
+                    .filter_map(move |c| match row[c] {
+                        Cell::Integer(n) => Some(n),
+                        _ => None,
+                    })
             })
         });
         let leases = self.rows.iter().filter_map(|r| r.locked_until_ms);
@@ -330,9 +333,11 @@ impl World {
         match &self.time {
             Some(model) if faults.jump => {
                 for delta in model.ticks(self.now, seen.times(model)) {
-                    let over = self
-                        .expiring(seen, delta)
-                        .any(|id| self.expiries.get(id).is_some_and(|n| *n >= self.max_expiries));
+                    let over = self.expiring(seen, delta).any(|id| {
+                        self.expiries
+                            .get(id)
+                            .is_some_and(|n| *n >= self.max_expiries)
+                    });
                     if over {
                         held.steps = true;
                     } else {
@@ -370,9 +375,7 @@ impl World {
                 Local::Holding(_) | Local::Loaded(_) => false,
             },
             Move::Beat(_) => true,
-            Move::Crash(_) | Move::Jump | Move::Tick(_) | Move::Stall(_) | Move::Wake(_) => {
-                false
-            }
+            Move::Crash(_) | Move::Jump | Move::Tick(_) | Move::Stall(_) | Move::Wake(_) => false,
         }
     }
 

@@ -4,6 +4,7 @@
 //! be run is refused with exit 2, a statement that runs too long is stopped.
 
 mod built_in;
+mod corpus;
 #[path = "../support/mod.rs"]
 mod support;
 

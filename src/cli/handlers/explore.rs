@@ -40,10 +40,9 @@ fn options(a: &ExploreArgs) -> Result<ExploreOptions, ExitCode> {
         // provider honours the idempotency key, so the checks judge the SQL alone.
         idempotent: a.idempotent || sql.is_some(),
         faults: a.faults,
-        max_depth: a.max_depth.map_or(
-            if sql.is_some() { SQL_DEPTH } else { 12 },
-            |d| d as usize,
-        ),
+        max_depth: a
+            .max_depth
+            .map_or(if sql.is_some() { SQL_DEPTH } else { 12 }, |d| d as usize),
         max_states: a.max_states as usize,
         max_memory_mib: a.max_memory as usize,
         max_seconds: a.max_seconds as u64,

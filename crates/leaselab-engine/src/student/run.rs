@@ -129,7 +129,11 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
 
     /// A deferred transaction's first step when it reads before it writes: its reads, up to
     /// its first write. One that writes first, or only reads, runs whole.
-    fn step_reads(&mut self, op: &Operation, run: &mut OpRun) -> Result<(Step, Shown), StudentError> {
+    fn step_reads(
+        &mut self,
+        op: &Operation,
+        run: &mut OpRun,
+    ) -> Result<(Step, Shown), StudentError> {
         let first_write = self.sandboxed(|conn, _| {
             for (i, s) in op.statements.iter().enumerate() {
                 match conn.prepare_cached(&s.sql) {

@@ -1,0 +1,178 @@
+//! A corpus of student files, each with the verdict `explore --sql` must give it: for each
+//! way the grader once called unsafe SQL safe (or misjudged it), a wrong file it passed and
+//! a right file beside it that must pass. The searches run to their close, under the
+//! default bounds, on 2 workers and 1 or 2 messages.
+
+use leaselab::explore::{Check, Outcome};
+
+use super::{file, grade, write, CLAIMABLE, FENCED_FINALIZE, TAKE};
+
+/// What a file must get.
+#[derive(Debug)]
+enum Want {
+    /// The search closes and no check breaks.
+    Safe,
+    /// These checks break, among others.
+    Broken(&'static [Check]),
+    /// Nothing fails, and a message is told as given up on purpose, not stuck.
+    GaveUp,
+}
+
+/// The takeover model answer's claim, its claimable condition as given.
+fn takeover_claim(claimable: &str) -> Vec<String> {
+    vec![
+        format!("SELECT Id, LeaseVersion FROM OutboxMessages WHERE {claimable} ORDER BY Id LIMIT 1"),
+        format!("{TAKE} WHERE Id = :id AND LeaseVersion = :version AND {claimable} RETURNING Id, LeaseVersion"),
+    ]
+}
+
+/// A visibility timeout in `AvailableAtUtc` (a claim hides the message until its lease's
+/// end), the retry's time compared as `cmp`.
+fn visibility_claim(cmp: &str) -> Vec<String> {
+    let due =
+        format!("(Status = 'Pending' OR Status = 'Processing') AND AvailableAtUtc {cmp} :now");
+    vec![
+        format!("SELECT Id, LeaseVersion FROM OutboxMessages WHERE {due} ORDER BY Id LIMIT 1"),
+        format!(
+            "UPDATE OutboxMessages SET Status = 'Processing', LockedBy = :worker, \
+             LockedUntilUtc = :lease_until, AvailableAtUtc = :lease_until, \
+             LeaseVersion = LeaseVersion + 1, Attempts = Attempts + 1 \
+             WHERE Id = :id AND LeaseVersion = :version AND {due} RETURNING Id, LeaseVersion"
+        ),
+    ]
+}
+
+fn judged(name: &str, text: &str, messages: u64, want: Want) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, &format!("{name}.toml"), text);
+    let r = grade(&path, 2, messages, 60);
+    let failing: Vec<Check> = r.broken().into_iter().filter(|c| c.fails()).collect();
+    match want {
+        Want::Safe => {
+            assert_eq!(r.outcome(), Outcome::Safe, "{name}: {}", r.text());
+            assert!(!r.text().contains("note"), "{name}: {}", r.text());
+        }
+        Want::Broken(checks) => {
+            assert_eq!(r.outcome(), Outcome::Broken, "{name}: {}", r.text());
+            for c in checks {
+                assert!(failing.contains(c), "{name}: {c:?}: {}", r.text());
+            }
+        }
+        Want::GaveUp => {
+            assert_eq!(r.outcome(), Outcome::Safe, "{name}: {}", r.text());
+            assert!(r.broken().contains(&Check::GaveUp), "{name}: {}", r.text());
+            assert!(r.text().contains("note  gave up"), "{name}: {}", r.text());
+        }
+    }
+}
+
+#[test]
+fn a_claim_off_by_one_millisecond_at_a_leases_end_is_caught_and_the_right_one_passes() {
+    let wrong = CLAIMABLE.replace("LockedUntilUtc < :now", "LockedUntilUtc <= :now");
+    let text = |claimable: &str| {
+        file(
+            "immediate",
+            &takeover_claim(claimable),
+            FENCED_FINALIZE,
+            None,
+        )
+    };
+    judged(
+        "at-the-end",
+        &text(&wrong),
+        1,
+        Want::Broken(&[Check::LeaseExclusivity]),
+    );
+    judged("after-the-end", &text(CLAIMABLE), 1, Want::Safe);
+}
+
+#[test]
+fn a_claim_off_by_one_millisecond_at_a_retrys_time_is_caught_and_the_right_one_passes() {
+    let text = |cmp: &str| file("immediate", &visibility_claim(cmp), FENCED_FINALIZE, None);
+    judged(
+        "due-at",
+        &text("<="),
+        1,
+        Want::Broken(&[Check::LeaseExclusivity]),
+    );
+    judged("due-after", &text("<"), 1, Want::Safe);
+}
+
+#[test]
+fn a_claim_with_a_grace_period_is_not_stuck() {
+    let grace = CLAIMABLE.replace("LockedUntilUtc < :now", "LockedUntilUtc < :now - 1000");
+    let text = file("immediate", &takeover_claim(&grace), FENCED_FINALIZE, None);
+    judged("grace", &text, 1, Want::Safe);
+}
+
+#[test]
+fn a_claim_that_gives_a_message_up_after_its_attempts_is_told_as_given_up_not_stuck() {
+    let once = CLAIMABLE.replace(
+        "(Status = 'Processing' AND LockedUntilUtc < :now)",
+        "(Status = 'Processing' AND LockedUntilUtc < :now AND Attempts < 1)",
+    );
+    let text = file("immediate", &takeover_claim(&once), FENCED_FINALIZE, None);
+    judged("once", &text, 1, Want::GaveUp);
+    // Without the attempts, a message left behind is stuck.
+    let pending_only = "(Status = 'Pending' AND AvailableAtUtc <= :now)";
+    let text = file(
+        "immediate",
+        &takeover_claim(pending_only),
+        FENCED_FINALIZE,
+        None,
+    );
+    judged("pending-only", &text, 1, Want::Broken(&[Check::Stuck]));
+}
+
+#[test]
+fn a_file_that_pays_nobody_or_deletes_every_row_loses_its_messages() {
+    let pays_nobody = vec![
+        "UPDATE Payments SET PaymentStatus = 'Paid', TransactionId = 'tx-fake'".to_string(),
+        "UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = :now, \
+         LockedBy = NULL, LockedUntilUtc = NULL"
+            .to_string(),
+        "SELECT Id, LeaseVersion FROM OutboxMessages WHERE Status = 'Pending' LIMIT 1".to_string(),
+    ];
+    // Each statement on its own: the marks commit, and the claim then finds nothing.
+    let text = file("none", &pays_nobody, FENCED_FINALIZE, None);
+    judged(
+        "pays-nobody",
+        &text,
+        2,
+        Want::Broken(&[Check::Lost, Check::PaidWithoutCall]),
+    );
+    let deletes = vec![
+        "DELETE FROM OutboxMessages".to_string(),
+        "SELECT Id, LeaseVersion FROM OutboxMessages LIMIT 1".to_string(),
+    ];
+    let text = file("none", &deletes, FENCED_FINALIZE, None);
+    judged("deletes", &text, 2, Want::Broken(&[Check::Lost]));
+}
+
+#[test]
+fn a_finalize_that_marks_the_other_message_processed_loses_it() {
+    let other = "UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = :now, \
+         LockedUntilUtc = NULL, LockedBy = NULL WHERE Id <> :id AND Status = 'Pending'";
+    let claim = takeover_claim(CLAIMABLE);
+    judged(
+        "the-other",
+        &file("immediate", &claim, other, None),
+        2,
+        Want::Broken(&[Check::Lost]),
+    );
+}
+
+#[test]
+fn a_lease_that_never_ends_leaves_its_message_stuck() {
+    let claim: Vec<String> = takeover_claim(CLAIMABLE)
+        .into_iter()
+        .map(|s| {
+            s.replace(
+                "LockedUntilUtc = :lease_until",
+                "LockedUntilUtc = 9223372036854775807",
+            )
+        })
+        .collect();
+    let text = file("immediate", &claim, FENCED_FINALIZE, None);
+    judged("for-ever", &text, 1, Want::Broken(&[Check::Stuck]));
+}
