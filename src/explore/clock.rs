@@ -314,9 +314,6 @@ fn scan(sql: &str, numbers: &mut BTreeSet<i64>, uses: &mut Vec<(String, Use)>) -
         _ => None,
     };
     let punct = |i: usize, p: &str| matches!(t.get(i), Some(Token::Punct(q)) if q == p);
-    let operator =
-        |i: usize| matches!(t.get(i), Some(Token::Punct(q)) if OPERATORS.contains(&q.as_str()));
-    let other = |i: usize| word(i).is_some_and(|w| OTHER_COLUMNS.contains(&w));
     let mut every = false;
     let mut depth = 0usize;
     // The depth at which an UPDATE's SET list, or an ORDER BY, is open.
@@ -344,38 +341,7 @@ fn scan(sql: &str, numbers: &mut BTreeSet<i64>, uses: &mut Vec<(String, Use)>) -
                     numbers.insert(-LEASE_MS);
                 }
             }
-            Token::Number(n) => {
-                let limit = i > 0 && matches!(word(i - 1), Some("limit" | "offset"));
-                let beside_other = (i >= 2 && operator(i - 1) && other(i - 2))
-                    || (operator(i + 1) && other(i + 2));
-                if !limit && !beside_other {
-                    // `:now - k` meets a time t at t + k, `:now + k` at t - k, and
-                    // `:lease_until + k` at t - lease - k; `t + k` meets the clock at t + k.
-                    let sign = match (i >= 2).then(|| &t[i - 1]) {
-                        Some(Token::Punct(p)) if p == "+" => 1,
-                        Some(Token::Punct(p)) if p == "-" => -1,
-                        _ => 0,
-                    };
-                    let before = if sign != 0 { t.get(i - 2) } else { None };
-                    for k in integers(n) {
-                        match before {
-                            Some(Token::Param(p)) if p == ":now" => {
-                                numbers.insert(-sign * k);
-                            }
-                            Some(Token::Param(p)) if p == ":lease_until" => {
-                                numbers.insert(-LEASE_MS - sign * k);
-                            }
-                            Some(Token::Word(w)) if is_time_word(w) => {
-                                numbers.insert(sign * k);
-                            }
-                            _ => {
-                                numbers.insert(k);
-                                numbers.insert(-k);
-                            }
-                        }
-                    }
-                }
-            }
+            Token::Number(n) => offsets_at(&t, i, n, numbers),
             Token::Word(w) => {
                 match w.as_str() {
                     "natural" => every = true,
@@ -420,8 +386,9 @@ pub fn claim_asks_attempts(exercise: &Exercise) -> bool {
         let cmp =
             |i: usize| matches!(t.get(i), Some(Token::Punct(p)) if COMPARE.contains(&p.as_str()));
         let assigned = |i: usize| {
-            i > 0 && matches!(&t[i - 1], Token::Word(w) if w == "set")
-                || i > 0 && matches!(&t[i - 1], Token::Punct(p) if p == ",")
+            i > 0
+                && (matches!(&t[i - 1], Token::Word(w) if w == "set")
+                    || matches!(&t[i - 1], Token::Punct(p) if p == ","))
         };
         (0..t.len()).any(|i| {
             matches!(&t[i], Token::Word(w) if w == "attempts")
@@ -430,6 +397,48 @@ pub fn claim_asks_attempts(exercise: &Exercise) -> bool {
                     || (i == 1 && cmp(0)))
         })
     })
+}
+
+/// The offsets the number `n` (token `i` of `t`) may stand for: none beside `LIMIT` or a
+/// column that holds no time.
+fn offsets_at(t: &[Token], i: usize, n: &str, numbers: &mut BTreeSet<i64>) {
+    let word = |i: usize| match t.get(i) {
+        Some(Token::Word(w)) => Some(w.as_str()),
+        _ => None,
+    };
+    let operator =
+        |i: usize| matches!(t.get(i), Some(Token::Punct(q)) if OPERATORS.contains(&q.as_str()));
+    let other = |i: usize| word(i).is_some_and(|w| OTHER_COLUMNS.contains(&w));
+    let limit = i > 0 && matches!(word(i - 1), Some("limit" | "offset"));
+    let beside_other =
+        (i >= 2 && operator(i - 1) && other(i - 2)) || (operator(i + 1) && other(i + 2));
+    if !limit && !beside_other {
+        // `:now - k` meets a time t at t + k, `:now + k` at t - k, and
+        // `:lease_until + k` at t - lease - k; `t + k` meets the clock at t + k.
+        let sign = match (i >= 2).then(|| &t[i - 1]) {
+            Some(Token::Punct(p)) if p == "+" => 1,
+            Some(Token::Punct(p)) if p == "-" => -1,
+            _ => 0,
+        };
+        let before = if sign != 0 { t.get(i - 2) } else { None };
+        for k in integers(n) {
+            match before {
+                Some(Token::Param(p)) if p == ":now" => {
+                    numbers.insert(-sign * k);
+                }
+                Some(Token::Param(p)) if p == ":lease_until" => {
+                    numbers.insert(-LEASE_MS - sign * k);
+                }
+                Some(Token::Word(w)) if is_time_word(w) => {
+                    numbers.insert(sign * k);
+                }
+                _ => {
+                    numbers.insert(k);
+                    numbers.insert(-k);
+                }
+            }
+        }
+    }
 }
 
 /// A word that names a time column.

@@ -270,9 +270,10 @@ impl Report {
 
     /// The report as text: the search's reach, then each check with its verdict and a
     /// shortest counterexample.
-    pub fn text(&self) -> String {
+    /// The search's reach: its world, its states, and whether it closed or was cut.
+    fn header(&self) -> String {
         let o = &self.options;
-        let mut out = format!(
+        format!(
             "explored {} x {}, {}{}, faults {}: {}{}, {} schedules, depth {}{} in {:.1} s\n",
             plural(o.workers as u64, "worker"),
             plural(o.messages, "message"),
@@ -312,7 +313,12 @@ impl Report {
                     format!(" (CUT at --max-seconds {}: not exhaustive)", o.max_seconds),
             },
             self.elapsed.as_secs_f64()
-        );
+        )
+    }
+
+    pub fn text(&self) -> String {
+        let o = &self.options;
+        let mut out = self.header();
         for v in &self.verdicts {
             if v.count == 0 && !v.check.fails() {
                 continue;

@@ -10,10 +10,47 @@ use crate::engine::student::OpRun;
 
 use super::check::Check;
 use super::clock::{Rel, Relative, TimeModel, Use};
-use super::oracle::lease_holds;
+use super::oracle::{holds_live_lease, lease_holds};
 use super::world::{Local, Seen, World};
+use crate::engine::clock::hms;
 
 impl World {
+    /// A `--sql` search's clock move: the time, and each lease it lets run out, counted.
+    pub(super) fn tick(&mut self, delta: i64, before: &Seen) -> String {
+        let ended: Vec<usize> = self.expiring(before, delta).collect();
+        let mut out = format!(
+            "the clock moves {} to {}",
+            seconds(delta),
+            hms(self.now.saturating_add(delta))
+        );
+        for id in &ended {
+            if let Some(n) = self.expiries.get_mut(*id) {
+                *n = n.saturating_add(1);
+            }
+            if let Some(r) = before.rows.iter().find(|r| r.id as usize == *id) {
+                let until = r.locked_until_ms.map(hms).unwrap_or_default();
+                out.push_str(&format!(
+                    "; the lease on {} (v{}, until {until}) has run out",
+                    r.key, r.lease_version
+                ));
+            }
+        }
+        self.now = self.now.saturating_add(delta);
+        out
+    }
+
+    /// The messages whose lease a move of the clock by `delta` lets run out.
+    pub(super) fn expiring<'a>(
+        &'a self,
+        seen: &'a Seen,
+        delta: i64,
+    ) -> impl Iterator<Item = usize> + 'a {
+        let (now, then) = (self.now, self.now.saturating_add(delta));
+        seen.rows
+            .iter()
+            .filter(move |r| holds_live_lease(r, now) && !holds_live_lease(r, then))
+            .map(|r| r.id as usize)
+    }
     /// The checks that the state itself can break, judged from what happened (the
     /// finalizes the lab accepted, the provider's calls), not from what the rows say.
     pub(super) fn judge(&self, seen: &Seen, broke: &mut Vec<Check>) {
@@ -269,4 +306,9 @@ pub(super) fn paid_without_call(seen: &Seen) -> Option<String> {
             answered && !called
         })
         .map(|p| p.key.clone())
+}
+
+/// `1.000 s`, `2.999 s`: a move of the clock, to the millisecond.
+fn seconds(ms: i64) -> String {
+    format!("{}.{:03} s", ms / 1000, ms % 1000)
 }

@@ -352,15 +352,6 @@ impl World {
         (out, held)
     }
 
-    /// The messages whose lease a move of the clock by `delta` lets run out.
-    fn expiring<'a>(&'a self, seen: &'a Seen, delta: i64) -> impl Iterator<Item = usize> + 'a {
-        let (now, then) = (self.now, self.now.saturating_add(delta));
-        seen.rows
-            .iter()
-            .filter(move |r| holds_live_lease(r, now) && !holds_live_lease(r, then))
-            .map(|r| r.id as usize)
-    }
-
     /// Whether `m` may write to the database (a claim, a finalize, a mark); every other
     /// move changes only the workers' memory, the clock or the provider.
     pub fn writes(&self, m: Move, mode: Mode) -> bool {
@@ -437,30 +428,6 @@ impl World {
             seen,
             key,
         })
-    }
-
-    /// A `--sql` search's clock move: the time, and each lease it lets run out, counted.
-    fn tick(&mut self, delta: i64, before: &Seen) -> String {
-        let ended: Vec<usize> = self.expiring(before, delta).collect();
-        let mut out = format!(
-            "the clock moves {} to {}",
-            seconds(delta),
-            hms(self.now.saturating_add(delta))
-        );
-        for id in &ended {
-            if let Some(n) = self.expiries.get_mut(*id) {
-                *n = n.saturating_add(1);
-            }
-            if let Some(r) = before.rows.iter().find(|r| r.id as usize == *id) {
-                let until = r.locked_until_ms.map(hms).unwrap_or_default();
-                out.push_str(&format!(
-                    "; the lease on {} (v{}, until {until}) has run out",
-                    r.key, r.lease_version
-                ));
-            }
-        }
-        self.now = self.now.saturating_add(delta);
-        out
     }
 
     /// A fault or the clock: it changes what the workers hold and the time, never the
@@ -706,9 +673,4 @@ pub(super) fn running_about(run: &OpRun) -> Option<(&Lease, Option<&StatusCheck>
 /// A message is done with: Processed, or given up as a dead letter.
 pub(super) fn done_with(status: OutboxStatus) -> bool {
     matches!(status, OutboxStatus::Processed | OutboxStatus::DeadLettered)
-}
-
-/// `1.000 s`, `2.999 s`: a move of the clock, to the millisecond.
-fn seconds(ms: i64) -> String {
-    format!("{}.{:03} s", ms / 1000, ms % 1000)
 }

@@ -36,7 +36,7 @@ impl Store {
         let mut out = Vec::with_capacity(READS.len());
         for (table, sql) in READS {
             let mut stmt = self.conn.prepare_cached(sql)?;
-            let columns: Vec<String> = stmt.column_names().into_iter().map(String::from).collect();
+            let columns: Vec<String> = stmt.column_names().map(String::from).collect();
             let width = columns.len();
             let rows = stmt
                 .query_map([], |r| {
