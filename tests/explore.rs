@@ -153,7 +153,7 @@ fn a_finalize_that_forgets_the_answer_is_caught_as_lost() {
     assert!(lost.count > 0, "{}", r.text());
     assert_eq!(lost.shortest.len(), 3, "{}", r.text());
     assert!(
-        lost.steps()[2].ends_with("so PAY-001 was marked Processed with its answer lost."),
+        lost.steps()[2].ends_with("or with its answer unwritten."),
         "{:?}",
         lost.steps()
     );

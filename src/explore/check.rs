@@ -67,7 +67,10 @@ impl Check {
     /// What breaking it means, after a counterexample's last step.
     pub(crate) fn consequence(self, key: &str) -> String {
         match self {
-            Check::Lost => format!("so {key} was marked Processed with its answer lost"),
+            Check::Lost => format!(
+                "so {key} was lost: done with (Processed, or its row gone) with no finalize of \
+                 it accepted after a provider call, or with its answer unwritten"
+            ),
             Check::ProcessedTwice => format!("so {key} was processed twice"),
             Check::SideEffectTwice => {
                 format!("so the provider did the work for {key} twice")

@@ -367,3 +367,63 @@ fn at(name: &str, value: &str) -> String {
 fn one_line(sql: &str) -> String {
     sql.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::engine::clock::SCENARIO_START_MS;
+    use crate::explore::options::ExploreOptions;
+    use crate::explore::store::Lane;
+    use crate::explore::world::{Move, Seen};
+
+    /// The one-owner starter's claim (a read, then an update that asks nothing again) in a
+    /// deferred transaction.
+    fn deferred_starter() -> Exercise {
+        let starter = crate::exercise::built_in("one-owner").unwrap().starter();
+        let text = crate::exercise::built_in("one-owner")
+            .unwrap()
+            .start
+            .replacen("transaction = \"none\"", "transaction = \"deferred\"", 1);
+        let ex = Exercise::parse(&text, "deferred.toml").unwrap();
+        assert_ne!(ex.claim.transaction, starter.claim.transaction);
+        ex
+    }
+
+    /// Two workers each read in a deferred transaction; the first writes and commits. The
+    /// second's write then meets SQLITE_BUSY, as on SQLite itself (no busy handler for a
+    /// read transaction that asks to write): it rolls back and starts its claim again,
+    /// and never owns the message the first took.
+    #[test]
+    fn a_deferred_read_then_write_meets_busy_when_another_worker_wrote_since_its_read() {
+        let ex = Arc::new(deferred_starter());
+        let opts = ExploreOptions {
+            workers: 2,
+            messages: 1,
+            sql: Some(ex.clone()),
+            ..ExploreOptions::default()
+        };
+        let mut lane = Lane::new(&opts).unwrap();
+        let mut world = World {
+            sql: Some(ex),
+            time: opts
+                .sql
+                .as_ref()
+                .map(|e| Arc::new(super::super::clock::TimeModel::of(e))),
+            ..World::new(SCENARIO_START_MS, 2, 1)
+        };
+        let mut said = Vec::new();
+        for mv in [Move::Step(0), Move::Step(1), Move::Step(0), Move::Step(1)] {
+            let seen = Seen::read(&lane.store, &lane.provider, true).unwrap();
+            let done = world
+                .apply(mv, opts.mode, &seen, &mut lane.store, &lane.provider)
+                .unwrap();
+            said.push(done.text);
+        }
+        assert!(said[2].contains("it claims PAY-001"), "{said:#?}");
+        assert!(said[3].contains("SQLITE_BUSY"), "{said:#?}");
+        assert_eq!(world.actors[1].local, Local::Idle, "{said:#?}");
+        assert!(world.broken.is_empty(), "{said:#?}");
+    }
+}

@@ -5,7 +5,7 @@
 
 use leaselab::explore::{Check, Outcome};
 
-use super::{file, grade, write, CLAIMABLE, FENCED_FINALIZE, TAKE};
+use super::{file, grade, grade_with, write, CLAIMABLE, FENCED_FINALIZE, TAKE};
 
 /// What a file must get.
 #[derive(Debug)]
@@ -46,6 +46,24 @@ fn judged(name: &str, text: &str, messages: u64, want: Want) {
     let dir = tempfile::tempdir().unwrap();
     let path = write(&dir, &format!("{name}.toml"), text);
     let r = grade(&path, 2, messages, 60);
+    // Where each time stands among the instants an answer may change is all a state keeps
+    // of it: the search that keeps each exact distance finds the same checks broken.
+    if messages == 1 {
+        let exact = grade_with(&path, 2, messages, 60, true);
+        assert_eq!(
+            exact.broken(),
+            r.broken(),
+            "{name}: {}\n{}",
+            exact.text(),
+            r.text()
+        );
+        assert!(
+            exact.states >= r.states,
+            "{name}: {} < {}",
+            exact.states,
+            r.states
+        );
+    }
     let failing: Vec<Check> = r.broken().into_iter().filter(|c| c.fails()).collect();
     match want {
         Want::Safe => {
@@ -175,4 +193,30 @@ fn a_lease_that_never_ends_leaves_its_message_stuck() {
         .collect();
     let text = file("immediate", &claim, FENCED_FINALIZE, None);
     judged("for-ever", &text, 1, Want::Broken(&[Check::Stuck]));
+}
+
+/// A finalize with no guard: the explanation names the stale finalize that first wrote the
+/// row, and what the row was when the later one met it.
+#[test]
+fn an_explanation_names_the_step_that_first_broke_the_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let unguarded = "UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = :now, \
+         LockedUntilUtc = NULL WHERE Id = :id";
+    let path = write(
+        &dir,
+        "unguarded.toml",
+        &file("immediate", &takeover_claim(CLAIMABLE), unguarded, None),
+    );
+    let r = grade(&path, 2, 1, 60);
+    let text = r.text();
+    assert!(
+        text.contains(
+            "accepted, though the row was already Processed by Worker-A's finalize under lease v1"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("under lease v1 accepted, though the row was at lease v2 owned by Worker-B"),
+        "{text}"
+    );
 }

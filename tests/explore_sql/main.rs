@@ -65,7 +65,19 @@ fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
 }
 
 fn grade(path: &Path, workers: usize, messages: u64, depth: usize) -> Report {
+    grade_with(path, workers, messages, depth, false)
+}
+
+/// As [`grade`]; `exact_clock` keeps each time's exact distance from the clock.
+fn grade_with(
+    path: &Path,
+    workers: usize,
+    messages: u64,
+    depth: usize,
+    exact_clock: bool,
+) -> Report {
     let opts = ExploreOptions {
+        exact_clock,
         workers,
         messages,
         max_depth: depth,
