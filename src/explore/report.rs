@@ -298,6 +298,11 @@ impl Report {
             self.depth,
             match (self.cut, self.closed) {
                 (None, true) => " (every reachable state)".to_string(),
+                (None, false) if self.searched_depth < o.max_depth => format!(
+                    " (every schedule up to {}: the search stopped a few steps after the first \
+                     failure)",
+                    plural(self.searched_depth as u64, "step")
+                ),
                 (None, false) => format!(
                     " (every schedule up to {})",
                     plural(o.max_depth as u64, "step")

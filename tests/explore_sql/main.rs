@@ -220,8 +220,14 @@ fn a_claim_that_reads_an_expired_lease_but_cannot_take_it_goes_round_and_is_stuc
     let r = grade(&path, 2, 1, 60);
     assert_eq!(r.broken(), [Check::Stuck], "{}", r.text());
     let v = r.verdicts.iter().find(|v| v.check == Check::Stuck).unwrap();
-    // Claim (two statements), crash: the shortest way there.
-    assert_eq!(v.shortest.len(), 3, "{}", r.text());
+    // Claim (two statements), crash: the shortest way there; then told on past the
+    // lease's end (three moves of the clock: before, at, after it), each worker's claim
+    // reading the message and failing to take it.
+    assert_eq!(v.shortest.len(), 10, "{}", r.text());
+    let steps = v.steps();
+    assert!(steps[2].contains("crashes holding PAY-001"), "{steps:#?}");
+    assert!(steps[5].contains("has run out"), "{steps:#?}");
+    assert!(steps[9].contains("Worker-B runs its claim, statement 2 of 2"), "{steps:#?}");
     assert_eq!(v.about, "PAY-001", "{}", r.text());
 }
 
