@@ -264,8 +264,8 @@ fn a_statement_that_fails_as_it_runs_stops_its_worker_in_words() {
     let exercise = leaselab::exercise::load_file(&path).expect("it loads: it fails as it runs");
     let mut app = live(Arc::new(exercise));
     press(&mut app, 'n'); // Worker-A's claim returns two rows
-    // The worker's thread says it stopped as it ends, after the step it answered: wait for
-    // that event (bounded), as the dashboard's next refresh would take it.
+                          // The worker's thread says it stopped as it ends, after the step it answered: wait for
+                          // that event (bounded), as the dashboard's next refresh would take it.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while app.ui.notice.is_none() && std::time::Instant::now() < deadline {
         if app.absorb_events() == 0 {

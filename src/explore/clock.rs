@@ -55,6 +55,11 @@ pub struct TimeModel {
     /// How the file uses each column it names (lowercased, the most it does with it);
     /// none when it may read every column (`*`, `NATURAL`).
     uses: Option<std::collections::BTreeMap<String, Use>>,
+    /// How it uses each time column, worked out once: `(table, column, use)`.
+    times: Vec<(&'static str, &'static str, Use)>,
+    /// Each table's columns' classes ([`TimeModel::class`]), in the order the cells hold
+    /// them, worked out at the first state.
+    columns: std::sync::OnceLock<Vec<Vec<Option<Use>>>>,
 }
 
 impl TimeModel {
@@ -97,14 +102,40 @@ impl TimeModel {
                 LEASE_MS.saturating_sub(*d),
             ]);
         }
-        TimeModel {
+        let mut model = TimeModel {
             written: written.into_iter().collect(),
             window: largest.saturating_add(2),
             horizon: largest.saturating_add(HORIZON_MS),
             absolute,
             offsets,
             uses: (!every).then_some(uses),
-        }
+            times: Vec::new(),
+            columns: std::sync::OnceLock::new(),
+        };
+        model.times = TIME_COLUMNS
+            .iter()
+            .map(|(t, c)| (*t, *c, model.use_of(c)))
+            .collect();
+        model
+    }
+
+    /// Each column's class, table by table, as `cells` hold them (the same in every state).
+    pub fn classes(&self, cells: &[crate::engine::store::TableCells]) -> &[Vec<Option<Use>>] {
+        self.columns.get_or_init(|| {
+            cells
+                .iter()
+                .map(|t| t.columns.iter().map(|c| self.class(t.table, c)).collect())
+                .collect()
+        })
+    }
+
+    /// How the statements use `column` of `table` when it holds a time; None for a column
+    /// that holds none. (Worked out when the model was made: this is asked of every cell.)
+    pub fn class(&self, table: &str, column: &str) -> Option<Use> {
+        self.times
+            .iter()
+            .find(|(t, c, _)| c.eq_ignore_ascii_case(column) && t.eq_ignore_ascii_case(table))
+            .map(|(_, _, u)| *u)
     }
 
     /// How the statements use `column`. The lease's end is always compared: the checks
@@ -616,6 +647,8 @@ mod tests {
             horizon: 63_000,
             absolute: false,
             uses: None,
+            times: Vec::new(),
+            columns: std::sync::OnceLock::new(),
         };
         // A lease ending at 5000, the clock at 0: the nearest instant is 5000 - 3000, and
         // the clock stands just before it, at it and just after it in turn.
@@ -640,6 +673,8 @@ mod tests {
             horizon: 63_000,
             absolute: false,
             uses: None,
+            times: Vec::new(),
+            columns: std::sync::OnceLock::new(),
         };
         let r = Relative::new(&model, 100_000, [1, 50, 99_000].into_iter());
         assert_eq!(r.rel(1), Rel::Old(0));

@@ -81,7 +81,7 @@ impl World {
     /// The first message lost: done with (Processed, or its row gone) with no finalize
     /// the lab accepted for it; or Processed with no answer written.
     pub(super) fn lost(&self, seen: &Seen) -> Option<String> {
-        for r in &seen.rows {
+        for r in seen.rows.iter() {
             let unanswered =
                 r.status == OutboxStatus::Processed && r.payment_status == PaymentStatus::Pending;
             let unfinalized = r.status == OutboxStatus::Processed
@@ -103,13 +103,16 @@ impl World {
     /// n^2 / 2^129 for n states, under 10^-25 at five million.
     pub fn fingerprint(&self, seen: &Seen) -> u128 {
         use std::hash::DefaultHasher;
+        // The state is encoded once, then hashed twice.
+        let mut bytes = Encoded(Vec::with_capacity(512));
+        match &self.time {
+            Some(model) => self.feed_sql(model, seen, &mut bytes),
+            None => self.feed(seen, &mut bytes),
+        }
         let half = |tag: u8| {
             let mut h = DefaultHasher::new();
             h.write_u8(tag);
-            match &self.time {
-                Some(model) => self.feed_sql(model, seen, &mut h),
-                None => self.feed(seen, &mut h),
-            }
+            h.write(&bytes.0);
             h.finish()
         };
         (u128::from(half(0)) << 64) | u128::from(half(1))
@@ -127,11 +130,11 @@ impl World {
             (&a.name, a.replacement, a.stalled, a.twin).hash(h);
             a.local.feed(rel, h);
         }
-        for r in &seen.rows {
+        for r in seen.rows.iter() {
             let until = r.locked_until_ms.map(rel);
             (r.id, r.status, &r.locked_by, r.lease_version, until).hash(h);
         }
-        for p in &seen.payments {
+        for p in seen.payments.iter() {
             (p.status, &p.transaction_id).hash(h);
         }
         for (key, c) in &seen.calls {
@@ -168,14 +171,12 @@ impl World {
                 other => other.feed(rel, h),
             }
         }
-        for table in seen.cells.iter().flatten() {
+        let cells = seen.cells.as_deref().map_or(&[][..], Vec::as_slice);
+        let classes = model.classes(cells);
+        for (table, classes) in cells.iter().zip(classes) {
             table.table.hash(h);
             h.write_usize(table.rows.len());
-            for (c, column) in table.columns.iter().enumerate() {
-                let how = match is_time(table.table, column) {
-                    true => Some(model.use_of(column)),
-                    false => None,
-                };
+            for (c, how) in classes.iter().copied().enumerate() {
                 // An ordered time is kept by its place among the column's values.
                 let mut order: Vec<i64> = Vec::new();
                 if how == Some(Use::Ordered) {
@@ -216,10 +217,6 @@ fn integer(cell: &Cell) -> Option<i64> {
         Cell::Integer(n) => Some(*n),
         _ => None,
     }
-}
-
-fn is_time(table: &str, column: &str) -> bool {
-    TimeModel::is_time(table, column)
 }
 
 /// Where the times that are not old stand: every instant `t ± k` (for each such time
@@ -263,6 +260,19 @@ fn regions(
             (slot, sign, k, gap)
         })
         .collect()
+}
+
+/// A state's encoding, written as a hasher writes, to be hashed twice.
+struct Encoded(Vec<u8>);
+
+impl Hasher for Encoded {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        0
+    }
 }
 
 /// The times a worker's memory holds: its lease's end, an operation's bound times.

@@ -115,7 +115,7 @@ impl World {
             (place(i), a.stalled, a.twin.is_some()).hash(h);
             a.local.feed(rel, h);
         }
-        for r in &seen.rows {
+        for r in seen.rows.iter() {
             let until = r.locked_until_ms.map(rel);
             let owner = r.locked_by.as_deref().map(|n| match self.slot(n, workers) {
                 Some(s) => Ok(to[s]),
@@ -123,7 +123,7 @@ impl World {
             });
             (r.id, r.status, owner, r.lease_version, until).hash(h);
         }
-        for p in &seen.payments {
+        for p in seen.payments.iter() {
             (p.status, &p.transaction_id).hash(h);
         }
         for (key, c) in &seen.calls {

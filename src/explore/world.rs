@@ -15,7 +15,7 @@ use crate::engine::store::{Cell, Store, TableCells};
 use crate::engine::student::{Exercise, OpRun};
 
 use super::check::Check;
-use super::clock::TimeModel;
+use super::clock::{TimeModel, Use};
 use super::error::ExploreError;
 use super::options::{Faults, Mode, LEASE_MS};
 use super::oracle::holds_live_lease;
@@ -202,21 +202,21 @@ pub struct World {
 /// What the database and the provider hold in one state, read once.
 #[derive(Debug, Clone)]
 pub struct Seen {
-    pub rows: Vec<MessageRow>,
-    pub payments: Vec<PaymentRow>,
+    pub rows: Arc<Vec<MessageRow>>,
+    pub payments: Arc<Vec<PaymentRow>>,
     pub calls: std::collections::BTreeMap<String, KeyCalls>,
     /// Every cell a student's statement may read (`explore --sql` only).
-    pub cells: Option<Vec<TableCells>>,
+    pub cells: Option<Arc<Vec<TableCells>>>,
 }
 
 impl Seen {
     pub fn read(store: &Store, provider: &Provider, sql: bool) -> Result<Seen, ExploreError> {
         Ok(Seen {
-            rows: store.messages(0, ALL_ROWS)?,
-            payments: store.payments()?,
+            rows: Arc::new(store.messages(0, ALL_ROWS)?),
+            payments: Arc::new(store.payments()?),
             calls: provider.calls(),
             cells: if sql {
-                Some(store.student_cells()?)
+                Some(Arc::new(store.student_cells()?))
             } else {
                 None
             },
@@ -226,11 +226,11 @@ impl Seen {
     /// Every time a state's comparisons may meet: each time cell a statement may read,
     /// and each lease's end.
     pub fn times<'a>(&'a self, model: &'a TimeModel) -> impl Iterator<Item = i64> + 'a {
-        let cells = self.cells.iter().flatten().flat_map(move |t| {
+        let tables = self.cells.as_deref().map_or(&[][..], Vec::as_slice);
+        let classes = model.classes(tables);
+        let cells = tables.iter().zip(classes).flat_map(move |(t, classes)| {
             let columns: Vec<usize> = (0..t.columns.len())
-                .filter(|&c| {
-                    TimeModel::is_time(t.table, &t.columns[c]) && model.reads(&t.columns[c])
-                })
+                .filter(|&c| classes[c] == Some(Use::Compared))
                 .collect();
             t.rows.iter().flat_map(move |row| {
                 columns

@@ -227,7 +227,10 @@ fn a_claim_that_reads_an_expired_lease_but_cannot_take_it_goes_round_and_is_stuc
     let steps = v.steps();
     assert!(steps[2].contains("crashes holding PAY-001"), "{steps:#?}");
     assert!(steps[5].contains("has run out"), "{steps:#?}");
-    assert!(steps[9].contains("Worker-B runs its claim, statement 2 of 2"), "{steps:#?}");
+    assert!(
+        steps[9].contains("Worker-B runs its claim, statement 2 of 2"),
+        "{steps:#?}"
+    );
     assert_eq!(v.about, "PAY-001", "{}", r.text());
 }
 
