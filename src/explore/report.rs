@@ -51,13 +51,19 @@ pub fn plural(n: u64, what: &str) -> String {
 
 /// What the world has beside its mode: ` with the idempotent provider and heartbeats`.
 fn with(o: &ExploreOptions) -> String {
-    let on: Vec<&str> = [
-        (o.idempotent, "the idempotent provider"),
-        (o.heartbeats, "heartbeats"),
-    ]
-    .into_iter()
-    .filter_map(|(on, what)| on.then_some(what))
-    .collect();
+    // A student's statements are graded with the provider that honours the idempotency
+    // key, as the live `--sql` dashboard's: the checks judge the SQL, not the provider.
+    let provider = match o.sql {
+        Some(_) => {
+            "the idempotent provider (as the live --sql dashboard's: the checks judge \
+                    the SQL, not the provider)"
+        }
+        None => "the idempotent provider",
+    };
+    let on: Vec<&str> = [(o.idempotent, provider), (o.heartbeats, "heartbeats")]
+        .into_iter()
+        .filter_map(|(on, what)| on.then_some(what))
+        .collect();
     match on.is_empty() {
         true => String::new(),
         false => format!(" with {}", on.join(" and ")),

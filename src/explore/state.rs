@@ -147,7 +147,7 @@ impl World {
     /// clock (an old time by its order among the old), the workers' memory likewise.
     fn feed_sql(&self, model: &TimeModel, seen: &Seen, h: &mut impl Hasher) {
         let memory = self.actors.iter().flat_map(|a| memory_times(&a.local));
-        let times: Vec<i64> = seen.times(model).chain(memory).collect();
+        let times: Vec<i64> = seen.times(model, self.exact_clock).chain(memory).collect();
         let relative = Relative::new(model, self.now, times.iter().copied());
         relative.clock().hash(h);
         // Every time not old is kept by where it stands among the instants at which an
@@ -177,6 +177,12 @@ impl World {
             table.table.hash(h);
             h.write_usize(table.rows.len());
             for (c, how) in classes.iter().copied().enumerate() {
+                // The exact clock keeps every time as if compared: the test that what the
+                // regions and the uses leave out does not matter.
+                let how = match self.exact_clock {
+                    true => how.map(|_| Use::Compared),
+                    false => how,
+                };
                 // An ordered time is kept by its place among the column's values.
                 let mut order: Vec<i64> = Vec::new();
                 if how == Some(Use::Ordered) {

@@ -225,12 +225,21 @@ impl Seen {
 
     /// Every time a state's comparisons may meet: each time cell a statement may read,
     /// and each lease's end.
-    pub fn times<'a>(&'a self, model: &'a TimeModel) -> impl Iterator<Item = i64> + 'a {
+    /// With `every`, each time column counts, however the statements use it (the exact
+    /// clock's test).
+    pub fn times<'a>(
+        &'a self,
+        model: &'a TimeModel,
+        every: bool,
+    ) -> impl Iterator<Item = i64> + 'a {
         let tables = self.cells.as_deref().map_or(&[][..], Vec::as_slice);
         let classes = model.classes(tables);
         let cells = tables.iter().zip(classes).flat_map(move |(t, classes)| {
             let columns: Vec<usize> = (0..t.columns.len())
-                .filter(|&c| classes[c] == Some(Use::Compared))
+                .filter(|&c| match every {
+                    true => classes[c].is_some(),
+                    false => classes[c] == Some(Use::Compared),
+                })
                 .collect();
             t.rows.iter().flat_map(move |row| {
                 columns
@@ -332,7 +341,7 @@ impl World {
 
         match &self.time {
             Some(model) if faults.jump => {
-                for delta in model.ticks(self.now, seen.times(model)) {
+                for delta in model.ticks(self.now, seen.times(model, self.exact_clock)) {
                     let over = self.expiring(seen, delta).any(|id| {
                         self.expiries
                             .get(id)

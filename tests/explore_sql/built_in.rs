@@ -79,3 +79,43 @@ fn a_model_answer_without_the_fencing_token_is_a_finalize_by_a_non_owner() {
         r.text()
     );
 }
+
+/// What a state keeps of its times (where each stands among the instants an answer may
+/// change; a time only written or sorted on, by less) leaves nothing out that matters: for
+/// every built-in starter and model answer, the search that keeps every time column and each
+/// exact distance finds the same checks broken, in at least as many states.
+#[test]
+fn keeping_every_time_exactly_finds_what_the_regions_find() {
+    for b in &BUILT_INS {
+        for exercise in [b.starter(), b.model()] {
+            let opts = ExploreOptions {
+                workers: 2,
+                messages: 1,
+                max_depth: 60,
+                heartbeats: exercise.heartbeat.is_some(),
+                idempotent: true,
+                sql: Some(Arc::new(exercise)),
+                ..ExploreOptions::default()
+            };
+            let regions = explore(&opts, &mut |_| true).expect("the search runs");
+            let exact = explore(
+                &ExploreOptions {
+                    exact_clock: true,
+                    ..opts
+                },
+                &mut |_| true,
+            )
+            .expect("the search runs");
+            assert_eq!(
+                exact.broken(),
+                regions.broken(),
+                "{}: {}\n{}",
+                b.name,
+                exact.text(),
+                regions.text()
+            );
+            assert_eq!(exact.outcome(), regions.outcome(), "{}", b.name);
+            assert!(exact.states >= regions.states, "{}", b.name);
+        }
+    }
+}
