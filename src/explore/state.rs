@@ -4,8 +4,8 @@
 
 use std::hash::{Hash, Hasher};
 
-use crate::engine::outbox::{OutboxStatus, PaymentStatus};
-use crate::engine::store::Cell;
+use crate::engine::outbox::{MessageRow, OutboxStatus, PaymentRow, PaymentStatus};
+use crate::engine::store::{Cell, TableCells};
 use crate::engine::student::OpRun;
 
 use super::check::Check;
@@ -327,4 +327,59 @@ pub(super) fn paid_without_call(seen: &Seen) -> Option<String> {
 /// `1.000 s`, `2.999 s`: a move of the clock, to the millisecond.
 fn seconds(ms: i64) -> String {
     format!("{}.{:03} s", ms / 1000, ms % 1000)
+}
+
+/// The outbox's rows (each with its payment's status) and the payments, as the checks read
+/// them, from every cell of the two tables (`Store::messages` and `Store::payments` read
+/// the same from the database).
+pub(super) fn rows_of(cells: &[TableCells]) -> (Vec<MessageRow>, Vec<PaymentRow>) {
+    let table = |name: &str| cells.iter().find(|t| t.table == name);
+    let at = |t: &TableCells, column: &str| t.columns.iter().position(|c| c == column);
+    let int = |row: &[Cell], i: Option<usize>| match i.map(|i| &row[i]) {
+        Some(Cell::Integer(n)) => Some(*n),
+        _ => None,
+    };
+    let text = |row: &[Cell], i: Option<usize>| match i.map(|i| &row[i]) {
+        Some(Cell::Text(t)) => Some(t.clone()),
+        _ => None,
+    };
+    let mut payments = Vec::new();
+    if let Some(p) = table("Payments") {
+        let (key, status, tx) = (
+            at(p, "IdempotencyKey"),
+            at(p, "PaymentStatus"),
+            at(p, "TransactionId"),
+        );
+        for row in &p.rows {
+            let status = text(row, status).and_then(|s| PaymentStatus::parse(&s));
+            payments.push(PaymentRow {
+                key: text(row, key).unwrap_or_default(),
+                status: status.unwrap_or(PaymentStatus::Pending),
+                transaction_id: text(row, tx),
+            });
+        }
+    }
+    let mut rows = Vec::new();
+    if let Some(o) = table("OutboxMessages") {
+        let c = |name| at(o, name);
+        for row in &o.rows {
+            let key = text(row, c("PaymentKey")).unwrap_or_default();
+            let paid = payments.iter().find(|p| p.key == key).map(|p| p.status);
+            rows.push(MessageRow {
+                id: int(row, c("Id")).unwrap_or(0),
+                status: text(row, c("Status"))
+                    .and_then(|s| OutboxStatus::parse(&s))
+                    .unwrap_or(OutboxStatus::Pending),
+                locked_by: text(row, c("LockedBy")),
+                locked_until_ms: int(row, c("LockedUntilUtc")),
+                lease_version: int(row, c("LeaseVersion")).unwrap_or(0),
+                attempts: int(row, c("Attempts")).unwrap_or(0),
+                processed_at_ms: int(row, c("ProcessedAtUtc")),
+                payment_status: paid.unwrap_or(PaymentStatus::Pending),
+                available_at_ms: int(row, c("AvailableAtUtc")).unwrap_or(0),
+                key,
+            });
+        }
+    }
+    (rows, payments)
 }

@@ -374,6 +374,7 @@ mod tests {
 
     use super::*;
     use crate::engine::clock::SCENARIO_START_MS;
+    use crate::engine::outbox::prelude::*;
     use crate::explore::options::ExploreOptions;
     use crate::explore::store::Lane;
     use crate::explore::world::{Move, Seen};
@@ -425,5 +426,36 @@ mod tests {
         assert!(said[3].contains("SQLITE_BUSY"), "{said:#?}");
         assert_eq!(world.actors[1].local, Local::Idle, "{said:#?}");
         assert!(world.broken.is_empty(), "{said:#?}");
+    }
+
+    /// The rows and payments the checks read are the same whether read from the database
+    /// or from every cell of its two tables.
+    #[test]
+    fn the_rows_read_from_the_cells_are_the_rows_the_store_reads() {
+        let ex = Arc::new(crate::exercise::built_in("takeover").unwrap().model());
+        let opts = ExploreOptions {
+            workers: 2,
+            messages: 2,
+            sql: Some(ex.clone()),
+            ..ExploreOptions::default()
+        };
+        let mut lane = Lane::new(&opts).unwrap();
+        let mut world = World {
+            sql: Some(ex),
+            ..World::new(SCENARIO_START_MS, 2, 2)
+        };
+        for mv in [Move::Step(0), Move::Step(0), Move::Step(1), Move::Step(0)] {
+            let seen = Seen::read(&lane.store, &lane.provider, true).unwrap();
+            assert_eq!(*seen.rows, lane.store.messages(0, 100).unwrap());
+            assert_eq!(*seen.payments, lane.store.payments().unwrap());
+            world
+                .apply(mv, opts.mode, &seen, &mut lane.store, &lane.provider)
+                .unwrap();
+        }
+        let seen = Seen::read(&lane.store, &lane.provider, true).unwrap();
+        assert!(seen.rows.iter().any(|r| r.status == OutboxStatus::Processed));
+        assert!(seen.payments.iter().any(|p| p.transaction_id.is_some()));
+        assert_eq!(*seen.rows, lane.store.messages(0, 100).unwrap());
+        assert_eq!(*seen.payments, lane.store.payments().unwrap());
     }
 }

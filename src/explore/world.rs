@@ -211,15 +211,22 @@ pub struct Seen {
 
 impl Seen {
     pub fn read(store: &Store, provider: &Provider, sql: bool) -> Result<Seen, ExploreError> {
+        if sql {
+            // Every cell, read once: the rows and payments the checks read are among them.
+            let cells = store.student_cells()?;
+            let (rows, payments) = super::state::rows_of(&cells);
+            return Ok(Seen {
+                rows: Arc::new(rows),
+                payments: Arc::new(payments),
+                calls: provider.calls(),
+                cells: Some(Arc::new(cells)),
+            });
+        }
         Ok(Seen {
             rows: Arc::new(store.messages(0, ALL_ROWS)?),
             payments: Arc::new(store.payments()?),
             calls: provider.calls(),
-            cells: if sql {
-                Some(Arc::new(store.student_cells()?))
-            } else {
-                None
-            },
+            cells: None,
         })
     }
 
