@@ -15,7 +15,8 @@ use std::collections::BTreeSet;
 
 use crate::engine::student::Exercise;
 
-use super::options::LEASE_MS;
+/// The lease every claim takes, as in the lessons.
+pub const LEASE_MS: i64 = 3_000;
 
 /// The time columns of the tables a statement may read: (table, column).
 pub const TIME_COLUMNS: [(&str, &str); 5] = [
@@ -57,6 +58,9 @@ pub struct TimeModel {
     uses: Option<std::collections::BTreeMap<String, Use>>,
     /// How it uses each time column, worked out once: `(table, column, use)`.
     times: Vec<(&'static str, &'static str, Use)>,
+    /// The file treats a worker's name as a name only ([`names_only`]): renaming the
+    /// workers is a symmetry of its searches.
+    pub names_only: bool,
     /// Each table's columns' classes ([`TimeModel::class`]), in the order the cells hold
     /// them, worked out at the first state.
     columns: std::sync::OnceLock<Vec<Vec<Option<Use>>>>,
@@ -111,6 +115,7 @@ impl TimeModel {
             uses: (!every).then_some(uses),
             times: Vec::new(),
             columns: std::sync::OnceLock::new(),
+            names_only: names_only(exercise),
         };
         model.times = TIME_COLUMNS
             .iter()
@@ -472,6 +477,88 @@ fn offsets_at(t: &[Token], i: usize, n: &str, numbers: &mut BTreeSet<i64>) {
     }
 }
 
+/// Whether the file treats a worker's name as a name only, so that renaming the workers
+/// of a state gives a state that behaves alike: `:worker` is only compared with `LockedBy`
+/// for (in)equality or written to it, `LockedBy` is only so compared, compared with NULL,
+/// written NULL, or returned at the top level; no string names a worker; nothing reads
+/// every column. Anything else (sorting by the owner, `LockedBy < :worker`, `length(...)`,
+/// a copy of `:worker` in another column) keeps the search over every state.
+pub fn names_only(exercise: &Exercise) -> bool {
+    const EQ: [&str; 4] = ["=", "==", "<>", "!="];
+    let ops = [Some(&exercise.claim), Some(&exercise.finalize)]
+        .into_iter()
+        .chain([exercise.heartbeat.as_ref()])
+        .flatten();
+    ops.flat_map(|op| op.statements.iter()).all(|s| {
+        // A string that may name a worker: only the parameter and the column may.
+        if literal_names_worker(&s.sql) {
+            return false;
+        }
+        let t = tokens(&s.sql);
+        let word = |i: usize| match t.get(i) {
+            Some(Token::Word(w)) => Some(w.as_str()),
+            _ => None,
+        };
+        let eq = |i: usize| matches!(t.get(i), Some(Token::Punct(p)) if EQ.contains(&p.as_str()));
+        let param = |i: usize| matches!(t.get(i), Some(Token::Param(p)) if p == ":worker");
+        let owner = |i: usize| word(i) == Some("lockedby");
+        let mut depth = 0usize;
+        for i in 0..t.len() {
+            match &t[i] {
+                Token::Punct(p) if p == "(" => depth += 1,
+                Token::Punct(p) if p == ")" => depth = depth.saturating_sub(1),
+                Token::Punct(p) if p == "*" => return false,
+                Token::Word(w) if w == "natural" => return false,
+                Token::Param(p) if p == ":worker" => {
+                    let beside =
+                        (i >= 2 && eq(i - 1) && owner(i - 2)) || (eq(i + 1) && owner(i + 2));
+                    if !beside {
+                        return false;
+                    }
+                }
+                Token::Word(w) if w == "lockedby" => {
+                    let null = |i: usize| word(i) == Some("null");
+                    let compared = (eq(i + 1) && (param(i + 2) || null(i + 2)))
+                        || (i >= 2 && eq(i - 1) && param(i - 2))
+                        || (word(i + 1) == Some("is")
+                            && (null(i + 2) || (word(i + 2) == Some("not") && null(i + 3))));
+                    let listed = depth == 0
+                        && i >= 1
+                        && (matches!(word(i - 1), Some("select" | "returning"))
+                            || matches!(&t[i - 1], Token::Punct(p) if p == ","))
+                        && (t.get(i + 1).is_none()
+                            || matches!(word(i + 1), Some("from"))
+                            || matches!(t.get(i + 1), Some(Token::Punct(p)) if p == ","));
+                    if !(compared || listed) {
+                        return false;
+                    }
+                }
+                _ => {}
+            }
+        }
+        true
+    })
+}
+
+/// A string literal of `sql` that holds the word "worker" (any case).
+fn literal_names_worker(sql: &str) -> bool {
+    let b = sql.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\'' {
+            let end = past(b, i + 1, b"'");
+            let inner = sql.get(i + 1..end.saturating_sub(1)).unwrap_or("");
+            if inner.to_ascii_lowercase().contains("worker") {
+                return true;
+            }
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    false
+}
+
 /// A word that names a time column.
 fn is_time_word(w: &str) -> bool {
     TIME_COLUMNS.iter().any(|(_, c)| c.eq_ignore_ascii_case(w))
@@ -618,6 +705,40 @@ mod tests {
         assert!(claim(&asks));
     }
 
+    fn names_only_of(claim: &str) -> bool {
+        let text = format!(
+            "name = \"t\"\ntitle = \"t\"\ntask = \"t\"\n[claim]\ntransaction = \"immediate\"\n\
+             statements = [\"\"\"{claim}\"\"\"]\n[finalize]\ntransaction = \"immediate\"\n\
+             statements = [\"UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = :now, \
+             LockedBy = NULL WHERE Id = :id AND LockedBy = :worker\"]\n"
+        );
+        names_only(&Exercise::parse(&text, "t.toml").expect("it loads"))
+    }
+
+    #[test]
+    fn a_file_treats_names_as_names_only_when_it_only_compares_and_writes_them() {
+        let take = "UPDATE OutboxMessages SET Status = 'Processing', LockedBy = :worker, \
+             LockedUntilUtc = :lease_until WHERE Id = (SELECT Id FROM OutboxMessages WHERE \
+             Status = 'Pending' OR LockedBy IS NULL ORDER BY Id LIMIT 1) RETURNING Id, LeaseVersion";
+        assert!(names_only_of(take));
+        assert!(!names_only_of(
+            &take.replace("ORDER BY Id", "ORDER BY LockedBy")
+        ));
+        assert!(!names_only_of(
+            &take.replace("LockedBy IS NULL", "LockedBy < :worker")
+        ));
+        assert!(!names_only_of(
+            &take.replace("LockedBy IS NULL", "LockedBy = 'Worker-A'")
+        ));
+        assert!(!names_only_of(
+            &take.replace("LockedBy = :worker", "LastError = :worker")
+        ));
+        assert!(!names_only_of(&take.replace(
+            "SELECT Id FROM OutboxMessages",
+            "SELECT Id FROM OutboxMessages NATURAL JOIN Payments"
+        )));
+    }
+
     #[test]
     fn the_lease_is_an_offset_only_where_lease_until_is_read() {
         let written = "UPDATE OutboxMessages SET LockedUntilUtc = :lease_until, Attempts = 1 \
@@ -649,6 +770,7 @@ mod tests {
             uses: None,
             times: Vec::new(),
             columns: std::sync::OnceLock::new(),
+            names_only: false,
         };
         // A lease ending at 5000, the clock at 0: the nearest instant is 5000 - 3000, and
         // the clock stands just before it, at it and just after it in turn.
@@ -675,6 +797,7 @@ mod tests {
             uses: None,
             times: Vec::new(),
             columns: std::sync::OnceLock::new(),
+            names_only: false,
         };
         let r = Relative::new(&model, 100_000, [1, 50, 99_000].into_iter());
         assert_eq!(r.rel(1), Rel::Old(0));

@@ -13,6 +13,7 @@ mod options;
 mod oracle;
 mod report;
 mod search;
+mod seen;
 mod state;
 mod store;
 mod student;

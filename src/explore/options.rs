@@ -7,8 +7,7 @@ use super::error::FaultsError;
 /// command line's bound. The library may ask for more; they are searched over every state.
 pub const MAX_RENAMED: usize = 3;
 
-/// The lease every claim takes, as in the lessons.
-pub const LEASE_MS: i64 = 3_000;
+pub use super::clock::LEASE_MS;
 
 /// How the outbox is guarded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,17 +156,24 @@ pub struct ExploreOptions {
     /// as many as the machine has (at most 4). The report is the same whatever the number.
     pub cores: usize,
     /// Keep one state for each class of states equal up to renaming the workers (see
-    /// `symmetry.rs`); false runs the search over every state (`--no-reduction`). A
-    /// student's statements are never reduced: see [`ExploreOptions::reduced`].
+    /// `symmetry.rs`); false runs the search over every state (`--no-reduction`). See
+    /// [`ExploreOptions::reduced`] for a student's statements.
     pub reduction: bool,
 }
 
 impl ExploreOptions {
     /// Whether the search keeps a state per class of states equal up to renaming the
-    /// workers: asked for, not a student's statements, which may read a worker's name as
-    /// they like, and a world of at most [`MAX_RENAMED`] workers, the renamings built.
+    /// workers: asked for, a world of at most [`MAX_RENAMED`] workers (the renamings
+    /// built), and for a student's statements only when they treat a worker's name as a
+    /// name only (`clock::names_only`): statements that sort by it or compare it otherwise
+    /// are searched over every state.
     pub fn reduced(&self) -> bool {
-        self.reduction && self.sql.is_none() && self.workers <= MAX_RENAMED
+        self.reduction
+            && self.workers <= MAX_RENAMED
+            && self
+                .sql
+                .as_ref()
+                .is_none_or(|ex| super::clock::names_only(ex))
     }
 }
 

@@ -163,7 +163,9 @@ fn unfinished(seen: &Seen) -> Option<(i64, i64)> {
 
 /// The key a state is known by: its fingerprint, or under the reduction its class's.
 fn state_key(opts: &ExploreOptions, world: &World, seen: &Seen) -> u128 {
-    if opts.reduced() {
+    // As `opts.reduced()`, the file's use of names worked out once, not at every state.
+    let names_only = world.time.as_ref().is_none_or(|m| m.names_only);
+    if opts.reduction && opts.workers <= super::options::MAX_RENAMED && names_only {
         world.class_fingerprint(seen)
     } else {
         world.fingerprint(seen)
@@ -420,7 +422,12 @@ impl Search {
             .broke
             .iter()
             .filter(|c| !before.contains(c))
-            .map(|c| (*c, about(*c, &next, &done.seen, done.key.as_deref())))
+            .map(|c| {
+                (
+                    *c,
+                    super::state::about(*c, &next, &done.seen, done.key.as_deref()),
+                )
+            })
             .collect();
         for c in &next.broken {
             self.counts[Self::at(*c)] += 1;
@@ -660,40 +667,4 @@ impl Search {
             searched_depth: self.limit(),
         })
     }
-}
-
-/// The message a broken check is about: the one finalized twice, the one the provider
-/// worked on twice, the one the move acted on, or the first unfinished one.
-fn about(c: Check, world: &World, seen: &Seen, moved: Option<&str>) -> String {
-    let key_of = |id: i64| seen.rows.iter().find(|r| r.id == id).map(|r| r.key.clone());
-    let found = match c {
-        Check::ProcessedTwice => world
-            .finalized
-            .iter()
-            .position(|n| *n >= 2)
-            .and_then(|id| key_of(id as i64)),
-        Check::SideEffectTwice => seen
-            .calls
-            .iter()
-            .find(|(_, k)| k.side_effects >= 2)
-            .map(|(key, _)| key.clone()),
-        Check::Lost => world.lost(seen),
-        Check::PaidWithoutCall => super::state::paid_without_call(seen),
-        Check::GaveUp => seen
-            .rows
-            .iter()
-            .find(|r| r.status == crate::engine::outbox::OutboxStatus::DeadLettered)
-            .map(|r| r.key.clone()),
-        Check::NonOwnerFinalize | Check::LeaseExclusivity => moved.map(str::to_string),
-        // Found once the search is over (`find_stuck`), from what each state kept.
-        Check::Stuck => None,
-    };
-    found
-        .or_else(|| {
-            seen.rows
-                .iter()
-                .find(|r| !done_with(r.status))
-                .map(|r| r.key.clone())
-        })
-        .unwrap_or_default()
 }

@@ -4,14 +4,14 @@
 
 use std::hash::{Hash, Hasher};
 
-use crate::engine::outbox::{MessageRow, OutboxStatus, PaymentRow, PaymentStatus};
-use crate::engine::store::{Cell, TableCells};
+use crate::engine::outbox::{OutboxStatus, PaymentStatus};
+use crate::engine::store::Cell;
 use crate::engine::student::OpRun;
 
 use super::check::Check;
 use super::clock::{Rel, Relative, TimeModel, Use};
 use super::oracle::{holds_live_lease, lease_holds};
-use super::world::{Local, Seen, World};
+use super::world::{done_with, Local, Seen, World};
 use crate::engine::clock::hms;
 
 impl World {
@@ -106,7 +106,11 @@ impl World {
         // The state is encoded once, then hashed twice.
         let mut bytes = Encoded(Vec::with_capacity(512));
         match &self.time {
-            Some(model) => self.feed_sql(model, seen, &mut bytes),
+            Some(model) => {
+                let workers = self.actors.iter().filter(|a| !a.replacement).count();
+                let identity: Vec<usize> = (0..workers).collect();
+                self.feed_sql(model, seen, &identity, &mut bytes)
+            }
             None => self.feed(seen, &mut bytes),
         }
         let half = |tag: u8| {
@@ -145,8 +149,30 @@ impl World {
 
     /// A student's world: every cell a statement may read, each time relative to the
     /// clock (an old time by its order among the old), the workers' memory likewise.
-    fn feed_sql(&self, model: &TimeModel, seen: &Seen, h: &mut impl Hasher) {
-        let memory = self.actors.iter().flat_map(|a| memory_times(&a.local));
+    pub(super) fn feed_sql(
+        &self,
+        model: &TimeModel,
+        seen: &Seen,
+        to: &[usize],
+        h: &mut impl Hasher,
+    ) {
+        // The workers renamed by `to` (slot k becomes slot to[k]; the identity keeps them):
+        // each actor by its renamed slot, and every name a state holds by its slot.
+        let names = Names {
+            actors: &self.actors,
+            to,
+        };
+        let place = |i: usize| {
+            (
+                names.of(&self.actors[i].name).ok(),
+                self.actors[i].replacement,
+            )
+        };
+        let mut order: Vec<usize> = (0..self.actors.len()).collect();
+        order.sort_by_key(|&i| place(i));
+        let memory = order
+            .iter()
+            .flat_map(|&i| memory_times(&self.actors[i].local));
         let times: Vec<i64> = seen.times(model, self.exact_clock).chain(memory).collect();
         let relative = Relative::new(model, self.now, times.iter().copied());
         relative.clock().hash(h);
@@ -161,16 +187,49 @@ impl World {
             Rel::At(d) => d,
             Rel::Old(rank) => i64::MIN + rank as i64,
         };
-        for a in &self.actors {
-            (&a.name, a.replacement, a.stalled, a.twin).hash(h);
+        for &i in &order {
+            let a = &self.actors[i];
+            (place(i), a.stalled, a.twin.is_some()).hash(h);
             match &a.local {
                 Local::Running(run) => {
                     h.write_u8(5);
-                    feed_run(run, &rel, h);
+                    feed_run(run, &rel, &names, h);
                 }
                 other => other.feed(rel, h),
             }
         }
+        self.feed_cells(model, seen, &names, &rel, h);
+        for (key, c) in &seen.calls {
+            (key, c.status_checks, c.side_effects).hash(h);
+        }
+        let holders: Vec<_> = self.holder.iter().map(|w| w.map(place)).collect();
+        let finishers: Vec<_> = self
+            .finisher
+            .iter()
+            .map(|f| f.map(|(i, v)| (place(i), v)))
+            .collect();
+        let mut broken = self.broken.clone();
+        broken.sort();
+        (&self.finalized, holders, broken).hash(h);
+        (
+            &self.expiries,
+            finishers,
+            self.crashes_and_stalls,
+            self.beats,
+        )
+            .hash(h);
+    }
+
+    /// Every cell of the two tables: a time by its class (compared: `rel`; ordered: its
+    /// place in its column; unread: whether it is NULL), an owner by `names`.
+    fn feed_cells(
+        &self,
+        model: &TimeModel,
+        seen: &Seen,
+        names: &Names<'_>,
+        rel: &impl Fn(i64) -> i64,
+        h: &mut impl Hasher,
+    ) {
         let cells = seen.cells.as_deref().map_or(&[][..], Vec::as_slice);
         let classes = model.classes(cells);
         for (table, classes) in cells.iter().zip(classes) {
@@ -190,8 +249,10 @@ impl World {
                     order.sort_unstable();
                     order.dedup();
                 }
+                let owner = table.columns[c].eq_ignore_ascii_case("LockedBy");
                 for row in &table.rows {
                     match (how, &row[c]) {
+                        (None, Cell::Text(n)) if owner => (4u8, names.of(n)).hash(h),
                         (None, cell) => (0u8, cell).hash(h),
                         (Some(Use::Compared), Cell::Integer(t)) => (1u8, rel(*t)).hash(h),
                         (Some(Use::Ordered), Cell::Integer(t)) => {
@@ -204,17 +265,6 @@ impl World {
                 }
             }
         }
-        for (key, c) in &seen.calls {
-            (key, c.status_checks, c.side_effects).hash(h);
-        }
-        (&self.finalized, &self.holder, &self.broken).hash(h);
-        (
-            &self.expiries,
-            &self.finisher,
-            self.crashes_and_stalls,
-            self.beats,
-        )
-            .hash(h);
     }
 }
 
@@ -295,18 +345,30 @@ fn memory_times(local: &Local) -> Vec<i64> {
 }
 
 /// An operation in progress, its times relative to the clock.
-fn feed_run(run: &OpRun, rel: &impl Fn(i64) -> i64, h: &mut impl Hasher) {
-    (
-        run.kind,
-        run.next,
-        &run.bound.worker,
-        run.bound.id,
-        run.bound.version,
-    )
-        .hash(h);
+/// The workers' names under a renaming: a worker's name is its renamed slot; any other
+/// text stays itself.
+struct Names<'w> {
+    actors: &'w [super::world::Actor],
+    to: &'w [usize],
+}
+
+impl Names<'_> {
+    fn of<'a>(&self, name: &'a str) -> Result<usize, &'a str> {
+        let workers = self.to.len().min(self.actors.len());
+        self.actors[..workers]
+            .iter()
+            .position(|a| a.name == name)
+            .map(|k| self.to[k])
+            .ok_or(name)
+    }
+}
+
+fn feed_run(run: &OpRun, rel: &impl Fn(i64) -> i64, names: &Names<'_>, h: &mut impl Hasher) {
+    let worker = names.of(&run.bound.worker);
+    (run.kind, run.next, worker, run.bound.id, run.bound.version).hash(h);
     (rel(run.bound.now), rel(run.bound.lease_until), run.stale).hash(h);
     if let Some(l) = &run.lease {
-        (l.id, l.version, &l.owner, &l.key, rel(l.until_ms)).hash(h);
+        (l.id, l.version, names.of(&l.owner), &l.key, rel(l.until_ms)).hash(h);
     }
     run.answer.hash(h);
 }
@@ -329,57 +391,38 @@ fn seconds(ms: i64) -> String {
     format!("{}.{:03} s", ms / 1000, ms % 1000)
 }
 
-/// The outbox's rows (each with its payment's status) and the payments, as the checks read
-/// them, from every cell of the two tables (`Store::messages` and `Store::payments` read
-/// the same from the database).
-pub(super) fn rows_of(cells: &[TableCells]) -> (Vec<MessageRow>, Vec<PaymentRow>) {
-    let table = |name: &str| cells.iter().find(|t| t.table == name);
-    let at = |t: &TableCells, column: &str| t.columns.iter().position(|c| c == column);
-    let int = |row: &[Cell], i: Option<usize>| match i.map(|i| &row[i]) {
-        Some(Cell::Integer(n)) => Some(*n),
-        _ => None,
+/// The message a broken check is about: the one finalized twice, the one the provider
+/// worked on twice, the one the move acted on, or the first unfinished one.
+pub(super) fn about(c: Check, world: &World, seen: &Seen, moved: Option<&str>) -> String {
+    let key_of = |id: i64| seen.rows.iter().find(|r| r.id == id).map(|r| r.key.clone());
+    let found = match c {
+        Check::ProcessedTwice => world
+            .finalized
+            .iter()
+            .position(|n| *n >= 2)
+            .and_then(|id| key_of(id as i64)),
+        Check::SideEffectTwice => seen
+            .calls
+            .iter()
+            .find(|(_, k)| k.side_effects >= 2)
+            .map(|(key, _)| key.clone()),
+        Check::Lost => world.lost(seen),
+        Check::PaidWithoutCall => paid_without_call(seen),
+        Check::GaveUp => seen
+            .rows
+            .iter()
+            .find(|r| r.status == crate::engine::outbox::OutboxStatus::DeadLettered)
+            .map(|r| r.key.clone()),
+        Check::NonOwnerFinalize | Check::LeaseExclusivity => moved.map(str::to_string),
+        // Found once the search is over (`find_stuck`), from what each state kept.
+        Check::Stuck => None,
     };
-    let text = |row: &[Cell], i: Option<usize>| match i.map(|i| &row[i]) {
-        Some(Cell::Text(t)) => Some(t.clone()),
-        _ => None,
-    };
-    let mut payments = Vec::new();
-    if let Some(p) = table("Payments") {
-        let (key, status, tx) = (
-            at(p, "IdempotencyKey"),
-            at(p, "PaymentStatus"),
-            at(p, "TransactionId"),
-        );
-        for row in &p.rows {
-            let status = text(row, status).and_then(|s| PaymentStatus::parse(&s));
-            payments.push(PaymentRow {
-                key: text(row, key).unwrap_or_default(),
-                status: status.unwrap_or(PaymentStatus::Pending),
-                transaction_id: text(row, tx),
-            });
-        }
-    }
-    let mut rows = Vec::new();
-    if let Some(o) = table("OutboxMessages") {
-        let c = |name| at(o, name);
-        for row in &o.rows {
-            let key = text(row, c("PaymentKey")).unwrap_or_default();
-            let paid = payments.iter().find(|p| p.key == key).map(|p| p.status);
-            rows.push(MessageRow {
-                id: int(row, c("Id")).unwrap_or(0),
-                status: text(row, c("Status"))
-                    .and_then(|s| OutboxStatus::parse(&s))
-                    .unwrap_or(OutboxStatus::Pending),
-                locked_by: text(row, c("LockedBy")),
-                locked_until_ms: int(row, c("LockedUntilUtc")),
-                lease_version: int(row, c("LeaseVersion")).unwrap_or(0),
-                attempts: int(row, c("Attempts")).unwrap_or(0),
-                processed_at_ms: int(row, c("ProcessedAtUtc")),
-                payment_status: paid.unwrap_or(PaymentStatus::Pending),
-                available_at_ms: int(row, c("AvailableAtUtc")).unwrap_or(0),
-                key,
-            });
-        }
-    }
-    (rows, payments)
+    found
+        .or_else(|| {
+            seen.rows
+                .iter()
+                .find(|r| !done_with(r.status))
+                .map(|r| r.key.clone())
+        })
+        .unwrap_or_default()
 }

@@ -453,7 +453,10 @@ mod tests {
                 .unwrap();
         }
         let seen = Seen::read(&lane.store, &lane.provider, true).unwrap();
-        assert!(seen.rows.iter().any(|r| r.status == OutboxStatus::Processed));
+        assert!(seen
+            .rows
+            .iter()
+            .any(|r| r.status == OutboxStatus::Processed));
         assert!(seen.payments.iter().any(|p| p.transaction_id.is_some()));
         assert_eq!(*seen.rows, lane.store.messages(0, 100).unwrap());
         assert_eq!(*seen.payments, lane.store.payments().unwrap());

@@ -9,7 +9,9 @@
 //! the search reached, so every schedule it reports names the workers that took it.
 //!
 //! A student's statements (`explore --sql`) may read the worker's name as they like (sort
-//! by it, compare it): the reduction is not used there.
+//! by it, compare it): the reduction is used there only for a file that treats a name as a
+//! name (`clock::names_only`), each state encoded with every cell, every name a state holds
+//! (a row's `LockedBy`, a worker's memory) by its renamed slot.
 
 use std::hash::{Hash, Hasher};
 
@@ -70,7 +72,11 @@ impl World {
         let mut best: Option<Vec<u8>> = None;
         for to in orders(workers) {
             let mut b = Bytes(Vec::with_capacity(256));
-            self.encode(seen, to, workers, &mut b);
+            match &self.time {
+                // A student's statements: every cell, each worker's name by its renamed slot.
+                Some(model) => self.feed_sql(model, seen, to, &mut b),
+                None => self.encode(seen, to, workers, &mut b),
+            }
             if best.as_ref().is_none_or(|kept| b.0 < *kept) {
                 best = Some(b.0);
             }

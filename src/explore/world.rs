@@ -7,21 +7,18 @@ use std::sync::Arc;
 
 use crate::engine::clock::hms;
 use crate::engine::outbox::prelude::*;
-use crate::engine::outbox::{
-    ClaimOutcome, FinalizeOutcome, Lease, MessageRef, MessageRow, OutboxStatus, PaymentRow,
-};
-use crate::engine::provider::{KeyCalls, Provider, StatusCheck};
-use crate::engine::store::{Cell, Store, TableCells};
+use crate::engine::outbox::{ClaimOutcome, FinalizeOutcome, Lease, MessageRef, OutboxStatus};
+use crate::engine::provider::{Provider, StatusCheck};
+use crate::engine::store::Store;
 use crate::engine::student::{Exercise, OpRun};
 
 use super::check::Check;
-use super::clock::{TimeModel, Use};
+use super::clock::TimeModel;
 use super::error::ExploreError;
 use super::options::{Faults, Mode, LEASE_MS};
 use super::oracle::holds_live_lease;
-
-/// More rows than the explorer's world ever has.
-const ALL_ROWS: u64 = 1_000;
+pub(super) use super::seen::done_with;
+pub use super::seen::Seen;
 
 /// How far a clock jump moves: just past a whole lease.
 pub const JUMP_MS: i64 = LEASE_MS + 100;
@@ -197,80 +194,6 @@ pub struct World {
     /// Keep each time's exact distance from the clock, not where it stands among the
     /// instants an answer may change (`--exact-clock`: the test that the two agree).
     pub exact_clock: bool,
-}
-
-/// What the database and the provider hold in one state, read once.
-#[derive(Debug, Clone)]
-pub struct Seen {
-    pub rows: Arc<Vec<MessageRow>>,
-    pub payments: Arc<Vec<PaymentRow>>,
-    pub calls: std::collections::BTreeMap<String, KeyCalls>,
-    /// Every cell a student's statement may read (`explore --sql` only).
-    pub cells: Option<Arc<Vec<TableCells>>>,
-}
-
-impl Seen {
-    pub fn read(store: &Store, provider: &Provider, sql: bool) -> Result<Seen, ExploreError> {
-        if sql {
-            // Every cell, read once: the rows and payments the checks read are among them.
-            let cells = store.student_cells()?;
-            let (rows, payments) = super::state::rows_of(&cells);
-            return Ok(Seen {
-                rows: Arc::new(rows),
-                payments: Arc::new(payments),
-                calls: provider.calls(),
-                cells: Some(Arc::new(cells)),
-            });
-        }
-        Ok(Seen {
-            rows: Arc::new(store.messages(0, ALL_ROWS)?),
-            payments: Arc::new(store.payments()?),
-            calls: provider.calls(),
-            cells: None,
-        })
-    }
-
-    /// Every time a state's comparisons may meet: each time cell a statement may read,
-    /// and each lease's end.
-    /// With `every`, each time column counts, however the statements use it (the exact
-    /// clock's test).
-    pub fn times<'a>(
-        &'a self,
-        model: &'a TimeModel,
-        every: bool,
-    ) -> impl Iterator<Item = i64> + 'a {
-        let tables = self.cells.as_deref().map_or(&[][..], Vec::as_slice);
-        let classes = model.classes(tables);
-        let cells = tables.iter().zip(classes).flat_map(move |(t, classes)| {
-            let columns: Vec<usize> = (0..t.columns.len())
-                .filter(|&c| match every {
-                    true => classes[c].is_some(),
-                    false => classes[c] == Some(Use::Compared),
-                })
-                .collect();
-            t.rows.iter().flat_map(move |row| {
-                columns
-                    .clone()
-                    .into_iter()
-                    .filter_map(move |c| match row[c] {
-                        Cell::Integer(n) => Some(n),
-                        _ => None,
-                    })
-            })
-        });
-        let leases = self.rows.iter().filter_map(|r| r.locked_until_ms);
-        cells.chain(leases)
-    }
-
-    /// Whether any row holds a lease that a clock jump would end.
-    pub fn live_lease(&self, now: i64) -> bool {
-        self.rows.iter().any(|r| holds_live_lease(r, now))
-    }
-
-    /// Every message done with: Processed, given up (dead-lettered) or gone.
-    pub fn finished(&self) -> bool {
-        self.rows.iter().all(|r| done_with(r.status))
-    }
 }
 
 /// A move carried out: what it did, told for a student, and the checks it broke.
@@ -684,9 +607,4 @@ fn called(who: &str, key: &str, check: &StatusCheck, provider: &Provider) -> Str
 /// The provider's answer a finalize in progress carries (for a worker's memory shown).
 pub(super) fn running_about(run: &OpRun) -> Option<(&Lease, Option<&StatusCheck>)> {
     run.lease.as_ref().map(|l| (l, run.answer.as_ref()))
-}
-
-/// A message is done with: Processed, or given up as a dead letter.
-pub(super) fn done_with(status: OutboxStatus) -> bool {
-    matches!(status, OutboxStatus::Processed | OutboxStatus::DeadLettered)
 }
