@@ -400,7 +400,11 @@ impl World {
                 let a = &mut self.actors[i];
                 a.stalled = true;
                 a.twin = Some(new);
-                let held = a.holds().unwrap_or_default();
+                // Stalled between two statements of a claim, it holds no lease yet.
+                let held = a
+                    .holds()
+                    .map(|h| format!(" holding {h}"))
+                    .unwrap_or_default();
                 let name = a.name.clone();
                 self.actors.push(Actor {
                     name: name.clone(),
@@ -409,7 +413,7 @@ impl World {
                     twin: Some(i),
                     local: Local::Idle,
                 });
-                format!("{name} stalls holding {held}; its supervisor starts a new {name}")
+                format!("{name} stalls{held}; its supervisor starts a new {name}")
             }
             Move::Wake(i) => {
                 let a = &mut self.actors[i];

@@ -220,3 +220,212 @@ fn an_explanation_names_the_step_that_first_broke_the_row() {
         "{text}"
     );
 }
+
+/// The takeover model answer's claim with `expired` in place of `LockedUntilUtc < :now`.
+fn takeover_with(expired: &str) -> String {
+    let claimable = CLAIMABLE.replace("LockedUntilUtc < :now", expired);
+    file(
+        "immediate",
+        &takeover_claim(&claimable),
+        FENCED_FINALIZE,
+        None,
+    )
+}
+
+// A threshold the file computes (`30 * 1000`, `/ 1000 > 30`) is an instant at which the
+// claim's answer changes, as much as one it writes as one number. A claim that also takes a
+// message in flight for more than 30 s since it was created takes it from under a live
+// lease: at 09:00:30.001 Worker-A claims PAY-001 (until 09:00:33.001), and Worker-B claims
+// it at once. The same file with `30000` is caught.
+
+#[test]
+fn a_threshold_written_as_a_product_is_reached() {
+    judged(
+        "in-flight-30000",
+        &takeover_with("(LockedUntilUtc < :now OR :now - CreatedAtUtc > 30000)"),
+        1,
+        Want::Broken(&[Check::LeaseExclusivity]),
+    );
+    judged(
+        "in-flight-30-x-1000",
+        &takeover_with("(LockedUntilUtc < :now OR :now - CreatedAtUtc > 30 * 1000)"),
+        1,
+        Want::Broken(&[Check::LeaseExclusivity]),
+    );
+}
+
+#[test]
+fn a_threshold_in_whole_seconds_is_reached() {
+    judged(
+        "in-flight-seconds",
+        &takeover_with("(LockedUntilUtc < :now OR (:now - CreatedAtUtc) / 1000 > 30)"),
+        1,
+        Want::Broken(&[Check::LeaseExclusivity]),
+    );
+}
+
+// A grace period the file computes is reached too: the claim takes the expired lease 1 s
+// (or 3 s) after its end, and no message is stuck.
+
+#[test]
+fn a_grace_period_written_as_a_product_is_not_stuck() {
+    judged(
+        "grace-2-x-500",
+        &takeover_with("LockedUntilUtc < :now - 2 * 500"),
+        1,
+        Want::Safe,
+    );
+}
+
+#[test]
+fn a_grace_period_in_whole_seconds_is_not_stuck() {
+    judged(
+        "grace-seconds",
+        &takeover_with("(:now - LockedUntilUtc) / 1000 > 2"),
+        1,
+        Want::Safe,
+    );
+}
+
+/// A lease the claim writes in whole seconds (`:now / 1000 + 3`) and compares in seconds
+/// ends after the worker's own (its 3000 ms from the claim): a takeover waits for the
+/// fourth second. Nothing is stuck; the clock must move on past the worker's lease.
+#[test]
+fn a_lease_kept_in_seconds_is_not_stuck() {
+    let claim: Vec<String> =
+        takeover_claim(&CLAIMABLE.replace("LockedUntilUtc < :now", "LockedUntilUtc < :now / 1000"))
+            .into_iter()
+            .map(|s| {
+                s.replace(
+                    "LockedUntilUtc = :lease_until",
+                    "LockedUntilUtc = :now / 1000 + 3",
+                )
+            })
+            .collect();
+    judged(
+        "seconds-lease",
+        &file("immediate", &claim, FENCED_FINALIZE, None),
+        1,
+        Want::Safe,
+    );
+}
+
+/// Offsets on the column's side, differences, and numbers hidden from a plain reading (a
+/// hex literal, a comment, a string): each says when a lease has ended; each off by one
+/// is caught, each right one passes.
+#[test]
+fn a_leases_end_written_every_way_is_judged_at_its_last_millisecond() {
+    for (name, expired, safe) in [
+        ("column-plus", "LockedUntilUtc + 100 < :now", true),
+        ("column-minus", "LockedUntilUtc - 100 < :now", false),
+        ("difference", ":now - LockedUntilUtc > 0", true),
+        ("difference-at", ":now - LockedUntilUtc >= 0", false),
+        (
+            "lease-less-3001",
+            "LockedUntilUtc < :lease_until - 3001",
+            true,
+        ),
+        (
+            "lease-less-2999",
+            "LockedUntilUtc < :lease_until - 2999",
+            false,
+        ),
+        ("hex", "LockedUntilUtc < :now + 0x1", false),
+        ("comment", "LockedUntilUtc < :now /* + 1 */ + 1", false),
+        ("string", "LockedUntilUtc < :now + '1'", false),
+    ] {
+        let want = match safe {
+            true => Want::Safe,
+            false => Want::Broken(&[Check::LeaseExclusivity]),
+        };
+        judged(name, &takeover_with(expired), 1, want);
+    }
+}
+
+/// One `UPDATE ... WHERE Id = (SELECT ...)` is atomic even outside a transaction.
+#[test]
+fn a_claim_in_one_statement_with_a_subquery_is_judged_by_its_condition() {
+    let one = |claimable: &str| {
+        vec![format!(
+            "{TAKE} WHERE Id = (SELECT Id FROM OutboxMessages WHERE {claimable} ORDER BY Id \
+             LIMIT 1) RETURNING Id, LeaseVersion"
+        )]
+    };
+    let at_end = CLAIMABLE.replace("LockedUntilUtc < :now", "LockedUntilUtc <= :now");
+    judged(
+        "subquery",
+        &file("none", &one(CLAIMABLE), FENCED_FINALIZE, None),
+        1,
+        Want::Safe,
+    );
+    judged(
+        "subquery-at-end",
+        &file("none", &one(&at_end), FENCED_FINALIZE, None),
+        1,
+        Want::Broken(&[Check::LeaseExclusivity]),
+    );
+}
+
+/// A deferred read-then-write whose update has no guard: the second writer's snapshot is
+/// stale, SQLite refuses it the write lock, and it starts again; no two owners.
+#[test]
+fn a_deferred_claim_without_a_guard_is_kept_safe_by_the_busy_refusal() {
+    let claim = vec![
+        format!(
+            "SELECT Id, LeaseVersion FROM OutboxMessages WHERE {CLAIMABLE} ORDER BY Id LIMIT 1"
+        ),
+        format!("{TAKE} WHERE Id = :id RETURNING Id, LeaseVersion"),
+    ];
+    judged(
+        "deferred-unguarded",
+        &file("deferred", &claim, FENCED_FINALIZE, None),
+        1,
+        Want::Safe,
+    );
+    judged(
+        "none-unguarded",
+        &file("none", &claim, FENCED_FINALIZE, None),
+        1,
+        Want::Broken(&[Check::LeaseExclusivity]),
+    );
+}
+
+/// A rescue folded into the claim: every statement on its own, the first puts each expired
+/// lease back to Pending with a second's backoff, the last takes a Pending row; the
+/// finalize fences on the owner's name alone. A stalled worker's replacement runs under the
+/// same name: it takes the message back after the lease ran out, and the stalled one's
+/// finalize is accepted. The shortest schedule is 17 steps at 2 messages.
+#[test]
+fn a_rescue_race_longer_than_twelve_steps_is_found_at_two_messages() {
+    let expired = "Status = 'Processing' AND LockedUntilUtc < :now";
+    let rescue = format!(
+        "UPDATE OutboxMessages SET \
+         LockedBy = CASE WHEN {expired} THEN NULL ELSE LockedBy END, \
+         LockedUntilUtc = CASE WHEN {expired} THEN NULL ELSE LockedUntilUtc END, \
+         AvailableAtUtc = CASE WHEN {expired} THEN :now + 1000 ELSE AvailableAtUtc END, \
+         Status = CASE WHEN {expired} THEN 'Pending' ELSE Status END \
+         WHERE ProcessedAtUtc IS NULL"
+    );
+    let claim = vec![
+        rescue,
+        "SELECT Id, LeaseVersion FROM OutboxMessages WHERE Status = 'Pending' \
+         AND AvailableAtUtc <= :now ORDER BY Id LIMIT 1"
+            .to_string(),
+        format!("{TAKE} WHERE Id = :id AND Status = 'Pending' RETURNING Id, LeaseVersion"),
+    ];
+    let by_owner = "UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = :now, \
+         LockedUntilUtc = NULL WHERE Id = :id AND LockedBy = :worker";
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, "rescue.toml", &file("none", &claim, by_owner, None));
+    let r = grade(&path, 2, 2, 60);
+    assert_eq!(r.outcome(), Outcome::Broken, "{}", r.text());
+    let v = r
+        .verdicts
+        .iter()
+        .find(|v| v.check == Check::NonOwnerFinalize)
+        .expect("a verdict on finalize by a non-owner");
+    assert!(v.shortest.len() > 12, "{}", r.text());
+    // A worker stalled between two statements of its claim holds no lease: it is not told
+    // as holding one.
+    assert!(!r.text().contains("holding ;"), "{}", r.text());
+}
