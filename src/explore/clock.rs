@@ -58,6 +58,11 @@ pub struct TimeModel {
     uses: Option<std::collections::BTreeMap<String, Use>>,
     /// How it uses each time column, worked out once: `(table, column, use)`.
     times: Vec<(&'static str, &'static str, Use)>,
+    /// The file multiplies or divides the clock itself (`:now / 1000`): its times are in
+    /// other units, and the instants at which its comparisons change are not all known. A
+    /// search of it finds real schedules, but cannot say that none breaks it, nor that a
+    /// message is stuck.
+    pub scaled: bool,
     /// The file treats a worker's name as a name only ([`names_only`]): renaming the
     /// workers is a symmetry of its searches.
     pub names_only: bool,
@@ -72,6 +77,8 @@ impl TimeModel {
         let mut numbers = BTreeSet::new();
         let mut words = Vec::new();
         let mut every = false;
+        let mut computed: BTreeSet<i64> = BTreeSet::new();
+        let mut scaled = false;
         for op in [Some(&exercise.claim), Some(&exercise.finalize)]
             .into_iter()
             .chain([exercise.heartbeat.as_ref()])
@@ -79,11 +86,20 @@ impl TimeModel {
         {
             for s in &op.statements {
                 every |= scan(&s.sql, &mut numbers, &mut words);
+                let t = tokens(&s.sql);
+                computed.extend(computed_of(&t));
+                scaled |= scales_the_clock(&t);
             }
         }
+        // (Of the numbers the file writes: a product is an offset, not a moment.)
         let absolute = numbers
             .iter()
             .any(|n| n.unsigned_abs() >= ABSOLUTE_FROM as u64 && *n != -LEASE_MS);
+        // A threshold the file computes (`30 * 1000`, `(:now - t) / 1000 > 2`) is reached
+        // as one it writes, both ways.
+        for c in computed {
+            numbers.extend([c, c.saturating_neg()]);
+        }
         let mut offsets: BTreeSet<i64> = numbers.into_iter().collect();
         offsets.insert(0);
         let offsets: Vec<i64> = offsets.into_iter().collect();
@@ -116,6 +132,7 @@ impl TimeModel {
             times: Vec::new(),
             columns: std::sync::OnceLock::new(),
             names_only: names_only(exercise),
+            scaled,
         };
         model.times = TIME_COLUMNS
             .iter()
@@ -273,7 +290,15 @@ fn tokens(sql: &str) -> Vec<Token> {
     while i < b.len() {
         let c = b[i];
         match c {
-            b'\'' => i = past(b, i + 1, b"'"),
+            b'\'' => {
+                // A string that holds a number compares as one: `'1000'`.
+                let end = past(b, i + 1, b"'");
+                let inner = sql.get(i + 1..end.saturating_sub(1)).unwrap_or("").trim();
+                if !inner.is_empty() && inner.parse::<f64>().is_ok() {
+                    out.push(Token::Number(inner.to_string()));
+                }
+                i = end;
+            }
             b'-' if b.get(i + 1) == Some(&b'-') => i = past(b, i, b"\n"),
             b'/' if b.get(i + 1) == Some(&b'*') => i = past(b, i + 2, b"*/"),
             b'"' | b'`' | b'[' => {
@@ -559,6 +584,53 @@ fn literal_names_worker(sql: &str) -> bool {
     false
 }
 
+/// The thresholds a statement computes: each product `a * b` of two numbers it writes, and
+/// for each number it divides by (`/ f`), every other number it writes times `f`, and one
+/// more and one less times `f` (`x / 1000 > 2` holds from `x = 3000`). At most 64.
+fn computed_of(t: &[Token]) -> Vec<i64> {
+    let op = |i: usize, o: &str| matches!(t.get(i), Some(Token::Punct(p)) if p == o);
+    let number = |i: usize| match t.get(i) {
+        Some(Token::Number(n)) => integers(n),
+        _ => Vec::new(),
+    };
+    let mut out = Vec::new();
+    let mut divisors = Vec::new();
+    let mut plain = Vec::new();
+    for i in 0..t.len() {
+        if !matches!(t[i], Token::Number(_)) {
+            continue;
+        }
+        if op(i + 1, "*") {
+            for a in number(i) {
+                out.extend(number(i + 2).into_iter().map(|b| a.saturating_mul(b)));
+            }
+        }
+        if i > 0 && op(i - 1, "/") {
+            divisors.extend(number(i).into_iter().filter(|f| *f > 1));
+        } else if !(i > 0 && op(i - 1, "*")) && !op(i + 1, "*") {
+            plain.extend(number(i));
+        }
+    }
+    for f in &divisors {
+        for n in &plain {
+            for m in [n - 1, *n, n + 1] {
+                out.push(m.saturating_mul(*f));
+            }
+        }
+    }
+    out.truncate(64);
+    out
+}
+
+/// Whether a statement multiplies or divides `:now` or `:lease_until` itself.
+fn scales_the_clock(t: &[Token]) -> bool {
+    let by = |i: usize| matches!(t.get(i), Some(Token::Punct(p)) if p == "*" || p == "/");
+    t.iter().enumerate().any(|(i, tok)| {
+        matches!(tok, Token::Param(p) if p == ":now" || p == ":lease_until")
+            && ((i > 0 && by(i - 1)) || by(i + 1))
+    })
+}
+
 /// A word that names a time column.
 fn is_time_word(w: &str) -> bool {
     TIME_COLUMNS.iter().any(|(_, c)| c.eq_ignore_ascii_case(w))
@@ -771,6 +843,7 @@ mod tests {
             times: Vec::new(),
             columns: std::sync::OnceLock::new(),
             names_only: false,
+            scaled: false,
         };
         // A lease ending at 5000, the clock at 0: the nearest instant is 5000 - 3000, and
         // the clock stands just before it, at it and just after it in turn.
@@ -798,6 +871,7 @@ mod tests {
             times: Vec::new(),
             columns: std::sync::OnceLock::new(),
             names_only: false,
+            scaled: false,
         };
         let r = Relative::new(&model, 100_000, [1, 50, 99_000].into_iter());
         assert_eq!(r.rel(1), Rel::Old(0));

@@ -100,7 +100,16 @@ pub struct Report {
     /// The longest schedule run: `--max-depth`, or less when the search stopped a few steps
     /// after a failure.
     pub searched_depth: usize,
+    /// The file multiplies or divides the clock itself (`:now / 1000`): the instants its
+    /// comparisons change at are not all known, so stuck is not judged and no verdict is
+    /// safe; a schedule found to break a check still does.
+    pub scaled: bool,
 }
+
+/// Said where a search of a file that scales the clock cannot judge.
+const SCALED: &str = "the file multiplies or divides :now or :lease_until, so its times are \
+     in other units and the search does not know every instant at which its comparisons \
+     change";
 
 /// What a search may say of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,7 +182,7 @@ impl Report {
     pub fn outcome(&self) -> Outcome {
         if self.bad_schedules() > 0 {
             Outcome::Broken
-        } else if self.closed && self.cut.is_none() {
+        } else if self.closed && self.cut.is_none() && !self.scaled {
             Outcome::Safe
         } else {
             Outcome::Unfinished
@@ -218,6 +227,7 @@ impl Report {
     fn unfinished(&self) -> String {
         let o = &self.options;
         let why = match self.cut {
+            None if self.closed => SCALED.to_string(),
             None => format!(
                 "schedules longer than {} were not run",
                 plural(o.max_depth as u64, "step")
@@ -253,6 +263,7 @@ impl Report {
             "max_beats": o.sql.as_ref().map(|_| o.max_beats),
             "bounded": self.bounded,
             "searched_depth": self.searched_depth,
+            "scaled_clock": self.scaled,
             "outcome": self.outcome().name(),
             "cut": self.cut.map(Cut::flag),
             "exhaustive": self.exhaustive,
@@ -332,6 +343,10 @@ impl Report {
         let mut out = self.header();
         for v in &self.verdicts {
             if v.count == 0 && !v.check.fails() {
+                continue;
+            }
+            if v.count == 0 && self.scaled && v.check == Check::Stuck {
+                out.push_str(&format!("  --    stuck: not judged: {SCALED}\n"));
                 continue;
             }
             if v.count == 0 {

@@ -461,6 +461,11 @@ impl Search {
     /// limit (what lies beyond is not known), or when a move that is not a fault leads to
     /// such a state. The first stuck state in the search's order is a shallowest one.
     fn find_stuck(&mut self) {
+        // A file that scales the clock itself may compare at instants the search never
+        // stands at: a message that looks stuck may only be waiting for one.
+        if self.scaled() {
+            return;
+        }
         let n = self.nodes.len();
         // The moves turned round, as one array: the states each state is reached from.
         let mut start = vec![0u32; n + 1];
@@ -508,6 +513,11 @@ impl Search {
             self.counts[Self::at(check)] += 1;
             self.found(check, k, &crate::engine::outbox::payment_key(id as u64));
         }
+    }
+
+    /// The file multiplies or divides the clock (`clock::TimeModel::scaled`).
+    fn scaled(&self) -> bool {
+        self.root.world.time.as_ref().is_some_and(|m| m.scaled)
     }
 
     /// The depth no state is expanded beyond: `--max-depth`, or, once a check has failed,
@@ -665,6 +675,7 @@ impl Search {
             verdicts,
             bounded: self.bounded,
             searched_depth: self.limit(),
+            scaled: self.scaled(),
         })
     }
 }

@@ -271,7 +271,13 @@ impl World {
 
         match &self.time {
             Some(model) if faults.jump => {
-                for delta in model.ticks(self.now, seen.times(model, self.exact_clock)) {
+                // Each lease's end, as the rows hold it and as the workers believe it.
+                let leases = self
+                    .actors
+                    .iter()
+                    .filter_map(|a| a.holds_lease().map(|l| l.until_ms));
+                let times = seen.times(model, self.exact_clock).chain(leases);
+                for delta in model.ticks(self.now, times) {
                     let over = self.expiring(seen, delta).any(|id| {
                         self.expiries
                             .get(id)

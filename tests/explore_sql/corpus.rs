@@ -289,9 +289,10 @@ fn a_grace_period_in_whole_seconds_is_not_stuck() {
 
 /// A lease the claim writes in whole seconds (`:now / 1000 + 3`) and compares in seconds
 /// ends after the worker's own (its 3000 ms from the claim): a takeover waits for the
-/// fourth second. Nothing is stuck; the clock must move on past the worker's lease.
+/// fourth second. The search cannot know every instant such a file compares at: it does not
+/// call a message stuck, nor the file safe; it says why, and exits as not a pass.
 #[test]
-fn a_lease_kept_in_seconds_is_not_stuck() {
+fn a_lease_kept_in_seconds_is_neither_stuck_nor_safe() {
     let claim: Vec<String> =
         takeover_claim(&CLAIMABLE.replace("LockedUntilUtc < :now", "LockedUntilUtc < :now / 1000"))
             .into_iter()
@@ -302,12 +303,22 @@ fn a_lease_kept_in_seconds_is_not_stuck() {
                 )
             })
             .collect();
-    judged(
-        "seconds-lease",
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        &dir,
+        "seconds-lease.toml",
         &file("immediate", &claim, FENCED_FINALIZE, None),
-        1,
-        Want::Safe,
     );
+    let r = grade(&path, 2, 1, 60);
+    assert_eq!(r.outcome(), Outcome::Unfinished, "{}", r.text());
+    assert_eq!(r.broken(), [], "{}", r.text());
+    assert!(
+        r.text()
+            .contains("stuck: not judged: the file multiplies or divides :now"),
+        "{}",
+        r.text()
+    );
+    assert!(r.text().contains("NOT A PASS"), "{}", r.text());
 }
 
 /// Offsets on the column's side, differences, and numbers hidden from a plain reading (a
