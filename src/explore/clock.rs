@@ -596,8 +596,8 @@ fn computed_of(t: &[Token]) -> Vec<i64> {
     let mut out = Vec::new();
     let mut divisors = Vec::new();
     let mut plain = Vec::new();
-    for i in 0..t.len() {
-        if !matches!(t[i], Token::Number(_)) {
+    for (i, tok) in t.iter().enumerate() {
+        if !matches!(tok, Token::Number(_)) {
             continue;
         }
         if op(i + 1, "*") {
@@ -607,7 +607,7 @@ fn computed_of(t: &[Token]) -> Vec<i64> {
         }
         if i > 0 && op(i - 1, "/") {
             divisors.extend(number(i).into_iter().filter(|f| *f > 1));
-        } else if !(i > 0 && op(i - 1, "*")) && !op(i + 1, "*") {
+        } else if !(op(i + 1, "*") || (i > 0 && op(i - 1, "*"))) {
             plain.extend(number(i));
         }
     }
