@@ -147,18 +147,7 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
             return self.step_all(op, run, Begin::Deferred);
         };
         self.store_mut().begin_student(Begin::Deferred)?;
-        let ran = self.sandboxed(|conn, sandbox| {
-            let mut all = Vec::new();
-            for (index, statement) in op.statements.iter().enumerate().take(w) {
-                let ran = sandbox.execute(conn, (op.kind, index), &mut run.bound, statement)?;
-                let stop = ran.ends;
-                all.push(ran);
-                if stop {
-                    break;
-                }
-            }
-            Ok(all)
-        });
+        let ran = self.run_statements(op, run, 0..w);
         // The reads change nothing: their transaction ends here whatever they found.
         let _ = self.store_mut().end_student(false);
         let ran = ran?;
@@ -178,17 +167,17 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
         Ok((Step::Done(result), shown))
     }
 
-    fn step_all(
+    /// The statements `range` of `op`, in the sandbox, until one ends the operation.
+    fn run_statements(
         &mut self,
         op: &Operation,
         run: &mut OpRun,
-        begin: Begin,
-    ) -> Result<(Step, Shown), StudentError> {
-        self.store_mut().begin_student(begin)?;
-        let ran = self.sandboxed(|conn, sandbox| {
+        range: std::ops::Range<usize>,
+    ) -> Result<Vec<Ran>, StudentError> {
+        self.sandboxed(|conn, sandbox| {
             let mut all = Vec::new();
-            let first = run.next.min(op.statements.len());
-            for (index, statement) in op.statements.iter().enumerate().skip(first) {
+            for index in range {
+                let statement = &op.statements[index];
                 let ran = sandbox.execute(conn, (op.kind, index), &mut run.bound, statement)?;
                 let stop = ran.ends;
                 all.push(ran);
@@ -197,7 +186,18 @@ impl<S: BorrowMut<Store>> StudentStore<S> {
                 }
             }
             Ok(all)
-        });
+        })
+    }
+
+    fn step_all(
+        &mut self,
+        op: &Operation,
+        run: &mut OpRun,
+        begin: Begin,
+    ) -> Result<(Step, Shown), StudentError> {
+        self.store_mut().begin_student(begin)?;
+        let first = run.next.min(op.statements.len());
+        let ran = self.run_statements(op, run, first..op.statements.len());
         let ran = match ran {
             Ok(ran) => ran,
             Err(e) => {
