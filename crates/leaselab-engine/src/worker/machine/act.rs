@@ -58,7 +58,25 @@ impl Worker {
                 self.load()?
             }
             Phase::Holding(lease) => self.call_provider(lease)?,
-            Phase::Checked(lease, check) => self.finalize(lease, check)?,
+            Phase::Checked(lease, check) => {
+                // A call whose row a lost connection kept from being written: written first,
+                // at the time it was made, so no finalize carries an answer off the record.
+                match self.unrecorded_check.take() {
+                    Some((id, version, at, effect))
+                        if (id, version) == (lease.id, lease.version) =>
+                    {
+                        let recorded =
+                            self.record_check_at(at, Some(&lease), &lease.key, &check, effect);
+                        if let Err(e) = recorded {
+                            self.unrecorded_check = Some((id, version, at, effect));
+                            self.phase = Phase::Checked(lease, check);
+                            return Err(e);
+                        }
+                    }
+                    _ => {}
+                }
+                self.finalize(lease, check)?
+            }
             // Leasing came back on: drop the unowned snapshot at this cycle.
             Phase::Naive { .. } if leasing => Acted::Done,
             Phase::Naive {
@@ -103,10 +121,13 @@ impl Worker {
                 return Ok(Acted::Done);
             }
         };
-        let seq = match self.record_check(Some(&lease), lease.id, &lease.key, &check, effect) {
+        let at = self.ctx.clock.now();
+        let seq = match self.record_check_at(at, Some(&lease), &lease.key, &check, effect) {
             Ok(seq) => seq,
             Err(e) => {
-                // The provider answered: a worker that reconnects finalizes that answer.
+                // The provider answered: a worker that reconnects records the call, then
+                // finalizes that answer.
+                self.unrecorded_check = Some((lease.id, lease.version, at, effect));
                 self.phase = Phase::Checked(lease, check);
                 return Err(e);
             }
@@ -135,6 +156,31 @@ impl Worker {
         effect: bool,
     ) -> Result<u64, WorkerError> {
         let now = self.ctx.clock.now();
+        self.record_check_of(now, lease, id, key, check, effect)
+    }
+
+    /// As [`Worker::record_check`], of a leased call made at `at`.
+    fn record_check_at(
+        &mut self,
+        at: i64,
+        lease: Option<&Lease>,
+        key: &str,
+        check: &StatusCheck,
+        effect: bool,
+    ) -> Result<u64, WorkerError> {
+        let id = lease.map_or(0, |l| l.id);
+        self.record_check_of(at, lease, id, key, check, effect)
+    }
+
+    fn record_check_of(
+        &mut self,
+        now: i64,
+        lease: Option<&Lease>,
+        id: i64,
+        key: &str,
+        check: &StatusCheck,
+        effect: bool,
+    ) -> Result<u64, WorkerError> {
         let fact = Fact {
             id: Some(id),
             key: Some(key.to_string()),

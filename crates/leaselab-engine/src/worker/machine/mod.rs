@@ -78,6 +78,11 @@ pub(crate) struct Worker {
     busy_tries: u32,
     /// A heartbeat refused the write lock: the next is not tried before this scenario time.
     beat_retry_at: Option<i64>,
+    /// A provider call whose `Checked` row could not be written (the connection went away
+    /// right after the call): when it was made and whether it did work. It is written, at
+    /// its own time, before the finalize that carries its answer: the message and lease it
+    /// was made under, when, and whether it did work.
+    unrecorded_check: Option<(i64, i64, i64, bool)>,
 }
 
 impl Worker {
@@ -109,6 +114,7 @@ impl Worker {
             finalize_unanswered: false,
             busy_tries: 0,
             beat_retry_at: None,
+            unrecorded_check: None,
         }
     }
 
