@@ -59,21 +59,9 @@ impl Worker {
             }
             Phase::Holding(lease) => self.call_provider(lease)?,
             Phase::Checked(lease, check) => {
-                // A call whose row a lost connection kept from being written: written first,
-                // at the time it was made, so no finalize carries an answer off the record.
-                match self.unrecorded_check.take() {
-                    Some((id, version, at, effect))
-                        if (id, version) == (lease.id, lease.version) =>
-                    {
-                        let recorded =
-                            self.record_check_at(at, Some(&lease), &lease.key, &check, effect);
-                        if let Err(e) = recorded {
-                            self.unrecorded_check = Some((id, version, at, effect));
-                            self.phase = Phase::Checked(lease, check);
-                            return Err(e);
-                        }
-                    }
-                    _ => {}
+                if let Err(e) = self.record_kept_call(&lease, &check) {
+                    self.phase = Phase::Checked(lease, check);
+                    return Err(e);
                 }
                 self.finalize(lease, check)?
             }
@@ -143,6 +131,21 @@ impl Worker {
         );
         self.phase = Phase::Checked(lease, check);
         Ok(Acted::Done)
+    }
+
+    /// A call whose row a lost connection kept from being written: written now, at the time
+    /// it was made, so no finalize carries an answer off the record.
+    fn record_kept_call(&mut self, lease: &Lease, check: &StatusCheck) -> Result<(), WorkerError> {
+        match self.unrecorded_check.take() {
+            Some((id, version, at, effect)) if (id, version) == (lease.id, lease.version) => {
+                let recorded = self.record_check_at(at, Some(lease), &lease.key, check, effect);
+                if recorded.is_err() {
+                    self.unrecorded_check = Some((id, version, at, effect));
+                }
+                recorded.map(|_| ())
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Record a provider call and its answer when it is made (a `Checked` row): a replay then
